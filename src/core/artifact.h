@@ -1,0 +1,99 @@
+/*
+ * HDF5 artifacts: the files every stage reads and writes.
+ *
+ * One file holds an input table (/inputs), a graph set (/graphs: flat node
+ * records, output refs and one index row per graph with offsets into both)
+ * and optionally a substitution set (/substitutions: rows of src/dst graph
+ * indices with a verdict). Datasets are fixed-size compound types, chunked
+ * and deflate-compressed, written collectively by every rank of a
+ * communicator: each rank passes its local part and offsets come from
+ * MPI_Exscan, so the file is the same whatever the rank count. The root group
+ * carries provenance (tool, version, git commit, job text, ranks, threads,
+ * seed, start and end time), the artifact kind and the stage's counts as
+ * integer attributes, so `h5dump -A` tells what a file is and how it was made.
+ */
+#ifndef TASO_ARTIFACT_H
+#define TASO_ARTIFACT_H
+
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "graph.h"
+
+#define TASO_ARTIFACT_FORMAT 1 /* bumped when a record layout changes */
+
+/* Artifact kinds, stored in the root attribute "kind". */
+#define TASO_KIND_CANDIDATES "taso-candidates"
+#define TASO_KIND_SUBSTITUTIONS "taso-substitutions"
+#define TASO_KIND_VALIDATION "taso-validation"
+
+typedef enum {
+  TASO_VERDICT_CANDIDATE = 0, /* not yet verified */
+  TASO_VERDICT_PROVED = 1,
+  TASO_VERDICT_UNKNOWN = 2,   /* timeout or solver gave up */
+  TASO_VERDICT_REFUTED = 3,
+} taso_verdict_t;
+
+typedef struct {
+  int64_t src;     /* global index of the source graph in /graphs */
+  int64_t dst;     /* global index of the target graph */
+  int32_t verdict; /* taso_verdict_t */
+  double seconds;  /* time spent deciding it */
+} taso_subst_t;
+
+typedef struct {
+  const char *tool;     /* "taso-generate" */
+  const char *job_path; /* the job file's path */
+  const char *job_text; /* the job file's whole text */
+  int ranks;            /* MPI ranks */
+  int threads;          /* OpenMP threads per rank */
+  uint64_t seed;        /* random seed of the job */
+  char start_time[32];  /* ISO 8601, UTC */
+  char end_time[32];    /* ISO 8601, UTC; set by taso_artifact_close */
+} taso_provenance_t;
+
+typedef struct taso_artifact taso_artifact_t;
+
+/* Current UTC time as ISO 8601 into buf[32]. */
+void taso_now_iso8601(char buf[32]);
+
+/* Creates (truncates) path collectively over comm and writes kind and
+ * provenance (end_time is written at close). */
+taso_err_t taso_artifact_create(MPI_Comm comm, const char *path, const char *kind,
+                                const taso_provenance_t *prov, taso_artifact_t **out);
+
+/* Opens an existing artifact read-only collectively. kind, if not NULL, must
+ * match. A missing, truncated or foreign file gives TASO_ERR_IO or
+ * TASO_ERR_FORMAT with a message naming the file. */
+taso_err_t taso_artifact_open(MPI_Comm comm, const char *path, const char *kind,
+                              taso_artifact_t **out);
+
+/* Writes end_time (for created files) and closes; frees a. */
+taso_err_t taso_artifact_close(taso_artifact_t *a);
+
+/* Integer root attributes (the stage's counts); same value on every rank. */
+taso_err_t taso_artifact_set_count(taso_artifact_t *a, const char *name, int64_t value);
+taso_err_t taso_artifact_get_count(taso_artifact_t *a, const char *name, int64_t *value);
+
+/* A string root attribute ("kind", "tool", "job_text"...); *value is malloc'd. */
+taso_err_t taso_artifact_get_string(taso_artifact_t *a, const char *name, char **value);
+
+/* Collective. The input table, identical on every rank. */
+taso_err_t taso_artifact_write_inputs(taso_artifact_t *a, const taso_inputs_t *in);
+taso_err_t taso_artifact_read_inputs(taso_artifact_t *a, taso_inputs_t *in);
+
+/* Collective. Each rank writes its n local graphs; rank r's graphs follow
+ * those of ranks < r. *first receives the global index of local[0]. */
+taso_err_t taso_artifact_write_graphs(taso_artifact_t *a, const taso_graph_t *local, int64_t n,
+                                      int64_t *first);
+/* Every rank reads the whole graph set; free with taso_graphs_free. */
+taso_err_t taso_artifact_read_graphs(taso_artifact_t *a, taso_graph_t **graphs, int64_t *n);
+void taso_graphs_free(taso_graph_t *graphs, int64_t n);
+
+/* Collective. Each rank writes its n local rows (src/dst already global). */
+taso_err_t taso_artifact_write_substs(taso_artifact_t *a, const taso_subst_t *local, int64_t n);
+/* Every rank reads all rows; *rows is malloc'd. n = 0 if the file has none. */
+taso_err_t taso_artifact_read_substs(taso_artifact_t *a, taso_subst_t **rows, int64_t *n);
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * Operator graphs, their canonical text form and canonical ordering.
+ *
+ * A graph is a list of nodes in topological order plus a list of outputs.
+ * Inputs are nodes too (TASO_OP_INPUT) that name an entry of an input table
+ * shared by a whole graph set. A tensor is referred to by (node, port):
+ * port 1 exists only for split. Adding a node equal to an existing one returns
+ * the existing one, so no graph computes a tensor twice, and the canonical
+ * text form `ewadd(conv2d(i1, w4), conv2d(i1, w5))` maps to exactly one
+ * canonical graph and back.
+ */
+#ifndef TASO_GRAPH_H
+#define TASO_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "op.h"
+
+#define TASO_NAME_LEN 16
+
+typedef int32_t taso_ref_t; /* node * 2 + port */
+#define TASO_REF(node, port) ((taso_ref_t)((node) * 2 + (port)))
+#define TASO_REF_NODE(ref) ((ref) / 2)
+#define TASO_REF_PORT(ref) ((ref) % 2)
+
+typedef struct {
+  char name[TASO_NAME_LEN]; /* "x1", "w4", "s0" */
+  taso_tensor_t type;       /* shape; trees empty */
+} taso_input_t;
+
+typedef struct {
+  taso_input_t *v; /* entries */
+  int n;           /* count */
+} taso_inputs_t;
+
+typedef struct {
+  int32_t kind;      /* taso_op_kind_t */
+  taso_params_t p;   /* parameters; unused ones 0 */
+  taso_ref_t in[3];  /* tensor inputs; -1 past arity */
+} taso_node_t;
+
+typedef struct {
+  taso_node_t *nodes;  /* topological order */
+  int nnodes, node_cap;
+  taso_ref_t *outputs; /* the graph's results, in order */
+  int noutputs, out_cap;
+} taso_graph_t;
+
+void taso_inputs_free(taso_inputs_t *in);
+/* Appends an input; TASO_ERR_ARG on a duplicate or overlong name. */
+taso_err_t taso_inputs_add(taso_inputs_t *in, const char *name, int rank, const int32_t *dim);
+int taso_inputs_find(const taso_inputs_t *in, const char *name); /* -1 if absent */
+
+void taso_graph_init(taso_graph_t *g);
+void taso_graph_free(taso_graph_t *g);
+void taso_graph_clear(taso_graph_t *g);
+taso_err_t taso_graph_copy(taso_graph_t *dst, const taso_graph_t *src);
+
+/* Adds (or finds) a node; *ref receives its port 0. Inputs must exist. */
+taso_err_t taso_graph_add(taso_graph_t *g, taso_op_kind_t kind, const taso_params_t *p,
+                          const taso_ref_t *in, taso_ref_t *ref);
+taso_err_t taso_graph_add_input(taso_graph_t *g, int input, taso_ref_t *ref);
+taso_err_t taso_graph_add_output(taso_graph_t *g, taso_ref_t ref);
+
+/* Types of every node output: types[2*node + port]. Errors name the operator. */
+taso_err_t taso_graph_infer(const taso_graph_t *g, const taso_inputs_t *in,
+                            taso_tensor_t *types);
+
+/* Rewrites g in canonical node order (depth-first from the outputs, inputs
+ * in order) and drops nodes no output depends on. */
+taso_err_t taso_graph_canonicalize(taso_graph_t *g);
+
+/* Total order on canonical graphs; 0 iff equal. */
+int taso_graph_compare(const taso_graph_t *a, const taso_graph_t *b);
+
+/* 64-bit hash of a canonical graph, stable across machines and runs. */
+uint64_t taso_graph_hash(const taso_graph_t *g);
+
+/* Canonical text of the outputs, comma-separated. Returns the length it
+ * needs (like snprintf); the text is cut to len - 1 characters. */
+int taso_graph_format(const taso_graph_t *g, const taso_inputs_t *in, char *buf, int len);
+
+/* Parses canonical text (whitespace free-form, parameters in any order,
+ * defaults omitted) into a canonical graph. Errors give the column. */
+taso_err_t taso_graph_parse(const char *text, const taso_inputs_t *in, taso_graph_t *g);
+
+/* Parses an operator with its parameters and no tensor arguments, as job
+ * files list them: "conv2d(s=2x2, act=relu)", "pool_avg(k=3x3)", "matmul". */
+taso_err_t taso_op_template_parse(const char *text, taso_op_kind_t *kind, taso_params_t *p);
+
+/* Parses "SRC => DST" into two graphs. */
+taso_err_t taso_subst_parse(const char *text, const taso_inputs_t *in, taso_graph_t *src,
+                            taso_graph_t *dst);
+
+#endif

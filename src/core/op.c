@@ -1,0 +1,343 @@
+#include "op.h"
+
+#include <string.h>
+
+#include "check.h"
+
+/* ---- shape rules ------------------------------------------------------- */
+
+static taso_err_t same_shape(const taso_tensor_t *a, const taso_tensor_t *b) {
+  if (a->rank != b->rank || memcmp(a->dim, b->dim, sizeof a->dim) != 0)
+    return taso_error(TASO_ERR_SHAPE, "operand shapes differ");
+  return TASO_OK;
+}
+
+static taso_err_t shape_elementwise(const taso_params_t *p, const taso_tensor_t *in,
+                                    taso_tensor_t *out) {
+  (void)p;
+  if (in[0].rank < 2) return taso_error(TASO_ERR_SHAPE, "needs rank 2 to 4, got %d", in[0].rank);
+  TASO_TRY(same_shape(&in[0], &in[1]));
+  out[0] = taso_tensor_make(in[0].rank, in[0].dim);
+  return TASO_OK;
+}
+
+static taso_err_t shape_smul(const taso_params_t *p, const taso_tensor_t *in,
+                             taso_tensor_t *out) {
+  (void)p;
+  if (in[1].rank != 0)
+    return taso_error(TASO_ERR_SHAPE, "second operand must be a scalar, got rank %d", in[1].rank);
+  out[0] = taso_tensor_make(in[0].rank, in[0].dim);
+  return TASO_OK;
+}
+
+static taso_err_t shape_unary(const taso_params_t *p, const taso_tensor_t *in,
+                              taso_tensor_t *out) {
+  (void)p;
+  out[0] = taso_tensor_make(in[0].rank, in[0].dim);
+  return TASO_OK;
+}
+
+static taso_err_t shape_transpose(const taso_params_t *p, const taso_tensor_t *in,
+                                  taso_tensor_t *out) {
+  (void)p;
+  if (in[0].rank != 2) return taso_error(TASO_ERR_SHAPE, "needs rank 2, got %d", in[0].rank);
+  int32_t d[2] = {in[0].dim[1], in[0].dim[0]};
+  out[0] = taso_tensor_make(2, d);
+  return TASO_OK;
+}
+
+static taso_err_t shape_matmul(const taso_params_t *p, const taso_tensor_t *in,
+                               taso_tensor_t *out) {
+  (void)p;
+  if (in[0].rank != 2 || in[1].rank != 2)
+    return taso_error(TASO_ERR_SHAPE, "needs two rank-2 operands, got ranks %d and %d",
+                      in[0].rank, in[1].rank);
+  if (in[0].dim[1] != in[1].dim[0])
+    return taso_error(TASO_ERR_SHAPE, "inner sizes differ: [%d,%d] x [%d,%d]", in[0].dim[0],
+                      in[0].dim[1], in[1].dim[0], in[1].dim[1]);
+  int32_t d[2] = {in[0].dim[0], in[1].dim[1]};
+  out[0] = taso_tensor_make(2, d);
+  return TASO_OK;
+}
+
+int32_t taso_window_out(int32_t i, int32_t k, int32_t s, int32_t pad, int32_t *pad_before) {
+  if (pad == TASO_PAD_VALID) {
+    *pad_before = 0;
+    return i < k ? 0 : (i - k) / s + 1;
+  }
+  int32_t o = (i + s - 1) / s;
+  int32_t total = (o - 1) * s + k - i;
+  *pad_before = total > 0 ? total / 2 : 0;
+  return o;
+}
+
+/* Output [n, c, oh, ow] of a window operator on x [n, ., h, w]. */
+static taso_err_t window_shape(const taso_params_t *p, const taso_tensor_t *x, int32_t kh,
+                               int32_t kw, int32_t c, taso_tensor_t *out) {
+  int32_t before;
+  if (p->stride[0] < 1 || p->stride[1] < 1)
+    return taso_error(TASO_ERR_SHAPE, "stride %dx%d must be positive", p->stride[0],
+                      p->stride[1]);
+  if (kh < 1 || kw < 1) return taso_error(TASO_ERR_SHAPE, "kernel %dx%d must be positive", kh, kw);
+  int32_t oh = taso_window_out(x->dim[2], kh, p->stride[0], p->pad, &before);
+  int32_t ow = taso_window_out(x->dim[3], kw, p->stride[1], p->pad, &before);
+  if (oh < 1 || ow < 1)
+    return taso_error(TASO_ERR_SHAPE, "kernel %dx%d does not fit input %dx%d with VALID padding",
+                      kh, kw, x->dim[2], x->dim[3]);
+  int32_t d[4] = {x->dim[0], c, oh, ow};
+  *out = taso_tensor_make(4, d);
+  return TASO_OK;
+}
+
+static taso_err_t shape_conv2d(const taso_params_t *p, const taso_tensor_t *in,
+                               taso_tensor_t *out) {
+  const taso_tensor_t *x = &in[0], *w = &in[1];
+  if (x->rank != 4 || w->rank != 4)
+    return taso_error(TASO_ERR_SHAPE, "needs rank-4 input and weight, got ranks %d and %d",
+                      x->rank, w->rank);
+  if (x->dim[1] % w->dim[1] != 0)
+    return taso_error(TASO_ERR_SHAPE, "input channels %d not a multiple of weight channels %d",
+                      x->dim[1], w->dim[1]);
+  int32_t groups = x->dim[1] / w->dim[1];
+  if (w->dim[0] % groups != 0)
+    return taso_error(TASO_ERR_SHAPE, "output channels %d not a multiple of %d groups", w->dim[0],
+                      groups);
+  return window_shape(p, x, w->dim[2], w->dim[3], w->dim[0], out);
+}
+
+static taso_err_t shape_pool(const taso_params_t *p, const taso_tensor_t *in,
+                             taso_tensor_t *out) {
+  if (in[0].rank != 4) return taso_error(TASO_ERR_SHAPE, "needs rank 4, got %d", in[0].rank);
+  return window_shape(p, &in[0], p->kernel[0], p->kernel[1], in[0].dim[1], out);
+}
+
+static taso_err_t shape_concat(const taso_params_t *p, const taso_tensor_t *in,
+                               taso_tensor_t *out) {
+  const taso_tensor_t *x = &in[0], *y = &in[1];
+  if (x->rank != y->rank)
+    return taso_error(TASO_ERR_SHAPE, "operand ranks differ: %d and %d", x->rank, y->rank);
+  if (p->axis < 0 || p->axis >= x->rank)
+    return taso_error(TASO_ERR_SHAPE, "axis %d out of range for rank %d", p->axis, x->rank);
+  for (int i = 0; i < x->rank; i++)
+    if (i != p->axis && x->dim[i] != y->dim[i])
+      return taso_error(TASO_ERR_SHAPE, "sizes differ on axis %d: %d and %d", i, x->dim[i],
+                        y->dim[i]);
+  out[0] = taso_tensor_make(x->rank, x->dim);
+  out[0].dim[p->axis] += y->dim[p->axis];
+  return TASO_OK;
+}
+
+static taso_err_t shape_split(const taso_params_t *p, const taso_tensor_t *in,
+                              taso_tensor_t *out) {
+  const taso_tensor_t *x = &in[0];
+  taso_tree_t l, r;
+  int32_t s;
+  if (p->axis < 0 || p->axis >= x->rank)
+    return taso_error(TASO_ERR_SHAPE, "axis %d out of range for rank %d", p->axis, x->rank);
+  if (!taso_tree_split(&x->tree[p->axis], &s, &l, &r))
+    return taso_error(TASO_ERR_SHAPE, "axis %d has an empty split tree", p->axis);
+  out[0] = taso_tensor_make(x->rank, x->dim);
+  out[1] = out[0];
+  out[0].dim[p->axis] = s;
+  out[1].dim[p->axis] = x->dim[p->axis] - s;
+  return TASO_OK;
+}
+
+static taso_err_t shape_enlarge(const taso_params_t *p, const taso_tensor_t *in,
+                                taso_tensor_t *out) {
+  const taso_tensor_t *w = &in[0];
+  if (w->rank != 4) return taso_error(TASO_ERR_SHAPE, "needs a rank-4 weight, got rank %d", w->rank);
+  if (w->dim[2] > p->kernel[0] || w->dim[3] > p->kernel[1])
+    return taso_error(TASO_ERR_SHAPE, "kernel %dx%d larger than target %dx%d", w->dim[2],
+                      w->dim[3], p->kernel[0], p->kernel[1]);
+  int32_t d[4] = {w->dim[0], w->dim[1], p->kernel[0], p->kernel[1]};
+  out[0] = taso_tensor_make(4, d);
+  return TASO_OK;
+}
+
+/* Constants: the shape is a parameter; check it fits the operator. */
+static taso_err_t shape_constant(const taso_params_t *p, taso_tensor_t *out) {
+  if (p->rank < 0 || p->rank > TASO_MAX_RANK)
+    return taso_error(TASO_ERR_SHAPE, "rank %d out of range", p->rank);
+  for (int i = 0; i < p->rank; i++)
+    if (p->shape[i] < 1) return taso_error(TASO_ERR_SHAPE, "size %d on axis %d", p->shape[i], i);
+  out[0] = taso_tensor_make(p->rank, p->shape);
+  return TASO_OK;
+}
+
+static taso_err_t shape_const_kernel(const taso_params_t *p, bool depthwise, taso_tensor_t *out) {
+  TASO_TRY(shape_constant(p, out));
+  if (p->rank != 4 || p->shape[2] != p->kernel[0] || p->shape[3] != p->kernel[1])
+    return taso_error(TASO_ERR_SHAPE, "shape must be [c,%s,%d,%d]", depthwise ? "1" : "c",
+                      p->kernel[0], p->kernel[1]);
+  if (depthwise ? p->shape[1] != 1 : p->shape[0] != p->shape[1])
+    return taso_error(TASO_ERR_SHAPE, "shape must be [c,%s,%d,%d]", depthwise ? "1" : "c",
+                      p->kernel[0], p->kernel[1]);
+  return TASO_OK;
+}
+
+static taso_err_t shape_const_pool(const taso_params_t *p, const taso_tensor_t *in,
+                                   taso_tensor_t *out) {
+  (void)in;
+  return shape_const_kernel(p, true, out);
+}
+
+static taso_err_t shape_const_iconv(const taso_params_t *p, const taso_tensor_t *in,
+                                    taso_tensor_t *out) {
+  (void)in;
+  return shape_const_kernel(p, false, out);
+}
+
+static taso_err_t shape_const_imm(const taso_params_t *p, const taso_tensor_t *in,
+                                  taso_tensor_t *out) {
+  (void)in;
+  TASO_TRY(shape_constant(p, out));
+  if (p->rank != 2 || p->shape[0] != p->shape[1])
+    return taso_error(TASO_ERR_SHAPE, "an identity matrix must be square [k,k]");
+  return TASO_OK;
+}
+
+static taso_err_t shape_const_one(const taso_params_t *p, const taso_tensor_t *in,
+                                  taso_tensor_t *out) {
+  (void)in;
+  return shape_constant(p, out);
+}
+
+/* ---- split-tree rules (semantics.md section 1; enlarge is ours) ---------- */
+
+static taso_err_t trees_none(const taso_params_t *p, const taso_tensor_t *in, taso_tensor_t *out) {
+  (void)p;
+  (void)in;
+  (void)out; /* constants: every tree empty, as taso_tensor_make left them */
+  return TASO_OK;
+}
+
+static taso_err_t trees_first(const taso_params_t *p, const taso_tensor_t *in,
+                              taso_tensor_t *out) {
+  (void)p;
+  memcpy(out[0].tree, in[0].tree, sizeof in[0].tree);
+  return TASO_OK;
+}
+
+/* Keeps a tree where both operands agree. */
+static void trees_agree(const taso_tensor_t *x, const taso_tensor_t *y, int skip_axis,
+                        taso_tensor_t *out) {
+  for (int i = 0; i < x->rank; i++)
+    if (i != skip_axis && taso_tree_equal(&x->tree[i], &y->tree[i])) out->tree[i] = x->tree[i];
+}
+
+static taso_err_t trees_elementwise(const taso_params_t *p, const taso_tensor_t *in,
+                                    taso_tensor_t *out) {
+  (void)p;
+  trees_agree(&in[0], &in[1], -1, &out[0]);
+  return TASO_OK;
+}
+
+static taso_err_t trees_transpose(const taso_params_t *p, const taso_tensor_t *in,
+                                  taso_tensor_t *out) {
+  (void)p;
+  out[0].tree[0] = in[0].tree[1];
+  out[0].tree[1] = in[0].tree[0];
+  return TASO_OK;
+}
+
+static taso_err_t trees_matmul(const taso_params_t *p, const taso_tensor_t *in,
+                               taso_tensor_t *out) {
+  (void)p;
+  out[0].tree[0] = in[0].tree[0];
+  out[0].tree[1] = in[1].tree[1];
+  return TASO_OK;
+}
+
+static taso_err_t trees_conv2d(const taso_params_t *p, const taso_tensor_t *in,
+                               taso_tensor_t *out) {
+  (void)p;
+  out[0].tree[0] = in[0].tree[0];
+  out[0].tree[1] = in[1].tree[0];
+  return TASO_OK;
+}
+
+static taso_err_t trees_pool(const taso_params_t *p, const taso_tensor_t *in,
+                             taso_tensor_t *out) {
+  (void)p;
+  out[0].tree[0] = in[0].tree[0];
+  return TASO_OK;
+}
+
+/* enlarge keeps the channel axes; the kernel axes change size, so they reset. */
+static taso_err_t trees_enlarge(const taso_params_t *p, const taso_tensor_t *in,
+                                taso_tensor_t *out) {
+  (void)p;
+  out[0].tree[0] = in[0].tree[0];
+  out[0].tree[1] = in[0].tree[1];
+  return TASO_OK;
+}
+
+static taso_err_t trees_concat(const taso_params_t *p, const taso_tensor_t *in,
+                               taso_tensor_t *out) {
+  int a = p->axis;
+  trees_agree(&in[0], &in[1], a, &out[0]);
+  return taso_tree_join(&out[0].tree[a], in[0].dim[a], &in[0].tree[a], &in[1].tree[a]);
+}
+
+static taso_err_t trees_split(const taso_params_t *p, const taso_tensor_t *in,
+                              taso_tensor_t *out) {
+  int32_t s;
+  memcpy(out[0].tree, in[0].tree, sizeof in[0].tree);
+  memcpy(out[1].tree, in[0].tree, sizeof in[0].tree);
+  taso_tree_split(&in[0].tree[p->axis], &s, &out[0].tree[p->axis], &out[1].tree[p->axis]);
+  return TASO_OK;
+}
+
+/* ---- the registry ------------------------------------------------------- */
+
+#define WINDOW (TASO_P_STRIDE | TASO_P_PAD)
+
+const taso_op_info_t taso_ops[TASO_OP_COUNT] = {
+    [TASO_OP_INPUT] = {.name = "input", .arity = 0, .outputs = 1, .params = TASO_P_INPUT},
+    [TASO_OP_EWADD] = {"ewadd", 2, 1, 0, shape_elementwise, trees_elementwise},
+    [TASO_OP_EWMUL] = {"ewmul", 2, 1, 0, shape_elementwise, trees_elementwise},
+    [TASO_OP_SMUL] = {"smul", 2, 1, 0, shape_smul, trees_first},
+    [TASO_OP_RELU] = {"relu", 1, 1, 0, shape_unary, trees_first},
+    [TASO_OP_TRANSPOSE] = {"transpose", 1, 1, TASO_P_LAYOUT, shape_transpose, trees_transpose},
+    [TASO_OP_MATMUL] = {"matmul", 2, 1, TASO_P_ACT, shape_matmul, trees_matmul},
+    [TASO_OP_CONV2D] = {"conv2d", 2, 1, WINDOW | TASO_P_ACT, shape_conv2d, trees_conv2d},
+    [TASO_OP_POOL_AVG] = {"pool_avg", 1, 1, WINDOW | TASO_P_KERNEL, shape_pool, trees_pool},
+    [TASO_OP_POOL_MAX] = {"pool_max", 1, 1, WINDOW | TASO_P_KERNEL, shape_pool, trees_pool},
+    [TASO_OP_CONCAT] = {"concat", 2, 1, TASO_P_AXIS, shape_concat, trees_concat},
+    [TASO_OP_SPLIT] = {"split", 1, 2, TASO_P_AXIS, shape_split, trees_split},
+    [TASO_OP_ENLARGE] = {"enlarge", 1, 1, TASO_P_KERNEL, shape_enlarge, trees_enlarge},
+    [TASO_OP_CONST_POOL] = {"const_pool", 0, 1, TASO_P_KERNEL | TASO_P_SHAPE, shape_const_pool,
+                            trees_none},
+    [TASO_OP_CONST_ICONV] = {"const_iconv", 0, 1, TASO_P_KERNEL | TASO_P_SHAPE,
+                             shape_const_iconv, trees_none},
+    [TASO_OP_CONST_IMM] = {"const_imm", 0, 1, TASO_P_SHAPE, shape_const_imm, trees_none},
+    [TASO_OP_CONST_ONE] = {"const_one", 0, 1, TASO_P_SHAPE, shape_const_one, trees_none},
+};
+
+taso_op_kind_t taso_op_lookup(const char *name) {
+  for (int k = TASO_OP_INPUT + 1; k < TASO_OP_COUNT; k++)
+    if (strcmp(taso_ops[k].name, name) == 0) return (taso_op_kind_t)k;
+  return TASO_OP_COUNT;
+}
+
+taso_params_t taso_params_default(void) {
+  taso_params_t p;
+  memset(&p, 0, sizeof p);
+  p.stride[0] = p.stride[1] = 1;
+  p.pad = TASO_PAD_SAME;
+  p.act = TASO_ACT_NONE;
+  p.layout = TASO_LAYOUT_MATERIALIZED;
+  return p;
+}
+
+taso_err_t taso_op_infer(taso_op_kind_t kind, const taso_params_t *p, const taso_tensor_t *in,
+                         taso_tensor_t *out) {
+  if (kind <= TASO_OP_INPUT || kind >= TASO_OP_COUNT)
+    return taso_error(TASO_ERR_UNKNOWN, "operator kind %d has no shape rule", (int)kind);
+  const taso_op_info_t *op = &taso_ops[kind];
+  taso_err_t err = op->shape(p, in, out);
+  if (err == TASO_OK) err = op->trees(p, in, out);
+  if (err != TASO_OK) return taso_error_prefix(err, "%s: ", op->name);
+  return TASO_OK;
+}

@@ -1,0 +1,95 @@
+/*
+ * The operator registry: the one place an operator is defined.
+ *
+ * Each entry gives the operator's text name, arity, outputs, which
+ * parameters it takes, its shape rule and its split-tree rule
+ * (semantics.md sections 1 and 2). The generator, the verifier's term
+ * builder, the validator and the optimizer all read this table; the
+ * reference evaluation of every operator lives in eval_impl.h, written once
+ * over an abstract number type.
+ */
+#ifndef TASO_OP_H
+#define TASO_OP_H
+
+#include <stdint.h>
+
+#include "tensor.h"
+
+typedef enum {
+  TASO_OP_INPUT, /* a graph input; params.input names it */
+  TASO_OP_EWADD,
+  TASO_OP_EWMUL,
+  TASO_OP_SMUL,
+  TASO_OP_RELU,
+  TASO_OP_TRANSPOSE,
+  TASO_OP_MATMUL,
+  TASO_OP_CONV2D,
+  TASO_OP_POOL_AVG,
+  TASO_OP_POOL_MAX,
+  TASO_OP_CONCAT,
+  TASO_OP_SPLIT,
+  TASO_OP_ENLARGE,
+  TASO_OP_CONST_POOL,
+  TASO_OP_CONST_ICONV,
+  TASO_OP_CONST_IMM,
+  TASO_OP_CONST_ONE,
+  TASO_OP_COUNT
+} taso_op_kind_t;
+
+enum { TASO_PAD_SAME = 0, TASO_PAD_VALID = 1 };
+enum { TASO_ACT_NONE = 0, TASO_ACT_RELU = 1 };
+enum { TASO_LAYOUT_MATERIALIZED = 0, TASO_LAYOUT_VIEW = 1 };
+
+/* Which parameters an operator takes (taso_op_info_t.params). */
+enum {
+  TASO_P_AXIS = 1 << 0,   /* concat, split: the axis */
+  TASO_P_STRIDE = 1 << 1, /* conv2d, pools: (sh, sw), default 1x1 */
+  TASO_P_PAD = 1 << 2,    /* conv2d, pools: SAME (default) or VALID */
+  TASO_P_ACT = 1 << 3,    /* conv2d, matmul: fused NONE (default) or RELU */
+  TASO_P_KERNEL = 1 << 4, /* pools, enlarge: (kh, kw) */
+  TASO_P_LAYOUT = 1 << 5, /* transpose: materialized (default) or view */
+  TASO_P_SHAPE = 1 << 6,  /* constants: the full shape */
+  TASO_P_INPUT = 1 << 7,  /* inputs: index into the input table */
+};
+
+/* Operator parameters. Unused fields are 0 so that nodes compare field-wise. */
+typedef struct {
+  int32_t axis;      /* concat/split axis */
+  int32_t stride[2]; /* (sh, sw) */
+  int32_t pad;       /* TASO_PAD_* */
+  int32_t act;       /* TASO_ACT_* */
+  int32_t kernel[2]; /* (kh, kw) */
+  int32_t layout;    /* TASO_LAYOUT_* */
+  int32_t rank;      /* constants: rank of shape */
+  int32_t shape[4];  /* constants: their shape */
+  int32_t input;     /* inputs: index into the input table */
+} taso_params_t;
+
+typedef struct taso_op_info {
+  const char *name;  /* text-form name */
+  int arity;         /* tensor inputs */
+  int outputs;       /* tensor outputs: 1, or 2 for split */
+  unsigned params;   /* TASO_P_* taken */
+  /* Shape rule: checks the inputs and sets out[i].rank and .dim (trees empty). */
+  taso_err_t (*shape)(const taso_params_t *p, const taso_tensor_t *in, taso_tensor_t *out);
+  /* Split-tree rule: sets out[i].tree from the inputs' trees (shapes already set). */
+  taso_err_t (*trees)(const taso_params_t *p, const taso_tensor_t *in, taso_tensor_t *out);
+} taso_op_info_t;
+
+extern const taso_op_info_t taso_ops[TASO_OP_COUNT];
+
+/* Looks an operator up by text name; TASO_OP_COUNT if unknown. */
+taso_op_kind_t taso_op_lookup(const char *name);
+
+/* Default parameters: stride 1x1, SAME, NONE, materialized, all else 0. */
+taso_params_t taso_params_default(void);
+
+/* Shape rule then split-tree rule; errors name the operator. */
+taso_err_t taso_op_infer(taso_op_kind_t kind, const taso_params_t *p,
+                         const taso_tensor_t *in, taso_tensor_t *out);
+
+/* Output size of a window of k with stride s on an axis of size i;
+ * 0 when VALID and the window does not fit. Sets the padding before. */
+int32_t taso_window_out(int32_t i, int32_t k, int32_t s, int32_t pad, int32_t *pad_before);
+
+#endif

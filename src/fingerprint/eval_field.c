@@ -1,0 +1,14 @@
+/* The prime-field instantiation of the reference evaluator. */
+#include "fingerprint.h"
+
+#define NUM_T taso_fp_t
+#define NUM_CTX_T void *
+#define NUM_SUFFIX field
+#define NUM_ZERO(c) ((taso_fp_t)0)
+#define NUM_ONE(c) ((taso_fp_t)1)
+#define NUM_FRAC(c, p, q) taso_fp_frac((p), (q))
+#define NUM_ADD(c, a, b) taso_fp_add((a), (b))
+#define NUM_MUL(c, a, b) taso_fp_mul((a), (b))
+#define NUM_RELU(c, a) taso_fp_relu(a)
+#define NUM_MAX(c, a, b) taso_fp_max((a), (b))
+#include "eval_impl.h"

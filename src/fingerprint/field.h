@@ -1,0 +1,46 @@
+/*
+ * Arithmetic in the prime field GF(2^61 - 1), the fingerprints' number type.
+ *
+ * Exact: a sum or product never wraps a machine integer, so two graphs with
+ * different polynomial outputs collide only with probability ~ degree / p on
+ * random inputs. relu and max are not polynomials; they are modelled by fixed
+ * nonlinear polynomials so that linear and nonlinear graphs are told apart.
+ */
+#ifndef TASO_FIELD_H
+#define TASO_FIELD_H
+
+#include <stdint.h>
+
+#define TASO_P61 ((UINT64_C(1) << 61) - 1)
+
+typedef uint64_t taso_fp_t; /* an element of GF(p), always < p */
+
+static inline taso_fp_t taso_fp_reduce(uint64_t v) {
+  v = (v & TASO_P61) + (v >> 61);
+  return v >= TASO_P61 ? v - TASO_P61 : v;
+}
+
+static inline taso_fp_t taso_fp_add(taso_fp_t a, taso_fp_t b) {
+  return taso_fp_reduce(a + b); /* a + b < 2^62: no wrap */
+}
+
+static inline taso_fp_t taso_fp_mul(taso_fp_t a, taso_fp_t b) {
+  unsigned __int128 m = (unsigned __int128)a * b;
+  uint64_t lo = (uint64_t)m & TASO_P61, hi = (uint64_t)(m >> 61);
+  return taso_fp_reduce(lo + hi);
+}
+
+static inline taso_fp_t taso_fp_from_int(int64_t v) {
+  return v >= 0 ? taso_fp_reduce((uint64_t)v) : TASO_P61 - taso_fp_reduce((uint64_t)(-v));
+}
+
+taso_fp_t taso_fp_inverse(taso_fp_t a); /* a != 0 */
+
+/* p / q in the field. */
+taso_fp_t taso_fp_frac(int64_t p, int64_t q);
+
+/* The fixed nonlinear models of relu and max (max is symmetric). */
+taso_fp_t taso_fp_relu(taso_fp_t a);
+taso_fp_t taso_fp_max(taso_fp_t a, taso_fp_t b);
+
+#endif
