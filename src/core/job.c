@@ -1,0 +1,532 @@
+/*
+ * Job files (job.h). inih splits the text into sections and key = value
+ * pairs; everything here is about checking keys and values and about
+ * turning the first problem into "FILE:LINE: problem".
+ *
+ * inih's handler is not told the line it is called for, but ini_parse_*
+ * returns the line of the first failure, whether a syntax error (which never
+ * reaches the handler) or a pair the handler refused. The file is therefore
+ * parsed twice: once accepting every pair, so that a nonzero result is the
+ * first syntax error, and once for real, where the handler records only the
+ * first problem it meets and accepts everything after it. A result of the
+ * second pass other than the syntax error's line is that problem's line.
+ */
+#include "job.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ini.h>
+
+/* A job file is a page of settings; anything far larger is the wrong file. */
+#define JOB_MAX_BYTES (1 << 20)
+#define JOB_MAX_OPS 8
+#define JOB_MAX_SIZE 16
+
+/* ---- small value parsers ------------------------------------------------ */
+
+/* Reads a decimal integer that starts right at s. strtol alone would also
+ * accept leading blanks and signs, which in "2x -1" or "max_ops = +3" are
+ * typos rather than intentions. Overflow saturates so that the caller's
+ * range check rejects it. */
+static bool read_digits(const char *s, const char **end, long *v) {
+  if (!isdigit((unsigned char)*s)) return false;
+  char *e;
+  errno = 0;
+  long x = strtol(s, &e, 10);
+  if (errno == ERANGE) x = LONG_MAX;
+  *end = e;
+  *v = x;
+  return true;
+}
+
+static taso_err_t parse_int_range(const char *text, long lo, long hi, int *out) {
+  const char *end;
+  long v;
+  if (!read_digits(text, &end, &v) || *end != '\0' || v < lo || v > hi)
+    return taso_error(TASO_ERR_PARSE, "expected an integer from %ld to %ld, got '%s'", lo, hi,
+                      text);
+  *out = (int)v;
+  return TASO_OK;
+}
+
+/* ERANGE from strtoull then means exactly "does not fit a uint64_t". */
+_Static_assert(sizeof(unsigned long long) == sizeof(uint64_t), "seed parsing assumes 64-bit long long");
+
+static taso_err_t parse_seed(const char *text, uint64_t *out) {
+  char *end = NULL;
+  unsigned long long v = 0;
+  errno = 0;
+  /* strtoull silently negates "-1"; insisting on a digit first avoids it. */
+  if (isdigit((unsigned char)text[0])) v = strtoull(text, &end, 10);
+  if (!end || *end != '\0' || errno == ERANGE)
+    return taso_error(TASO_ERR_PARSE, "expected an integer from 0 to %llu, got '%s'",
+                      (unsigned long long)UINT64_MAX, text);
+  *out = (uint64_t)v;
+  return TASO_OK;
+}
+
+static taso_err_t parse_seconds(const char *text, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  /* !(v > 0) also turns away NaN, which compares false with everything. */
+  if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v) || !(v > 0))
+    return taso_error(TASO_ERR_PARSE, "expected a number of seconds greater than 0, got '%s'",
+                      text);
+  *out = v;
+  return TASO_OK;
+}
+
+/* "2x4x5x5" or "scalar". Unreadable text is a parse error; readable text
+ * that no tensor can have (a zero size, rank 5) is a shape error. */
+static taso_err_t parse_shape(const char *text, int *rank, int32_t *dim) {
+  if (strcmp(text, "scalar") == 0) {
+    *rank = 0;
+    return TASO_OK;
+  }
+  const char *p = text;
+  int r = 0;
+  int64_t elems = 1;
+  for (;;) {
+    const char *end;
+    long v;
+    if (!read_digits(p, &end, &v))
+      return taso_error(TASO_ERR_PARSE,
+                        "shape '%s': expected sizes joined by 'x' (such as 2x4) or 'scalar'",
+                        text);
+    if (r == TASO_MAX_RANK)
+      return taso_error(TASO_ERR_SHAPE, "shape '%s' has more than %d dimensions", text,
+                        TASO_MAX_RANK);
+    if (v < 1)
+      return taso_error(TASO_ERR_SHAPE, "shape '%s': size %ld on axis %d; sizes must be >= 1",
+                        text, v, r);
+    /* Element counts are int32 further down the pipeline. */
+    if (v > INT32_MAX / elems)
+      return taso_error(TASO_ERR_SHAPE, "shape '%s' has more than %d elements", text,
+                        INT32_MAX);
+    elems *= v;
+    dim[r++] = (int32_t)v;
+    if (*end == '\0') break;
+    if (*end != 'x')
+      return taso_error(TASO_ERR_PARSE,
+                        "shape '%s': expected sizes joined by 'x' (such as 2x4) or 'scalar'",
+                        text);
+    p = end + 1;
+  }
+  *rank = r;
+  return TASO_OK;
+}
+
+taso_err_t taso_parse_sizes(const char *text, int32_t *sizes, int *n) {
+  int32_t got[TASO_MAX_SIZES];
+  int count = 0;
+  const char *p = text;
+  /* Blanks around items are allowed because "1, 2, 3" is how people write
+   * lists; everything else must be digits and commas. */
+  for (;;) {
+    while (*p == ' ' || *p == '\t') p++;
+    const char *end;
+    long v;
+    if (!read_digits(p, &end, &v))
+      return taso_error(TASO_ERR_PARSE, "size list '%s': expected a number at position %d",
+                        text, (int)(p - text) + 1);
+    if (v < 1 || v > JOB_MAX_SIZE)
+      return taso_error(TASO_ERR_PARSE, "size list '%s': size %ld out of range 1..%d", text, v,
+                        JOB_MAX_SIZE);
+    for (int i = 0; i < count; i++)
+      if (got[i] == v)
+        return taso_error(TASO_ERR_PARSE, "size list '%s': size %ld listed twice", text, v);
+    if (count == TASO_MAX_SIZES)
+      return taso_error(TASO_ERR_LIMIT, "size list '%s': more than %d sizes", text,
+                        TASO_MAX_SIZES);
+    got[count++] = (int32_t)v;
+    p = end;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '\0') break;
+    if (*p != ',')
+      return taso_error(TASO_ERR_PARSE, "size list '%s': expected ',' at position %d", text,
+                        (int)(p - text) + 1);
+    p++;
+  }
+  memcpy(sizes, got, sizeof got[0] * count);
+  *n = count;
+  return TASO_OK;
+}
+
+/* ---- key setters -------------------------------------------------------- */
+
+typedef taso_err_t (*setter_t)(taso_job_t *job, const char *value);
+
+static taso_err_t set_name(taso_job_t *job, const char *value) {
+  size_t len = strlen(value);
+  if (len == 0 || len >= sizeof job->name)
+    return taso_error(TASO_ERR_LIMIT, "name must have 1 to %d characters",
+                      (int)sizeof job->name - 1);
+  /* The name ends up in output file names and shell command lines. */
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)value[i];
+    if (!isalnum(c) && c != '_' && c != '-' && c != '.')
+      return taso_error(TASO_ERR_PARSE,
+                        "name '%s' may hold only letters, digits, '_', '-' and '.'", value);
+  }
+  memcpy(job->name, value, len + 1);
+  return TASO_OK;
+}
+
+static taso_err_t set_seed(taso_job_t *job, const char *value) {
+  return parse_seed(value, &job->seed);
+}
+
+static taso_err_t set_max_ops(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 1, JOB_MAX_OPS, &job->max_ops);
+}
+
+static bool same_template(const taso_op_template_t *a, const taso_op_template_t *b) {
+  /* taso_params_t is all int32 with unused fields zeroed, so memcmp is exact. */
+  return a->kind == b->kind && memcmp(&a->p, &b->p, sizeof a->p) == 0;
+}
+
+static taso_err_t add_template(taso_job_t *job, const char *text) {
+  taso_op_template_t t;
+  taso_err_t err = taso_op_template_parse(text, &t.kind, &t.p);
+  if (err != TASO_OK) return taso_error_prefix(err, "'%s': ", text);
+  /* A template listed twice would make the generator enumerate every graph
+   * that uses it twice over; "conv2d" and "conv2d(act=none)" count as twice. */
+  for (int i = 0; i < job->nops; i++)
+    if (same_template(&job->ops[i], &t))
+      return taso_error(TASO_ERR_PARSE, "'%s' repeats an operator listed before", text);
+  if (job->nops == TASO_MAX_TEMPLATES)
+    return taso_error(TASO_ERR_LIMIT, "more than %d operators", TASO_MAX_TEMPLATES);
+  job->ops[job->nops++] = t;
+  return TASO_OK;
+}
+
+/* Called once for the key's line and once per indented continuation line,
+ * so each call appends. Templates hold blanks and commas inside their
+ * parentheses, so only blanks outside parentheses separate them; a template
+ * must therefore close on the line it opens on. */
+static taso_err_t set_operators(taso_job_t *job, const char *value) {
+  const char *p = value;
+  for (;;) {
+    while (isspace((unsigned char)*p)) p++;
+    if (*p == '\0') return TASO_OK;
+    const char *start = p;
+    int depth = 0;
+    for (; *p != '\0' && (depth > 0 || !isspace((unsigned char)*p)); p++) {
+      if (*p == '(') depth++;
+      if (*p == ')' && --depth < 0) break;
+    }
+    if (depth != 0)
+      return taso_error(TASO_ERR_PARSE,
+                        "unbalanced parentheses in '%s' (a template must close on its line)",
+                        start);
+    char buf[INI_MAX_LINE + 1];
+    size_t len = (size_t)(p - start);
+    if (len >= sizeof buf) /* cannot happen: a line is shorter than inih's buffer */
+      return taso_error(TASO_ERR_LIMIT, "operator template longer than %d characters",
+                        (int)sizeof buf - 1);
+    memcpy(buf, start, len);
+    buf[len] = '\0';
+    TASO_TRY(add_template(job, buf));
+  }
+}
+
+static taso_err_t set_axioms(taso_job_t *job, const char *value) {
+  size_t len = strlen(value);
+  if (len == 0 || len >= sizeof job->axioms)
+    return taso_error(TASO_ERR_LIMIT, "path must have 1 to %d characters",
+                      (int)sizeof job->axioms - 1);
+  memcpy(job->axioms, value, len + 1);
+  return TASO_OK;
+}
+
+static taso_err_t set_verify_timeout(taso_job_t *job, const char *value) {
+  return parse_seconds(value, &job->verify_timeout);
+}
+
+static taso_err_t set_sizes(taso_job_t *job, const char *value) {
+  return taso_parse_sizes(value, job->sizes, &job->nsizes);
+}
+
+static taso_err_t set_validate_timeout(taso_job_t *job, const char *value) {
+  return parse_seconds(value, &job->validate_timeout);
+}
+
+typedef struct {
+  const char *section;
+  const char *key;
+  setter_t set;
+  bool appends; /* continuation lines add to the value instead of repeating it */
+} key_spec_t;
+
+static const key_spec_t key_specs[] = {
+    {"job", "name", set_name, false},
+    {"job", "seed", set_seed, false},
+    {"generate", "max_ops", set_max_ops, false},
+    {"generate", "operators", set_operators, true},
+    {"verify", "axioms", set_axioms, false},
+    {"verify", "timeout", set_verify_timeout, false},
+    {"validate", "sizes", set_sizes, false},
+    {"validate", "timeout", set_validate_timeout, false},
+};
+#define NKEYS ((int)(sizeof key_specs / sizeof key_specs[0]))
+
+/* ---- the inih handler --------------------------------------------------- */
+
+typedef struct {
+  taso_job_t *job;
+  unsigned seen;  /* key_specs entries already given, one bit each */
+  taso_err_t err; /* the first problem; TASO_OK while there is none */
+  char msg[768];  /* its message, without the FILE:LINE prefix */
+} load_state_t;
+
+static bool is_identifier(const char *s) {
+  if (!isalpha((unsigned char)s[0])) return false;
+  for (; *s; s++)
+    if (!isalnum((unsigned char)*s) && *s != '_') return false;
+  return true;
+}
+
+static taso_err_t add_input(taso_job_t *job, const char *name, const char *value) {
+  /* Graph text refers to inputs by name, so names must read as words. */
+  if (!is_identifier(name))
+    return taso_error(TASO_ERR_PARSE,
+                      "input name '%s' must be a letter followed by letters, digits or '_'",
+                      name);
+  if (taso_inputs_find(&job->inputs, name) >= 0)
+    return taso_error(TASO_ERR_PARSE,
+                      "input '%s' defined twice (an indented line continues the line above)",
+                      name);
+  int rank = 0;
+  int32_t dim[TASO_MAX_RANK] = {0};
+  TASO_TRY(parse_shape(value, &rank, dim));
+  taso_err_t err = taso_inputs_add(&job->inputs, name, rank, dim);
+  /* What taso_inputs_add calls a bad argument (an operator's name, an
+   * overlong name) is, coming from a file, a bad value in that file. */
+  if (err == TASO_ERR_ARG) err = TASO_ERR_PARSE;
+  return err;
+}
+
+static taso_err_t apply_pair(load_state_t *st, const char *section, const char *key,
+                             const char *value) {
+  if (section[0] == '\0')
+    return taso_error(TASO_ERR_PARSE, "key '%s' comes before any [section]", key);
+  if (strcmp(section, "inputs") == 0) {
+    taso_err_t err = add_input(st->job, key, value);
+    return err == TASO_OK ? err : taso_error_prefix(err, "[inputs] %s: ", key);
+  }
+  bool known_section = false;
+  for (int i = 0; i < NKEYS; i++) {
+    const key_spec_t *ks = &key_specs[i];
+    if (strcmp(ks->section, section) != 0) continue;
+    known_section = true;
+    if (strcmp(ks->key, key) != 0) continue;
+    if (!ks->appends) {
+      if (st->seen & (1u << i))
+        return taso_error(TASO_ERR_PARSE,
+                          "second value for '%s' in section [%s] (an indented line continues "
+                          "the line above)",
+                          key, section);
+      st->seen |= 1u << i;
+    }
+    taso_err_t err = ks->set(st->job, value);
+    if (err != TASO_OK) return taso_error_prefix(err, "[%s] %s: ", section, key);
+    return TASO_OK;
+  }
+  /* inih calls the handler only for pairs, so an unknown section is noticed
+   * at its first key, and an empty one not at all (it does no harm). */
+  if (!known_section)
+    return taso_error(TASO_ERR_UNKNOWN, "unknown section [%s] (key '%s')", section, key);
+  return taso_error(TASO_ERR_UNKNOWN, "unknown key '%s' in section [%s]", key, section);
+}
+
+static int on_pair(void *user, const char *section, const char *key, const char *value) {
+  load_state_t *st = user;
+  if (st->err != TASO_OK) return 1; /* keep inih's line pointing at the first problem */
+  taso_err_t err = apply_pair(st, section, key, value);
+  if (err == TASO_OK) return 1;
+  st->err = err;
+  snprintf(st->msg, sizeof st->msg, "%s", taso_error_detail());
+  return 0;
+}
+
+static int accept_pair(void *user, const char *section, const char *key, const char *value) {
+  (void)user, (void)section, (void)key, (void)value;
+  return 1;
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+static char *dup_string(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+static taso_err_t read_text(const char *path, char **out, size_t *out_len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return taso_error(TASO_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  if (!buf) {
+    fclose(f);
+    return taso_error(TASO_ERR_NOMEM, "%s: reading", path);
+  }
+  for (;;) {
+    if (len + 1 == cap) {
+      if (cap >= JOB_MAX_BYTES) {
+        free(buf);
+        fclose(f);
+        return taso_error(TASO_ERR_LIMIT, "%s: larger than %d bytes; not a job file", path,
+                          JOB_MAX_BYTES);
+      }
+      char *bigger = realloc(buf, cap * 2);
+      if (!bigger) {
+        free(buf);
+        fclose(f);
+        return taso_error(TASO_ERR_NOMEM, "%s: reading", path);
+      }
+      buf = bigger;
+      cap *= 2;
+    }
+    size_t got = fread(buf + len, 1, cap - 1 - len, f);
+    len += got;
+    if (got == 0) break;
+  }
+  if (ferror(f)) {
+    int e = errno;
+    free(buf);
+    fclose(f);
+    return taso_error(TASO_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+  }
+  fclose(f);
+  buf[len] = '\0';
+  *out = buf;
+  *out_len = len;
+  return TASO_OK;
+}
+
+/* Lines inih cannot hold whole it silently cuts short (keeping the line
+ * count right), which would drop operators without a word; NUL bytes would
+ * end the text early. Both are caught here, before inih sees the text. */
+static taso_err_t check_lines(const char *path, const char *text, size_t len) {
+  const size_t max = INI_MAX_LINE - 3; /* inih's room for "\r\n\0" */
+  size_t start = 0;
+  int line = 1;
+  for (size_t i = 0; i <= len; i++) {
+    if (i < len && text[i] == '\0')
+      return taso_error(TASO_ERR_PARSE, "%s:%d: NUL byte; not a text file", path, line);
+    if (i < len && text[i] != '\n') continue;
+    size_t n = i - start;
+    if (n > 0 && text[i - 1] == '\r') n--;
+    if (n > max)
+      return taso_error(TASO_ERR_PARSE,
+                        "%s:%d: line of %zu characters; at most %zu fit (continue a long "
+                        "value on indented lines)",
+                        path, line, n, max);
+    start = i + 1;
+    line++;
+  }
+  return TASO_OK;
+}
+
+/* inih reports two kinds of syntax error; the line's first character says
+ * which one it was. */
+static taso_err_t syntax_error(const char *path, const char *text, int line) {
+  const char *p = text;
+  for (int l = 1; l < line && *p; l++) {
+    p = strchr(p, '\n');
+    if (!p) break;
+    p++;
+  }
+  if (!p) p = "";
+  while (*p == ' ' || *p == '\t') p++;
+  int n = (int)strcspn(p, "\r\n");
+  if (n > 40) n = 40;
+  if (*p == '[')
+    return taso_error(TASO_ERR_PARSE, "%s:%d: section header '%.*s' has no closing ']'", path,
+                      line, n, p);
+  return taso_error(TASO_ERR_PARSE,
+                    "%s:%d: expected 'key = value', '[section]' or a comment, got '%.*s'", path,
+                    line, n, p);
+}
+
+/* The default name is the file's base name without ".ini", so that a job
+ * file without [job] name still gives distinct output names. */
+static void default_name(taso_job_t *job, const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t len = strlen(base);
+  if (len > 4 && strcmp(base + len - 4, ".ini") == 0) len -= 4;
+  if (len >= sizeof job->name) len = sizeof job->name - 1;
+  memcpy(job->name, base, len);
+  job->name[len] = '\0';
+}
+
+static void set_defaults(taso_job_t *job, const char *path) {
+  default_name(job, path);
+  job->seed = 1;
+  job->max_ops = 3;
+  snprintf(job->axioms, sizeof job->axioms, "%s", "data/axioms");
+  job->verify_timeout = 5.0;
+  job->validate_timeout = 10.0;
+  static const int32_t sizes[] = {1, 2, 3, 4};
+  memcpy(job->sizes, sizes, sizeof sizes);
+  job->nsizes = 4;
+}
+
+taso_err_t taso_job_load(const char *path, taso_job_t *job) {
+  taso_err_t err;
+  size_t len = 0;
+  int line, syntax_line;
+  load_state_t st = {.job = job, .err = TASO_OK};
+
+  memset(job, 0, sizeof *job);
+  set_defaults(job, path);
+  job->path = dup_string(path);
+  if (!job->path) {
+    err = taso_error(TASO_ERR_NOMEM, "%s: loading", path);
+    goto fail;
+  }
+  err = read_text(path, &job->text, &len);
+  if (err != TASO_OK) goto fail;
+  err = check_lines(path, job->text, len);
+  if (err != TASO_OK) goto fail;
+
+  syntax_line = ini_parse_string(job->text, accept_pair, NULL);
+  line = syntax_line < 0 ? syntax_line : ini_parse_string(job->text, on_pair, &st);
+  if (line < 0) { /* parsing a string fails only for want of memory */
+    err = taso_error(TASO_ERR_NOMEM, "%s: parsing", path);
+    goto fail;
+  }
+  /* inih returns the earlier of the first syntax error and the first
+   * refused pair; whichever it is, that is the problem to report. */
+  if (syntax_line > 0 && line == syntax_line) {
+    err = syntax_error(path, job->text, line);
+    goto fail;
+  }
+  if (st.err != TASO_OK) {
+    err = taso_error(st.err, "%s:%d: %s", path, line, st.msg);
+    goto fail;
+  }
+  return TASO_OK;
+
+fail:
+  taso_job_free(job);
+  return err;
+}
+
+void taso_job_free(taso_job_t *job) {
+  free(job->path);
+  free(job->text);
+  taso_inputs_free(&job->inputs);
+  memset(job, 0, sizeof *job);
+}
