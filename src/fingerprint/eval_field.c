@@ -1,4 +1,5 @@
 /* The prime-field instantiation of the reference evaluator. */
+#include "eval.h"
 #include "fingerprint.h"
 
 #define NUM_T taso_fp_t
@@ -12,3 +13,7 @@
 #define NUM_RELU(c, a) taso_fp_relu(a)
 #define NUM_MAX(c, a, b) taso_fp_max((a), (b))
 #include "eval_impl.h"
+
+void taso_values_free_field(taso_fp_t **values, int n) {
+  taso_values_free((void **)values, n);
+}

@@ -1,9 +1,17 @@
 /*
  * Fingerprints: graphs evaluated exactly in GF(2^61 - 1) on seeded random
  * inputs. Graphs whose fingerprints are equal are candidate substitutions.
+ *
+ * A fingerprint is 128 bits: two independent evaluations (two random input
+ * sets), each hashed with the outputs' shapes and split trees. A third input
+ * set is kept for an exact re-check of a pairing: full output values, not
+ * hashes. Input values depend only on (seed, set, input index, element), so
+ * every rank draws the same inputs without communicating.
  */
 #ifndef TASO_FINGERPRINT_H
 #define TASO_FINGERPRINT_H
+
+#include <stdbool.h>
 
 #include "field.h"
 #include "graph.h"
@@ -15,5 +23,33 @@ taso_err_t taso_eval_graph_field(void *ctx, const taso_graph_t *g, const taso_te
 taso_err_t taso_eval_node_field(void *ctx, const taso_node_t *node, const taso_tensor_t *in_types,
                                 const taso_fp_t *const *in, const taso_tensor_t *out_types,
                                 taso_fp_t *const *out);
+
+/* Frees the buffers of a values array. */
+void taso_values_free_field(taso_fp_t **values, int n);
+
+#define TASO_FP_SETS 3 /* sets 0 and 1 make the fingerprint, set 2 re-checks */
+
+typedef struct {
+  uint64_t h[2]; /* one hash per evaluation */
+} taso_fingerprint_t;
+
+typedef struct {
+  int ninputs;                        /* entries of the input table */
+  taso_fp_t *values[TASO_FP_SETS];    /* per set: all inputs' values, concatenated */
+  int64_t *offset;                    /* offset[i]: start of input i in each set */
+} taso_fp_inputs_t;
+
+/* Draws the random inputs of every set for an input table. */
+taso_err_t taso_fp_inputs_init(taso_fp_inputs_t *r, const taso_inputs_t *in, uint64_t seed);
+void taso_fp_inputs_free(taso_fp_inputs_t *r);
+
+/* Fingerprint of a graph (types from taso_graph_infer). */
+taso_err_t taso_fingerprint_graph(const taso_fp_inputs_t *r, const taso_graph_t *g,
+                                  const taso_tensor_t *types, taso_fingerprint_t *fp);
+
+/* Exact re-check: same output types and the same values on input set 2. */
+taso_err_t taso_fingerprint_recheck(const taso_fp_inputs_t *r, const taso_graph_t *a,
+                                    const taso_tensor_t *ta, const taso_graph_t *b,
+                                    const taso_tensor_t *tb, bool *equal);
 
 #endif

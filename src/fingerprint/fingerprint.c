@@ -1,0 +1,106 @@
+#include "fingerprint.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* splitmix64: a counter-based generator, so a value depends only on its key. */
+static uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+taso_err_t taso_fp_inputs_init(taso_fp_inputs_t *r, const taso_inputs_t *in, uint64_t seed) {
+  memset(r, 0, sizeof *r);
+  r->ninputs = in->n;
+  r->offset = malloc(sizeof *r->offset * (in->n + 1));
+  if (!r->offset) return taso_error(TASO_ERR_NOMEM, "fingerprint inputs");
+  int64_t total = 0;
+  for (int i = 0; i < in->n; i++) {
+    r->offset[i] = total;
+    total += taso_tensor_size(&in->v[i].type);
+  }
+  r->offset[in->n] = total;
+  for (int s = 0; s < TASO_FP_SETS; s++) {
+    r->values[s] = malloc(sizeof(taso_fp_t) * (total ? total : 1));
+    if (!r->values[s]) {
+      taso_fp_inputs_free(r);
+      return taso_error(TASO_ERR_NOMEM, "fingerprint inputs");
+    }
+    for (int i = 0; i < in->n; i++)
+      for (int64_t e = r->offset[i]; e < r->offset[i + 1]; e++) {
+        uint64_t key = splitmix(splitmix(splitmix(seed) ^ (uint64_t)s) ^ (uint64_t)i) ^ (uint64_t)e;
+        r->values[s][e] = taso_fp_reduce(splitmix(key) >> 3); /* 61 bits, uniform enough */
+      }
+  }
+  return TASO_OK;
+}
+
+void taso_fp_inputs_free(taso_fp_inputs_t *r) {
+  for (int s = 0; s < TASO_FP_SETS; s++) free(r->values[s]);
+  free(r->offset);
+  memset(r, 0, sizeof *r);
+}
+
+/* Evaluates g on input set s; values as in taso_eval_graph_field. */
+static taso_err_t eval_set(const taso_fp_inputs_t *r, int s, const taso_graph_t *g,
+                           const taso_tensor_t *types, taso_fp_t **values) {
+  taso_fp_t **in = malloc(sizeof *in * (r->ninputs + 1));
+  if (!in) return taso_error(TASO_ERR_NOMEM, "fingerprint evaluation");
+  for (int i = 0; i < r->ninputs; i++) in[i] = r->values[s] + r->offset[i];
+  taso_err_t err = taso_eval_graph_field(NULL, g, types, in, values);
+  free(in);
+  return err;
+}
+
+static uint64_t absorb(uint64_t h, uint64_t v) {
+  return splitmix(h ^ v);
+}
+
+taso_err_t taso_fingerprint_graph(const taso_fp_inputs_t *r, const taso_graph_t *g,
+                                  const taso_tensor_t *types, taso_fingerprint_t *fp) {
+  taso_fp_t **values = calloc(2 * g->nnodes + 1, sizeof *values);
+  if (!values) return taso_error(TASO_ERR_NOMEM, "fingerprint evaluation");
+  taso_err_t err = TASO_OK;
+  for (int s = 0; s < 2 && err == TASO_OK; s++) {
+    err = eval_set(r, s, g, types, values);
+    uint64_t h = absorb(0x5441534fULL + s, (uint64_t)g->noutputs);
+    for (int o = 0; o < g->noutputs && err == TASO_OK; o++) {
+      const taso_tensor_t *t = &types[g->outputs[o]];
+      /* shape and split trees are part of what makes two graphs equal */
+      const int32_t *words = (const int32_t *)t;
+      for (size_t w = 0; w < sizeof *t / sizeof(int32_t); w++) h = absorb(h, (uint32_t)words[w]);
+      const taso_fp_t *v = values[g->outputs[o]];
+      for (int64_t e = 0; e < taso_tensor_size(t); e++) h = absorb(h, v[e]);
+    }
+    fp->h[s] = h;
+    taso_values_free_field(values, 2 * g->nnodes);
+  }
+  free(values);
+  return err;
+}
+
+taso_err_t taso_fingerprint_recheck(const taso_fp_inputs_t *r, const taso_graph_t *a,
+                                    const taso_tensor_t *ta, const taso_graph_t *b,
+                                    const taso_tensor_t *tb, bool *equal) {
+  *equal = false;
+  if (a->noutputs != b->noutputs) return TASO_OK;
+  for (int o = 0; o < a->noutputs; o++)
+    if (!taso_tensor_equal(&ta[a->outputs[o]], &tb[b->outputs[o]])) return TASO_OK;
+  taso_fp_t **va = calloc(2 * a->nnodes + 1, sizeof *va), **vb = calloc(2 * b->nnodes + 1, sizeof *vb);
+  taso_err_t err = (va && vb) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "re-check");
+  if (err == TASO_OK) err = eval_set(r, 2, a, ta, va);
+  if (err == TASO_OK) err = eval_set(r, 2, b, tb, vb);
+  if (err == TASO_OK) {
+    *equal = true;
+    for (int o = 0; o < a->noutputs && *equal; o++)
+      *equal = memcmp(va[a->outputs[o]], vb[b->outputs[o]],
+                      sizeof(taso_fp_t) * taso_tensor_size(&ta[a->outputs[o]])) == 0;
+  }
+  if (va) taso_values_free_field(va, 2 * a->nnodes);
+  if (vb) taso_values_free_field(vb, 2 * b->nnodes);
+  free(va);
+  free(vb);
+  return err;
+}
