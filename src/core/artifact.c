@@ -35,14 +35,7 @@
 
 #include <hdf5.h>
 
-/* CMake defines both for taso_core; a bare compile (a syntax check) still
- * has to build. */
-#ifndef TASO_VERSION
-#define TASO_VERSION "unknown"
-#endif
-#ifndef TASO_GIT_COMMIT
-#define TASO_GIT_COMMIT "unknown"
-#endif
+#include "version.h"
 
 #define DEFLATE_LEVEL 6
 #define CHUNK_BYTES 65536 /* per chunk: deflate does well, an append rewrites little */
@@ -650,8 +643,8 @@ static taso_err_t write_header(taso_artifact_t *a, const char *kind,
   if ((err = put_string(a, "kind", kind)) != TASO_OK ||
       (err = put_attr(a, "format_version", H5T_NATIVE_INT32, &format)) != TASO_OK ||
       (err = put_string(a, "tool", prov->tool)) != TASO_OK ||
-      (err = put_string(a, "version", TASO_VERSION)) != TASO_OK ||
-      (err = put_string(a, "git_commit", TASO_GIT_COMMIT)) != TASO_OK ||
+      (err = put_string(a, "version", taso_version())) != TASO_OK ||
+      (err = put_string(a, "git_commit", taso_git_commit())) != TASO_OK ||
       (err = put_string(a, "job_path", prov->job_path)) != TASO_OK ||
       (err = put_string(a, "job_text", prov->job_text)) != TASO_OK ||
       (err = put_attr(a, "ranks", H5T_NATIVE_INT32, &ranks)) != TASO_OK ||

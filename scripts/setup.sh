@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine for taso and runs it, in one of two modes:
+#
+#   bash scripts/setup.sh pipeline   install what is missing, build (Release) into build/,
+#                                    run generate, verify and validate on
+#                                    jobs/workstation.ini with 2 ranks into out/, show them
+#   bash scripts/setup.sh test       install what is missing, build build/ (warnings are
+#                                    errors) and build-asan/ (plus ASan and UBSan), and run
+#                                    every ctest test in both
+#
+# Packages are installed only when dpkg says one is missing, so a second run
+# touches nothing. Every command that matters is echoed with a "+", so a run
+# can be repeated from its log. .ci/run calls the test mode.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+packages=(libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libz3-dev z3 libinih-dev
+  python3-h5py pkg-config cmake gcc make)
+
+run() {
+  echo "+ $*" >&2
+  "$@"
+}
+
+die() {
+  echo "setup.sh: error: $*" >&2
+  exit 1
+}
+
+is_root() { [ "$(id -u)" -eq 0 ]; }
+
+as_root() {
+  if is_root; then
+    run "$@"
+  elif command -v sudo >/dev/null; then
+    run sudo "$@"
+  else
+    die "installing packages needs root, and sudo is not installed: run as root"
+  fi
+}
+
+install_packages() {
+  local missing=() p
+  for p in "${packages[@]}"; do
+    [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "setup.sh: all ${#packages[@]} packages are installed" >&2
+    return
+  fi
+  echo "setup.sh: installing ${missing[*]}" >&2
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+}
+
+build() { # build DIR CMAKE_OPTIONS...
+  local dir=$1
+  shift
+  run cmake -S . -B "$dir" "$@"
+  run cmake --build "$dir" -j "$(nproc)"
+}
+
+pipeline() {
+  local job=jobs/workstation.ini bin=build/bin mpirun=(mpirun -n 2) f
+  build build -DCMAKE_BUILD_TYPE=Release
+  # Open MPI refuses root unless told, and containers (where one is
+  # usually root) forbid the cross-process memory copy it tries first.
+  # This is the environment of these mpirun lines, not of the tools.
+  if is_root; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_MCA_btl_vader_single_copy_mechanism=none
+  fi
+  # Open MPI counts cores as slots; 2 ranks on 1 core need permission.
+  [ "$(nproc)" -ge 2 ] || mpirun+=(--oversubscribe)
+  run mkdir -p out
+  run "${mpirun[@]}" "$bin/taso-generate" --job "$job" --out out/candidates.h5
+  run "${mpirun[@]}" "$bin/taso-verify" --job "$job" --in out/candidates.h5 --out out/substitutions.h5
+  run "${mpirun[@]}" "$bin/taso-validate" --job "$job" --out out/validation.h5
+  for f in candidates substitutions validation; do
+    run "$bin/taso-show" "out/$f.h5"
+  done
+}
+
+tests() {
+  local status=0
+  build build -DTASO_WERROR=ON
+  build build-asan -DTASO_SANITIZE=ON -DTASO_WERROR=ON
+  # Both configurations run even when the first fails: two reports say more.
+  (cd build && run ctest --output-on-failure -j2) || status=1
+  # The sanitizer settings for MPI tests are in tests/CMakeLists.txt.
+  (cd build-asan && run ctest --output-on-failure -j2) || status=1
+  return $status
+}
+
+case "${1:-}" in
+pipeline)
+  install_packages
+  pipeline
+  ;;
+test)
+  install_packages
+  tests
+  ;;
+*)
+  echo "usage: bash scripts/setup.sh pipeline|test" >&2
+  exit 2
+  ;;
+esac

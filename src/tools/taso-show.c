@@ -1,0 +1,230 @@
+/*
+ * taso-show: a text view of any artifact, so that a person can tell what a
+ * file is, how it was made and what it holds without an HDF5 tool.
+ *
+ * Substitutions print as "SRC => DST" in canonical text and graphs as
+ * their canonical text, one per line, sorted with strcmp: the listing of a
+ * file is then the same whatever rank count wrote it, and two files can be
+ * compared with diff.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+
+static bool list_graphs;
+
+static const taso_tool_flag_t flags[] = {
+    {"graphs", "list the graphs too, not only the substitutions", &list_graphs},
+    {0},
+};
+
+static const taso_tool_spec_t spec = {
+    .name = "taso-show",
+    .about = "Prints an artifact as text: its kind and provenance, its counts, the input\n"
+             "table, and one substitution per line (SRC => DST, with the verdict in a\n"
+             "substitutions file), sorted. A file with graphs and no substitutions\n"
+             "lists its graphs. Runs on one rank.\n",
+    .in_help = "artifact to show",
+    .in_positional = true,
+    .single_rank = true,
+    .flags = flags,
+};
+
+/* The counts each kind carries, in the order the writing stage reports
+ * them. */
+static const char *const *kind_counts(const char *kind) {
+  static const char *const candidates[] = {"graphs_enumerated", "candidate_pairs", "substitutions",
+                                           NULL};
+  static const char *const substitutions[] = {"proved", "unknown", "refuted", "unverified", NULL};
+  static const char *const validation[] = {
+      "combinations", "proved", "counterexamples", "skipped", "unknown", "redundant_axioms", NULL};
+  if (strcmp(kind, TASO_KIND_CANDIDATES) == 0) return candidates;
+  if (strcmp(kind, TASO_KIND_SUBSTITUTIONS) == 0) return substitutions;
+  if (strcmp(kind, TASO_KIND_VALIDATION) == 0) return validation;
+  return NULL;
+}
+
+static const char *const verdict_names[] = {
+    [TASO_VERDICT_CANDIDATE] = "unverified",
+    [TASO_VERDICT_PROVED] = "proved",
+    [TASO_VERDICT_UNKNOWN] = "unknown",
+    [TASO_VERDICT_REFUTED] = "refuted",
+};
+
+/* A provenance string, or "?" where the file lacks it: a header is still
+ * worth printing for a file whose writer was killed before the end. */
+static void print_string(taso_artifact_t *a, const char *label, const char *name) {
+  char *value = NULL;
+  bool ok = taso_artifact_get_string(a, name, &value) == TASO_OK;
+  printf("  %-10s %s\n", label, ok ? value : "?");
+  free(value);
+}
+
+static void print_header(taso_artifact_t *a, const char *path, const char *kind) {
+  char *tool = NULL, *version = NULL, *commit = NULL;
+  int64_t ranks = 0, threads = 0, seed = 0;
+  printf("%s: %s\n", path, kind);
+  taso_artifact_get_string(a, "tool", &tool);
+  taso_artifact_get_string(a, "version", &version);
+  taso_artifact_get_string(a, "git_commit", &commit);
+  printf("  %-10s %s %s, git %s\n", "tool", tool ? tool : "?", version ? version : "?",
+         commit ? commit : "?");
+  free(tool);
+  free(version);
+  free(commit);
+  if (taso_artifact_get_count(a, "ranks", &ranks) == TASO_OK &&
+      taso_artifact_get_count(a, "threads", &threads) == TASO_OK)
+    printf("  %-10s %lld rank%s x %lld thread%s\n", "run", (long long)ranks, ranks == 1 ? "" : "s",
+           (long long)threads, threads == 1 ? "" : "s");
+  print_string(a, "job", "job_path");
+  if (taso_artifact_get_count(a, "seed", &seed) == TASO_OK)
+    printf("  %-10s %lld\n", "seed", (long long)seed);
+  print_string(a, "started", "start_time");
+  print_string(a, "finished", "end_time");
+
+  const char *const *names = kind_counts(kind);
+  printf("  %-10s", "counts");
+  for (int i = 0; names && names[i]; i++) {
+    int64_t v;
+    if (taso_artifact_get_count(a, names[i], &v) == TASO_OK)
+      printf("%s %s %lld", i ? "," : "", names[i], (long long)v);
+    else
+      printf("%s %s ?", i ? "," : "", names[i]);
+  }
+  printf(names ? "\n" : " (unknown for this kind)\n");
+}
+
+static int compare_lines(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void print_sorted(const char *title, char **lines, int64_t n) {
+  qsort(lines, (size_t)n, sizeof *lines, compare_lines);
+  printf("%s (%lld)\n", title, (long long)n);
+  for (int64_t i = 0; i < n; i++)
+    printf("  %s\n", lines[i]);
+}
+
+static void free_lines(char **lines, int64_t n) {
+  for (int64_t i = 0; lines && i < n; i++)
+    free(lines[i]);
+  free(lines);
+}
+
+static char *format_graph(const taso_graph_t *g, const taso_inputs_t *in) {
+  int len = taso_graph_format(g, in, NULL, 0) + 1;
+  char *s = malloc((size_t)len);
+  if (s) taso_graph_format(g, in, s, len);
+  return s;
+}
+
+/* a + b + c + d in a new string, or NULL. */
+static char *join4(const char *a, const char *sep, const char *b, const char *tail) {
+  size_t la = strlen(a), ls = strlen(sep), lb = strlen(b), lt = strlen(tail);
+  char *s = malloc(la + ls + lb + lt + 1);
+  if (!s) return NULL;
+  memcpy(s, a, la);
+  memcpy(s + la, sep, ls);
+  memcpy(s + la + ls, b, lb);
+  memcpy(s + la + ls + lb, tail, lt + 1);
+  return s;
+}
+
+static taso_err_t show_graphs(const char *path, const taso_graph_t *graphs, int64_t n,
+                              const taso_inputs_t *in) {
+  char **lines = calloc(n > 0 ? (size_t)n : 1, sizeof *lines);
+  if (!lines)
+    return taso_error(TASO_ERR_NOMEM, "%s: no memory to list %lld graphs", path, (long long)n);
+  for (int64_t i = 0; i < n; i++) {
+    if (!(lines[i] = format_graph(&graphs[i], in))) {
+      free_lines(lines, i);
+      return taso_error(TASO_ERR_NOMEM, "%s: no memory to list %lld graphs", path, (long long)n);
+    }
+  }
+  print_sorted("graphs", lines, n);
+  free_lines(lines, n);
+  return TASO_OK;
+}
+
+static taso_err_t show_substs(const char *path, const taso_subst_t *rows, int64_t n,
+                              const taso_graph_t *graphs, int64_t ngraphs, const taso_inputs_t *in,
+                              bool verdicts) {
+  char **lines = calloc(n > 0 ? (size_t)n : 1, sizeof *lines);
+  if (!lines)
+    return taso_error(TASO_ERR_NOMEM, "%s: no memory to list %lld rows", path, (long long)n);
+  for (int64_t i = 0; i < n; i++) {
+    const taso_subst_t *r = &rows[i];
+    if (r->src < 0 || r->src >= ngraphs || r->dst < 0 || r->dst >= ngraphs) {
+      free_lines(lines, i);
+      return taso_error(TASO_ERR_FORMAT,
+                        "%s: /substitutions row %lld names graphs %lld and %lld, but the file "
+                        "has %lld",
+                        path, (long long)i, (long long)r->src, (long long)r->dst,
+                        (long long)ngraphs);
+    }
+    char marker[32] = "";
+    if (verdicts) snprintf(marker, sizeof marker, "  [%s]", verdict_names[r->verdict]);
+    char *src = format_graph(&graphs[r->src], in), *dst = format_graph(&graphs[r->dst], in);
+    lines[i] = src && dst ? join4(src, " => ", dst, marker) : NULL;
+    free(src);
+    free(dst);
+    if (!lines[i]) {
+      free_lines(lines, i);
+      return taso_error(TASO_ERR_NOMEM, "%s: no memory to list %lld rows", path, (long long)n);
+    }
+  }
+  print_sorted("substitutions", lines, n);
+  free_lines(lines, n);
+  return TASO_OK;
+}
+
+static void show_inputs(const taso_inputs_t *in) {
+  printf("inputs (%d)\n", in->n);
+  for (int i = 0; i < in->n; i++) {
+    char shape[64];
+    taso_shape_format(&in->v[i].type, shape, sizeof shape);
+    printf("  %-6s %s\n", in->v[i].name, shape);
+  }
+}
+
+int main(int argc, char **argv) {
+  taso_tool_t t;
+  taso_tool_init(&t, &spec, &argc, &argv);
+
+  taso_artifact_t *a = NULL;
+  char *kind = NULL;
+  taso_inputs_t inputs = {0};
+  taso_graph_t *graphs = NULL;
+  taso_subst_t *rows = NULL;
+  int64_t ngraphs = 0, nrows = 0;
+  taso_err_t err = TASO_OK;
+
+  TASO_TOOL_STEP(&t, err, taso_artifact_open(t.comm, t.in_path, NULL, &a));
+  TASO_TOOL_STEP(&t, err, taso_artifact_get_string(a, "kind", &kind));
+  /* Only these two kinds hold an input table and a graph set. */
+  bool has_graphs = err == TASO_OK && (strcmp(kind, TASO_KIND_CANDIDATES) == 0 ||
+                                       strcmp(kind, TASO_KIND_SUBSTITUTIONS) == 0);
+  if (has_graphs) {
+    TASO_TOOL_STEP(&t, err, taso_artifact_read_inputs(a, &inputs));
+    TASO_TOOL_STEP(&t, err, taso_artifact_read_graphs(a, &graphs, &ngraphs));
+    TASO_TOOL_STEP(&t, err, taso_artifact_read_substs(a, &rows, &nrows));
+  }
+  if (err == TASO_OK) {
+    print_header(a, t.in_path, kind);
+    if (has_graphs) {
+      show_inputs(&inputs);
+      err = show_substs(t.in_path, rows, nrows, graphs, ngraphs, &inputs,
+                        strcmp(kind, TASO_KIND_SUBSTITUTIONS) == 0);
+      if (err == TASO_OK && (list_graphs || (nrows == 0 && ngraphs > 0)))
+        err = show_graphs(t.in_path, graphs, ngraphs, &inputs);
+    }
+  }
+  err = taso_tool_close(&t, &a, err);
+  free(rows);
+  taso_graphs_free(graphs, ngraphs);
+  taso_inputs_free(&inputs);
+  free(kind);
+  return taso_tool_finish(&t, err);
+}

@@ -1,0 +1,319 @@
+#include "tool.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "version.h"
+
+
+#define MAX_FLAGS 16
+#define MAX_THREADS 4096
+
+/* getopt_long values of the common options; flags follow OPT_FLAG. Above
+ * the char range so that none can be mistaken for a short option. */
+enum { OPT_HELP = 256, OPT_VERSION, OPT_JOB, OPT_IN, OPT_OUT, OPT_THREADS, OPT_FLAG };
+
+/* Library failures that leave no way to continue end every rank at once:
+ * a rank that merely exited would leave the others blocked. */
+static void abort_all_ranks(void) {
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static const char *current_detail(taso_err_t err) {
+  const char *d = taso_error_detail();
+  return d[0] ? d : taso_strerror(err);
+}
+
+void taso_tool_usage_error(taso_tool_t *t, const char *fmt, ...) {
+  if (t->rank == 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: error: ", t->spec->name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+  }
+  taso_set_fatal_hook(NULL);
+  MPI_Finalize();
+  exit(2);
+}
+
+static void print_option(const char *option, const char *help, const char *def) {
+  if (def)
+    printf("  %-15s %s (default: %s)\n", option, help, def);
+  else
+    printf("  %-15s %s\n", option, help);
+}
+
+static void print_help(const taso_tool_spec_t *s) {
+  printf("Usage: %s", s->name);
+  if (s->job_help) printf(s->job_required ? " --job FILE" : " [--job FILE]");
+  if (s->in_help) printf(s->in_positional ? " FILE" : " [--in FILE]");
+  if (s->out_help) printf(" [--out FILE]");
+  printf(" [options]\n\n%s\nOptions:\n", s->about);
+  if (s->job_help) print_option("--job FILE", s->job_help, NULL);
+  if (s->in_help)
+    print_option(s->in_positional ? "FILE, --in FILE" : "--in FILE", s->in_help, s->default_in);
+  if (s->out_help) print_option("--out FILE", s->out_help, s->default_out);
+  if (s->threads)
+    print_option("--threads N", "OpenMP threads per rank", "OMP_NUM_THREADS, else one per core");
+  for (const taso_tool_flag_t *f = s->flags; f && f->name; f++) {
+    char option[64];
+    snprintf(option, sizeof option, "--%s", f->name);
+    print_option(option, f->help, NULL);
+  }
+  print_option("-h, --help", "print this help and exit", NULL);
+  print_option("--version", "print the version and git commit and exit", NULL);
+}
+
+static int parse_threads(const char *text) {
+  char *end;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno == ERANGE || v < 1 || v > MAX_THREADS) return 0;
+  return (int)v;
+}
+
+/* Everything argv can get wrong is reported here, before any file is
+ * touched; the ranks parse the same argv, so they all stop together. */
+static void parse_options(taso_tool_t *t, int argc, char **argv) {
+  const taso_tool_spec_t *s = t->spec;
+  struct option opts[8 + MAX_FLAGS];
+  int n = 0, nflags = 0;
+  opts[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
+  opts[n++] = (struct option){"version", no_argument, NULL, OPT_VERSION};
+  if (s->job_help) opts[n++] = (struct option){"job", required_argument, NULL, OPT_JOB};
+  if (s->in_help) opts[n++] = (struct option){"in", required_argument, NULL, OPT_IN};
+  if (s->out_help) opts[n++] = (struct option){"out", required_argument, NULL, OPT_OUT};
+  if (s->threads) opts[n++] = (struct option){"threads", required_argument, NULL, OPT_THREADS};
+  for (const taso_tool_flag_t *f = s->flags; f && f->name; f++, nflags++) {
+    if (nflags == MAX_FLAGS) taso_fatal(__FILE__, __LINE__, "taso", "too many tool flags");
+    opts[n++] = (struct option){f->name, no_argument, NULL, OPT_FLAG + nflags};
+  }
+  opts[n] = (struct option){0};
+
+  bool in_given = false;
+  opterr = 0; /* getopt's own messages would come from every rank */
+  for (;;) {
+    int c = getopt_long(argc, argv, ":h", opts, NULL);
+    if (c == -1) break;
+    switch (c) {
+    case 'h':
+    case OPT_HELP:
+      if (t->rank == 0) print_help(s);
+      MPI_Finalize();
+      exit(0);
+    case OPT_VERSION:
+      if (t->rank == 0) printf("%s (taso) %s, git %s\n", s->name, taso_version(), taso_git_commit());
+      MPI_Finalize();
+      exit(0);
+    case OPT_JOB:
+      t->job_path = optarg;
+      break;
+    case OPT_IN:
+      t->in_path = optarg;
+      in_given = true;
+      break;
+    case OPT_OUT:
+      t->out_path = optarg;
+      break;
+    case OPT_THREADS: {
+      int k = parse_threads(optarg);
+      if (k == 0)
+        taso_tool_usage_error(t, "--threads: expected a whole number from 1 to %d, got '%s'",
+                              MAX_THREADS, optarg);
+      omp_set_num_threads(k);
+      break;
+    }
+    case ':':
+      taso_tool_usage_error(t, "option '%s' needs a value (see %s --help)", argv[optind - 1],
+                            s->name);
+    case '?':
+      if (optopt > 0 && optopt < 256)
+        taso_tool_usage_error(t, "unknown option '-%c' (see %s --help)", optopt, s->name);
+      if (optopt == 0)
+        taso_tool_usage_error(t, "unknown option '%s' (see %s --help)", argv[optind - 1], s->name);
+      taso_tool_usage_error(t, "option '%s' takes no value (see %s --help)", argv[optind - 1],
+                            s->name);
+    default:
+      *s->flags[c - OPT_FLAG].value = true;
+      break;
+    }
+  }
+
+  if (optind < argc && s->in_positional && !in_given) t->in_path = argv[optind++];
+  if (optind < argc)
+    taso_tool_usage_error(t, "unexpected argument '%s' (see %s --help)", argv[optind], s->name);
+  if (s->job_required && !t->job_path)
+    taso_tool_usage_error(t, "--job FILE is required (see %s --help)", s->name);
+  if (s->in_help && !t->in_path)
+    taso_tool_usage_error(t, "no input file given (see %s --help)", s->name);
+}
+
+void taso_tool_init(taso_tool_t *t, const taso_tool_spec_t *spec, int *argc, char ***argv) {
+  memset(t, 0, sizeof *t);
+  t->spec = spec;
+  MPI_Init(argc, argv);
+  /* MPI's default error handler already aborts every rank on an MPI
+   * failure, so MPI calls here need no return checks. */
+  t->comm = MPI_COMM_WORLD;
+  MPI_Comm_rank(t->comm, &t->rank);
+  MPI_Comm_size(t->comm, &t->size);
+  taso_set_fatal_hook(abort_all_ranks);
+  t->start = MPI_Wtime();
+  taso_now_iso8601(t->start_time);
+  t->in_path = spec->default_in;
+  t->out_path = spec->default_out;
+
+  parse_options(t, *argc, *argv);
+  if (spec->single_rank && t->size > 1)
+    taso_tool_usage_error(t, "runs on one rank, not %d: start it without mpirun", t->size);
+  /* Provenance attributes must be equal on every rank, and a rank's
+   * thread count can differ (binding, environment): rank 0's is recorded. */
+  t->threads = omp_get_max_threads();
+  MPI_Bcast(&t->threads, 1, MPI_INT, 0, t->comm);
+}
+
+taso_err_t taso_tool_agree(taso_tool_t *t, taso_err_t err) {
+  int mine = err != TASO_OK ? t->rank : t->size, first;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, t->comm);
+  if (first == t->size) return TASO_OK;
+
+  /* The failing rank's own message, so rank 0 can print the real cause. */
+  struct {
+    int code;
+    char text[1024];
+  } msg = {0};
+  if (t->rank == first) {
+    msg.code = err;
+    snprintf(msg.text, sizeof msg.text, "%s", current_detail(err));
+  }
+  MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, first, t->comm);
+  if (first == 0) return taso_error((taso_err_t)msg.code, "%s", msg.text);
+  return taso_error((taso_err_t)msg.code, "rank %d: %s", first, msg.text);
+}
+
+taso_err_t taso_tool_load_job(taso_tool_t *t, const char *path) {
+  if (t->have_job) {
+    taso_job_free(&t->job);
+    t->have_job = false;
+  }
+  taso_err_t err = taso_tool_agree(t, taso_job_load(path, &t->job));
+  /* A rank that loaded it while another failed still owns the memory. */
+  t->have_job = t->job.path != NULL;
+  return err;
+}
+
+taso_err_t taso_tool_close(taso_tool_t *t, taso_artifact_t **a, taso_err_t err) {
+  if (!*a) return err;
+  /* The first failure is the one worth reading; a failing close would
+   * overwrite its detail. */
+  char first[1024];
+  snprintf(first, sizeof first, "%s", taso_error_detail());
+  taso_err_t cerr = taso_tool_agree(t, taso_artifact_close(*a));
+  *a = NULL;
+  if (err == TASO_OK) return cerr;
+  return taso_error(err, "%s", first);
+}
+
+void taso_tool_provenance(const taso_tool_t *t, taso_provenance_t *prov) {
+  memset(prov, 0, sizeof *prov);
+  prov->tool = t->spec->name;
+  prov->job_path = t->have_job ? t->job.path : "";
+  prov->job_text = t->have_job ? t->job.text : "";
+  prov->ranks = t->size;
+  prov->threads = t->threads;
+  prov->seed = t->have_job ? t->job.seed : 0;
+  memcpy(prov->start_time, t->start_time, sizeof prov->start_time);
+}
+
+void taso_tool_block(const taso_tool_t *t, int64_t n, int64_t *lo, int64_t *hi) {
+  *lo = n * t->rank / t->size;
+  *hi = n * (t->rank + 1) / t->size;
+}
+
+void taso_tool_print(const taso_tool_t *t, const char *fmt, ...) {
+  if (t->rank != 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+}
+
+void taso_tool_warn(const taso_tool_t *t, const char *fmt, ...) {
+  if (t->rank != 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: warning: ", t->spec->name);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+void taso_tool_summary(const taso_tool_t *t, const char *fmt, ...) {
+  if (t->rank != 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  printf("%s: ", t->spec->name);
+  vprintf(fmt, ap);
+  printf(" (%.1f s, %d rank%s)\n", MPI_Wtime() - t->start, t->size, t->size == 1 ? "" : "s");
+  va_end(ap);
+  fflush(stdout);
+}
+
+int taso_tool_finish(taso_tool_t *t, taso_err_t err) {
+  err = taso_tool_agree(t, err);
+  if (err != TASO_OK && t->rank == 0) {
+    fprintf(stderr, "%s: error: %s\n", t->spec->name, current_detail(err));
+    fflush(stderr);
+  }
+  if (t->have_job) taso_job_free(&t->job);
+  t->have_job = false;
+  fflush(stdout);
+  taso_set_fatal_hook(NULL); /* MPI_Abort is not allowed after MPI_Finalize */
+  MPI_Finalize();
+  return err == TASO_OK ? 0 : 1;
+}
+
+void taso_progress_begin(taso_progress_t *p, const taso_tool_t *t, const char *what,
+                         int64_t total) {
+  p->tool = t;
+  p->what = what;
+  p->total = total;
+  p->start = p->last = MPI_Wtime();
+}
+
+/* Seconds as a person reads a wait: "40 s", "12 min", "3.5 h". */
+static void format_duration(double s, char *buf, size_t len) {
+  if (s < 90)
+    snprintf(buf, len, "%.0f s", s);
+  else if (s < 90 * 60)
+    snprintf(buf, len, "%.0f min", s / 60);
+  else
+    snprintf(buf, len, "%.1f h", s / 3600);
+}
+
+void taso_progress_update(taso_progress_t *p, int64_t done) {
+  if (p->tool->rank != 0) return;
+  double now = MPI_Wtime();
+  if (now - p->last < TASO_PROGRESS_INTERVAL) return;
+  p->last = now;
+  double rate = done / (now - p->start);
+  const char *name = p->tool->spec->name;
+  if (p->total > 0 && rate > 0) {
+    char left[32];
+    format_duration((double)(p->total - done) / rate, left, sizeof left);
+    fprintf(stderr, "%s: %lld/%lld %s (%.1f%%), %.4g/s, about %s left\n", name, (long long)done,
+            (long long)p->total, p->what, 100.0 * done / p->total, rate, left);
+  } else {
+    fprintf(stderr, "%s: %lld %s, %.4g/s\n", name, (long long)done, p->what, rate);
+  }
+  fflush(stderr);
+}

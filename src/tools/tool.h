@@ -1,0 +1,132 @@
+/*
+ * The harness every taso executable shares, so that the tools agree on how
+ * they are started, how they fail and what they print.
+ *
+ * A tool's main() describes itself in a taso_tool_spec_t, calls
+ * taso_tool_init (MPI start, option parsing, --help and --version), does its
+ * work through library calls, passes every taso_err_t through
+ * taso_tool_agree, and returns taso_tool_finish. Agreeing matters under MPI:
+ * a failure seen by one rank must become the same failure on every rank,
+ * or the others would wait forever in the next collective call. Usage
+ * errors exit with status 2 and runtime errors with 1, each with one line
+ * "NAME: error: MESSAGE" on stderr from rank 0 only.
+ */
+#ifndef TASO_TOOL_H
+#define TASO_TOOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "artifact.h"
+#include "job.h"
+
+/* A tool-specific on/off switch, "--NAME". */
+typedef struct {
+  const char *name; /* without the dashes: "graphs" */
+  const char *help; /* one line for --help */
+  bool *value;      /* set to true when the switch is given */
+} taso_tool_flag_t;
+
+/* What a tool is and which common options it takes. A NULL help text
+ * means the tool does not take that option. */
+typedef struct {
+  const char *name;              /* "taso-generate" */
+  const char *about;             /* what it does, for --help; lines end in \n */
+  const char *job_help;          /* --job FILE */
+  const char *in_help;           /* --in FILE */
+  const char *out_help;          /* --out FILE */
+  const char *default_in;        /* --in when not given; NULL for none */
+  const char *default_out;       /* --out when not given; NULL for none */
+  bool job_required;             /* --job must be given */
+  bool in_positional;            /* a lone FILE argument stands for --in FILE */
+  bool threads;                  /* takes --threads N */
+  bool single_rank;              /* refuses to run on more than one rank */
+  const taso_tool_flag_t *flags; /* tool-specific switches, ended by {0}; may be NULL */
+} taso_tool_spec_t;
+
+typedef struct {
+  const taso_tool_spec_t *spec; /* the tool */
+  MPI_Comm comm;                /* every collective call of the tool runs on it */
+  int rank, size;               /* in comm */
+  const char *job_path;         /* --job, or NULL */
+  const char *in_path;          /* --in or its default, or NULL */
+  const char *out_path;         /* --out or its default, or NULL */
+  int threads;                  /* OpenMP threads of rank 0, for provenance */
+  taso_job_t job;               /* valid once taso_tool_load_job succeeded */
+  bool have_job;                /* job holds a loaded job to free */
+  double start;                 /* MPI_Wtime() at start, for the summary */
+  char start_time[32];          /* ISO 8601 start, for provenance */
+} taso_tool_t;
+
+/* Starts MPI, installs a fatal hook that calls MPI_Abort, and parses the
+ * options. --help, --version and usage errors end the process here, on
+ * every rank alike (the ranks parse the same argv). */
+void taso_tool_init(taso_tool_t *t, const taso_tool_spec_t *spec, int *argc, char ***argv);
+
+/* Collective. Returns TASO_OK on every rank if err is TASO_OK on every
+ * rank; otherwise the error of the lowest failing rank, with its detail
+ * (prefixed "rank R: " when R is not 0), on every rank. */
+taso_err_t taso_tool_agree(taso_tool_t *t, taso_err_t err);
+
+/* Runs call only while err is TASO_OK, then agrees on the outcome: a main()
+ * is a list of these steps and one cleanup path. */
+#define TASO_TOOL_STEP(t, err, call)                                                               \
+  do {                                                                                             \
+    if ((err) == TASO_OK) (err) = taso_tool_agree((t), (call));                                    \
+  } while (0)
+
+/* Collective. Loads the job file on every rank (each reads it; no rank
+ * proceeds unless all could). */
+taso_err_t taso_tool_load_job(taso_tool_t *t, const char *path);
+
+/* Collective. Closes *a if it is open, even after an error (what was
+ * written stays readable), and sets *a to NULL. Returns err, or the close's
+ * error when err is TASO_OK. */
+taso_err_t taso_tool_close(taso_tool_t *t, taso_artifact_t **a, taso_err_t err);
+
+/* Provenance of this run; the job fields are empty without a loaded job. */
+void taso_tool_provenance(const taso_tool_t *t, taso_provenance_t *prov);
+
+/* The block of n items that this rank owns: [*lo, *hi). Blocks follow rank
+ * order, so items written block by block keep their global indices. */
+void taso_tool_block(const taso_tool_t *t, int64_t n, int64_t *lo, int64_t *hi);
+
+/* Rank 0 only: printf to stdout; "NAME: warning: ..." to stderr. */
+void taso_tool_print(const taso_tool_t *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void taso_tool_warn(const taso_tool_t *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Rank 0 only: the final line "NAME: MESSAGE (T s, N ranks)" on stdout. */
+void taso_tool_summary(const taso_tool_t *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Ends a usage problem found after init ("wrong rank count"): prints
+ * "NAME: error: ..." on rank 0 and exits 2 on every rank. Every rank must
+ * call it. */
+void taso_tool_usage_error(taso_tool_t *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+/* Collective. Agrees on err, prints it on rank 0, frees the job and
+ * finalizes MPI. Returns main()'s exit status: 0, or 1 on error. */
+int taso_tool_finish(taso_tool_t *t, taso_err_t err);
+
+/* A progress line for long work, on rank 0's stderr, at most every
+ * TASO_PROGRESS_INTERVAL seconds: done/total, rate and time left. */
+#define TASO_PROGRESS_INTERVAL 2.0
+
+typedef struct {
+  const taso_tool_t *tool; /* whose rank 0 prints */
+  const char *what;        /* what is counted, plural: "candidate rows" */
+  int64_t total;           /* expected count; <= 0 when not known */
+  double start;            /* MPI_Wtime() when counting began */
+  double last;             /* MPI_Wtime() of the last line printed */
+} taso_progress_t;
+
+void taso_progress_begin(taso_progress_t *p, const taso_tool_t *t, const char *what, int64_t total);
+/* Cheap enough to call per item: it only reads the clock until a line is due. */
+void taso_progress_update(taso_progress_t *p, int64_t done);
+
+#endif
