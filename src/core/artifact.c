@@ -2,11 +2,11 @@
  * HDF5 artifact I/O (see artifact.h).
  *
  * The theme of this file is that every rank takes the same road. Each
- * collective step ends in agree(), which gives every rank the code and the
+ * collective step ends in taso_agree(), which gives every rank the code and the
  * message of the lowest failing rank, so no rank gives up while another goes
  * on into the next collective call and waits there for ever. Steps are split
  * so that nothing that can fail on one rank alone (an allocation, a local
- * property list) sits between two collective HDF5 calls without an agree()
+ * property list) sits between two collective HDF5 calls without a taso_agree()
  * in between.
  *
  * HDF5's automatic error printing is off inside the public functions: an
@@ -35,11 +35,11 @@
 
 #include <hdf5.h>
 
+#include "collective.h"
 #include "version.h"
 
 #define DEFLATE_LEVEL 6
 #define CHUNK_BYTES 65536 /* per chunk: deflate does well, an append rewrites little */
-#define MESSAGE_LEN 1024  /* error detail passed between ranks */
 
 struct taso_artifact {
   MPI_Comm comm; /* a duplicate, so our collectives never match the caller's */
@@ -116,23 +116,6 @@ static taso_err_t release(const taso_artifact_t *a, hid_t id, herr_t (*close_fn)
 
 /* Makes every rank of comm return the same result: TASO_OK if all succeeded,
  * otherwise the code and message of the lowest failing rank. */
-static taso_err_t agree(MPI_Comm comm, taso_err_t err) {
-  /* MPI calls are not checked: the communicator keeps MPI_ERRORS_ARE_FATAL,
-   * so a failing MPI call never returns here. */
-  int rank, size, mine, first, code = (int)err;
-  char msg[MESSAGE_LEN];
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  mine = err != TASO_OK ? rank : size;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
-  if (first == size) return TASO_OK;
-  if (rank == first) snprintf(msg, sizeof msg, "%s", taso_error_detail());
-  MPI_Bcast(&code, 1, MPI_INT, first, comm);
-  MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, comm);
-  if (rank == first) return err;
-  return taso_error((taso_err_t)code, "%s", msg);
-}
-
 /* HDF5's automatic error printing, saved on entry to a public function and
  * restored on the way out. */
 typedef struct {
@@ -471,11 +454,11 @@ static taso_err_t write_rows(const taso_artifact_t *a, const char *name, hid_t t
                              size_t rec_size, const void *rows, int64_t n, int64_t offset,
                              int64_t total) {
   hid_t dset = H5I_INVALID_HID;
-  taso_err_t err = agree(a->comm, create_dataset(a, name, type, rec_size, total, &dset));
+  taso_err_t err = taso_agree(a->comm, create_dataset(a, name, type, rec_size, total, &dset));
   if (err == TASO_OK && total > 0)
-    err = agree(a->comm, write_slab(a, dset, name, type, rows, offset, n));
+    err = taso_agree(a->comm, write_slab(a, dset, name, type, rows, offset, n));
   err = release(a, dset, H5Dclose, err);
-  return agree(a->comm, err);
+  return taso_agree(a->comm, err);
 }
 
 /* Opens dataset name for reading and checks it holds one-dimensional
@@ -553,10 +536,10 @@ static taso_err_t read_rows(const taso_artifact_t *a, const char *name, hid_t ty
                        name);
   }
   /* Only the read below is collective; settle the local failures first. */
-  err = agree(a->comm, err);
+  err = taso_agree(a->comm, err);
   if (err == TASO_OK && *n > 0) {
     if (H5Dread(dset, type, H5S_ALL, H5S_ALL, a->xfer, buf) < 0) err = h5_fail(a, "read %s", name);
-    err = agree(a->comm, err);
+    err = taso_agree(a->comm, err);
   }
   err = release(a, dset, H5Dclose, err);
   if (err == TASO_OK) {
@@ -591,7 +574,7 @@ static taso_err_t artifact_new(MPI_Comm comm, const char *path, taso_artifact_t 
     err = taso_error(TASO_ERR_ARG, "artifact: no file path or no handle to fill");
   else if (!(a = calloc(1, sizeof *a)) || !(a->path = strdup(path)))
     err = taso_error(TASO_ERR_NOMEM, "%s: no memory for the artifact handle", path);
-  if ((err = agree(comm, err)) != TASO_OK) {
+  if ((err = taso_agree(comm, err)) != TASO_OK) {
     if (a) free(a->path);
     free(a);
     return err;
@@ -667,7 +650,7 @@ taso_err_t taso_artifact_create(MPI_Comm comm, const char *path, const char *kin
   if (!kind || !prov) err = taso_error(TASO_ERR_ARG, "%s: no artifact kind or provenance", path);
   if (err == TASO_OK) err = make_xfer(a);
   if (err == TASO_OK) err = make_fapl(a, &fapl);
-  if ((err = agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
   if ((a->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0) {
     /* Usually a missing directory or a permission: one stack is plenty. */
     if (a->rank == 0) {
@@ -677,9 +660,9 @@ taso_err_t taso_artifact_create(MPI_Comm comm, const char *path, const char *kin
     err = taso_error(TASO_ERR_IO, "%s: cannot create the file (HDF5's reason is printed above)",
                      path);
   }
-  if ((err = agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
   a->writable = true;
-  err = agree(a->comm, write_header(a, kind, prov));
+  err = taso_agree(a->comm, write_header(a, kind, prov));
 done:
   err = release(a, fapl, H5Pclose, err);
   if (err == TASO_OK) {
@@ -757,13 +740,13 @@ taso_err_t taso_artifact_open(MPI_Comm comm, const char *path, const char *kind,
   if (out) *out = NULL;
   err = artifact_new(comm, path, &a);
   if (err != TASO_OK) goto done;
-  if ((err = agree(a->comm, a->rank == 0 ? probe(a, kind) : TASO_OK)) != TASO_OK) goto done;
+  if ((err = taso_agree(a->comm, a->rank == 0 ? probe(a, kind) : TASO_OK)) != TASO_OK) goto done;
   err = make_xfer(a);
   if (err == TASO_OK) err = make_fapl(a, &fapl);
-  if ((err = agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
   if ((a->file = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0)
     err = h5_fail(a, "open the file on every rank");
-  err = agree(a->comm, err);
+  err = taso_agree(a->comm, err);
 done:
   err = release(a, fapl, H5Pclose, err);
   if (err == TASO_OK)
@@ -783,14 +766,14 @@ taso_err_t taso_artifact_close(taso_artifact_t *a) {
     char end[32];
     if (a->rank == 0) taso_now_iso8601(end);
     MPI_Bcast(end, (int)sizeof end, MPI_CHAR, 0, a->comm);
-    err = agree(a->comm, put_string(a, "end_time", end));
+    err = taso_agree(a->comm, put_string(a, "end_time", end));
   }
   /* The file is closed even when end_time failed: what is written stays. */
   err = release(a, a->xfer, H5Pclose, err);
   a->xfer = H5I_INVALID_HID;
   err = release(a, a->file, H5Fclose, err);
   a->file = H5I_INVALID_HID;
-  err = agree(a->comm, err);
+  err = taso_agree(a->comm, err);
   artifact_free(a);
   quiet_end(&q);
   return err;
@@ -812,12 +795,12 @@ taso_err_t taso_artifact_set_count(taso_artifact_t *a, const char *name, int64_t
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot set '%s'", a->path, name);
   else
-    err = agree(a->comm, put_attr(a, name, H5T_NATIVE_INT64, &value));
+    err = taso_agree(a->comm, put_attr(a, name, H5T_NATIVE_INT64, &value));
   quiet_end(&q);
   return err;
 }
 
-/* Attribute reads are not collective, so the getters do not agree(): any
+/* Attribute reads are not collective, so the getters do not taso_agree(): any
  * subset of ranks may call them. */
 taso_err_t taso_artifact_get_count(taso_artifact_t *a, const char *name, int64_t *value) {
   if (!a) return no_handle();
@@ -863,7 +846,7 @@ static taso_err_t write_inputs(taso_artifact_t *a, const taso_inputs_t *in) {
     }
   }
   if (err == TASO_OK) err = input_type(a, &type);
-  if ((err = agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
   place(a, &n, &offset, &total, 1);
   err = write_rows(a, "/inputs", type, sizeof *rows, rows, n, offset, total);
 done:
@@ -878,7 +861,7 @@ taso_err_t taso_artifact_write_inputs(taso_artifact_t *a, const taso_inputs_t *i
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write inputs", a->path);
   else
-    err = agree(a->comm, write_inputs(a, in));
+    err = taso_agree(a->comm, write_inputs(a, in));
   quiet_end(&q);
   return err;
 }
@@ -890,7 +873,7 @@ static taso_err_t read_inputs(taso_artifact_t *a, taso_inputs_t *in) {
   int64_t n = 0;
   in->v = NULL;
   in->n = 0;
-  err = agree(a->comm, input_type(a, &type));
+  err = taso_agree(a->comm, input_type(a, &type));
   if (err == TASO_OK) err = read_rows(a, "/inputs", type, sizeof *rows, false, (void **)&rows, &n);
   for (int64_t i = 0; i < n && err == TASO_OK; i++) {
     input_rec_t *r = &rows[i];
@@ -913,7 +896,7 @@ static taso_err_t read_inputs(taso_artifact_t *a, taso_inputs_t *in) {
 taso_err_t taso_artifact_read_inputs(taso_artifact_t *a, taso_inputs_t *in) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
-  taso_err_t err = agree(a->comm, read_inputs(a, in));
+  taso_err_t err = taso_agree(a->comm, read_inputs(a, in));
   quiet_end(&q);
   return err;
 }
@@ -972,7 +955,7 @@ static taso_err_t write_graphs(taso_artifact_t *a, const taso_graph_t *local, in
   if (err == TASO_OK) err = path_exists(a, "/graphs", &exists);
   if (err == TASO_OK && exists)
     err = taso_error(TASO_ERR_ARG, "%s: already holds a graph set", a->path);
-  if ((err = agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
   place(a, counts, offset, total, 3);
   for (int64_t i = 0; i < n; i++) {
     index[i].node_begin += offset[1];
@@ -980,7 +963,7 @@ static taso_err_t write_graphs(taso_artifact_t *a, const taso_graph_t *local, in
   }
   if ((group = H5Gcreate2(a->file, "/graphs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0)
     err = h5_fail(a, "create group /graphs");
-  if ((err = agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
   if ((err = write_rows(a, "/graphs/index", itype, sizeof *index, index, counts[0], offset[0],
                         total[0])) != TASO_OK ||
       (err = write_rows(a, "/graphs/nodes", ntype, sizeof *nodes, nodes, counts[1], offset[1],
@@ -1006,7 +989,7 @@ taso_err_t taso_artifact_write_graphs(taso_artifact_t *a, const taso_graph_t *lo
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write graphs", a->path);
   else
-    err = agree(a->comm, write_graphs(a, local, n, first));
+    err = taso_agree(a->comm, write_graphs(a, local, n, first));
   quiet_end(&q);
   return err;
 }
@@ -1068,7 +1051,7 @@ static taso_err_t read_graphs(taso_artifact_t *a, taso_graph_t **graphs, int64_t
   *n = 0;
   err = index_type(a, &itype);
   if (err == TASO_OK) err = node_type(a, &ntype);
-  if ((err = agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
   if ((err = read_rows(a, "/graphs/index", itype, sizeof *index, false, (void **)&index, &ni)) !=
           TASO_OK ||
       (err = read_rows(a, "/graphs/nodes", ntype, sizeof *nodes, false, (void **)&nodes, &nn)) !=
@@ -1101,7 +1084,7 @@ done:
 taso_err_t taso_artifact_read_graphs(taso_artifact_t *a, taso_graph_t **graphs, int64_t *n) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
-  taso_err_t err = agree(a->comm, read_graphs(a, graphs, n));
+  taso_err_t err = taso_agree(a->comm, read_graphs(a, graphs, n));
   quiet_end(&q);
   return err;
 }
@@ -1141,7 +1124,7 @@ static taso_err_t write_substs(taso_artifact_t *a, const taso_subst_t *local, in
   if (err == TASO_OK) err = path_exists(a, "/substitutions", &exists);
   if (err == TASO_OK && exists)
     err = taso_error(TASO_ERR_ARG, "%s: already holds a substitution set", a->path);
-  if ((err = agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
   place(a, &n, &offset, &total, 1);
   err = write_rows(a, "/substitutions", type, sizeof *rows, rows, n, offset, total);
 done:
@@ -1156,14 +1139,14 @@ taso_err_t taso_artifact_write_substs(taso_artifact_t *a, const taso_subst_t *lo
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write substitutions", a->path);
   else
-    err = agree(a->comm, write_substs(a, local, n));
+    err = taso_agree(a->comm, write_substs(a, local, n));
   quiet_end(&q);
   return err;
 }
 
 static taso_err_t read_substs(taso_artifact_t *a, taso_subst_t **rows, int64_t *n) {
   hid_t type = H5I_INVALID_HID;
-  taso_err_t err = agree(a->comm, subst_type(a, &type));
+  taso_err_t err = taso_agree(a->comm, subst_type(a, &type));
   *rows = NULL;
   *n = 0;
   if (err == TASO_OK)
@@ -1183,7 +1166,7 @@ static taso_err_t read_substs(taso_artifact_t *a, taso_subst_t **rows, int64_t *
 taso_err_t taso_artifact_read_substs(taso_artifact_t *a, taso_subst_t **rows, int64_t *n) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
-  taso_err_t err = agree(a->comm, read_substs(a, rows, n));
+  taso_err_t err = taso_agree(a->comm, read_substs(a, rows, n));
   quiet_end(&q);
   return err;
 }

@@ -9,6 +9,8 @@
 
 #include <omp.h>
 
+#include "collective.h"
+#include "shard.h"
 #include "version.h"
 
 
@@ -182,22 +184,7 @@ void taso_tool_init(taso_tool_t *t, const taso_tool_spec_t *spec, int *argc, cha
 }
 
 taso_err_t taso_tool_agree(taso_tool_t *t, taso_err_t err) {
-  int mine = err != TASO_OK ? t->rank : t->size, first;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, t->comm);
-  if (first == t->size) return TASO_OK;
-
-  /* The failing rank's own message, so rank 0 can print the real cause. */
-  struct {
-    int code;
-    char text[1024];
-  } msg = {0};
-  if (t->rank == first) {
-    msg.code = err;
-    snprintf(msg.text, sizeof msg.text, "%s", current_detail(err));
-  }
-  MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, first, t->comm);
-  if (first == 0) return taso_error((taso_err_t)msg.code, "%s", msg.text);
-  return taso_error((taso_err_t)msg.code, "rank %d: %s", first, msg.text);
+  return taso_agree(t->comm, err);
 }
 
 taso_err_t taso_tool_load_job(taso_tool_t *t, const char *path) {
@@ -235,8 +222,7 @@ void taso_tool_provenance(const taso_tool_t *t, taso_provenance_t *prov) {
 }
 
 void taso_tool_block(const taso_tool_t *t, int64_t n, int64_t *lo, int64_t *hi) {
-  *lo = n * t->rank / t->size;
-  *hi = n * (t->rank + 1) / t->size;
+  taso_shard_range(n, t->size, t->rank, lo, hi);
 }
 
 void taso_tool_print(const taso_tool_t *t, const char *fmt, ...) {
