@@ -134,11 +134,11 @@ static void test_errors(void) {
   bad("relu(x1, x2)", TASO_ERR_PARSE, "too many operands");
   bad("ewadd(x1, w1)", TASO_ERR_SHAPE, "ewadd: operand shapes differ");
   bad("matmul(w1, x1)", TASO_ERR_SHAPE, "matmul: inner sizes differ");
-  bad("conv2d(colour=red, i1, w4)", TASO_ERR_UNKNOWN, "unknown parameter 'colour'");
+  bad("conv2d(colour=red, i1, w4)", TASO_ERR_UNKNOWN, "column 8: unknown parameter 'colour'");
   bad("conv2d(pad=diagonal, i1, w4)", TASO_ERR_PARSE, "bad parameter value 'diagonal'");
   bad("concat(x1, x2)", TASO_ERR_PARSE, "missing axis");
   bad("relu(axis=1, x1)", TASO_ERR_PARSE, "takes no parameter");
-  bad("relu(x1) junk", TASO_ERR_PARSE, "unexpected text 'junk'");
+  bad("relu(x1) junk", TASO_ERR_PARSE, "column 10: unexpected text 'junk'");
   bad("", TASO_ERR_PARSE, "expected an operator or input");
   bad("split(0, x1)", TASO_ERR_UNKNOWN, "unknown operator 'split'");
   bad("const_one(x1)", TASO_ERR_PARSE, "too many operands");

@@ -299,8 +299,11 @@ typedef struct {
   taso_graph_t *g;
 } parser_t;
 
+/* The column is the token's when it lies in the text, else the cursor's. */
 static taso_err_t fail(parser_t *ps, taso_err_t err, const char *what, const char *tok, int toklen) {
-  return taso_error(err, "column %d: %s '%.*s'", (int)(ps->s - ps->text) + 1, what, toklen, tok);
+  size_t len = strlen(ps->text);
+  const char *at = (tok >= ps->text && tok <= ps->text + len) ? tok : ps->s;
+  return taso_error(err, "column %d: %s '%.*s'", (int)(at - ps->text) + 1, what, toklen, tok);
 }
 
 static void skip_space(parser_t *ps) {
