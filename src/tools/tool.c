@@ -32,16 +32,20 @@ static const char *current_detail(taso_err_t err) {
   return d[0] ? d : taso_strerror(err);
 }
 
+/* One "NAME: LEVEL: message" line on stderr, from rank 0 only. */
+static void report(const taso_tool_t *t, const char *level, const char *fmt, va_list ap) {
+  if (t->rank != 0) return;
+  fprintf(stderr, "%s: %s: ", t->spec->name, level);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  fflush(stderr);
+}
+
 void taso_tool_usage_error(taso_tool_t *t, const char *fmt, ...) {
-  if (t->rank == 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s: error: ", t->spec->name);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    fflush(stderr);
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  report(t, "error", fmt, ap);
+  va_end(ap);
   taso_set_fatal_hook(NULL);
   MPI_Finalize();
   exit(2);
@@ -234,12 +238,9 @@ void taso_tool_print(const taso_tool_t *t, const char *fmt, ...) {
 }
 
 void taso_tool_warn(const taso_tool_t *t, const char *fmt, ...) {
-  if (t->rank != 0) return;
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "%s: warning: ", t->spec->name);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  report(t, "warning", fmt, ap);
   va_end(ap);
 }
 
