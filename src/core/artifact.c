@@ -114,8 +114,6 @@ static taso_err_t release(const taso_artifact_t *a, hid_t id, herr_t (*close_fn)
   return err;
 }
 
-/* Makes every rank of comm return the same result: TASO_OK if all succeeded,
- * otherwise the code and message of the lowest failing rank. */
 /* HDF5's automatic error printing, saved on entry to a public function and
  * restored on the way out. */
 typedef struct {
