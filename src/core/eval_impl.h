@@ -10,6 +10,10 @@
  *   NUM_SUFFIX          suffix of the generated function names
  *   NUM_ZERO(c) NUM_ONE(c) NUM_FRAC(c, p, q)     constants (p/q, q > 0)
  *   NUM_ADD(c, a, b) NUM_MUL(c, a, b) NUM_RELU(c, a) NUM_MAX(c, a, b)
+ * Optionally, an accumulator for sums of products (convolutions, matmul):
+ *   NUM_ACC_T NUM_ACC_ZERO(c) NUM_ACC_MAC(c, acc, a, b) NUM_ACC_GET(c, acc)
+ * (default: NUM_T with NUM_ADD and NUM_MUL), so that a type can defer its
+ * reductions (the prime field sums 128-bit products, reducing once).
  * Generates (declared in eval.h for the built-in types):
  *   taso_eval_node_SUFFIX(ctx, node, in_types, in, out_types, out)
  *   taso_eval_graph_SUFFIX(ctx, graph, types, inputs, values)
@@ -21,6 +25,13 @@
 
 #include "check.h"
 #include "graph.h"
+
+#ifndef NUM_ACC_T
+#define NUM_ACC_T NUM_T
+#define NUM_ACC_ZERO(c) NUM_ZERO(c)
+#define NUM_ACC_MAC(c, acc, a, b) ((acc) = NUM_ADD(c, (acc), NUM_MUL(c, (a), (b))))
+#define NUM_ACC_GET(c, acc) (acc)
+#endif
 
 #define EV_CAT2(a, b) a##b
 #define EV_CAT(a, b) EV_CAT2(a, b)
@@ -51,18 +62,21 @@ static void EV_FN(ev_conv2d_)(NUM_CTX_T c, const taso_params_t *p, const taso_te
     for (int32_t o = 0; o < CO; o++)
       for (int32_t oy = 0; oy < OH; oy++)
         for (int32_t ox = 0; ox < OW; ox++) {
-          NUM_T sum = NUM_ZERO(c);
+          NUM_ACC_T sum = NUM_ACC_ZERO(c);
           int32_t first = (o / per_group) * CG;
+          /* the kernel rows and columns that fall inside the input: the
+           * rest reads zero padding */
+          int32_t y0 = oy * p->stride[0] - top, x0 = ox * p->stride[1] - left;
+          int32_t ky0 = y0 < 0 ? -y0 : 0, ky1 = H - y0 < KH ? H - y0 : KH;
+          int32_t kx0 = x0 < 0 ? -x0 : 0, kx1 = W - x0 < KW ? W - x0 : KW;
           for (int32_t ci = 0; ci < CG; ci++)
-            for (int32_t ky = 0; ky < KH; ky++)
-              for (int32_t kx = 0; kx < KW; kx++) {
-                int32_t y = oy * p->stride[0] - top + ky, xx = ox * p->stride[1] - left + kx;
-                if (y < 0 || y >= H || xx < 0 || xx >= W) continue; /* zero padding */
-                NUM_T a = x[((int64_t)(n * C + first + ci) * H + y) * W + xx];
-                NUM_T b = w[((int64_t)(o * CG + ci) * KH + ky) * KW + kx];
-                sum = NUM_ADD(c, sum, NUM_MUL(c, a, b));
-              }
-          out[((int64_t)(n * CO + o) * OH + oy) * OW + ox] = EV_FN(ev_act_)(c, p->act, sum);
+            for (int32_t ky = ky0; ky < ky1; ky++) {
+              int64_t xr = ((int64_t)(n * C + first + ci) * H + y0 + ky) * W + x0;
+              int64_t wr = ((int64_t)(o * CG + ci) * KH + ky) * KW;
+              for (int32_t kx = kx0; kx < kx1; kx++) NUM_ACC_MAC(c, sum, x[xr + kx], w[wr + kx]);
+            }
+          out[((int64_t)(n * CO + o) * OH + oy) * OW + ox] =
+              EV_FN(ev_act_)(c, p->act, NUM_ACC_GET(c, sum));
         }
 }
 
@@ -124,10 +138,10 @@ taso_err_t EV_FN(taso_eval_node_)(NUM_CTX_T c, const taso_node_t *node,
     int32_t m = in_types[0].dim[0], k = in_types[0].dim[1], n = in_types[1].dim[1];
     for (int32_t i = 0; i < m; i++)
       for (int32_t j = 0; j < n; j++) {
-        NUM_T sum = NUM_ZERO(c);
+        NUM_ACC_T sum = NUM_ACC_ZERO(c);
         for (int32_t t = 0; t < k; t++)
-          sum = NUM_ADD(c, sum, NUM_MUL(c, in[0][(int64_t)i * k + t], in[1][(int64_t)t * n + j]));
-        o[(int64_t)i * n + j] = EV_FN(ev_act_)(c, p->act, sum);
+          NUM_ACC_MAC(c, sum, in[0][(int64_t)i * k + t], in[1][(int64_t)t * n + j]);
+        o[(int64_t)i * n + j] = EV_FN(ev_act_)(c, p->act, NUM_ACC_GET(c, sum));
       }
     break;
   }
@@ -225,3 +239,7 @@ taso_err_t EV_FN(taso_eval_graph_)(NUM_CTX_T c, const taso_graph_t *g, const tas
 #undef EV_FN
 #undef EV_CAT
 #undef EV_CAT2
+#undef NUM_ACC_T
+#undef NUM_ACC_ZERO
+#undef NUM_ACC_MAC
+#undef NUM_ACC_GET

@@ -12,6 +12,12 @@
 #define NUM_MUL(c, a, b) taso_fp_mul((a), (b))
 #define NUM_RELU(c, a) taso_fp_relu(a)
 #define NUM_MAX(c, a, b) taso_fp_max((a), (b))
+/* Sums of products in 128 bits: each product is below 2^122, so folding
+ * once the sum reaches 2^126 keeps it from wrapping; one reduction at the end. */
+#define NUM_ACC_T unsigned __int128
+#define NUM_ACC_ZERO(c) ((unsigned __int128)0)
+#define NUM_ACC_MAC(c, acc, a, b) ((acc) = taso_fp_acc_mac((acc), (a), (b)))
+#define NUM_ACC_GET(c, acc) taso_fp_acc_get(acc)
 #include "eval_impl.h"
 
 void taso_values_free_field(taso_fp_t **values, int n) {

@@ -34,6 +34,22 @@ static inline taso_fp_t taso_fp_from_int(int64_t v) {
   return v >= 0 ? taso_fp_reduce((uint64_t)v) : TASO_P61 - taso_fp_reduce((uint64_t)(-v));
 }
 
+/* A 128-bit sum of products, for dot products that reduce once. */
+static inline unsigned __int128 taso_fp_acc_fold(unsigned __int128 acc) {
+  /* 2^61 = 1 (mod p): fold the high bits onto the low 61 */
+  return (acc & TASO_P61) + (acc >> 61);
+}
+
+static inline unsigned __int128 taso_fp_acc_mac(unsigned __int128 acc, taso_fp_t a, taso_fp_t b) {
+  acc += (unsigned __int128)a * b;
+  return (acc >> 126) ? taso_fp_acc_fold(acc) : acc;
+}
+
+static inline taso_fp_t taso_fp_acc_get(unsigned __int128 acc) {
+  acc = taso_fp_acc_fold(taso_fp_acc_fold(acc)); /* < 2^62 */
+  return taso_fp_reduce((uint64_t)acc);
+}
+
 taso_fp_t taso_fp_inverse(taso_fp_t a); /* a != 0 */
 
 /* p / q in the field. */

@@ -1,0 +1,98 @@
+/*
+ * Canonical enumeration of every graph of up to max_ops operators over an
+ * input table and a set of operator variants.
+ *
+ * A graph is a set of operator applications (no two alike: no tensor is
+ * computed twice); its outputs are its sinks, the op outputs nothing in the
+ * graph consumes, so no operator is dead. Each graph is visited exactly once,
+ * in one canonical order of its operators: the greedy topological order
+ * that always places the smallest available operator next (operators
+ * compare by variant, then by input references). Every prefix of a canonical
+ * order is canonical, so the enumeration is a tree, and a candidate list per
+ * tree node makes the children cheap: the children of S + o are the
+ * candidates of S that come after o plus the operators that consume o.
+ *
+ * The tree is cut into units for sharding: each state above depth max_ops - 1
+ * is a unit of weight 1 (the graph itself), each state at depth max_ops - 1
+ * a unit holding its children (the leaves) too. A leaf weighs 1, plus the
+ * estimated cost of evaluating its last operator when that operator depends
+ * on all the others: then its tensor expression occurs in this graph alone
+ * and no memo can share the work. Units are numbered in depth-first order,
+ * so a range of cumulative weight is a contiguous, deterministic piece of
+ * the enumeration with about that much work; taso_enum_run visits the graphs
+ * of one range and skips whole subtrees outside it.
+ *
+ * Pure C: no MPI and no output, callbacks only.
+ */
+#ifndef TASO_ENUMERATE_H
+#define TASO_ENUMERATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph.h"
+#include "job.h"
+
+#define TASO_ENUM_MAX_OPS 6 /* far beyond what any machine can enumerate */
+
+typedef struct taso_enum taso_enum_t;
+
+/* An operator variant: a job template with every parameter fixed. Constants
+ * take their shapes from the input table (see data/operators.md). */
+typedef struct {
+  taso_op_kind_t kind;
+  taso_params_t p;
+} taso_variant_t;
+
+/* The graph being visited. Refs: input i is TASO_REF(i, 0), output `port`
+ * of operator j is TASO_REF(ninputs + j, port). */
+typedef struct {
+  int nops;                   /* operators, in canonical order */
+  const int32_t *variant;     /* variant[j] of operator j */
+  const taso_ref_t (*in)[3];  /* in[j]: input refs of operator j, -1 past arity */
+  const int32_t *type;        /* type id of every ref (taso_enum_type) */
+  int nsinks;                 /* the graph's outputs */
+  const taso_ref_t *sinks;    /* in increasing ref order */
+} taso_enum_graph_t;
+
+typedef struct {
+  void *ctx;
+  /* Operator j = nops - 1 was just placed (a state is entered). */
+  taso_err_t (*push)(void *ctx, const taso_enum_graph_t *g);
+  /* The last operator is removed again. */
+  void (*pop)(void *ctx, const taso_enum_graph_t *g);
+  /* A graph of this shard (called after its push). */
+  taso_err_t (*visit)(void *ctx, const taso_enum_graph_t *g);
+  /* Optional: whether to visit the leaf that adds an operator on input refs
+   * in (-1 past arity) to graph g; skipped leaves cost no push. */
+  bool (*want)(void *ctx, const taso_enum_graph_t *g, const taso_ref_t *in);
+} taso_enum_visitor_t;
+
+/* Builds the variants of the job's templates and the unit weights: a walk
+ * of the tree above the leaves. Fails on an operator the generator cannot
+ * enumerate (arity above 2) or on max_ops outside 1..TASO_ENUM_MAX_OPS. */
+taso_err_t taso_enum_create(const taso_inputs_t *in, const taso_op_template_t *ops, int nops,
+                            int max_ops, taso_enum_t **out);
+void taso_enum_free(taso_enum_t *e);
+
+/* The variants, sorted (their order is the operators' comparison order). */
+const taso_variant_t *taso_enum_variants(const taso_enum_t *e, int *n);
+
+/* The type behind a type id. */
+const taso_tensor_t *taso_enum_type(const taso_enum_t *e, int32_t id);
+
+/* Total weight of all units, and the number of graphs (with at least one
+ * operator) in them. */
+int64_t taso_enum_total(const taso_enum_t *e);
+int64_t taso_enum_graphs(const taso_enum_t *e);
+
+/* Visits every graph of the units whose cumulative weight starts in
+ * [begin, end). push/pop run for every operator on the way, visit for every
+ * graph in the range. */
+taso_err_t taso_enum_run(taso_enum_t *e, int64_t begin, int64_t end, const taso_enum_visitor_t *v);
+
+/* Whether an input is a weight (its name starts with 'w'): conv2d never takes
+ * a weight input as its data input (semantics.md section 3). */
+bool taso_enum_is_weight(const taso_inputs_t *in, int input);
+
+#endif

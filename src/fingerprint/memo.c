@@ -1,0 +1,260 @@
+#include "memo.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  int32_t variant; /* -1 for an input */
+  int32_t in[3];   /* input tensor ids; -1 past arity (input: its index) */
+} memo_key_t;
+
+struct taso_memo {
+  const taso_fp_inputs_t *r;
+  int keep_below;
+  int64_t n, cap;
+  memo_key_t *key;
+  uint8_t *ports, *marks;
+  taso_tensor_fp_t *fp; /* 2 per expression (ports) */
+  uint64_t *shash;      /* per expression */
+  taso_fp_t **val;      /* 2 per expression: values on input set 0, or NULL */
+  int64_t *size;        /* 2 per expression: elements */
+  int32_t *slots;       /* open addressing over expression ids */
+  int64_t slots_cap;
+  taso_fp_t *scratch[2];
+  int64_t scratch_size, value_bytes;
+};
+
+static uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+static uint64_t key_hash(const memo_key_t *k) {
+  uint64_t h = mix((uint64_t)(uint32_t)k->variant);
+  for (int i = 0; i < 3; i++) h = mix(h ^ (uint32_t)k->in[i]);
+  return h;
+}
+
+/* Two independent 64-bit hashes of a type and its values on input set 0:
+ * together the tensor's 128-bit fingerprint. */
+static taso_tensor_fp_t tensor_hash(const taso_tensor_t *t, const taso_fp_t *v, int64_t size) {
+  uint64_t a = mix(0x54454e534f52ULL), b = mix(0x46494e474552ULL);
+  const int32_t *w = (const int32_t *)t;
+  for (size_t i = 0; i < sizeof *t / sizeof *w; i++) {
+    a = mix(a ^ (uint32_t)w[i]);
+    b = mix(b + (uint32_t)w[i]);
+  }
+  for (int64_t i = 0; i < size; i++) { /* a multiply-rotate round per element and lane */
+    a += v[i] * 0xc2b2ae3d27d4eb4fULL;
+    a = ((a << 31) | (a >> 33)) * 0x9e3779b185ebca87ULL;
+    b ^= v[i] * 0x165667b19e3779f9ULL;
+    b = ((b << 27) | (b >> 37)) * 0x85ebca77c2b2ae63ULL + 0x27d4eb2f165667c5ULL;
+  }
+  return (taso_tensor_fp_t){{mix(a ^ (uint64_t)size), mix(b + (uint64_t)size)}};
+}
+
+static taso_err_t reserve(taso_memo_t *m) {
+  if (m->n < m->cap) return TASO_OK;
+  int64_t cap = m->cap ? 2 * m->cap : 1024;
+#define GROW(field, count)                                                                   \
+  do {                                                                                       \
+    void *p_ = realloc(m->field, sizeof *m->field * (size_t)(count));                        \
+    if (!p_)                                                                                 \
+      return taso_error(TASO_ERR_NOMEM, "tensor memo (%lld expressions)", (long long)cap);   \
+    m->field = p_;                                                                           \
+  } while (0)
+  GROW(key, cap);
+  GROW(ports, cap);
+  GROW(marks, cap);
+  GROW(fp, 2 * cap);
+  GROW(shash, cap);
+  GROW(val, 2 * cap);
+  GROW(size, 2 * cap);
+#undef GROW
+  m->cap = cap;
+  return TASO_OK;
+}
+
+static taso_err_t rehash(taso_memo_t *m) {
+  if (2 * (m->n + 1) <= m->slots_cap) return TASO_OK;
+  int64_t cap = m->slots_cap ? 2 * m->slots_cap : 2048;
+  int32_t *slots = malloc(sizeof *slots * (size_t)cap);
+  if (!slots) return taso_error(TASO_ERR_NOMEM, "tensor memo index");
+  for (int64_t i = 0; i < cap; i++) slots[i] = -1;
+  for (int64_t e = 0; e < m->n; e++) {
+    int64_t i = (int64_t)(key_hash(&m->key[e]) & (uint64_t)(cap - 1));
+    while (slots[i] >= 0) i = (i + 1) & (cap - 1);
+    slots[i] = (int32_t)e;
+  }
+  free(m->slots);
+  m->slots = slots;
+  m->slots_cap = cap;
+  return TASO_OK;
+}
+
+static taso_err_t scratch(taso_memo_t *m, int64_t size) {
+  if (size <= m->scratch_size) return TASO_OK;
+  for (int p = 0; p < 2; p++) {
+    taso_fp_t *s = realloc(m->scratch[p], sizeof *s * (size_t)size);
+    if (!s) return taso_error(TASO_ERR_NOMEM, "tensor of %lld elements", (long long)size);
+    m->scratch[p] = s;
+  }
+  m->scratch_size = size;
+  return TASO_OK;
+}
+
+/* Slot of a key: where it is, or the empty slot where it goes. */
+static int64_t find(const taso_memo_t *m, const memo_key_t *k) {
+  int64_t slot = (int64_t)(key_hash(k) & (uint64_t)(m->slots_cap - 1));
+  while (m->slots[slot] >= 0 && memcmp(&m->key[m->slots[slot]], k, sizeof *k))
+    slot = (slot + 1) & (m->slots_cap - 1);
+  return slot;
+}
+
+taso_err_t taso_memo_create(const taso_fp_inputs_t *r, const taso_inputs_t *in, int keep_below,
+                            taso_memo_t **out) {
+  *out = NULL;
+  taso_memo_t *m = calloc(1, sizeof *m);
+  if (!m) return taso_error(TASO_ERR_NOMEM, "tensor memo");
+  m->r = r;
+  m->keep_below = keep_below;
+  taso_err_t err = TASO_OK;
+  for (int i = 0; i < in->n && err == TASO_OK; i++) {
+    if ((err = reserve(m)) != TASO_OK || (err = rehash(m)) != TASO_OK) break;
+    memo_key_t k = {.variant = -1, .in = {i, -1, -1}};
+    const taso_tensor_t *t = &in->v[i].type;
+    int64_t size = taso_tensor_size(t), e = m->n;
+    m->key[e] = k;
+    m->ports[e] = 1;
+    m->marks[e] = 0;
+    m->shash[e] = mix(0x494e505554ULL ^ (uint64_t)i);
+    m->size[2 * e] = size;
+    m->size[2 * e + 1] = 0;
+    m->val[2 * e] = m->val[2 * e + 1] = NULL;
+    m->fp[2 * e] = tensor_hash(t, r->values[0] + r->offset[i], size);
+    m->fp[2 * e + 1] = (taso_tensor_fp_t){{0, 0}};
+    m->slots[find(m, &k)] = (int32_t)e;
+    m->n++;
+  }
+  if (err != TASO_OK) {
+    taso_memo_free(m);
+    return err;
+  }
+  *out = m;
+  return TASO_OK;
+}
+
+void taso_memo_free(taso_memo_t *m) {
+  if (!m) return;
+  for (int64_t i = 0; i < 2 * m->n; i++) free(m->val[i]);
+  free(m->key);
+  free(m->ports);
+  free(m->marks);
+  free(m->fp);
+  free(m->shash);
+  free(m->val);
+  free(m->size);
+  free(m->slots);
+  free(m->scratch[0]);
+  free(m->scratch[1]);
+  free(m);
+}
+
+/* Values of a tensor on input set 0 (NULL if dropped). */
+static const taso_fp_t *values(const taso_memo_t *m, int32_t tid) {
+  int32_t e = tid / 2;
+  if (m->key[e].variant < 0) return m->r->values[0] + m->r->offset[m->key[e].in[0]];
+  return m->val[tid];
+}
+
+taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *node,
+                           const int32_t *in_tids, const taso_tensor_t *in_types,
+                           const taso_tensor_t *out_types, int cone, int32_t *expr) {
+  const taso_op_info_t *info = &taso_ops[node->kind];
+  memo_key_t k = {.variant = variant, .in = {-1, -1, -1}};
+  for (int a = 0; a < info->arity; a++) k.in[a] = in_tids[a];
+  TASO_TRY(rehash(m));
+  int64_t slot = find(m, &k);
+  if (m->slots[slot] >= 0) {
+    *expr = m->slots[slot];
+    return TASO_OK;
+  }
+  const taso_fp_t *in[3];
+  for (int a = 0; a < info->arity; a++)
+    if ((in[a] = values(m, in_tids[a])) == NULL)
+      return taso_error(TASO_ERR_ARG, "tensor memo: %s consumes a tensor whose values were dropped",
+                        info->name);
+  TASO_TRY(reserve(m));
+  int64_t e = m->n;
+  bool keep = cone < m->keep_below;
+  int ports = info->outputs;
+  taso_fp_t *out[2] = {NULL, NULL};
+  for (int p = 0; p < 2; p++) {
+    m->size[2 * e + p] = p < ports ? taso_tensor_size(&out_types[p]) : 0;
+    m->val[2 * e + p] = NULL;
+  }
+  taso_err_t err = TASO_OK;
+  for (int p = 0; p < ports && err == TASO_OK; p++) {
+    int64_t size = m->size[2 * e + p];
+    if (!keep) {
+      err = scratch(m, size);
+      out[p] = m->scratch[p];
+    } else if ((out[p] = m->val[2 * e + p] = malloc(sizeof(taso_fp_t) * (size_t)size)) == NULL) {
+      err = taso_error(TASO_ERR_NOMEM, "tensor of %lld elements", (long long)size);
+    } else {
+      m->value_bytes += (int64_t)sizeof(taso_fp_t) * size;
+    }
+  }
+  if (err == TASO_OK) err = taso_eval_node_field(NULL, node, in_types, in, out_types, out);
+  if (err != TASO_OK) {
+    for (int p = 0; p < 2; p++) {
+      free(m->val[2 * e + p]);
+      m->val[2 * e + p] = NULL;
+    }
+    return err;
+  }
+  uint64_t sh = mix((uint64_t)(uint32_t)variant + 0x4f50ULL);
+  for (int a = 0; a < info->arity; a++) sh = mix(sh ^ taso_memo_shash(m, in_tids[a]));
+  for (int p = 0; p < 2; p++)
+    m->fp[2 * e + p] = p < ports ? tensor_hash(&out_types[p], out[p], m->size[2 * e + p])
+                                 : (taso_tensor_fp_t){{0, 0}};
+  m->key[e] = k;
+  m->ports[e] = (uint8_t)ports;
+  m->marks[e] = 0;
+  m->shash[e] = sh;
+  m->slots[slot] = (int32_t)e;
+  m->n++;
+  *expr = (int32_t)e;
+  return TASO_OK;
+}
+
+int64_t taso_memo_count(const taso_memo_t *m) {
+  return m->n;
+}
+
+int taso_memo_ports(const taso_memo_t *m, int32_t expr) {
+  return m->ports[expr];
+}
+
+taso_tensor_fp_t taso_memo_fp(const taso_memo_t *m, int32_t tid) {
+  return m->fp[tid];
+}
+
+uint64_t taso_memo_shash(const taso_memo_t *m, int32_t tid) {
+  return mix(m->shash[tid / 2] ^ (uint64_t)(tid % 2));
+}
+
+int64_t taso_memo_value_bytes(const taso_memo_t *m) {
+  return m->value_bytes;
+}
+
+void taso_memo_mark(taso_memo_t *m, int32_t tid, bool on) {
+  uint8_t bit = (uint8_t)(1u << (tid % 2));
+  m->marks[tid / 2] = on ? (uint8_t)(m->marks[tid / 2] | bit) : (uint8_t)(m->marks[tid / 2] & ~bit);
+}
+
+bool taso_memo_marked(const taso_memo_t *m, int32_t tid) {
+  return m->marks[tid / 2] >> (tid % 2) & 1;
+}

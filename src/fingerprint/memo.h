@@ -1,0 +1,56 @@
+/*
+ * The tensor memo: every distinct tensor expression an enumeration meets,
+ * evaluated once on the fingerprint inputs.
+ *
+ * Millions of graphs share far fewer tensors: a graph's outputs are
+ * expressions (an operator applied to input tensors or other expressions),
+ * and a graph's fingerprint is the sorted multiset of its outputs' tensor
+ * fingerprints. So each expression is interned once, evaluated once in
+ * GF(2^61 - 1) on input set 0, and hashed with its type by two independent
+ * 64-bit hashes into a 128-bit tensor fingerprint. (A pairing of two
+ * different polynomials needs a root of their difference at random points,
+ * probability below 2^-50; every pairing is re-checked exactly on another
+ * input set anyway.) Values are kept only for expressions that a larger
+ * graph may still consume (fewer operators than the limit).
+ *
+ * A tensor id is 2 * expression + port; expression i < ninputs is input i.
+ * Each expression also has a structural hash that does not depend on the
+ * order in which this process met it, so ranks can compare expressions.
+ */
+#ifndef TASO_MEMO_H
+#define TASO_MEMO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fingerprint.h"
+
+typedef struct taso_memo taso_memo_t;
+
+typedef struct {
+  uint64_t h[2]; /* two hashes of the type and the values on input set 0 */
+} taso_tensor_fp_t;
+
+/* keep_below: expressions with fewer operators than this keep their values. */
+taso_err_t taso_memo_create(const taso_fp_inputs_t *r, const taso_inputs_t *in, int keep_below,
+                            taso_memo_t **out);
+void taso_memo_free(taso_memo_t *m);
+
+/* Interns `variant` (an id of the caller's, with its kind and parameters in
+ * node) applied to input tensors in_tids (in_types their types), evaluating
+ * it when new. cone is its number of operators. *expr receives its id. */
+taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *node,
+                           const int32_t *in_tids, const taso_tensor_t *in_types,
+                           const taso_tensor_t *out_types, int cone, int32_t *expr);
+
+int64_t taso_memo_count(const taso_memo_t *m); /* expressions, inputs included */
+int taso_memo_ports(const taso_memo_t *m, int32_t expr);
+taso_tensor_fp_t taso_memo_fp(const taso_memo_t *m, int32_t tid);
+uint64_t taso_memo_shash(const taso_memo_t *m, int32_t tid);
+int64_t taso_memo_value_bytes(const taso_memo_t *m); /* memory held by kept values */
+
+/* A per-tensor mark for the caller (set after the exchange of tensor classes). */
+void taso_memo_mark(taso_memo_t *m, int32_t tid, bool on);
+bool taso_memo_marked(const taso_memo_t *m, int32_t tid);
+
+#endif
