@@ -77,7 +77,7 @@ done
 mpi 2 "$bin/taso-generate" --help
 check "--help on 2 ranks prints once" eval 'succeeded && [ "$(grep -c "^Usage:" "$tmp/out")" -eq 1 ]'
 run "$bin/taso-verify" --help
-check "taso-verify --help says the prover is not there yet" out_has "not yet implemented"
+check "taso-verify --help describes the verdicts" out_has "proved, unknown"
 run "$bin/taso-validate" --help
 check "taso-validate --help says the checks come later" out_has "later issue"
 
@@ -85,10 +85,10 @@ check "taso-validate --help says the checks come later" out_has "later issue"
 
 mpi 4 "$bin/taso-generate" --job "$job" --out "$tmp/c.h5"
 check "generate on 4 ranks" eval 'succeeded &&
-  out_has "^taso-generate: 0 graphs, 0 candidate pairs, 0 substitutions -> .*c.h5 (.* s, 4 ranks)$"'
+  out_has "^taso-generate: 3650 graphs, [0-9]* candidate pairs, [0-9]* substitutions -> .*c.h5 (.* s, 4 ranks)$"'
 # No --job: verify continues the job recorded in the candidates file.
 mpi 2 "$bin/taso-verify" --in "$tmp/c.h5" --out "$tmp/s.h5"
-check "verify on 2 ranks" eval 'succeeded && out_has "^taso-verify: 0 candidates: .* -> .*s.h5 (.*, 2 ranks)$"'
+check "verify on 2 ranks" eval 'succeeded && out_has "^taso-verify: [0-9]* candidates: .* -> .*s.h5 (.*, 2 ranks)$"'
 mpi 4 "$bin/taso-validate" --job "$job" --out "$tmp/v.h5"
 check "validate on 4 ranks" eval 'succeeded && out_has "^taso-validate: .* -> .*v.h5 (.*, 4 ranks)$"'
 
@@ -104,19 +104,19 @@ for f in c s v; do
   check "taso-show $f.h5" eval 'succeeded && out_has "^$tmp/$f.h5: ${kind[$f]}$" &&
     out_has "^  run  *${ranks[$f]} ranks"'
   for c in ${counts[$f]}; do
-    check "taso-show $f.h5 shows $c" out_has "counts .* $c 0"
+    check "taso-show $f.h5 shows $c" out_has "counts .* $c [0-9]"
   done
 
   run h5dump -A "$tmp/$f.h5"
   check "h5dump -A $f.h5" eval 'succeeded && out_has "ATTRIBUTE \"kind\"" &&
     out_has "\"${kind[$f]}\"" && grep -A4 "ATTRIBUTE \"ranks\"" "$tmp/out" | grep -q "(0): ${ranks[$f]}$"'
   for c in ${counts[$f]}; do
-    check "h5dump -A $f.h5 has $c" eval 'grep -A4 "ATTRIBUTE \"$c\"" "$tmp/out" | grep -q "(0): 0$"'
+    check "h5dump -A $f.h5 has $c" eval 'grep -A4 "ATTRIBUTE \"$c\"" "$tmp/out" | grep -q "(0): [0-9]*$"'
   done
 done
 run "$bin/taso-show" "$tmp/c.h5"
 check "taso-show lists the smoke job's inputs" eval 'out_has "^inputs (6)$" && out_has "^  x1  *2x4$" &&
-  out_has "^  i1  *1x2x3x3$" && out_has "^substitutions (0)$"'
+  out_has "^  i1  *1x2x3x3$" && out_has "^substitutions ([1-9][0-9]*)$"'
 
 # The system python may have h5py where the python first on PATH has not.
 python=
@@ -133,7 +133,10 @@ d = sys.argv[1]
 with h5py.File(d + "/c.h5", "r") as f:
     a = f.attrs
     assert a["kind"] in (b"taso-candidates", "taso-candidates"), a["kind"]
-    assert int(a["ranks"]) == 4 and int(a["graphs_enumerated"]) == 0
+    assert int(a["ranks"]) == 4 and int(a["graphs_enumerated"]) == 3650
+    n = int(a["substitutions"])
+    assert n > 0 and len(f["substitutions"]) == n
+    assert len(f["graphs/fingerprint"]) == len(f["graphs/index"]) == 2 * n
     text = a["job_text"]
     assert "[job]" in (text.decode() if isinstance(text, bytes) else text)
     assert len(f["inputs"]) == 6

@@ -214,6 +214,30 @@ static taso_err_t node_type(const taso_artifact_t *a, hid_t *out) {
   return build_type(a, "graph node", sizeof(taso_node_t), FIELDS(f), out);
 }
 
+_Static_assert(sizeof(taso_decision_t) ==
+                   2 * sizeof(int64_t) + 2 * sizeof(int32_t) + TASO_REASON_LEN,
+               "taso_decision_t has padding");
+
+/* The pad_ member stays out of the file; rows are copied into zeroed
+ * memory before writing, so its bytes are always 0 there. */
+static taso_err_t decision_type(const taso_artifact_t *a, hid_t *out) {
+  taso_err_t err;
+  hid_t reason = H5Tcopy(H5T_C_S1);
+  if (reason < 0 || H5Tset_size(reason, TASO_REASON_LEN) < 0 ||
+      H5Tset_strpad(reason, H5T_STR_NULLTERM) < 0) {
+    err = h5_fail(a, "create the reason string type");
+  } else {
+    const field_t f[] = {
+        {"row", offsetof(taso_decision_t, row), H5T_NATIVE_INT64, 1},
+        {"seconds", offsetof(taso_decision_t, seconds), H5T_NATIVE_DOUBLE, 1},
+        {"verdict", offsetof(taso_decision_t, verdict), H5T_NATIVE_INT32, 1},
+        {"reason", offsetof(taso_decision_t, reason), reason, 1},
+    };
+    err = build_type(a, "decision", sizeof(taso_decision_t), FIELDS(f), out);
+  }
+  return release(a, reason, H5Tclose, err);
+}
+
 static taso_err_t subst_type(const taso_artifact_t *a, hid_t *out) {
   const field_t f[] = {
       {"src", offsetof(taso_subst_t, src), H5T_NATIVE_INT64, 1},
@@ -729,8 +753,8 @@ done:
   return release(a, fapl, H5Pclose, err);
 }
 
-taso_err_t taso_artifact_open(MPI_Comm comm, const char *path, const char *kind,
-                              taso_artifact_t **out) {
+static taso_err_t open_artifact(MPI_Comm comm, const char *path, const char *kind, bool rw,
+                                taso_artifact_t **out) {
   quiet_t q = quiet_begin();
   taso_artifact_t *a = NULL;
   hid_t fapl = H5I_INVALID_HID;
@@ -742,9 +766,10 @@ taso_err_t taso_artifact_open(MPI_Comm comm, const char *path, const char *kind,
   err = make_xfer(a);
   if (err == TASO_OK) err = make_fapl(a, &fapl);
   if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
-  if ((a->file = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0)
+  if ((a->file = H5Fopen(path, rw ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl)) < 0)
     err = h5_fail(a, "open the file on every rank");
   err = taso_agree(a->comm, err);
+  a->writable = rw && err == TASO_OK;
 done:
   err = release(a, fapl, H5Pclose, err);
   if (err == TASO_OK)
@@ -753,6 +778,16 @@ done:
     artifact_free(a);
   quiet_end(&q);
   return err;
+}
+
+taso_err_t taso_artifact_open(MPI_Comm comm, const char *path, const char *kind,
+                              taso_artifact_t **out) {
+  return open_artifact(comm, path, kind, false, out);
+}
+
+taso_err_t taso_artifact_open_rw(MPI_Comm comm, const char *path, const char *kind,
+                                 taso_artifact_t **out) {
+  return open_artifact(comm, path, kind, true, out);
 }
 
 taso_err_t taso_artifact_close(taso_artifact_t *a) {
@@ -1098,6 +1133,29 @@ void taso_graphs_free(taso_graph_t *graphs, int64_t n) {
 /* Substitutions                                                            */
 /* ------------------------------------------------------------------------ */
 
+/* /graphs/fingerprint: one 128-bit fingerprint per graph, beside /graphs/index. */
+taso_err_t taso_artifact_write_fingerprints(taso_artifact_t *a, const uint64_t (*local)[2],
+                                            int64_t n) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  const field_t f[] = {{"h", 0, H5T_NATIVE_UINT64, 2}};
+  hid_t type = H5I_INVALID_HID;
+  int64_t offset = 0, total = 0;
+  taso_err_t err = TASO_OK;
+  if (!a->writable)
+    err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write fingerprints", a->path);
+  else if (n < 0 || (n > 0 && !local))
+    err = taso_error(TASO_ERR_ARG, "%s: bad local fingerprint list", a->path);
+  if (err == TASO_OK) err = build_type(a, "fingerprint", 2 * sizeof(uint64_t), FIELDS(f), &type);
+  if ((err = taso_agree(a->comm, err)) == TASO_OK) {
+    place(a, &n, &offset, &total, 1);
+    err = write_rows(a, "/graphs/fingerprint", type, 2 * sizeof(uint64_t), local, n, offset, total);
+  }
+  err = release(a, type, H5Tclose, err);
+  quiet_end(&q);
+  return taso_agree(a->comm, err);
+}
+
 static taso_err_t write_substs(taso_artifact_t *a, const taso_subst_t *local, int64_t n) {
   taso_err_t err = TASO_OK;
   taso_subst_t *rows = NULL;
@@ -1165,6 +1223,121 @@ taso_err_t taso_artifact_read_substs(taso_artifact_t *a, taso_subst_t **rows, in
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
   taso_err_t err = taso_agree(a->comm, read_substs(a, rows, n));
+  quiet_end(&q);
+  return err;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decisions: the verifier's streamed results                               */
+/* ------------------------------------------------------------------------ */
+
+/* Appends (or, with rewrite, overwrites from row 0) each rank's rows in
+ * rank order, then flushes so that a killed run keeps them. */
+static taso_err_t put_decisions(taso_artifact_t *a, const taso_decision_t *local, int64_t n,
+                                bool rewrite) {
+  static const char *name = "/decisions";
+  taso_err_t err = TASO_OK;
+  taso_decision_t *rows = NULL;
+  hid_t type = H5I_INVALID_HID, dset = H5I_INVALID_HID, space = H5I_INVALID_HID;
+  int64_t offset = 0, total = 0;
+  hsize_t cur = 0;
+  bool exists = false;
+  if (n < 0 || (n > 0 && !local)) {
+    err = taso_error(TASO_ERR_ARG, "%s: bad local decision list", a->path);
+  } else if (!(rows = calloc(n > 0 ? (size_t)n : 1, sizeof *rows))) {
+    err = taso_error(TASO_ERR_NOMEM, "%s: no memory for %lld decisions", a->path, (long long)n);
+  } else {
+    for (int64_t i = 0; i < n; i++) {
+      rows[i].row = local[i].row;
+      rows[i].seconds = local[i].seconds;
+      rows[i].verdict = local[i].verdict;
+      /* NUL-padded: the bytes after the text reach the file too. */
+      memcpy(rows[i].reason, local[i].reason, strnlen(local[i].reason, TASO_REASON_LEN - 1));
+    }
+  }
+  if (err == TASO_OK) err = decision_type(a, &type);
+  if (err == TASO_OK) err = path_exists(a, name, &exists);
+  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  place(a, &n, &offset, &total, 1);
+  if (!exists)
+    err = create_dataset(a, name, type, sizeof *rows, 0, &dset);
+  else if ((dset = H5Dopen2(a->file, name, H5P_DEFAULT)) < 0)
+    err = h5_fail(a, "open %s", name);
+  if (err == TASO_OK &&
+      ((space = H5Dget_space(dset)) < 0 || H5Sget_simple_extent_dims(space, &cur, NULL) != 1))
+    err = h5_fail(a, "get the size of %s", name);
+  if (err == TASO_OK && rewrite && (int64_t)cur != total)
+    err = taso_error(TASO_ERR_ARG, "%s: rewriting %lld decisions over %lld", a->path,
+                     (long long)total, (long long)cur);
+  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if (!rewrite && total > 0) {
+    hsize_t size = cur + (hsize_t)total;
+    if (H5Dset_extent(dset, &size) < 0) err = h5_fail(a, "extend %s", name);
+    if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  }
+  if (total > 0) {
+    int64_t start = (rewrite ? 0 : (int64_t)cur) + offset;
+    err = taso_agree(a->comm, write_slab(a, dset, name, type, rows, start, n));
+  }
+  if (err == TASO_OK && H5Fflush(a->file, H5F_SCOPE_GLOBAL) < 0) err = h5_fail(a, "flush the file");
+  err = taso_agree(a->comm, err);
+done:
+  free(rows);
+  err = release(a, space, H5Sclose, err);
+  err = release(a, dset, H5Dclose, err);
+  return release(a, type, H5Tclose, err);
+}
+
+static taso_err_t decisions_call(taso_artifact_t *a, const taso_decision_t *local, int64_t n,
+                                 bool rewrite) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  taso_err_t err;
+  if (!a->writable)
+    err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write decisions", a->path);
+  else
+    err = taso_agree(a->comm, put_decisions(a, local, n, rewrite));
+  quiet_end(&q);
+  return err;
+}
+
+taso_err_t taso_artifact_append_decisions(taso_artifact_t *a, const taso_decision_t *local,
+                                          int64_t n) {
+  return decisions_call(a, local, n, false);
+}
+
+taso_err_t taso_artifact_rewrite_decisions(taso_artifact_t *a, const taso_decision_t *local,
+                                           int64_t n) {
+  return decisions_call(a, local, n, true);
+}
+
+static taso_err_t read_decisions(taso_artifact_t *a, taso_decision_t **rows, int64_t *n) {
+  hid_t type = H5I_INVALID_HID;
+  taso_err_t err = taso_agree(a->comm, decision_type(a, &type));
+  *rows = NULL;
+  *n = 0;
+  if (err == TASO_OK)
+    err = read_rows(a, "/decisions", type, sizeof **rows, true, (void **)rows, n);
+  for (int64_t i = 0; i < *n && err == TASO_OK; i++) {
+    taso_decision_t *d = &(*rows)[i];
+    d->reason[TASO_REASON_LEN - 1] = '\0';
+    d->pad_ = 0;
+    if (d->verdict < TASO_VERDICT_CANDIDATE || d->verdict > TASO_VERDICT_REFUTED || d->row < 0)
+      err = taso_error(TASO_ERR_FORMAT, "%s: /decisions row %lld is malformed", a->path,
+                       (long long)i);
+  }
+  if (err != TASO_OK) {
+    free(*rows);
+    *rows = NULL;
+    *n = 0;
+  }
+  return release(a, type, H5Tclose, err);
+}
+
+taso_err_t taso_artifact_read_decisions(taso_artifact_t *a, taso_decision_t **rows, int64_t *n) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  taso_err_t err = taso_agree(a->comm, read_decisions(a, rows, n));
   quiet_end(&q);
   return err;
 }

@@ -42,6 +42,18 @@ typedef struct {
   double seconds;  /* time spent deciding it */
 } taso_subst_t;
 
+/* One decided candidate row, as taso-verify streams it into /decisions:
+ * appended in batches while the run goes on (so a killed run resumes from
+ * it) and rewritten in row order at the end. */
+#define TASO_REASON_LEN 160
+typedef struct {
+  int64_t row;                  /* index of the row in the candidates' /substitutions */
+  double seconds;               /* time spent deciding it */
+  int32_t verdict;              /* taso_verdict_t */
+  char reason[TASO_REASON_LEN]; /* why, NUL-terminated; empty when proved */
+  int32_t pad_;                 /* zero; keeps the record free of padding */
+} taso_decision_t;
+
 typedef struct {
   const char *tool;     /* "taso-generate" */
   const char *job_path; /* the job file's path */
@@ -91,9 +103,31 @@ taso_err_t taso_artifact_write_graphs(taso_artifact_t *a, const taso_graph_t *lo
 taso_err_t taso_artifact_read_graphs(taso_artifact_t *a, taso_graph_t **graphs, int64_t *n);
 void taso_graphs_free(taso_graph_t *graphs, int64_t n);
 
+/* Collective. Each rank writes the 128-bit fingerprints of its n local
+ * graphs (in the order of taso_artifact_write_graphs) to /graphs/fingerprint. */
+taso_err_t taso_artifact_write_fingerprints(taso_artifact_t *a, const uint64_t (*local)[2],
+                                            int64_t n);
+
 /* Collective. Each rank writes its n local rows (src/dst already global). */
 taso_err_t taso_artifact_write_substs(taso_artifact_t *a, const taso_subst_t *local, int64_t n);
 /* Every rank reads all rows; *rows is malloc'd. n = 0 if the file has none. */
 taso_err_t taso_artifact_read_substs(taso_artifact_t *a, taso_subst_t **rows, int64_t *n);
+
+/* Opens an existing artifact for reading and writing, collectively (kind
+ * must match): a long stage resumes into its own output. */
+taso_err_t taso_artifact_open_rw(MPI_Comm comm, const char *path, const char *kind,
+                                 taso_artifact_t **out);
+
+/* Collective. Appends each rank's n decisions to /decisions (created on
+ * first use), in rank order, and flushes the file, so that what was
+ * appended survives a kill. */
+taso_err_t taso_artifact_append_decisions(taso_artifact_t *a, const taso_decision_t *local,
+                                          int64_t n);
+/* Collective. Overwrites /decisions from row 0 with each rank's n rows in
+ * rank order; the total must equal its current length. */
+taso_err_t taso_artifact_rewrite_decisions(taso_artifact_t *a, const taso_decision_t *local,
+                                           int64_t n);
+/* Every rank reads all of /decisions; n = 0 if the file has none. */
+taso_err_t taso_artifact_read_decisions(taso_artifact_t *a, taso_decision_t **rows, int64_t *n);
 
 #endif

@@ -450,9 +450,11 @@ static bool in_range(const run_t *r, int64_t at) {
 
 /* Visits the leaves below a unit-depth state (its candidates in l). */
 static taso_err_t leaves(taso_enum_t *e, const list_t *l, run_t *r) {
-  taso_enum_graph_t g = view(e);
   for (int i = 0; i < l->n; i++) {
-    if (r->v->want && !r->v->want(r->v->ctx, &g, l->v[i].in)) continue;
+    if (r->v->want) { /* the view of this state: entering a leaf rewrites the sinks */
+      taso_enum_graph_t g = view(e);
+      if (!r->v->want(r->v->ctx, &g, l->v[i].in)) continue;
+    }
     place(e, &l->v[i]);
     taso_err_t err = enter(e, r->v, true);
     leave(e, r->v);

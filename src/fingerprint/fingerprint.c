@@ -54,30 +54,65 @@ static taso_err_t eval_set(const taso_fp_inputs_t *r, int s, const taso_graph_t 
   return err;
 }
 
-static uint64_t absorb(uint64_t h, uint64_t v) {
-  return splitmix(h ^ v);
+static uint64_t mix(uint64_t x) {
+  return splitmix(x);
+}
+
+taso_fingerprint_t taso_tensor_fingerprint(const taso_tensor_t *t, const taso_fp_t *v) {
+  uint64_t a = mix(0x54454e534f52ULL), b = mix(0x46494e474552ULL);
+  const int32_t *w = (const int32_t *)t;
+  for (size_t i = 0; i < sizeof *t / sizeof *w; i++) {
+    a = mix(a ^ (uint32_t)w[i]);
+    b = mix(b + (uint32_t)w[i]);
+  }
+  int64_t size = taso_tensor_size(t);
+  for (int64_t i = 0; i < size; i++) { /* a multiply-rotate round per element and lane */
+    a += v[i] * 0xc2b2ae3d27d4eb4fULL;
+    a = ((a << 31) | (a >> 33)) * 0x9e3779b185ebca87ULL;
+    b ^= v[i] * 0x165667b19e3779f9ULL;
+    b = ((b << 27) | (b >> 37)) * 0x85ebca77c2b2ae63ULL + 0x27d4eb2f165667c5ULL;
+  }
+  return (taso_fingerprint_t){{mix(a ^ (uint64_t)size), mix(b + (uint64_t)size)}};
+}
+
+int taso_fingerprint_cmp(const taso_fingerprint_t *a, const taso_fingerprint_t *b) {
+  for (int i = 0; i < 2; i++)
+    if (a->h[i] != b->h[i]) return a->h[i] < b->h[i] ? -1 : 1;
+  return 0;
+}
+
+static int fp_qcmp(const void *a, const void *b) {
+  return taso_fingerprint_cmp(a, b);
+}
+
+taso_fingerprint_t taso_fingerprint_combine(taso_fingerprint_t *outs, int n, bool *distinct) {
+  qsort(outs, (size_t)n, sizeof *outs, fp_qcmp);
+  taso_fingerprint_t g = {{mix(0x47524150ULL + (uint64_t)n), mix(0x48ULL + (uint64_t)n)}};
+  *distinct = true;
+  for (int i = 0; i < n; i++) {
+    if (i > 0 && !taso_fingerprint_cmp(&outs[i - 1], &outs[i])) *distinct = false;
+    g.h[0] = mix(g.h[0] ^ outs[i].h[0]);
+    g.h[1] = mix(g.h[1] + outs[i].h[1]);
+  }
+  return g;
 }
 
 taso_err_t taso_fingerprint_graph(const taso_fp_inputs_t *r, const taso_graph_t *g,
-                                  const taso_tensor_t *types, taso_fingerprint_t *fp) {
+                                  const taso_tensor_t *types, taso_fingerprint_t *fp,
+                                  taso_fingerprint_t *outfp) {
   taso_fp_t **values = calloc(2 * g->nnodes + 1, sizeof *values);
-  if (!values) return taso_error(TASO_ERR_NOMEM, "fingerprint evaluation");
-  taso_err_t err = TASO_OK;
-  for (int s = 0; s < 2 && err == TASO_OK; s++) {
-    err = eval_set(r, s, g, types, values);
-    uint64_t h = absorb(0x5441534fULL + s, (uint64_t)g->noutputs);
-    for (int o = 0; o < g->noutputs && err == TASO_OK; o++) {
-      const taso_tensor_t *t = &types[g->outputs[o]];
-      /* shape and split trees are part of what makes two graphs equal */
-      const int32_t *words = (const int32_t *)t;
-      for (size_t w = 0; w < sizeof *t / sizeof(int32_t); w++) h = absorb(h, (uint32_t)words[w]);
-      const taso_fp_t *v = values[g->outputs[o]];
-      for (int64_t e = 0; e < taso_tensor_size(t); e++) h = absorb(h, v[e]);
-    }
-    fp->h[s] = h;
-    taso_values_free_field(values, 2 * g->nnodes);
+  taso_fingerprint_t *outs = malloc(sizeof *outs * (g->noutputs + 1));
+  taso_err_t err = (values && outs) ? eval_set(r, 0, g, types, values)
+                                    : taso_error(TASO_ERR_NOMEM, "fingerprint evaluation");
+  for (int o = 0; o < g->noutputs && err == TASO_OK; o++) {
+    outs[o] = taso_tensor_fingerprint(&types[g->outputs[o]], values[g->outputs[o]]);
+    if (outfp) outfp[o] = outs[o];
   }
+  bool distinct;
+  if (err == TASO_OK) *fp = taso_fingerprint_combine(outs, g->noutputs, &distinct);
+  if (values) taso_values_free_field(values, 2 * g->nnodes);
   free(values);
+  free(outs);
   return err;
 }
 

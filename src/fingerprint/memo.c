@@ -14,7 +14,7 @@ struct taso_memo {
   int64_t n, cap;
   memo_key_t *key;
   uint8_t *ports, *marks;
-  taso_tensor_fp_t *fp; /* 2 per expression (ports) */
+  taso_fingerprint_t *fp; /* 2 per expression (ports) */
   uint64_t *shash;      /* per expression */
   taso_fp_t **val;      /* 2 per expression: values on input set 0, or NULL */
   int64_t *size;        /* 2 per expression: elements */
@@ -35,24 +35,6 @@ static uint64_t key_hash(const memo_key_t *k) {
   uint64_t h = mix((uint64_t)(uint32_t)k->variant);
   for (int i = 0; i < 3; i++) h = mix(h ^ (uint32_t)k->in[i]);
   return h;
-}
-
-/* Two independent 64-bit hashes of a type and its values on input set 0:
- * together the tensor's 128-bit fingerprint. */
-static taso_tensor_fp_t tensor_hash(const taso_tensor_t *t, const taso_fp_t *v, int64_t size) {
-  uint64_t a = mix(0x54454e534f52ULL), b = mix(0x46494e474552ULL);
-  const int32_t *w = (const int32_t *)t;
-  for (size_t i = 0; i < sizeof *t / sizeof *w; i++) {
-    a = mix(a ^ (uint32_t)w[i]);
-    b = mix(b + (uint32_t)w[i]);
-  }
-  for (int64_t i = 0; i < size; i++) { /* a multiply-rotate round per element and lane */
-    a += v[i] * 0xc2b2ae3d27d4eb4fULL;
-    a = ((a << 31) | (a >> 33)) * 0x9e3779b185ebca87ULL;
-    b ^= v[i] * 0x165667b19e3779f9ULL;
-    b = ((b << 27) | (b >> 37)) * 0x85ebca77c2b2ae63ULL + 0x27d4eb2f165667c5ULL;
-  }
-  return (taso_tensor_fp_t){{mix(a ^ (uint64_t)size), mix(b + (uint64_t)size)}};
 }
 
 static taso_err_t reserve(taso_memo_t *m) {
@@ -133,8 +115,8 @@ taso_err_t taso_memo_create(const taso_fp_inputs_t *r, const taso_inputs_t *in, 
     m->size[2 * e] = size;
     m->size[2 * e + 1] = 0;
     m->val[2 * e] = m->val[2 * e + 1] = NULL;
-    m->fp[2 * e] = tensor_hash(t, r->values[0] + r->offset[i], size);
-    m->fp[2 * e + 1] = (taso_tensor_fp_t){{0, 0}};
+    m->fp[2 * e] = taso_tensor_fingerprint(t, r->values[0] + r->offset[i]);
+    m->fp[2 * e + 1] = (taso_fingerprint_t){{0, 0}};
     m->slots[find(m, &k)] = (int32_t)e;
     m->n++;
   }
@@ -218,8 +200,8 @@ taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *n
   uint64_t sh = mix((uint64_t)(uint32_t)variant + 0x4f50ULL);
   for (int a = 0; a < info->arity; a++) sh = mix(sh ^ taso_memo_shash(m, in_tids[a]));
   for (int p = 0; p < 2; p++)
-    m->fp[2 * e + p] = p < ports ? tensor_hash(&out_types[p], out[p], m->size[2 * e + p])
-                                 : (taso_tensor_fp_t){{0, 0}};
+    m->fp[2 * e + p] = p < ports ? taso_tensor_fingerprint(&out_types[p], out[p])
+                                 : (taso_fingerprint_t){{0, 0}};
   m->key[e] = k;
   m->ports[e] = (uint8_t)ports;
   m->marks[e] = 0;
@@ -238,7 +220,7 @@ int taso_memo_ports(const taso_memo_t *m, int32_t expr) {
   return m->ports[expr];
 }
 
-taso_tensor_fp_t taso_memo_fp(const taso_memo_t *m, int32_t tid) {
+taso_fingerprint_t taso_memo_fp(const taso_memo_t *m, int32_t tid) {
   return m->fp[tid];
 }
 

@@ -27,10 +27,6 @@
 
 typedef struct taso_memo taso_memo_t;
 
-typedef struct {
-  uint64_t h[2]; /* two hashes of the type and the values on input set 0 */
-} taso_tensor_fp_t;
-
 /* keep_below: expressions with fewer operators than this keep their values. */
 taso_err_t taso_memo_create(const taso_fp_inputs_t *r, const taso_inputs_t *in, int keep_below,
                             taso_memo_t **out);
@@ -45,7 +41,7 @@ taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *n
 
 int64_t taso_memo_count(const taso_memo_t *m); /* expressions, inputs included */
 int taso_memo_ports(const taso_memo_t *m, int32_t expr);
-taso_tensor_fp_t taso_memo_fp(const taso_memo_t *m, int32_t tid);
+taso_fingerprint_t taso_memo_fp(const taso_memo_t *m, int32_t tid);
 uint64_t taso_memo_shash(const taso_memo_t *m, int32_t tid);
 int64_t taso_memo_value_bytes(const taso_memo_t *m); /* memory held by kept values */
 

@@ -1,51 +1,726 @@
 /*
- * taso-generate: the first stage. It will enumerate every graph over the
- * job's inputs and operators, fingerprint them, and pair graphs that compute
- * the same function into candidate substitutions.
+ * taso-generate: the first stage. Enumerates every graph of up to max_ops
+ * operators over the job's inputs and operators, fingerprints them, pairs
+ * graphs that compute the same outputs into candidate substitutions, prunes
+ * the redundant ones and writes candidates.h5.
  *
- * The enumeration arrives with its own issue. Until then this writes a
- * valid candidates artifact with the job's input table and empty graph and
- * substitution sets, so that the later stages, the scripts and the tests
- * have a real file to run on.
+ * The parallel driver around the pure libraries:
+ *   1. every rank walks its shard of the enumeration tree (a range of
+ *      cumulative weight, src/enum/enumerate.h) and evaluates each new
+ *      tensor expression once (src/fingerprint/memo.h);
+ *   2. tensor classes: one all-to-all sends each tensor's fingerprint and
+ *      structural hash to an owner rank; tensors whose class holds two or
+ *      more different expressions are "shared", and only graphs whose
+ *      outputs are all shared can pair with a graph that has no operator in
+ *      common with them (the others are counted as pruned);
+ *   3. a second walk of the shard sends those graphs to the owner of their
+ *      graph fingerprint (one more all-to-all), which groups, re-checks
+ *      exactly and pairs them, and prunes common subgraphs;
+ *   4. every rank gathers the surviving candidates' canonical texts, removes
+ *      duplicates under input renaming and the candidates one rewrite with a
+ *      smaller candidate implies (each rank checks a block), and the ranks
+ *      write the result collectively.
+ * The output does not depend on the rank count: shards only change who
+ * finds a graph, and every later choice is made on sorted, global data.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "candidates.h"
+#include "enumerate.h"
+#include "memo.h"
 #include "tool.h"
 
 static const taso_tool_spec_t spec = {
     .name = "taso-generate",
-    .about = "Enumerates graphs over the job's inputs and operators and pairs the ones\n"
-             "with equal fingerprints into candidate substitutions.\n"
-             "\n"
-             "Stage logic: not yet implemented. It writes a valid candidates file with\n"
-             "the job's input table and no graphs or substitutions.\n",
-    .job_help = "job file: inputs, operators and limits of the enumeration",
+    .about = "Enumerates every graph of up to max_ops operators over the job's inputs and\n"
+             "operators, fingerprints them exactly in GF(2^61-1), pairs graphs with equal\n"
+             "fingerprints (re-checked exactly) into candidate substitutions, prunes\n"
+             "common subgraphs, duplicates under input renaming and candidates implied\n"
+             "by a smaller one, and writes the candidates with per-stage counts.\n"
+             "Ranks share the enumeration by weighted shards; the result does not depend\n"
+             "on the rank count.\n",
+    .job_help = "job file: inputs, operators and max_ops of the enumeration",
     .out_help = "candidates artifact to write",
     .default_out = "candidates.h5",
     .job_required = true,
     .threads = true,
 };
 
+typedef struct {
+  taso_tool_t *t;
+  taso_enum_t *e;
+  taso_memo_t *m;
+  const taso_variant_t *vars;
+  int ninputs, pass;
+  int32_t *tid; /* tensor id of every ref of the walk */
+  int64_t visited, want_checked;
+  taso_grec_t *recs;
+  int64_t nrecs, recs_cap;
+  int64_t dup_outputs; /* graphs with two equal outputs, never exchanged */
+  taso_progress_t progress;
+} gen_t;
+
+/* ---- the walks --------------------------------------------------------- */
+
+static taso_err_t push(void *ctx, const taso_enum_graph_t *g) {
+  gen_t *c = ctx;
+  int j = g->nops - 1, base = c->ninputs + j;
+  const taso_variant_t *v = &c->vars[g->variant[j]];
+  taso_node_t node = {.kind = v->kind, .p = v->p, .in = {-1, -1, -1}};
+  int32_t in[3];
+  taso_tensor_t it[3], ot[2];
+  for (int a = 0; a < taso_ops[v->kind].arity; a++) {
+    in[a] = c->tid[g->in[j][a]];
+    it[a] = *taso_enum_type(c->e, g->type[g->in[j][a]]);
+  }
+  for (int p = 0; p < taso_ops[v->kind].outputs; p++)
+    ot[p] = *taso_enum_type(c->e, g->type[TASO_REF(base, p)]);
+  unsigned cone = 1u << j; /* the operators this one depends on */
+  for (int k = j; k >= 0; k--)
+    if (cone >> k & 1)
+      for (int a = 0; a < 3; a++)
+        if (g->in[k][a] >= 0 && TASO_REF_NODE(g->in[k][a]) >= c->ninputs)
+          cone |= 1u << (TASO_REF_NODE(g->in[k][a]) - c->ninputs);
+  int32_t expr;
+  TASO_TRY(taso_memo_apply(c->m, g->variant[j], &node, in, it, ot, __builtin_popcount(cone), &expr));
+  c->tid[TASO_REF(base, 0)] = 2 * expr;
+  c->tid[TASO_REF(base, 1)] = 2 * expr + 1;
+  return TASO_OK;
+}
+
+static void tick(gen_t *c) {
+  if ((++c->visited & 0xfff) == 0) taso_progress_update(&c->progress, c->visited);
+}
+
+static taso_err_t visit_count(void *ctx, const taso_enum_graph_t *g) {
+  (void)g;
+  tick(ctx);
+  return TASO_OK;
+}
+
+/* Pass 2 skips leaves that would keep a sink no other expression equals. */
+static bool want(void *ctx, const taso_enum_graph_t *g, const taso_ref_t *in) {
+  gen_t *c = ctx;
+  c->want_checked++;
+  for (int s = 0; s < g->nsinks; s++)
+    if (!taso_memo_marked(c->m, c->tid[g->sinks[s]]) && in[0] != g->sinks[s] && in[1] != g->sinks[s])
+      return false;
+  return true;
+}
+
+typedef struct {
+  taso_fingerprint_t fp;
+  taso_ref_t ref;
+} sink_t;
+
+static int sink_cmp(const void *a, const void *b) {
+  const sink_t *x = a, *y = b;
+  int c = taso_fingerprint_cmp(&x->fp, &y->fp);
+  return c ? c : (x->ref > y->ref) - (x->ref < y->ref);
+}
+
+static taso_err_t add_record(gen_t *c, const taso_grec_t *r) {
+  if (c->nrecs == c->recs_cap) {
+    int64_t cap = c->recs_cap ? 2 * c->recs_cap : 4096;
+    taso_grec_t *p = realloc(c->recs, sizeof *p * (size_t)cap);
+    if (!p) return taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)cap);
+    c->recs = p;
+    c->recs_cap = cap;
+  }
+  c->recs[c->nrecs++] = *r;
+  return TASO_OK;
+}
+
+/* A record of a graph whose outputs all have equal tensors elsewhere. */
+static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_ref_t (*in)[3],
+                         int nsinks, const taso_ref_t *sinks) {
+  sink_t s[2 * TASO_ENUM_MAX_OPS + 2];
+  taso_fingerprint_t fps[2 * TASO_ENUM_MAX_OPS + 2];
+  for (int i = 0; i < nsinks; i++) {
+    if (!taso_memo_marked(c->m, c->tid[sinks[i]])) return TASO_OK;
+    s[i].fp = taso_memo_fp(c->m, c->tid[sinks[i]]);
+    s[i].ref = sinks[i];
+  }
+  qsort(s, (size_t)nsinks, sizeof *s, sink_cmp);
+  taso_grec_t r;
+  memset(&r, 0, sizeof r);
+  for (int i = 0; i < nsinks; i++) fps[i] = s[i].fp;
+  bool distinct;
+  r.fp = taso_fingerprint_combine(fps, nsinks, &distinct);
+  if (!distinct) {
+    c->dup_outputs++;
+    return TASO_OK;
+  }
+  r.nops = (int16_t)nops;
+  r.nout = (int16_t)nsinks;
+  for (int j = 0; j < nops; j++) {
+    r.variant[j] = (int16_t)variant[j];
+    r.in[j][0] = (int16_t)in[j][0];
+    r.in[j][1] = (int16_t)in[j][1];
+  }
+  for (int i = 0; i < nsinks; i++) r.out[i] = (int16_t)s[i].ref;
+  return add_record(c, &r);
+}
+
+static taso_err_t visit_record(void *ctx, const taso_enum_graph_t *g) {
+  tick(ctx);
+  return record(ctx, g->nops, g->variant, g->in, g->nsinks, g->sinks);
+}
+
+/* Graphs without operators: one or two inputs as outputs (rank 0 adds them). */
+static taso_err_t input_graphs(gen_t *c, int64_t *count) {
+  *count = 0;
+  for (int i = 0; i < c->ninputs; i++)
+    for (int j = i; j < c->ninputs; j++) {
+      taso_ref_t sinks[2] = {TASO_REF(i, 0), TASO_REF(j, 0)};
+      int n = i == j ? 1 : 2;
+      ++*count;
+      if (c->t->rank == 0) TASO_TRY(record(c, 0, NULL, NULL, n, i == j ? sinks : sinks));
+    }
+  return TASO_OK;
+}
+
+/* ---- exchanges --------------------------------------------------------- */
+
+/* Sends n items of size bytes (sorted by destination, count[d] for rank d)
+ * with one MPI_Alltoallv; *recv is malloc'd with *nrecv items. */
+static taso_err_t alltoall(gen_t *c, const void *send, const int64_t *count, size_t size,
+                           void **recv, int64_t *nrecv, int64_t *bytes_sent) {
+  int n = c->t->size;
+  int *sc = calloc((size_t)n, sizeof *sc), *rc = calloc((size_t)n, sizeof *rc);
+  int *sd = calloc((size_t)n, sizeof *sd), *rd = calloc((size_t)n, sizeof *rd);
+  int64_t *rc64 = calloc((size_t)n, sizeof *rc64);
+  taso_err_t err = (sc && rc && sd && rd && rc64) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "exchange");
+  *recv = NULL;
+  *nrecv = 0;
+  if (err == TASO_OK) MPI_Alltoall(count, 1, MPI_INT64_T, rc64, 1, MPI_INT64_T, c->t->comm);
+  int64_t stotal = 0, rtotal = 0;
+  for (int d = 0; d < n && err == TASO_OK; d++) {
+    if ((stotal + count[d]) * (int64_t)size > INT32_MAX || (rtotal + rc64[d]) * (int64_t)size > INT32_MAX)
+      err = taso_error(TASO_ERR_LIMIT, "exchange of more than 2 GiB per rank");
+    sd[d] = (int)(stotal * (int64_t)size);
+    sc[d] = (int)(count[d] * (int64_t)size);
+    rd[d] = (int)(rtotal * (int64_t)size);
+    rc[d] = (int)(rc64[d] * (int64_t)size);
+    stotal += count[d];
+    rtotal += rc64[d];
+  }
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK && (*recv = malloc(size * (size_t)(rtotal + 1))) == NULL)
+    err = taso_error(TASO_ERR_NOMEM, "exchange of %lld items", (long long)rtotal);
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK) {
+    MPI_Alltoallv(send, sc, sd, MPI_BYTE, *recv, rc, rd, MPI_BYTE, c->t->comm);
+    *nrecv = rtotal;
+    *bytes_sent = stotal * (int64_t)size;
+  }
+  free(sc);
+  free(rc);
+  free(sd);
+  free(rd);
+  free(rc64);
+  return err;
+}
+
+typedef struct {
+  taso_fingerprint_t fp;
+  uint64_t shash;
+} tensor_rec_t;
+
+static int tensor_rec_cmp(const void *a, const void *b) {
+  const tensor_rec_t *x = a, *y = b;
+  int c = taso_fingerprint_cmp(&x->fp, &y->fp);
+  return c ? c : (x->shash > y->shash) - (x->shash < y->shash);
+}
+
+static int fp_cmp(const void *a, const void *b) {
+  return taso_fingerprint_cmp(a, b);
+}
+
+static int owner(const taso_fingerprint_t *fp, int size) {
+  return (int)(fp->h[0] % (uint64_t)size);
+}
+
+/* Marks every tensor of the memo whose class holds two or more different
+ * expressions, across all ranks. */
+static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
+  int n = c->t->size;
+  int64_t nexpr = taso_memo_count(c->m), ntens = 0;
+  int64_t *count = calloc((size_t)n, sizeof *count);
+  tensor_rec_t *send = malloc(sizeof *send * (size_t)(2 * nexpr + 1));
+  int64_t *pos = calloc((size_t)n + 1, sizeof *pos);
+  taso_err_t err = (count && send && pos) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "tensor classes");
+  for (int64_t e = 0; err == TASO_OK && e < nexpr; e++)
+    for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) {
+      taso_fingerprint_t fp = taso_memo_fp(c->m, (int32_t)(2 * e + p));
+      count[owner(&fp, n)]++;
+    }
+  for (int d = 0; err == TASO_OK && d < n; d++) pos[d + 1] = pos[d] + count[d];
+  for (int64_t e = 0; err == TASO_OK && e < nexpr; e++)
+    for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) {
+      int32_t tid = (int32_t)(2 * e + p);
+      tensor_rec_t r = {taso_memo_fp(c->m, tid), taso_memo_shash(c->m, tid)};
+      send[pos[owner(&r.fp, n)]++] = r;
+      ntens++;
+    }
+  tensor_rec_t *recv = NULL;
+  int64_t nrecv = 0;
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK) err = alltoall(c, send, count, sizeof *send, (void **)&recv, &nrecv, volume);
+  /* classes with two different expressions */
+  taso_fingerprint_t *mine = NULL;
+  int nmine = 0;
+  if (err == TASO_OK) {
+    qsort(recv, (size_t)nrecv, sizeof *recv, tensor_rec_cmp);
+    mine = malloc(sizeof *mine * (size_t)(nrecv + 1));
+    if (!mine) err = taso_error(TASO_ERR_NOMEM, "tensor classes");
+    for (int64_t i = 0; err == TASO_OK && i < nrecv;) {
+      int64_t j = i, distinct = 0;
+      for (; j < nrecv && !taso_fingerprint_cmp(&recv[j].fp, &recv[i].fp); j++)
+        distinct += j == i || recv[j].shash != recv[j - 1].shash;
+      if (distinct > 1) mine[nmine++] = recv[i].fp;
+      i = j;
+    }
+  }
+  err = taso_tool_agree(c->t, err);
+  /* everyone learns every shared class */
+  int *counts = calloc((size_t)n, sizeof *counts), *displs = calloc((size_t)n, sizeof *displs);
+  taso_fingerprint_t *all = NULL;
+  int total = 0;
+  if (err == TASO_OK && (!counts || !displs)) err = taso_error(TASO_ERR_NOMEM, "tensor classes");
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK) {
+    int bytes = nmine * (int)sizeof *mine;
+    MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, c->t->comm);
+    for (int d = 0; d < n; d++) {
+      displs[d] = total;
+      total += counts[d];
+    }
+    all = malloc((size_t)total + 1);
+    err = taso_tool_agree(c->t, all ? TASO_OK : taso_error(TASO_ERR_NOMEM, "tensor classes"));
+  }
+  if (err == TASO_OK) {
+    MPI_Allgatherv(mine, counts[c->t->rank], MPI_BYTE, all, counts, displs, MPI_BYTE, c->t->comm);
+    int nall = total / (int)sizeof *all;
+    qsort(all, (size_t)nall, sizeof *all, fp_cmp);
+    for (int64_t e = 0; e < nexpr; e++)
+      for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) {
+        int32_t tid = (int32_t)(2 * e + p);
+        taso_fingerprint_t fp = taso_memo_fp(c->m, tid);
+        taso_memo_mark(c->m, tid, bsearch(&fp, all, (size_t)nall, sizeof *all, fp_cmp) != NULL);
+      }
+    *nshared = nall;
+  }
+  free(count);
+  free(send);
+  free(pos);
+  free(recv);
+  free(mine);
+  free(counts);
+  free(displs);
+  free(all);
+  return err;
+}
+
+/* ---- pairing on the owner ---------------------------------------------- */
+
+typedef struct {
+  int64_t classes, pairs, collisions, common, independent;
+  char **keys; /* canonical texts of the surviving candidates */
+  int64_t nkeys, keys_cap;
+} pairing_t;
+
+static taso_err_t add_key(pairing_t *p, char *key) {
+  if (p->nkeys == p->keys_cap) {
+    int64_t cap = p->keys_cap ? 2 * p->keys_cap : 256;
+    char **k = realloc(p->keys, sizeof *k * (size_t)cap);
+    if (!k) {
+      free(key);
+      return taso_error(TASO_ERR_NOMEM, "candidate texts");
+    }
+    p->keys = k;
+    p->keys_cap = cap;
+  }
+  p->keys[p->nkeys++] = key;
+  return TASO_OK;
+}
+
+typedef struct {
+  taso_graph_t g;
+  taso_tensor_t *types;
+  int ops;
+  bool done;
+} member_t;
+
+/* Pairs one class of records with equal fingerprints. */
+static taso_err_t pair_class(gen_t *c, const taso_fp_inputs_t *rnd, const taso_grec_t *r, int64_t n,
+                             pairing_t *out) {
+  const taso_inputs_t *in = &c->t->job.inputs;
+  member_t *m = calloc((size_t)n, sizeof *m);
+  if (!m) return taso_error(TASO_ERR_NOMEM, "a class of %lld graphs", (long long)n);
+  taso_err_t err = TASO_OK;
+  for (int64_t i = 0; i < n && err == TASO_OK; i++) {
+    taso_graph_init(&m[i].g);
+    err = taso_grec_graph(&r[i], c->vars, c->ninputs, &m[i].g);
+    if (err == TASO_OK && !(m[i].types = malloc(sizeof *m[i].types * (2 * m[i].g.nnodes + 1))))
+      err = taso_error(TASO_ERR_NOMEM, "graph types");
+    if (err == TASO_OK) err = taso_graph_infer(&m[i].g, in, m[i].types);
+    m[i].ops = taso_graph_ops(&m[i].g);
+  }
+  /* Representative: the smallest graph not yet paired; members that the
+   * exact re-check finds different form their own class in the next round. */
+  out->classes++;
+  for (bool left = true; left && err == TASO_OK;) {
+    int64_t rep = -1;
+    for (int64_t i = 0; i < n; i++)
+      if (!m[i].done && (rep < 0 || m[i].ops < m[rep].ops ||
+                         (m[i].ops == m[rep].ops && taso_graph_compare(&m[i].g, &m[rep].g) < 0)))
+        rep = i;
+    if (rep < 0) break;
+    m[rep].done = true;
+    left = false;
+    for (int64_t i = 0; i < n && err == TASO_OK; i++) {
+      if (m[i].done) continue;
+      bool equal;
+      err = taso_fingerprint_recheck(rnd, &m[i].g, m[i].types, &m[rep].g, m[rep].types, &equal);
+      if (err != TASO_OK) break;
+      if (!equal) {
+        left = true;
+        continue;
+      }
+      m[i].done = true;
+      out->pairs++;
+      if (taso_cand_common(&m[i].g, &m[rep].g)) {
+        out->common++;
+        continue;
+      }
+      if (taso_cand_independent(&m[i].g, &m[rep].g)) {
+        out->independent++;
+        continue;
+      }
+      char *key;
+      err = taso_cand_key(in, &m[i].g, &m[rep].g, &key);
+      if (err == TASO_OK) err = add_key(out, key);
+    }
+    if (left) out->collisions++;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    taso_graph_free(&m[i].g);
+    free(m[i].types);
+  }
+  free(m);
+  return err;
+}
+
+static taso_err_t pair_all(gen_t *c, const taso_fp_inputs_t *rnd, taso_grec_t *recs, int64_t n,
+                           pairing_t *out) {
+  qsort(recs, (size_t)n, sizeof *recs, taso_grec_cmp);
+  for (int64_t i = 0; i < n;) {
+    int64_t j = i + 1;
+    while (j < n && !taso_fingerprint_cmp(&recs[j].fp, &recs[i].fp)) j++;
+    if (j - i > 1) TASO_TRY(pair_class(c, rnd, recs + i, j - i, out));
+    i = j;
+  }
+  return TASO_OK;
+}
+
+/* ---- global pruning ------------------------------------------------------ */
+
+/* Every rank's candidate texts on every rank. */
+static taso_err_t gather_keys(gen_t *c, const pairing_t *pr, char ***keys, int64_t *nkeys) {
+  int n = c->t->size;
+  size_t len = 0;
+  for (int64_t i = 0; i < pr->nkeys; i++) len += strlen(pr->keys[i]) + 1;
+  char *mine = malloc(len + 1), *all = NULL;
+  int *counts = calloc((size_t)n, sizeof *counts), *displs = calloc((size_t)n, sizeof *displs);
+  taso_err_t err = (mine && counts && displs) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "candidate texts");
+  if (err == TASO_OK && len > INT32_MAX) err = taso_error(TASO_ERR_LIMIT, "candidate texts over 2 GiB");
+  size_t at = 0;
+  for (int64_t i = 0; err == TASO_OK && i < pr->nkeys; i++) {
+    size_t l = strlen(pr->keys[i]);
+    memcpy(mine + at, pr->keys[i], l);
+    mine[at + l] = '\n';
+    at += l + 1;
+  }
+  err = taso_tool_agree(c->t, err);
+  int64_t total = 0;
+  if (err == TASO_OK) {
+    int mylen = (int)len;
+    MPI_Allgather(&mylen, 1, MPI_INT, counts, 1, MPI_INT, c->t->comm);
+    for (int d = 0; d < n; d++) {
+      displs[d] = (int)total;
+      total += counts[d];
+    }
+    if (total > INT32_MAX) err = taso_error(TASO_ERR_LIMIT, "candidate texts over 2 GiB");
+    else if (!(all = malloc((size_t)total + 1))) err = taso_error(TASO_ERR_NOMEM, "candidate texts");
+    err = taso_tool_agree(c->t, err);
+  }
+  *keys = NULL;
+  *nkeys = 0;
+  if (err == TASO_OK) {
+    MPI_Allgatherv(mine, (int)len, MPI_CHAR, all, counts, displs, MPI_CHAR, c->t->comm);
+    int64_t lines = 0;
+    for (int64_t i = 0; i < total; i++) lines += all[i] == '\n';
+    *keys = calloc((size_t)lines + 1, sizeof **keys);
+    if (!*keys) err = taso_error(TASO_ERR_NOMEM, "candidate texts");
+    for (int64_t i = 0, from = 0; err == TASO_OK && i < total; i++) {
+      if (all[i] != '\n') continue;
+      char *k = malloc((size_t)(i - from) + 1);
+      if (!k) {
+        err = taso_error(TASO_ERR_NOMEM, "candidate texts");
+        break;
+      }
+      memcpy(k, all + from, (size_t)(i - from));
+      k[i - from] = '\0';
+      (*keys)[(*nkeys)++] = k;
+      from = i + 1;
+    }
+  }
+  free(mine);
+  free(all);
+  free(counts);
+  free(displs);
+  return err;
+}
+
+static int str_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cand_cmp(const void *a, const void *b) {
+  const taso_cand_t *x = a, *y = b;
+  if (x->size != y->size) return x->size < y->size ? -1 : 1;
+  return strcmp(x->key, y->key);
+}
+
+/* Drops the candidates that smaller kept ones imply, size by size; each rank
+ * checks a block of every size and the flags are combined. */
+static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t *kept_out) {
+  uint8_t *implied = calloc((size_t)n + 1, 1);
+  taso_err_t err = implied ? TASO_OK : taso_error(TASO_ERR_NOMEM, "implication flags");
+  err = taso_tool_agree(c->t, err);
+  int64_t kept = 0; /* cands[0, kept) are the kept ones so far, in order */
+  taso_progress_t progress;
+  taso_progress_begin(&progress, c->t, "candidates checked for implication (rank 0's share)", -1);
+  int64_t checked = 0;
+  for (int64_t lo = 0; err == TASO_OK && lo < n;) {
+    int64_t hi = lo;
+    while (hi < n && cands[hi].size == cands[lo].size) hi++;
+    int64_t b = lo + (hi - lo) * c->t->rank / c->t->size, e = lo + (hi - lo) * (c->t->rank + 1) / c->t->size;
+    for (int64_t i = b; i < e && err == TASO_OK; i++) {
+      bool imp;
+      err = taso_cand_implied(&c->t->job.inputs, &cands[i], cands, kept, &imp);
+      implied[i] = imp;
+      taso_progress_update(&progress, ++checked);
+    }
+    err = taso_tool_agree(c->t, err);
+    if (err != TASO_OK) break;
+    MPI_Allreduce(MPI_IN_PLACE, implied + lo, (int)(hi - lo), MPI_UINT8_T, MPI_MAX, c->t->comm);
+    for (int64_t i = lo; i < hi; i++) {
+      if (implied[i]) {
+        taso_cand_free(&cands[i]);
+        continue;
+      }
+      taso_cand_t keep = cands[i];
+      cands[i] = (taso_cand_t){0};
+      cands[kept++] = keep;
+    }
+    lo = hi;
+  }
+  free(implied);
+  *kept_out = kept;
+  return err;
+}
+
+/* Writes the kept candidates: graphs 2k and 2k + 1 are candidate k's source
+ * and target; each rank writes a block. */
+static taso_err_t write_output(gen_t *c, const taso_fp_inputs_t *rnd, const taso_cand_t *cands,
+                               int64_t n, const int64_t *counts, const char *const *names, int ncounts) {
+  taso_tool_t *t = c->t;
+  int64_t lo, hi, first = 0;
+  taso_tool_block(t, n, &lo, &hi);
+  int64_t mine = hi - lo;
+  taso_graph_t *graphs = calloc((size_t)(2 * mine + 1), sizeof *graphs);
+  uint64_t(*fps)[2] = calloc((size_t)(2 * mine + 1), sizeof *fps);
+  taso_subst_t *rows = calloc((size_t)(mine + 1), sizeof *rows);
+  taso_err_t err = (graphs && fps && rows) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "output");
+  for (int64_t i = 0; i < mine && err == TASO_OK; i++)
+    for (int side = 0; side < 2 && err == TASO_OK; side++) {
+      const taso_cand_t *k = &cands[lo + i];
+      graphs[2 * i + side] = side ? k->dst : k->src; /* shallow: not freed here */
+      taso_fingerprint_t fp;
+      err = taso_fingerprint_graph(rnd, side ? &k->dst : &k->src, side ? k->tdst : k->tsrc, &fp, NULL);
+      fps[2 * i + side][0] = fp.h[0];
+      fps[2 * i + side][1] = fp.h[1];
+    }
+  taso_artifact_t *a = NULL;
+  taso_provenance_t prov;
+  taso_tool_provenance(t, &prov);
+  err = taso_tool_agree(t, err);
+  TASO_TOOL_STEP(t, err, taso_artifact_create(t->comm, t->out_path, TASO_KIND_CANDIDATES, &prov, &a));
+  TASO_TOOL_STEP(t, err, taso_artifact_write_inputs(a, &t->job.inputs));
+  TASO_TOOL_STEP(t, err, taso_artifact_write_graphs(a, graphs, 2 * mine, &first));
+  TASO_TOOL_STEP(t, err, taso_artifact_write_fingerprints(a, (const uint64_t(*)[2])fps, 2 * mine));
+  for (int64_t i = 0; i < mine; i++)
+    rows[i] = (taso_subst_t){.src = first + 2 * i, .dst = first + 2 * i + 1,
+                             .verdict = TASO_VERDICT_CANDIDATE, .seconds = 0};
+  TASO_TOOL_STEP(t, err, taso_artifact_write_substs(a, rows, mine));
+  for (int i = 0; i < ncounts; i++) TASO_TOOL_STEP(t, err, taso_artifact_set_count(a, names[i], counts[i]));
+  err = taso_tool_close(t, &a, err);
+  free(graphs);
+  free(fps);
+  free(rows);
+  return err;
+}
+
 int main(int argc, char **argv) {
   taso_tool_t t;
   taso_tool_init(&t, &spec, &argc, &argv);
-
-  taso_artifact_t *a = NULL;
-  taso_provenance_t prov;
-  int64_t first = 0;
-  const int64_t graphs = 0, pairs = 0, substs = 0;
+  gen_t c;
+  memset(&c, 0, sizeof c);
+  c.t = &t;
+  taso_fp_inputs_t rnd;
+  memset(&rnd, 0, sizeof rnd);
   taso_err_t err = taso_tool_load_job(&t, t.job_path);
-  taso_tool_provenance(&t, &prov);
-  TASO_TOOL_STEP(&t, err,
-                 taso_artifact_create(t.comm, t.out_path, TASO_KIND_CANDIDATES, &prov, &a));
-  TASO_TOOL_STEP(&t, err, taso_artifact_write_inputs(a, &t.job.inputs));
-  /* Empty sets are still written, so that readers find every dataset. */
-  TASO_TOOL_STEP(&t, err, taso_artifact_write_graphs(a, NULL, 0, &first));
-  TASO_TOOL_STEP(&t, err, taso_artifact_write_substs(a, NULL, 0));
-  TASO_TOOL_STEP(&t, err, taso_artifact_set_count(a, "graphs_enumerated", graphs));
-  TASO_TOOL_STEP(&t, err, taso_artifact_set_count(a, "candidate_pairs", pairs));
-  TASO_TOOL_STEP(&t, err, taso_artifact_set_count(a, "substitutions", substs));
-  err = taso_tool_close(&t, &a, err);
+  if (err == TASO_OK) {
+    err = taso_enum_create(&t.job.inputs, t.job.ops, t.job.nops, t.job.max_ops, &c.e);
+    if (err != TASO_OK) err = taso_error_prefix(err, "%s: ", t.job.path);
+    err = taso_tool_agree(&t, err);
+  }
+  TASO_TOOL_STEP(&t, err, taso_fp_inputs_init(&rnd, &t.job.inputs, t.job.seed));
+  TASO_TOOL_STEP(&t, err, taso_memo_create(&rnd, &t.job.inputs, t.job.max_ops, &c.m));
+  if (err == TASO_OK) {
+    int nv;
+    c.vars = taso_enum_variants(c.e, &nv);
+    c.ninputs = t.job.inputs.n;
+    c.tid = malloc(sizeof *c.tid * 2 * (c.ninputs + t.job.max_ops));
+    err = c.tid ? TASO_OK : taso_error(TASO_ERR_NOMEM, "walk state");
+    for (int i = 0; c.tid && i < 2 * (c.ninputs + t.job.max_ops); i++) c.tid[i] = -1;
+    for (int i = 0; c.tid && i < c.ninputs; i++) c.tid[TASO_REF(i, 0)] = 2 * i;
+  }
+  err = taso_tool_agree(&t, err);
+
+  /* 1. walk the shard, evaluating every new tensor */
+  int64_t total = err == TASO_OK ? taso_enum_total(c.e) : 0, lo, hi;
+  lo = total * t.rank / t.size;
+  hi = total * (t.rank + 1) / t.size;
+  double t0 = MPI_Wtime();
+  if (err == TASO_OK) {
+    int nv;
+    taso_enum_variants(c.e, &nv);
+    taso_tool_print(&t, "enumerating %lld graphs of up to %d operators (%d operator variants) on %d ranks\n",
+                    (long long)taso_enum_graphs(c.e), t.job.max_ops, nv, t.size);
+    taso_progress_begin(&c.progress, &t, "graphs (rank 0's shard)", -1);
+    taso_enum_visitor_t v = {.ctx = &c, .push = push, .visit = visit_count};
+    err = taso_enum_run(c.e, lo, hi, &v);
+  }
+  err = taso_tool_agree(&t, err);
+  int64_t graphs_mine = c.visited;
+  double t_walk = MPI_Wtime() - t0;
+
+  /* 2. shared tensor classes */
+  int64_t nshared = 0, vol1 = 0, vol2 = 0;
+  if (err == TASO_OK) err = shared_tensors(&c, &nshared, &vol1);
+
+  /* 3. second walk: records of graphs whose outputs are all shared */
+  if (err == TASO_OK) {
+    c.visited = 0;
+    taso_enum_visitor_t v = {.ctx = &c, .push = push, .visit = visit_record, .want = want};
+    err = taso_enum_run(c.e, lo, hi, &v);
+  }
+  int64_t input_graphs_n = 0;
+  if (err == TASO_OK) err = input_graphs(&c, &input_graphs_n);
+  err = taso_tool_agree(&t, err);
+  int64_t exchanged = c.nrecs;
+  taso_grec_t *mine = NULL;
+  int64_t nmine = 0;
+  if (err == TASO_OK) {
+    int64_t *count = calloc((size_t)t.size, sizeof *count);
+    taso_grec_t *sorted = malloc(sizeof *sorted * (size_t)(c.nrecs + 1));
+    err = (count && sorted) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "graph records");
+    int64_t *pos = calloc((size_t)t.size + 1, sizeof *pos);
+    if (!pos) err = taso_error(TASO_ERR_NOMEM, "graph records");
+    for (int64_t i = 0; err == TASO_OK && i < c.nrecs; i++) count[owner(&c.recs[i].fp, t.size)]++;
+    for (int d = 0; err == TASO_OK && d < t.size; d++) pos[d + 1] = pos[d] + count[d];
+    for (int64_t i = 0; err == TASO_OK && i < c.nrecs; i++) sorted[pos[owner(&c.recs[i].fp, t.size)]++] = c.recs[i];
+    err = taso_tool_agree(&t, err);
+    if (err == TASO_OK) err = alltoall(&c, sorted, count, sizeof *sorted, (void **)&mine, &nmine, &vol2);
+    free(count);
+    free(sorted);
+    free(pos);
+    free(c.recs);
+    c.recs = NULL;
+  }
+  pairing_t pr;
+  memset(&pr, 0, sizeof pr);
+  if (err == TASO_OK) err = pair_all(&c, &rnd, mine, nmine, &pr);
+  err = taso_tool_agree(&t, err);
+  free(mine);
+
+  enum { GRAPHS, EXCHANGED, EQUAL_OUTPUTS, CLASSES, PAIRS, COLLISIONS, COMMON, INDEPENDENT, NSUMS };
+  int64_t sums[NSUMS] = {graphs_mine, exchanged, c.dup_outputs, pr.classes, pr.pairs, pr.collisions,
+                         pr.common, pr.independent};
+  if (err == TASO_OK) MPI_Allreduce(MPI_IN_PLACE, sums, NSUMS, MPI_INT64_T, MPI_SUM, t.comm);
+
+  /* 4. renaming duplicates and implied candidates, on global sorted data */
+  char **keys = NULL;
+  int64_t nkeys = 0, nuniq = 0, kept = 0;
+  taso_cand_t *cands = NULL;
+  if (err == TASO_OK) err = gather_keys(&c, &pr, &keys, &nkeys);
+  for (int64_t i = 0; i < pr.nkeys; i++) free(pr.keys[i]);
+  free(pr.keys);
+  if (err == TASO_OK) {
+    qsort(keys, (size_t)nkeys, sizeof *keys, str_cmp);
+    for (int64_t i = 0; i < nkeys; i++) {
+      if (nuniq > 0 && !strcmp(keys[nuniq - 1], keys[i])) {
+        free(keys[i]);
+        continue;
+      }
+      keys[nuniq++] = keys[i];
+    }
+    cands = calloc((size_t)nuniq + 1, sizeof *cands);
+    if (!cands) err = taso_error(TASO_ERR_NOMEM, "candidates");
+    for (int64_t i = 0; i < nuniq; i++) {
+      if (err == TASO_OK) {
+        err = taso_cand_parse(&t.job.inputs, keys[i], &cands[i]);
+        if (err != TASO_OK) err = taso_error_prefix(err, "candidate '%s': ", keys[i]);
+      } else {
+        free(keys[i]);
+      }
+    }
+    if (err == TASO_OK) qsort(cands, (size_t)nuniq, sizeof *cands, cand_cmp);
+  }
+  free(keys);
+  err = taso_tool_agree(&t, err);
+  if (err == TASO_OK) err = prune_implied(&c, cands, nuniq, &kept);
+  double t_total = MPI_Wtime() - t0;
+
+  /* 5. output */
+  const char *names[] = {"graphs_enumerated", "graphs_without_operators", "graphs_exchanged",
+                         "graphs_equal_outputs", "tensor_classes_shared", "fingerprint_classes",
+                         "candidate_pairs", "fingerprint_collisions", "pruned_common_subgraph",
+                         "pruned_independent_parts", "pruned_input_renaming", "pruned_implied",
+                         "substitutions"};
+  int64_t counts[] = {sums[GRAPHS], input_graphs_n, sums[EXCHANGED], sums[EQUAL_OUTPUTS], nshared,
+                      sums[CLASSES], sums[PAIRS], sums[COLLISIONS], sums[COMMON], sums[INDEPENDENT],
+                      sums[PAIRS] - sums[COMMON] - sums[INDEPENDENT] - nuniq, nuniq - kept, kept};
   if (err == TASO_OK)
+    err = write_output(&c, &rnd, cands, kept, counts, names, (int)(sizeof counts / sizeof *counts));
+  if (err == TASO_OK) {
+    for (int i = 0; i < (int)(sizeof counts / sizeof *counts); i++)
+      taso_tool_print(&t, "  %-26s %lld\n", names[i], (long long)counts[i]);
+    taso_tool_print(&t, "  walk %.2f s, all %.2f s on rank 0; exchanged %lld + %lld bytes from rank 0\n",
+                    t_walk, t_total, (long long)vol1, (long long)vol2);
     taso_tool_summary(&t, "%lld graphs, %lld candidate pairs, %lld substitutions -> %s",
-                      (long long)graphs, (long long)pairs, (long long)substs, t.out_path);
+                      (long long)sums[GRAPHS], (long long)sums[PAIRS], (long long)kept, t.out_path);
+  }
+  for (int64_t i = 0; i < nuniq; i++) taso_cand_free(&cands[i]);
+  free(cands);
+  taso_memo_free(c.m);
+  taso_enum_free(c.e);
+  taso_fp_inputs_free(&rnd);
+  free(c.tid);
   return taso_tool_finish(&t, err);
 }

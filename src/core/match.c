@@ -1,0 +1,152 @@
+#include "match.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  const taso_graph_t *host, *lhs, *rhs;
+  const taso_tensor_t *types;
+  const taso_inputs_t *in;
+  taso_ref_t *bound;   /* per input-table entry: the host tensor, or -1 */
+  int *node_map;       /* per lhs node: the host node, or -1 */
+  int *trail;          /* undo log: lhs node ids (>= 0) and inputs (-1 - index) */
+  int ntrail;
+  taso_ref_t *at;      /* per lhs output: the host tensor it matched */
+  taso_ref_t *built;   /* per host node and mode (2 * node + original): its ref in the result, or -1 */
+  taso_graph_t out;
+  taso_rewrite_fn fn;
+  void *ctx;
+} matcher_t;
+
+static void undo(matcher_t *m, int to) {
+  while (m->ntrail > to) {
+    int t = m->trail[--m->ntrail];
+    if (t >= 0)
+      m->node_map[t] = -1;
+    else
+      m->bound[-1 - t] = -1;
+  }
+}
+
+/* Unifies lhs tensor l with host tensor h, extending the maps. */
+static bool unify(matcher_t *m, taso_ref_t l, taso_ref_t h) {
+  const taso_node_t *ln = &m->lhs->nodes[TASO_REF_NODE(l)];
+  if (ln->kind == TASO_OP_INPUT) {
+    int v = ln->p.input;
+    if (m->bound[v] >= 0) return m->bound[v] == h;
+    if (!taso_tensor_equal(&m->types[h], &m->in->v[v].type)) return false;
+    m->bound[v] = h;
+    m->trail[m->ntrail++] = -1 - v;
+    return true;
+  }
+  const taso_node_t *hn = &m->host->nodes[TASO_REF_NODE(h)];
+  if (TASO_REF_PORT(l) != TASO_REF_PORT(h) || hn->kind != ln->kind ||
+      memcmp(&hn->p, &ln->p, sizeof hn->p))
+    return false;
+  int mapped = m->node_map[TASO_REF_NODE(l)];
+  if (mapped >= 0) return mapped == TASO_REF_NODE(h);
+  m->node_map[TASO_REF_NODE(l)] = TASO_REF_NODE(h);
+  m->trail[m->ntrail++] = TASO_REF_NODE(l);
+  for (int a = 0; a < taso_ops[ln->kind].arity; a++)
+    if (!unify(m, ln->in[a], hn->in[a])) return false;
+  return true;
+}
+
+static taso_err_t build_host(matcher_t *m, taso_ref_t h, bool original, taso_ref_t *out);
+
+/* Instantiates rhs tensor r on the bound host tensors. Those are built as
+ * the host computes them, without replacements: a bound tensor may itself be
+ * matched by another output of a multi-output pattern. */
+static taso_err_t build_rhs(matcher_t *m, taso_ref_t r, taso_ref_t *out) {
+  const taso_node_t *n = &m->rhs->nodes[TASO_REF_NODE(r)];
+  if (n->kind == TASO_OP_INPUT) return build_host(m, m->bound[n->p.input], true, out);
+  taso_ref_t in[3] = {-1, -1, -1};
+  for (int a = 0; a < taso_ops[n->kind].arity; a++) TASO_TRY(build_rhs(m, n->in[a], &in[a]));
+  TASO_TRY(taso_graph_add(&m->out, n->kind, &n->p, in, out));
+  *out += TASO_REF_PORT(r);
+  return TASO_OK;
+}
+
+/* The result's tensor for host tensor h: rhs where h was matched (unless
+ * building the original). */
+static taso_err_t build_host(matcher_t *m, taso_ref_t h, bool original, taso_ref_t *out) {
+  for (int o = 0; o < m->lhs->noutputs && !original; o++)
+    if (m->at[o] == h) return build_rhs(m, m->rhs->outputs[o], out);
+  int node = TASO_REF_NODE(h), slot = 2 * node + original;
+  if (m->built[slot] < 0) {
+    const taso_node_t *n = &m->host->nodes[node];
+    taso_ref_t ref;
+    if (n->kind == TASO_OP_INPUT) {
+      TASO_TRY(taso_graph_add_input(&m->out, n->p.input, &ref));
+    } else {
+      taso_ref_t in[3] = {-1, -1, -1};
+      for (int a = 0; a < taso_ops[n->kind].arity; a++)
+        TASO_TRY(build_host(m, n->in[a], original, &in[a]));
+      TASO_TRY(taso_graph_add(&m->out, n->kind, &n->p, in, &ref));
+    }
+    m->built[slot] = ref;
+  }
+  *out = m->built[slot] + TASO_REF_PORT(h);
+  return TASO_OK;
+}
+
+static taso_err_t emit(matcher_t *m) {
+  taso_graph_clear(&m->out);
+  for (int i = 0; i < 2 * m->host->nnodes; i++) m->built[i] = -1;
+  for (int o = 0; o < m->host->noutputs; o++) {
+    taso_ref_t ref;
+    TASO_TRY(build_host(m, m->host->outputs[o], false, &ref));
+    TASO_TRY(taso_graph_add_output(&m->out, ref));
+  }
+  TASO_TRY(taso_graph_canonicalize(&m->out));
+  return m->fn(m->ctx, &m->out);
+}
+
+/* Matches lhs output o and the rest against every host tensor. */
+static taso_err_t match_from(matcher_t *m, int o) {
+  if (o == m->lhs->noutputs) return emit(m);
+  for (int node = 0; node < m->host->nnodes; node++) {
+    int ports = m->host->nodes[node].kind == TASO_OP_INPUT ? 1 : taso_ops[m->host->nodes[node].kind].outputs;
+    for (int port = 0; port < ports; port++) {
+      taso_ref_t h = TASO_REF(node, port);
+      int mark = m->ntrail;
+      if (unify(m, m->lhs->outputs[o], h)) {
+        m->at[o] = h;
+        taso_err_t err = match_from(m, o + 1);
+        if (err != TASO_OK) return err;
+      }
+      undo(m, mark);
+    }
+  }
+  return TASO_OK;
+}
+
+taso_err_t taso_rewrite_all(const taso_graph_t *host, const taso_tensor_t *host_types,
+                            const taso_graph_t *lhs, const taso_graph_t *rhs,
+                            const taso_inputs_t *in, taso_rewrite_fn fn, void *ctx) {
+  if (lhs->noutputs != rhs->noutputs || lhs->noutputs == 0)
+    return taso_error(TASO_ERR_ARG, "rewrite: %d outputs against %d", lhs->noutputs, rhs->noutputs);
+  matcher_t m = {.host = host, .lhs = lhs, .rhs = rhs, .types = host_types, .in = in, .fn = fn, .ctx = ctx};
+  m.bound = malloc(sizeof *m.bound * (in->n + 1));
+  m.node_map = malloc(sizeof *m.node_map * (lhs->nnodes + 1));
+  m.trail = malloc(sizeof *m.trail * (lhs->nnodes + in->n + 1));
+  m.at = malloc(sizeof *m.at * (lhs->noutputs + 1));
+  m.built = malloc(sizeof *m.built * (2 * host->nnodes + 1));
+  taso_graph_init(&m.out);
+  taso_err_t err = TASO_OK;
+  if (!m.bound || !m.node_map || !m.trail || !m.at || !m.built)
+    err = taso_error(TASO_ERR_NOMEM, "rewrite");
+  if (err == TASO_OK) {
+    for (int i = 0; i < in->n; i++) m.bound[i] = -1;
+    for (int i = 0; i < lhs->nnodes; i++) m.node_map[i] = -1;
+    err = match_from(&m, 0);
+  }
+  taso_graph_free(&m.out);
+  free(m.bound);
+  free(m.node_map);
+  free(m.trail);
+  free(m.at);
+  free(m.built);
+  return err;
+}

@@ -1,0 +1,27 @@
+/*
+ * Substitution matching and one-step rewriting.
+ *
+ * A substitution lhs => rhs is a pair of graphs over the same input table;
+ * their inputs are pattern variables. A match maps every lhs output to a
+ * tensor of a host graph: lhs operators to host operators of the same kind
+ * and parameters, lhs inputs to host tensors of exactly the input's type
+ * (shape, empty split trees), the same input always to the same tensor.
+ * Rewriting replaces the matched tensors by rhs instantiated on the bound
+ * tensors, then drops what no output uses; the generator uses it to tell
+ * which candidates smaller ones imply, the optimizer to apply substitutions.
+ */
+#ifndef TASO_MATCH_H
+#define TASO_MATCH_H
+
+#include "graph.h"
+
+/* Called with each rewritten graph (canonical); a non-OK return stops. */
+typedef taso_err_t (*taso_rewrite_fn)(void *ctx, const taso_graph_t *result);
+
+/* Every one-step rewrite of host (types from taso_graph_infer) by lhs => rhs.
+ * lhs must have at least one operator and as many outputs as rhs. */
+taso_err_t taso_rewrite_all(const taso_graph_t *host, const taso_tensor_t *host_types,
+                            const taso_graph_t *lhs, const taso_graph_t *rhs,
+                            const taso_inputs_t *in, taso_rewrite_fn fn, void *ctx);
+
+#endif

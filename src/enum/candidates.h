@@ -1,0 +1,87 @@
+/*
+ * From enumerated graphs to candidate substitutions: the records graphs
+ * travel in between ranks, and the pure steps after the exchange.
+ *
+ *   1. group records by graph fingerprint; in each class, re-check every
+ *      member exactly against the class representative (the smallest graph)
+ *      and pair it with it: a candidate "member => representative";
+ *   2. prune, each stage counted by the caller:
+ *      - common subgraph: both sides share an operator on the same inputs,
+ *        or (one output) both end in the same operator with all inputs but
+ *        one equal; a smaller candidate then does the same work;
+ *      - input renaming: a candidate equal to another up to a consistent,
+ *        type-preserving renaming of inputs is kept once, in the canonical
+ *        form (taso_cand_key);
+ *      - implied: the outputs split into independent parts (a parallel
+ *        composition of smaller candidates), or at most two rewrites with
+ *        smaller kept candidates (src/core/match.h) turn one side into the
+ *        other.
+ * Pure C: no MPI, no output.
+ */
+#ifndef TASO_CANDIDATES_H
+#define TASO_CANDIDATES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "enumerate.h"
+#include "fingerprint.h"
+
+/* An enumerated graph as it travels: fixed size, refs in the enumeration's
+ * numbering (input i is TASO_REF(i, 0), operator j TASO_REF(ninputs + j, port)),
+ * outputs sorted by tensor fingerprint so that paired graphs align. */
+typedef struct {
+  taso_fingerprint_t fp; /* the graph's fingerprint */
+  int16_t nops, nout;
+  int16_t variant[TASO_ENUM_MAX_OPS];
+  int16_t in[TASO_ENUM_MAX_OPS][2];
+  int16_t out[2 * TASO_ENUM_MAX_OPS];
+} taso_grec_t;
+
+/* Orders records by fingerprint, then contents. */
+int taso_grec_cmp(const void *a, const void *b);
+
+/* The canonical graph of a record. */
+taso_err_t taso_grec_graph(const taso_grec_t *r, const taso_variant_t *variants, int ninputs,
+                           taso_graph_t *g);
+
+/* Operators of a canonical graph (nodes that are not inputs). */
+int taso_graph_ops(const taso_graph_t *g);
+
+/* Common-subgraph pruning: whether src and dst share an operator applied to
+ * the same inputs, or (single outputs) end in the same operator with all
+ * inputs but one equal. */
+bool taso_cand_common(const taso_graph_t *src, const taso_graph_t *dst);
+
+/* Whether the outputs split into groups whose operators neither side shares
+ * between groups: then the candidate is the parallel composition of smaller
+ * ones (each a candidate or an identity), which it is implied by. */
+bool taso_cand_independent(const taso_graph_t *src, const taso_graph_t *dst);
+
+/* The canonical text "SRC => DST" of a candidate under input renaming: the
+ * smallest text over every renaming of its inputs onto the first inputs of
+ * the same type and kind (weight or not) in the table, with output pairs in
+ * a canonical order. The larger side (more operators) is the source; on a
+ * tie, both orientations are tried. *key is malloc'd. */
+taso_err_t taso_cand_key(const taso_inputs_t *in, const taso_graph_t *src, const taso_graph_t *dst,
+                         char **key);
+
+/* A candidate with what implication checks need. */
+typedef struct {
+  char *key;             /* canonical text "SRC => DST" */
+  taso_graph_t src, dst; /* canonical graphs, outputs aligned */
+  taso_tensor_t *tsrc, *tdst;
+  int size;              /* operators on both sides */
+  uint8_t kinds[2][TASO_OP_COUNT]; /* operators per kind, per side */
+} taso_cand_t;
+
+/* Parses a canonical text (taking ownership of key). */
+taso_err_t taso_cand_parse(const taso_inputs_t *in, char *key, taso_cand_t *c);
+void taso_cand_free(taso_cand_t *c);
+
+/* Whether the kept candidates (all smaller than c) imply c in at most two
+ * rewrites: one side rewrites into the other, or both into one graph. */
+taso_err_t taso_cand_implied(const taso_inputs_t *in, const taso_cand_t *c, const taso_cand_t *kept,
+                             int64_t nkept, bool *implied);
+
+#endif

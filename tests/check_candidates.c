@@ -1,0 +1,89 @@
+/*
+ * check_candidates FILE [+SUBST | -SUBST]...: checks a candidates artifact.
+ *
+ *   +SRC => DST   must be in FILE up to input renaming, or implied by the
+ *                 substitutions in it (the generator's own criterion);
+ *   -SRC => DST   must not be in FILE, even up to input renaming.
+ *
+ * Prints one line per check and "N passed, N failed"; exits non-zero on a
+ * failure. Runs on one rank (the artifact layer needs MPI).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "artifact.h"
+#include "candidates.h"
+#include "test.h"
+
+static taso_inputs_t inputs;
+static int failures;
+static taso_cand_t *cands;
+static int64_t ncands;
+
+static bool present(const char *key) {
+  for (int64_t i = 0; i < ncands; i++)
+    if (!strcmp(cands[i].key, key)) return true;
+  return false;
+}
+
+static void check(const char *spec) {
+  bool must = spec[0] == '+';
+  taso_graph_t src, dst;
+  taso_graph_init(&src);
+  taso_graph_init(&dst);
+  CHECK_OK(taso_subst_parse(spec + 1, &inputs, &src, &dst));
+  char *key = NULL;
+  CHECK_OK(taso_cand_key(&inputs, &src, &dst, &key));
+  bool found = key && present(key), implied = false;
+  if (must && key && !found) {
+    char *copy = malloc(strlen(key) + 1);
+    strcpy(copy, key);
+    taso_cand_t c;
+    CHECK_OK(taso_cand_parse(&inputs, copy, &c));
+    CHECK_OK(taso_cand_implied(&inputs, &c, cands, ncands, &implied));
+    taso_cand_free(&c);
+  }
+  bool ok = must ? (found || implied) : !found;
+  printf("%s: %s %s%s\n", ok ? "ok" : "FAIL", must ? "expected" : "excluded", spec + 1,
+         found ? " (present)" : implied ? " (implied)" : "");
+  failures += !ok;
+  free(key);
+  taso_graph_free(&src);
+  taso_graph_free(&dst);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  if (argc < 2) {
+    fprintf(stderr, "usage: check_candidates FILE [+SUBST | -SUBST]...\n");
+    return 2;
+  }
+  taso_artifact_t *a;
+  taso_graph_t *graphs = NULL;
+  taso_subst_t *rows = NULL;
+  int64_t ngraphs = 0, nrows = 0;
+  TASO_CHECK(taso_artifact_open(MPI_COMM_SELF, argv[1], TASO_KIND_CANDIDATES, &a));
+  TASO_CHECK(taso_artifact_read_inputs(a, &inputs));
+  TASO_CHECK(taso_artifact_read_graphs(a, &graphs, &ngraphs));
+  TASO_CHECK(taso_artifact_read_substs(a, &rows, &nrows));
+  TASO_CHECK(taso_artifact_close(a));
+  cands = calloc((size_t)nrows + 1, sizeof *cands);
+  for (int64_t i = 0; i < nrows; i++) {
+    char *key;
+    TASO_CHECK(taso_cand_key(&inputs, &graphs[rows[i].src], &graphs[rows[i].dst], &key));
+    TASO_CHECK(taso_cand_parse(&inputs, key, &cands[ncands++]));
+  }
+  for (int i = 2; i < argc; i++) check(argv[i]);
+  int failed = failures + (test_failures > 0);
+  printf("%d passed, %d failed\n", argc - 2 - failed, failed);
+  for (int64_t i = 0; i < ncands; i++) taso_cand_free(&cands[i]);
+  free(cands);
+  free(rows);
+  taso_graphs_free(graphs, ngraphs);
+  taso_inputs_free(&inputs);
+  MPI_Finalize();
+  return failed ? 1 : 0;
+}

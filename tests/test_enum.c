@@ -1,0 +1,245 @@
+/*
+ * The enumeration visits every graph exactly once: compared with a brute
+ * force that applies operators in every order and keeps the distinct
+ * canonical graphs; and shards of any count partition the enumeration.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "enumerate.h"
+#include "test.h"
+
+static taso_inputs_t inputs;
+static taso_op_template_t ops[8];
+static int nops;
+static const char *tag = "E";
+
+static void setup(void) {
+  int32_t x[2] = {2, 4}, w[2] = {4, 4}, i[4] = {1, 2, 3, 3}, k[4] = {2, 2, 3, 3};
+  TASO_CHECK(taso_inputs_add(&inputs, "x1", 2, x));
+  TASO_CHECK(taso_inputs_add(&inputs, "w1", 2, w));
+  TASO_CHECK(taso_inputs_add(&inputs, "w2", 2, w));
+  TASO_CHECK(taso_inputs_add(&inputs, "i1", 4, i));
+  TASO_CHECK(taso_inputs_add(&inputs, "w4", 4, k));
+  const char *names[] = {"matmul", "ewadd", "relu", "conv2d", "concat(axis=0)", "split(axis=0)",
+                         "const_imm"};
+  for (nops = 0; nops < 7; nops++)
+    TASO_CHECK(taso_op_template_parse(names[nops], &ops[nops].kind, &ops[nops].p));
+}
+
+static int u64_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* A set of 64-bit graph hashes. */
+typedef struct {
+  uint64_t *v;
+  int64_t n, cap;
+} set_t;
+
+static void set_add(set_t *s, uint64_t h) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 1024;
+    s->v = realloc(s->v, sizeof *s->v * (size_t)s->cap);
+  }
+  s->v[s->n++] = h;
+}
+
+
+/* Sorts and reports whether all distinct. */
+static bool set_distinct(set_t *s) {
+  qsort(s->v, (size_t)s->n, sizeof *s->v, u64_cmp);
+  for (int64_t i = 1; i < s->n; i++)
+    if (s->v[i] == s->v[i - 1]) return false;
+  return true;
+}
+
+typedef struct {
+  const taso_enum_t *e;
+  set_t seen;
+  bool dead_op;
+} visit_ctx_t;
+
+/* The canonical graph of a visited state, outputs in sink order. */
+static uint64_t hash_of(const taso_enum_t *e, const taso_enum_graph_t *g) {
+  int nv;
+  const taso_variant_t *vars = taso_enum_variants(e, &nv);
+  taso_graph_t out;
+  taso_graph_init(&out);
+  taso_ref_t map[TASO_ENUM_MAX_OPS];
+  for (int j = 0; j < g->nops; j++) {
+    const taso_variant_t *v = &vars[g->variant[j]];
+    taso_ref_t in[3] = {-1, -1, -1};
+    for (int a = 0; a < taso_ops[v->kind].arity; a++) {
+      int node = TASO_REF_NODE(g->in[j][a]);
+      if (node < inputs.n) TASO_CHECK(taso_graph_add_input(&out, node, &in[a]));
+      else in[a] = map[node - inputs.n] + TASO_REF_PORT(g->in[j][a]);
+    }
+    TASO_CHECK(taso_graph_add(&out, v->kind, &v->p, in, &map[j]));
+  }
+  for (int s = 0; s < g->nsinks; s++)
+    TASO_CHECK(taso_graph_add_output(&out, map[TASO_REF_NODE(g->sinks[s]) - inputs.n] +
+                                               TASO_REF_PORT(g->sinks[s])));
+  /* A graph is the union of its outputs' cones, whatever their order: its
+   * identity is the sorted list of the cones' canonical hashes. */
+  uint64_t cone[2 * TASO_ENUM_MAX_OPS], h = 0x51;
+  taso_graph_t one;
+  taso_graph_init(&one);
+  for (int s = 0; s < out.noutputs; s++) {
+    TASO_CHECK(taso_graph_copy(&one, &out));
+    one.outputs[0] = out.outputs[s];
+    one.noutputs = 1;
+    TASO_CHECK(taso_graph_canonicalize(&one));
+    cone[s] = taso_graph_hash(&one);
+  }
+  taso_graph_free(&one);
+  qsort(cone, (size_t)out.noutputs, sizeof *cone, u64_cmp);
+  for (int s = 0; s < out.noutputs; s++) h = (h ^ cone[s]) * 0x100000001b3ULL + (h >> 29);
+  if (getenv("TEST_ENUM_DUMP")) {
+    char buf[512];
+    TASO_CHECK(taso_graph_canonicalize(&out));
+    taso_graph_format(&out, &inputs, buf, sizeof buf);
+    fprintf(stderr, "%s %016llx %s\n", tag, (unsigned long long)h, buf);
+  }
+  taso_graph_free(&out);
+  return h;
+}
+
+static taso_err_t visit(void *ctx, const taso_enum_graph_t *g) {
+  visit_ctx_t *c = ctx;
+  set_add(&c->seen, hash_of(c->e, g));
+  if (g->nsinks == 0) c->dead_op = true;
+  return TASO_OK;
+}
+
+/* Brute force: every order of applying operators; a graph is its set of
+ * operators, kept as the canonical graph of its sinks. */
+typedef struct {
+  const taso_enum_t *e;
+  const taso_variant_t *vars;
+  int nv;
+  set_t found;
+  int32_t variant[TASO_ENUM_MAX_OPS];
+  taso_ref_t in[TASO_ENUM_MAX_OPS][3];
+  taso_tensor_t types[2 * 16];
+  int nrefs;
+} brute_t;
+
+static void brute(brute_t *b, int depth, int max) {
+  if (depth > 0) {
+    int consumers[2 * 16] = {0};
+    taso_ref_t sinks[2 * TASO_ENUM_MAX_OPS];
+    int ns = 0;
+    for (int j = 0; j < depth; j++)
+      for (int a = 0; a < 3; a++)
+        if (b->in[j][a] >= 0) consumers[b->in[j][a]]++;
+    for (int j = 0; j < depth; j++)
+      for (int p = 0; p < taso_ops[b->vars[b->variant[j]].kind].outputs; p++)
+        if (!consumers[TASO_REF(inputs.n + j, p)]) sinks[ns++] = TASO_REF(inputs.n + j, p);
+    int32_t type_ids[2 * 16] = {0};
+    taso_enum_graph_t g = {.nops = depth, .variant = b->variant, .in = (const taso_ref_t(*)[3])b->in,
+                           .type = type_ids, .nsinks = ns, .sinks = sinks};
+    set_add(&b->found, hash_of(b->e, &g));
+  }
+  if (depth == max) return;
+  int avail = 2 * (inputs.n + depth);
+  for (int v = 0; v < b->nv; v++) {
+    const taso_variant_t *var = &b->vars[v];
+    int arity = taso_ops[var->kind].arity;
+    for (int r0 = 0; r0 < (arity > 0 ? avail : 1); r0++)
+      for (int r1 = 0; r1 < (arity > 1 ? avail : 1); r1++) {
+        taso_ref_t in[3] = {arity > 0 ? r0 : -1, arity > 1 ? r1 : -1, -1};
+        taso_tensor_t args[2], out[2];
+        bool ok = true;
+        for (int a = 0; a < arity; a++) {
+          ok = ok && b->types[in[a]].rank >= 0;
+          if (ok) args[a] = b->types[in[a]];
+        }
+        if (!ok) continue;
+        if (var->kind == TASO_OP_CONV2D && TASO_REF_NODE(in[0]) < inputs.n &&
+            taso_enum_is_weight(&inputs, TASO_REF_NODE(in[0])))
+          continue;
+        bool dup = false; /* no operator twice */
+        for (int j = 0; j < depth; j++)
+          dup = dup || (b->variant[j] == v && !memcmp(b->in[j], in, sizeof in));
+        if (dup || taso_op_infer(var->kind, &var->p, args, out) != TASO_OK) continue;
+        b->variant[depth] = v;
+        memcpy(b->in[depth], in, sizeof in);
+        int base = inputs.n + depth;
+        b->types[TASO_REF(base, 0)] = out[0];
+        if (taso_ops[var->kind].outputs > 1) b->types[TASO_REF(base, 1)] = out[1];
+        brute(b, depth + 1, max);
+        b->types[TASO_REF(base, 0)].rank = b->types[TASO_REF(base, 1)].rank = -1;
+      }
+  }
+}
+
+static void test_matches_brute_force(void) {
+  for (int max = 1; max <= 3; max++) {
+    taso_enum_t *e;
+    CHECK_OK(taso_enum_create(&inputs, ops, nops, max, &e));
+    visit_ctx_t c = {.e = e};
+    taso_enum_visitor_t v = {.ctx = &c, .visit = visit};
+    CHECK_OK(taso_enum_run(e, 0, taso_enum_total(e), &v));
+    CHECK(c.seen.n == taso_enum_graphs(e));
+    CHECK(set_distinct(&c.seen));
+    CHECK(!c.dead_op);
+    brute_t b = {.e = e};
+    b.vars = taso_enum_variants(e, &b.nv);
+    for (int r = 0; r < 2 * 16; r++) b.types[r].rank = -1;
+    for (int i = 0; i < inputs.n; i++) b.types[TASO_REF(i, 0)] = inputs.v[i].type;
+    tag = "B";
+    brute(&b, 0, max);
+    tag = "E";
+    qsort(b.found.v, (size_t)b.found.n, sizeof *b.found.v, u64_cmp);
+    int64_t uniq = 0;
+    for (int64_t i = 0; i < b.found.n; i++)
+      if (i == 0 || b.found.v[i] != b.found.v[i - 1]) b.found.v[uniq++] = b.found.v[i];
+    if (uniq != c.seen.n)
+      fprintf(stderr, "max_ops %d: enumeration %lld graphs, brute force %lld\n", max,
+              (long long)c.seen.n, (long long)uniq);
+    CHECK(uniq == c.seen.n);
+    CHECK(uniq == c.seen.n && !memcmp(b.found.v, c.seen.v, sizeof *b.found.v * (size_t)uniq));
+    free(c.seen.v);
+    free(b.found.v);
+    taso_enum_free(e);
+  }
+}
+
+static void test_shards_partition(void) {
+  taso_enum_t *e;
+  CHECK_OK(taso_enum_create(&inputs, ops, nops, 3, &e));
+  int64_t total = taso_enum_total(e);
+  visit_ctx_t whole = {.e = e};
+  taso_enum_visitor_t v = {.ctx = &whole, .visit = visit};
+  CHECK_OK(taso_enum_run(e, 0, total, &v));
+  CHECK(set_distinct(&whole.seen));
+  for (int shards = 2; shards <= 37; shards += 7) {
+    visit_ctx_t parts = {.e = e};
+    v.ctx = &parts;
+    for (int s = 0; s < shards; s++)
+      CHECK_OK(taso_enum_run(e, total * s / shards, total * (s + 1) / shards, &v));
+    CHECK(parts.seen.n == whole.seen.n);
+    CHECK(set_distinct(&parts.seen));
+    CHECK(!memcmp(parts.seen.v, whole.seen.v, sizeof *parts.seen.v * (size_t)whole.seen.n));
+    free(parts.seen.v);
+  }
+  free(whole.seen.v);
+  taso_enum_free(e);
+}
+
+static void test_rejects_bad_limits(void) {
+  taso_enum_t *e;
+  CHECK_ERR(taso_enum_create(&inputs, ops, nops, 0, &e), TASO_ERR_LIMIT);
+  CHECK_ERR(taso_enum_create(&inputs, ops, nops, TASO_ENUM_MAX_OPS + 1, &e), TASO_ERR_LIMIT);
+}
+
+int main(void) {
+  setup();
+  const test_case_t cases[] = {TEST(test_matches_brute_force), TEST(test_shards_partition),
+                               TEST(test_rejects_bad_limits)};
+  int rc = test_run(cases, (int)(sizeof cases / sizeof *cases));
+  taso_inputs_free(&inputs);
+  return rc;
+}

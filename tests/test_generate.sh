@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# taso-generate end to end: the same substitution set from 1, 2, 4 and 64
+# (oversubscribed) ranks on jobs/smoke.ini; known substitutions found (or
+# implied by the ones found) and wrong ones absent on a 3-operator space;
+# the counts in the file; bad max_ops refused with a message naming the job.
+set -u
+
+src=${TASO_SOURCE_DIR:?set TASO_SOURCE_DIR to the source tree}
+bin=${TASO_BIN_DIR:?set TASO_BIN_DIR to the bin folder of a build}
+tests="$bin/../tests"
+mpiexec=${MPIEXEC:-mpiexec}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+check() { # check DESCRIPTION COMMAND...
+  local what=$1
+  shift
+  if "$@" >"$tmp/out" 2>"$tmp/err"; then
+    passed=$((passed + 1))
+    echo "ok: $what"
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $what"
+    sed 's/^/    /' "$tmp/out" "$tmp/err" | tail -30
+  fi
+}
+
+generate() { # generate RANKS JOB OUT
+  "$mpiexec" -n "$1" "$bin/taso-generate" --job "$2" --out "$3"
+}
+
+substitutions() { # the substitution lines of a file, as taso-show sorts them
+  "$bin/taso-show" "$1" | sed -n '/^substitutions/,$p'
+}
+
+# 1. determinism across rank counts
+for n in 1 2 4 64; do
+  check "smoke.ini on $n ranks" generate "$n" "$src/jobs/smoke.ini" "$tmp/smoke$n.h5"
+  substitutions "$tmp/smoke$n.h5" >"$tmp/smoke$n.txt"
+done
+check "smoke.ini finds substitutions" test "$(grep -c '=>' "$tmp/smoke1.txt")" -gt 5
+for n in 2 4 64; do
+  check "$n ranks give the substitutions of 1 rank" cmp "$tmp/smoke1.txt" "$tmp/smoke$n.txt"
+done
+counts() { "$bin/taso-show" "$1" | grep '^  counts'; }
+check "counts equal on 1 and 64 ranks" test "$(counts "$tmp/smoke1.h5")" = "$(counts "$tmp/smoke64.h5")"
+
+# 2. known substitutions on a 3-operator space
+check "generate_known.ini on 2 ranks" generate 2 "$src/tests/data/generate_known.ini" "$tmp/known.h5"
+check "known substitutions found or implied, wrong ones absent" \
+  "$tests/check_candidates" "$tmp/known.h5" \
+  "+ewadd(matmul(x1, w1), matmul(x1, w2)) => matmul(x1, ewadd(w1, w2))" \
+  "+concat(1, conv2d(i1, w4), conv2d(i1, w5)) => conv2d(i1, concat(0, w4, w5))" \
+  "+conv2d(i1, const_pool(k=3x3, shape=2x1x3x3)) => pool_avg(k=3x3, i1)" \
+  "+ewadd(w1, w2) => ewadd(w2, w1)" \
+  "-relu(w1) => w1" \
+  "-relu(relu(w1)) => relu(w1)" \
+  "-concat(1, concat(1, w1, w2), w1) => concat(1, w1, concat(1, w2, w1))"
+check "the file records graphs_enumerated and substitutions" \
+  sh -c "h5dump -A '$tmp/known.h5' | grep -q graphs_enumerated && h5dump -A '$tmp/known.h5' | grep -q pruned_implied"
+
+# 3. bad input
+sed "s/^max_ops = .*/max_ops = 7/" "$src/jobs/smoke.ini" >"$tmp/bad.ini"
+if "$mpiexec" -n 2 "$bin/taso-generate" --job "$tmp/bad.ini" --out "$tmp/bad.h5" >"$tmp/bad.out" 2>"$tmp/bad.err"; then
+  failed=$((failed + 1))
+  echo "FAIL: max_ops 7 accepted"
+else
+  check "max_ops 7 refused with a clear message" grep -q "bad.ini: max_ops 7 out of range" "$tmp/bad.err"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
