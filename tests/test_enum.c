@@ -49,7 +49,7 @@ static void set_add(set_t *s, uint64_t h) {
 
 /* Sorts and reports whether all distinct. */
 static bool set_distinct(set_t *s) {
-  qsort(s->v, (size_t)s->n, sizeof *s->v, u64_cmp);
+  if (s->n > 1) qsort(s->v, (size_t)s->n, sizeof *s->v, u64_cmp);
   for (int64_t i = 1; i < s->n; i++)
     if (s->v[i] == s->v[i - 1]) return false;
   return true;

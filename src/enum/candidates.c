@@ -413,12 +413,12 @@ static taso_err_t neighbours(const taso_inputs_t *in, const taso_cand_t *c, int 
       if (taso_graph_ops(lhs) == 0 || !fits(kept[k].kinds[dir], c->kinds[side])) continue;
       TASO_TRY(taso_rewrite_all(g, types, lhs, rhs, in, note_result, out));
     }
-  qsort(out->v, (size_t)out->n, sizeof *out->v, u64_cmp);
+  if (out->n > 1) qsort(out->v, (size_t)out->n, sizeof *out->v, u64_cmp);
   return TASO_OK;
 }
 
 static bool contains(const hashes_t *h, uint64_t x) {
-  return bsearch(&x, h->v, (size_t)h->n, sizeof x, u64_cmp) != NULL;
+  return h->n > 0 && bsearch(&x, h->v, (size_t)h->n, sizeof x, u64_cmp) != NULL;
 }
 
 taso_err_t taso_cand_implied(const taso_inputs_t *in, const taso_cand_t *c, const taso_cand_t *kept,

@@ -270,7 +270,7 @@ static taso_err_t root_cands(taso_enum_t *e, list_t *l) {
       TASO_TRY(add_cands(e, l, vs, n, TASO_REF(i, 0), TASO_REF(j, 0)));
     }
   }
-  qsort(l->v, (size_t)l->n, sizeof *l->v, cand_qcmp);
+  if (l->n > 1) qsort(l->v, (size_t)l->n, sizeof *l->v, cand_qcmp);
   return TASO_OK;
 }
 
@@ -300,7 +300,7 @@ static taso_err_t fresh_cands(taso_enum_t *e, list_t *l) {
       TASO_TRY(add_cands(e, l, vs, n, t, r));
     }
   }
-  qsort(l->v, (size_t)l->n, sizeof *l->v, cand_qcmp);
+  if (l->n > 1) qsort(l->v, (size_t)l->n, sizeof *l->v, cand_qcmp);
   return TASO_OK;
 }
 
@@ -583,7 +583,7 @@ static taso_err_t build_variants(taso_enum_t *e, const taso_op_template_t *ops, 
     else
       TASO_TRY(add_variant(e, ops[i].kind, &ops[i].p));
   }
-  qsort(e->variants, (size_t)e->nvariants, sizeof *e->variants, variant_cmp);
+  if (e->nvariants > 1) qsort(e->variants, (size_t)e->nvariants, sizeof *e->variants, variant_cmp);
   return TASO_OK;
 }
 

@@ -148,9 +148,18 @@ static taso_err_t show_graphs(const char *path, const taso_graph_t *graphs, int6
   return TASO_OK;
 }
 
+/* The reason taso-verify gave for row i, or "" (decisions[k].row is the
+ * row each one is about; a finished file has them in row order). */
+static const char *reason_of(const taso_decision_t *dec, int64_t ndec, int64_t i) {
+  if (i < ndec && dec[i].row == i) return dec[i].reason;
+  for (int64_t k = 0; k < ndec; k++)
+    if (dec[k].row == i) return dec[k].reason;
+  return "";
+}
+
 static taso_err_t show_substs(const char *path, const taso_subst_t *rows, int64_t n,
                               const taso_graph_t *graphs, int64_t ngraphs, const taso_inputs_t *in,
-                              bool verdicts) {
+                              bool verdicts, const taso_decision_t *dec, int64_t ndec) {
   char **lines = calloc(n > 0 ? (size_t)n : 1, sizeof *lines);
   if (!lines)
     return taso_error(TASO_ERR_NOMEM, "%s: no memory to list %lld rows", path, (long long)n);
@@ -164,8 +173,11 @@ static taso_err_t show_substs(const char *path, const taso_subst_t *rows, int64_
                         path, (long long)i, (long long)r->src, (long long)r->dst,
                         (long long)ngraphs);
     }
-    char marker[32] = "";
-    if (verdicts) snprintf(marker, sizeof marker, "  [%s]", verdict_names[r->verdict]);
+    char marker[TASO_REASON_LEN + 32] = "";
+    const char *why = verdicts ? reason_of(dec, ndec, i) : "";
+    if (verdicts)
+      snprintf(marker, sizeof marker, "  [%s%s%s]", verdict_names[r->verdict], why[0] ? ": " : "",
+               why);
     char *src = format_graph(&graphs[r->src], in), *dst = format_graph(&graphs[r->dst], in);
     lines[i] = src && dst ? join4(src, " => ", dst, marker) : NULL;
     free(src);
@@ -198,7 +210,8 @@ int main(int argc, char **argv) {
   taso_inputs_t inputs = {0};
   taso_graph_t *graphs = NULL;
   taso_subst_t *rows = NULL;
-  int64_t ngraphs = 0, nrows = 0;
+  taso_decision_t *decisions = NULL; /* taso-verify's reasons, if any */
+  int64_t ngraphs = 0, nrows = 0, ndecisions = 0;
   taso_err_t err = TASO_OK;
 
   TASO_TOOL_STEP(&t, err, taso_artifact_open(t.comm, t.in_path, NULL, &a));
@@ -210,18 +223,21 @@ int main(int argc, char **argv) {
     TASO_TOOL_STEP(&t, err, taso_artifact_read_inputs(a, &inputs));
     TASO_TOOL_STEP(&t, err, taso_artifact_read_graphs(a, &graphs, &ngraphs));
     TASO_TOOL_STEP(&t, err, taso_artifact_read_substs(a, &rows, &nrows));
+    if (strcmp(kind, TASO_KIND_SUBSTITUTIONS) == 0)
+      TASO_TOOL_STEP(&t, err, taso_artifact_read_decisions(a, &decisions, &ndecisions));
   }
   if (err == TASO_OK) {
     print_header(a, t.in_path, kind);
     if (has_graphs) {
       show_inputs(&inputs);
       err = show_substs(t.in_path, rows, nrows, graphs, ngraphs, &inputs,
-                        strcmp(kind, TASO_KIND_SUBSTITUTIONS) == 0);
+                        strcmp(kind, TASO_KIND_SUBSTITUTIONS) == 0, decisions, ndecisions);
       if (err == TASO_OK && (list_graphs || (nrows == 0 && ngraphs > 0)))
         err = show_graphs(t.in_path, graphs, ngraphs, &inputs);
     }
   }
   err = taso_tool_close(&t, &a, err);
+  free(decisions);
   free(rows);
   taso_graphs_free(graphs, ngraphs);
   taso_inputs_free(&inputs);

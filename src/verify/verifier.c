@@ -1,0 +1,719 @@
+/* The verifier: term building, proving, the numeric check (see verifier.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "verifier.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "eval.h"
+#include "z3ctx.h"
+
+/* Relative tolerance of the numeric check: the two sides sum the same
+ * products in different orders, which moves doubles by ~1e-15. */
+#define NUMERIC_TOL 1e-7
+#define MAX_BOUND 64 /* variables of one lemma */
+
+struct taso_prover {
+  const taso_axioms_t *ax;
+  Z3_context c;             /* owned */
+  Z3_sort t;                /* the tensor sort */
+  Z3_func_decl *fns;        /* ax->decls[i] in c */
+  int fn[TASO_OP_COUNT][2]; /* index into fns per operator and output port; -1 none */
+  Z3_ast *assume;           /* the enabled axioms and lemmas, parsed in c */
+  Z3_ast_vector *vecs;      /* the parsed vectors that keep assume[i] alive */
+  int nassume;
+  unsigned timeout_ms;
+};
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Operators to functions                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* The one place that says how an operator's parameters become the integer
+ * arguments of its function in decls.smt2. A value outside what the axioms
+ * speak of is refused with the operator's name, never mapped to a guess. */
+static taso_err_t op_ints(const taso_node_t *n, int32_t *v, int *nv) {
+  const taso_params_t *p = &n->p;
+  const char *name = taso_ops[n->kind].name;
+  int k = 0;
+  bool window = false;
+  switch ((taso_op_kind_t)n->kind) {
+  case TASO_OP_EWADD:
+  case TASO_OP_EWMUL:
+  case TASO_OP_SMUL:
+  case TASO_OP_RELU:
+    break;
+  case TASO_OP_TRANSPOSE:
+    if (p->layout != TASO_LAYOUT_MATERIALIZED && p->layout != TASO_LAYOUT_VIEW)
+      return taso_error(TASO_ERR_UNKNOWN, "%s: layout %d is not one the axioms know", name,
+                        p->layout);
+    v[k++] = p->layout;
+    break;
+  case TASO_OP_MATMUL:
+    if (p->act != TASO_ACT_NONE && p->act != TASO_ACT_RELU)
+      return taso_error(TASO_ERR_UNKNOWN, "%s: act %d is not one the axioms know", name, p->act);
+    v[k++] = p->act;
+    break;
+  case TASO_OP_CONV2D:
+    if (p->act != TASO_ACT_NONE && p->act != TASO_ACT_RELU)
+      return taso_error(TASO_ERR_UNKNOWN, "%s: act %d is not one the axioms know", name, p->act);
+    v[k++] = p->stride[0];
+    v[k++] = p->stride[1];
+    v[k++] = p->pad;
+    v[k++] = p->act;
+    window = true;
+    break;
+  case TASO_OP_POOL_AVG:
+  case TASO_OP_POOL_MAX:
+    v[k++] = p->kernel[0];
+    v[k++] = p->kernel[1];
+    v[k++] = p->stride[0];
+    v[k++] = p->stride[1];
+    v[k++] = p->pad;
+    window = true;
+    break;
+  case TASO_OP_CONCAT:
+  case TASO_OP_SPLIT:
+    if (p->axis < 0 || p->axis >= TASO_MAX_RANK)
+      return taso_error(TASO_ERR_UNKNOWN, "%s: axis %d is not one the axioms know", name, p->axis);
+    v[k++] = p->axis;
+    break;
+  case TASO_OP_ENLARGE:
+  case TASO_OP_CONST_POOL:
+  case TASO_OP_CONST_ICONV:
+    if (p->kernel[0] < 1 || p->kernel[1] < 1)
+      return taso_error(TASO_ERR_UNKNOWN, "%s: kernel %dx%d is not one the axioms know", name,
+                        p->kernel[0], p->kernel[1]);
+    v[k++] = p->kernel[0];
+    v[k++] = p->kernel[1];
+    break;
+  case TASO_OP_CONST_IMM:
+    if (p->rank != 2 || p->shape[0] != p->shape[1] || p->shape[0] < 1)
+      return taso_error(TASO_ERR_UNKNOWN, "%s: shape is not a square matrix", name);
+    v[k++] = p->shape[0];
+    break;
+  case TASO_OP_CONST_ONE:
+    if (p->rank < 0 || p->rank > TASO_MAX_RANK)
+      return taso_error(TASO_ERR_UNKNOWN, "%s: rank %d is not one the axioms know", name, p->rank);
+    v[k++] = p->rank;
+    for (int i = 0; i < TASO_MAX_RANK; i++) v[k++] = i < p->rank ? p->shape[i] : 0;
+    break;
+  default:
+    return taso_error(TASO_ERR_UNKNOWN, "operator kind %d has no function in the axioms", n->kind);
+  }
+  if (window) {
+    if (p->stride[0] < 1 || p->stride[1] < 1)
+      return taso_error(TASO_ERR_UNKNOWN, "%s: stride %dx%d is not one the axioms know", name,
+                        p->stride[0], p->stride[1]);
+    if (p->pad != TASO_PAD_SAME && p->pad != TASO_PAD_VALID)
+      return taso_error(TASO_ERR_UNKNOWN, "%s: pad %d is not one the axioms know", name, p->pad);
+    if (n->kind != TASO_OP_CONV2D && (p->kernel[0] < 1 || p->kernel[1] < 1))
+      return taso_error(TASO_ERR_UNKNOWN, "%s: kernel %dx%d is not one the axioms know", name,
+                        p->kernel[0], p->kernel[1]);
+  }
+  *nv = k;
+  return TASO_OK;
+}
+
+/* The number of integer parameters op_ints gives each operator. */
+static int op_nints(taso_op_kind_t kind) {
+  switch (kind) {
+  case TASO_OP_TRANSPOSE:
+  case TASO_OP_MATMUL:
+  case TASO_OP_CONCAT:
+  case TASO_OP_SPLIT:
+  case TASO_OP_CONST_IMM:
+    return 1;
+  case TASO_OP_CONV2D:
+    return 4;
+  case TASO_OP_POOL_AVG:
+  case TASO_OP_POOL_MAX:
+    return 5;
+  case TASO_OP_ENLARGE:
+  case TASO_OP_CONST_POOL:
+  case TASO_OP_CONST_ICONV:
+    return 2;
+  case TASO_OP_CONST_ONE:
+    return 1 + TASO_MAX_RANK;
+  default:
+    return 0;
+  }
+}
+
+/* Finds each operator's function and checks its declared signature: the
+ * integer parameters above, then one T per tensor operand. */
+static taso_err_t bind_functions(taso_prover_t *p) {
+  const taso_axioms_t *ax = p->ax;
+  for (int k = 0; k < TASO_OP_COUNT; k++) p->fn[k][0] = p->fn[k][1] = -1;
+  for (int k = TASO_OP_INPUT + 1; k < TASO_OP_COUNT; k++) {
+    const taso_op_info_t *op = &taso_ops[k];
+    for (int port = 0; port < op->outputs; port++) {
+      char name[32];
+      if (op->outputs > 1)
+        snprintf(name, sizeof name, "%s%d", op->name, port);
+      else
+        snprintf(name, sizeof name, "%s", op->name);
+      const taso_decl_t *d = taso_axioms_decl(ax, name);
+      if (!d)
+        return taso_error(TASO_ERR_FORMAT, "%s: no function '%s' for operator %s", ax->decls_path,
+                          name, op->name);
+      int ni = op_nints((taso_op_kind_t)k);
+      bool ok = d->nargs == ni + op->arity;
+      for (int a = 0; ok && a < d->nargs; a++) ok = d->arg_int[a] == (a < ni);
+      if (!ok)
+        return taso_error(TASO_ERR_FORMAT,
+                          "%s: '%s' must take %d Int then %d T arguments (the parameters and "
+                          "operands of %s)",
+                          ax->decls_path, name, ni, op->arity, op->name);
+      p->fn[k][port] = (int)(d - ax->decls);
+    }
+  }
+  return TASO_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Contexts                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Marks in seen[] the bound variables that occur in e. */
+static void collect_vars(Z3_context c, Z3_ast e, bool *seen, unsigned nb) {
+  Z3_ast_kind k = Z3_get_ast_kind(c, e);
+  if (k == Z3_VAR_AST) {
+    unsigned i = Z3_get_index_value(c, e);
+    if (i < nb) seen[i] = true;
+  } else if (k == Z3_APP_AST) {
+    Z3_app a = Z3_to_app(c, e);
+    unsigned n = Z3_get_app_num_args(c, a);
+    for (unsigned i = 0; i < n; i++) collect_vars(c, Z3_get_app_arg(c, a, i), seen, nb);
+  }
+}
+
+/* Whether side can serve as a pattern: an application whose free
+ * variables are all nb bound ones, and not an arithmetic guard. */
+static bool usable_pattern(Z3_context c, Z3_ast side, unsigned nb) {
+  bool seen[MAX_BOUND] = {false};
+  if (Z3_get_ast_kind(c, side) != Z3_APP_AST || nb > MAX_BOUND) return false;
+  collect_vars(c, side, seen, nb);
+  for (unsigned i = 0; i < nb; i++)
+    if (!seen[i]) return false;
+  return true;
+}
+
+/* The pattern policy: an equation "forall vars. [guard =>] L = R" without
+ * patterns of its own fires only where a whole side, L or R, is in the
+ * E-graph: rewriting in both directions, but never on a bare subterm (Z3's
+ * own choice, the smallest term holding every variable, makes A30 fire on
+ * every matmul and grow transposes without end). A side that lacks a
+ * variable or is a variable is no pattern. Formulas of other shapes, and
+ * those that give patterns, are left to Z3. */
+static Z3_ast with_patterns(Z3_context c, Z3_ast f) {
+  if (Z3_get_ast_kind(c, f) != Z3_QUANTIFIER_AST || !Z3_is_quantifier_forall(c, f) ||
+      Z3_get_quantifier_num_patterns(c, f) > 0 || Z3_get_quantifier_num_no_patterns(c, f) > 0)
+    return f;
+  unsigned nb = Z3_get_quantifier_num_bound(c, f);
+  Z3_ast body = Z3_get_quantifier_body(c, f), eq = body;
+  if (nb > MAX_BOUND) return f;
+  if (Z3_get_ast_kind(c, eq) == Z3_APP_AST &&
+      Z3_get_decl_kind(c, Z3_get_app_decl(c, Z3_to_app(c, eq))) == Z3_OP_IMPLIES)
+    eq = Z3_get_app_arg(c, Z3_to_app(c, eq), 1);
+  if (Z3_get_ast_kind(c, eq) != Z3_APP_AST ||
+      Z3_get_decl_kind(c, Z3_get_app_decl(c, Z3_to_app(c, eq))) != Z3_OP_EQ)
+    return f;
+  Z3_pattern pats[2];
+  unsigned np = 0;
+  for (unsigned side = 0; side < 2; side++) {
+    Z3_ast e = Z3_get_app_arg(c, Z3_to_app(c, eq), side);
+    if (usable_pattern(c, e, nb)) pats[np++] = Z3_mk_pattern(c, 1, &e);
+  }
+  if (np == 0) return f;
+  Z3_sort sorts[MAX_BOUND];
+  Z3_symbol names[MAX_BOUND];
+  for (unsigned i = 0; i < nb; i++) {
+    sorts[i] = Z3_get_quantifier_bound_sort(c, f, i);
+    names[i] = Z3_get_quantifier_bound_name(c, f, i);
+  }
+  return Z3_mk_quantifier(c, true, 0, np, pats, nb, sorts, names, body);
+}
+
+/* Parses one block. Its formula lives only as long as the vector that
+ * holds it (even in a context without user reference counting), so the
+ * caller keeps *vec, with its reference, while it uses *out. */
+static taso_err_t parse_one(taso_prover_t *p, const taso_axiom_t *a, Z3_ast_vector *vec,
+                            Z3_ast *out) {
+  Z3_ast_vector v;
+  TASO_TRY(taso_axioms_parse(p->ax, p->c, p->t, p->fns, a->file, a->text, 0, NULL, NULL, &v));
+  Z3_ast_vector_inc_ref(p->c, v);
+  unsigned n = Z3_ast_vector_size(p->c, v);
+  if (n != 1) {
+    Z3_ast_vector_dec_ref(p->c, v);
+    return taso_error(TASO_ERR_PARSE, "%s:%d: %s holds %u assertions", a->file, a->line, a->name,
+                      n);
+  }
+  *out = with_patterns(p->c, Z3_ast_vector_get(p->c, v, 0));
+  *vec = v;
+  return TASO_OK;
+}
+
+/* A prover with its context and functions, no assumptions yet. */
+static taso_err_t prover_open(const taso_axioms_t *ax, double timeout_s, taso_prover_t **out) {
+  taso_prover_t *p = calloc(1, sizeof *p);
+  if (!p) return taso_error(TASO_ERR_NOMEM, "no memory for a prover");
+  p->ax = ax;
+  double ms = timeout_s * 1000.0;
+  p->timeout_ms = ms < 1 ? 1 : ms > 4e9 ? 4000000000u : (unsigned)ms;
+  taso_err_t err = taso_z3_open(p->timeout_ms, &p->c);
+  if (err == TASO_OK && !(p->fns = malloc(sizeof *p->fns * (size_t)(ax->ndecls ? ax->ndecls : 1))))
+    err = taso_error(TASO_ERR_NOMEM, "no memory for a prover");
+  if (err == TASO_OK) {
+    taso_axioms_declare(ax, p->c, &p->t, p->fns);
+    err = bind_functions(p);
+  }
+  if (err == TASO_OK &&
+      (!(p->assume = malloc(sizeof *p->assume * (size_t)(ax->n ? ax->n : 1))) ||
+       !(p->vecs = malloc(sizeof *p->vecs * (size_t)(ax->n ? ax->n : 1)))))
+    err = taso_error(TASO_ERR_NOMEM, "no memory for a prover");
+  if (err != TASO_OK) {
+    taso_prover_free(p);
+    return err;
+  }
+  *out = p;
+  return TASO_OK;
+}
+
+taso_err_t taso_prover_new(const taso_axioms_t *ax, double timeout_s, taso_prover_t **out) {
+  taso_prover_t *p;
+  *out = NULL;
+  TASO_TRY(prover_open(ax, timeout_s, &p));
+  for (int i = 0; i < ax->n; i++) {
+    if (!ax->v[i].enabled) continue;
+    taso_err_t err = parse_one(p, &ax->v[i], &p->vecs[p->nassume], &p->assume[p->nassume]);
+    if (err != TASO_OK) {
+      taso_prover_free(p);
+      return err;
+    }
+    p->nassume++;
+  }
+  *out = p;
+  return TASO_OK;
+}
+
+void taso_prover_free(taso_prover_t *p) {
+  if (!p) return;
+  for (int i = 0; i < p->nassume; i++) Z3_ast_vector_dec_ref(p->c, p->vecs[i]);
+  taso_z3_close(p->c);
+  free(p->fns);
+  free(p->assume);
+  free(p->vecs);
+  free(p);
+}
+
+Z3_context taso_prover_context(taso_prover_t *p) {
+  return p->c;
+}
+
+/* A solver holding the assumptions, with the query timeout. */
+static Z3_solver new_solver(taso_prover_t *p) {
+  /* The plain SMT kernel: Z3_mk_solver would run its preprocessing
+   * tactics first, which ignore our patterns and can overrun the timeout
+   * by many seconds. */
+  Z3_solver s = Z3_mk_simple_solver(p->c);
+  Z3_solver_inc_ref(p->c, s);
+  Z3_params params = Z3_mk_params(p->c);
+  Z3_params_inc_ref(p->c, params);
+  Z3_params_set_uint(p->c, params, Z3_mk_string_symbol(p->c, "timeout"), p->timeout_ms);
+  /* E-matching only: once the patterns find nothing new, Z3 answers
+   * unknown at once. Model-based instantiation would go on building
+   * candidate models of uninterpreted tensors until the timeout (and past
+   * it), and cannot find a proof E-matching misses on these axioms. */
+  Z3_params_set_bool(p->c, params, Z3_mk_string_symbol(p->c, "smt.mbqi"), false);
+  Z3_solver_set_params(p->c, s, params);
+  Z3_params_dec_ref(p->c, params);
+  for (int i = 0; i < p->nassume; i++) Z3_solver_assert(p->c, s, p->assume[i]);
+  return s;
+}
+
+/* Checks a solver; on undef, why ("timeout", "incomplete quantifiers"). */
+static Z3_lbool check(taso_prover_t *p, Z3_solver s, char *why, int len) {
+  Z3_lbool r = Z3_solver_check(p->c, s);
+  if (r == Z3_L_UNDEF) snprintf(why, (size_t)len, "%s", Z3_solver_get_reason_unknown(p->c, s));
+  return r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Terms                                                                    */
+/* ------------------------------------------------------------------------ */
+
+taso_err_t taso_prover_terms(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *g,
+                             Z3_ast *terms) {
+  Z3_ast *v = calloc((size_t)(2 * g->nnodes + 1), sizeof *v);
+  if (!v) return taso_error(TASO_ERR_NOMEM, "no memory for terms");
+  taso_err_t err = TASO_OK;
+  Z3_sort int_sort = Z3_mk_int_sort(p->c);
+  for (int i = 0; i < g->nnodes && err == TASO_OK; i++) {
+    const taso_node_t *n = &g->nodes[i];
+    if (n->kind == TASO_OP_INPUT) {
+      if (n->p.input < 0 || n->p.input >= in->n) {
+        err = taso_error(TASO_ERR_FORMAT, "input %d is not in the input table", n->p.input);
+        break;
+      }
+      v[2 * i] = Z3_mk_const(p->c, Z3_mk_string_symbol(p->c, in->v[n->p.input].name), p->t);
+      continue;
+    }
+    if (n->kind <= TASO_OP_INPUT || n->kind >= TASO_OP_COUNT) {
+      err = taso_error(TASO_ERR_UNKNOWN, "operator kind %d is unknown", n->kind);
+      break;
+    }
+    int32_t ints[TASO_DECL_MAX_ARGS];
+    int ni = 0;
+    if ((err = op_ints(n, ints, &ni)) != TASO_OK) break;
+    Z3_ast args[TASO_DECL_MAX_ARGS + 3];
+    for (int a = 0; a < ni; a++) args[a] = Z3_mk_int(p->c, ints[a], int_sort);
+    const taso_op_info_t *op = &taso_ops[n->kind];
+    for (int a = 0; a < op->arity; a++) {
+      taso_ref_t r = n->in[a];
+      if (r < 0 || TASO_REF_NODE(r) >= i || !v[r]) {
+        err = taso_error(TASO_ERR_FORMAT, "%s: operand %d is not an earlier node", op->name, a);
+        break;
+      }
+      args[ni + a] = v[r];
+    }
+    for (int port = 0; err == TASO_OK && port < op->outputs; port++)
+      v[2 * i + port] =
+          Z3_mk_app(p->c, p->fns[p->fn[n->kind][port]], (unsigned)(ni + op->arity), args);
+  }
+  for (int o = 0; o < g->noutputs && err == TASO_OK; o++) {
+    taso_ref_t r = g->outputs[o];
+    if (r < 0 || r >= 2 * g->nnodes || !v[r])
+      err = taso_error(TASO_ERR_FORMAT, "output %d names no tensor", o);
+    else
+      terms[o] = v[r];
+  }
+  free(v);
+  char msg[256];
+  if (err == TASO_OK && taso_z3_take_error(msg, sizeof msg))
+    err = taso_error(TASO_ERR_LIB, "Z3: %s", msg);
+  return err;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Numeric check                                                            */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Types and values of g on the inputs; values freed by the caller. */
+static taso_err_t evaluate(const taso_inputs_t *in, const taso_graph_t *g, double *const *inputs,
+                           taso_tensor_t **types, double ***values) {
+  *types = calloc((size_t)(2 * g->nnodes + 1), sizeof **types);
+  *values = calloc((size_t)(2 * g->nnodes + 1), sizeof **values);
+  if (!*types || !*values) return taso_error(TASO_ERR_NOMEM, "no memory to evaluate a graph");
+  TASO_TRY(taso_graph_infer(g, in, *types));
+  return taso_eval_graph_double(NULL, g, *types, inputs, *values);
+}
+
+taso_err_t taso_verify_numeric(const taso_inputs_t *in, const taso_graph_t *src,
+                               const taso_graph_t *dst, uint64_t seed, bool *equal, char *why,
+                               int len) {
+  taso_err_t err = TASO_OK;
+  double **inputs = calloc((size_t)(in->n + 1), sizeof *inputs);
+  taso_tensor_t *ts = NULL, *td = NULL;
+  double **vs = NULL, **vd = NULL;
+  *equal = false;
+  why[0] = '\0';
+  uint64_t state = seed * 0x2545f4914f6cdd1dull + 1;
+  if (!inputs) return taso_error(TASO_ERR_NOMEM, "no memory for inputs");
+  for (int i = 0; i < in->n && err == TASO_OK; i++) {
+    int64_t size = taso_tensor_size(&in->v[i].type);
+    if (!(inputs[i] = malloc(sizeof **inputs * (size_t)(size > 0 ? size : 1)))) {
+      err = taso_error(TASO_ERR_NOMEM, "no memory for inputs");
+      break;
+    }
+    /* Uniform in [-1, 1): both signs, so relu and max matter. */
+    for (int64_t k = 0; k < size; k++)
+      inputs[i][k] = (double)(splitmix(&state) >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+  }
+  if (err == TASO_OK && (err = evaluate(in, src, inputs, &ts, &vs)) != TASO_OK)
+    err = taso_error_prefix(err, "source graph: ");
+  if (err == TASO_OK && (err = evaluate(in, dst, inputs, &td, &vd)) != TASO_OK)
+    err = taso_error_prefix(err, "target graph: ");
+  if (err == TASO_OK) {
+    *equal = src->noutputs == dst->noutputs;
+    if (!*equal)
+      snprintf(why, (size_t)len, "%d outputs against %d", src->noutputs, dst->noutputs);
+    for (int o = 0; *equal && o < src->noutputs; o++) {
+      const taso_tensor_t *a = &ts[src->outputs[o]], *b = &td[dst->outputs[o]];
+      if (a->rank != b->rank || memcmp(a->dim, b->dim, sizeof a->dim) != 0) {
+        *equal = false;
+        snprintf(why, (size_t)len, "output %d: shapes differ", o);
+      } else if (!taso_tensor_equal(a, b)) {
+        *equal = false;
+        snprintf(why, (size_t)len, "output %d: split trees differ", o);
+      } else {
+        const double *x = vs[src->outputs[o]], *y = vd[dst->outputs[o]];
+        int64_t size = taso_tensor_size(a);
+        for (int64_t k = 0; k < size; k++) {
+          if (!(fabs(x[k] - y[k]) <= NUMERIC_TOL * (1.0 + fabs(x[k]) + fabs(y[k])))) {
+            *equal = false;
+            snprintf(why, (size_t)len, "output %d: values differ (element %lld: %.6g vs %.6g)", o,
+                     (long long)k, x[k], y[k]);
+            break;
+          }
+        }
+      }
+    }
+  }
+  if (vs) taso_values_free((void **)vs, 2 * src->nnodes);
+  if (vd) taso_values_free((void **)vd, 2 * dst->nnodes);
+  free(vs);
+  free(vd);
+  free(ts);
+  free(td);
+  for (int i = 0; i < in->n; i++) free(inputs[i]);
+  free(inputs);
+  return err;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Deciding                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static taso_err_t prove(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *src,
+                        const taso_graph_t *dst, bool checked, taso_verify_result_t *r);
+
+/* "conv2d, enlarge": the distinct operators of both graphs, where a
+ * missing property must lie. */
+static void operators_of(const taso_graph_t *a, const taso_graph_t *b, char *buf, int len) {
+  bool seen[TASO_OP_COUNT] = {false};
+  const taso_graph_t *gs[2] = {a, b};
+  for (int g = 0; g < 2; g++)
+    for (int i = 0; i < gs[g]->nnodes; i++)
+      if (gs[g]->nodes[i].kind > TASO_OP_INPUT && gs[g]->nodes[i].kind < TASO_OP_COUNT)
+        seen[gs[g]->nodes[i].kind] = true;
+  int used = 0;
+  buf[0] = '\0';
+  for (int k = TASO_OP_INPUT + 1; k < TASO_OP_COUNT && used < len; k++)
+    if (seen[k])
+      used += snprintf(buf + used, (size_t)(len - used), "%s%s", used ? ", " : "", taso_ops[k].name);
+}
+
+taso_err_t taso_prover_decide(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *src,
+                              const taso_graph_t *dst, uint64_t seed, taso_verify_result_t *r) {
+  double t0 = now_seconds();
+  char why[TASO_REASON_LEN];
+  bool equal = false;
+  memset(r, 0, sizeof *r);
+  r->verdict = TASO_VERDICT_UNKNOWN;
+
+  taso_err_t err = taso_verify_numeric(in, src, dst, seed, &equal, why, sizeof why);
+  if (err == TASO_ERR_NOMEM) return err;
+  if (err != TASO_OK) {
+    r->verdict = TASO_VERDICT_REFUTED;
+    snprintf(r->reason, sizeof r->reason, "invalid graph: %s", taso_error_detail());
+    r->seconds = now_seconds() - t0;
+    return TASO_OK;
+  }
+  if (!equal) {
+    /* No proof is tried: the pair is false, and a query on it would only
+     * spend its timeout. */
+    r->verdict = TASO_VERDICT_REFUTED;
+    snprintf(r->reason, sizeof r->reason, "false pair (generator bug): numeric check: %.110s", why);
+    r->seconds = now_seconds() - t0;
+    return TASO_OK;
+  }
+  err = prove(p, in, src, dst, true, r);
+  r->seconds = now_seconds() - t0;
+  return err;
+}
+
+taso_err_t taso_prover_prove(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *src,
+                             const taso_graph_t *dst, taso_verify_result_t *r) {
+  return prove(p, in, src, dst, false, r);
+}
+
+/* checked: the numeric check found the pair equal, so an unproved pair is
+ * a true one the axioms cannot reach. */
+static taso_err_t prove(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *src,
+                        const taso_graph_t *dst, bool checked, taso_verify_result_t *r) {
+  double t0 = now_seconds();
+  char ops[96];
+  taso_err_t err;
+  memset(r, 0, sizeof *r);
+  r->verdict = TASO_VERDICT_UNKNOWN;
+  if (src->noutputs != dst->noutputs) {
+    snprintf(r->reason, sizeof r->reason, "%d outputs against %d", src->noutputs, dst->noutputs);
+    r->seconds = now_seconds() - t0;
+    return TASO_OK;
+  }
+  Z3_ast *ts = calloc((size_t)src->noutputs + 1, sizeof *ts);
+  Z3_ast *td = calloc((size_t)dst->noutputs + 1, sizeof *td);
+  if (!ts || !td) {
+    free(ts);
+    free(td);
+    return taso_error(TASO_ERR_NOMEM, "no memory for terms");
+  }
+  err = taso_prover_terms(p, in, src, ts);
+  if (err == TASO_OK) err = taso_prover_terms(p, in, dst, td);
+  if (err == TASO_ERR_UNKNOWN || err == TASO_ERR_FORMAT) {
+    snprintf(r->reason, sizeof r->reason, "cannot be stated in the axioms' terms: %s",
+             taso_error_detail());
+    err = TASO_OK;
+    goto done;
+  }
+  if (err != TASO_OK) goto done;
+
+  bool proved = true;
+  for (int o = 0; o < src->noutputs && proved; o++) {
+    Z3_solver s = new_solver(p);
+    Z3_solver_assert(p->c, s, Z3_mk_not(p->c, Z3_mk_eq(p->c, ts[o], td[o])));
+    char unknown[64] = "";
+    Z3_lbool res = check(p, s, unknown, sizeof unknown);
+    Z3_solver_dec_ref(p->c, s);
+    char zmsg[128];
+    if (taso_z3_take_error(zmsg, sizeof zmsg)) {
+      snprintf(r->reason, sizeof r->reason, "output %d: Z3 error: %s", o, zmsg);
+      proved = false;
+    } else if (res != Z3_L_FALSE) {
+      operators_of(src, dst, ops, sizeof ops);
+      snprintf(r->reason, sizeof r->reason,
+               "output %d: %s; %s (missing a property of: %s)", o,
+               res == Z3_L_TRUE ? "the axioms have a model where it fails"
+               : strstr(unknown, "timeout") || strstr(unknown, "canceled")
+                   ? "solver timeout"
+               : strstr(unknown, "incomplete") ? "proof search saturated"
+                                               : unknown[0] ? unknown : "solver gave up",
+               checked ? "numerically equal: true but not provable from the axioms"
+                       : "not proved from the axioms",
+               ops);
+      proved = false;
+    }
+  }
+  if (proved) r->verdict = TASO_VERDICT_PROVED;
+done:
+  free(ts);
+  free(td);
+  r->seconds = now_seconds() - t0;
+  return err;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lemmas                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Proves one lemma: its negation, with a fresh constant per variable, plus
+ * its hints (each asserted as h = h, which only adds the term), must be
+ * unsat together with the assumptions. */
+static taso_err_t prove_lemma(taso_prover_t *p, const taso_axiom_t *a, bool *proved, char *why,
+                              int len) {
+  Z3_ast f;
+  Z3_ast_vector fv;
+  TASO_TRY(parse_one(p, a, &fv, &f));
+  Z3_context c = p->c;
+  Z3_symbol names[MAX_BOUND + 1];
+  Z3_func_decl consts[MAX_BOUND + 1];
+  Z3_ast subst[MAX_BOUND];
+  Z3_ast goal = f;
+  unsigned nb = 0;
+  if (Z3_get_ast_kind(c, f) == Z3_QUANTIFIER_AST && Z3_is_quantifier_forall(c, f)) {
+    nb = Z3_get_quantifier_num_bound(c, f);
+    if (nb > MAX_BOUND) {
+      Z3_ast_vector_dec_ref(c, fv);
+      return taso_error(TASO_ERR_LIMIT, "%s:%d: lemma %s has more than %d variables", a->file,
+                        a->line, a->name, MAX_BOUND);
+    }
+    for (unsigned b = 0; b < nb; b++) {
+      names[b] = Z3_get_quantifier_bound_name(c, f, b);
+      consts[b] = Z3_mk_func_decl(c, names[b], 0, NULL, Z3_get_quantifier_bound_sort(c, f, b));
+      /* De Bruijn: variable 0 is the last bound one. */
+      subst[nb - 1 - b] = Z3_mk_app(c, consts[b], 0, NULL);
+    }
+    goal = Z3_substitute_vars(c, Z3_get_quantifier_body(c, f), nb, subst);
+  }
+  Z3_solver s = new_solver(p);
+  Z3_solver_assert(c, s, Z3_mk_not(c, goal));
+  taso_err_t err = TASO_OK;
+  for (int i = 0; i < a->nmeta && err == TASO_OK; i++) {
+    if (strcmp(a->meta[i].key, "hint") != 0) continue;
+    size_t need = strlen(a->meta[i].value) * 2 + 32;
+    char *cmd = malloc(need);
+    if (!cmd) {
+      err = taso_error(TASO_ERR_NOMEM, "no memory for a hint");
+      break;
+    }
+    /* h = HINT with a fresh h: Z3 would simplify HINT = HINT away, term
+     * and all, while a definition keeps the term and adds no fact. */
+    snprintf(cmd, need, "(assert (= taso_hint %s))", a->meta[i].value);
+    names[nb] = Z3_mk_string_symbol(c, "taso_hint");
+    consts[nb] = Z3_mk_fresh_func_decl(c, "taso_hint", 0, NULL, p->t);
+    Z3_ast_vector hv;
+    err = taso_axioms_parse(p->ax, c, p->t, p->fns, a->file, cmd, (int)nb + 1, names, consts, &hv);
+    free(cmd);
+    if (err != TASO_OK) break;
+    Z3_ast_vector_inc_ref(c, hv);
+    for (unsigned k = 0; k < Z3_ast_vector_size(c, hv); k++)
+      Z3_solver_assert(c, s, Z3_ast_vector_get(c, hv, k));
+    Z3_ast_vector_dec_ref(c, hv);
+  }
+  if (err == TASO_OK) {
+    char unknown[64] = "";
+    Z3_lbool res = check(p, s, unknown, sizeof unknown);
+    *proved = res == Z3_L_FALSE;
+    snprintf(why, (size_t)len, "%s",
+             res == Z3_L_FALSE ? "proved"
+             : res == Z3_L_TRUE ? "the axioms have a model where it fails"
+                                : (unknown[0] ? unknown : "unknown"));
+  }
+  Z3_solver_dec_ref(c, s);
+  Z3_ast_vector_dec_ref(c, fv);
+  char zmsg[128];
+  if (err == TASO_OK && taso_z3_take_error(zmsg, sizeof zmsg))
+    err = taso_error(TASO_ERR_LIB, "lemma %s: Z3: %s", a->name, zmsg);
+  return err;
+}
+
+taso_err_t taso_axioms_prove_lemmas(taso_axioms_t *ax, double timeout_s, char *report, int len,
+                                    int *failed) {
+  taso_prover_t *p;
+  int used = 0;
+  *failed = 0;
+  if (len > 0) report[0] = '\0';
+  TASO_TRY(prover_open(ax, timeout_s, &p));
+  taso_err_t err = TASO_OK;
+  for (int i = 0; i < ax->n && err == TASO_OK; i++) {
+    taso_axiom_t *a = &ax->v[i];
+    if (!a->enabled) continue;
+    if (a->kind == TASO_AXIOM_LEMMA) {
+      bool proved = false;
+      char why[64];
+      err = prove_lemma(p, a, &proved, why, sizeof why);
+      if (err != TASO_OK) break;
+      if (!proved) {
+        a->enabled = false;
+        (*failed)++;
+        if (used < len)
+          used += snprintf(report + used, (size_t)(len - used), "%s%s: %s", used ? "; " : "",
+                           a->name, why);
+        continue;
+      }
+    }
+    /* Axioms, and lemmas once proved, are assumed by what follows. */
+    err = parse_one(p, a, &p->vecs[p->nassume], &p->assume[p->nassume]);
+    if (err == TASO_OK) p->nassume++;
+  }
+  taso_prover_free(p);
+  return err;
+}

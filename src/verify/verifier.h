@@ -1,0 +1,75 @@
+/*
+ * The verifier: decides whether a candidate substitution (two graphs whose
+ * outputs correspond by position) follows from the axioms.
+ *
+ * A prover owns one Z3 context, so it belongs to one thread at a time; a
+ * parallel driver makes one per thread. Each decision first runs a numeric
+ * check (both graphs on the same random double inputs through the
+ * reference evaluator, comparing shapes, split trees and values), then,
+ * for each output, asserts the enabled axioms and lemmas and the negated
+ * equality of the two output terms: unsat for every output is PROVED, a
+ * numeric difference is REFUTED, anything else is UNKNOWN with a reason
+ * that says whether the pair is numerically true (then the axioms lack a
+ * property) or not. A proof that the numeric check contradicts is reported
+ * as REFUTED with the reason: the axiom set is then unsound for those
+ * shapes and must be fixed, and no such pair may reach a model.
+ *
+ * Pure C: no MPI, no output; errors are taso_err_t with a detail.
+ */
+#ifndef TASO_VERIFIER_H
+#define TASO_VERIFIER_H
+
+#include <stdint.h>
+
+#include <z3.h>
+
+#include "artifact.h"
+#include "axioms.h"
+#include "graph.h"
+
+typedef struct {
+  int32_t verdict;              /* taso_verdict_t */
+  double seconds;               /* wall time spent deciding */
+  char reason[TASO_REASON_LEN]; /* empty when proved; else why */
+} taso_verify_result_t;
+
+typedef struct taso_prover taso_prover_t;
+
+/* A prover over the axioms and lemmas enabled now (later changes to ax do
+ * not reach it); every query times out after timeout_s seconds. The
+ * prover keeps a pointer to ax, which must outlive it. */
+taso_err_t taso_prover_new(const taso_axioms_t *ax, double timeout_s, taso_prover_t **out);
+void taso_prover_free(taso_prover_t *p);
+
+/* Decides src => dst. seed picks the numeric check's random inputs. Fails
+ * only when a library fails (memory, Z3); a bad candidate is a verdict. */
+taso_err_t taso_prover_decide(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *src,
+                              const taso_graph_t *dst, uint64_t seed, taso_verify_result_t *r);
+
+/* The proof alone, without the numeric check: PROVED or UNKNOWN (the
+ * reason then says numerically equal, which only decide has checked). */
+taso_err_t taso_prover_prove(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *src,
+                             const taso_graph_t *dst, taso_verify_result_t *r);
+
+/* The Z3 term of every output of g, as the prover builds them; for tests
+ * and tools. terms holds g->noutputs entries. Unexpressible parameters
+ * give TASO_ERR_UNKNOWN naming the operator. */
+taso_err_t taso_prover_terms(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *g,
+                             Z3_ast *terms);
+Z3_context taso_prover_context(taso_prover_t *p);
+
+/* Proves every enabled lemma, in order, from the enabled axioms and the
+ * lemmas proved before it; a lemma that fails is disabled and named in
+ * report ("L2: unknown (timeout)"; empty when all were proved). *failed
+ * receives how many failed. */
+taso_err_t taso_axioms_prove_lemmas(taso_axioms_t *ax, double timeout_s, char *report, int len,
+                                    int *failed);
+
+/* The numeric check alone: *equal says whether src and dst have equal
+ * output shapes, split trees and values on random inputs from seed; why
+ * says where they differ. A graph that does not type-check gives an error. */
+taso_err_t taso_verify_numeric(const taso_inputs_t *in, const taso_graph_t *src,
+                               const taso_graph_t *dst, uint64_t seed, bool *equal, char *why,
+                               int len);
+
+#endif

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# taso-verify end to end on a small candidates file (test_verify_fixture):
+# the same verdicts on 1 and 4 ranks, a run killed mid-way resumes without
+# deciding again what it had decided and ends with the clean run's result,
+# reasons in taso-show, and a malformed axiom file named with its line.
+# ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
+set -u
+src=${TASO_SOURCE_DIR:?set TASO_SOURCE_DIR}
+bin=${TASO_BIN_DIR:?set TASO_BIN_DIR}
+tests=$bin/../tests
+mpiexec=${MPIEXEC:-mpiexec}
+job="$src/jobs/smoke.ini"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+ok() { echo "ok: $1"; }
+bad() { echo "FAIL: $1"; failed=$((failed + 1)); }
+run() { # echoed so that a failure can be repeated from the log
+  echo "+ $*"
+  timeout 120 "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+listing() { "$bin/taso-show" "$1" | sed -n '/^substitutions/,$p'; }
+
+run "$mpiexec" -n 2 "$tests/test_verify_fixture" "$tmp/c.h5" "$job"
+[ "$rc" -eq 0 ] && ok "fixture written" || { bad "fixture"; cat "$tmp/err"; exit 1; }
+
+run "$mpiexec" -n 1 "$bin/taso-verify" --job "$job" --in "$tmp/c.h5" --out "$tmp/s1.h5"
+if [ "$rc" -eq 0 ] && grep -q "34 candidates: 32 proved, 0 unknown, 2 refuted" "$tmp/out"; then
+  ok "1 rank: 32 proved, 2 refuted"
+else bad "1 rank"; cat "$tmp/out" "$tmp/err"; fi
+
+run "$mpiexec" -n 4 "$bin/taso-verify" --job "$job" --in "$tmp/c.h5" --out "$tmp/s4.h5"
+if [ "$rc" -eq 0 ] && diff <(listing "$tmp/s1.h5") <(listing "$tmp/s4.h5"); then
+  ok "4 ranks give the 1-rank verdicts"
+else bad "4 ranks differ from 1"; cat "$tmp/out" "$tmp/err"; fi
+
+listing "$tmp/s1.h5" >"$tmp/list"
+if grep -q '^  relu(x1) => x1  \[refuted: .*values differ' "$tmp/list" &&
+  grep -q 'concat(1, x1, concat(1, x2, x3))  \[refuted: .*split trees differ' "$tmp/list"; then
+  ok "taso-show gives the reasons"
+else bad "reasons"; cat "$tmp/list"; fi
+
+# Killed (SIGKILL) once 10 rows are in the file, rounds of one chunk.
+echo "+ TASO_VERIFY_ROUND_SECONDS=0 TASO_VERIFY_STOP_AFTER=10 (killed run)"
+TASO_VERIFY_ROUND_SECONDS=0 TASO_VERIFY_STOP_AFTER=10 \
+  timeout 120 "$mpiexec" -n 2 "$bin/taso-verify" --job "$job" --in "$tmp/c.h5" --out "$tmp/r.h5" \
+  >"$tmp/out" 2>"$tmp/err"
+[ $? -ne 0 ] && ok "the killed run failed" || bad "the killed run did not fail"
+run "$mpiexec" -n 2 "$bin/taso-verify" --job "$job" --in "$tmp/c.h5" --out "$tmp/r.h5"
+done_before=$(sed -n 's/.*resuming .*: \([0-9]*\) of 34 rows already decided.*/\1/p' "$tmp/out")
+decided_now=$(sed -n 's/.*(\([0-9]*\) decided now).*/\1/p' "$tmp/out")
+if [ "$rc" -eq 0 ] && [ -n "$done_before" ] && [ "$done_before" -ge 10 ] &&
+  [ "$((done_before + decided_now))" -eq 34 ]; then
+  ok "resumed: $done_before rows kept, $decided_now decided now"
+else bad "resume"; cat "$tmp/out" "$tmp/err"; fi
+diff <(listing "$tmp/s1.h5") <(listing "$tmp/r.h5") && ok "resumed result equals the clean run" ||
+  bad "resumed result differs"
+run "$mpiexec" -n 1 "$bin/taso-verify" --job "$job" --in "$tmp/c.h5" --out "$tmp/r.h5"
+[ "$rc" -eq 0 ] && grep -q "(0 decided now)" "$tmp/out" && ok "a complete file is left alone" ||
+  { bad "rerun on a complete file"; cat "$tmp/out" "$tmp/err"; }
+
+# A malformed axiom file: its name and line, exit status 1, no hang.
+mkdir -p "$tmp/ax"
+cp "$src/data/axioms/decls.smt2" "$tmp/ax/"
+printf ';; @axiom Z1\n;; @about broken\n(assert (forall ((x T)) (= (relu x) (nosuch x))))\n' \
+  >"$tmp/ax/broken.smt2"
+sed "s|^axioms = .*|axioms = $tmp/ax|" "$job" >"$tmp/job.ini"
+run "$mpiexec" -n 2 "$bin/taso-verify" --job "$tmp/job.ini" --in "$tmp/c.h5" --out "$tmp/x.h5"
+if [ "$rc" -eq 1 ] && grep -q "^taso-verify: error: .*broken.smt2:3:.*nosuch.*(in axiom Z1)" "$tmp/err"; then
+  ok "a malformed axiom file is named with its line"
+else bad "malformed axiom file"; cat "$tmp/out" "$tmp/err"; fi
+
+echo "$failed failed"
+[ "$failed" -eq 0 ]
