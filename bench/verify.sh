@@ -3,10 +3,10 @@
 # counts and the per-query time distribution (from /decisions), for a
 # candidates file (default: the verifier's own test fixture) on N ranks.
 # Never a timed test: it only reports.
-#   bench/verify.sh [CANDIDATES.h5 [RANKS [JOB]]]   (BIN=build-verify/bin by default)
+#   bench/verify.sh [CANDIDATES.h5 [RANKS [JOB]]]   (BIN=build/bin by default)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-bin=${BIN:-$root/build-verify/bin}
+bin=${BIN:-$root/build/bin}
 ranks=${2:-2}
 job=${3:-$root/jobs/workstation.ini}
 tmp=$(mktemp -d)
