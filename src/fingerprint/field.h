@@ -59,4 +59,21 @@ taso_fp_t taso_fp_frac(int64_t p, int64_t q);
 taso_fp_t taso_fp_relu(taso_fp_t a);
 taso_fp_t taso_fp_max(taso_fp_t a, taso_fp_t b);
 
+/* Models with random coefficients, one per input set:
+ * relu(a) = r2 a^2 + r1 a, max(a, b) = m2 ab + m1 (a + b). Constants take
+ * the same values in every input set, so a fixed model could make two
+ * graphs over constants agree on every set (relu(1) = 4 = 4 * 1); with its
+ * own coefficients, the re-check set tells them apart. relu(0) = 0 holds. */
+typedef struct {
+  taso_fp_t r2, r1, m2, m1;
+} taso_fp_model_t;
+
+static inline taso_fp_t taso_fp_relu_m(const taso_fp_model_t *m, taso_fp_t a) {
+  return taso_fp_add(taso_fp_mul(m->r2, taso_fp_mul(a, a)), taso_fp_mul(m->r1, a));
+}
+
+static inline taso_fp_t taso_fp_max_m(const taso_fp_model_t *m, taso_fp_t a, taso_fp_t b) {
+  return taso_fp_add(taso_fp_mul(m->m2, taso_fp_mul(a, b)), taso_fp_mul(m->m1, taso_fp_add(a, b)));
+}
+
 #endif

@@ -22,6 +22,16 @@ taso_err_t taso_fp_inputs_init(taso_fp_inputs_t *r, const taso_inputs_t *in, uin
     total += taso_tensor_size(&in->v[i].type);
   }
   r->offset[in->n] = total;
+  for (int s = 0; s < TASO_FP_SETS; s++) { /* nonzero coefficients: keys past any element */
+    uint64_t key = splitmix(splitmix(seed) ^ (0x4d4f44454cULL + (uint64_t)s));
+    taso_fp_t c[4];
+    for (int k = 0; k < 4; k++) {
+      key = splitmix(key);
+      c[k] = taso_fp_reduce(key >> 3);
+      if (c[k] == 0) c[k] = 1;
+    }
+    r->model[s] = (taso_fp_model_t){c[0], c[1], c[2], c[3]};
+  }
   for (int s = 0; s < TASO_FP_SETS; s++) {
     r->values[s] = malloc(sizeof(taso_fp_t) * (total ? total : 1));
     if (!r->values[s]) {
@@ -49,7 +59,7 @@ static taso_err_t eval_set(const taso_fp_inputs_t *r, int s, const taso_graph_t 
   taso_fp_t **in = malloc(sizeof *in * (r->ninputs + 1));
   if (!in) return taso_error(TASO_ERR_NOMEM, "fingerprint evaluation");
   for (int i = 0; i < r->ninputs; i++) in[i] = r->values[s] + r->offset[i];
-  taso_err_t err = taso_eval_graph_field(NULL, g, types, in, values);
+  taso_err_t err = taso_eval_graph_field((void *)&r->model[s], g, types, in, values);
   free(in);
   return err;
 }

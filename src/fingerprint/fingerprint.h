@@ -51,6 +51,7 @@ typedef struct {
   int ninputs;                        /* entries of the input table */
   taso_fp_t *values[TASO_FP_SETS];    /* per set: all inputs' values, concatenated */
   int64_t *offset;                    /* offset[i]: start of input i in each set */
+  taso_fp_model_t model[TASO_FP_SETS]; /* per set: relu and max coefficients */
 } taso_fp_inputs_t;
 
 /* Draws the random inputs of every set for an input table. */

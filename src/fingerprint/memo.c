@@ -189,7 +189,7 @@ taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *n
       m->value_bytes += (int64_t)sizeof(taso_fp_t) * size;
     }
   }
-  if (err == TASO_OK) err = taso_eval_node_field(NULL, node, in_types, in, out_types, out);
+  if (err == TASO_OK) err = taso_eval_node_field((void *)&m->r->model[0], node, in_types, in, out_types, out);
   if (err != TASO_OK) {
     for (int p = 0; p < 2; p++) {
       free(m->val[2 * e + p]);
