@@ -1,5 +1,6 @@
 #include "candidates.h"
 
+#include "hash.h"
 #include "match.h"
 
 #include <stddef.h>
@@ -51,24 +52,17 @@ int taso_graph_ops(const taso_graph_t *g) {
 
 /* ---- common subgraphs ----------------------------------------------------- */
 
-static uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 /* Structural hash of every node: what it computes, whatever its position. */
 static taso_err_t node_hashes(const taso_graph_t *g, uint64_t **out) {
   uint64_t *h = malloc(sizeof *h * (g->nnodes + 1));
   if (!h) return taso_error(TASO_ERR_NOMEM, "graph hashes");
   for (int i = 0; i < g->nnodes; i++) {
     const taso_node_t *n = &g->nodes[i];
-    uint64_t x = mix((uint64_t)n->kind);
+    uint64_t x = taso_mix64((uint64_t)n->kind);
     const int32_t *p = (const int32_t *)&n->p;
-    for (size_t k = 0; k < sizeof n->p / sizeof *p; k++) x = mix(x ^ (uint32_t)p[k]);
+    for (size_t k = 0; k < sizeof n->p / sizeof *p; k++) x = taso_mix64(x ^ (uint32_t)p[k]);
     for (int a = 0; a < 3 && n->in[a] >= 0; a++)
-      x = mix(x ^ h[TASO_REF_NODE(n->in[a])] ^ (uint64_t)TASO_REF_PORT(n->in[a]) << 1);
+      x = taso_mix64(x ^ h[TASO_REF_NODE(n->in[a])] ^ (uint64_t)TASO_REF_PORT(n->in[a]) << 1);
     h[i] = x;
   }
   *out = h;
@@ -149,9 +143,9 @@ typedef struct {
   const taso_inputs_t *in;
   const taso_graph_t *side[2];
   bool both_ways;
-  int nused, used[2 * TASO_ENUM_MAX_OPS + 2]; /* inputs the candidate uses */
+  int nused, used[4 * TASO_ENUM_MAX_OPS]; /* inputs the candidate uses: 2 per operator and side */
   int *cls;                                   /* class (first input of it) per input */
-  int map[64];                                /* used[k] -> new input index */
+  int map[4 * TASO_ENUM_MAX_OPS];             /* used[k] -> new input index */
   bool taken[256];
   taso_graph_t a, b, tmp;
   char *best, *text;

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
+
 /* A candidate operator: a variant on input refs, with its output types. */
 typedef struct {
   int32_t variant;
@@ -60,18 +62,10 @@ struct taso_enum {
 
 /* ---- small utilities ----------------------------------------------------- */
 
-static uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  return x ^ (x >> 33);
-}
-
 static uint64_t type_hash(const taso_tensor_t *t) {
   const int32_t *w = (const int32_t *)t;
   uint64_t h = 0x9e3779b97f4a7c15ULL;
-  for (size_t i = 0; i < sizeof *t / sizeof *w; i++) h = mix(h ^ (uint32_t)w[i]) + i;
+  for (size_t i = 0; i < sizeof *t / sizeof *w; i++) h = taso_mix64(h ^ (uint32_t)w[i]) + i;
   return h;
 }
 
@@ -128,7 +122,7 @@ static taso_err_t map_init(map_t *m, int64_t cap) {
 
 /* Slot of key (found, or the empty slot where it goes). */
 static int64_t map_slot(const map_t *m, uint64_t key) {
-  int64_t i = (int64_t)(mix(key) & (uint64_t)(m->cap - 1));
+  int64_t i = (int64_t)(taso_mix64(key) & (uint64_t)(m->cap - 1));
   while (m->key[i] && m->key[i] != key + 1) i = (i + 1) & (m->cap - 1);
   return i;
 }
@@ -315,10 +309,10 @@ static unsigned cone_of(const taso_enum_t *e, const cand_t *c) {
   return m;
 }
 
-/* The weight of a leaf: 1 for the graph, plus the estimated cost of
+/* The weight of a leaf: 2 for the graph, plus the estimated cost of
  * evaluating its last operator when that depends on every other one (then
  * its expression belongs to this graph alone, so no memo can share it): one
- * unit per 32 multiply-adds, about the time a graph takes to visit. */
+ * unit per 32 multiply-adds; a visit costs about two. */
 static int64_t leaf_weight(const taso_enum_t *e, const cand_t *c) {
   unsigned all = (1u << e->nops) - 1;
   if (cone_of(e, c) != all) return 2;
@@ -373,6 +367,7 @@ static taso_enum_graph_t view(taso_enum_t *e) {
                              .variant = e->variant,
                              .in = (const taso_ref_t(*)[3])e->op_in,
                              .type = e->ref_type,
+                             .cone = e->cone,
                              .nsinks = ns,
                              .sinks = e->sinks};
 }

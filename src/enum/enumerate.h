@@ -51,6 +51,7 @@ typedef struct {
   const int32_t *variant;     /* variant[j] of operator j */
   const taso_ref_t (*in)[3];  /* in[j]: input refs of operator j, -1 past arity */
   const int32_t *type;        /* type id of every ref (taso_enum_type) */
+  const unsigned *cone;       /* cone[j]: bit k set if operator j depends on k (k = j too) */
   int nsinks;                 /* the graph's outputs */
   const taso_ref_t *sinks;    /* in increasing ref order */
 } taso_enum_graph_t;

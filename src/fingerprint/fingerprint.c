@@ -3,13 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* splitmix64: a counter-based generator, so a value depends only on its key. */
-static uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+#include "hash.h"
 
 taso_err_t taso_fp_inputs_init(taso_fp_inputs_t *r, const taso_inputs_t *in, uint64_t seed) {
   memset(r, 0, sizeof *r);
@@ -23,10 +17,10 @@ taso_err_t taso_fp_inputs_init(taso_fp_inputs_t *r, const taso_inputs_t *in, uin
   }
   r->offset[in->n] = total;
   for (int s = 0; s < TASO_FP_SETS; s++) { /* nonzero coefficients: keys past any element */
-    uint64_t key = splitmix(splitmix(seed) ^ (0x4d4f44454cULL + (uint64_t)s));
+    uint64_t key = taso_mix64(taso_mix64(seed) ^ (0x4d4f44454cULL + (uint64_t)s));
     taso_fp_t c[4];
     for (int k = 0; k < 4; k++) {
-      key = splitmix(key);
+      key = taso_mix64(key);
       c[k] = taso_fp_reduce(key >> 3);
       if (c[k] == 0) c[k] = 1;
     }
@@ -40,8 +34,8 @@ taso_err_t taso_fp_inputs_init(taso_fp_inputs_t *r, const taso_inputs_t *in, uin
     }
     for (int i = 0; i < in->n; i++)
       for (int64_t e = r->offset[i]; e < r->offset[i + 1]; e++) {
-        uint64_t key = splitmix(splitmix(splitmix(seed) ^ (uint64_t)s) ^ (uint64_t)i) ^ (uint64_t)e;
-        r->values[s][e] = taso_fp_reduce(splitmix(key) >> 3); /* 61 bits, uniform enough */
+        uint64_t key = taso_mix64(taso_mix64(taso_mix64(seed) ^ (uint64_t)s) ^ (uint64_t)i) ^ (uint64_t)e;
+        r->values[s][e] = taso_fp_reduce(taso_mix64(key) >> 3); /* 61 bits, uniform enough */
       }
   }
   return TASO_OK;
@@ -64,16 +58,12 @@ static taso_err_t eval_set(const taso_fp_inputs_t *r, int s, const taso_graph_t 
   return err;
 }
 
-static uint64_t mix(uint64_t x) {
-  return splitmix(x);
-}
-
 taso_fingerprint_t taso_tensor_fingerprint(const taso_tensor_t *t, const taso_fp_t *v) {
-  uint64_t a = mix(0x54454e534f52ULL), b = mix(0x46494e474552ULL);
+  uint64_t a = taso_mix64(0x54454e534f52ULL), b = taso_mix64(0x46494e474552ULL);
   const int32_t *w = (const int32_t *)t;
   for (size_t i = 0; i < sizeof *t / sizeof *w; i++) {
-    a = mix(a ^ (uint32_t)w[i]);
-    b = mix(b + (uint32_t)w[i]);
+    a = taso_mix64(a ^ (uint32_t)w[i]);
+    b = taso_mix64(b + (uint32_t)w[i]);
   }
   int64_t size = taso_tensor_size(t);
   for (int64_t i = 0; i < size; i++) { /* a multiply-rotate round per element and lane */
@@ -82,7 +72,7 @@ taso_fingerprint_t taso_tensor_fingerprint(const taso_tensor_t *t, const taso_fp
     b ^= v[i] * 0x165667b19e3779f9ULL;
     b = ((b << 27) | (b >> 37)) * 0x85ebca77c2b2ae63ULL + 0x27d4eb2f165667c5ULL;
   }
-  return (taso_fingerprint_t){{mix(a ^ (uint64_t)size), mix(b + (uint64_t)size)}};
+  return (taso_fingerprint_t){{taso_mix64(a ^ (uint64_t)size), taso_mix64(b + (uint64_t)size)}};
 }
 
 int taso_fingerprint_cmp(const taso_fingerprint_t *a, const taso_fingerprint_t *b) {
@@ -97,12 +87,12 @@ static int fp_qcmp(const void *a, const void *b) {
 
 taso_fingerprint_t taso_fingerprint_combine(taso_fingerprint_t *outs, int n, bool *distinct) {
   qsort(outs, (size_t)n, sizeof *outs, fp_qcmp);
-  taso_fingerprint_t g = {{mix(0x47524150ULL + (uint64_t)n), mix(0x48ULL + (uint64_t)n)}};
+  taso_fingerprint_t g = {{taso_mix64(0x47524150ULL + (uint64_t)n), taso_mix64(0x48ULL + (uint64_t)n)}};
   *distinct = true;
   for (int i = 0; i < n; i++) {
     if (i > 0 && !taso_fingerprint_cmp(&outs[i - 1], &outs[i])) *distinct = false;
-    g.h[0] = mix(g.h[0] ^ outs[i].h[0]);
-    g.h[1] = mix(g.h[1] + outs[i].h[1]);
+    g.h[0] = taso_mix64(g.h[0] ^ outs[i].h[0]);
+    g.h[1] = taso_mix64(g.h[1] + outs[i].h[1]);
   }
   return g;
 }

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
+
 typedef struct {
   int32_t variant; /* -1 for an input */
   int32_t in[3];   /* input tensor ids; -1 past arity (input: its index) */
@@ -21,19 +23,12 @@ struct taso_memo {
   int32_t *slots;       /* open addressing over expression ids */
   int64_t slots_cap;
   taso_fp_t *scratch[2];
-  int64_t scratch_size, value_bytes;
+  int64_t scratch_size;
 };
 
-static uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 static uint64_t key_hash(const memo_key_t *k) {
-  uint64_t h = mix((uint64_t)(uint32_t)k->variant);
-  for (int i = 0; i < 3; i++) h = mix(h ^ (uint32_t)k->in[i]);
+  uint64_t h = taso_mix64((uint64_t)(uint32_t)k->variant);
+  for (int i = 0; i < 3; i++) h = taso_mix64(h ^ (uint32_t)k->in[i]);
   return h;
 }
 
@@ -111,7 +106,7 @@ taso_err_t taso_memo_create(const taso_fp_inputs_t *r, const taso_inputs_t *in, 
     m->key[e] = k;
     m->ports[e] = 1;
     m->marks[e] = 0;
-    m->shash[e] = mix(0x494e505554ULL ^ (uint64_t)i);
+    m->shash[e] = taso_mix64(0x494e505554ULL ^ (uint64_t)i);
     m->size[2 * e] = size;
     m->size[2 * e + 1] = 0;
     m->val[2 * e] = m->val[2 * e + 1] = NULL;
@@ -185,8 +180,6 @@ taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *n
       out[p] = m->scratch[p];
     } else if ((out[p] = m->val[2 * e + p] = malloc(sizeof(taso_fp_t) * (size_t)size)) == NULL) {
       err = taso_error(TASO_ERR_NOMEM, "tensor of %lld elements", (long long)size);
-    } else {
-      m->value_bytes += (int64_t)sizeof(taso_fp_t) * size;
     }
   }
   if (err == TASO_OK) err = taso_eval_node_field((void *)&m->r->model[0], node, in_types, in, out_types, out);
@@ -197,8 +190,8 @@ taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *n
     }
     return err;
   }
-  uint64_t sh = mix((uint64_t)(uint32_t)variant + 0x4f50ULL);
-  for (int a = 0; a < info->arity; a++) sh = mix(sh ^ taso_memo_shash(m, in_tids[a]));
+  uint64_t sh = taso_mix64((uint64_t)(uint32_t)variant + 0x4f50ULL);
+  for (int a = 0; a < info->arity; a++) sh = taso_mix64(sh ^ taso_memo_shash(m, in_tids[a]));
   for (int p = 0; p < 2; p++)
     m->fp[2 * e + p] = p < ports ? taso_tensor_fingerprint(&out_types[p], out[p])
                                  : (taso_fingerprint_t){{0, 0}};
@@ -225,11 +218,7 @@ taso_fingerprint_t taso_memo_fp(const taso_memo_t *m, int32_t tid) {
 }
 
 uint64_t taso_memo_shash(const taso_memo_t *m, int32_t tid) {
-  return mix(m->shash[tid / 2] ^ (uint64_t)(tid % 2));
-}
-
-int64_t taso_memo_value_bytes(const taso_memo_t *m) {
-  return m->value_bytes;
+  return taso_mix64(m->shash[tid / 2] ^ (uint64_t)(tid % 2));
 }
 
 void taso_memo_mark(taso_memo_t *m, int32_t tid, bool on) {

@@ -43,7 +43,6 @@ int64_t taso_memo_count(const taso_memo_t *m); /* expressions, inputs included *
 int taso_memo_ports(const taso_memo_t *m, int32_t expr);
 taso_fingerprint_t taso_memo_fp(const taso_memo_t *m, int32_t tid);
 uint64_t taso_memo_shash(const taso_memo_t *m, int32_t tid);
-int64_t taso_memo_value_bytes(const taso_memo_t *m); /* memory held by kept values */
 
 /* A per-tensor mark for the caller (set after the exchange of tensor classes). */
 void taso_memo_mark(taso_memo_t *m, int32_t tid, bool on);

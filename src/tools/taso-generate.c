@@ -54,9 +54,9 @@ typedef struct {
   taso_enum_t *e;
   taso_memo_t *m;
   const taso_variant_t *vars;
-  int ninputs, pass;
+  int ninputs;
   int32_t *tid; /* tensor id of every ref of the walk */
-  int64_t visited, want_checked;
+  int64_t visited;
   taso_grec_t *recs;
   int64_t nrecs, recs_cap;
   int64_t dup_outputs; /* graphs with two equal outputs, never exchanged */
@@ -78,14 +78,9 @@ static taso_err_t push(void *ctx, const taso_enum_graph_t *g) {
   }
   for (int p = 0; p < taso_ops[v->kind].outputs; p++)
     ot[p] = *taso_enum_type(c->e, g->type[TASO_REF(base, p)]);
-  unsigned cone = 1u << j; /* the operators this one depends on */
-  for (int k = j; k >= 0; k--)
-    if (cone >> k & 1)
-      for (int a = 0; a < 3; a++)
-        if (g->in[k][a] >= 0 && TASO_REF_NODE(g->in[k][a]) >= c->ninputs)
-          cone |= 1u << (TASO_REF_NODE(g->in[k][a]) - c->ninputs);
   int32_t expr;
-  TASO_TRY(taso_memo_apply(c->m, g->variant[j], &node, in, it, ot, __builtin_popcount(cone), &expr));
+  TASO_TRY(taso_memo_apply(c->m, g->variant[j], &node, in, it, ot, __builtin_popcount(g->cone[j]),
+                           &expr));
   c->tid[TASO_REF(base, 0)] = 2 * expr;
   c->tid[TASO_REF(base, 1)] = 2 * expr + 1;
   return TASO_OK;
@@ -104,7 +99,6 @@ static taso_err_t visit_count(void *ctx, const taso_enum_graph_t *g) {
 /* Pass 2 skips leaves that would keep a sink no other expression equals. */
 static bool want(void *ctx, const taso_enum_graph_t *g, const taso_ref_t *in) {
   gen_t *c = ctx;
-  c->want_checked++;
   for (int s = 0; s < g->nsinks; s++)
     if (!taso_memo_marked(c->m, c->tid[g->sinks[s]]) && in[0] != g->sinks[s] && in[1] != g->sinks[s])
       return false;
@@ -178,12 +172,17 @@ static taso_err_t input_graphs(gen_t *c, int64_t *count) {
       taso_ref_t sinks[2] = {TASO_REF(i, 0), TASO_REF(j, 0)};
       int n = i == j ? 1 : 2;
       ++*count;
-      if (c->t->rank == 0) TASO_TRY(record(c, 0, NULL, NULL, n, i == j ? sinks : sinks));
+      if (c->t->rank == 0) TASO_TRY(record(c, 0, NULL, NULL, n, sinks));
     }
   return TASO_OK;
 }
 
 /* ---- exchanges --------------------------------------------------------- */
+
+/* The rank that groups the items with this fingerprint. */
+static int owner(const taso_fingerprint_t *fp, int size) {
+  return (int)(fp->h[0] % (uint64_t)size);
+}
 
 /* Sends n items of size bytes (sorted by destination, count[d] for rank d)
  * with one MPI_Alltoallv; *recv is malloc'd with *nrecv items. */
@@ -225,6 +224,32 @@ static taso_err_t alltoall(gen_t *c, const void *send, const int64_t *count, siz
   return err;
 }
 
+/* Collective. Sends every item (size bytes, starting with a
+ * taso_fingerprint_t) to the owner of its fingerprint. */
+static taso_err_t exchange_by_owner(gen_t *c, const void *items, int64_t n, size_t size, void **recv,
+                                    int64_t *nrecv, int64_t *bytes_sent) {
+  int ranks = c->t->size;
+  int64_t *count = calloc((size_t)ranks, sizeof *count), *pos = calloc((size_t)ranks + 1, sizeof *pos);
+  char *sorted = malloc(size * (size_t)(n + 1));
+  const char *item = items;
+  taso_err_t err = (count && pos && sorted) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "exchange");
+  for (int64_t i = 0; err == TASO_OK && i < n; i++)
+    count[owner((const taso_fingerprint_t *)(item + (size_t)i * size), ranks)]++;
+  for (int d = 0; err == TASO_OK && d < ranks; d++) pos[d + 1] = pos[d] + count[d];
+  for (int64_t i = 0; err == TASO_OK && i < n; i++) {
+    int d = owner((const taso_fingerprint_t *)(item + (size_t)i * size), ranks);
+    memcpy(sorted + (size_t)pos[d]++ * size, item + (size_t)i * size, size);
+  }
+  *recv = NULL;
+  *nrecv = 0;
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK) err = alltoall(c, sorted, count, size, recv, nrecv, bytes_sent);
+  free(count);
+  free(pos);
+  free(sorted);
+  return err;
+}
+
 typedef struct {
   taso_fingerprint_t fp;
   uint64_t shash;
@@ -240,36 +265,23 @@ static int fp_cmp(const void *a, const void *b) {
   return taso_fingerprint_cmp(a, b);
 }
 
-static int owner(const taso_fingerprint_t *fp, int size) {
-  return (int)(fp->h[0] % (uint64_t)size);
-}
-
 /* Marks every tensor of the memo whose class holds two or more different
  * expressions, across all ranks. */
 static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
   int n = c->t->size;
-  int64_t nexpr = taso_memo_count(c->m), ntens = 0;
-  int64_t *count = calloc((size_t)n, sizeof *count);
+  int64_t nexpr = taso_memo_count(c->m), nsend = 0;
   tensor_rec_t *send = malloc(sizeof *send * (size_t)(2 * nexpr + 1));
-  int64_t *pos = calloc((size_t)n + 1, sizeof *pos);
-  taso_err_t err = (count && send && pos) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "tensor classes");
-  for (int64_t e = 0; err == TASO_OK && e < nexpr; e++)
-    for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) {
-      taso_fingerprint_t fp = taso_memo_fp(c->m, (int32_t)(2 * e + p));
-      count[owner(&fp, n)]++;
-    }
-  for (int d = 0; err == TASO_OK && d < n; d++) pos[d + 1] = pos[d] + count[d];
+  taso_err_t err = send ? TASO_OK : taso_error(TASO_ERR_NOMEM, "tensor classes");
   for (int64_t e = 0; err == TASO_OK && e < nexpr; e++)
     for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) {
       int32_t tid = (int32_t)(2 * e + p);
-      tensor_rec_t r = {taso_memo_fp(c->m, tid), taso_memo_shash(c->m, tid)};
-      send[pos[owner(&r.fp, n)]++] = r;
-      ntens++;
+      send[nsend++] = (tensor_rec_t){taso_memo_fp(c->m, tid), taso_memo_shash(c->m, tid)};
     }
   tensor_rec_t *recv = NULL;
   int64_t nrecv = 0;
   err = taso_tool_agree(c->t, err);
-  if (err == TASO_OK) err = alltoall(c, send, count, sizeof *send, (void **)&recv, &nrecv, volume);
+  if (err == TASO_OK)
+    err = exchange_by_owner(c, send, nsend, sizeof *send, (void **)&recv, &nrecv, volume);
   /* classes with two different expressions */
   taso_fingerprint_t *mine = NULL;
   int nmine = 0;
@@ -314,9 +326,7 @@ static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
       }
     *nshared = nall;
   }
-  free(count);
   free(send);
-  free(pos);
   free(recv);
   free(mine);
   free(counts);
@@ -649,23 +659,10 @@ int main(int argc, char **argv) {
   int64_t exchanged = c.nrecs;
   taso_grec_t *mine = NULL;
   int64_t nmine = 0;
-  if (err == TASO_OK) {
-    int64_t *count = calloc((size_t)t.size, sizeof *count);
-    taso_grec_t *sorted = malloc(sizeof *sorted * (size_t)(c.nrecs + 1));
-    err = (count && sorted) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "graph records");
-    int64_t *pos = calloc((size_t)t.size + 1, sizeof *pos);
-    if (!pos) err = taso_error(TASO_ERR_NOMEM, "graph records");
-    for (int64_t i = 0; err == TASO_OK && i < c.nrecs; i++) count[owner(&c.recs[i].fp, t.size)]++;
-    for (int d = 0; err == TASO_OK && d < t.size; d++) pos[d + 1] = pos[d] + count[d];
-    for (int64_t i = 0; err == TASO_OK && i < c.nrecs; i++) sorted[pos[owner(&c.recs[i].fp, t.size)]++] = c.recs[i];
-    err = taso_tool_agree(&t, err);
-    if (err == TASO_OK) err = alltoall(&c, sorted, count, sizeof *sorted, (void **)&mine, &nmine, &vol2);
-    free(count);
-    free(sorted);
-    free(pos);
-    free(c.recs);
-    c.recs = NULL;
-  }
+  if (err == TASO_OK)
+    err = exchange_by_owner(&c, c.recs, c.nrecs, sizeof *c.recs, (void **)&mine, &nmine, &vol2);
+  free(c.recs);
+  c.recs = NULL;
   pairing_t pr;
   memset(&pr, 0, sizeof pr);
   if (err == TASO_OK) err = pair_all(&c, &rnd, mine, nmine, &pr);
