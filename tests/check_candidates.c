@@ -1,9 +1,11 @@
 /*
  * check_candidates FILE [+SUBST | -SUBST]...: checks a candidates artifact.
  *
- *   +SRC => DST   must be in FILE up to input renaming, or implied by the
- *                 substitutions in it (the generator's own criterion);
- *   -SRC => DST   must not be in FILE, even up to input renaming.
+ *   +SRC => DST   must be in FILE up to input renaming, at these or other
+ *                 input shapes, or implied by the substitutions in it (the
+ *                 generator's own criterion);
+ *   -SRC => DST   must not be in FILE, even up to input renaming or at
+ *                 other input shapes.
  *
  * Prints one line per check and "N passed, N failed"; exits non-zero on a
  * failure. Runs on one rank (the artifact layer needs MPI).
@@ -21,11 +23,12 @@
 static taso_inputs_t inputs;
 static int failures;
 static taso_cand_t *cands;
+static char **patterns; /* per candidate: its key at any shapes */
 static int64_t ncands;
 
-static bool present(const char *key) {
+static bool present(const char *pattern) {
   for (int64_t i = 0; i < ncands; i++)
-    if (!strcmp(cands[i].key, key)) return true;
+    if (!strcmp(patterns[i], pattern)) return true;
   return false;
 }
 
@@ -35,9 +38,10 @@ static void check(const char *spec) {
   taso_graph_init(&src);
   taso_graph_init(&dst);
   CHECK_OK(taso_subst_parse(spec + 1, &inputs, &src, &dst));
-  char *key = NULL;
-  CHECK_OK(taso_cand_key(&inputs, &src, &dst, &key));
-  bool found = key && present(key), implied = false;
+  char *key = NULL, *pattern = NULL;
+  CHECK_OK(taso_cand_key(&inputs, &src, &dst, false, &key));
+  CHECK_OK(taso_cand_key(&inputs, &src, &dst, true, &pattern));
+  bool found = pattern && present(pattern), implied = false;
   if (must && key && !found) {
     char *copy = malloc(strlen(key) + 1);
     strcpy(copy, key);
@@ -51,6 +55,7 @@ static void check(const char *spec) {
          found ? " (present)" : implied ? " (implied)" : "");
   failures += !ok;
   free(key);
+  free(pattern);
   taso_graph_free(&src);
   taso_graph_free(&dst);
 }
@@ -71,16 +76,22 @@ int main(int argc, char **argv) {
   TASO_CHECK(taso_artifact_read_substs(a, &rows, &nrows));
   TASO_CHECK(taso_artifact_close(a));
   cands = calloc((size_t)nrows + 1, sizeof *cands);
+  patterns = calloc((size_t)nrows + 1, sizeof *patterns);
   for (int64_t i = 0; i < nrows; i++) {
     char *key;
-    TASO_CHECK(taso_cand_key(&inputs, &graphs[rows[i].src], &graphs[rows[i].dst], &key));
+    TASO_CHECK(taso_cand_key(&inputs, &graphs[rows[i].src], &graphs[rows[i].dst], true, &patterns[i]));
+    TASO_CHECK(taso_cand_key(&inputs, &graphs[rows[i].src], &graphs[rows[i].dst], false, &key));
     TASO_CHECK(taso_cand_parse(&inputs, key, &cands[ncands++]));
   }
   for (int i = 2; i < argc; i++) check(argv[i]);
   int failed = failures + (test_failures > 0);
   printf("%d passed, %d failed\n", argc - 2 - failed, failed);
-  for (int64_t i = 0; i < ncands; i++) taso_cand_free(&cands[i]);
+  for (int64_t i = 0; i < ncands; i++) {
+    taso_cand_free(&cands[i]);
+    free(patterns[i]);
+  }
   free(cands);
+  free(patterns);
   free(rows);
   taso_graphs_free(graphs, ngraphs);
   taso_inputs_free(&inputs);

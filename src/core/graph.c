@@ -239,6 +239,15 @@ static void emit(out_t *o, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* emit(o, "%s", str) without printf: the hot path of canonical texts. */
+static void put(out_t *o, const char *str) {
+  for (; *str; str++, o->n++)
+    if (o->n + 1 < o->len) {
+      o->buf[o->n] = *str;
+      o->buf[o->n + 1] = '\0';
+    }
+}
+
 static void emit_dims(out_t *o, int rank, const int32_t *d) {
   if (rank == 0) emit(o, "scalar");
   for (int i = 0; i < rank; i++) emit(o, i ? "x%d" : "%d", d[i]);
@@ -248,18 +257,20 @@ static void format_ref(const taso_graph_t *g, const taso_inputs_t *in, taso_ref_
   const taso_node_t *n = &g->nodes[TASO_REF_NODE(ref)];
   if (n->kind == TASO_OP_INPUT) {
     if (n->p.input >= 0 && n->p.input < in->n)
-      emit(o, "%s", in->v[n->p.input].name);
+      put(o, in->v[n->p.input].name);
     else
       emit(o, "?%d", n->p.input);
     return;
   }
   const taso_op_info_t *op = &taso_ops[n->kind];
   const char *sep = "";
-#define ARG(...) (emit(o, "%s", sep), emit(o, __VA_ARGS__), sep = ", ")
-  if (n->kind == TASO_OP_SPLIT)
-    emit(o, "split%d(", TASO_REF_PORT(ref));
-  else
-    emit(o, "%s(", op->name);
+#define ARG(...) (put(o, sep), emit(o, __VA_ARGS__), sep = ", ")
+  if (n->kind == TASO_OP_SPLIT) {
+    put(o, TASO_REF_PORT(ref) ? "split1(" : "split0(");
+  } else {
+    put(o, op->name);
+    put(o, "(");
+  }
   if (op->params & TASO_P_AXIS) ARG("%d", n->p.axis);
   if (op->params & TASO_P_KERNEL) ARG("k=%dx%d", n->p.kernel[0], n->p.kernel[1]);
   if ((op->params & TASO_P_STRIDE) && (n->p.stride[0] != 1 || n->p.stride[1] != 1))
@@ -272,19 +283,19 @@ static void format_ref(const taso_graph_t *g, const taso_inputs_t *in, taso_ref_
     emit_dims(o, n->p.rank, n->p.shape);
   }
   for (int a = 0; a < op->arity; a++) {
-    emit(o, "%s", sep);
+    put(o, sep);
     sep = ", ";
     format_ref(g, in, n->in[a], o);
   }
 #undef ARG
-  emit(o, ")");
+  put(o, ")");
 }
 
 int taso_graph_format(const taso_graph_t *g, const taso_inputs_t *in, char *buf, int len) {
   out_t o = {buf, len, 0};
   if (len > 0) buf[0] = 0;
   for (int i = 0; i < g->noutputs; i++) {
-    if (i) emit(&o, ", ");
+    if (i) put(&o, ", ");
     format_ref(g, in, g->outputs[i], &o);
   }
   return o.n;

@@ -8,6 +8,9 @@ typedef struct {
   const taso_graph_t *host, *lhs, *rhs;
   const taso_tensor_t *types;
   const taso_inputs_t *in;
+  bool any_type;       /* inputs bind to tensors of any shape (typed checks in emit) */
+  taso_inputs_t typed; /* any_type: the table with the bound tensors' types */
+  taso_tensor_t *rhs_types;
   taso_ref_t *bound;   /* per input-table entry: the host tensor, or -1 */
   int *node_map;       /* per lhs node: the host node, or -1 */
   int *trail;          /* undo log: lhs node ids (>= 0) and inputs (-1 - index) */
@@ -29,13 +32,37 @@ static void undo(matcher_t *m, int to) {
   }
 }
 
+/* Whether a tensor has no split trees, as the inputs of a pattern have. */
+static bool plain(const taso_tensor_t *t) {
+  for (int a = 0; a < t->rank; a++)
+    if (!taso_tree_empty(&t->tree[a])) return false;
+  return true;
+}
+
+/* Whether rhs, on the bound tensors' types, is valid and gives every
+ * matched tensor its type (any_type matches only; lhs needs no check: the
+ * host computes it). */
+static bool rhs_fits(matcher_t *m) {
+  for (int i = 0; i < m->rhs->nnodes; i++) {
+    const taso_node_t *n = &m->rhs->nodes[i];
+    if (n->kind != TASO_OP_INPUT) continue;
+    if (m->bound[n->p.input] < 0) return false;
+    m->typed.v[n->p.input].type = m->types[m->bound[n->p.input]];
+  }
+  if (taso_graph_infer(m->rhs, &m->typed, m->rhs_types) != TASO_OK) return false;
+  for (int o = 0; o < m->rhs->noutputs; o++)
+    if (!taso_tensor_equal(&m->rhs_types[m->rhs->outputs[o]], &m->types[m->at[o]])) return false;
+  return true;
+}
+
 /* Unifies lhs tensor l with host tensor h, extending the maps. */
 static bool unify(matcher_t *m, taso_ref_t l, taso_ref_t h) {
   const taso_node_t *ln = &m->lhs->nodes[TASO_REF_NODE(l)];
   if (ln->kind == TASO_OP_INPUT) {
     int v = ln->p.input;
     if (m->bound[v] >= 0) return m->bound[v] == h;
-    if (!taso_tensor_equal(&m->types[h], &m->in->v[v].type)) return false;
+    if (m->any_type ? !plain(&m->types[h]) : !taso_tensor_equal(&m->types[h], &m->in->v[v].type))
+      return false;
     m->bound[v] = h;
     m->trail[m->ntrail++] = -1 - v;
     return true;
@@ -92,6 +119,7 @@ static taso_err_t build_host(matcher_t *m, taso_ref_t h, bool original, taso_ref
 }
 
 static taso_err_t emit(matcher_t *m) {
+  if (m->any_type && !rhs_fits(m)) return TASO_OK;
   taso_graph_clear(&m->out);
   for (int i = 0; i < 2 * m->host->nnodes; i++) m->built[i] = -1;
   for (int o = 0; o < m->host->noutputs; o++) {
@@ -124,10 +152,17 @@ static taso_err_t match_from(matcher_t *m, int o) {
 
 taso_err_t taso_rewrite_all(const taso_graph_t *host, const taso_tensor_t *host_types,
                             const taso_graph_t *lhs, const taso_graph_t *rhs,
-                            const taso_inputs_t *in, taso_rewrite_fn fn, void *ctx) {
+                            const taso_inputs_t *in, bool any_type, taso_rewrite_fn fn, void *ctx) {
   if (lhs->noutputs != rhs->noutputs || lhs->noutputs == 0)
     return taso_error(TASO_ERR_ARG, "rewrite: %d outputs against %d", lhs->noutputs, rhs->noutputs);
-  matcher_t m = {.host = host, .lhs = lhs, .rhs = rhs, .types = host_types, .in = in, .fn = fn, .ctx = ctx};
+  matcher_t m = {.host = host, .lhs = lhs, .rhs = rhs, .types = host_types, .in = in,
+                 .any_type = any_type, .fn = fn, .ctx = ctx};
+  if (any_type) {
+    m.typed.n = in->n;
+    m.typed.v = malloc(sizeof *m.typed.v * (in->n + 1));
+    m.rhs_types = malloc(sizeof *m.rhs_types * (2 * rhs->nnodes + 1));
+    if (m.typed.v) memcpy(m.typed.v, in->v, sizeof *m.typed.v * in->n);
+  }
   m.bound = malloc(sizeof *m.bound * (in->n + 1));
   m.node_map = malloc(sizeof *m.node_map * (lhs->nnodes + 1));
   m.trail = malloc(sizeof *m.trail * (lhs->nnodes + in->n + 1));
@@ -135,7 +170,7 @@ taso_err_t taso_rewrite_all(const taso_graph_t *host, const taso_tensor_t *host_
   m.built = malloc(sizeof *m.built * (2 * host->nnodes + 1));
   taso_graph_init(&m.out);
   taso_err_t err = TASO_OK;
-  if (!m.bound || !m.node_map || !m.trail || !m.at || !m.built)
+  if (!m.bound || !m.node_map || !m.trail || !m.at || !m.built || (any_type && (!m.typed.v || !m.rhs_types)))
     err = taso_error(TASO_ERR_NOMEM, "rewrite");
   if (err == TASO_OK) {
     for (int i = 0; i < in->n; i++) m.bound[i] = -1;
@@ -148,5 +183,7 @@ taso_err_t taso_rewrite_all(const taso_graph_t *host, const taso_tensor_t *host_
   free(m.trail);
   free(m.at);
   free(m.built);
+  free(m.typed.v);
+  free(m.rhs_types);
   return err;
 }

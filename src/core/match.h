@@ -6,6 +6,10 @@
  * tensor of a host graph: lhs operators to host operators of the same kind
  * and parameters, lhs inputs to host tensors of exactly the input's type
  * (shape, empty split trees), the same input always to the same tensor.
+ * With any_type, an input binds to a tensor of any shape without split
+ * trees, and a rewrite counts only where rhs, typed on the bound tensors, is
+ * valid and gives each matched tensor its type: a substitution as a pattern
+ * over all shapes (constants keep their shapes).
  * Rewriting replaces the matched tensors by rhs instantiated on the bound
  * tensors, then drops what no output uses; the generator uses it to tell
  * which candidates smaller ones imply, the optimizer to apply substitutions.
@@ -22,6 +26,6 @@ typedef taso_err_t (*taso_rewrite_fn)(void *ctx, const taso_graph_t *result);
  * lhs must have at least one operator and as many outputs as rhs. */
 taso_err_t taso_rewrite_all(const taso_graph_t *host, const taso_tensor_t *host_types,
                             const taso_graph_t *lhs, const taso_graph_t *rhs,
-                            const taso_inputs_t *in, taso_rewrite_fn fn, void *ctx);
+                            const taso_inputs_t *in, bool any_type, taso_rewrite_fn fn, void *ctx);
 
 #endif

@@ -144,7 +144,8 @@ typedef struct {
   const taso_graph_t *side[2];
   bool both_ways;
   int nused, used[4 * TASO_ENUM_MAX_OPS]; /* inputs the candidate uses: 2 per operator and side */
-  int *cls;                                   /* class (first input of it) per input */
+  int *cls;                                   /* targets: class per table input */
+  int ucls[4 * TASO_ENUM_MAX_OPS];            /* sources: class per used input */
   int map[4 * TASO_ENUM_MAX_OPS];             /* used[k] -> new input index */
   bool taken[256];
   taso_graph_t a, b, tmp;
@@ -268,8 +269,8 @@ static taso_err_t assign(keyer_t *k, int u) {
     TASO_TRY(try_renaming(k, 0));
     return k->both_ways ? try_renaming(k, 1) : TASO_OK;
   }
-  int c = k->cls[k->used[u]], members = 0;
-  for (int u2 = 0; u2 < k->nused; u2++) members += k->cls[k->used[u2]] == c;
+  int c = k->ucls[u], members = 0;
+  for (int u2 = 0; u2 < k->nused; u2++) members += k->ucls[u2] == c;
   for (int i = 0, seen = 0; i < k->in->n && seen < members; i++) {
     if (k->cls[i] != c) continue;
     seen++;
@@ -292,8 +293,48 @@ static void note_inputs(keyer_t *k, const taso_graph_t *g) {
   }
 }
 
+/* Any-type classes: used inputs that play the same part (the same uses:
+ * operator, parameters, argument position and side, the side only when the
+ * sides cannot swap; whatever their names or shapes) may swap; the classes
+ * take blocks of the table's first inputs in the order of their use
+ * signatures, so only swaps inside a class remain to try. */
+static void pattern_classes(keyer_t *k) {
+  uint64_t sig[4 * TASO_ENUM_MAX_OPS];
+  for (int u = 0; u < k->nused; u++) {
+    sig[u] = 0;
+    for (int side = 0; side < 2; side++) {
+      const taso_graph_t *g = k->side[side];
+      for (int i = 0; i < g->nnodes; i++) {
+        const taso_node_t *n = &g->nodes[i];
+        if (n->kind == TASO_OP_INPUT) continue;
+        for (int a = 0; a < taso_ops[n->kind].arity; a++) {
+          const taso_node_t *arg = &g->nodes[TASO_REF_NODE(n->in[a])];
+          if (arg->kind != TASO_OP_INPUT || arg->p.input != k->used[u]) continue;
+          uint64_t h = taso_mix64((uint64_t)(k->both_ways ? 2 : side) << 40 ^ (uint64_t)n->kind << 32 ^ (uint64_t)a << 24);
+          const int32_t *p = (const int32_t *)&n->p;
+          for (size_t w = 0; w < sizeof n->p / sizeof *p; w++) h = taso_mix64(h ^ (uint32_t)p[w]);
+          sig[u] += h; /* a multiset: the order of uses does not count */
+        }
+      }
+    }
+  }
+  /* class of u: the rank of its signature among the distinct ones; block
+   * start: the number of used inputs with a smaller signature */
+  for (int u = 0; u < k->nused; u++) {
+    int start = 0;
+    for (int v = 0; v < k->nused; v++) start += sig[v] < sig[u];
+    k->ucls[u] = start;
+  }
+  for (int i = 0; i < k->in->n; i++) k->cls[i] = -1;
+  for (int u = 0; u < k->nused; u++) {
+    int members = 0;
+    for (int v = 0; v < k->nused; v++) members += sig[v] == sig[u];
+    for (int i = k->ucls[u]; i < k->ucls[u] + members; i++) k->cls[i] = k->ucls[u];
+  }
+}
+
 taso_err_t taso_cand_key(const taso_inputs_t *in, const taso_graph_t *src, const taso_graph_t *dst,
-                         char **key) {
+                         bool any_type, char **key) {
   *key = NULL;
   if (in->n > 256) return taso_error(TASO_ERR_LIMIT, "renaming: more than 256 inputs");
   keyer_t k;
@@ -307,14 +348,19 @@ taso_err_t taso_cand_key(const taso_inputs_t *in, const taso_graph_t *src, const
   note_inputs(&k, dst);
   k.cls = malloc(sizeof *k.cls * (in->n + 1));
   if (!k.cls) return taso_error(TASO_ERR_NOMEM, "renaming");
-  for (int i = 0; i < in->n; i++) {
-    k.cls[i] = i;
-    for (int j = 0; j < i; j++)
-      if (taso_tensor_equal(&in->v[i].type, &in->v[j].type) &&
-          taso_enum_is_weight(in, i) == taso_enum_is_weight(in, j)) {
-        k.cls[i] = j;
-        break;
-      }
+  if (any_type) {
+    pattern_classes(&k);
+  } else {
+    for (int i = 0; i < in->n; i++) {
+      k.cls[i] = i;
+      for (int j = 0; j < i; j++)
+        if (taso_tensor_equal(&in->v[i].type, &in->v[j].type) &&
+            taso_enum_is_weight(in, i) == taso_enum_is_weight(in, j)) {
+          k.cls[i] = j;
+          break;
+        }
+    }
+    for (int u = 0; u < k.nused; u++) k.ucls[u] = k.cls[k.used[u]];
   }
   taso_graph_init(&k.a);
   taso_graph_init(&k.b);
@@ -405,7 +451,7 @@ static taso_err_t neighbours(const taso_inputs_t *in, const taso_cand_t *c, int 
       const taso_graph_t *lhs = dir ? &kept[k].dst : &kept[k].src;
       const taso_graph_t *rhs = dir ? &kept[k].src : &kept[k].dst;
       if (taso_graph_ops(lhs) == 0 || !fits(kept[k].kinds[dir], c->kinds[side])) continue;
-      TASO_TRY(taso_rewrite_all(g, types, lhs, rhs, in, note_result, out));
+      TASO_TRY(taso_rewrite_all(g, types, lhs, rhs, in, true, note_result, out));
     }
   if (out->n > 1) qsort(out->v, (size_t)out->n, sizeof *out->v, u64_cmp);
   return TASO_OK;

@@ -12,6 +12,8 @@
  *      - input renaming: a candidate equal to another up to a consistent,
  *        type-preserving renaming of inputs is kept once, in the canonical
  *        form (taso_cand_key);
+ *      - other shapes: of the candidates that are one pattern at different
+ *        input shapes, the one with the smallest canonical form is kept;
  *      - implied: the outputs split into independent parts (a parallel
  *        composition of smaller candidates), or at most two rewrites with
  *        smaller kept candidates (src/core/match.h) turn one side into the
@@ -62,9 +64,13 @@ bool taso_cand_independent(const taso_graph_t *src, const taso_graph_t *dst);
  * smallest text over every renaming of its inputs onto the first inputs of
  * the same type and kind (weight or not) in the table, with output pairs in
  * a canonical order. The larger side (more operators) is the source; on a
- * tie, both orientations are tried. *key is malloc'd. */
+ * tie, both orientations are tried. With any_type, inputs rename onto the
+ * first inputs of the table whatever their types: the key of the candidate
+ * as a pattern over all shapes, equal for its instances at other shapes (a
+ * grouping key; its names are labels, not a typed candidate). *key is
+ * malloc'd. */
 taso_err_t taso_cand_key(const taso_inputs_t *in, const taso_graph_t *src, const taso_graph_t *dst,
-                         char **key);
+                         bool any_type, char **key);
 
 /* A candidate with what implication checks need. */
 typedef struct {
@@ -80,7 +86,8 @@ taso_err_t taso_cand_parse(const taso_inputs_t *in, char *key, taso_cand_t *c);
 void taso_cand_free(taso_cand_t *c);
 
 /* Whether the kept candidates (all smaller than c) imply c in at most two
- * rewrites: one side rewrites into the other, or both into one graph. */
+ * rewrites: one side rewrites into the other, or both into one graph. The
+ * kept ones apply as patterns at any shapes (taso_rewrite_all's any_type). */
 taso_err_t taso_cand_implied(const taso_inputs_t *in, const taso_cand_t *c, const taso_cand_t *kept,
                              int64_t nkept, bool *implied);
 

@@ -448,7 +448,7 @@ static taso_err_t leaves(taso_enum_t *e, const list_t *l, run_t *r) {
   for (int i = 0; i < l->n; i++) {
     if (r->v->want) { /* the view of this state: entering a leaf rewrites the sinks */
       taso_enum_graph_t g = view(e);
-      if (!r->v->want(r->v->ctx, &g, l->v[i].in)) continue;
+      if (!r->v->want(r->v->ctx, &g, l->v[i].variant, l->v[i].in)) continue;
     }
     place(e, &l->v[i]);
     taso_err_t err = enter(e, r->v, true);

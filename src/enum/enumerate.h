@@ -64,9 +64,10 @@ typedef struct {
   void (*pop)(void *ctx, const taso_enum_graph_t *g);
   /* A graph of this shard (called after its push). */
   taso_err_t (*visit)(void *ctx, const taso_enum_graph_t *g);
-  /* Optional: whether to visit the leaf that adds an operator on input refs
-   * in (-1 past arity) to graph g; skipped leaves cost no push. */
-  bool (*want)(void *ctx, const taso_enum_graph_t *g, const taso_ref_t *in);
+  /* Optional: whether to visit the leaf that adds an operator of this
+   * variant on input refs in (-1 past arity) to graph g; skipped leaves cost
+   * no push. */
+  bool (*want)(void *ctx, const taso_enum_graph_t *g, int32_t variant, const taso_ref_t *in);
 } taso_enum_visitor_t;
 
 /* Builds the variants of the job's templates and the unit weights: a walk

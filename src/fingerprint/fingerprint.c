@@ -81,12 +81,13 @@ int taso_fingerprint_cmp(const taso_fingerprint_t *a, const taso_fingerprint_t *
   return 0;
 }
 
-static int fp_qcmp(const void *a, const void *b) {
-  return taso_fingerprint_cmp(a, b);
-}
-
 taso_fingerprint_t taso_fingerprint_combine(taso_fingerprint_t *outs, int n, bool *distinct) {
-  qsort(outs, (size_t)n, sizeof *outs, fp_qcmp);
+  for (int i = 1; i < n; i++) /* a handful: insertion sort */
+    for (int j = i; j > 0 && taso_fingerprint_cmp(&outs[j - 1], &outs[j]) > 0; j--) {
+      taso_fingerprint_t x = outs[j];
+      outs[j] = outs[j - 1];
+      outs[j - 1] = x;
+    }
   taso_fingerprint_t g = {{taso_mix64(0x47524150ULL + (uint64_t)n), taso_mix64(0x48ULL + (uint64_t)n)}};
   *distinct = true;
   for (int i = 0; i < n; i++) {

@@ -221,11 +221,11 @@ uint64_t taso_memo_shash(const taso_memo_t *m, int32_t tid) {
   return taso_mix64(m->shash[tid / 2] ^ (uint64_t)(tid % 2));
 }
 
-void taso_memo_mark(taso_memo_t *m, int32_t tid, bool on) {
-  uint8_t bit = (uint8_t)(1u << (tid % 2));
+void taso_memo_mark(taso_memo_t *m, int32_t tid, int mark, bool on) {
+  uint8_t bit = (uint8_t)(1u << (2 * mark + tid % 2));
   m->marks[tid / 2] = on ? (uint8_t)(m->marks[tid / 2] | bit) : (uint8_t)(m->marks[tid / 2] & ~bit);
 }
 
-bool taso_memo_marked(const taso_memo_t *m, int32_t tid) {
-  return m->marks[tid / 2] >> (tid % 2) & 1;
+bool taso_memo_marked(const taso_memo_t *m, int32_t tid, int mark) {
+  return m->marks[tid / 2] >> (2 * mark + tid % 2) & 1;
 }

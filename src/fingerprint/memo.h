@@ -44,8 +44,10 @@ int taso_memo_ports(const taso_memo_t *m, int32_t expr);
 taso_fingerprint_t taso_memo_fp(const taso_memo_t *m, int32_t tid);
 uint64_t taso_memo_shash(const taso_memo_t *m, int32_t tid);
 
-/* A per-tensor mark for the caller (set after the exchange of tensor classes). */
-void taso_memo_mark(taso_memo_t *m, int32_t tid, bool on);
-bool taso_memo_marked(const taso_memo_t *m, int32_t tid);
+/* Per-tensor marks for the caller, 0 to TASO_MEMO_MARKS - 1 (set after
+ * exchanges of tensor classes). */
+#define TASO_MEMO_MARKS 4
+void taso_memo_mark(taso_memo_t *m, int32_t tid, int mark, bool on);
+bool taso_memo_marked(const taso_memo_t *m, int32_t tid, int mark);
 
 #endif

@@ -12,14 +12,20 @@
  *      structural hash to an owner rank; tensors whose class holds two or
  *      more different expressions are "shared", and only graphs whose
  *      outputs are all shared can pair with a graph that has no operator in
- *      common with them (the others are counted as pruned);
- *   3. a second walk of the shard sends those graphs to the owner of their
- *      graph fingerprint (one more all-to-all), which groups, re-checks
- *      exactly and pairs them, and prunes common subgraphs;
- *   4. every rank gathers the surviving candidates' canonical texts, removes
- *      duplicates under input renaming and the candidates one rewrite with a
- *      smaller candidate implies (each rank checks a block), and the ranks
- *      write the result collectively.
+ *      common with them;
+ *   3. walk 2 records the graphs whose outputs are connected (one output,
+ *      or outputs that share operators); the connected multi-output ones
+ *      give the "twins". Walk 3 records the graphs whose outputs share no
+ *      operator only when a twin has their fingerprint: paired with anything
+ *      else they would split into independent parts. One all-to-all sends
+ *      the records to the owner of their fingerprint, which groups them,
+ *      prunes common subgraphs and independent parts, re-checks the rest
+ *      exactly and pairs them;
+ *   4. every rank gathers the surviving candidates' canonical texts (at
+ *      their shapes and at any shapes), removes duplicates under input
+ *      renaming and other shapes of one pattern, then the candidates one or
+ *      two rewrites with smaller kept ones imply (each rank checks a block),
+ *      and the ranks write the result collectively.
  * The output does not depend on the rank count: shards only change who
  * finds a graph, and every later choice is made on sorted, global data.
  */
@@ -49,6 +55,30 @@ static const taso_tool_spec_t spec = {
     .threads = true,
 };
 
+/* A set of fingerprints (open addressing; a zero fingerprint marks an
+ * empty slot: 2^-128 odds that a real one is zero), with a bitmap of 16 bits
+ * per member in front that answers most misses from cache. */
+typedef struct {
+  taso_fingerprint_t *slot;
+  uint64_t mask;
+  uint64_t *bits, bits_mask;
+  int64_t n;
+} fpset_t;
+
+static bool fpset_has(const fpset_t *s, const taso_fingerprint_t *fp) {
+  uint64_t b = fp->h[1] & s->bits_mask;
+  if (!(s->bits[b / 64] >> (b % 64) & 1)) return false;
+  for (uint64_t h = fp->h[0] & s->mask;; h = (h + 1) & s->mask) {
+    const taso_fingerprint_t *x = &s->slot[h];
+    if (!x->h[0] && !x->h[1]) return false;
+    if (!taso_fingerprint_cmp(x, fp)) return true;
+  }
+}
+
+/* The memo's marks: tensors whose class holds two different expressions;
+ * tensors that are an output of a connected multi-output graph. */
+enum { SHARED, TWIN_OUTPUT };
+
 typedef struct {
   taso_tool_t *t;
   taso_enum_t *e;
@@ -60,6 +90,17 @@ typedef struct {
   taso_grec_t *recs;
   int64_t nrecs, recs_cap;
   int64_t dup_outputs; /* graphs with two equal outputs, never exchanged */
+  /* Walk 2 records the graphs whose outputs are connected (one output, or
+   * two sharing an operator); walk 3 the graphs whose outputs are all
+   * op-disjoint. Such a graph pairs non-independently only with a connected
+   * graph, so walk 3 keeps only those whose fingerprint a connected
+   * multi-output graph has (the twins). */
+  int walk;
+  taso_fingerprint_t *connected; /* walk 2: fingerprints of connected multi-output graphs */
+  int64_t nconnected, connected_cap;
+  taso_fingerprint_t *outputs; /* walk 2: their outputs' fingerprints */
+  int64_t noutputs, outputs_cap;
+  fpset_t twins; /* walk 3: all ranks' connected fingerprints */
   taso_progress_t progress;
 } gen_t;
 
@@ -86,6 +127,10 @@ static taso_err_t push(void *ctx, const taso_enum_graph_t *g) {
   return TASO_OK;
 }
 
+static double cpu_seconds(void) {
+  return (double)clock() / CLOCKS_PER_SEC;
+}
+
 static void tick(gen_t *c) {
   if ((++c->visited & 0xfff) == 0) taso_progress_update(&c->progress, c->visited);
 }
@@ -96,13 +141,26 @@ static taso_err_t visit_count(void *ctx, const taso_enum_graph_t *g) {
   return TASO_OK;
 }
 
-/* Pass 2 skips leaves that would keep a sink no other expression equals. */
-static bool want(void *ctx, const taso_enum_graph_t *g, const taso_ref_t *in) {
+/* Walks 2 and 3 skip the leaves that would keep a sink no other expression
+ * equals, and the leaves of the other walk: walk 3 takes the graphs whose
+ * outputs share no operator (the leaf's own output is one of them), walk 2
+ * the others. */
+static bool want(void *ctx, const taso_enum_graph_t *g, int32_t variant, const taso_ref_t *in) {
   gen_t *c = ctx;
-  for (int s = 0; s < g->nsinks; s++)
-    if (!taso_memo_marked(c->m, c->tid[g->sinks[s]]) && in[0] != g->sinks[s] && in[1] != g->sinks[s])
-      return false;
-  return true;
+  const taso_op_info_t *op = &taso_ops[c->vars[variant].kind];
+  unsigned seen = 1u << g->nops; /* the leaf's cone */
+  for (int a = 0; a < op->arity; a++)
+    if (TASO_REF_NODE(in[a]) >= c->ninputs) seen |= g->cone[TASO_REF_NODE(in[a]) - c->ninputs];
+  bool disjoint = op->outputs == 1, kept = false;
+  for (int s = 0; s < g->nsinks; s++) {
+    if (in[0] == g->sinks[s] || in[1] == g->sinks[s]) continue;
+    if (!taso_memo_marked(c->m, c->tid[g->sinks[s]], c->walk == 3 ? TWIN_OUTPUT : SHARED)) return false;
+    unsigned cone = g->cone[TASO_REF_NODE(g->sinks[s]) - c->ninputs];
+    disjoint = disjoint && !(seen & cone);
+    seen |= cone;
+    kept = true;
+  }
+  return (disjoint && kept) == (c->walk == 3);
 }
 
 typedef struct {
@@ -116,29 +174,71 @@ static int sink_cmp(const void *a, const void *b) {
   return c ? c : (x->ref > y->ref) - (x->ref < y->ref);
 }
 
-static taso_err_t add_record(gen_t *c, const taso_grec_t *r) {
-  if (c->nrecs == c->recs_cap) {
-    int64_t cap = c->recs_cap ? 2 * c->recs_cap : 4096;
-    taso_grec_t *p = realloc(c->recs, sizeof *p * (size_t)cap);
-    if (!p) return taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)cap);
-    c->recs = p;
-    c->recs_cap = cap;
-  }
-  c->recs[c->nrecs++] = *r;
+/* Makes room for one more item in a growing array. */
+static taso_err_t grow(void **items, int64_t n, int64_t *cap, size_t size, const char *what) {
+  if (n < *cap) return TASO_OK;
+  int64_t c = *cap ? 2 * *cap : 4096;
+  void *p = realloc(*items, size * (size_t)c);
+  if (!p) return taso_error(TASO_ERR_NOMEM, "%lld %s", (long long)c, what);
+  *items = p;
+  *cap = c;
   return TASO_OK;
 }
 
-/* A record of a graph whose outputs all have equal tensors elsewhere. */
+/* Whether no two outputs share an operator (cones[i]: output i's operators). */
+static bool outputs_disjoint(int n, const unsigned *cones) {
+  unsigned seen = 0;
+  for (int i = 0; i < n; i++) {
+    if (seen & cones[i]) return false;
+    seen |= cones[i];
+  }
+  return n > 1;
+}
+
+/* Whether the outputs form one group under "share an operator". */
+static bool outputs_connected(int n, const unsigned *cones) {
+  unsigned group = cones[0];
+  bool added = true;
+  int in = 1;
+  uint32_t taken = 1;
+  while (added) {
+    added = false;
+    for (int i = 1; i < n; i++)
+      if (!(taken >> i & 1) && (group & cones[i])) {
+        group |= cones[i];
+        taken |= 1u << i;
+        added = true;
+        in++;
+      }
+  }
+  return in == n;
+}
+
+/* A record of a graph whose outputs all have equal tensors elsewhere, when
+ * it belongs to this walk (cone: the enumerator's cone masks, NULL without
+ * operators). */
 static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_ref_t (*in)[3],
-                         int nsinks, const taso_ref_t *sinks) {
+                         const unsigned *cone, int nsinks, const taso_ref_t *sinks) {
   sink_t s[2 * TASO_ENUM_MAX_OPS + 2];
   taso_fingerprint_t fps[2 * TASO_ENUM_MAX_OPS + 2];
+  unsigned cones[2 * TASO_ENUM_MAX_OPS + 2];
   for (int i = 0; i < nsinks; i++) {
-    if (!taso_memo_marked(c->m, c->tid[sinks[i]])) return TASO_OK;
+    if (!taso_memo_marked(c->m, c->tid[sinks[i]], c->walk == 3 ? TWIN_OUTPUT : SHARED)) return TASO_OK;
+    int j = TASO_REF_NODE(sinks[i]) - c->ninputs;
+    cones[i] = j >= 0 ? cone[j] : 0;
+  }
+  bool disjoint = outputs_disjoint(nsinks, cones);
+  if (disjoint != (c->walk == 3)) return TASO_OK;
+  for (int i = 0; i < nsinks; i++) {
     s[i].fp = taso_memo_fp(c->m, c->tid[sinks[i]]);
     s[i].ref = sinks[i];
   }
-  qsort(s, (size_t)nsinks, sizeof *s, sink_cmp);
+  for (int i = 1; i < nsinks; i++) /* a handful: insertion sort */
+    for (int j = i; j > 0 && sink_cmp(&s[j - 1], &s[j]) > 0; j--) {
+      sink_t x = s[j];
+      s[j] = s[j - 1];
+      s[j - 1] = x;
+    }
   taso_grec_t r;
   memset(&r, 0, sizeof r);
   for (int i = 0; i < nsinks; i++) fps[i] = s[i].fp;
@@ -148,6 +248,17 @@ static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_
     c->dup_outputs++;
     return TASO_OK;
   }
+  if (disjoint && !fpset_has(&c->twins, &r.fp)) return TASO_OK;
+  if (!disjoint && nsinks > 1 && outputs_connected(nsinks, cones)) {
+    TASO_TRY(grow((void **)&c->connected, c->nconnected, &c->connected_cap, sizeof *c->connected,
+                  "connected fingerprints"));
+    c->connected[c->nconnected++] = r.fp;
+    for (int i = 0; i < nsinks; i++) {
+      TASO_TRY(grow((void **)&c->outputs, c->noutputs, &c->outputs_cap, sizeof *c->outputs,
+                    "connected output fingerprints"));
+      c->outputs[c->noutputs++] = fps[i];
+    }
+  }
   r.nops = (int16_t)nops;
   r.nout = (int16_t)nsinks;
   for (int j = 0; j < nops; j++) {
@@ -156,12 +267,14 @@ static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_
     r.in[j][1] = (int16_t)in[j][1];
   }
   for (int i = 0; i < nsinks; i++) r.out[i] = (int16_t)s[i].ref;
-  return add_record(c, &r);
+  TASO_TRY(grow((void **)&c->recs, c->nrecs, &c->recs_cap, sizeof *c->recs, "graph records"));
+  c->recs[c->nrecs++] = r;
+  return TASO_OK;
 }
 
 static taso_err_t visit_record(void *ctx, const taso_enum_graph_t *g) {
   tick(ctx);
-  return record(ctx, g->nops, g->variant, g->in, g->nsinks, g->sinks);
+  return record(ctx, g->nops, g->variant, g->in, g->cone, g->nsinks, g->sinks);
 }
 
 /* Graphs without operators: one or two inputs as outputs (rank 0 adds them). */
@@ -172,7 +285,7 @@ static taso_err_t input_graphs(gen_t *c, int64_t *count) {
       taso_ref_t sinks[2] = {TASO_REF(i, 0), TASO_REF(j, 0)};
       int n = i == j ? 1 : 2;
       ++*count;
-      if (c->t->rank == 0) TASO_TRY(record(c, 0, NULL, NULL, n, sinks));
+      if (c->t->rank == 0) TASO_TRY(record(c, 0, NULL, NULL, NULL, n, sinks));
     }
   return TASO_OK;
 }
@@ -265,10 +378,72 @@ static int fp_cmp(const void *a, const void *b) {
   return taso_fingerprint_cmp(a, b);
 }
 
+/* Collective: every rank's fingerprints (mine: n of them, sorted and
+ * deduplicated here) as one set on every rank. */
+static taso_err_t fpset_gather(gen_t *c, taso_fingerprint_t *mine, int64_t n, fpset_t *set) {
+  int ranks = c->t->size;
+  int64_t k = 0;
+  qsort(mine, (size_t)n, sizeof *mine, fp_cmp);
+  for (int64_t i = 0; i < n; i++)
+    if (!k || taso_fingerprint_cmp(&mine[k - 1], &mine[i])) mine[k++] = mine[i];
+  int *counts = calloc((size_t)ranks, sizeof *counts), *displs = calloc((size_t)ranks, sizeof *displs);
+  taso_err_t err = counts && displs ? TASO_OK : taso_error(TASO_ERR_NOMEM, "fingerprint set");
+  if (k * (int64_t)sizeof *mine > INT32_MAX) err = taso_error(TASO_ERR_LIMIT, "fingerprint set over 2 GiB");
+  err = taso_tool_agree(c->t, err);
+  taso_fingerprint_t *all = NULL;
+  int64_t total = 0;
+  memset(set, 0, sizeof *set);
+  if (err == TASO_OK) {
+    int bytes = (int)(k * (int64_t)sizeof *mine);
+    MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, c->t->comm);
+    for (int d = 0; d < ranks; d++) {
+      if (total > INT32_MAX - counts[d]) err = taso_error(TASO_ERR_LIMIT, "fingerprint set over 2 GiB");
+      displs[d] = (int)total;
+      total += counts[d];
+    }
+    if (err == TASO_OK && !(all = malloc((size_t)total + 1))) err = taso_error(TASO_ERR_NOMEM, "fingerprint set");
+    err = taso_tool_agree(c->t, err);
+  }
+  if (err == TASO_OK) {
+    MPI_Allgatherv(mine, counts[c->t->rank], MPI_BYTE, all, counts, displs, MPI_BYTE, c->t->comm);
+    total /= (int64_t)sizeof *all;
+    uint64_t size = 2;
+    while (size < 2 * (uint64_t)total + 2) size *= 2;
+    set->slot = calloc(size, sizeof *set->slot);
+    set->mask = size - 1;
+    set->bits = calloc(size / 8 + 1, sizeof *set->bits); /* 8 * size bits */
+    set->bits_mask = 8 * size - 1;
+    if (!set->slot || !set->bits) err = taso_error(TASO_ERR_NOMEM, "a set of %lld fingerprints", (long long)total);
+    for (int64_t i = 0; err == TASO_OK && i < total; i++) {
+      uint64_t b = all[i].h[1] & set->bits_mask;
+      set->bits[b / 64] |= 1ull << (b % 64);
+      uint64_t h = all[i].h[0] & set->mask;
+      while ((set->slot[h].h[0] || set->slot[h].h[1]) && taso_fingerprint_cmp(&set->slot[h], &all[i]))
+        h = (h + 1) & set->mask;
+      set->n += !set->slot[h].h[0] && !set->slot[h].h[1];
+      set->slot[h] = all[i];
+    }
+  }
+  free(all);
+  free(counts);
+  free(displs);
+  return taso_tool_agree(c->t, err);
+}
+
+/* Sets a mark on every tensor of the memo whose fingerprint is in the set. */
+static void mark_tensors(gen_t *c, const fpset_t *set, int mark) {
+  int64_t nexpr = taso_memo_count(c->m);
+  for (int64_t e = 0; e < nexpr; e++)
+    for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) {
+      int32_t tid = (int32_t)(2 * e + p);
+      taso_fingerprint_t fp = taso_memo_fp(c->m, tid);
+      taso_memo_mark(c->m, tid, mark, fpset_has(set, &fp));
+    }
+}
+
 /* Marks every tensor of the memo whose class holds two or more different
  * expressions, across all ranks. */
 static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
-  int n = c->t->size;
   int64_t nexpr = taso_memo_count(c->m), nsend = 0;
   tensor_rec_t *send = malloc(sizeof *send * (size_t)(2 * nexpr + 1));
   taso_err_t err = send ? TASO_OK : taso_error(TASO_ERR_NOMEM, "tensor classes");
@@ -297,41 +472,32 @@ static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
       i = j;
     }
   }
-  err = taso_tool_agree(c->t, err);
   /* everyone learns every shared class */
-  int *counts = calloc((size_t)n, sizeof *counts), *displs = calloc((size_t)n, sizeof *displs);
-  taso_fingerprint_t *all = NULL;
-  int total = 0;
-  if (err == TASO_OK && (!counts || !displs)) err = taso_error(TASO_ERR_NOMEM, "tensor classes");
+  fpset_t shared = {0};
   err = taso_tool_agree(c->t, err);
-  if (err == TASO_OK) {
-    int bytes = nmine * (int)sizeof *mine;
-    MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, c->t->comm);
-    for (int d = 0; d < n; d++) {
-      displs[d] = total;
-      total += counts[d];
-    }
-    all = malloc((size_t)total + 1);
-    err = taso_tool_agree(c->t, all ? TASO_OK : taso_error(TASO_ERR_NOMEM, "tensor classes"));
-  }
-  if (err == TASO_OK) {
-    MPI_Allgatherv(mine, counts[c->t->rank], MPI_BYTE, all, counts, displs, MPI_BYTE, c->t->comm);
-    int nall = total / (int)sizeof *all;
-    qsort(all, (size_t)nall, sizeof *all, fp_cmp);
-    for (int64_t e = 0; e < nexpr; e++)
-      for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) {
-        int32_t tid = (int32_t)(2 * e + p);
-        taso_fingerprint_t fp = taso_memo_fp(c->m, tid);
-        taso_memo_mark(c->m, tid, bsearch(&fp, all, (size_t)nall, sizeof *all, fp_cmp) != NULL);
-      }
-    *nshared = nall;
-  }
+  if (err == TASO_OK) err = fpset_gather(c, mine, nmine, &shared);
+  if (err == TASO_OK) mark_tensors(c, &shared, SHARED);
+  *nshared = shared.n;
+  free(shared.slot);
+  free(shared.bits);
   free(send);
   free(recv);
   free(mine);
-  free(counts);
-  free(displs);
-  free(all);
+  return err;
+}
+
+/* After walk 2: the twins (connected multi-output fingerprints) and their
+ * output tensors on every rank, for walk 3. */
+static taso_err_t twins(gen_t *c) {
+  fpset_t outputs = {0};
+  taso_err_t err = fpset_gather(c, c->connected, c->nconnected, &c->twins);
+  if (err == TASO_OK) err = fpset_gather(c, c->outputs, c->noutputs, &outputs);
+  if (err == TASO_OK) mark_tensors(c, &outputs, TWIN_OUTPUT);
+  free(outputs.slot);
+  free(outputs.bits);
+  free(c->connected);
+  free(c->outputs);
+  c->connected = c->outputs = NULL;
   return err;
 }
 
@@ -394,8 +560,11 @@ static taso_err_t pair_class(gen_t *c, const taso_fp_inputs_t *rnd, const taso_g
     left = false;
     for (int64_t i = 0; i < n && err == TASO_OK; i++) {
       if (m[i].done) continue;
-      bool equal;
-      err = taso_fingerprint_recheck(rnd, &m[i].g, m[i].types, &m[rep].g, m[rep].types, &equal);
+      /* the structural prunes first: a pair they drop needs no re-check */
+      bool common = taso_cand_common(&m[i].g, &m[rep].g), equal = true;
+      bool independent = !common && taso_cand_independent(&m[i].g, &m[rep].g);
+      if (!common && !independent)
+        err = taso_fingerprint_recheck(rnd, &m[i].g, m[i].types, &m[rep].g, m[rep].types, &equal);
       if (err != TASO_OK) break;
       if (!equal) {
         left = true;
@@ -403,17 +572,21 @@ static taso_err_t pair_class(gen_t *c, const taso_fp_inputs_t *rnd, const taso_g
       }
       m[i].done = true;
       out->pairs++;
-      if (taso_cand_common(&m[i].g, &m[rep].g)) {
-        out->common++;
-        continue;
+      out->common += common;
+      out->independent += independent;
+      if (common || independent) continue;
+      /* "TYPED\tPATTERN": the canonical forms at these shapes and at any */
+      char *typed = NULL, *pattern = NULL, *key = NULL;
+      err = taso_cand_key(in, &m[i].g, &m[rep].g, false, &typed);
+      if (err == TASO_OK) err = taso_cand_key(in, &m[i].g, &m[rep].g, true, &pattern);
+      if (err == TASO_OK && !(key = malloc(strlen(typed) + strlen(pattern) + 2)))
+        err = taso_error(TASO_ERR_NOMEM, "candidate text");
+      if (err == TASO_OK) {
+        sprintf(key, "%s\t%s", typed, pattern);
+        err = add_key(out, key);
       }
-      if (taso_cand_independent(&m[i].g, &m[rep].g)) {
-        out->independent++;
-        continue;
-      }
-      char *key;
-      err = taso_cand_key(in, &m[i].g, &m[rep].g, &key);
-      if (err == TASO_OK) err = add_key(out, key);
+      free(typed);
+      free(pattern);
     }
     if (left) out->collisions++;
   }
@@ -498,6 +671,32 @@ static taso_err_t gather_keys(gen_t *c, const pairing_t *pr, char ***keys, int64
 
 static int str_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* "TYPED\tPATTERN" lines: the same pattern; by pattern, then typed form. */
+static int same_pattern(const void *a, const void *b) {
+  return strcmp(strchr(*(char *const *)a, '\t'), strchr(*(char *const *)b, '\t'));
+}
+
+static int pattern_order(const void *a, const void *b) {
+  int c = same_pattern(a, b);
+  return c ? c : str_cmp(a, b);
+}
+
+/* Sorts the lines by order and keeps the first of each run that same finds
+ * equal, freeing the others; returns the new count. */
+static int64_t unique(char **keys, int64_t n, int (*order)(const void *, const void *),
+                      int (*same)(const void *, const void *)) {
+  int64_t k = 0;
+  qsort(keys, (size_t)n, sizeof *keys, order);
+  for (int64_t i = 0; i < n; i++) {
+    if (k > 0 && !same(&keys[k - 1], &keys[i])) {
+      free(keys[i]);
+      continue;
+    }
+    keys[k++] = keys[i];
+  }
+  return k;
 }
 
 static int cand_cmp(const void *a, const void *b) {
@@ -617,7 +816,7 @@ int main(int argc, char **argv) {
   int64_t total = err == TASO_OK ? taso_enum_total(c.e) : 0, lo, hi;
   lo = total * t.rank / t.size;
   hi = total * (t.rank + 1) / t.size;
-  double t0 = MPI_Wtime(), cpu0 = (double)clock() / CLOCKS_PER_SEC;
+  double t0 = MPI_Wtime(), cpu0 = cpu_seconds();
   if (err == TASO_OK) {
     int nv;
     taso_enum_variants(c.e, &nv);
@@ -628,7 +827,7 @@ int main(int argc, char **argv) {
     err = taso_enum_run(c.e, lo, hi, &v);
   }
   /* CPU time, so that oversubscribed ranks still measure their own work */
-  double t_walk = (double)clock() / CLOCKS_PER_SEC;
+  double t_walk = cpu_seconds();
   err = taso_tool_agree(&t, err);
   int64_t graphs_mine = c.visited;
 
@@ -643,19 +842,27 @@ int main(int argc, char **argv) {
                     wmax[1] * t.size / (wsum[1] > 0 ? wsum[1] : 1));
   }
 
+  enum { LAP_WALK1, LAP_CLASSES, LAP_WALK23, LAP_EXCHANGE, LAP_PAIR, LAP_RENAMING, LAP_IMPLIED, NLAPS };
+  static const char *const lap_names[NLAPS] = {"walk 1", "tensor classes", "walks 2-3", "exchange",
+                                               "pairing", "renaming", "implied"};
+  double laps[NLAPS + 1] = {t0, MPI_Wtime()}, cpu[NLAPS + 1] = {cpu0, t_walk + cpu0};
   /* 2. shared tensor classes */
   int64_t nshared = 0, vol1 = 0, vol2 = 0;
   if (err == TASO_OK) err = shared_tensors(&c, &nshared, &vol1);
+  laps[LAP_CLASSES + 1] = MPI_Wtime(); cpu[LAP_CLASSES + 1] = cpu_seconds();
 
-  /* 3. second walk: records of graphs whose outputs are all shared */
-  if (err == TASO_OK) {
+  /* 3. walks 2 and 3: records of graphs whose outputs are all shared and
+   * connected, then of those whose outputs are disjoint and have a twin */
+  int64_t input_graphs_n = 0;
+  for (c.walk = 2; c.walk <= 3 && err == TASO_OK; c.walk++) {
     c.visited = 0;
     taso_enum_visitor_t v = {.ctx = &c, .push = push, .visit = visit_record, .want = want};
     err = taso_enum_run(c.e, lo, hi, &v);
+    if (err == TASO_OK) err = input_graphs(&c, &input_graphs_n);
+    err = taso_tool_agree(&t, err);
+    if (err == TASO_OK && c.walk == 2) err = twins(&c);
   }
-  int64_t input_graphs_n = 0;
-  if (err == TASO_OK) err = input_graphs(&c, &input_graphs_n);
-  err = taso_tool_agree(&t, err);
+  laps[LAP_WALK23 + 1] = MPI_Wtime(); cpu[LAP_WALK23 + 1] = cpu_seconds();
   int64_t exchanged = c.nrecs;
   taso_grec_t *mine = NULL;
   int64_t nmine = 0;
@@ -663,11 +870,13 @@ int main(int argc, char **argv) {
     err = exchange_by_owner(&c, c.recs, c.nrecs, sizeof *c.recs, (void **)&mine, &nmine, &vol2);
   free(c.recs);
   c.recs = NULL;
+  laps[LAP_EXCHANGE + 1] = MPI_Wtime(); cpu[LAP_EXCHANGE + 1] = cpu_seconds();
   pairing_t pr;
   memset(&pr, 0, sizeof pr);
   if (err == TASO_OK) err = pair_all(&c, &rnd, mine, nmine, &pr);
   err = taso_tool_agree(&t, err);
   free(mine);
+  laps[LAP_PAIR + 1] = MPI_Wtime(); cpu[LAP_PAIR + 1] = cpu_seconds();
 
   enum { GRAPHS, EXCHANGED, EQUAL_OUTPUTS, CLASSES, PAIRS, COLLISIONS, COMMON, INDEPENDENT, NSUMS };
   int64_t sums[NSUMS] = {graphs_mine, exchanged, c.dup_outputs, pr.classes, pr.pairs, pr.collisions,
@@ -676,23 +885,18 @@ int main(int argc, char **argv) {
 
   /* 4. renaming duplicates and implied candidates, on global sorted data */
   char **keys = NULL;
-  int64_t nkeys = 0, nuniq = 0, kept = 0;
+  int64_t nkeys = 0, nuniq = 0, npatterns = 0, kept = 0;
   taso_cand_t *cands = NULL;
   if (err == TASO_OK) err = gather_keys(&c, &pr, &keys, &nkeys);
   for (int64_t i = 0; i < pr.nkeys; i++) free(pr.keys[i]);
   free(pr.keys);
   if (err == TASO_OK) {
-    qsort(keys, (size_t)nkeys, sizeof *keys, str_cmp);
-    for (int64_t i = 0; i < nkeys; i++) {
-      if (nuniq > 0 && !strcmp(keys[nuniq - 1], keys[i])) {
-        free(keys[i]);
-        continue;
-      }
-      keys[nuniq++] = keys[i];
-    }
-    cands = calloc((size_t)nuniq + 1, sizeof *cands);
+    nuniq = unique(keys, nkeys, str_cmp, str_cmp);
+    npatterns = unique(keys, nuniq, pattern_order, same_pattern); /* the smallest typed form of each */
+    for (int64_t i = 0; i < npatterns; i++) *strchr(keys[i], '\t') = '\0';
+    cands = calloc((size_t)npatterns + 1, sizeof *cands);
     if (!cands) err = taso_error(TASO_ERR_NOMEM, "candidates");
-    for (int64_t i = 0; i < nuniq; i++) {
+    for (int64_t i = 0; i < npatterns; i++) {
       if (err == TASO_OK) {
         err = taso_cand_parse(&t.job.inputs, keys[i], &cands[i]);
         if (err != TASO_OK) err = taso_error_prefix(err, "candidate '%s': ", keys[i]);
@@ -700,22 +904,29 @@ int main(int argc, char **argv) {
         free(keys[i]);
       }
     }
-    if (err == TASO_OK) qsort(cands, (size_t)nuniq, sizeof *cands, cand_cmp);
+    if (err == TASO_OK) qsort(cands, (size_t)npatterns, sizeof *cands, cand_cmp);
   }
   free(keys);
   err = taso_tool_agree(&t, err);
-  if (err == TASO_OK) err = prune_implied(&c, cands, nuniq, &kept);
+  laps[LAP_RENAMING + 1] = MPI_Wtime(); cpu[LAP_RENAMING + 1] = cpu_seconds();
+  if (err == TASO_OK) err = prune_implied(&c, cands, npatterns, &kept);
+  laps[LAP_IMPLIED + 1] = MPI_Wtime(); cpu[LAP_IMPLIED + 1] = cpu_seconds();
   double t_total = MPI_Wtime() - t0;
+
+  double cpu_max[NLAPS];
+  for (int i = 0; i < NLAPS; i++) cpu_max[i] = cpu[i + 1] - cpu[i];
+  if (err == TASO_OK) MPI_Allreduce(MPI_IN_PLACE, cpu_max, NLAPS, MPI_DOUBLE, MPI_MAX, t.comm);
 
   /* 5. output */
   const char *names[] = {"graphs_enumerated", "graphs_without_operators", "graphs_exchanged",
                          "graphs_equal_outputs", "tensor_classes_shared", "fingerprint_classes",
                          "candidate_pairs", "fingerprint_collisions", "pruned_common_subgraph",
-                         "pruned_independent_parts", "pruned_input_renaming", "pruned_implied",
+                         "pruned_independent_parts", "pruned_input_renaming", "pruned_other_shapes", "pruned_implied",
                          "substitutions"};
   int64_t counts[] = {sums[GRAPHS], input_graphs_n, sums[EXCHANGED], sums[EQUAL_OUTPUTS], nshared,
                       sums[CLASSES], sums[PAIRS], sums[COLLISIONS], sums[COMMON], sums[INDEPENDENT],
-                      sums[PAIRS] - sums[COMMON] - sums[INDEPENDENT] - nuniq, nuniq - kept, kept};
+                      sums[PAIRS] - sums[COMMON] - sums[INDEPENDENT] - nuniq, nuniq - npatterns,
+                      npatterns - kept, kept};
   if (err == TASO_OK)
     err = write_output(&c, &rnd, cands, kept, counts, names, (int)(sizeof counts / sizeof *counts));
   if (err == TASO_OK) {
@@ -723,14 +934,22 @@ int main(int argc, char **argv) {
       taso_tool_print(&t, "  %-26s %lld\n", names[i], (long long)counts[i]);
     taso_tool_print(&t, "  walk %.2f s CPU, all %.2f s on rank 0; exchanged %lld + %lld bytes from rank 0\n",
                     t_walk, t_total, (long long)vol1, (long long)vol2);
+    char line[512];
+    int at = 0;
+    for (int i = 0; i < NLAPS; i++)
+      at += snprintf(line + at, sizeof line - (size_t)at, "%s%s %.2f/%.2f/%.2f", i ? ", " : "", lap_names[i],
+                     cpu[i + 1] - cpu[i], cpu_max[i], laps[i + 1] - laps[i]);
+    taso_tool_print(&t, "  seconds (CPU rank 0/CPU max/wall): %s\n", line);
     taso_tool_summary(&t, "%lld graphs, %lld candidate pairs, %lld substitutions -> %s",
                       (long long)sums[GRAPHS], (long long)sums[PAIRS], (long long)kept, t.out_path);
   }
-  for (int64_t i = 0; i < nuniq; i++) taso_cand_free(&cands[i]);
+  for (int64_t i = 0; i < npatterns; i++) taso_cand_free(&cands[i]);
   free(cands);
   taso_memo_free(c.m);
   taso_enum_free(c.e);
   taso_fp_inputs_free(&rnd);
   free(c.tid);
+  free(c.twins.slot);
+  free(c.twins.bits);
   return taso_tool_finish(&t, err);
 }
