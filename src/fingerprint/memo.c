@@ -209,6 +209,11 @@ int64_t taso_memo_count(const taso_memo_t *m) {
   return m->n;
 }
 
+int32_t taso_memo_expr(const taso_memo_t *m, int32_t expr, int32_t *in_tids) {
+  memcpy(in_tids, m->key[expr].in, sizeof m->key[expr].in);
+  return m->key[expr].variant;
+}
+
 int taso_memo_ports(const taso_memo_t *m, int32_t expr) {
   return m->ports[expr];
 }

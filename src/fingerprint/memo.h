@@ -41,6 +41,9 @@ taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *n
 
 int64_t taso_memo_count(const taso_memo_t *m); /* expressions, inputs included */
 int taso_memo_ports(const taso_memo_t *m, int32_t expr);
+/* Expression expr's variant and its input tensor ids (in_tids[3], -1 past
+ * the arity); -1 for input i, whose in_tids[0] is then i. */
+int32_t taso_memo_expr(const taso_memo_t *m, int32_t expr, int32_t *in_tids);
 taso_fingerprint_t taso_memo_fp(const taso_memo_t *m, int32_t tid);
 uint64_t taso_memo_shash(const taso_memo_t *m, int32_t tid);
 

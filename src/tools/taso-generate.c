@@ -79,6 +79,27 @@ static bool fpset_has(const fpset_t *s, const taso_fingerprint_t *fp) {
  * tensors that are an output of a connected multi-output graph. */
 enum { SHARED, TWIN_OUTPUT };
 
+/* A connected multi-output graph's fingerprint and its sorted output
+ * fingerprints: the twin of the graphs of op-disjoint outputs that have
+ * them. */
+typedef struct {
+  taso_fingerprint_t fp;
+  int64_t n;
+  taso_fingerprint_t out[2 * TASO_ENUM_MAX_OPS];
+} twin_t;
+
+/* One tensor expression as a part of a graph: its operators in dependency
+ * order (refs numbered as in taso_grec_t), its output ref and each
+ * operator's structural hash, so parts can be tested for shared operators. */
+typedef struct {
+  taso_fingerprint_t fp; /* the tensor's */
+  uint64_t shash;        /* the tensor's structural hash */
+  int16_t nops, out;
+  int16_t variant[TASO_ENUM_MAX_OPS];
+  int16_t in[TASO_ENUM_MAX_OPS][2];
+  uint64_t op[TASO_ENUM_MAX_OPS];
+} part_t;
+
 typedef struct {
   taso_tool_t *t;
   taso_enum_t *e;
@@ -91,16 +112,13 @@ typedef struct {
   int64_t nrecs, recs_cap;
   int64_t dup_outputs; /* graphs with two equal outputs, never exchanged */
   /* Walk 2 records the graphs whose outputs are connected (one output, or
-   * two sharing an operator); walk 3 the graphs whose outputs are all
-   * op-disjoint. Such a graph pairs non-independently only with a connected
-   * graph, so walk 3 keeps only those whose fingerprint a connected
-   * multi-output graph has (the twins). */
-  int walk;
-  taso_fingerprint_t *connected; /* walk 2: fingerprints of connected multi-output graphs */
-  int64_t nconnected, connected_cap;
-  taso_fingerprint_t *outputs; /* walk 2: their outputs' fingerprints */
+   * outputs sharing operators). A graph whose outputs share no operator
+   * pairs non-independently only with a connected multi-output graph (its
+   * twin), so those are built from their parts at the twin's owner. */
+  twin_t *twins; /* connected multi-output graphs of walk 2 */
+  int64_t ntwins, twins_cap;
+  taso_fingerprint_t *outputs; /* their outputs' fingerprints */
   int64_t noutputs, outputs_cap;
-  fpset_t twins; /* walk 3: all ranks' connected fingerprints */
   taso_progress_t progress;
 } gen_t;
 
@@ -141,10 +159,9 @@ static taso_err_t visit_count(void *ctx, const taso_enum_graph_t *g) {
   return TASO_OK;
 }
 
-/* Walks 2 and 3 skip the leaves that would keep a sink no other expression
- * equals, and the leaves of the other walk: walk 3 takes the graphs whose
- * outputs share no operator (the leaf's own output is one of them), walk 2
- * the others. */
+/* Walk 2 skips the leaves that would keep a sink no other expression
+ * equals, and those whose outputs would share no operator (the leaf's own
+ * output is one of them). */
 static bool want(void *ctx, const taso_enum_graph_t *g, int32_t variant, const taso_ref_t *in) {
   gen_t *c = ctx;
   const taso_op_info_t *op = &taso_ops[c->vars[variant].kind];
@@ -154,13 +171,13 @@ static bool want(void *ctx, const taso_enum_graph_t *g, int32_t variant, const t
   bool disjoint = op->outputs == 1, kept = false;
   for (int s = 0; s < g->nsinks; s++) {
     if (in[0] == g->sinks[s] || in[1] == g->sinks[s]) continue;
-    if (!taso_memo_marked(c->m, c->tid[g->sinks[s]], c->walk == 3 ? TWIN_OUTPUT : SHARED)) return false;
+    if (!taso_memo_marked(c->m, c->tid[g->sinks[s]], SHARED)) return false;
     unsigned cone = g->cone[TASO_REF_NODE(g->sinks[s]) - c->ninputs];
     disjoint = disjoint && !(seen & cone);
     seen |= cone;
     kept = true;
   }
-  return (disjoint && kept) == (c->walk == 3);
+  return !(disjoint && kept);
 }
 
 typedef struct {
@@ -214,8 +231,8 @@ static bool outputs_connected(int n, const unsigned *cones) {
   return in == n;
 }
 
-/* A record of a graph whose outputs all have equal tensors elsewhere, when
- * it belongs to this walk (cone: the enumerator's cone masks, NULL without
+/* A record of a graph whose outputs all have equal tensors elsewhere and
+ * share operators (cone: the enumerator's cone masks, NULL without
  * operators). */
 static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_ref_t (*in)[3],
                          const unsigned *cone, int nsinks, const taso_ref_t *sinks) {
@@ -223,12 +240,11 @@ static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_
   taso_fingerprint_t fps[2 * TASO_ENUM_MAX_OPS + 2];
   unsigned cones[2 * TASO_ENUM_MAX_OPS + 2];
   for (int i = 0; i < nsinks; i++) {
-    if (!taso_memo_marked(c->m, c->tid[sinks[i]], c->walk == 3 ? TWIN_OUTPUT : SHARED)) return TASO_OK;
+    if (!taso_memo_marked(c->m, c->tid[sinks[i]], SHARED)) return TASO_OK;
     int j = TASO_REF_NODE(sinks[i]) - c->ninputs;
     cones[i] = j >= 0 ? cone[j] : 0;
   }
-  bool disjoint = outputs_disjoint(nsinks, cones);
-  if (disjoint != (c->walk == 3)) return TASO_OK;
+  if (outputs_disjoint(nsinks, cones)) return TASO_OK;
   for (int i = 0; i < nsinks; i++) {
     s[i].fp = taso_memo_fp(c->m, c->tid[sinks[i]]);
     s[i].ref = sinks[i];
@@ -248,11 +264,13 @@ static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_
     c->dup_outputs++;
     return TASO_OK;
   }
-  if (disjoint && !fpset_has(&c->twins, &r.fp)) return TASO_OK;
-  if (!disjoint && nsinks > 1 && outputs_connected(nsinks, cones)) {
-    TASO_TRY(grow((void **)&c->connected, c->nconnected, &c->connected_cap, sizeof *c->connected,
-                  "connected fingerprints"));
-    c->connected[c->nconnected++] = r.fp;
+  if (nsinks > 1 && outputs_connected(nsinks, cones)) {
+    TASO_TRY(grow((void **)&c->twins, c->ntwins, &c->twins_cap, sizeof *c->twins, "twins"));
+    twin_t *tw = &c->twins[c->ntwins++];
+    memset(tw, 0, sizeof *tw);
+    tw->fp = r.fp;
+    tw->n = nsinks;
+    memcpy(tw->out, fps, sizeof *fps * (size_t)nsinks);
     for (int i = 0; i < nsinks; i++) {
       TASO_TRY(grow((void **)&c->outputs, c->noutputs, &c->outputs_cap, sizeof *c->outputs,
                     "connected output fingerprints"));
@@ -378,35 +396,48 @@ static int fp_cmp(const void *a, const void *b) {
   return taso_fingerprint_cmp(a, b);
 }
 
-/* Collective: every rank's fingerprints (mine: n of them, sorted and
- * deduplicated here) as one set on every rank. */
-static taso_err_t fpset_gather(gen_t *c, taso_fingerprint_t *mine, int64_t n, fpset_t *set) {
+/* Collective: every rank's n items of size bytes, concatenated in rank
+ * order on every rank (*all malloc'd, *total items). */
+static taso_err_t allgather(gen_t *c, const void *mine, int64_t n, size_t size, void **all, int64_t *total) {
   int ranks = c->t->size;
-  int64_t k = 0;
-  qsort(mine, (size_t)n, sizeof *mine, fp_cmp);
-  for (int64_t i = 0; i < n; i++)
-    if (!k || taso_fingerprint_cmp(&mine[k - 1], &mine[i])) mine[k++] = mine[i];
   int *counts = calloc((size_t)ranks, sizeof *counts), *displs = calloc((size_t)ranks, sizeof *displs);
-  taso_err_t err = counts && displs ? TASO_OK : taso_error(TASO_ERR_NOMEM, "fingerprint set");
-  if (k * (int64_t)sizeof *mine > INT32_MAX) err = taso_error(TASO_ERR_LIMIT, "fingerprint set over 2 GiB");
+  taso_err_t err = counts && displs ? TASO_OK : taso_error(TASO_ERR_NOMEM, "allgather");
+  if (n * (int64_t)size > INT32_MAX) err = taso_error(TASO_ERR_LIMIT, "allgather of more than 2 GiB");
   err = taso_tool_agree(c->t, err);
-  taso_fingerprint_t *all = NULL;
-  int64_t total = 0;
-  memset(set, 0, sizeof *set);
+  int64_t bytes = 0;
+  *all = NULL;
+  *total = 0;
   if (err == TASO_OK) {
-    int bytes = (int)(k * (int64_t)sizeof *mine);
-    MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, c->t->comm);
+    int mybytes = (int)(n * (int64_t)size);
+    MPI_Allgather(&mybytes, 1, MPI_INT, counts, 1, MPI_INT, c->t->comm);
     for (int d = 0; d < ranks; d++) {
-      if (total > INT32_MAX - counts[d]) err = taso_error(TASO_ERR_LIMIT, "fingerprint set over 2 GiB");
-      displs[d] = (int)total;
-      total += counts[d];
+      if (bytes > INT32_MAX - counts[d]) err = taso_error(TASO_ERR_LIMIT, "allgather of more than 2 GiB");
+      displs[d] = (int)bytes;
+      bytes += counts[d];
     }
-    if (err == TASO_OK && !(all = malloc((size_t)total + 1))) err = taso_error(TASO_ERR_NOMEM, "fingerprint set");
+    if (err == TASO_OK && !(*all = malloc((size_t)bytes + 1))) err = taso_error(TASO_ERR_NOMEM, "allgather");
     err = taso_tool_agree(c->t, err);
   }
   if (err == TASO_OK) {
-    MPI_Allgatherv(mine, counts[c->t->rank], MPI_BYTE, all, counts, displs, MPI_BYTE, c->t->comm);
-    total /= (int64_t)sizeof *all;
+    MPI_Allgatherv(mine, counts[c->t->rank], MPI_BYTE, *all, counts, displs, MPI_BYTE, c->t->comm);
+    *total = bytes / (int64_t)size;
+  }
+  free(counts);
+  free(displs);
+  return err;
+}
+
+/* Collective: every rank's fingerprints (mine: n of them, sorted and
+ * deduplicated here) as one set on every rank. */
+static taso_err_t fpset_gather(gen_t *c, taso_fingerprint_t *mine, int64_t n, fpset_t *set) {
+  int64_t k = 0, total = 0;
+  qsort(mine, (size_t)n, sizeof *mine, fp_cmp);
+  for (int64_t i = 0; i < n; i++)
+    if (!k || taso_fingerprint_cmp(&mine[k - 1], &mine[i])) mine[k++] = mine[i];
+  taso_fingerprint_t *all = NULL;
+  memset(set, 0, sizeof *set);
+  taso_err_t err = allgather(c, mine, k, sizeof *mine, (void **)&all, &total);
+  if (err == TASO_OK) {
     uint64_t size = 2;
     while (size < 2 * (uint64_t)total + 2) size *= 2;
     set->slot = calloc(size, sizeof *set->slot);
@@ -425,8 +456,6 @@ static taso_err_t fpset_gather(gen_t *c, taso_fingerprint_t *mine, int64_t n, fp
     }
   }
   free(all);
-  free(counts);
-  free(displs);
   return taso_tool_agree(c->t, err);
 }
 
@@ -486,25 +515,192 @@ static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
   return err;
 }
 
-/* After walk 2: the twins (connected multi-output fingerprints) and their
- * output tensors on every rank, for walk 3. */
-static taso_err_t twins(gen_t *c) {
+/* ---- graphs of op-disjoint outputs, from their parts -------------------- */
+
+/* Adds tensor tid's expression to a part (operators once each, inputs
+ * first); returns its ref. exprs[j]: the memo expression of operator j. */
+static int16_t part_add(const gen_t *c, part_t *p, int32_t *exprs, int32_t tid) {
+  int32_t e = tid / 2, in[3];
+  int32_t v = taso_memo_expr(c->m, e, in);
+  if (v < 0) return (int16_t)TASO_REF(in[0], 0);
+  for (int j = 0; j < p->nops; j++)
+    if (exprs[j] == e) return (int16_t)TASO_REF(c->ninputs + j, tid % 2);
+  int16_t refs[2] = {-1, -1};
+  for (int a = 0; a < taso_ops[c->vars[v].kind].arity; a++) refs[a] = part_add(c, p, exprs, in[a]);
+  int j = p->nops++;
+  exprs[j] = e;
+  p->variant[j] = (int16_t)v;
+  p->in[j][0] = refs[0];
+  p->in[j][1] = refs[1];
+  p->op[j] = taso_memo_shash(c->m, 2 * e);
+  return (int16_t)TASO_REF(c->ninputs + j, tid % 2);
+}
+
+/* Whether the part has one sink, its output: a split port nothing in it
+ * consumes would be a second output of its graph. */
+static bool part_single(const gen_t *c, const part_t *p) {
+  for (int j = 0; j < p->nops; j++) {
+    if (taso_ops[c->vars[p->variant[j]].kind].outputs < 2) continue;
+    for (int port = 0; port < 2; port++) {
+      int16_t ref = (int16_t)TASO_REF(c->ninputs + j, port);
+      bool used = p->out == ref;
+      for (int k = 0; k < p->nops && !used; k++) used = p->in[k][0] == ref || p->in[k][1] == ref;
+      if (!used) return false;
+    }
+  }
+  return true;
+}
+
+static int part_cmp(const void *a, const void *b) {
+  const part_t *x = a, *y = b;
+  int c = taso_fingerprint_cmp(&x->fp, &y->fp);
+  return c ? c : (x->shash > y->shash) - (x->shash < y->shash);
+}
+
+static int twin_cmp(const void *a, const void *b) {
+  return taso_fingerprint_cmp(a, b);
+}
+
+/* Sorts and drops repeats (equal under cmp); returns the new count. */
+static int64_t dedup(void *items, int64_t n, size_t size, int (*cmp)(const void *, const void *)) {
+  char *v = items;
+  int64_t k = 0;
+  qsort(v, (size_t)n, size, cmp);
+  for (int64_t i = 0; i < n; i++)
+    if (!k || cmp(v + (size_t)(k - 1) * size, v + (size_t)i * size)) memmove(v + (size_t)k++ * size, v + (size_t)i * size, size);
+  return k;
+}
+
+/* Collective: every expression of every twin output on every rank, sorted
+ * by fingerprint. */
+static taso_err_t gather_parts(gen_t *c, part_t **all, int64_t *nall) {
+  int64_t nexpr = taso_memo_count(c->m), n = 0, cap = 0;
+  part_t *mine = NULL;
+  taso_err_t err = TASO_OK;
+  for (int64_t e = 0; e < nexpr && err == TASO_OK; e++)
+    for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e) && err == TASO_OK; p++) {
+      int32_t tid = (int32_t)(2 * e + p), exprs[TASO_ENUM_MAX_OPS];
+      if (!taso_memo_marked(c->m, tid, TWIN_OUTPUT)) continue;
+      err = grow((void **)&mine, n, &cap, sizeof *mine, "twin output expressions");
+      if (err != TASO_OK) break;
+      part_t *q = &mine[n++];
+      memset(q, 0, sizeof *q);
+      q->fp = taso_memo_fp(c->m, tid);
+      q->shash = taso_memo_shash(c->m, tid);
+      q->out = part_add(c, q, exprs, tid);
+      n -= !part_single(c, q);
+    }
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK) n = dedup(mine, n, sizeof *mine, part_cmp);
+  if (err == TASO_OK) err = allgather(c, mine, n, sizeof *mine, (void **)all, nall);
+  if (err == TASO_OK) *nall = dedup(*all, *nall, sizeof **all, part_cmp);
+  free(mine);
+  return err;
+}
+
+typedef struct {
+  gen_t *c;
+  const twin_t *tw;
+  const part_t *parts;
+  int64_t lo[2 * TASO_ENUM_MAX_OPS], hi[2 * TASO_ENUM_MAX_OPS]; /* each output's parts */
+  const part_t *pick[2 * TASO_ENUM_MAX_OPS];
+  int64_t built;
+} builder_t;
+
+/* The record of the picked parts: their operators side by side. */
+static taso_err_t emit_disjoint(builder_t *b) {
+  gen_t *c = b->c;
+  taso_grec_t r;
+  memset(&r, 0, sizeof r);
+  r.fp = b->tw->fp;
+  r.nout = (int16_t)b->tw->n;
+  for (int o = 0; o < b->tw->n; o++) {
+    const part_t *q = b->pick[o];
+    int off = 2 * r.nops; /* shifts an operator ref by r.nops operators */
+#define SHIFT(ref) ((int16_t)((ref) < 0 || TASO_REF_NODE(ref) < c->ninputs ? (ref) : (ref) + off))
+    for (int j = 0; j < q->nops; j++) {
+      r.variant[r.nops + j] = q->variant[j];
+      r.in[r.nops + j][0] = SHIFT(q->in[j][0]);
+      r.in[r.nops + j][1] = SHIFT(q->in[j][1]);
+    }
+    r.out[o] = SHIFT(q->out);
+#undef SHIFT
+    r.nops = (int16_t)(r.nops + q->nops);
+  }
+  TASO_TRY(grow((void **)&c->recs, c->nrecs, &c->recs_cap, sizeof *c->recs, "graph records"));
+  c->recs[c->nrecs++] = r;
+  b->built++;
+  return TASO_OK;
+}
+
+/* Picks a part for output o and the rest: no operator twice, at most
+ * max_ops in all, inputs only all together (a graph with operators has no
+ * input among its outputs) and at most two of them. */
+static taso_err_t pick(builder_t *b, int o, int ops) {
+  if (o == b->tw->n) return emit_disjoint(b);
+  for (int64_t i = b->lo[o]; i < b->hi[o]; i++) {
+    const part_t *q = &b->parts[i];
+    bool inputs = o > 0 ? b->pick[0]->nops == 0 : q->nops == 0;
+    if ((q->nops == 0) != inputs || (inputs && b->tw->n > 2) || ops + q->nops > b->c->t->job.max_ops) continue;
+    bool clash = false;
+    for (int k = 0; k < o && !clash; k++) {
+      clash = b->pick[k]->shash == q->shash;
+      for (int x = 0; x < q->nops && !clash; x++)
+        for (int y = 0; y < b->pick[k]->nops && !clash; y++) clash = q->op[x] == b->pick[k]->op[y];
+    }
+    if (clash) continue;
+    b->pick[o] = q;
+    TASO_TRY(pick(b, o + 1, ops + q->nops));
+  }
+  return TASO_OK;
+}
+
+/* After walk 2, collective: the twins go to their owners, every rank learns
+ * every twin output's expressions, and each owner builds the graphs of
+ * op-disjoint outputs of its twins (into c->recs). */
+static taso_err_t disjoint_graphs(gen_t *c, int64_t *built, int64_t *volume) {
   fpset_t outputs = {0};
-  taso_err_t err = fpset_gather(c, c->connected, c->nconnected, &c->twins);
+  twin_t *tw = NULL;
+  part_t *parts = NULL;
+  int64_t ntw = 0, nparts = 0;
+  c->ntwins = dedup(c->twins, c->ntwins, sizeof *c->twins, twin_cmp);
+  taso_err_t err = exchange_by_owner(c, c->twins, c->ntwins, sizeof *c->twins, (void **)&tw, &ntw, volume);
+  free(c->twins);
+  c->twins = NULL;
   if (err == TASO_OK) err = fpset_gather(c, c->outputs, c->noutputs, &outputs);
   if (err == TASO_OK) mark_tensors(c, &outputs, TWIN_OUTPUT);
   free(outputs.slot);
   free(outputs.bits);
-  free(c->connected);
   free(c->outputs);
-  c->connected = c->outputs = NULL;
-  return err;
+  c->outputs = NULL;
+  if (err == TASO_OK) err = gather_parts(c, &parts, &nparts);
+  builder_t b = {.c = c, .parts = parts};
+  if (err == TASO_OK) ntw = dedup(tw, ntw, sizeof *tw, twin_cmp);
+  for (int64_t i = 0; i < ntw && err == TASO_OK; i++) {
+    b.tw = &tw[i];
+    for (int o = 0; o < tw[i].n; o++) { /* the parts with this output's fingerprint */
+      int64_t lo = 0, hi = nparts;
+      while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (taso_fingerprint_cmp(&parts[mid].fp, &tw[i].out[o]) < 0) lo = mid + 1;
+        else hi = mid;
+      }
+      b.lo[o] = lo;
+      for (hi = lo; hi < nparts && !taso_fingerprint_cmp(&parts[hi].fp, &tw[i].out[o]);) hi++;
+      b.hi[o] = hi;
+    }
+    err = pick(&b, 0, 0);
+  }
+  *built = b.built;
+  free(tw);
+  free(parts);
+  return taso_tool_agree(c->t, err);
 }
 
 /* ---- pairing on the owner ---------------------------------------------- */
 
 typedef struct {
-  int64_t classes, pairs, collisions, common, independent;
+  int64_t classes, pairs, common, independent;
   char **keys; /* canonical texts of the surviving candidates */
   int64_t nkeys, keys_cap;
 } pairing_t;
@@ -526,85 +722,60 @@ static taso_err_t add_key(pairing_t *p, char *key) {
 
 typedef struct {
   taso_graph_t g;
-  taso_tensor_t *types;
   int ops;
-  bool done;
 } member_t;
 
 /* Pairs one class of records with equal fingerprints. */
-static taso_err_t pair_class(gen_t *c, const taso_fp_inputs_t *rnd, const taso_grec_t *r, int64_t n,
-                             pairing_t *out) {
+static taso_err_t pair_class(gen_t *c, const taso_grec_t *r, int64_t n, pairing_t *out) {
   const taso_inputs_t *in = &c->t->job.inputs;
   member_t *m = calloc((size_t)n, sizeof *m);
   if (!m) return taso_error(TASO_ERR_NOMEM, "a class of %lld graphs", (long long)n);
   taso_err_t err = TASO_OK;
+  int64_t rep = 0; /* the representative: the smallest graph */
   for (int64_t i = 0; i < n && err == TASO_OK; i++) {
     taso_graph_init(&m[i].g);
     err = taso_grec_graph(&r[i], c->vars, c->ninputs, &m[i].g);
-    if (err == TASO_OK && !(m[i].types = malloc(sizeof *m[i].types * (2 * m[i].g.nnodes + 1))))
-      err = taso_error(TASO_ERR_NOMEM, "graph types");
-    if (err == TASO_OK) err = taso_graph_infer(&m[i].g, in, m[i].types);
     m[i].ops = taso_graph_ops(&m[i].g);
+    if (err == TASO_OK && i > 0 &&
+        (m[i].ops < m[rep].ops || (m[i].ops == m[rep].ops && taso_graph_compare(&m[i].g, &m[rep].g) < 0)))
+      rep = i;
   }
-  /* Representative: the smallest graph not yet paired; members that the
-   * exact re-check finds different form their own class in the next round. */
   out->classes++;
-  for (bool left = true; left && err == TASO_OK;) {
-    int64_t rep = -1;
-    for (int64_t i = 0; i < n; i++)
-      if (!m[i].done && (rep < 0 || m[i].ops < m[rep].ops ||
-                         (m[i].ops == m[rep].ops && taso_graph_compare(&m[i].g, &m[rep].g) < 0)))
-        rep = i;
-    if (rep < 0) break;
-    m[rep].done = true;
-    left = false;
-    for (int64_t i = 0; i < n && err == TASO_OK; i++) {
-      if (m[i].done) continue;
-      /* the structural prunes first: a pair they drop needs no re-check */
-      bool common = taso_cand_common(&m[i].g, &m[rep].g), equal = true;
-      bool independent = !common && taso_cand_independent(&m[i].g, &m[rep].g);
-      if (!common && !independent)
-        err = taso_fingerprint_recheck(rnd, &m[i].g, m[i].types, &m[rep].g, m[rep].types, &equal);
-      if (err != TASO_OK) break;
-      if (!equal) {
-        left = true;
-        continue;
-      }
-      m[i].done = true;
-      out->pairs++;
-      out->common += common;
-      out->independent += independent;
-      if (common || independent) continue;
-      /* "TYPED\tPATTERN": the canonical forms at these shapes and at any */
-      char *typed = NULL, *pattern = NULL, *key = NULL;
-      err = taso_cand_key(in, &m[i].g, &m[rep].g, false, &typed);
-      if (err == TASO_OK) err = taso_cand_key(in, &m[i].g, &m[rep].g, true, &pattern);
-      if (err == TASO_OK && !(key = malloc(strlen(typed) + strlen(pattern) + 2)))
-        err = taso_error(TASO_ERR_NOMEM, "candidate text");
-      if (err == TASO_OK) {
-        sprintf(key, "%s\t%s", typed, pattern);
-        err = add_key(out, key);
-      }
-      free(typed);
-      free(pattern);
+  for (int64_t i = 0; i < n && err == TASO_OK; i++) {
+    if (i == rep) continue;
+    bool common = taso_cand_common(&m[i].g, &m[rep].g);
+    bool independent = !common && taso_cand_independent(&m[i].g, &m[rep].g);
+    out->pairs++;
+    out->common += common;
+    out->independent += independent;
+    if (common || independent) continue;
+    /* "PATTERN\tSRC => DST": the canonical form at any shapes, then the
+     * pair as found (outputs aligned by fingerprint) */
+    char *pattern = NULL, *key = NULL;
+    int ls = taso_graph_format(&m[i].g, in, NULL, 0), ld = taso_graph_format(&m[rep].g, in, NULL, 0);
+    err = taso_cand_key(in, &m[i].g, &m[rep].g, true, &pattern);
+    if (err == TASO_OK && !(key = malloc(strlen(pattern) + (size_t)(ls + ld) + 6)))
+      err = taso_error(TASO_ERR_NOMEM, "candidate text");
+    if (err == TASO_OK) {
+      char *at = key + sprintf(key, "%s\t", pattern);
+      at += taso_graph_format(&m[i].g, in, at, ls + 1);
+      at += sprintf(at, " => ");
+      taso_graph_format(&m[rep].g, in, at, ld + 1);
+      err = add_key(out, key);
     }
-    if (left) out->collisions++;
+    free(pattern);
   }
-  for (int64_t i = 0; i < n; i++) {
-    taso_graph_free(&m[i].g);
-    free(m[i].types);
-  }
+  for (int64_t i = 0; i < n; i++) taso_graph_free(&m[i].g);
   free(m);
   return err;
 }
 
-static taso_err_t pair_all(gen_t *c, const taso_fp_inputs_t *rnd, taso_grec_t *recs, int64_t n,
-                           pairing_t *out) {
+static taso_err_t pair_all(gen_t *c, taso_grec_t *recs, int64_t n, pairing_t *out) {
   qsort(recs, (size_t)n, sizeof *recs, taso_grec_cmp);
   for (int64_t i = 0; i < n;) {
     int64_t j = i + 1;
     while (j < n && !taso_fingerprint_cmp(&recs[j].fp, &recs[i].fp)) j++;
-    if (j - i > 1) TASO_TRY(pair_class(c, rnd, recs + i, j - i, out));
+    if (j - i > 1) TASO_TRY(pair_class(c, recs + i, j - i, out));
     i = j;
   }
   return TASO_OK;
@@ -673,14 +844,11 @@ static int str_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* "TYPED\tPATTERN" lines: the same pattern; by pattern, then typed form. */
+/* Whether two "PATTERN\tPAIR" lines have the same pattern. */
 static int same_pattern(const void *a, const void *b) {
-  return strcmp(strchr(*(char *const *)a, '\t'), strchr(*(char *const *)b, '\t'));
-}
-
-static int pattern_order(const void *a, const void *b) {
-  int c = same_pattern(a, b);
-  return c ? c : str_cmp(a, b);
+  const char *x = *(char *const *)a, *y = *(char *const *)b;
+  size_t lx = strcspn(x, "\t"), ly = strcspn(y, "\t");
+  return lx != ly ? 1 : memcmp(x, y, lx);
 }
 
 /* Sorts the lines by order and keeps the first of each run that same finds
@@ -703,6 +871,36 @@ static int cand_cmp(const void *a, const void *b) {
   const taso_cand_t *x = a, *y = b;
   if (x->size != y->size) return x->size < y->size ? -1 : 1;
   return strcmp(x->key, y->key);
+}
+
+/* Re-checks every candidate exactly on an independent input set (each rank
+ * a block) and keeps the equal ones, in order: a fingerprint collision
+ * cannot pass. */
+static taso_err_t recheck(gen_t *c, const taso_fp_inputs_t *rnd, taso_cand_t *cands, int64_t n,
+                          int64_t *kept_out) {
+  uint8_t *differ = calloc((size_t)n + 1, 1);
+  taso_err_t err = differ ? TASO_OK : taso_error(TASO_ERR_NOMEM, "re-check flags");
+  int64_t lo = n * c->t->rank / c->t->size, hi = n * (c->t->rank + 1) / c->t->size, kept = 0;
+  for (int64_t i = lo; i < hi && err == TASO_OK; i++) {
+    bool equal;
+    err = taso_fingerprint_recheck(rnd, &cands[i].src, cands[i].tsrc, &cands[i].dst, cands[i].tdst, &equal);
+    differ[i] = !equal;
+  }
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK && n > 0)
+    MPI_Allreduce(MPI_IN_PLACE, differ, (int)n, MPI_UINT8_T, MPI_MAX, c->t->comm);
+  for (int64_t i = 0; i < n; i++) {
+    if (err == TASO_OK && differ[i]) {
+      taso_cand_free(&cands[i]);
+      continue;
+    }
+    taso_cand_t keep = cands[i];
+    cands[i] = (taso_cand_t){0};
+    cands[kept++] = keep;
+  }
+  free(differ);
+  *kept_out = kept;
+  return err;
 }
 
 /* Drops the candidates that smaller kept ones imply, size by size; each rank
@@ -842,8 +1040,8 @@ int main(int argc, char **argv) {
                     wmax[1] * t.size / (wsum[1] > 0 ? wsum[1] : 1));
   }
 
-  enum { LAP_WALK1, LAP_CLASSES, LAP_WALK23, LAP_EXCHANGE, LAP_PAIR, LAP_RENAMING, LAP_IMPLIED, NLAPS };
-  static const char *const lap_names[NLAPS] = {"walk 1", "tensor classes", "walks 2-3", "exchange",
+  enum { LAP_WALK1, LAP_CLASSES, LAP_WALK2, LAP_EXCHANGE, LAP_PAIR, LAP_RENAMING, LAP_IMPLIED, NLAPS };
+  static const char *const lap_names[NLAPS] = {"walk 1", "tensor classes", "walk 2", "exchange+disjoint",
                                                "pairing", "renaming", "implied"};
   double laps[NLAPS + 1] = {t0, MPI_Wtime()}, cpu[NLAPS + 1] = {cpu0, t_walk + cpu0};
   /* 2. shared tensor classes */
@@ -851,52 +1049,68 @@ int main(int argc, char **argv) {
   if (err == TASO_OK) err = shared_tensors(&c, &nshared, &vol1);
   laps[LAP_CLASSES + 1] = MPI_Wtime(); cpu[LAP_CLASSES + 1] = cpu_seconds();
 
-  /* 3. walks 2 and 3: records of graphs whose outputs are all shared and
-   * connected, then of those whose outputs are disjoint and have a twin */
+  /* 3. walk 2: records of graphs whose outputs are all shared and
+   * connected, to the owners of their fingerprints */
   int64_t input_graphs_n = 0;
-  for (c.walk = 2; c.walk <= 3 && err == TASO_OK; c.walk++) {
+  if (err == TASO_OK) {
     c.visited = 0;
     taso_enum_visitor_t v = {.ctx = &c, .push = push, .visit = visit_record, .want = want};
     err = taso_enum_run(c.e, lo, hi, &v);
-    if (err == TASO_OK) err = input_graphs(&c, &input_graphs_n);
-    err = taso_tool_agree(&t, err);
-    if (err == TASO_OK && c.walk == 2) err = twins(&c);
   }
-  laps[LAP_WALK23 + 1] = MPI_Wtime(); cpu[LAP_WALK23 + 1] = cpu_seconds();
-  int64_t exchanged = c.nrecs;
+  if (err == TASO_OK) err = input_graphs(&c, &input_graphs_n);
+  err = taso_tool_agree(&t, err);
+  laps[LAP_WALK2 + 1] = MPI_Wtime(); cpu[LAP_WALK2 + 1] = cpu_seconds();
+  int64_t exchanged = c.nrecs, built = 0, vol3 = 0;
   taso_grec_t *mine = NULL;
   int64_t nmine = 0;
   if (err == TASO_OK)
     err = exchange_by_owner(&c, c.recs, c.nrecs, sizeof *c.recs, (void **)&mine, &nmine, &vol2);
   free(c.recs);
   c.recs = NULL;
+  c.nrecs = c.recs_cap = 0;
+  /* 4. the graphs of op-disjoint outputs that have a twin, built on the
+   * owner, join the records there */
+  if (err == TASO_OK) err = disjoint_graphs(&c, &built, &vol3);
+  if (err == TASO_OK && c.nrecs > 0) {
+    taso_grec_t *all = realloc(mine, sizeof *all * (size_t)(nmine + c.nrecs));
+    if (!all) err = taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)(nmine + c.nrecs));
+    else {
+      memcpy(all + nmine, c.recs, sizeof *all * (size_t)c.nrecs);
+      mine = all;
+      nmine += c.nrecs;
+    }
+  }
+  free(c.recs);
+  c.recs = NULL;
+  err = taso_tool_agree(&t, err);
   laps[LAP_EXCHANGE + 1] = MPI_Wtime(); cpu[LAP_EXCHANGE + 1] = cpu_seconds();
   pairing_t pr;
   memset(&pr, 0, sizeof pr);
-  if (err == TASO_OK) err = pair_all(&c, &rnd, mine, nmine, &pr);
+  if (err == TASO_OK) err = pair_all(&c, mine, nmine, &pr);
   err = taso_tool_agree(&t, err);
   free(mine);
   laps[LAP_PAIR + 1] = MPI_Wtime(); cpu[LAP_PAIR + 1] = cpu_seconds();
 
-  enum { GRAPHS, EXCHANGED, EQUAL_OUTPUTS, CLASSES, PAIRS, COLLISIONS, COMMON, INDEPENDENT, NSUMS };
-  int64_t sums[NSUMS] = {graphs_mine, exchanged, c.dup_outputs, pr.classes, pr.pairs, pr.collisions,
-                         pr.common, pr.independent};
+  enum { GRAPHS, EXCHANGED, BUILT, EQUAL_OUTPUTS, CLASSES, PAIRS, COMMON, INDEPENDENT, NSUMS };
+  int64_t sums[NSUMS] = {graphs_mine, exchanged, built, c.dup_outputs, pr.classes, pr.pairs, pr.common,
+                         pr.independent};
   if (err == TASO_OK) MPI_Allreduce(MPI_IN_PLACE, sums, NSUMS, MPI_INT64_T, MPI_SUM, t.comm);
 
   /* 4. renaming duplicates and implied candidates, on global sorted data */
   char **keys = NULL;
-  int64_t nkeys = 0, nuniq = 0, npatterns = 0, kept = 0;
+  int64_t nkeys = 0, npatterns = 0, nchecked = 0, kept = 0;
   taso_cand_t *cands = NULL;
   if (err == TASO_OK) err = gather_keys(&c, &pr, &keys, &nkeys);
   for (int64_t i = 0; i < pr.nkeys; i++) free(pr.keys[i]);
   free(pr.keys);
   if (err == TASO_OK) {
-    nuniq = unique(keys, nkeys, str_cmp, str_cmp);
-    npatterns = unique(keys, nuniq, pattern_order, same_pattern); /* the smallest typed form of each */
-    for (int64_t i = 0; i < npatterns; i++) *strchr(keys[i], '\t') = '\0';
+    /* one pair per pattern: the smallest text of it */
+    npatterns = unique(keys, nkeys, str_cmp, same_pattern);
     cands = calloc((size_t)npatterns + 1, sizeof *cands);
     if (!cands) err = taso_error(TASO_ERR_NOMEM, "candidates");
     for (int64_t i = 0; i < npatterns; i++) {
+      char *pair = strchr(keys[i], '\t') + 1;
+      memmove(keys[i], pair, strlen(pair) + 1);
       if (err == TASO_OK) {
         err = taso_cand_parse(&t.job.inputs, keys[i], &cands[i]);
         if (err != TASO_OK) err = taso_error_prefix(err, "candidate '%s': ", keys[i]);
@@ -908,8 +1122,9 @@ int main(int argc, char **argv) {
   }
   free(keys);
   err = taso_tool_agree(&t, err);
+  if (err == TASO_OK) err = recheck(&c, &rnd, cands, npatterns, &nchecked);
   laps[LAP_RENAMING + 1] = MPI_Wtime(); cpu[LAP_RENAMING + 1] = cpu_seconds();
-  if (err == TASO_OK) err = prune_implied(&c, cands, npatterns, &kept);
+  if (err == TASO_OK) err = prune_implied(&c, cands, nchecked, &kept);
   laps[LAP_IMPLIED + 1] = MPI_Wtime(); cpu[LAP_IMPLIED + 1] = cpu_seconds();
   double t_total = MPI_Wtime() - t0;
 
@@ -918,22 +1133,21 @@ int main(int argc, char **argv) {
   if (err == TASO_OK) MPI_Allreduce(MPI_IN_PLACE, cpu_max, NLAPS, MPI_DOUBLE, MPI_MAX, t.comm);
 
   /* 5. output */
-  const char *names[] = {"graphs_enumerated", "graphs_without_operators", "graphs_exchanged",
+  const char *names[] = {"graphs_enumerated", "graphs_without_operators", "graphs_exchanged", "graphs_disjoint_built",
                          "graphs_equal_outputs", "tensor_classes_shared", "fingerprint_classes",
                          "candidate_pairs", "fingerprint_collisions", "pruned_common_subgraph",
-                         "pruned_independent_parts", "pruned_input_renaming", "pruned_other_shapes", "pruned_implied",
+                         "pruned_independent_parts", "pruned_input_renaming", "pruned_implied",
                          "substitutions"};
-  int64_t counts[] = {sums[GRAPHS], input_graphs_n, sums[EXCHANGED], sums[EQUAL_OUTPUTS], nshared,
-                      sums[CLASSES], sums[PAIRS], sums[COLLISIONS], sums[COMMON], sums[INDEPENDENT],
-                      sums[PAIRS] - sums[COMMON] - sums[INDEPENDENT] - nuniq, nuniq - npatterns,
-                      npatterns - kept, kept};
+  int64_t counts[] = {sums[GRAPHS], input_graphs_n, sums[EXCHANGED], sums[BUILT], sums[EQUAL_OUTPUTS], nshared,
+                      sums[CLASSES], sums[PAIRS], npatterns - nchecked, sums[COMMON], sums[INDEPENDENT],
+                      sums[PAIRS] - sums[COMMON] - sums[INDEPENDENT] - npatterns, nchecked - kept, kept};
   if (err == TASO_OK)
     err = write_output(&c, &rnd, cands, kept, counts, names, (int)(sizeof counts / sizeof *counts));
   if (err == TASO_OK) {
     for (int i = 0; i < (int)(sizeof counts / sizeof *counts); i++)
       taso_tool_print(&t, "  %-26s %lld\n", names[i], (long long)counts[i]);
-    taso_tool_print(&t, "  walk %.2f s CPU, all %.2f s on rank 0; exchanged %lld + %lld bytes from rank 0\n",
-                    t_walk, t_total, (long long)vol1, (long long)vol2);
+    taso_tool_print(&t, "  walk %.2f s CPU, all %.2f s on rank 0; exchanged %lld + %lld + %lld bytes from rank 0\n",
+                    t_walk, t_total, (long long)vol1, (long long)vol2, (long long)vol3);
     char line[512];
     int at = 0;
     for (int i = 0; i < NLAPS; i++)
@@ -949,7 +1163,7 @@ int main(int argc, char **argv) {
   taso_enum_free(c.e);
   taso_fp_inputs_free(&rnd);
   free(c.tid);
-  free(c.twins.slot);
-  free(c.twins.bits);
+  free(c.twins);
+  free(c.outputs);
   return taso_tool_finish(&t, err);
 }
