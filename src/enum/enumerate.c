@@ -312,7 +312,8 @@ static unsigned cone_of(const taso_enum_t *e, const cand_t *c) {
 /* The weight of a leaf: 2 for the graph, plus the estimated cost of
  * evaluating its last operator when that depends on every other one (then
  * its expression belongs to this graph alone, so no memo can share it): one
- * unit per 32 multiply-adds; a visit costs about two. */
+ * unit per 48 multiply-adds (calibrated on the workstation job at 8
+ * ranks); a visit costs about two. */
 static int64_t leaf_weight(const taso_enum_t *e, const cand_t *c) {
   unsigned all = (1u << e->nops) - 1;
   if (cone_of(e, c) != all) return 2;
@@ -327,7 +328,7 @@ static int64_t leaf_weight(const taso_enum_t *e, const cand_t *c) {
   } else if (v->kind == TASO_OP_POOL_AVG || v->kind == TASO_OP_POOL_MAX) {
     work += (int64_t)v->p.kernel[0] * v->p.kernel[1];
   }
-  return 2 + taso_tensor_size(out) * work / 32;
+  return 2 + taso_tensor_size(out) * work / 48;
 }
 
 /* The weight of a state at the unit depth: itself (if a graph) and its leaves. */
