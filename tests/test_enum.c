@@ -178,7 +178,7 @@ static void brute(brute_t *b, int depth, int max) {
 static void test_matches_brute_force(void) {
   for (int max = 1; max <= 3; max++) {
     taso_enum_t *e;
-    CHECK_OK(taso_enum_create(&inputs, ops, nops, max, &e));
+    CHECK_OK(taso_enum_create(&inputs, ops, nops, max, 0, 1, &e));
     visit_ctx_t c = {.e = e};
     taso_enum_visitor_t v = {.ctx = &c, .visit = visit};
     CHECK_OK(taso_enum_run(e, 0, taso_enum_total(e), &v));
@@ -209,7 +209,7 @@ static void test_matches_brute_force(void) {
 
 static void test_shards_partition(void) {
   taso_enum_t *e;
-  CHECK_OK(taso_enum_create(&inputs, ops, nops, 3, &e));
+  CHECK_OK(taso_enum_create(&inputs, ops, nops, 3, 0, 1, &e));
   int64_t total = taso_enum_total(e);
   visit_ctx_t whole = {.e = e};
   taso_enum_visitor_t v = {.ctx = &whole, .visit = visit};
@@ -229,16 +229,45 @@ static void test_shards_partition(void) {
   taso_enum_free(e);
 }
 
+/* A count pass shared by parts sums to the whole one, for every max_ops
+ * (1 has the root as its only unit) and part counts above the unit count. */
+static void test_shared_count_pass(void) {
+  for (int max = 1; max <= 3; max++) {
+    taso_enum_t *whole;
+    CHECK_OK(taso_enum_create(&inputs, ops, nops, max, 0, 1, &whole));
+    int64_t n, *want = taso_enum_partial_weights(whole, &n);
+    for (int parts = 2; parts <= 40; parts += 19) {
+      int64_t *sum = calloc((size_t)n, sizeof *sum), m;
+      taso_enum_t *e[41];
+      for (int p = 0; p < parts; p++) {
+        CHECK_OK(taso_enum_create(&inputs, ops, nops, max, p, parts, &e[p]));
+        const int64_t *w = taso_enum_partial_weights(e[p], &m);
+        CHECK(m == n);
+        for (int64_t i = 0; i < n && m == n; i++) sum[i] += w[i];
+      }
+      CHECK(!memcmp(sum, want, sizeof *sum * (size_t)n));
+      /* summed in place, a part enumerates the same shards as the whole */
+      memcpy(taso_enum_partial_weights(e[parts - 1], &m), sum, sizeof *sum * (size_t)n);
+      CHECK(taso_enum_total(e[parts - 1]) == taso_enum_total(whole));
+      CHECK(taso_enum_graphs(e[parts - 1]) == taso_enum_graphs(whole));
+      for (int p = 0; p < parts; p++) taso_enum_free(e[p]);
+      free(sum);
+    }
+    taso_enum_free(whole);
+  }
+}
+
 static void test_rejects_bad_limits(void) {
   taso_enum_t *e;
-  CHECK_ERR(taso_enum_create(&inputs, ops, nops, 0, &e), TASO_ERR_LIMIT);
-  CHECK_ERR(taso_enum_create(&inputs, ops, nops, TASO_ENUM_MAX_OPS + 1, &e), TASO_ERR_LIMIT);
+  CHECK_ERR(taso_enum_create(&inputs, ops, nops, 0, 0, 1, &e), TASO_ERR_LIMIT);
+  CHECK_ERR(taso_enum_create(&inputs, ops, nops, TASO_ENUM_MAX_OPS + 1, 0, 1, &e), TASO_ERR_LIMIT);
+  CHECK_ERR(taso_enum_create(&inputs, ops, nops, 3, 2, 2, &e), TASO_ERR_ARG);
 }
 
 int main(void) {
   setup();
   const test_case_t cases[] = {TEST(test_matches_brute_force), TEST(test_shards_partition),
-                               TEST(test_rejects_bad_limits)};
+                               TEST(test_shared_count_pass), TEST(test_rejects_bad_limits)};
   int rc = test_run(cases, (int)(sizeof cases / sizeof *cases));
   taso_inputs_free(&inputs);
   return rc;

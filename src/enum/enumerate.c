@@ -47,7 +47,8 @@ struct taso_enum {
   /* unit weights of the states above the unit depth, in depth-first order */
   int64_t *subtree, *skip;
   int64_t nstates, states_cap;
-  int64_t total, graphs;
+  int part, nparts; /* the share of the count pass this process weighs */
+  int64_t units;    /* units met by the count pass so far */
   /* the walk's state */
   int32_t variant[TASO_ENUM_MAX_OPS];
   unsigned cone[TASO_ENUM_MAX_OPS]; /* operators each one depends on, itself included */
@@ -387,10 +388,19 @@ static taso_err_t child_cands(taso_enum_t *e, const list_t *l, int i, list_t *ou
   return TASO_OK;
 }
 
+/* subtree[] holds the weights of the states above the unit depth, then two
+ * more entries: the total weight and the number of graphs, so that a shared
+ * count pass sums as one array. */
+#define TOTAL(e) ((e)->subtree[(e)->nstates])
+#define GRAPHS(e) ((e)->subtree[(e)->nstates + 1])
+
+/* A new state above the unit depth; the two trailing entries move along. */
 static taso_err_t note_state(taso_enum_t *e, int64_t *index) {
   int64_t cap = e->states_cap;
-  TASO_TRY(grow((void **)&e->subtree, &cap, e->nstates + 1, sizeof *e->subtree));
-  TASO_TRY(grow((void **)&e->skip, &e->states_cap, e->nstates + 1, sizeof *e->skip));
+  TASO_TRY(grow((void **)&e->subtree, &cap, e->nstates + 3, sizeof *e->subtree));
+  TASO_TRY(grow((void **)&e->skip, &e->states_cap, e->nstates + 3, sizeof *e->skip));
+  e->subtree[e->nstates + 2] = GRAPHS(e);
+  e->subtree[e->nstates + 1] = TOTAL(e);
   *index = e->nstates++;
   return TASO_OK;
 }
@@ -399,15 +409,27 @@ static taso_err_t note_state(taso_enum_t *e, int64_t *index) {
  * subtree weights of states above the unit depth; returns the weight. */
 static taso_err_t count(taso_enum_t *e, int d, int64_t *weight) {
   list_t *l = &e->lists[d];
-  int64_t index, w = d > 0 ? 1 : 0;
-  if (d == e->unit_depth) {
-    e->graphs += w + l->n;
-    *weight = unit_weight(e, l);
+  int64_t index, w = d > 0 && e->part == 0 ? 1 : 0; /* the state itself: part 0's */
+  if (d == e->unit_depth) { /* only the root, with max_ops 1 */
+    *weight = e->part == 0 ? unit_weight(e, l) : 0;
+    GRAPHS(e) += e->part == 0 ? l->n : 0;
     return TASO_OK;
   }
-  e->graphs += w;
+  GRAPHS(e) += w;
   TASO_TRY(note_state(e, &index));
   for (int i = 0; i < l->n; i++) {
+    if (d + 1 == e->unit_depth) { /* a unit: weighed by one part only */
+      if (e->units++ % e->nparts != e->part) continue;
+      place(e, &l->v[i]);
+      taso_err_t err = child_cands(e, l, i, &e->lists[d + 1]);
+      if (err == TASO_OK) {
+        GRAPHS(e) += 1 + e->lists[d + 1].n;
+        w += unit_weight(e, &e->lists[d + 1]);
+      }
+      unplace(e);
+      TASO_TRY(err);
+      continue;
+    }
     place(e, &l->v[i]);
     taso_err_t err = child_cands(e, l, i, &e->lists[d + 1]);
     int64_t cw = 0;
@@ -591,11 +613,16 @@ const taso_variant_t *taso_enum_variants(const taso_enum_t *e, int *n) {
 }
 
 int64_t taso_enum_total(const taso_enum_t *e) {
-  return e->total;
+  return TOTAL(e);
 }
 
 int64_t taso_enum_graphs(const taso_enum_t *e) {
-  return e->graphs;
+  return GRAPHS(e);
+}
+
+int64_t *taso_enum_partial_weights(taso_enum_t *e, int64_t *n) {
+  *n = e->nstates + 2;
+  return e->subtree;
 }
 
 void taso_enum_free(taso_enum_t *e) {
@@ -615,12 +642,25 @@ void taso_enum_free(taso_enum_t *e) {
 }
 
 taso_err_t taso_enum_create(const taso_inputs_t *in, const taso_op_template_t *ops, int nops,
-                            int max_ops, taso_enum_t **out) {
+                            int max_ops, int part, int nparts, taso_enum_t **out) {
   *out = NULL;
   if (max_ops < 1 || max_ops > TASO_ENUM_MAX_OPS)
     return taso_error(TASO_ERR_LIMIT, "max_ops %d out of range 1..%d", max_ops, TASO_ENUM_MAX_OPS);
+  if (nparts < 1 || part < 0 || part >= nparts)
+    return taso_error(TASO_ERR_ARG, "count pass part %d of %d", part, nparts);
   taso_enum_t *e = calloc(1, sizeof *e);
   if (!e) return taso_error(TASO_ERR_NOMEM, "enumeration");
+  e->part = part;
+  e->nparts = nparts;
+  int64_t cap = 0;
+  taso_err_t err = grow((void **)&e->subtree, &cap, 2, sizeof *e->subtree);
+  if (err == TASO_OK) err = grow((void **)&e->skip, &e->states_cap, 2, sizeof *e->skip);
+  if (err != TASO_OK) {
+    free(e->subtree);
+    free(e);
+    return err;
+  }
+  TOTAL(e) = GRAPHS(e) = 0;
   e->in = in;
   e->ninputs = in->n;
   e->max_ops = max_ops;
@@ -628,14 +668,16 @@ taso_err_t taso_enum_create(const taso_inputs_t *in, const taso_op_template_t *o
   int nrefs = 2 * (in->n + max_ops);
   e->ref_type = malloc(sizeof *e->ref_type * nrefs);
   e->consumers = calloc((size_t)nrefs, sizeof *e->consumers);
-  taso_err_t err = (e->ref_type && e->consumers) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "enumeration");
+  err = (e->ref_type && e->consumers) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "enumeration");
   if (err == TASO_OK) err = map_init(&e->valid_map, 1024);
   if (err == TASO_OK) err = build_variants(e, ops, nops);
   for (int r = 0; err == TASO_OK && r < nrefs; r++) e->ref_type[r] = -1;
   for (int i = 0; err == TASO_OK && i < in->n; i++)
     err = type_id(e, &in->v[i].type, &e->ref_type[TASO_REF(i, 0)]);
   if (err == TASO_OK) err = root_cands(e, &e->lists[0]);
-  if (err == TASO_OK) err = count(e, 0, &e->total);
+  int64_t total = 0;
+  if (err == TASO_OK) err = count(e, 0, &total);
+  if (err == TASO_OK) TOTAL(e) = total;
   if (err != TASO_OK) {
     taso_enum_free(e);
     return err;

@@ -71,10 +71,17 @@ typedef struct {
 } taso_enum_visitor_t;
 
 /* Builds the variants of the job's templates and the unit weights: a walk
- * of the tree above the leaves. Fails on an operator the generator cannot
- * enumerate (arity above 2) or on max_ops outside 1..TASO_ENUM_MAX_OPS. */
+ * of the tree above the leaves, the count pass. Processes can share that
+ * pass: each weighs every nparts-th unit (part 0..nparts-1) and the caller
+ * sums taso_enum_partial_weights over the parts before any other call; one
+ * process passes 0, 1. Fails on an operator the generator cannot enumerate
+ * (arity above 2) or on max_ops outside 1..TASO_ENUM_MAX_OPS. */
 taso_err_t taso_enum_create(const taso_inputs_t *in, const taso_op_template_t *ops, int nops,
-                            int max_ops, taso_enum_t **out);
+                            int max_ops, int part, int nparts, taso_enum_t **out);
+
+/* This part's weights (n of them), to be summed element-wise in place over
+ * the parts (for example by MPI_Allreduce). */
+int64_t *taso_enum_partial_weights(taso_enum_t *e, int64_t *n);
 void taso_enum_free(taso_enum_t *e);
 
 /* The variants, sorted (their order is the operators' comparison order). */

@@ -993,9 +993,16 @@ int main(int argc, char **argv) {
   memset(&rnd, 0, sizeof rnd);
   taso_err_t err = taso_tool_load_job(&t, t.job_path);
   if (err == TASO_OK) {
-    err = taso_enum_create(&t.job.inputs, t.job.ops, t.job.nops, t.job.max_ops, &c.e);
+    /* the count pass that weighs the shards, shared by the ranks */
+    err = taso_enum_create(&t.job.inputs, t.job.ops, t.job.nops, t.job.max_ops, t.rank, t.size, &c.e);
     if (err != TASO_OK) err = taso_error_prefix(err, "%s: ", t.job.path);
     err = taso_tool_agree(&t, err);
+    if (err == TASO_OK) {
+      int64_t n, *w = taso_enum_partial_weights(c.e, &n);
+      for (int64_t at = 0; at < n; at += 1 << 28) /* MPI counts are ints */
+        MPI_Allreduce(MPI_IN_PLACE, w + at, (int)(n - at < (1 << 28) ? n - at : 1 << 28), MPI_INT64_T,
+                      MPI_SUM, t.comm);
+    }
   }
   TASO_TOOL_STEP(&t, err, taso_fp_inputs_init(&rnd, &t.job.inputs, t.job.seed));
   TASO_TOOL_STEP(&t, err, taso_memo_create(&rnd, &t.job.inputs, t.job.max_ops, &c.m));
