@@ -19,8 +19,9 @@
 #                  MPI starts under; empty for the site's MpiDefault)
 #
 # Relative paths are resolved from the submit directory ($SLURM_SUBMIT_DIR),
-# and logs/ must exist there (slurm/pipeline.sh creates it). Options on the
-# sbatch line override the #SBATCH lines above, e.g. sbatch --ntasks=64.
+# and logs/ must exist there: the repository has one, and slurm/pipeline.sh
+# creates it elsewhere. Options on the sbatch line override the #SBATCH
+# lines above, e.g. sbatch --ntasks=64.
 # Generation is memory-bound: each rank holds its shard of the graphs, so
 # give it more tasks rather than more CPUs per task.
 #

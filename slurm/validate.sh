@@ -20,8 +20,9 @@
 #                  MPI starts under; empty for the site's MpiDefault)
 #
 # Relative paths are resolved from the submit directory ($SLURM_SUBMIT_DIR),
-# and logs/ must exist there (slurm/pipeline.sh creates it). Options on the
-# sbatch line override the #SBATCH lines above, e.g. sbatch --ntasks=64.
+# and logs/ must exist there: the repository has one, and slurm/pipeline.sh
+# creates it elsewhere. Options on the sbatch line override the #SBATCH
+# lines above, e.g. sbatch --ntasks=64.
 # Cases are independent and uneven: tasks and their CPUs (OpenMP threads)
 # share them. It reads only the job and the axioms, not the other stages'
 # files.

@@ -19,8 +19,9 @@
 #                  MPI starts under; empty for the site's MpiDefault)
 #
 # Relative paths are resolved from the submit directory ($SLURM_SUBMIT_DIR),
-# and logs/ must exist there (slurm/pipeline.sh creates it). Options on the
-# sbatch line override the #SBATCH lines above, e.g. sbatch --ntasks=64.
+# and logs/ must exist there: the repository has one, and slurm/pipeline.sh
+# creates it elsewhere. Options on the sbatch line override the #SBATCH
+# lines above, e.g. sbatch --ntasks=64.
 # Rows are shared dynamically over tasks and, inside a task, over its
 # CPUs (OpenMP threads, one Z3 context each). Decisions stream into
 # substitutions.h5: a job that was killed, timed out or cancelled resumes

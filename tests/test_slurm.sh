@@ -153,7 +153,7 @@ wait_done() {
 }
 log_of() { scontrol show job "$1" | sed -n 's/^ *StdOut=//p'; }
 
-cd "$dir/submit"
+cd "$dir/submit" || exit 1
 # sbatch passes this environment on (--export=ALL): the build's tools and,
 # from ctest, Open MPI's settings for root.
 export TASO_BIN=$bin
