@@ -87,7 +87,8 @@ for p in $(shuf -i 20000-60000 -n 50); do
 done
 [ ${#ports[@]} -eq 2 ] || skip "no two free TCP ports"
 
-node=$(hostname -s)
+node=$(uname -n)
+node=${node%%.*} # hostname -s
 cat >"$dir/slurm.conf" <<EOF
 ClusterName=tasotest
 SlurmctldHost=$node(127.0.0.1)
@@ -217,15 +218,23 @@ else
   diff slurm.txt direct.txt | head -20
 fi
 
-# ---- the mpirun fallback ----------------------------------------------------
+# ---- the mpirun fallback, and the defaults ----------------------------------
+# A lone stage with no arguments, from a submit directory laid out like the
+# repository (jobs/smoke.ini, data/, the executables at a relative
+# TASO_BIN): the defaults are resolved from the submit directory.
 
-echo "+ TASO_LAUNCHER=mpirun sbatch --parsable --ntasks=2 $src/slurm/validate.sh $job out2"
-id=$(TASO_LAUNCHER=mpirun sbatch --parsable --ntasks=2 "$src/slurm/validate.sh" "$job" out2)
+mkdir -p repo/jobs repo/logs
+cp "$job" repo/jobs/
+ln -s "$src/data" repo/data
+ln -s "$bin" repo/bin
+echo "+ (cd repo && TASO_LAUNCHER=mpirun TASO_BIN=bin sbatch --parsable --ntasks=2 $src/slurm/validate.sh)"
+id=$(cd repo && TASO_LAUNCHER=mpirun TASO_BIN=bin sbatch --parsable --ntasks=2 "$src/slurm/validate.sh")
 wait_done "$id"
 log=$(log_of "$id")
-if [ "$(state "$id")" = COMPLETED ] && grep -q "^+ mpirun -n 2 .*taso-validate" "$log" &&
-  "$bin/taso-show" out2/validation.h5 | grep -q "^  run  *2 ranks"; then
-  ok "validate.sh with TASO_LAUNCHER=mpirun"
+if [ "$(state "$id")" = COMPLETED ] && [ "$log" = "$dir/submit/repo/logs/taso-validate-$id.out" ] &&
+  grep -q "^+ mpirun -n 2 --bind-to none $dir/submit/repo/bin/taso-validate --job $dir/submit/repo/jobs/smoke.ini --out $dir/submit/repo/out/smoke/validation.h5$" "$log" &&
+  "$bin/taso-show" repo/out/smoke/validation.h5 | grep -q "^  run  *2 ranks"; then
+  ok "validate.sh with TASO_LAUNCHER=mpirun and the default job and output"
 else
   bad "validate.sh with TASO_LAUNCHER=mpirun: $(state "$id")"
   cat "$log"
@@ -247,13 +256,16 @@ fi
 # A job file that exists but is malformed fails inside the generate job;
 # --kill-on-invalid-dep must then cancel verify and validate.
 printf '[job]\nname = bad\nthis is not ini\n' >bad.ini
-bash "$src/slurm/pipeline.sh" bad.ini out4 >out.txt 2>&1
+TASO_SBATCH_ARGS="--time=00:05:00" TASO_GENERATE_ARGS="--ntasks=2 --cpus-per-task=2" \
+  bash "$src/slurm/pipeline.sh" bad.ini out4 >out.txt 2>&1
 # shellcheck disable=SC2046
 set -- $(sed -n 's/^generate \([0-9]*\), verify \([0-9]*\), validate \([0-9]*\)$/\1 \2 \3/p' out.txt)
 if [ $# -eq 3 ] && wait_done "$@" && [ "$(state "$1")" = FAILED ] &&
   [ "$(state "$2")" = CANCELLED ] && [ "$(state "$3")" = CANCELLED ] &&
-  grep -q "^taso-generate: error: .*bad.ini:3" "$(log_of "$1")"; then
-  ok "a failing stage cancels the rest of the chain; its log names bad.ini:3"
+  grep -q "^taso-generate: error: .*bad.ini:3" "$(log_of "$1")" &&
+  grep -q "^+ srun --ntasks=2 --cpus-per-task=2 " "$(log_of "$1")" &&
+  [ "$(grep -c "^+ sbatch --parsable --kill-on-invalid-dep=yes --time=00:05:00 " out.txt)" -eq 3 ]; then
+  ok "a failing stage cancels the rest of the chain; its log names bad.ini:3 (TASO_*_ARGS applied)"
 else
   bad "failing chain: $(for j in "$@"; do printf '%s=%s ' "$j" "$(state "$j")"; done)"
   cat out.txt
