@@ -4,9 +4,9 @@
 #   bash scripts/setup.sh pipeline   install what is missing, build (Release) into build/,
 #                                    run generate, verify and validate on
 #                                    jobs/workstation.ini with 2 ranks into out/, show them
-#   bash scripts/setup.sh test       install what is missing, build build/ (warnings are
-#                                    errors) and build-asan/ (plus ASan and UBSan), and run
-#                                    every ctest test in both
+#   bash scripts/setup.sh test       install what is missing (with Slurm and munge), build
+#                                    build/ (warnings are errors) and build-asan/ (plus ASan
+#                                    and UBSan), and run every ctest test in both
 #
 # Packages are installed only when dpkg says one is missing, so a second run
 # touches nothing. Every command that matters is echoed with a "+", so a run
@@ -17,6 +17,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libz3-dev z3 libinih-dev
   python3-h5py pkg-config cmake gcc make)
+# The test mode also brings up a single-node Slurm with its own daemons
+# and state (tests/test_slurm.sh).
+test_packages=(slurmctld slurmd slurm-client munge)
 
 run() {
   echo "+ $*" >&2
@@ -40,13 +43,13 @@ as_root() {
   fi
 }
 
-install_packages() {
+install_packages() { # install_packages NAME...
   local missing=() p
-  for p in "${packages[@]}"; do
+  for p in "$@"; do
     [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
   done
   if [ ${#missing[@]} -eq 0 ]; then
-    echo "setup.sh: all ${#packages[@]} packages are installed" >&2
+    echo "setup.sh: all $# packages are installed" >&2
     return
   fi
   echo "setup.sh: installing ${missing[*]}" >&2
@@ -95,11 +98,11 @@ tests() {
 
 case "${1:-}" in
 pipeline)
-  install_packages
+  install_packages "${packages[@]}"
   pipeline
   ;;
 test)
-  install_packages
+  install_packages "${packages[@]}" "${test_packages[@]}"
   tests
   ;;
 *)

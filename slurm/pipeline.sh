@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+#SBATCH --job-name=taso-pipeline
+#SBATCH --ntasks=1
+#SBATCH --cpus-per-task=1
+#SBATCH --time=00:05:00
+#SBATCH --output=logs/%x-%j.out
+#
+# The whole pipeline as three chained Slurm jobs: generate, then verify
+# once generate has succeeded, then validate once verify has succeeded
+# (--dependency=afterok; --kill-on-invalid-dep=yes cancels the rest of the
+# chain when a stage fails instead of leaving it pending forever). From the
+# repository root, either of
+#
+#   bash slurm/pipeline.sh [JOB [OUT]]      submits the three and returns
+#   sbatch slurm/pipeline.sh [JOB [OUT]]    the same, from a one-CPU job
+#
+# JOB, OUT, TASO_BIN, TASO_LAUNCHER and TASO_SRUN_MPI as in generate.sh
+# (defaults jobs/smoke.ini, out/NAME, build/bin, srun, pmix); they are
+# checked here, before anything is submitted. TASO_SBATCH_ARGS is added to
+# every sbatch line (e.g. "--partition=long --account=proj"); each stage's
+# own size and time are its script's #SBATCH lines, or
+# TASO_GENERATE_ARGS, TASO_VERIFY_ARGS and TASO_VALIDATE_ARGS
+# (e.g. TASO_GENERATE_ARGS="--ntasks=64 --time=08:00:00").
+#
+# It prints the three job ids; logs are logs/taso-STAGE-ID.out in the
+# submit directory, results OUT/candidates.h5, substitutions.h5 and
+# validation.h5. A GPU measurement stage (slurm/measure.sh, with
+# --gres=gpu:N) will chain after verify in the same way.
+set -euo pipefail
+
+die() {
+  echo "pipeline.sh: error: $*" >&2
+  exit 1
+}
+base=${SLURM_SUBMIT_DIR:-$PWD}
+cd "$base" || die "cannot enter the submit directory $base"
+abs() { case $1 in /*) echo "$1" ;; *) echo "$base/$1" ;; esac }
+job=$(abs "${1:-${TASO_JOB:-jobs/smoke.ini}}")
+out=$(abs "${2:-${TASO_OUT:-out/$(basename "$job" .ini)}}")
+bin=$(abs "${TASO_BIN:-build/bin}")
+# The stage scripts sit next to this one. Under sbatch this file runs
+# from a copy in Slurm's spool; the job's Command names the original.
+if [ -n "${TASO_SLURM_DIR:-}" ]; then
+  here=$(abs "$TASO_SLURM_DIR")
+elif [ -n "${SLURM_JOB_ID:-}" ]; then
+  here=$(scontrol show job "$SLURM_JOB_ID" 2>/dev/null | sed -n 's/^ *Command=\([^ ]*\).*/\1/p')
+  here=$(dirname "$(abs "${here:-slurm/pipeline.sh}")")
+else
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+fi
+
+[ -f "$job" ] && [ -r "$job" ] || die "job file $job not found (or not readable)"
+for s in generate verify validate; do
+  [ -x "$bin/taso-$s" ] || die "$bin/taso-$s not found: build first (README), or set TASO_BIN"
+  [ -f "$here/$s.sh" ] || die "$here/$s.sh not found: set TASO_SLURM_DIR to the slurm/ folder"
+done
+case ${TASO_LAUNCHER:-srun} in srun | mpirun) ;; *) die "TASO_LAUNCHER must be srun or mpirun" ;; esac
+command -v sbatch >/dev/null || die "sbatch not found: this needs a Slurm cluster (README: plain mpirun)"
+mkdir -p logs "$out" || die "cannot create logs/ or $out in $base"
+
+# Submitted from inside a job, the stages would inherit this job's
+# SLURM_* settings (task counts, CPUs) as if they were their own.
+if [ -n "${SLURM_JOB_ID:-}" ]; then
+  for v in $(compgen -e); do
+    case $v in SLURM_CONF) ;; SLURM_* | SBATCH_* | SRUN_*) unset "$v" ;; esac
+  done
+fi
+
+submitted=()
+submit() { # submit STAGE EXTRA_ARGS [DEPENDENCY]: prints the job id
+  local stage=$1 extra=$2 dep=${3:-} cmd id
+  # shellcheck disable=SC2206 # the *_ARGS variables are word lists on purpose
+  cmd=(sbatch --parsable --kill-on-invalid-dep=yes ${TASO_SBATCH_ARGS:-} $extra)
+  [ -z "$dep" ] || cmd+=("--dependency=afterok:$dep")
+  cmd+=("$here/$stage.sh" "$job" "$out")
+  printf '+' >&2
+  printf ' %q' "${cmd[@]}" >&2
+  echo >&2
+  if ! id=$("${cmd[@]}"); then
+    # Leave nothing half-submitted behind.
+    [ ${#submitted[@]} -eq 0 ] || scancel "${submitted[@]}" || true
+    die "sbatch refused the $stage stage (above); nothing is left queued"
+  fi
+  id=${id%%;*} # --parsable prints ID or ID;CLUSTER
+  submitted+=("$id")
+}
+
+submit generate "${TASO_GENERATE_ARGS:-}"
+submit verify "${TASO_VERIFY_ARGS:-}" "${submitted[0]}"
+# Measurement (GPU) goes here: submit measure "${TASO_MEASURE_ARGS:-}" "${submitted[1]}"
+submit validate "${TASO_VALIDATE_ARGS:-}" "${submitted[1]}"
+echo "taso pipeline: job $job -> $out"
+echo "generate ${submitted[0]}, verify ${submitted[1]}, validate ${submitted[2]}"
+echo "logs: $base/logs/taso-{generate,verify,validate}-ID.out; follow with squeue -j $(
+  IFS=,
+  echo "${submitted[*]}"
+)"
