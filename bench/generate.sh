@@ -19,7 +19,7 @@ end=$(date +%s.%N)
 grep -v "graphs (rank 0's shard)\|checked for implication" "$tmp/out"
 peak=$(grep -o "rank peak RSS [0-9]*" "$tmp/err" | awk '{print $4}' | sort -n | tail -1)
 graphs=$(grep -o "graphs_enumerated *[0-9]*" "$tmp/out" | awk '{print $2}')
-vol=$(grep -o "exchanged [0-9]* + [0-9]* bytes" "$tmp/out" | awk '{print $2 + $4}')
+vol=$(grep -o "exchanged [0-9 +]* bytes" "$tmp/out" | awk '{s = 0; for (i = 2; i < NF; i += 2) s += $i; print s}')
 awk -v t0="$start" -v t1="$end" -v peak="$peak" -v g="$graphs" -v v="$vol" -v n="$ranks" 'BEGIN {
   printf "wall %.2f s; peak memory per rank %.0f MiB; %.0f graphs/s/rank overall;\n", t1 - t0, peak / 1024, g / (t1 - t0) / n
   printf "exchange volume from rank 0: %.1f bytes per graph enumerated\n", v * n / g
