@@ -431,7 +431,7 @@ static taso_err_t allgather(gen_t *c, const void *mine, int64_t n, size_t size, 
  * deduplicated here) as one set on every rank. */
 static taso_err_t fpset_gather(gen_t *c, taso_fingerprint_t *mine, int64_t n, fpset_t *set) {
   int64_t k = 0, total = 0;
-  qsort(mine, (size_t)n, sizeof *mine, fp_cmp);
+  if (n > 1) qsort(mine, (size_t)n, sizeof *mine, fp_cmp);
   for (int64_t i = 0; i < n; i++)
     if (!k || taso_fingerprint_cmp(&mine[k - 1], &mine[i])) mine[k++] = mine[i];
   taso_fingerprint_t *all = NULL;
@@ -565,9 +565,10 @@ static int twin_cmp(const void *a, const void *b) {
 static int64_t dedup(void *items, int64_t n, size_t size, int (*cmp)(const void *, const void *)) {
   char *v = items;
   int64_t k = 0;
-  qsort(v, (size_t)n, size, cmp);
+  if (n > 1) qsort(v, (size_t)n, size, cmp);
   for (int64_t i = 0; i < n; i++)
-    if (!k || cmp(v + (size_t)(k - 1) * size, v + (size_t)i * size)) memmove(v + (size_t)k++ * size, v + (size_t)i * size, size);
+    if (!k || cmp(v + (size_t)(k - 1) * size, v + (size_t)i * size))
+      memmove(v + (size_t)k++ * size, v + (size_t)i * size, size);
   return k;
 }
 
@@ -771,7 +772,7 @@ static taso_err_t pair_class(gen_t *c, const taso_grec_t *r, int64_t n, pairing_
 }
 
 static taso_err_t pair_all(gen_t *c, taso_grec_t *recs, int64_t n, pairing_t *out) {
-  qsort(recs, (size_t)n, sizeof *recs, taso_grec_cmp);
+  if (n > 1) qsort(recs, (size_t)n, sizeof *recs, taso_grec_cmp);
   for (int64_t i = 0; i < n;) {
     int64_t j = i + 1;
     while (j < n && !taso_fingerprint_cmp(&recs[j].fp, &recs[i].fp)) j++;
@@ -856,7 +857,7 @@ static int same_pattern(const void *a, const void *b) {
 static int64_t unique(char **keys, int64_t n, int (*order)(const void *, const void *),
                       int (*same)(const void *, const void *)) {
   int64_t k = 0;
-  qsort(keys, (size_t)n, sizeof *keys, order);
+  if (n > 1) qsort(keys, (size_t)n, sizeof *keys, order);
   for (int64_t i = 0; i < n; i++) {
     if (k > 0 && !same(&keys[k - 1], &keys[i])) {
       free(keys[i]);
@@ -1127,7 +1128,7 @@ int main(int argc, char **argv) {
         free(keys[i]);
       }
     }
-    if (err == TASO_OK) qsort(cands, (size_t)npatterns, sizeof *cands, cand_cmp);
+    if (err == TASO_OK && npatterns > 1) qsort(cands, (size_t)npatterns, sizeof *cands, cand_cmp);
   }
   free(keys);
   err = taso_tool_agree(&t, err);
