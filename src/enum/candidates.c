@@ -392,12 +392,17 @@ taso_err_t taso_cand_parse(const taso_inputs_t *in, char *key, taso_cand_t *c) {
   if (!c->tsrc || !c->tdst) return taso_error(TASO_ERR_NOMEM, "candidate types");
   TASO_TRY(taso_graph_infer(&c->src, in, c->tsrc));
   TASO_TRY(taso_graph_infer(&c->dst, in, c->tdst));
+  uint64_t seen[4] = {0}; /* inputs met, as bits (the table has at most 256) */
   for (int side = 0; side < 2; side++) {
     const taso_graph_t *g = side ? &c->dst : &c->src;
     for (int i = 0; i < g->nnodes; i++)
       if (g->nodes[i].kind != TASO_OP_INPUT) {
         c->kinds[side][g->nodes[i].kind]++;
         c->size++;
+      } else {
+        int x = g->nodes[i].p.input & 255;
+        c->inputs += !(seen[x / 64] >> (x % 64) & 1);
+        seen[x / 64] |= 1ull << (x % 64);
       }
   }
   return TASO_OK;

@@ -78,6 +78,7 @@ typedef struct {
   taso_graph_t src, dst; /* canonical graphs, outputs aligned */
   taso_tensor_t *tsrc, *tdst;
   int size;              /* operators on both sides */
+  int inputs;            /* distinct inputs on both sides */
   uint8_t kinds[2][TASO_OP_COUNT]; /* operators per kind, per side */
 } taso_cand_t;
 
@@ -85,9 +86,10 @@ typedef struct {
 taso_err_t taso_cand_parse(const taso_inputs_t *in, char *key, taso_cand_t *c);
 void taso_cand_free(taso_cand_t *c);
 
-/* Whether the kept candidates (all smaller than c) imply c in at most two
- * rewrites: one side rewrites into the other, or both into one graph. The
- * kept ones apply as patterns at any shapes (taso_rewrite_all's any_type). */
+/* Whether the kept candidates (all before c in the caller's order) imply c
+ * in at most two rewrites: one side rewrites into the other, or both into
+ * one graph. The kept ones apply as patterns at any shapes
+ * (taso_rewrite_all's any_type). */
 taso_err_t taso_cand_implied(const taso_inputs_t *in, const taso_cand_t *c, const taso_cand_t *kept,
                              int64_t nkept, bool *implied);
 

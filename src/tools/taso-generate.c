@@ -868,9 +868,13 @@ static int64_t unique(char **keys, int64_t n, int (*order)(const void *, const v
   return k;
 }
 
+/* The order of the implication check: by size, then by distinct inputs,
+ * more first (an instance with inputs merged comes after the general form
+ * of its size), then by text. */
 static int cand_cmp(const void *a, const void *b) {
   const taso_cand_t *x = a, *y = b;
   if (x->size != y->size) return x->size < y->size ? -1 : 1;
+  if (x->inputs != y->inputs) return x->inputs > y->inputs ? -1 : 1;
   return strcmp(x->key, y->key);
 }
 
@@ -916,7 +920,7 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
   int64_t checked = 0;
   for (int64_t lo = 0; err == TASO_OK && lo < n;) {
     int64_t hi = lo;
-    while (hi < n && cands[hi].size == cands[lo].size) hi++;
+    while (hi < n && cands[hi].size == cands[lo].size && cands[hi].inputs == cands[lo].inputs) hi++;
     int64_t b = lo + (hi - lo) * c->t->rank / c->t->size, e = lo + (hi - lo) * (c->t->rank + 1) / c->t->size;
     for (int64_t i = b; i < e && err == TASO_OK; i++) {
       bool imp;
