@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "candidates.h"
 #include "enumerate.h"
 #include "test.h"
 
@@ -257,6 +258,44 @@ static void test_shared_count_pass(void) {
   }
 }
 
+/* A candidate's key at its shapes and at any shapes. */
+static char *key_of(const taso_inputs_t *in, const char *text, bool any_type) {
+  taso_graph_t src, dst;
+  taso_graph_init(&src);
+  taso_graph_init(&dst);
+  char *key = NULL;
+  CHECK_OK(taso_subst_parse(text, in, &src, &dst));
+  CHECK_OK(taso_cand_key(in, &src, &dst, any_type, &key));
+  taso_graph_free(&src);
+  taso_graph_free(&dst);
+  return key;
+}
+
+/* One pattern at other shapes and with inputs renamed has one any-type key
+ * (and two typed ones); merging two inputs makes another pattern. */
+static void test_pattern_keys(void) {
+  taso_inputs_t in = {0};
+  int32_t a2[2] = {2, 4}, b2[2] = {4, 4};
+  TASO_CHECK(taso_inputs_add(&in, "a1", 2, a2));
+  TASO_CHECK(taso_inputs_add(&in, "b1", 2, b2));
+  TASO_CHECK(taso_inputs_add(&in, "b2", 2, b2));
+  TASO_CHECK(taso_inputs_add(&in, "b3", 2, b2));
+  const char *a = "ewadd(matmul(a1, b1), matmul(a1, b2)) => matmul(a1, ewadd(b1, b2))";
+  const char *b = "matmul(b3, ewadd(b2, b1)) => ewadd(matmul(b3, b2), matmul(b3, b1))";
+  const char *c = "ewadd(matmul(b1, b1), matmul(b1, b2)) => matmul(b1, ewadd(b1, b2))";
+  char *ta = key_of(&in, a, false), *tb = key_of(&in, b, false), *pa = key_of(&in, a, true);
+  char *pb = key_of(&in, b, true), *pc = key_of(&in, c, true);
+  CHECK(ta && tb && strcmp(ta, tb) != 0);
+  CHECK_STR(pa, pb);
+  CHECK(pa && pc && strcmp(pa, pc) != 0);
+  free(ta);
+  free(tb);
+  free(pa);
+  free(pb);
+  free(pc);
+  taso_inputs_free(&in);
+}
+
 static void test_rejects_bad_limits(void) {
   taso_enum_t *e;
   CHECK_ERR(taso_enum_create(&inputs, ops, nops, 0, 0, 1, &e), TASO_ERR_LIMIT);
@@ -267,7 +306,8 @@ static void test_rejects_bad_limits(void) {
 int main(void) {
   setup();
   const test_case_t cases[] = {TEST(test_matches_brute_force), TEST(test_shards_partition),
-                               TEST(test_shared_count_pass), TEST(test_rejects_bad_limits)};
+                               TEST(test_shared_count_pass), TEST(test_pattern_keys),
+                               TEST(test_rejects_bad_limits)};
   int rc = test_run(cases, (int)(sizeof cases / sizeof *cases));
   taso_inputs_free(&inputs);
   return rc;

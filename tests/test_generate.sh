@@ -55,6 +55,7 @@ check "known substitutions found or implied, wrong ones absent" \
   "+concat(1, conv2d(i1, w4), conv2d(i1, w5)) => conv2d(i1, concat(0, w4, w5))" \
   "+conv2d(i1, const_pool(k=3x3, shape=2x1x3x3)) => pool_avg(k=3x3, i1)" \
   "+ewadd(w1, w2) => ewadd(w2, w1)" \
+  "+ewadd(matmul(w1, w1), matmul(w1, w2)) => matmul(w1, ewadd(w1, w2))" \
   "-relu(w1) => w1" \
   "-relu(relu(w1)) => relu(w1)" \
   "-concat(1, concat(1, w1, w2), w1) => concat(1, w1, concat(1, w2, w1))"
