@@ -997,7 +997,7 @@ int main(int argc, char **argv) {
   taso_fp_inputs_t rnd;
   memset(&rnd, 0, sizeof rnd);
   taso_err_t err = taso_tool_load_job(&t, t.job_path);
-  double t_count = MPI_Wtime();
+  double t_count = MPI_Wtime(), cpu_count = cpu_seconds();
   if (err == TASO_OK) {
     /* the count pass that weighs the shards, shared by the ranks */
     err = taso_enum_create(&t.job.inputs, t.job.ops, t.job.nops, t.job.max_ops, t.rank, t.size, &c.e);
@@ -1032,8 +1032,8 @@ int main(int argc, char **argv) {
     int nv;
     taso_enum_variants(c.e, &nv);
     taso_tool_print(&t, "enumerating %lld graphs of up to %d operators (%d operator variants) on %d ranks; "
-                    "count pass %.2f s\n", (long long)taso_enum_graphs(c.e), t.job.max_ops, nv, t.size,
-                    t0 - t_count);
+                    "count pass %.2f s (%.2f s CPU on rank 0)\n", (long long)taso_enum_graphs(c.e), t.job.max_ops,
+                    nv, t.size, t0 - t_count, cpu0 - cpu_count);
     taso_progress_begin(&c.progress, &t, "graphs (rank 0's shard)", -1);
     taso_enum_visitor_t v = {.ctx = &c, .push = push, .visit = visit_count};
     err = taso_enum_run(c.e, lo, hi, &v);
