@@ -14,18 +14,20 @@
  *      outputs are all shared can pair with a graph that has no operator in
  *      common with them;
  *   3. walk 2 records the graphs whose outputs are connected (one output,
- *      or outputs that share operators); the connected multi-output ones
- *      give the "twins". Walk 3 records the graphs whose outputs share no
- *      operator only when a twin has their fingerprint: paired with anything
- *      else they would split into independent parts. One all-to-all sends
- *      the records to the owner of their fingerprint, which groups them,
- *      prunes common subgraphs and independent parts, re-checks the rest
- *      exactly and pairs them;
- *   4. every rank gathers the surviving candidates' canonical texts (at
- *      their shapes and at any shapes), removes duplicates under input
- *      renaming and other shapes of one pattern, then the candidates one or
- *      two rewrites with smaller kept ones imply (each rank checks a block),
- *      and the ranks write the result collectively.
+ *      or outputs that share operators) and sends the records to the owner
+ *      of their fingerprint (one all-to-all). The connected multi-output
+ *      ones are "twins": a graph whose outputs share no operator can pair
+ *      with nothing else without splitting into independent parts, so the
+ *      twin's owner builds those graphs from their parts (every expression
+ *      of the twin's output classes, gathered from all ranks) instead of a
+ *      walk over billions of them;
+ *   4. owners group the records by fingerprint and pair every member with
+ *      the smallest, pruning common subgraphs and independent parts; every
+ *      rank gathers the survivors' pattern keys (canonical under renaming of
+ *      inputs of any shape), keeps one pair per pattern, re-checks those
+ *      exactly on another input set, drops the ones that one or two
+ *      rewrites by kept ones imply (each rank checks a block), and the ranks
+ *      write the result collectively.
  * The output does not depend on the rank count: shards only change who
  * finds a graph, and every later choice is made on sorted, global data.
  */
@@ -43,9 +45,10 @@ static const taso_tool_spec_t spec = {
     .name = "taso-generate",
     .about = "Enumerates every graph of up to max_ops operators over the job's inputs and\n"
              "operators, fingerprints them exactly in GF(2^61-1), pairs graphs with equal\n"
-             "fingerprints (re-checked exactly) into candidate substitutions, prunes\n"
-             "common subgraphs, duplicates under input renaming and candidates implied\n"
-             "by a smaller one, and writes the candidates with per-stage counts.\n"
+             "fingerprints into candidate substitutions, prunes common subgraphs,\n"
+             "independent parts, duplicates under input renaming (at any input shapes)\n"
+             "and candidates implied by kept ones, re-checks the kept ones exactly, and\n"
+             "writes them with per-stage counts.\n"
              "Ranks share the enumeration by weighted shards; the result does not depend\n"
              "on the rank count.\n",
     .job_help = "job file: inputs, operators and max_ops of the enumeration",
