@@ -2,22 +2,22 @@
  * From enumerated graphs to candidate substitutions: the records graphs
  * travel in between ranks, and the pure steps after the exchange.
  *
- *   1. group records by graph fingerprint; in each class, re-check every
- *      member exactly against the class representative (the smallest graph)
- *      and pair it with it: a candidate "member => representative";
+ *   1. group records by graph fingerprint; in each class, pair every member
+ *      with the class representative (the smallest graph): a candidate
+ *      "member => representative";
  *   2. prune, each stage counted by the caller:
  *      - common subgraph: both sides share an operator on the same inputs,
  *        or (one output) both end in the same operator with all inputs but
  *        one equal; a smaller candidate then does the same work;
- *      - input renaming: a candidate equal to another up to a consistent,
- *        type-preserving renaming of inputs is kept once, in the canonical
- *        form (taso_cand_key);
- *      - other shapes: of the candidates that are one pattern at different
- *        input shapes, the one with the smallest canonical form is kept;
- *      - implied: the outputs split into independent parts (a parallel
- *        composition of smaller candidates), or at most two rewrites with
- *        smaller kept candidates (src/core/match.h) turn one side into the
- *        other.
+ *      - independent parts: the outputs split into groups that share no
+ *        operator on either side (taso_cand_independent);
+ *      - input renaming: candidates equal up to a consistent renaming of
+ *        inputs, of these or other shapes, are one pattern (taso_cand_key
+ *        with any_type), kept once;
+ *      - implied: at most two rewrites with kept candidates
+ *        (src/core/match.h) turn one side into the other;
+ *   the caller re-checks the kept ones exactly (a fingerprint collision
+ *   cannot pass).
  * Pure C: no MPI, no output.
  */
 #ifndef TASO_CANDIDATES_H
