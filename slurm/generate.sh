@@ -31,52 +31,12 @@
 # containers) also needs OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # in the environment sbatch passes on; the scripts never set them.
 set -euo pipefail
-stage=generate
-
-die() {
-  echo "$stage.sh: error: $*" >&2
-  exit 1
-}
-base=${SLURM_SUBMIT_DIR:-$PWD}
-cd "$base" || die "cannot enter the submit directory $base"
-abs() { case $1 in /*) echo "$1" ;; *) echo "$base/$1" ;; esac }
-job=$(abs "${1:-${TASO_JOB:-jobs/smoke.ini}}")
-name=$(basename "$job" .ini)
-out=$(abs "${2:-${TASO_OUT:-out/$name}}")
-bin=$(abs "${TASO_BIN:-build/bin}")
-tool=$bin/taso-$stage
-[ -f "$job" ] && [ -r "$job" ] || die "job file $job not found (or not readable)"
-[ -x "$tool" ] || die "$tool not found: build first (README), or set TASO_BIN to the folder of the executables"
-mkdir -p "$out" || die "cannot create the output folder $out"
-
-# One OpenMP thread per CPU Slurm gave each task.
-cpus=${SLURM_CPUS_PER_TASK:-1}
-export OMP_NUM_THREADS=$cpus
-ntasks=${SLURM_NTASKS:-1}
-launcher=${TASO_LAUNCHER:-srun}
-[ -n "${SLURM_JOB_ID:-}" ] || launcher=mpirun # run by hand, outside Slurm
-case $launcher in
-# srun 22.05+ no longer takes --cpus-per-task from the batch job; say it.
-srun)
-  launch=(srun "--ntasks=$ntasks" "--cpus-per-task=$cpus")
-  mpi=${TASO_SRUN_MPI-pmix}
-  [ -z "$mpi" ] || launch+=("--mpi=$mpi")
-  ;;
-# Without binding, so that a rank's OpenMP threads spread over its CPUs.
-mpirun) launch=(mpirun -n "$ntasks" --bind-to none) ;;
-*) die "TASO_LAUNCHER must be srun or mpirun, not '$launcher'" ;;
-esac
-
-cmd=("${launch[@]}" "$tool" --job "$job" --out "$out/candidates.h5")
-
-echo "taso $stage: Slurm job ${SLURM_JOB_ID:-none} (${SLURM_JOB_NAME:-by hand}) on $(hostname)," \
-  "$ntasks tasks x $cpus CPUs, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-echo "job $job; output $out"
-printf '+'
-printf ' %q' "${cmd[@]}"
-echo
-start=$SECONDS
-status=0
-"${cmd[@]}" || status=$?
-echo "taso $stage: exit status $status after $((SECONDS - start)) s"
-exit $status
+# The shared body is slurm/stage.sh, next to this script. Under sbatch this
+# file runs from a copy in Slurm's spool; the job's Command names the
+# original (relative to the submit directory). TASO_SLURM_DIR overrides.
+cd "${SLURM_SUBMIT_DIR:-$PWD}"
+here=${TASO_SLURM_DIR:-$(dirname "$( (scontrol show job "${SLURM_JOB_ID:-none}" 2>/dev/null || true) |
+  sed -n 's/^ *Command=\([^ ]*\).*/\1/p' | grep . || echo "${BASH_SOURCE[0]}")")}
+# shellcheck source=slurm/stage.sh
+source "$here/stage.sh" || exit 1
+run_stage generate "$@"
