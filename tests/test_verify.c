@@ -40,6 +40,7 @@ static void make_inputs(taso_inputs_t *in) {
       {"m6", 2, {3, 2}},       {"m7", 2, {3, 4}},       {"s0", 0, {0}},
       {"s1", 0, {0}},          {"i1", 4, {1, 2, 4, 4}}, {"i2", 4, {1, 2, 4, 4}},
       {"w1", 4, {2, 2, 3, 3}}, {"w2", 4, {2, 2, 3, 3}}, {"w4", 4, {2, 2, 1, 3}},
+      {"w5", 4, {2, 2, 1, 3}}, {"i3", 4, {1, 2, 3, 1}}, {"w7", 4, {2, 2, 3, 1}},
   };
   memset(in, 0, sizeof *in);
   for (size_t i = 0; i < sizeof t / sizeof *t; i++)
@@ -116,6 +117,19 @@ static const struct {
     {"A43", "conv2d(i1, w4) => conv2d(i1, enlarge(k=3x3, w4))", true},
     {"X1", "transpose(layout=view, a1) => transpose(a1)", true},
     {"X2", "relu(matmul(m1, m2)) => matmul(act=relu, m1, m2)", true},
+    {"X3", "enlarge(k=3x3, w1) => w1", true},
+    {"X4", "enlarge(k=3x3, concat(1, w4, w5)) => concat(1, enlarge(k=3x3, w4), enlarge(k=3x3, w5))",
+     true},
+    {"X5", "enlarge(k=3x3, ewadd(w4, w5)) => ewadd(enlarge(k=3x3, w4), enlarge(k=3x3, w5))", true},
+    {"X6", "enlarge(k=3x3, ewmul(w4, w5)) => ewmul(enlarge(k=3x3, w4), enlarge(k=3x3, w5))", true},
+    {"X7", "enlarge(k=3x3, smul(w4, s0)) => smul(enlarge(k=3x3, w4), s0)", true},
+    {"X8", "enlarge(k=3x3, relu(w4)) => relu(enlarge(k=3x3, w4))", true},
+    {"X9", "conv2d(enlarge(k=3x3, i3), w7) => enlarge(k=3x3, conv2d(i3, w7))", true},
+    {"X11", "conv2d(act=relu, concat(1, i1, i1), w1) => conv2d(act=relu, i1, w1)", true},
+    {"X12", "smul(a1, const_one(shape=scalar)) => a1", true},
+    {"X13", "smul(const_one(shape=scalar), s0) => s0", true},
+    {"X14", "relu(const_one(shape=2x3)) => const_one(shape=2x3)", true},
+    {"X15", "conv2d(const_one(shape=1x2x4x4), w1) => conv2d(const_one(shape=1x4x4x4), w1)", true},
 };
 #define NINSTANCES ((int)(sizeof instances / sizeof *instances))
 
@@ -151,7 +165,7 @@ static void test_load(void) {
     snprintf(name, sizeof name, "A%d", i);
     CHECK(taso_axioms_find(ax, name) >= 0);
   }
-  for (int i = 1; i <= 3; i++) {
+  for (int i = 1; i <= 7; i++) {
     snprintf(name, sizeof name, "L%d", i);
     int k = taso_axioms_find(ax, name);
     CHECK(k >= 0 && ax->v[k].kind == TASO_AXIOM_LEMMA);
@@ -235,6 +249,10 @@ static void test_needs_lemma(void) {
   CHECK((r = decide(p, &in, uses_l2, true)).verdict == TASO_VERDICT_PROVED);
   CHECK((r = decide(p, &in, uses_l3, true)).verdict == TASO_VERDICT_PROVED);
   CHECK((r = decide(p, &in, uses_l1, true)).verdict == TASO_VERDICT_PROVED);
+  const char *uses_l6 = "transpose(concat(1, m1, m5)) => concat(0, transpose(m1), transpose(m5))";
+  const char *uses_l7 = "matmul(smul(m1, s0), m2) => matmul(m1, smul(m2, s0))";
+  CHECK((r = decide(p, &in, uses_l6, true)).verdict == TASO_VERDICT_PROVED);
+  CHECK((r = decide(p, &in, uses_l7, true)).verdict == TASO_VERDICT_PROVED);
   /* A substitution that combines a lemma with axioms. */
   CHECK((r = decide(p, &in, "transpose(matmul(const_imm(shape=2x2), m1)) => transpose(m1)", true))
             .verdict == TASO_VERDICT_PROVED);
@@ -331,6 +349,69 @@ static void test_unexpressible(void) {
   CHECK(r.verdict == TASO_VERDICT_UNKNOWN && strstr(r.reason, "conv2d"));
   taso_graph_free(&src);
   taso_graph_free(&dst);
+  taso_prover_free(p);
+  taso_inputs_free(&in);
+  taso_axioms_free(ax);
+}
+
+/* Shape facts: a guarded axiom fires exactly where the tensors' types
+ * satisfy its guard. */
+static void test_shape_facts(void) {
+  taso_axioms_t *ax = load_default();
+  taso_inputs_t in;
+  taso_prover_t *p = NULL;
+  if (!ax) return;
+  make_inputs(&in);
+  CHECK_OK(taso_prover_new(ax, 1.0, &p));
+  taso_verify_result_t r;
+  /* w1 is 2x2x3x3: enlarging it to 3x3 changes nothing (X3), also inside
+   * a larger graph. */
+  CHECK(decide(p, &in, "enlarge(k=3x3, w1) => w1", true).verdict == TASO_VERDICT_PROVED);
+  CHECK(decide(p, &in, "conv2d(i1, enlarge(k=3x3, ewadd(w1, w2))) => conv2d(i1, ewadd(w2, w1))", true)
+            .verdict == TASO_VERDICT_PROVED);
+  /* w4 is 2x2x1x3: the guard fails, and the pair is false. */
+  r = decide(p, &in, "enlarge(k=3x3, w4) => w4", false);
+  CHECK(r.verdict == TASO_VERDICT_UNKNOWN && r.seconds < 3.0);
+  CHECK(decide(p, &in, "enlarge(k=3x3, w4) => w4", true).verdict == TASO_VERDICT_REFUTED);
+  /* The right kernel but a split tree on axis 2, which enlarge empties:
+   * equal values, different trees; the splits guard keeps X3 out. */
+  const char *tree = "enlarge(k=2x3, concat(2, w4, w5)) => concat(2, w4, w5)";
+  CHECK(decide(p, &in, tree, false).verdict == TASO_VERDICT_UNKNOWN);
+  r = decide(p, &in, tree, true);
+  CHECK(r.verdict == TASO_VERDICT_REFUTED && strstr(r.reason, "split trees differ"));
+  /* X11 needs the weight's input channels to be x's: w1 takes 2, as i1
+   * has; with concat(1, i1, i1) as the weight's own input (4 channels,
+   * one group) the guard fails and the pair is not even well typed. */
+  CHECK(decide(p, &in, "conv2d(concat(1, i1, i1), w1) => conv2d(i1, w1)", true).verdict ==
+        TASO_VERDICT_PROVED);
+  /* X9 needs a kernel of width 1 where enlarge pads: w1's is 3. */
+  r = decide(p, &in, "conv2d(enlarge(k=3x3, i3), w1) => enlarge(k=3x3, conv2d(i3, w1))", true);
+  CHECK(r.verdict == TASO_VERDICT_REFUTED);
+  CHECK(decide(p, &in, "conv2d(enlarge(k=3x3, i3), w1) => enlarge(k=3x3, conv2d(i3, w1))", false)
+            .verdict == TASO_VERDICT_UNKNOWN);
+  taso_prover_free(p);
+  /* Without X3 the first pair cannot be proved. */
+  CHECK_OK(taso_axioms_enable(ax, "X3", false));
+  CHECK_OK(taso_prover_new(ax, 1.0, &p));
+  r = decide(p, &in, "enlarge(k=3x3, w1) => w1", true);
+  CHECK(r.verdict == TASO_VERDICT_UNKNOWN && strstr(r.reason, "enlarge") && r.seconds < 3.0);
+  taso_prover_free(p);
+  /* X10, true but left out by default (optional/): loaded on purpose it
+   * proves its instance and the grouped pairs the generator makes. */
+  char path[1024];
+  snprintf(path, sizeof path, "%s/data/axioms/optional/grouped_conv.smt2", source_dir());
+  CHECK_OK(taso_axioms_enable(ax, "X3", true));
+  CHECK_OK(taso_axioms_add_file(ax, path));
+  CHECK_OK(taso_prover_new(ax, 1.0, &p));
+  const char *grouped =
+      "concat(1, conv2d(i1, w1), conv2d(i2, w2)) => conv2d(concat(1, i1, i2), concat(0, w1, w2))";
+  CHECK(decide(p, &in, grouped, true).verdict == TASO_VERDICT_PROVED);
+  /* Its guard: the second weight has 4 output channels, not 2; the
+   * grouped side then has groups of 3 channels, and the pair is false. */
+  const char *unequal = "concat(1, conv2d(i1, w1), conv2d(i2, concat(0, w1, w2))) => "
+                        "conv2d(concat(1, i1, i2), concat(0, w1, concat(0, w1, w2)))";
+  CHECK(decide(p, &in, unequal, false).verdict == TASO_VERDICT_UNKNOWN);
+  CHECK(decide(p, &in, unequal, true).verdict == TASO_VERDICT_REFUTED);
   taso_prover_free(p);
   taso_inputs_free(&in);
   taso_axioms_free(ax);
@@ -434,7 +515,7 @@ int main(void) {
       TEST(test_load),          TEST(test_lemmas),       TEST(test_axioms_prove_themselves),
       TEST(test_needs_lemma),   TEST(test_wrong_candidates), TEST(test_missing_axiom),
       TEST(test_timeout),       TEST(test_unexpressible), TEST(test_malformed),
-      TEST(test_known_bad),
+      TEST(test_known_bad),     TEST(test_shape_facts),
   };
   return test_run(cases, sizeof cases / sizeof *cases);
 }

@@ -18,3 +18,152 @@
 ;; @shape y = k n
 (assert (forall ((x T) (y T))
   (= (relu (matmul 0 x y)) (matmul 1 x y))))
+
+;; @axiom X3
+;; @about enlarging a kernel to the size it already has is the identity
+;; @note enlarge pads the kernel axes 2 and 3 with zeros up to kh x kw and
+;; @note empties their split trees; when x is already kh x kw and those
+;; @note trees are empty, nothing changes. Needs shape facts: the original
+;; @note could not state it (its axioms know no shapes).
+;; @shape x = co ci kh kw
+;; @kernel kh kw
+(assert (forall ((kh Int) (kw Int) (x T))
+  (=> (and (= (dim 2 x) kh) (= (dim 3 x) kw) (= (splits 2 x) 0) (= (splits 3 x) 0))
+      (= (enlarge kh kw x) x))))
+
+;; @axiom X4
+;; @about enlarge distributes over a concat on a channel axis (0 or 1)
+;; @note enlarge pads every kernel slice alike and keeps the trees of axes
+;; @note 0 and 1, so joining before or after is the same. On axes 2 and 3
+;; @note it is false (the pieces would be padded separately).
+;; @rank 4
+;; @shape x = *
+;; @shape y = * [a]=e
+;; @kernel kh kw
+;; @where d2 <= kh && d3 <= kw
+;; @param a = 0,1
+(assert (forall ((a Int) (kh Int) (kw Int) (x T) (y T))
+  (=> (or (= a 0) (= a 1))
+      (= (enlarge kh kw (concat a x y)) (concat a (enlarge kh kw x) (enlarge kh kw y))))))
+
+;; @axiom X5
+;; @about enlarge distributes over ewadd
+;; @note The padding is zeros, and 0 + 0 = 0.
+;; @shape x = co ci dh dw
+;; @shape y = co ci dh dw
+;; @kernel kh kw dh dw
+;; @where dh <= kh && dw <= kw
+(assert (forall ((kh Int) (kw Int) (x T) (y T))
+  (= (enlarge kh kw (ewadd x y)) (ewadd (enlarge kh kw x) (enlarge kh kw y)))))
+
+;; @axiom X6
+;; @about enlarge distributes over ewmul
+;; @note The padding is zeros, and 0 * 0 = 0.
+;; @shape x = co ci dh dw
+;; @shape y = co ci dh dw
+;; @kernel kh kw dh dw
+;; @where dh <= kh && dw <= kw
+(assert (forall ((kh Int) (kw Int) (x T) (y T))
+  (= (enlarge kh kw (ewmul x y)) (ewmul (enlarge kh kw x) (enlarge kh kw y)))))
+
+;; @axiom X7
+;; @about enlarge commutes with smul
+;; @note The padding is zeros, and 0 * w = 0.
+;; @shape x = co ci dh dw
+;; @shape w = scalar
+;; @kernel kh kw dh dw
+;; @where dh <= kh && dw <= kw
+(assert (forall ((kh Int) (kw Int) (x T) (w T))
+  (= (enlarge kh kw (smul x w)) (smul (enlarge kh kw x) w))))
+
+;; @axiom X8
+;; @about enlarge commutes with relu
+;; @note The padding is zeros, and relu(0) = 0.
+;; @shape x = co ci dh dw
+;; @kernel kh kw dh dw
+;; @where dh <= kh && dw <= kw
+(assert (forall ((kh Int) (kw Int) (x T))
+  (= (enlarge kh kw (relu x)) (relu (enlarge kh kw x)))))
+
+;; @axiom X9
+;; @about a stride-1 SAME conv2d of an enlarged input is the enlarged conv2d
+;; @note Where enlarge pads the input (dh < kh, say), the kernel has size 1
+;; @note on that axis, so each padded row is convolved alone: zeros in,
+;; @note zeros out (relu(0) = 0), and the other rows see what they saw
+;; @note before. Where it does not pad, the input is unchanged there. Both
+;; @note sides keep axis 0's tree from x and axis 1's from w's axis 0, and
+;; @note empty the spatial trees. Not in the original (it has no shapes).
+;; @shape x = n c dh dw
+;; @shape w = co c eh ew
+;; @kernel kh kw dh dw eh ew
+;; @where dh <= kh && dw <= kw
+;; @param act = 0,1
+(assert (forall ((act Int) (kh Int) (kw Int) (x T) (w T))
+  (=> (and (or (= (dim 2 x) kh) (= (dim 2 w) 1)) (or (= (dim 3 x) kw) (= (dim 3 w) 1)))
+      (= (conv2d 1 1 0 act (enlarge kh kw x) w) (enlarge kh kw (conv2d 1 1 0 act x w))))))
+
+;; @axiom X11
+;; @about conv2d of a channel-duplicated input with two groups is the plain conv2d
+;; @note With concat(1, x, x) (2c channels) and a weight of c input
+;; @note channels, the conv2d has 2 groups, and both read x: every output
+;; @note channel is what the ungrouped conv2d of x gives it. The tree of
+;; @note axis 0 is x's on both sides (concat keeps the tree its equal
+;; @note operands share). Fires only on the left side: the right side
+;; @note would grow a concat on every conv2d. An odd co makes the left
+;; @note side ill-typed (2 groups must divide it).
+;; @shape x = n c h w
+;; @shape w = co c kh kw
+;; @kernel kh kw
+;; @param sh = 1,2
+;; @param sw = 1,2
+;; @param pad = 0,1
+;; @param act = 0,1
+(assert (forall ((sh Int) (sw Int) (pad Int) (act Int) (x T) (w T))
+  (! (=> (= (dim 1 w) (dim 1 x))
+         (= (conv2d sh sw pad act (concat 1 x x) w) (conv2d sh sw pad act x w)))
+     :pattern ((conv2d sh sw pad act (concat 1 x x) w)))))
+
+;; @axiom X12
+;; @about smul by the scalar one is the identity
+;; @note smul keeps every tree of x.
+;; @rank 2,3,4
+;; @shape x = *
+;; @const const_one = scalar
+(assert (forall ((x T))
+  (= (smul x (const_one 0 0 0 0 0)) x)))
+
+;; @axiom X13
+;; @about the scalar one times a scalar is that scalar
+;; @note smul's second operand is always a scalar, and so is the result
+;; @note when the first one is; scalars have no trees.
+;; @shape w = scalar
+;; @const const_one = scalar
+(assert (forall ((w T))
+  (= (smul (const_one 0 0 0 0 0) w) w)))
+
+;; @axiom X14
+;; @about relu of all ones is all ones
+;; @rank 2,3,4
+;; @const const_one = *
+(assert (forall ((r Int) (d0 Int) (d1 Int) (d2 Int) (d3 Int))
+  (= (relu (const_one r d0 d1 d2 d3)) (const_one r d0 d1 d2 d3))))
+
+;; @axiom X15
+;; @about conv2d of an all-ones input does not depend on its channel count
+;; @note Every output channel sums, over the weight's input channels, the
+;; @note window sums of a ones image: the same for any channel count the
+;; @note weight accepts (c and d multiples of y's axis 1). Trees: axis 0
+;; @note from the (empty) input, axis 1 from y, on both sides. Fires only
+;; @note when both sides are present, so it adds no term.
+;; @const const_one = n c h w
+;; @shape y = co ci kh kw
+;; @kernel kh kw
+;; @param sh = 1,2
+;; @param sw = 1,2
+;; @param pad = 0,1
+;; @param act = 0,1
+(assert (forall ((sh Int) (sw Int) (pad Int) (act Int) (n Int) (c Int) (d Int) (h Int) (w Int)
+                 (y T))
+  (! (= (conv2d sh sw pad act (const_one 4 n c h w) y) (conv2d sh sw pad act (const_one 4 n d h w) y))
+     :pattern ((conv2d sh sw pad act (const_one 4 n c h w) y)
+               (conv2d sh sw pad act (const_one 4 n d h w) y)))))
