@@ -130,6 +130,22 @@ static const struct {
     {"X13", "smul(const_one(shape=scalar), s0) => s0", true},
     {"X14", "relu(const_one(shape=2x3)) => const_one(shape=2x3)", true},
     {"X15", "conv2d(const_one(shape=1x2x4x4), w1) => conv2d(const_one(shape=1x4x4x4), w1)", true},
+    {"X16", "ewmul(const_iconv(k=3x3, shape=2x2x3x3), const_iconv(k=3x3, shape=2x2x3x3)) => "
+            "const_iconv(k=3x3, shape=2x2x3x3)",
+     true},
+    {"X17", "relu(const_iconv(k=3x3, shape=2x2x3x3)) => const_iconv(k=3x3, shape=2x2x3x3)", true},
+    {"X18", "relu(const_imm(shape=3x3)) => const_imm(shape=3x3)", true},
+    {"X19", "ewmul(const_imm(shape=3x3), const_imm(shape=3x3)) => const_imm(shape=3x3)", true},
+    {"X20", "conv2d(i3, const_one(shape=2x2x3x3)) => conv2d(i3, const_one(shape=2x2x3x1))", true},
+    {"X21", "conv2d(w4, const_one(shape=2x2x3x3)) => conv2d(w4, const_one(shape=2x2x1x3))", true},
+    {"X22", "conv2d(pool_avg(k=3x3, i3), w4) => pool_avg(k=3x3, conv2d(i3, w4))", true},
+    {"X23", "transpose(const_one(shape=2x3)) => const_one(shape=3x2)", true},
+    {"X24", "ewmul(concat(0, const_one(shape=1x3), const_one(shape=1x3)), a1) => "
+            "ewmul(const_one(shape=2x3), a1)",
+     true},
+    {"X25", "ewadd(concat(1, const_one(shape=2x1), const_one(shape=2x2)), a1) => "
+            "ewadd(const_one(shape=2x3), a1)",
+     true},
 };
 #define NINSTANCES ((int)(sizeof instances / sizeof *instances))
 
@@ -389,6 +405,27 @@ static void test_shape_facts(void) {
   CHECK(r.verdict == TASO_VERDICT_REFUTED);
   CHECK(decide(p, &in, "conv2d(enlarge(k=3x3, i3), w1) => enlarge(k=3x3, conv2d(i3, w1))", false)
             .verdict == TASO_VERDICT_UNKNOWN);
+  /* X24 needs x without a tree on the concat's axis: with one, ewmul
+   * keeps the node on the left side only. (A41, true only for x without
+   * trees, proves this pair from the axioms alone: see README.md.) */
+  r = decide(p, &in,
+             "ewmul(concat(0, const_one(shape=2x3), const_one(shape=2x3)), concat(0, a1, a2)) => "
+             "ewmul(const_one(shape=4x3), concat(0, a1, a2))",
+             true);
+  CHECK(r.verdict == TASO_VERDICT_REFUTED && strstr(r.reason, "split trees differ"));
+  /* X20 needs an input one column wide: i1 is 4 wide. */
+  r = decide(p, &in, "conv2d(i1, const_one(shape=2x2x3x3)) => conv2d(i1, const_one(shape=2x2x3x1))",
+             false);
+  CHECK(r.verdict == TASO_VERDICT_UNKNOWN);
+  /* X22 needs a weight that mixes channels per pixel: w1 is 3x3 on a 4x4
+   * input. */
+  r = decide(p, &in, "conv2d(pool_avg(k=3x3, i1), w1) => pool_avg(k=3x3, conv2d(i1, w1))", false);
+  CHECK(r.verdict == TASO_VERDICT_UNKNOWN);
+  /* Nor does w7 (3 high) on i3 (3 high): the pair is false. */
+  const char *pool = "conv2d(pool_avg(k=3x3, i3), w7) => pool_avg(k=3x3, conv2d(i3, w7))";
+  CHECK(decide(p, &in, pool, false).verdict == TASO_VERDICT_UNKNOWN);
+  r = decide(p, &in, pool, true);
+  CHECK(r.verdict == TASO_VERDICT_REFUTED && strstr(r.reason, "values differ"));
   taso_prover_free(p);
   /* Without X3 the first pair cannot be proved. */
   CHECK_OK(taso_axioms_enable(ax, "X3", false));

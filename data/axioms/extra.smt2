@@ -167,3 +167,125 @@
   (! (= (conv2d sh sw pad act (const_one 4 n c h w) y) (conv2d sh sw pad act (const_one 4 n d h w) y))
      :pattern ((conv2d sh sw pad act (const_one 4 n c h w) y)
                (conv2d sh sw pad act (const_one 4 n d h w) y)))))
+
+;; @axiom X16
+;; @about ewmul of the identity kernel with itself is the identity kernel
+;; @note Its entries are 0 and 1, and both square to themselves; constants
+;; @note have empty trees. The two sides are the same shape however many
+;; @note channels const_iconv takes.
+;; @kernel kh kw
+;; @const const_iconv = c c kh kw
+(assert (forall ((kh Int) (kw Int))
+  (= (ewmul (const_iconv kh kw) (const_iconv kh kw)) (const_iconv kh kw))))
+
+;; @axiom X17
+;; @about relu of the identity kernel is the identity kernel
+;; @note Its entries are 0 and 1, which relu keeps.
+;; @kernel kh kw
+;; @const const_iconv = c c kh kw
+(assert (forall ((kh Int) (kw Int))
+  (= (relu (const_iconv kh kw)) (const_iconv kh kw))))
+
+;; @axiom X18
+;; @about relu of the identity matrix is the identity matrix
+;; @note Its entries are 0 and 1, which relu keeps.
+;; @const const_imm = k k
+(assert (forall ((k Int))
+  (= (relu (const_imm k)) (const_imm k))))
+
+;; @axiom X19
+;; @about ewmul of the identity matrix with itself is the identity matrix
+;; @note Its entries are 0 and 1, and both square to themselves.
+;; @const const_imm = k k
+(assert (forall ((k Int))
+  (= (ewmul (const_imm k) (const_imm k)) (const_imm k))))
+
+;; @axiom X20
+;; @about on an input one column wide, a SAME conv2d with an all-ones kernel needs only one column of it
+;; @note With SAME padding the single output column sees the single input
+;; @note column through one kernel column (the others meet padding), and
+;; @note every column of an all-ones kernel is the same. Both weights are
+;; @note constants (empty trees); the output width is 1 for any stride.
+;; @shape x = n c h 1
+;; @const const_one = co ci kh kw
+;; @kernel kh kw
+;; @param sh = 1,2
+;; @param sw = 1,2
+;; @param act = 0,1
+(assert (forall ((sh Int) (sw Int) (act Int) (co Int) (ci Int) (kh Int) (kw Int) (x T))
+  (=> (= (dim 3 x) 1)
+      (= (conv2d sh sw 0 act x (const_one 4 co ci kh kw))
+         (conv2d sh sw 0 act x (const_one 4 co ci kh 1))))))
+
+;; @axiom X21
+;; @about on an input one row high, a SAME conv2d with an all-ones kernel needs only one row of it
+;; @note X20 for rows.
+;; @shape x = n c 1 w
+;; @const const_one = co ci kh kw
+;; @kernel kh kw
+;; @param sh = 1,2
+;; @param sw = 1,2
+;; @param act = 0,1
+(assert (forall ((sh Int) (sw Int) (act Int) (co Int) (ci Int) (kh Int) (kw Int) (x T))
+  (=> (= (dim 2 x) 1)
+      (= (conv2d sh sw 0 act x (const_one 4 co ci kh kw))
+         (conv2d sh sw 0 act x (const_one 4 co ci 1 kw))))))
+
+;; @axiom X22
+;; @about pool_avg commutes with a conv2d that mixes channels per pixel
+;; @note Where the weight is 1 wide (or the input is, so that one kernel
+;; @note column meets data), a stride-1 SAME conv2d without activation
+;; @note mixes the channels of each pixel alone, linearly; pool_avg (SAME,
+;; @note stride 1) is a linear filter of each channel alone; the two
+;; @note commute. Trees: pooling empties axis 1, which the left side takes
+;; @note from w's axis 0, hence the guard that w has none there.
+;; @shape x = n c h w
+;; @shape w = co c eh ew
+;; @kernel kh kw eh ew
+(assert (forall ((kh Int) (kw Int) (x T) (w T))
+  (=> (and (or (= (dim 2 w) 1) (= (dim 2 x) 1)) (or (= (dim 3 w) 1) (= (dim 3 x) 1))
+           (= (splits 0 w) 0))
+      (= (conv2d 1 1 0 0 (pool_avg kh kw 1 1 0 x) w) (pool_avg kh kw 1 1 0 (conv2d 1 1 0 0 x w))))))
+
+;; @axiom X23
+;; @about transpose of an all-ones matrix is the all-ones matrix of the swapped shape
+;; @note Constants have empty trees, which transpose swaps. Fires only on
+;; @note the left side: the right one is every all-ones matrix.
+;; @const const_one = m n
+(assert (forall ((m Int) (n Int))
+  (! (= (transpose 0 (const_one 2 m n 0 0)) (const_one 2 n m 0 0))
+     :pattern ((transpose 0 (const_one 2 m n 0 0))))))
+
+;; @axiom X24
+;; @about ewmul by a concat of all-ones tensors is ewmul by all ones
+;; @note The values agree; so do the trees when x has none on axis a: the
+;; @note concat's node there meets x's empty tree and ewmul keeps neither,
+;; @note while on other axes the concat keeps the ones' empty trees.
+;; @rank 2,3,4
+;; @shape x = *
+;; @param a = axes
+;; @const const_one = *
+(assert (forall ((a Int) (r Int) (d0 Int) (d1 Int) (d2 Int) (d3 Int) (e0 Int) (e1 Int) (e2 Int)
+                 (e3 Int) (x T))
+  (! (=> (= (splits a x) 0)
+         (= (ewmul (concat a (const_one r d0 d1 d2 d3) (const_one r e0 e1 e2 e3)) x)
+            (ewmul (const_one r (ite (= a 0) (+ d0 e0) d0) (ite (= a 1) (+ d1 e1) d1)
+                              (ite (= a 2) (+ d2 e2) d2) (ite (= a 3) (+ d3 e3) d3))
+                   x)))
+     :pattern ((ewmul (concat a (const_one r d0 d1 d2 d3) (const_one r e0 e1 e2 e3)) x)))))
+
+;; @axiom X25
+;; @about ewadd of a concat of all-ones tensors is ewadd of all ones
+;; @note As X24, for ewadd (which keeps trees the same way).
+;; @rank 2,3,4
+;; @shape x = *
+;; @param a = axes
+;; @const const_one = *
+(assert (forall ((a Int) (r Int) (d0 Int) (d1 Int) (d2 Int) (d3 Int) (e0 Int) (e1 Int) (e2 Int)
+                 (e3 Int) (x T))
+  (! (=> (= (splits a x) 0)
+         (= (ewadd (concat a (const_one r d0 d1 d2 d3) (const_one r e0 e1 e2 e3)) x)
+            (ewadd (const_one r (ite (= a 0) (+ d0 e0) d0) (ite (= a 1) (+ d1 e1) d1)
+                              (ite (= a 2) (+ d2 e2) d2) (ite (= a 3) (+ d3 e3) d3))
+                   x)))
+     :pattern ((ewadd (concat a (const_one r d0 d1 d2 d3) (const_one r e0 e1 e2 e3)) x)))))
