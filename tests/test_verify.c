@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "eval.h"
 #include "test.h"
 #include "verifier.h"
 
@@ -41,6 +42,7 @@ static void make_inputs(taso_inputs_t *in) {
       {"s1", 0, {0}},          {"i1", 4, {1, 2, 4, 4}}, {"i2", 4, {1, 2, 4, 4}},
       {"w1", 4, {2, 2, 3, 3}}, {"w2", 4, {2, 2, 3, 3}}, {"w4", 4, {2, 2, 1, 3}},
       {"w5", 4, {2, 2, 1, 3}}, {"i3", 4, {1, 2, 3, 1}}, {"w7", 4, {2, 2, 3, 1}},
+      {"i4", 4, {1, 2, 1, 3}}, {"w8", 4, {2, 2, 1, 1}}, {"w9", 4, {2, 1, 1, 1}},
   };
   memset(in, 0, sizeof *in);
   for (size_t i = 0; i < sizeof t / sizeof *t; i++)
@@ -370,6 +372,126 @@ static void test_unexpressible(void) {
   taso_axioms_free(ax);
 }
 
+/* Whether both sides of text have equal shapes, trees and exact rational
+ * values on small random integer inputs. */
+static bool exactly_equal(const taso_inputs_t *in, const char *text, uint64_t seed) {
+  taso_graph_t g[2];
+  taso_tensor_t *types[2] = {NULL, NULL};
+  taso_rat_t **values[2] = {NULL, NULL};
+  taso_rat_t **inputs = calloc((size_t)in->n, sizeof *inputs);
+  taso_rat_ctx_t ctx = {false};
+  bool equal = inputs != NULL;
+  taso_graph_init(&g[0]);
+  taso_graph_init(&g[1]);
+  CHECK_OK(taso_subst_parse(text, in, &g[0], &g[1]));
+  for (int i = 0; equal && i < in->n; i++) {
+    int64_t size = taso_tensor_size(&in->v[i].type);
+    inputs[i] = malloc(sizeof **inputs * (size_t)size);
+    equal = inputs[i] != NULL;
+    for (int64_t k = 0; equal && k < size; k++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      inputs[i][k] = taso_rat((int64_t)(seed >> 61) - 3, 1); /* -3..4 */
+    }
+  }
+  for (int s = 0; equal && s < 2; s++) {
+    types[s] = calloc((size_t)(2 * g[s].nnodes), sizeof *types[s]);
+    values[s] = calloc((size_t)(2 * g[s].nnodes), sizeof *values[s]);
+    equal = types[s] && values[s];
+    if (equal) CHECK_OK(taso_graph_infer(&g[s], in, types[s]));
+    if (equal) CHECK_OK(taso_eval_graph_rational(&ctx, &g[s], types[s], inputs, values[s]));
+  }
+  for (int o = 0; equal && o < g[0].noutputs; o++) {
+    taso_ref_t a = g[0].outputs[o], b = g[1].outputs[o];
+    equal = taso_tensor_equal(&types[0][a], &types[1][b]);
+    for (int64_t k = 0; equal && k < taso_tensor_size(&types[0][a]); k++)
+      equal = taso_rat_cmp(values[0][a][k], values[1][b][k]) == 0;
+  }
+  CHECK(!ctx.overflow);
+  for (int s = 0; s < 2; s++) {
+    if (values[s]) taso_values_free((void **)values[s], 2 * g[s].nnodes);
+    free(values[s]);
+    free(types[s]);
+    taso_graph_free(&g[s]);
+  }
+  for (int i = 0; inputs && i < in->n; i++) free(inputs[i]);
+  free(inputs);
+  return equal;
+}
+
+/* The new axioms and lemmas are true: instances at several shapes,
+ * strides, paddings and kernels, checked exactly with rationals. */
+static void test_new_axioms_exact(void) {
+  static const char *const pairs[] = {
+      "enlarge(k=3x3, w1) => w1",
+      "enlarge(k=1x3, w4) => w4",
+      "enlarge(k=3x3, concat(0, w4, w5)) => concat(0, enlarge(k=3x3, w4), enlarge(k=3x3, w5))",
+      "enlarge(k=3x5, concat(1, w4, w5)) => concat(1, enlarge(k=3x5, w4), enlarge(k=3x5, w5))",
+      "enlarge(k=3x5, ewadd(w4, w5)) => ewadd(enlarge(k=3x5, w4), enlarge(k=3x5, w5))",
+      "enlarge(k=3x5, ewmul(w4, w5)) => ewmul(enlarge(k=3x5, w4), enlarge(k=3x5, w5))",
+      "enlarge(k=5x3, smul(w7, s0)) => smul(enlarge(k=5x3, w7), s0)",
+      "enlarge(k=5x3, relu(w7)) => relu(enlarge(k=5x3, w7))",
+      "conv2d(act=relu, enlarge(k=3x3, i3), w7) => enlarge(k=3x3, conv2d(act=relu, i3, w7))",
+      "conv2d(enlarge(k=3x3, i4), w4) => enlarge(k=3x3, conv2d(i4, w4))",
+      "conv2d(enlarge(k=3x5, i4), w8) => enlarge(k=3x5, conv2d(i4, w8))",
+      "conv2d(concat(1, i1, i1), w1) => conv2d(i1, w1)",
+      "conv2d(s=2x2, pad=valid, act=relu, concat(1, i1, i1), w1) => "
+      "conv2d(s=2x2, pad=valid, act=relu, i1, w1)",
+      "smul(i1, const_one(shape=scalar)) => i1",
+      "smul(const_one(shape=scalar), s0) => s0",
+      "relu(const_one(shape=1x2x4x4)) => const_one(shape=1x2x4x4)",
+      "conv2d(const_one(shape=1x2x4x4), w1) => conv2d(const_one(shape=1x4x4x4), w1)",
+      "conv2d(s=2x1, pad=valid, const_one(shape=1x2x4x4), w9) => "
+      "conv2d(s=2x1, pad=valid, const_one(shape=1x1x4x4), w9)",
+      "ewmul(const_iconv(k=3x3, shape=2x2x3x3), const_iconv(k=3x3, shape=2x2x3x3)) => "
+      "const_iconv(k=3x3, shape=2x2x3x3)",
+      "relu(const_iconv(k=1x3, shape=2x2x1x3)) => const_iconv(k=1x3, shape=2x2x1x3)",
+      "relu(const_imm(shape=3x3)) => const_imm(shape=3x3)",
+      "ewmul(const_imm(shape=2x2), const_imm(shape=2x2)) => const_imm(shape=2x2)",
+      "conv2d(i3, const_one(shape=2x2x3x3)) => conv2d(i3, const_one(shape=2x2x3x1))",
+      "conv2d(s=2x2, act=relu, i3, const_one(shape=2x2x3x2)) => "
+      "conv2d(s=2x2, act=relu, i3, const_one(shape=2x2x3x1))",
+      "conv2d(i4, const_one(shape=2x2x3x3)) => conv2d(i4, const_one(shape=2x2x1x3))",
+      "conv2d(pool_avg(k=3x3, i3), w4) => pool_avg(k=3x3, conv2d(i3, w4))",
+      "conv2d(pool_avg(k=2x2, i1), w8) => pool_avg(k=2x2, conv2d(i1, w8))",
+      "conv2d(pool_avg(k=3x3, i1), w9) => pool_avg(k=3x3, conv2d(i1, w9))",
+      "transpose(const_one(shape=2x3)) => const_one(shape=3x2)",
+      "ewmul(concat(1, const_one(shape=2x1), const_one(shape=2x2)), a1) => "
+      "ewmul(const_one(shape=2x3), a1)",
+      "ewmul(concat(1, const_one(shape=1x1x4x4), const_one(shape=1x1x4x4)), i1) => "
+      "ewmul(const_one(shape=1x2x4x4), i1)",
+      "ewadd(concat(0, const_one(shape=1x3), const_one(shape=1x3)), a1) => "
+      "ewadd(const_one(shape=2x3), a1)",
+      "transpose(concat(1, m1, m5)) => concat(0, transpose(m1), transpose(m5))",
+      "matmul(smul(m1, s0), m2) => smul(matmul(m1, m2), s0)",
+  };
+  /* Where a guard fails, the pairs differ: the guards are needed. */
+  static const char *const unequal[] = {
+      "enlarge(k=2x3, concat(2, w4, w5)) => concat(2, w4, w5)",
+      "enlarge(k=3x3, concat(2, w4, w5)) => concat(2, enlarge(k=3x3, w4), enlarge(k=3x3, w5))",
+      "conv2d(enlarge(k=3x3, i3), w1) => enlarge(k=3x3, conv2d(i3, w1))",
+      "conv2d(s=2x2, enlarge(k=3x3, i3), w7) => enlarge(k=3x3, conv2d(s=2x2, i3, w7))",
+      "conv2d(pool_avg(k=3x3, i3), w7) => pool_avg(k=3x3, conv2d(i3, w7))",
+      "conv2d(act=relu, pool_avg(k=3x3, i1), w8) => pool_avg(k=3x3, conv2d(act=relu, i1, w8))",
+      "conv2d(i1, const_one(shape=2x2x3x3)) => conv2d(i1, const_one(shape=2x2x3x1))",
+      "ewmul(concat(0, const_one(shape=2x3), const_one(shape=2x3)), concat(0, a1, a2)) => "
+      "ewmul(const_one(shape=4x3), concat(0, a1, a2))",
+  };
+  taso_inputs_t in;
+  make_inputs(&in);
+  for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++)
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+      bool eq = exactly_equal(&in, pairs[i], seed);
+      if (!eq) fprintf(stderr, "not equal: %s\n", pairs[i]);
+      CHECK(eq);
+    }
+  for (size_t i = 0; i < sizeof unequal / sizeof *unequal; i++) {
+    bool eq = exactly_equal(&in, unequal[i], 1);
+    if (eq) fprintf(stderr, "equal: %s\n", unequal[i]);
+    CHECK(!eq);
+  }
+  taso_inputs_free(&in);
+}
+
 /* Shape facts: a guarded axiom fires exactly where the tensors' types
  * satisfy its guard. */
 static void test_shape_facts(void) {
@@ -552,7 +674,7 @@ int main(void) {
       TEST(test_load),          TEST(test_lemmas),       TEST(test_axioms_prove_themselves),
       TEST(test_needs_lemma),   TEST(test_wrong_candidates), TEST(test_missing_axiom),
       TEST(test_timeout),       TEST(test_unexpressible), TEST(test_malformed),
-      TEST(test_known_bad),     TEST(test_shape_facts),
+      TEST(test_known_bad),     TEST(test_shape_facts), TEST(test_new_axioms_exact),
   };
   return test_run(cases, sizeof cases / sizeof *cases);
 }
