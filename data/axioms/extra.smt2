@@ -102,6 +102,36 @@
   (=> (and (or (= (dim 2 x) kh) (= (dim 2 w) 1)) (or (= (dim 3 x) kw) (= (dim 3 w) 1)))
       (= (conv2d 1 1 0 act (enlarge kh kw x) w) (enlarge kh kw (conv2d 1 1 0 act x w))))))
 
+;; @axiom X10
+;; @about conv2d of a channel concat with a batch concat of weights is grouped
+;; @note The shape-guarded form of the known-bad "grouped convolution" (see
+;; @note bad/grouped_conv.smt2): true when x and z have equal channel counts
+;; @note and y and w equal shapes. Then the right side has twice the
+;; @note groups of each left conv2d, its first half reading x with y and
+;; @note its second z with w; the trees agree (axis 0 from the inputs,
+;; @note axis 1 the concat of y's and w's axis 0).
+;; @note Its pattern needs both sides present, and (dim 0 y) and (dim 0 w):
+;; @note it fires only on weights whose types the query states, never on
+;; @note const_pool or const_iconv (no facts; see README.md). Without that,
+;; @note on one workstation candidate over const_pool, its merges let A23
+;; @note match 600,000 times (A35 and A38 feeding it), 17-40 s past a 5 s
+;; @note timeout and 2 GB.
+;; @shape x = n c h w
+;; @shape z = n c h w
+;; @shape y = co c kh kw
+;; @shape w = co c kh kw
+;; @kernel kh kw
+;; @param sh = 1,2
+;; @param sw = 1,2
+;; @param pad = 0,1
+;; @param act = 0,1
+(assert (forall ((sh Int) (sw Int) (pad Int) (act Int) (x T) (y T) (z T) (w T))
+  (! (=> (and (= (dim 1 x) (dim 1 z)) (= (dim 0 y) (dim 0 w)) (= (dim 1 y) (dim 1 w)))
+         (= (concat 1 (conv2d sh sw pad act x y) (conv2d sh sw pad act z w))
+            (conv2d sh sw pad act (concat 1 x z) (concat 0 y w))))
+     :pattern ((concat 1 (conv2d sh sw pad act x y) (conv2d sh sw pad act z w))
+               (conv2d sh sw pad act (concat 1 x z) (concat 0 y w)) (dim 0 y) (dim 0 w)))))
+
 ;; @axiom X11
 ;; @about conv2d of a channel-duplicated input with two groups is the plain conv2d
 ;; @note With concat(1, x, x) (2c channels) and a weight of c input

@@ -236,34 +236,39 @@ static bool usable_pattern(Z3_context c, Z3_ast side, unsigned nb) {
  * own choice, the smallest term holding every variable, makes A30 fire on
  * every matmul and grow transposes without end). A side that lacks a
  * variable or is a variable is no pattern. Formulas of other shapes, and
- * those that give patterns, are left to Z3. */
-static Z3_ast with_patterns(Z3_context c, Z3_ast f) {
+ * those that give patterns, keep their own. Every quantifier is named
+ * after its axiom, so that Z3's statistics and profiles
+ * (smt.qi.profile) name the axioms that fire. */
+static Z3_ast with_patterns(Z3_context c, Z3_ast f, const char *name) {
   if (Z3_get_ast_kind(c, f) != Z3_QUANTIFIER_AST || !Z3_is_quantifier_forall(c, f) ||
-      Z3_get_quantifier_num_patterns(c, f) > 0 || Z3_get_quantifier_num_no_patterns(c, f) > 0)
+      Z3_get_quantifier_num_no_patterns(c, f) > 0)
     return f;
   unsigned nb = Z3_get_quantifier_num_bound(c, f);
   Z3_ast body = Z3_get_quantifier_body(c, f), eq = body;
   if (nb > MAX_BOUND) return f;
-  if (Z3_get_ast_kind(c, eq) == Z3_APP_AST &&
+  Z3_pattern pats[MAX_BOUND];
+  unsigned np = Z3_get_quantifier_num_patterns(c, f);
+  if (np > MAX_BOUND) return f;
+  for (unsigned i = 0; i < np; i++) pats[i] = Z3_get_quantifier_pattern_ast(c, f, i);
+  if (np == 0 && Z3_get_ast_kind(c, eq) == Z3_APP_AST &&
       Z3_get_decl_kind(c, Z3_get_app_decl(c, Z3_to_app(c, eq))) == Z3_OP_IMPLIES)
     eq = Z3_get_app_arg(c, Z3_to_app(c, eq), 1);
-  if (Z3_get_ast_kind(c, eq) != Z3_APP_AST ||
-      Z3_get_decl_kind(c, Z3_get_app_decl(c, Z3_to_app(c, eq))) != Z3_OP_EQ)
-    return f;
-  Z3_pattern pats[2];
-  unsigned np = 0;
-  for (unsigned side = 0; side < 2; side++) {
-    Z3_ast e = Z3_get_app_arg(c, Z3_to_app(c, eq), side);
-    if (usable_pattern(c, e, nb)) pats[np++] = Z3_mk_pattern(c, 1, &e);
+  if (np == 0 && Z3_get_ast_kind(c, eq) == Z3_APP_AST &&
+      Z3_get_decl_kind(c, Z3_get_app_decl(c, Z3_to_app(c, eq))) == Z3_OP_EQ) {
+    for (unsigned side = 0; side < 2; side++) {
+      Z3_ast e = Z3_get_app_arg(c, Z3_to_app(c, eq), side);
+      if (usable_pattern(c, e, nb)) pats[np++] = Z3_mk_pattern(c, 1, &e);
+    }
   }
-  if (np == 0) return f;
   Z3_sort sorts[MAX_BOUND];
   Z3_symbol names[MAX_BOUND];
   for (unsigned i = 0; i < nb; i++) {
     sorts[i] = Z3_get_quantifier_bound_sort(c, f, i);
     names[i] = Z3_get_quantifier_bound_name(c, f, i);
   }
-  return Z3_mk_quantifier(c, true, 0, np, pats, nb, sorts, names, body);
+  return Z3_mk_quantifier_ex(c, true, Z3_get_quantifier_weight(c, f), Z3_mk_string_symbol(c, name),
+                             Z3_mk_string_symbol(c, ""), np, pats, 0, NULL, nb, sorts, names,
+                             body);
 }
 
 /* Parses one block. Its formula lives only as long as the vector that
@@ -280,7 +285,7 @@ static taso_err_t parse_one(taso_prover_t *p, const taso_axiom_t *a, Z3_ast_vect
     return taso_error(TASO_ERR_PARSE, "%s:%d: %s holds %u assertions", a->file, a->line, a->name,
                       n);
   }
-  *out = with_patterns(p->c, Z3_ast_vector_get(p->c, v, 0));
+  *out = with_patterns(p->c, Z3_ast_vector_get(p->c, v, 0), a->name);
   *vec = v;
   return TASO_OK;
 }
