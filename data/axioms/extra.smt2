@@ -185,6 +185,10 @@
 ;; @note weight accepts (c and d multiples of y's axis 1). Trees: axis 0
 ;; @note from the (empty) input, axis 1 from y, on both sides. Fires only
 ;; @note when both sides are present, so it adds no term.
+;; @note @check none: its constants of one kind have different shapes,
+;; @note and the small-tensor check gives every constant of a kind the one
+;; @note @const shape; tests/test_verify.c checks it exactly instead.
+;; @check none
 ;; @const const_one = n c h w
 ;; @shape y = co ci kh kw
 ;; @kernel kh kw
@@ -236,6 +240,10 @@
 ;; @note column through one kernel column (the others meet padding), and
 ;; @note every column of an all-ones kernel is the same. Both weights are
 ;; @note constants (empty trees); the output width is 1 for any stride.
+;; @note @check none: its constants of one kind have different shapes,
+;; @note and the small-tensor check gives every constant of a kind the one
+;; @note @const shape; tests/test_verify.c checks it exactly instead.
+;; @check none
 ;; @shape x = n c h 1
 ;; @const const_one = co ci kh kw
 ;; @kernel kh kw
@@ -250,6 +258,10 @@
 ;; @axiom X21
 ;; @about on an input one row high, a SAME conv2d with an all-ones kernel needs only one row of it
 ;; @note X20 for rows.
+;; @note @check none: its constants of one kind have different shapes,
+;; @note and the small-tensor check gives every constant of a kind the one
+;; @note @const shape; tests/test_verify.c checks it exactly instead.
+;; @check none
 ;; @shape x = n c 1 w
 ;; @const const_one = co ci kh kw
 ;; @kernel kh kw
@@ -281,6 +293,10 @@
 ;; @about transpose of an all-ones matrix is the all-ones matrix of the swapped shape
 ;; @note Constants have empty trees, which transpose swaps. Fires only on
 ;; @note the left side: the right one is every all-ones matrix.
+;; @note @check none: its constants of one kind have different shapes,
+;; @note and the small-tensor check gives every constant of a kind the one
+;; @note @const shape; tests/test_verify.c checks it exactly instead.
+;; @check none
 ;; @const const_one = m n
 (assert (forall ((m Int) (n Int))
   (! (= (transpose 0 (const_one 2 m n 0 0)) (const_one 2 n m 0 0))
@@ -291,6 +307,10 @@
 ;; @note The values agree; so do the trees when x has none on axis a: the
 ;; @note concat's node there meets x's empty tree and ewmul keeps neither,
 ;; @note while on other axes the concat keeps the ones' empty trees.
+;; @note @check none: its constants of one kind have different shapes,
+;; @note and the small-tensor check gives every constant of a kind the one
+;; @note @const shape; tests/test_verify.c checks it exactly instead.
+;; @check none
 ;; @rank 2,3,4
 ;; @shape x = *
 ;; @param a = axes
@@ -307,6 +327,10 @@
 ;; @axiom X25
 ;; @about ewadd of a concat of all-ones tensors is ewadd of all ones
 ;; @note As X24, for ewadd (which keeps trees the same way).
+;; @note @check none: its constants of one kind have different shapes,
+;; @note and the small-tensor check gives every constant of a kind the one
+;; @note @const shape; tests/test_verify.c checks it exactly instead.
+;; @check none
 ;; @rank 2,3,4
 ;; @shape x = *
 ;; @param a = axes
