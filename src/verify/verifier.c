@@ -480,7 +480,12 @@ static taso_err_t shape_facts(taso_prover_t *p, const taso_inputs_t *in, const t
             if (p->type_fn[f] < 0) continue;
             Z3_ast args[2] = {Z3_mk_int(p->c, axis, int_sort), v[r]};
             Z3_ast lhs = Z3_mk_app(p->c, p->fns[p->type_fn[f]], 2, args);
-            facts[(*n)++] = Z3_mk_eq(p->c, lhs, Z3_mk_int(p->c, val[f], int_sort));
+            Z3_ast fact = Z3_mk_eq(p->c, lhs, Z3_mk_int(p->c, val[f], int_sort));
+            /* Terms are shared: the two graphs' common inputs and
+             * subgraphs would state the same facts twice. */
+            bool dup = false;
+            for (int k = 0; k < *n && !dup; k++) dup = Z3_is_eq_ast(p->c, facts[k], fact);
+            if (!dup) facts[(*n)++] = fact;
           }
         }
       }
