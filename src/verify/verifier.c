@@ -195,7 +195,8 @@ static taso_err_t bind_functions(taso_prover_t *p) {
     p->type_fn[k] = -1;
     if (!d) continue;
     if (d->nargs != 2 || !d->arg_int[0] || d->arg_int[1] || !d->ret_int)
-      return taso_error(TASO_ERR_FORMAT, "%s: '%s' must be declared (Int T) Int (an axis, a tensor)",
+      return taso_error(TASO_ERR_FORMAT,
+                        "%s: '%s' must be declared (Int T) Int (an axis, a tensor)",
                         ax->decls_path, type_fn_names[k]);
     p->type_fn[k] = (int)(d - ax->decls);
   }
@@ -653,8 +654,8 @@ static taso_err_t prove(taso_prover_t *p, const taso_inputs_t *in, const taso_gr
   /* Every tensor's term, and each one's shape facts. */
   Z3_ast *ts = calloc((size_t)(2 * src->nnodes + 1), sizeof *ts);
   Z3_ast *td = calloc((size_t)(2 * dst->nnodes + 1), sizeof *td);
-  Z3_ast *facts =
-      calloc((size_t)(2 * (src->nnodes + dst->nnodes) * TYPE_FNS * TASO_MAX_RANK + 1), sizeof *facts);
+  size_t max_facts = (size_t)(2 * (src->nnodes + dst->nnodes)) * TYPE_FNS * TASO_MAX_RANK + 1;
+  Z3_ast *facts = calloc(max_facts, sizeof *facts);
   int nfacts = 0;
   if (!ts || !td || !facts) {
     free(ts);
