@@ -18,3 +18,328 @@
 ;; @shape y = k n
 (assert (forall ((x T) (y T))
   (= (relu (matmul 0 x y)) (matmul 1 x y))))
+
+;; @axiom X3
+;; @about enlarging a kernel to the size it already has is the identity
+;; @note enlarge pads the kernel axes 2 and 3 with zeros up to kh x kw and
+;; @note empties their split trees; when x is already kh x kw and those
+;; @note trees are empty, nothing changes. Needs shape facts: the original
+;; @note could not state it (its axioms know no shapes).
+;; @shape x = co ci kh kw
+;; @kernel kh kw
+(assert (forall ((kh Int) (kw Int) (x T))
+  (=> (and (= (dim 2 x) kh) (= (dim 3 x) kw) (= (splits 2 x) 0) (= (splits 3 x) 0))
+      (= (enlarge kh kw x) x))))
+
+;; @axiom X4
+;; @about enlarge distributes over a concat on a channel axis (0 or 1)
+;; @note enlarge pads every kernel slice alike and keeps the trees of axes
+;; @note 0 and 1, so joining before or after is the same. On axes 2 and 3
+;; @note it is false (the pieces would be padded separately).
+;; @rank 4
+;; @shape x = *
+;; @shape y = * [a]=e
+;; @kernel kh kw
+;; @where d2 <= kh && d3 <= kw
+;; @param a = 0,1
+(assert (forall ((a Int) (kh Int) (kw Int) (x T) (y T))
+  (=> (or (= a 0) (= a 1))
+      (= (enlarge kh kw (concat a x y)) (concat a (enlarge kh kw x) (enlarge kh kw y))))))
+
+;; @axiom X5
+;; @about enlarge distributes over ewadd
+;; @note The padding is zeros, and 0 + 0 = 0.
+;; @shape x = co ci dh dw
+;; @shape y = co ci dh dw
+;; @kernel kh kw dh dw
+;; @where dh <= kh && dw <= kw
+(assert (forall ((kh Int) (kw Int) (x T) (y T))
+  (= (enlarge kh kw (ewadd x y)) (ewadd (enlarge kh kw x) (enlarge kh kw y)))))
+
+;; @axiom X6
+;; @about enlarge distributes over ewmul
+;; @note The padding is zeros, and 0 * 0 = 0.
+;; @shape x = co ci dh dw
+;; @shape y = co ci dh dw
+;; @kernel kh kw dh dw
+;; @where dh <= kh && dw <= kw
+(assert (forall ((kh Int) (kw Int) (x T) (y T))
+  (= (enlarge kh kw (ewmul x y)) (ewmul (enlarge kh kw x) (enlarge kh kw y)))))
+
+;; @axiom X7
+;; @about enlarge commutes with smul
+;; @note The padding is zeros, and 0 * w = 0.
+;; @shape x = co ci dh dw
+;; @shape w = scalar
+;; @kernel kh kw dh dw
+;; @where dh <= kh && dw <= kw
+(assert (forall ((kh Int) (kw Int) (x T) (w T))
+  (= (enlarge kh kw (smul x w)) (smul (enlarge kh kw x) w))))
+
+;; @axiom X8
+;; @about enlarge commutes with relu
+;; @note The padding is zeros, and relu(0) = 0.
+;; @shape x = co ci dh dw
+;; @kernel kh kw dh dw
+;; @where dh <= kh && dw <= kw
+(assert (forall ((kh Int) (kw Int) (x T))
+  (= (enlarge kh kw (relu x)) (relu (enlarge kh kw x)))))
+
+;; @axiom X9
+;; @about a stride-1 SAME conv2d of an enlarged input is the enlarged conv2d
+;; @note Where enlarge pads the input (dh < kh, say), the kernel has size 1
+;; @note on that axis, so each padded row is convolved alone: zeros in,
+;; @note zeros out (relu(0) = 0), and the other rows see what they saw
+;; @note before. Where it does not pad, the input is unchanged there. Both
+;; @note sides keep axis 0's tree from x and axis 1's from w's axis 0, and
+;; @note empty the spatial trees. Not in the original (it has no shapes).
+;; @shape x = n c dh dw
+;; @shape w = co c eh ew
+;; @kernel kh kw dh dw eh ew
+;; @where dh <= kh && dw <= kw
+;; @param act = 0,1
+(assert (forall ((act Int) (kh Int) (kw Int) (x T) (w T))
+  (=> (and (or (= (dim 2 x) kh) (= (dim 2 w) 1)) (or (= (dim 3 x) kw) (= (dim 3 w) 1)))
+      (= (conv2d 1 1 0 act (enlarge kh kw x) w) (enlarge kh kw (conv2d 1 1 0 act x w))))))
+
+;; @axiom X10
+;; @about conv2d of a channel concat with a batch concat of weights is grouped
+;; @note The shape-guarded form of the known-bad "grouped convolution" (see
+;; @note bad/grouped_conv.smt2): true when x and z have equal channel counts
+;; @note and y and w equal shapes. Then the right side has twice the
+;; @note groups of each left conv2d, its first half reading x with y and
+;; @note its second z with w; the trees agree (axis 0 from the inputs,
+;; @note axis 1 the concat of y's and w's axis 0).
+;; @note Its pattern needs both sides present, and (dim 0 y) and (dim 0 w):
+;; @note it fires only on weights whose types the query states, never on
+;; @note const_pool or const_iconv (no facts; see README.md). Without that,
+;; @note on one workstation candidate over const_pool, its merges let A23
+;; @note match 600,000 times (A35 and A38 feeding it), 17-40 s past a 5 s
+;; @note timeout and 2 GB.
+;; @shape x = n c h w
+;; @shape z = n c h w
+;; @shape y = co c kh kw
+;; @shape w = co c kh kw
+;; @kernel kh kw
+;; @param sh = 1,2
+;; @param sw = 1,2
+;; @param pad = 0,1
+;; @param act = 0,1
+(assert (forall ((sh Int) (sw Int) (pad Int) (act Int) (x T) (y T) (z T) (w T))
+  (! (=> (and (= (dim 1 x) (dim 1 z)) (= (dim 0 y) (dim 0 w)) (= (dim 1 y) (dim 1 w)))
+         (= (concat 1 (conv2d sh sw pad act x y) (conv2d sh sw pad act z w))
+            (conv2d sh sw pad act (concat 1 x z) (concat 0 y w))))
+     :pattern ((concat 1 (conv2d sh sw pad act x y) (conv2d sh sw pad act z w))
+               (conv2d sh sw pad act (concat 1 x z) (concat 0 y w)) (dim 0 y) (dim 0 w)))))
+
+;; @axiom X11
+;; @about conv2d of a channel-duplicated input with two groups is the plain conv2d
+;; @note With concat(1, x, x) (2c channels) and a weight of c input
+;; @note channels, the conv2d has 2 groups, and both read x: every output
+;; @note channel is what the ungrouped conv2d of x gives it. The tree of
+;; @note axis 0 is x's on both sides (concat keeps the tree its equal
+;; @note operands share). Fires only on the left side: the right side
+;; @note would grow a concat on every conv2d. An odd co makes the left
+;; @note side ill-typed (2 groups must divide it).
+;; @shape x = n c h w
+;; @shape w = co c kh kw
+;; @kernel kh kw
+;; @param sh = 1,2
+;; @param sw = 1,2
+;; @param pad = 0,1
+;; @param act = 0,1
+(assert (forall ((sh Int) (sw Int) (pad Int) (act Int) (x T) (w T))
+  (! (=> (= (dim 1 w) (dim 1 x))
+         (= (conv2d sh sw pad act (concat 1 x x) w) (conv2d sh sw pad act x w)))
+     :pattern ((conv2d sh sw pad act (concat 1 x x) w)))))
+
+;; @axiom X12
+;; @about smul by the scalar one is the identity
+;; @note smul keeps every tree of x.
+;; @rank 2,3,4
+;; @shape x = *
+;; @const const_one = scalar
+(assert (forall ((x T))
+  (= (smul x (const_one 0 0 0 0 0)) x)))
+
+;; @axiom X13
+;; @about the scalar one times a scalar is that scalar
+;; @note smul's second operand is always a scalar, and so is the result
+;; @note when the first one is; scalars have no trees.
+;; @shape w = scalar
+;; @const const_one = scalar
+(assert (forall ((w T))
+  (= (smul (const_one 0 0 0 0 0) w) w)))
+
+;; @axiom X14
+;; @about relu of all ones is all ones
+;; @rank 2,3,4
+;; @const const_one = *
+(assert (forall ((r Int) (d0 Int) (d1 Int) (d2 Int) (d3 Int))
+  (= (relu (const_one r d0 d1 d2 d3)) (const_one r d0 d1 d2 d3))))
+
+;; @axiom X15
+;; @about conv2d of an all-ones input does not depend on its channel count
+;; @note Every output channel sums, over the weight's input channels, the
+;; @note window sums of a ones image: the same for any channel count the
+;; @note weight accepts (c and d multiples of y's axis 1). Trees: axis 0
+;; @note from the (empty) input, axis 1 from y, on both sides. Fires only
+;; @note when both sides are present, so it adds no term.
+;; @note @check none: its constants of one kind have different shapes,
+;; @note and the small-tensor check gives every constant of a kind the one
+;; @note @const shape; tests/test_verify.c checks it exactly instead.
+;; @check none
+;; @const const_one = n c h w
+;; @shape y = co ci kh kw
+;; @kernel kh kw
+;; @param sh = 1,2
+;; @param sw = 1,2
+;; @param pad = 0,1
+;; @param act = 0,1
+(assert (forall ((sh Int) (sw Int) (pad Int) (act Int) (n Int) (c Int) (d Int) (h Int) (w Int)
+                 (y T))
+  (! (= (conv2d sh sw pad act (const_one 4 n c h w) y) (conv2d sh sw pad act (const_one 4 n d h w) y))
+     :pattern ((conv2d sh sw pad act (const_one 4 n c h w) y)
+               (conv2d sh sw pad act (const_one 4 n d h w) y)))))
+
+;; @axiom X16
+;; @about ewmul of the identity kernel with itself is the identity kernel
+;; @note Its entries are 0 and 1, and both square to themselves; constants
+;; @note have empty trees. The two sides are the same shape however many
+;; @note channels const_iconv takes.
+;; @kernel kh kw
+;; @const const_iconv = c c kh kw
+(assert (forall ((kh Int) (kw Int))
+  (= (ewmul (const_iconv kh kw) (const_iconv kh kw)) (const_iconv kh kw))))
+
+;; @axiom X17
+;; @about relu of the identity kernel is the identity kernel
+;; @note Its entries are 0 and 1, which relu keeps.
+;; @kernel kh kw
+;; @const const_iconv = c c kh kw
+(assert (forall ((kh Int) (kw Int))
+  (= (relu (const_iconv kh kw)) (const_iconv kh kw))))
+
+;; @axiom X18
+;; @about relu of the identity matrix is the identity matrix
+;; @note Its entries are 0 and 1, which relu keeps.
+;; @const const_imm = k k
+(assert (forall ((k Int))
+  (= (relu (const_imm k)) (const_imm k))))
+
+;; @axiom X19
+;; @about ewmul of the identity matrix with itself is the identity matrix
+;; @note Its entries are 0 and 1, and both square to themselves.
+;; @const const_imm = k k
+(assert (forall ((k Int))
+  (= (ewmul (const_imm k) (const_imm k)) (const_imm k))))
+
+;; @axiom X20
+;; @about on an input one column wide, a SAME conv2d with an all-ones kernel needs only one column of it
+;; @note With SAME padding the single output column sees the single input
+;; @note column through one kernel column (the others meet padding), and
+;; @note every column of an all-ones kernel is the same. Both weights are
+;; @note constants (empty trees); the output width is 1 for any stride.
+;; @note @check none: its constants of one kind have different shapes,
+;; @note and the small-tensor check gives every constant of a kind the one
+;; @note @const shape; tests/test_verify.c checks it exactly instead.
+;; @check none
+;; @shape x = n c h 1
+;; @const const_one = co ci kh kw
+;; @kernel kh kw
+;; @param sh = 1,2
+;; @param sw = 1,2
+;; @param act = 0,1
+(assert (forall ((sh Int) (sw Int) (act Int) (co Int) (ci Int) (kh Int) (kw Int) (x T))
+  (=> (= (dim 3 x) 1)
+      (= (conv2d sh sw 0 act x (const_one 4 co ci kh kw))
+         (conv2d sh sw 0 act x (const_one 4 co ci kh 1))))))
+
+;; @axiom X21
+;; @about on an input one row high, a SAME conv2d with an all-ones kernel needs only one row of it
+;; @note X20 for rows.
+;; @note @check none: its constants of one kind have different shapes,
+;; @note and the small-tensor check gives every constant of a kind the one
+;; @note @const shape; tests/test_verify.c checks it exactly instead.
+;; @check none
+;; @shape x = n c 1 w
+;; @const const_one = co ci kh kw
+;; @kernel kh kw
+;; @param sh = 1,2
+;; @param sw = 1,2
+;; @param act = 0,1
+(assert (forall ((sh Int) (sw Int) (act Int) (co Int) (ci Int) (kh Int) (kw Int) (x T))
+  (=> (= (dim 2 x) 1)
+      (= (conv2d sh sw 0 act x (const_one 4 co ci kh kw))
+         (conv2d sh sw 0 act x (const_one 4 co ci 1 kw))))))
+
+;; @axiom X22
+;; @about pool_avg commutes with a conv2d that mixes channels per pixel
+;; @note Where the weight is 1 wide (or the input is, so that one kernel
+;; @note column meets data), a stride-1 SAME conv2d without activation
+;; @note mixes the channels of each pixel alone, linearly; pool_avg (SAME,
+;; @note stride 1) is a linear filter of each channel alone; the two
+;; @note commute. Trees: pooling empties axis 1, which the left side takes
+;; @note from w's axis 0, hence the guard that w has none there.
+;; @shape x = n c h w
+;; @shape w = co c eh ew
+;; @kernel kh kw eh ew
+(assert (forall ((kh Int) (kw Int) (x T) (w T))
+  (=> (and (or (= (dim 2 w) 1) (= (dim 2 x) 1)) (or (= (dim 3 w) 1) (= (dim 3 x) 1))
+           (= (splits 0 w) 0))
+      (= (conv2d 1 1 0 0 (pool_avg kh kw 1 1 0 x) w) (pool_avg kh kw 1 1 0 (conv2d 1 1 0 0 x w))))))
+
+;; @axiom X23
+;; @about transpose of an all-ones matrix is the all-ones matrix of the swapped shape
+;; @note Constants have empty trees, which transpose swaps. Fires only on
+;; @note the left side: the right one is every all-ones matrix.
+;; @note @check none: its constants of one kind have different shapes,
+;; @note and the small-tensor check gives every constant of a kind the one
+;; @note @const shape; tests/test_verify.c checks it exactly instead.
+;; @check none
+;; @const const_one = m n
+(assert (forall ((m Int) (n Int))
+  (! (= (transpose 0 (const_one 2 m n 0 0)) (const_one 2 n m 0 0))
+     :pattern ((transpose 0 (const_one 2 m n 0 0))))))
+
+;; @axiom X24
+;; @about ewmul by a concat of all-ones tensors is ewmul by all ones
+;; @note The values agree; so do the trees when x has none on axis a: the
+;; @note concat's node there meets x's empty tree and ewmul keeps neither,
+;; @note while on other axes the concat keeps the ones' empty trees.
+;; @note @check none: its constants of one kind have different shapes,
+;; @note and the small-tensor check gives every constant of a kind the one
+;; @note @const shape; tests/test_verify.c checks it exactly instead.
+;; @check none
+;; @rank 2,3,4
+;; @shape x = *
+;; @param a = axes
+;; @const const_one = *
+(assert (forall ((a Int) (r Int) (d0 Int) (d1 Int) (d2 Int) (d3 Int) (e0 Int) (e1 Int) (e2 Int)
+                 (e3 Int) (x T))
+  (! (=> (= (splits a x) 0)
+         (= (ewmul (concat a (const_one r d0 d1 d2 d3) (const_one r e0 e1 e2 e3)) x)
+            (ewmul (const_one r (ite (= a 0) (+ d0 e0) d0) (ite (= a 1) (+ d1 e1) d1)
+                              (ite (= a 2) (+ d2 e2) d2) (ite (= a 3) (+ d3 e3) d3))
+                   x)))
+     :pattern ((ewmul (concat a (const_one r d0 d1 d2 d3) (const_one r e0 e1 e2 e3)) x)))))
+
+;; @axiom X25
+;; @about ewadd of a concat of all-ones tensors is ewadd of all ones
+;; @note As X24, for ewadd (which keeps trees the same way).
+;; @note @check none: its constants of one kind have different shapes,
+;; @note and the small-tensor check gives every constant of a kind the one
+;; @note @const shape; tests/test_verify.c checks it exactly instead.
+;; @check none
+;; @rank 2,3,4
+;; @shape x = *
+;; @param a = axes
+;; @const const_one = *
+(assert (forall ((a Int) (r Int) (d0 Int) (d1 Int) (d2 Int) (d3 Int) (e0 Int) (e1 Int) (e2 Int)
+                 (e3 Int) (x T))
+  (! (=> (= (splits a x) 0)
+         (= (ewadd (concat a (const_one r d0 d1 d2 d3) (const_one r e0 e1 e2 e3)) x)
+            (ewadd (const_one r (ite (= a 0) (+ d0 e0) d0) (ite (= a 1) (+ d1 e1) d1)
+                              (ite (= a 2) (+ d2 e2) d2) (ite (= a 3) (+ d3 e3) d3))
+                   x)))
+     :pattern ((ewadd (concat a (const_one r d0 d1 d2 d3) (const_one r e0 e1 e2 e3)) x)))))

@@ -57,3 +57,24 @@
 ;; @hint (transpose 0 (transpose 0 (ewadd (matmul 0 x z) (matmul 0 y z))))
 (assert (forall ((x T) (y T) (z T))
   (= (matmul 0 (ewadd x y) z) (ewadd (matmul 0 x z) (matmul 0 y z)))))
+
+;; @lemma L6
+;; @about transpose of a column concat is the row concat of the transposes
+;; @note Not in the original: A31's counterpart for axis 1, through A29.
+;; @shape x = m n
+;; @shape y = m l
+;; @hint (transpose 0 (concat 0 (transpose 0 x) (transpose 0 y)))
+(assert (forall ((x T) (y T))
+  (= (transpose 0 (concat 1 x y)) (concat 0 (transpose 0 x) (transpose 0 y)))))
+
+;; @lemma L7
+;; @about smul moves into the left operand of matmul
+;; @note Not in the original: A9's counterpart for the left operand,
+;; @note through transposes (A29, A30, A8, A9).
+;; @shape x = m k
+;; @shape y = k n
+;; @shape w = scalar
+;; @hint (transpose 0 (transpose 0 (matmul 0 (smul x w) y)))
+;; @hint (transpose 0 (transpose 0 (smul (matmul 0 x y) w)))
+(assert (forall ((x T) (y T) (w T))
+  (= (matmul 0 (smul x w) y) (smul (matmul 0 x y) w))))

@@ -112,11 +112,13 @@ static taso_err_t parse_decl_line(taso_axioms_t *ax, const char *path, int linen
     *have_sort = true;
     return TASO_OK;
   }
-  /* ( declare-fun NAME ( ARGS... ) T ) */
+  /* ( declare-fun NAME ( ARGS... ) T|Int ) */
   if (n < 7 || strcmp(tok[0], "(") || strcmp(tok[1], "declare-fun") || strcmp(tok[3], "(") ||
-      strcmp(tok[n - 1], ")") || strcmp(tok[n - 2], "T") || strcmp(tok[n - 3], ")"))
+      strcmp(tok[n - 1], ")") || (strcmp(tok[n - 2], "T") && strcmp(tok[n - 2], "Int")) ||
+      strcmp(tok[n - 3], ")"))
     return taso_error(TASO_ERR_PARSE,
-                      "%s:%d: expected (declare-sort T 0) or (declare-fun NAME (Int... T...) T)",
+                      "%s:%d: expected (declare-sort T 0) or (declare-fun NAME (Int... T...) T) "
+                      "or (declare-fun NAME (Int... T...) Int)",
                       path, lineno);
   if (!*have_sort)
     return taso_error(TASO_ERR_PARSE, "%s:%d: (declare-sort T 0) must come first", path, lineno);
@@ -125,6 +127,7 @@ static taso_err_t parse_decl_line(taso_axioms_t *ax, const char *path, int linen
   if (strlen(tok[2]) >= sizeof d.name || !valid_name(tok[2]))
     return taso_error(TASO_ERR_PARSE, "%s:%d: bad function name '%s'", path, lineno, tok[2]);
   snprintf(d.name, sizeof d.name, "%s", tok[2]);
+  d.ret_int = strcmp(tok[n - 2], "Int") == 0;
   for (int i = 4; i < n - 3; i++) {
     if (d.nargs == TASO_DECL_MAX_ARGS)
       return taso_error(TASO_ERR_LIMIT, "%s:%d: %s has more than %d arguments", path, lineno,
@@ -181,7 +184,8 @@ void taso_axioms_declare(const taso_axioms_t *ax, Z3_context c, Z3_sort *tsort, 
     const taso_decl_t *d = &ax->decls[k];
     Z3_sort dom[TASO_DECL_MAX_ARGS];
     for (int a = 0; a < d->nargs; a++) dom[a] = d->arg_int[a] ? i : t;
-    fns[k] = Z3_mk_func_decl(c, Z3_mk_string_symbol(c, d->name), (unsigned)d->nargs, dom, t);
+    fns[k] = Z3_mk_func_decl(c, Z3_mk_string_symbol(c, d->name), (unsigned)d->nargs, dom,
+                             d->ret_int ? i : t);
   }
   *tsort = t;
 }

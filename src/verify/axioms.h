@@ -51,11 +51,13 @@ typedef struct {
   bool enabled;                   /* false: left out of every proof */
 } taso_axiom_t;
 
-/* One function of decls.smt2: name (Int... T...) T. */
+/* One function of decls.smt2: name (Int... T...) T, or a type function
+ * such as dim (Int T) Int. */
 typedef struct {
-  char name[32];                     /* operator function name */
+  char name[32];                     /* operator or type function name */
   int nargs;                         /* arguments */
   bool arg_int[TASO_DECL_MAX_ARGS];  /* true: Int, false: T */
+  bool ret_int;                      /* returns Int (a type function), else T */
 } taso_decl_t;
 
 typedef struct {

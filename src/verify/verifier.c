@@ -17,12 +17,19 @@
 #define NUMERIC_TOL 1e-7
 #define MAX_BOUND 64 /* variables of one lemma */
 
+/* The type functions of decls.smt2 (README.md, "Shape facts"): for every
+ * subterm t of a query's graphs, (dim a t) is the size of axis a and
+ * (splits a t) the number of concats in the split tree of axis a. */
+enum { TYPE_DIM = 0, TYPE_SPLITS = 1, TYPE_FNS = 2 };
+static const char *const type_fn_names[TYPE_FNS] = {"dim", "splits"};
+
 struct taso_prover {
   const taso_axioms_t *ax;
   Z3_context c;             /* owned */
   Z3_sort t;                /* the tensor sort */
   Z3_func_decl *fns;        /* ax->decls[i] in c */
   int fn[TASO_OP_COUNT][2]; /* index into fns per operator and output port; -1 none */
+  int type_fn[TYPE_FNS];    /* index into fns of dim and splits; -1 when not declared */
   Z3_ast *assume;           /* the enabled axioms and lemmas, parsed in c */
   Z3_ast_vector *vecs;      /* the parsed vectors that keep assume[i] alive */
   int nassume;
@@ -175,8 +182,23 @@ static taso_err_t bind_functions(taso_prover_t *p) {
                           "%s: '%s' must take %d Int then %d T arguments (the parameters and "
                           "operands of %s)",
                           ax->decls_path, name, ni, op->arity, op->name);
+      if (d->ret_int)
+        return taso_error(TASO_ERR_FORMAT, "%s: '%s' must return T (a tensor)", ax->decls_path,
+                          name);
       p->fn[k][port] = (int)(d - ax->decls);
     }
+  }
+  /* Type functions are optional: without them no shape facts are stated,
+   * and axioms guarded by them cannot be loaded (they would not parse). */
+  for (int k = 0; k < TYPE_FNS; k++) {
+    const taso_decl_t *d = taso_axioms_decl(ax, type_fn_names[k]);
+    p->type_fn[k] = -1;
+    if (!d) continue;
+    if (d->nargs != 2 || !d->arg_int[0] || d->arg_int[1] || !d->ret_int)
+      return taso_error(TASO_ERR_FORMAT,
+                        "%s: '%s' must be declared (Int T) Int (an axis, a tensor)",
+                        ax->decls_path, type_fn_names[k]);
+    p->type_fn[k] = (int)(d - ax->decls);
   }
   return TASO_OK;
 }
@@ -215,34 +237,39 @@ static bool usable_pattern(Z3_context c, Z3_ast side, unsigned nb) {
  * own choice, the smallest term holding every variable, makes A30 fire on
  * every matmul and grow transposes without end). A side that lacks a
  * variable or is a variable is no pattern. Formulas of other shapes, and
- * those that give patterns, are left to Z3. */
-static Z3_ast with_patterns(Z3_context c, Z3_ast f) {
+ * those that give patterns, keep their own. Every quantifier is named
+ * after its axiom, so that Z3's statistics and profiles
+ * (smt.qi.profile) name the axioms that fire. */
+static Z3_ast with_patterns(Z3_context c, Z3_ast f, const char *name) {
   if (Z3_get_ast_kind(c, f) != Z3_QUANTIFIER_AST || !Z3_is_quantifier_forall(c, f) ||
-      Z3_get_quantifier_num_patterns(c, f) > 0 || Z3_get_quantifier_num_no_patterns(c, f) > 0)
+      Z3_get_quantifier_num_no_patterns(c, f) > 0)
     return f;
   unsigned nb = Z3_get_quantifier_num_bound(c, f);
   Z3_ast body = Z3_get_quantifier_body(c, f), eq = body;
   if (nb > MAX_BOUND) return f;
-  if (Z3_get_ast_kind(c, eq) == Z3_APP_AST &&
+  Z3_pattern pats[MAX_BOUND];
+  unsigned np = Z3_get_quantifier_num_patterns(c, f);
+  if (np > MAX_BOUND) return f;
+  for (unsigned i = 0; i < np; i++) pats[i] = Z3_get_quantifier_pattern_ast(c, f, i);
+  if (np == 0 && Z3_get_ast_kind(c, eq) == Z3_APP_AST &&
       Z3_get_decl_kind(c, Z3_get_app_decl(c, Z3_to_app(c, eq))) == Z3_OP_IMPLIES)
     eq = Z3_get_app_arg(c, Z3_to_app(c, eq), 1);
-  if (Z3_get_ast_kind(c, eq) != Z3_APP_AST ||
-      Z3_get_decl_kind(c, Z3_get_app_decl(c, Z3_to_app(c, eq))) != Z3_OP_EQ)
-    return f;
-  Z3_pattern pats[2];
-  unsigned np = 0;
-  for (unsigned side = 0; side < 2; side++) {
-    Z3_ast e = Z3_get_app_arg(c, Z3_to_app(c, eq), side);
-    if (usable_pattern(c, e, nb)) pats[np++] = Z3_mk_pattern(c, 1, &e);
+  if (np == 0 && Z3_get_ast_kind(c, eq) == Z3_APP_AST &&
+      Z3_get_decl_kind(c, Z3_get_app_decl(c, Z3_to_app(c, eq))) == Z3_OP_EQ) {
+    for (unsigned side = 0; side < 2; side++) {
+      Z3_ast e = Z3_get_app_arg(c, Z3_to_app(c, eq), side);
+      if (usable_pattern(c, e, nb)) pats[np++] = Z3_mk_pattern(c, 1, &e);
+    }
   }
-  if (np == 0) return f;
   Z3_sort sorts[MAX_BOUND];
   Z3_symbol names[MAX_BOUND];
   for (unsigned i = 0; i < nb; i++) {
     sorts[i] = Z3_get_quantifier_bound_sort(c, f, i);
     names[i] = Z3_get_quantifier_bound_name(c, f, i);
   }
-  return Z3_mk_quantifier(c, true, 0, np, pats, nb, sorts, names, body);
+  return Z3_mk_quantifier_ex(c, true, Z3_get_quantifier_weight(c, f), Z3_mk_string_symbol(c, name),
+                             Z3_mk_string_symbol(c, ""), np, pats, 0, NULL, nb, sorts, names,
+                             body);
 }
 
 /* Parses one block. Its formula lives only as long as the vector that
@@ -259,7 +286,7 @@ static taso_err_t parse_one(taso_prover_t *p, const taso_axiom_t *a, Z3_ast_vect
     return taso_error(TASO_ERR_PARSE, "%s:%d: %s holds %u assertions", a->file, a->line, a->name,
                       n);
   }
-  *out = with_patterns(p->c, Z3_ast_vector_get(p->c, v, 0));
+  *out = with_patterns(p->c, Z3_ast_vector_get(p->c, v, 0), a->name);
   *vec = v;
   return TASO_OK;
 }
@@ -353,10 +380,10 @@ static Z3_lbool check(taso_prover_t *p, Z3_solver s, char *why, int len) {
 /* Terms                                                                    */
 /* ------------------------------------------------------------------------ */
 
-taso_err_t taso_prover_terms(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *g,
-                             Z3_ast *terms) {
-  Z3_ast *v = calloc((size_t)(2 * g->nnodes + 1), sizeof *v);
-  if (!v) return taso_error(TASO_ERR_NOMEM, "no memory for terms");
+/* The term of every tensor of g: v[ref], 2 * nnodes entries (a node's
+ * port 1 is NULL unless it has two outputs). */
+static taso_err_t graph_terms(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *g,
+                              Z3_ast *v) {
   taso_err_t err = TASO_OK;
   Z3_sort int_sort = Z3_mk_int_sort(p->c);
   for (int i = 0; i < g->nnodes && err == TASO_OK; i++) {
@@ -395,14 +422,79 @@ taso_err_t taso_prover_terms(taso_prover_t *p, const taso_inputs_t *in, const ta
     taso_ref_t r = g->outputs[o];
     if (r < 0 || r >= 2 * g->nnodes || !v[r])
       err = taso_error(TASO_ERR_FORMAT, "output %d names no tensor", o);
-    else
-      terms[o] = v[r];
   }
-  free(v);
   char msg[256];
   if (err == TASO_OK && taso_z3_take_error(msg, sizeof msg))
     err = taso_error(TASO_ERR_LIB, "Z3: %s", msg);
   return err;
+}
+
+taso_err_t taso_prover_terms(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *g,
+                             Z3_ast *terms) {
+  Z3_ast *v = calloc((size_t)(2 * g->nnodes + 1), sizeof *v);
+  if (!v) return taso_error(TASO_ERR_NOMEM, "no memory for terms");
+  taso_err_t err = graph_terms(p, in, g, v);
+  for (int o = 0; o < g->noutputs && err == TASO_OK; o++) terms[o] = v[g->outputs[o]];
+  free(v);
+  return err;
+}
+
+/* Number of concats in a split tree: its code's nonzero entries. */
+static int tree_splits(const taso_tree_t *t) {
+  int n = 0;
+  for (int k = 0; k < TASO_TREE_CODE; k++) n += t->code[k] != 0;
+  return n;
+}
+
+/* The shape facts of g, appended to facts (*n of them so far; room for
+ * 2 * TASO_MAX_RANK per tensor): (dim a t) and (splits a t) for every axis
+ * of every tensor t of g, whose terms are v. A constant without its full
+ * shape among its arguments (const_pool, const_iconv: the channel count
+ * is missing) stands for tensors of several shapes, so neither it nor any
+ * term over it gets facts: they could contradict each other. A graph that
+ * does not type-check gets none (the numeric check reports it). */
+static taso_err_t shape_facts(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *g,
+                              const Z3_ast *v, Z3_ast *facts, int *n) {
+  if (p->type_fn[TYPE_DIM] < 0 && p->type_fn[TYPE_SPLITS] < 0) return TASO_OK;
+  size_t count = (size_t)(2 * g->nnodes + 1);
+  taso_tensor_t *types = calloc(count, sizeof *types);
+  bool *opaque = calloc(count, sizeof *opaque);
+  if (!types || !opaque) {
+    free(types);
+    free(opaque);
+    return taso_error(TASO_ERR_NOMEM, "no memory for shape facts");
+  }
+  if (taso_graph_infer(g, in, types) == TASO_OK) {
+    Z3_sort int_sort = Z3_mk_int_sort(p->c);
+    for (int i = 0; i < g->nnodes; i++) {
+      const taso_node_t *nd = &g->nodes[i];
+      bool op = nd->kind == TASO_OP_CONST_POOL || nd->kind == TASO_OP_CONST_ICONV;
+      for (int a = 0; nd->kind != TASO_OP_INPUT && a < taso_ops[nd->kind].arity; a++)
+        op = op || opaque[nd->in[a]];
+      for (int port = 0; port < 2; port++) {
+        int r = 2 * i + port;
+        opaque[r] = op;
+        if (op || !v[r]) continue;
+        for (int axis = 0; axis < types[r].rank; axis++) {
+          int32_t val[TYPE_FNS] = {types[r].dim[axis], tree_splits(&types[r].tree[axis])};
+          for (int f = 0; f < TYPE_FNS; f++) {
+            if (p->type_fn[f] < 0) continue;
+            Z3_ast args[2] = {Z3_mk_int(p->c, axis, int_sort), v[r]};
+            Z3_ast lhs = Z3_mk_app(p->c, p->fns[p->type_fn[f]], 2, args);
+            Z3_ast fact = Z3_mk_eq(p->c, lhs, Z3_mk_int(p->c, val[f], int_sort));
+            /* Terms are shared: the two graphs' common inputs and
+             * subgraphs would state the same facts twice. */
+            bool dup = false;
+            for (int k = 0; k < *n && !dup; k++) dup = Z3_is_eq_ast(p->c, facts[k], fact);
+            if (!dup) facts[(*n)++] = fact;
+          }
+        }
+      }
+    }
+  }
+  free(types);
+  free(opaque);
+  return TASO_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -559,27 +651,36 @@ static taso_err_t prove(taso_prover_t *p, const taso_inputs_t *in, const taso_gr
     r->seconds = now_seconds() - t0;
     return TASO_OK;
   }
-  Z3_ast *ts = calloc((size_t)src->noutputs + 1, sizeof *ts);
-  Z3_ast *td = calloc((size_t)dst->noutputs + 1, sizeof *td);
-  if (!ts || !td) {
+  /* Every tensor's term, and each one's shape facts. */
+  Z3_ast *ts = calloc((size_t)(2 * src->nnodes + 1), sizeof *ts);
+  Z3_ast *td = calloc((size_t)(2 * dst->nnodes + 1), sizeof *td);
+  size_t max_facts = (size_t)(2 * (src->nnodes + dst->nnodes)) * TYPE_FNS * TASO_MAX_RANK + 1;
+  Z3_ast *facts = calloc(max_facts, sizeof *facts);
+  int nfacts = 0;
+  if (!ts || !td || !facts) {
     free(ts);
     free(td);
+    free(facts);
     return taso_error(TASO_ERR_NOMEM, "no memory for terms");
   }
-  err = taso_prover_terms(p, in, src, ts);
-  if (err == TASO_OK) err = taso_prover_terms(p, in, dst, td);
+  err = graph_terms(p, in, src, ts);
+  if (err == TASO_OK) err = graph_terms(p, in, dst, td);
   if (err == TASO_ERR_UNKNOWN || err == TASO_ERR_FORMAT) {
     snprintf(r->reason, sizeof r->reason, "cannot be stated in the axioms' terms: %s",
              taso_error_detail());
     err = TASO_OK;
     goto done;
   }
+  if (err == TASO_OK) err = shape_facts(p, in, src, ts, facts, &nfacts);
+  if (err == TASO_OK) err = shape_facts(p, in, dst, td, facts, &nfacts);
   if (err != TASO_OK) goto done;
 
   bool proved = true;
   for (int o = 0; o < src->noutputs && proved; o++) {
     Z3_solver s = new_solver(p);
-    Z3_solver_assert(p->c, s, Z3_mk_not(p->c, Z3_mk_eq(p->c, ts[o], td[o])));
+    for (int k = 0; k < nfacts; k++) Z3_solver_assert(p->c, s, facts[k]);
+    Z3_solver_assert(p->c, s,
+                     Z3_mk_not(p->c, Z3_mk_eq(p->c, ts[src->outputs[o]], td[dst->outputs[o]])));
     char unknown[64] = "";
     Z3_lbool res = check(p, s, unknown, sizeof unknown);
     Z3_solver_dec_ref(p->c, s);
@@ -606,6 +707,7 @@ static taso_err_t prove(taso_prover_t *p, const taso_inputs_t *in, const taso_gr
 done:
   free(ts);
   free(td);
+  free(facts);
   r->seconds = now_seconds() - t0;
   return err;
 }
