@@ -65,6 +65,17 @@ Z3_context taso_prover_context(taso_prover_t *p);
 taso_err_t taso_axioms_prove_lemmas(taso_axioms_t *ax, double timeout_s, char *report, int len,
                                     int *failed);
 
+/* Redundancy: whether the other enabled axioms (lemmas left out) entail
+ * axiom goal, an index into ax->v: its negation, with a fresh constant per
+ * variable, is asserted beside them. *verdict is 1 when entailed, and core
+ * (ax->n flags) then marks a minimal set that entails it: the unsat core,
+ * minimized by deletion (no member can be left out and the proof still be
+ * found within the timeout); -1 when Z3 found a model of the others where
+ * it fails; 0 when undecided (timeout, or the proof search saturated), with
+ * why. */
+taso_err_t taso_axioms_entailed(const taso_axioms_t *ax, int goal, double timeout_s, int *verdict,
+                                bool *core, char *why, int len);
+
 /* The numeric check alone: *equal says whether src and dst have equal
  * output shapes, split trees and values on random inputs from seed; why
  * says where they differ. A graph that does not type-check gives an error. */
