@@ -373,7 +373,7 @@ static double thread_cpu(void) {
  * (SIGKILL, as a crash would) once N rows of this run are in the file. */
 static taso_err_t run_checks(taso_tool_t *t, taso_checker_t **checkers, int64_t total,
                              const unsigned char *done, int64_t already, taso_artifact_t *out,
-                             int64_t *mine_rows, double *mine_cpu) {
+                             int64_t *mine_rows, double *mine_cpu, double *last_end) {
   int nthreads = omp_get_max_threads();
   int64_t chunk = total / ((int64_t)t->size * nthreads * 64);
   chunk = chunk < 16 ? 16 : chunk > 1024 ? 1024 : chunk;
@@ -431,6 +431,7 @@ static taso_err_t run_checks(taso_tool_t *t, taso_checker_t **checkers, int64_t 
         work += thread_cpu() - c0;
       }
       *mine_cpu += work;
+      *last_end = MPI_Wtime();
       if ((mine = e) != TASO_OK) {
         out_of_work = true;
         continue;
@@ -764,9 +765,13 @@ int main(int argc, char **argv) {
                     (long long)redundant, nreds);
 
   /* Symbolic checks. */
-  double work_start = MPI_Wtime();
-  if (err == TASO_OK && !complete)
-    err = run_checks(&t, checkers, total, done, ndone, out, &mine_rows, &mine_cpu);
+  double work_start = MPI_Wtime(), last_end = 0;
+  if (err == TASO_OK && !complete) {
+    MPI_Barrier(t.comm);
+    work_start = MPI_Wtime();
+    last_end = work_start;
+    err = run_checks(&t, checkers, total, done, ndone, out, &mine_rows, &mine_cpu, &last_end);
+  }
   double work_wall = MPI_Wtime() - work_start;
   if (err == TASO_OK && !complete) {
     /* Per-rank work: rows and CPU seconds. */
@@ -778,7 +783,15 @@ int main(int argc, char **argv) {
     int64_t rmax = mine_rows, rmin = mine_rows;
     MPI_Allreduce(MPI_IN_PLACE, &rmax, 1, MPI_INT64_T, MPI_MAX, t.comm);
     MPI_Allreduce(MPI_IN_PLACE, &rmin, 1, MPI_INT64_T, MPI_MIN, t.comm);
-    double mean = cpu_sum / t.size;
+    double mean = cpu_sum / t.size, end_min = last_end - work_start, end_max = end_min;
+    MPI_Allreduce(MPI_IN_PLACE, &end_min, 1, MPI_DOUBLE, MPI_MIN, t.comm);
+    MPI_Allreduce(MPI_IN_PLACE, &end_max, 1, MPI_DOUBLE, MPI_MAX, t.comm);
+    /* With dynamic scheduling the ranks should run out of work together,
+     * whatever share of a core each one had (oversubscribed ranks). */
+    taso_tool_print(&t,
+                    "taso-validate: the ranks finished their last chunk between %.2f s and %.2f s "
+                    "into the checks (spread %.1f%% of the latest)\n",
+                    end_min, end_max, end_max > 0 ? 100.0 * (end_max - end_min) / end_max : 0.0);
     taso_tool_print(&t,
                     "taso-validate: checks: %.2f s wall, %.2f CPU s of work in all; per rank min %.3f "
                     "mean %.3f max %.3f (max/mean %.3f), rows min %lld max %lld\n",
