@@ -1495,7 +1495,8 @@ taso_err_t taso_artifact_write_table(taso_artifact_t *a, const taso_table_t *t,
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write %s", a->path, t->path);
   if (err == TASO_OK) err = table_type(a, t, &type);
   if (err == TASO_OK) err = path_exists(a, t->path, &exists);
-  if (err == TASO_OK && exists) err = taso_error(TASO_ERR_ARG, "%s: already holds %s", a->path, t->path);
+  if (err == TASO_OK && exists)
+    err = taso_error(TASO_ERR_ARG, "%s: already holds %s", a->path, t->path);
   if ((err = taso_agree(a->comm, err)) == TASO_OK)
     err = write_rows(a, t->path, type, t->size, local, n, offset, total);
   if (err == TASO_OK && H5Fflush(a->file, H5F_SCOPE_GLOBAL) < 0) err = h5_fail(a, "flush the file");

@@ -64,20 +64,19 @@ static const taso_tool_option_t options[] = {
 
 static const taso_tool_spec_t spec = {
     .name = "taso-validate",
-    .about =
-        "Checks the axioms themselves. Redundancy: for each axiom, whether the other\n"
-        "axioms entail it (Z3, a minimal entailing set from the unsat core). Symbolic\n"
-        "check: every combination of sizes and parameters of each axiom's domain\n"
-        "(the @ keys of data/axioms) is built with the operator registry and decided\n"
-        "for all real values of the tensor elements: proved, counterexample (with\n"
-        "values), skipped (shapes invalid for the operators, or outside the domain's\n"
-        "constraints) or unknown. Canonical polynomials decide most cases exactly;\n"
-        "Z3 over the reals decides the rest; every row names its path.\n"
-        "\n"
-        "Rows stream into --out (/stream while running, /checks in index order at the\n"
-        "end); a run that was stopped resumes from it when started again with the same\n"
-        "plan (see --fresh). Per-axiom counts are in /axioms, redundancy in\n"
-        "/redundancy, totals in root attributes.\n",
+    .about = "Checks the axioms themselves. Redundancy: for each axiom, whether the other\n"
+             "axioms entail it (Z3, a minimal entailing set from the unsat core). Symbolic\n"
+             "check: every combination of sizes and parameters of each axiom's domain\n"
+             "(the @ keys of data/axioms) is built with the operator registry and decided\n"
+             "for all real values of the tensor elements: proved, counterexample (with\n"
+             "values), skipped (shapes invalid for the operators, or outside the domain's\n"
+             "constraints) or unknown. Canonical polynomials decide most cases exactly;\n"
+             "Z3 over the reals decides the rest; every row names its path.\n"
+             "\n"
+             "Rows stream into --out (/stream while running, /checks in index order at the\n"
+             "end); a run that was stopped resumes from it when started again with the same\n"
+             "plan (see --fresh). Per-axiom counts are in /axioms, redundancy in\n"
+             "/redundancy, totals in root attributes.\n",
     .job_help = "job file: axioms, tensor sizes and the timeout per case (optional)",
     .out_help = "validation artifact to write",
     .default_out = "validation.h5",
@@ -90,7 +89,8 @@ static const taso_tool_spec_t spec = {
 /* Records                                                                  */
 /* ------------------------------------------------------------------------ */
 
-#define F(type, field, kind, size) {#field, offsetof(type, field), kind, size}
+#define F(type, field, kind, size)                                                                 \
+  { #field, offsetof(type, field), kind, size }
 static const taso_field_t check_fields[] = {
     F(taso_check_t, index, TASO_FIELD_INT64, 0),
     F(taso_check_t, seconds, TASO_FIELD_DOUBLE, 0),
@@ -103,8 +103,8 @@ static const taso_field_t check_fields[] = {
     F(taso_check_t, shapes, TASO_FIELD_STRING, TASO_CHECK_TEXT),
     F(taso_check_t, detail, TASO_FIELD_STRING, TASO_CHECK_DETAIL),
 };
-_Static_assert(sizeof(taso_check_t) == 8 + 8 + 4 * 4 + TASO_AXIOM_NAME_LEN + 2 * TASO_CHECK_TEXT +
-                                           TASO_CHECK_DETAIL,
+_Static_assert(sizeof(taso_check_t) ==
+                   8 + 8 + 4 * 4 + TASO_AXIOM_NAME_LEN + 2 * TASO_CHECK_TEXT + TASO_CHECK_DETAIL,
                "taso_check_t has padding");
 static const taso_table_t stream_table = {"/stream", sizeof(taso_check_t), check_fields, 10};
 static const taso_table_t checks_table = {"/checks", sizeof(taso_check_t), check_fields, 10};
@@ -171,8 +171,10 @@ static void axiom_path(const taso_tool_t *t, char *path, size_t len) {
       char dir[512];
       snprintf(dir, sizeof dir, "%s", t->job.path);
       char *slash = strrchr(dir, '/');
-      if (slash) *slash = '\0';
-      else snprintf(dir, sizeof dir, ".");
+      if (slash)
+        *slash = '\0';
+      else
+        snprintf(dir, sizeof dir, ".");
       snprintf(path, len, "%s/%s", dir, rel);
       if (!exists(path)) snprintf(path, len, "%s/../%s", dir, rel);
       if (!exists(path)) snprintf(path, len, "%s", rel);
@@ -219,6 +221,9 @@ static uint64_t plan_digest(const taso_axioms_t *ax, const taso_plan_t *p, const
   h = fnv(h, &total, sizeof total);
   h = fnv(h, sizes, sizeof *sizes * (size_t)nsizes);
   h = fnv(h, &z3_only, sizeof z3_only);
+  /* The redundancy check reads every axiom loaded. */
+  for (int i = 0; i < ax->n; i++)
+    if (ax->v[i].enabled) h = fnv(h, ax->v[i].text, strlen(ax->v[i].text));
   for (int i = 0; i < taso_plan_naxioms(p); i++) {
     int k = taso_axioms_find(ax, taso_plan_name(p, i));
     h = fnv(h, ax->v[k].name, strlen(ax->v[k].name) + 1);
@@ -273,45 +278,77 @@ static bool listed(const char *list, const char *name) {
   return false;
 }
 
-/* Collective. Every enabled axiom's query, fanned out over ranks and
- * threads; *rows (every rank) in load order. */
-static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, double timeout,
-                             red_t **rows, int *nrows) {
+/* Whether name is a word of the space-separated list. */
+static bool in_core(const char *core, const char *name) {
+  size_t n = strlen(name);
+  for (const char *s = core; *s;) {
+    size_t len = strcspn(s, " ");
+    if (len == n && !strncmp(s, name, n)) return true;
+    s += len;
+    while (*s == ' ')
+      s++;
+  }
+  return false;
+}
+
+/* One task: a family's collapse query (task < nfam) or a goal's entailment
+ * query. */
+static taso_err_t red_task(const taso_axioms_t *ax, int nfam, const int *goals, int task,
+                           double timeout, red_t *r) {
+  bool *core = calloc((size_t)ax->n + 1, sizeof *core);
+  int verdict = 0;
+  double t0 = omp_get_wtime();
+  memset(r, 0, sizeof *r);
+  if (!core) return taso_error(TASO_ERR_NOMEM, "no memory");
+  taso_err_t err;
+  if (task < nfam) {
+    r->goal = -1 - task;
+    snprintf(r->name, sizeof r->name, "%.15s", task == 0 ? "(all)" : ax->decls[task - 1].name);
+    err = taso_axioms_collapse(ax, task, timeout, &verdict, core, r->why, sizeof r->why);
+  } else {
+    r->goal = goals[task - nfam];
+    snprintf(r->name, sizeof r->name, "%s", ax->v[r->goal].name);
+    err = taso_axioms_entailed(ax, r->goal, timeout, &verdict, core, r->why, sizeof r->why);
+  }
+  r->verdict = verdict;
+  r->seconds = omp_get_wtime() - t0;
+  int used = 0;
+  for (int i = 0; err == TASO_OK && verdict == 1 && i < ax->n; i++)
+    if (core[i] && used < (int)sizeof r->core)
+      used += snprintf(r->core + used, sizeof r->core - (size_t)used, "%s%s", used ? " " : "",
+                       ax->v[i].name);
+  free(core);
+  return err;
+}
+
+/* Collective. Every enabled axiom's entailment query, and the collapse
+ * query of every family of axioms (taso_axioms_collapse), fanned out over
+ * ranks and threads. A family that makes all tensors equal entails every
+ * axiom outside its core. *rows (every rank): the axioms in load order;
+ * *collapse: the smallest collapsing core, or "". */
+static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, double timeout, red_t **rows,
+                             int *nrows, char *collapse, size_t clen) {
+  int nfam = taso_axioms_families(ax);
   int *goals = malloc(sizeof *goals * (size_t)(ax->n + 1)), ngoals = 0;
-  red_t *mine = calloc((size_t)ax->n + 1, sizeof *mine);
+  red_t *mine = calloc((size_t)(ax->n + nfam) + 1, sizeof *mine);
   int nmine = 0, nthreads = omp_get_max_threads();
+  collapse[0] = '\0';
   taso_err_t err = goals && mine ? TASO_OK : taso_error(TASO_ERR_NOMEM, "no memory");
   for (int i = 0; err == TASO_OK && i < ax->n; i++)
     if (ax->v[i].enabled && ax->v[i].kind == TASO_AXIOM_AXIOM && listed(opt_goals, ax->v[i].name))
       goals[ngoals++] = i;
+  int ntasks = nfam + ngoals;
   if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
   queue_t q;
   queue_open(t, &q);
   for (;;) {
     int64_t start = queue_take(&q, nthreads);
-    if (start >= ngoals) break;
-    int64_t end = start + nthreads < ngoals ? start + nthreads : ngoals;
+    if (start >= ntasks) break;
+    int64_t end = start + nthreads < ntasks ? start + nthreads : ntasks;
     taso_err_t e = TASO_OK;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t k = start; k < end; k++) {
-      red_t *r = &mine[nmine + (k - start)];
-      bool *core = calloc((size_t)ax->n + 1, sizeof *core);
-      int verdict = 0;
-      double t0 = omp_get_wtime();
-      memset(r, 0, sizeof *r);
-      r->goal = goals[k];
-      snprintf(r->name, sizeof r->name, "%s", ax->v[goals[k]].name);
-      taso_err_t ek = core ? taso_axioms_entailed(ax, goals[k], timeout, &verdict, core, r->why,
-                                                  sizeof r->why)
-                           : taso_error(TASO_ERR_NOMEM, "no memory");
-      r->verdict = verdict;
-      r->seconds = omp_get_wtime() - t0;
-      int used = 0;
-      for (int i = 0; ek == TASO_OK && verdict == 1 && i < ax->n; i++)
-        if (core[i] && used < (int)sizeof r->core)
-          used += snprintf(r->core + used, sizeof r->core - (size_t)used, "%s%s", used ? " " : "",
-                           ax->v[i].name);
-      free(core);
+      taso_err_t ek = red_task(ax, nfam, goals, (int)k, timeout, &mine[nmine + (k - start)]);
       if (ek != TASO_OK) {
 #pragma omp critical(taso_validate_error)
         if (e == TASO_OK) e = taso_error(ek, "%s", taso_error_detail());
@@ -325,10 +362,11 @@ static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, double tim
   }
   queue_close(&q);
   if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
-  /* Everyone gets every verdict, in load order. */
-  int *counts = malloc(sizeof *counts * (size_t)t->size), *displs = malloc(sizeof *displs * (size_t)t->size);
+  /* Everyone gets every verdict. */
+  int *counts = malloc(sizeof *counts * (size_t)t->size),
+      *displs = malloc(sizeof *displs * (size_t)t->size);
   int bytes = nmine * (int)sizeof(red_t);
-  red_t *all = calloc((size_t)ngoals + 1, sizeof *all);
+  red_t *all = calloc((size_t)ntasks + 1, sizeof *all);
   if (!counts || !displs || !all) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
   MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, t->comm);
   for (int r = 0, off = 0; r < t->size; r++) {
@@ -338,13 +376,35 @@ static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, double tim
   MPI_Allgatherv(mine, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, t->comm);
   free(counts);
   free(displs);
-  /* Insertion by goal index: ngoals is small. */
-  for (int i = 1; i < ngoals; i++)
-    for (int j = i; j > 0 && all[j - 1].goal > all[j].goal; j--) {
+  /* Families first (goal < 0, in family order), then axioms in load order. */
+  for (int i = 1; i < ntasks; i++)
+    for (int j = i;
+         j > 0 && (all[j - 1].goal < 0 ? -1 - all[j - 1].goal - 1000000 : all[j - 1].goal) >
+                      (all[j].goal < 0 ? -1 - all[j].goal - 1000000 : all[j].goal);
+         j--) {
       red_t x = all[j];
       all[j] = all[j - 1];
       all[j - 1] = x;
     }
+  /* The smallest collapsing core (the first of equal size). */
+  int best = -1, best_size = 0;
+  for (int i = 0; i < nfam; i++) {
+    if (all[i].verdict != 1) continue;
+    int size = 1;
+    for (const char *c = all[i].core; *c; c++)
+      size += *c == ' ';
+    if (best < 0 || size < best_size) best = i, best_size = size;
+  }
+  if (best >= 0) {
+    snprintf(collapse, clen, "%s", all[best].core);
+    for (int i = nfam; i < ntasks; i++)
+      if (all[i].verdict != 1 && !in_core(collapse, all[i].name)) {
+        all[i].verdict = 1;
+        snprintf(all[i].core, sizeof all[i].core, "%s", collapse);
+        snprintf(all[i].why, sizeof all[i].why, "these make any two tensors equal");
+      }
+  }
+  memmove(all, all + nfam, sizeof *all * (size_t)ngoals);
   *rows = all;
   *nrows = ngoals;
 done:
@@ -425,7 +485,8 @@ static taso_err_t run_checks(taso_tool_t *t, taso_checker_t **checkers, int64_t 
           taso_err_t ei = taso_checker_run(checkers[omp_get_thread_num()], i, &batch[i - start]);
           if (ei != TASO_OK) {
 #pragma omp critical(taso_validate_error)
-            if (e == TASO_OK) e = taso_error(ei, "combination %lld: %s", (long long)i, taso_error_detail());
+            if (e == TASO_OK)
+              e = taso_error(ei, "combination %lld: %s", (long long)i, taso_error_detail());
           }
         }
         work += thread_cpu() - c0;
@@ -438,7 +499,8 @@ static taso_err_t run_checks(taso_tool_t *t, taso_checker_t **checkers, int64_t 
       }
       if (nlocal + (end - start) > cap) {
         int64_t ncap = cap ? 2 * cap : 1024;
-        while (ncap < nlocal + (end - start)) ncap *= 2;
+        while (ncap < nlocal + (end - start))
+          ncap *= 2;
         taso_check_t *grown = realloc(local, (size_t)ncap * sizeof *grown);
         if (!grown) {
           mine = taso_error(TASO_ERR_NOMEM, "no memory for rows");
@@ -499,7 +561,8 @@ static taso_err_t read_done(taso_tool_t *t, taso_artifact_t *out, const taso_pla
     MPI_Allreduce(MPI_IN_PLACE, done + off, n, MPI_UNSIGNED_CHAR, MPI_MAX, t->comm);
   }
   *ndone = 0;
-  for (int64_t i = 0; i < total; i++) *ndone += done[i];
+  for (int64_t i = 0; i < total; i++)
+    *ndone += done[i];
   return TASO_OK;
 }
 
@@ -519,10 +582,13 @@ static taso_err_t finish_checks(taso_tool_t *t, taso_artifact_t *out, const taso
                                 tally_t *tally, taso_check_t **shown, int *nshown) {
   int64_t total = taso_plan_total(p), len = 0, lo, hi, mylo, myhi;
   taso_check_t *rows = NULL, *sendbuf = NULL, *mine = NULL;
-  int *scount = calloc((size_t)t->size, sizeof(int)), *rcount = calloc((size_t)t->size, sizeof(int));
-  int *sdispl = calloc((size_t)t->size, sizeof(int)), *rdispl = calloc((size_t)t->size, sizeof(int));
+  int *scount = calloc((size_t)t->size, sizeof(int)),
+      *rcount = calloc((size_t)t->size, sizeof(int));
+  int *sdispl = calloc((size_t)t->size, sizeof(int)),
+      *rdispl = calloc((size_t)t->size, sizeof(int));
   int naxioms = taso_plan_naxioms(p);
-  taso_err_t err = scount && rcount && sdispl && rdispl ? TASO_OK : taso_error(TASO_ERR_NOMEM, "no memory");
+  taso_err_t err =
+      scount && rcount && sdispl && rdispl ? TASO_OK : taso_error(TASO_ERR_NOMEM, "no memory");
   if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
   TASO_TOOL_STEP(t, err, taso_artifact_table_length(out, &stream_table, &len));
   taso_tool_block(t, len, &lo, &hi);
@@ -533,7 +599,8 @@ static taso_err_t finish_checks(taso_tool_t *t, taso_artifact_t *out, const taso
     if (row_ok(p, &rows[i])) rows[nkeep++] = rows[i];
   /* Grouped by owner: sorting by index does it, and owners are ordered. */
   qsort(rows, (size_t)nkeep, sizeof *rows, compare_index);
-  for (int64_t i = 0; i < nkeep; i++) scount[owner_of(rows[i].index, total, t->size)] += (int)sizeof *rows;
+  for (int64_t i = 0; i < nkeep; i++)
+    scount[owner_of(rows[i].index, total, t->size)] += (int)sizeof *rows;
   MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, t->comm);
   int64_t rbytes = 0;
   for (int r = 0, s = 0; r < t->size; r++) {
@@ -660,7 +727,8 @@ int main(int argc, char **argv) {
     taso_tool_usage_error(&t, "--sizes: %s", taso_error_detail());
   if (opt_timeout && parse_seconds("timeout", opt_timeout, &timeout) != TASO_OK)
     taso_tool_usage_error(&t, "%s", taso_error_detail());
-  if (opt_red_timeout && parse_seconds("redundancy-timeout", opt_red_timeout, &red_timeout) != TASO_OK)
+  if (opt_red_timeout &&
+      parse_seconds("redundancy-timeout", opt_red_timeout, &red_timeout) != TASO_OK)
     taso_tool_usage_error(&t, "%s", taso_error_detail());
   if (t.job_path) {
     err = taso_tool_load_job(&t, t.job_path);
@@ -677,7 +745,8 @@ int main(int argc, char **argv) {
   if (opt_add) {
     char *list = strdup(opt_add);
     if (!list) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
-    for (char *s = NULL, *f = strtok_r(list, ",", &s); f && err == TASO_OK; f = strtok_r(NULL, ",", &s))
+    for (char *s = NULL, *f = strtok_r(list, ",", &s); f && err == TASO_OK;
+         f = strtok_r(NULL, ",", &s))
       TASO_TOOL_STEP(&t, err, taso_axioms_add_file(ax, f));
     free(list);
   }
@@ -697,7 +766,8 @@ int main(int argc, char **argv) {
   if (err == TASO_OK) {
     char list[64];
     int used = 0;
-    for (int i = 0; i < nsizes; i++) used += snprintf(list + used, sizeof list - (size_t)used, "%s%d", i ? "," : "", sizes[i]);
+    for (int i = 0; i < nsizes; i++)
+      used += snprintf(list + used, sizeof list - (size_t)used, "%s%d", i ? "," : "", sizes[i]);
     taso_tool_print(&t, "taso-validate: %d axioms from %s, sizes {%s}: %lld combinations\n",
                     taso_plan_naxioms(plan), path, list, (long long)total);
   }
@@ -708,8 +778,10 @@ int main(int argc, char **argv) {
   MPI_Bcast(&have, 1, MPI_INT, 0, t.comm);
   if (err == TASO_OK && have) {
     int64_t d = -1, c = 0, r = 0;
-    taso_err_t e = taso_tool_agree(&t, taso_artifact_open_rw(t.comm, t.out_path, TASO_KIND_VALIDATION, &out));
-    int same = e == TASO_OK && taso_artifact_get_count(out, "plan_digest", &d) == TASO_OK && (uint64_t)d == dig;
+    taso_err_t e =
+        taso_tool_agree(&t, taso_artifact_open_rw(t.comm, t.out_path, TASO_KIND_VALIDATION, &out));
+    int same = e == TASO_OK && taso_artifact_get_count(out, "plan_digest", &d) == TASO_OK &&
+               (uint64_t)d == dig;
     MPI_Bcast(&same, 1, MPI_INT, 0, t.comm);
     if (same) {
       if (taso_artifact_get_count(out, "complete", &c) != TASO_OK) c = 0;
@@ -728,7 +800,8 @@ int main(int argc, char **argv) {
       ndone = 0;
       memset(done, 0, (size_t)total);
     } else {
-      taso_tool_print(&t, "taso-validate: resuming %s: %lld of %lld combinations already checked%s\n",
+      taso_tool_print(&t,
+                      "taso-validate: resuming %s: %lld of %lld combinations already checked%s\n",
                       t.out_path, (long long)ndone, (long long)total,
                       complete ? " (the file is complete; nothing to do)" : "");
     }
@@ -736,7 +809,8 @@ int main(int argc, char **argv) {
   if (err == TASO_OK && !out) {
     taso_provenance_t prov;
     taso_tool_provenance(&t, &prov);
-    TASO_TOOL_STEP(&t, err, taso_artifact_create(t.comm, t.out_path, TASO_KIND_VALIDATION, &prov, &out));
+    TASO_TOOL_STEP(&t, err,
+                   taso_artifact_create(t.comm, t.out_path, TASO_KIND_VALIDATION, &prov, &out));
     TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "plan_digest", (int64_t)dig));
     TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "complete", 0));
     TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "redundancy_done", 0));
@@ -745,13 +819,22 @@ int main(int argc, char **argv) {
   /* Redundancy. */
   int64_t redundant = 0;
   if (err == TASO_OK && !complete && !have_red && !no_redundancy) {
-    err = redundancy(&t, ax, red_timeout, &reds, &nreds);
-    TASO_TOOL_STEP(&t, err, taso_artifact_write_table(out, &red_table, reds, t.rank == 0 ? nreds : 0, 0, nreds));
+    char collapse[256];
+    err = redundancy(&t, ax, red_timeout, &reds, &nreds, collapse, sizeof collapse);
+    if (err == TASO_OK && collapse[0])
+      taso_tool_print(&t,
+                      "taso-validate: the axioms %s make any two tensors equal: the set is "
+                      "wrong, and entails every other axiom\n",
+                      collapse);
+    TASO_TOOL_STEP(
+        &t, err,
+        taso_artifact_write_table(out, &red_table, reds, t.rank == 0 ? nreds : 0, 0, nreds));
     TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "redundancy_done", 1));
   } else if (err == TASO_OK && (complete || have_red)) {
     int64_t n = 0;
     TASO_TOOL_STEP(&t, err, taso_artifact_table_length(out, &red_table, &n));
-    if (n > 0) TASO_TOOL_STEP(&t, err, taso_artifact_read_table(out, &red_table, 0, n, (void **)&reds));
+    if (n > 0)
+      TASO_TOOL_STEP(&t, err, taso_artifact_read_table(out, &red_table, 0, n, (void **)&reds));
     nreds = (int)n;
   }
   for (int i = 0; i < nreds; i++) {
@@ -792,21 +875,25 @@ int main(int argc, char **argv) {
                     "taso-validate: the ranks finished their last chunk between %.2f s and %.2f s "
                     "into the checks (spread %.1f%% of the latest)\n",
                     end_min, end_max, end_max > 0 ? 100.0 * (end_max - end_min) / end_max : 0.0);
-    taso_tool_print(&t,
-                    "taso-validate: checks: %.2f s wall, %.2f CPU s of work in all; per rank min %.3f "
-                    "mean %.3f max %.3f (max/mean %.3f), rows min %lld max %lld\n",
-                    work_wall, cpu_sum, cpu_min, mean, cpu_max, mean > 0 ? cpu_max / mean : 1.0,
-                    (long long)rmin, (long long)rmax);
+    taso_tool_print(
+        &t,
+        "taso-validate: checks: %.2f s wall, %.2f CPU s of work in all; per rank min %.3f "
+        "mean %.3f max %.3f (max/mean %.3f), rows min %lld max %lld\n",
+        work_wall, cpu_sum, cpu_min, mean, cpu_max, mean > 0 ? cpu_max / mean : 1.0,
+        (long long)rmin, (long long)rmax);
     err = finish_checks(&t, out, plan, tally, &shown, &nshown);
-    TASO_TOOL_STEP(&t, err, taso_artifact_write_table(out, &tally_table, tally,
-                                                      t.rank == 0 ? taso_plan_naxioms(plan) : 0, 0,
-                                                      taso_plan_naxioms(plan)));
+    TASO_TOOL_STEP(&t, err,
+                   taso_artifact_write_table(out, &tally_table, tally,
+                                             t.rank == 0 ? taso_plan_naxioms(plan) : 0, 0,
+                                             taso_plan_naxioms(plan)));
   } else if (err == TASO_OK) {
     int64_t n = 0;
     tally_t *read = NULL;
     TASO_TOOL_STEP(&t, err, taso_artifact_table_length(out, &tally_table, &n));
     TASO_TOOL_STEP(&t, err, taso_artifact_read_table(out, &tally_table, 0, n, (void **)&read));
-    if (err == TASO_OK) memcpy(tally, read, sizeof *tally * (size_t)(n < taso_plan_naxioms(plan) ? n : taso_plan_naxioms(plan)));
+    if (err == TASO_OK)
+      memcpy(tally, read,
+             sizeof *tally * (size_t)(n < taso_plan_naxioms(plan) ? n : taso_plan_naxioms(plan)));
     free(read);
   }
   int64_t sum[8] = {0};
@@ -821,8 +908,9 @@ int main(int argc, char **argv) {
     sum[7] += tally[a].by_z3;
   }
   if (err == TASO_OK && !complete) {
-    static const char *names[] = {"combinations", "proved", "counterexamples", "skipped",
-                                  "unknown", "trees_differ", "decided_by_poly", "decided_by_z3"};
+    static const char *names[] = {"combinations",    "proved",       "counterexamples",
+                                  "skipped",         "unknown",      "trees_differ",
+                                  "decided_by_poly", "decided_by_z3"};
     for (int k = 0; k < 8 && err == TASO_OK; k++)
       err = taso_artifact_set_count(out, names[k], sum[k]);
     TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "redundant_axioms", redundant));
@@ -847,7 +935,8 @@ int main(int argc, char **argv) {
                       (long long)sum[0], (long long)sum[1], (long long)sum[2], (long long)sum[3],
                       (long long)sum[4], (long long)sum[6], (long long)sum[7], (long long)redundant,
                       t.out_path);
-  for (int i = 0; checkers && i < nthreads; i++) taso_checker_free(checkers[i]);
+  for (int i = 0; checkers && i < nthreads; i++)
+    taso_checker_free(checkers[i]);
   free(checkers);
   free(done);
   free(reds);

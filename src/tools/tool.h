@@ -52,7 +52,7 @@ typedef struct {
   bool threads;                  /* takes --threads N */
   bool single_rank;              /* refuses to run on more than one rank */
   const taso_tool_flag_t *flags; /* tool-specific switches, ended by {0}; may be NULL */
-  const taso_tool_option_t *options; /* tool-specific options with a value, ended by {0}; may be NULL */
+  const taso_tool_option_t *options; /* options with a value, ended by {0}; may be NULL */
 } taso_tool_spec_t;
 
 typedef struct {

@@ -27,8 +27,8 @@ struct taso_poly_ctx {
   buf_t acc, mul;       /* scratch for the accumulator and for products */
   taso_atom_t *atoms;   /* atom k, in creation order */
   int32_t natoms, atom_cap;
-  int32_t *slots;       /* hash table of atom indices + 1; 0 is free */
-  int32_t nslots;       /* a power of two */
+  int32_t *slots; /* hash table of atom indices + 1; 0 is free */
+  int32_t nslots; /* a power of two */
 };
 
 /* ---- arena ------------------------------------------------------------- */
@@ -171,7 +171,8 @@ static void mono_mul(taso_poly_ctx_t *c, const taso_term_t *a, const taso_term_t
       j++;
     }
   }
-  for (int r = k; r < TASO_POLY_DEGREE; r++) out->v[r] = TASO_POLY_NONE;
+  for (int r = k; r < TASO_POLY_DEGREE; r++)
+    out->v[r] = TASO_POLY_NONE;
   /* Anything left over is degree beyond the slots. */
   if ((i < TASO_POLY_DEGREE && a->v[i] != TASO_POLY_NONE) ||
       (j < TASO_POLY_DEGREE && b->v[j] != TASO_POLY_NONE))
@@ -384,7 +385,8 @@ static void grow_slots(taso_poly_ctx_t *c) {
     const taso_atom_t *e = &c->atoms[k];
     uint64_t h = poly_hash(poly_hash(0xcbf29ce484222325ull ^ (uint64_t)e->kind, e->a), e->b);
     int32_t s = (int32_t)(h & (uint64_t)(n - 1));
-    while (slots[s]) s = (s + 1) & (n - 1);
+    while (slots[s])
+      s = (s + 1) & (n - 1);
     slots[s] = k + 1;
   }
   free(c->slots);

@@ -28,8 +28,8 @@
 #include "graph.h"
 
 #define TASO_POLY_DEGREE 4
-#define TASO_POLY_NONE UINT32_MAX     /* an unused monomial slot */
-#define TASO_POLY_ATOM0 (1u << 30)    /* atom k is unknown TASO_POLY_ATOM0 + k */
+#define TASO_POLY_NONE UINT32_MAX  /* an unused monomial slot */
+#define TASO_POLY_ATOM0 (1u << 30) /* atom k is unknown TASO_POLY_ATOM0 + k */
 
 typedef struct {
   uint32_t v[TASO_POLY_DEGREE]; /* unknowns, ascending, TASO_POLY_NONE-padded */

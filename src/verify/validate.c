@@ -15,12 +15,12 @@
 #include "poly.h"
 #include "z3ctx.h"
 
-#define MAX_VARS 24    /* domain variables of one axiom */
-#define MAX_BOUND 16   /* variables of one formula */
-#define MAX_TNODES 48  /* operator applications of one formula */
-#define MAX_GUARD 48   /* nodes of a guard */
-#define MAX_WHERE 8    /* comparisons of an @where */
-#define MAX_ENTRIES 4  /* ranks of a rank-generic axiom */
+#define MAX_VARS 24   /* domain variables of one axiom */
+#define MAX_BOUND 16  /* variables of one formula */
+#define MAX_TNODES 48 /* operator applications of one formula */
+#define MAX_GUARD 48  /* nodes of a guard */
+#define MAX_WHERE 8   /* comparisons of an @where */
+#define MAX_ENTRIES 4 /* ranks of a rank-generic axiom */
 #define NAME_LEN 16
 #define Z3_REFRESH 256 /* Z3 queries before a checker's context is renewed */
 
@@ -34,9 +34,9 @@ static const int32_t kernel_sizes[] = {1, 3};
  * axis replaced), or a scalar. */
 typedef struct {
   bool scalar, generic;
-  int n;                   /* dims listed (not generic) */
-  int tok[TASO_MAX_RANK];  /* variable index, or -1 - value for a number */
-  int axis_var, dim_var;   /* generic "[a]=e": the variables a and e; -1 none */
+  int n;                  /* dims listed (not generic) */
+  int tok[TASO_MAX_RANK]; /* variable index, or -1 - value for a number */
+  int axis_var, dim_var;  /* generic "[a]=e": the variables a and e; -1 none */
 } spec_t;
 
 typedef struct {
@@ -46,16 +46,16 @@ typedef struct {
 
 /* One rank of a rank-generic axiom, or the only entry of another. */
 typedef struct {
-  int rank;                         /* R; 0 when not rank-generic */
+  int rank; /* R; 0 when not rank-generic */
   int nvars;
-  char names[MAX_VARS][NAME_LEN];   /* d0..d{R-1}, then named dims, then params */
+  char names[MAX_VARS][NAME_LEN]; /* d0..d{R-1}, then named dims, then params */
   int32_t vals[MAX_VARS][TASO_MAX_SIZES + 4];
   int nvals[MAX_VARS];
-  int64_t count;                    /* product of nvals */
-  spec_t tshape[MAX_BOUND];         /* per bound tensor variable */
-  spec_t cshape[TASO_OP_COUNT];     /* per constant operator with @const */
+  int64_t count;                /* product of nvals */
+  spec_t tshape[MAX_BOUND];     /* per bound tensor variable */
+  spec_t cshape[TASO_OP_COUNT]; /* per constant operator with @const */
   bool has_const[TASO_OP_COUNT];
-  int ivar[MAX_BOUND];              /* bound Int variable -> variable index, -1 */
+  int ivar[MAX_BOUND]; /* bound Int variable -> variable index, -1 */
   cmp_t where[MAX_WHERE];
   int nwhere;
 } entry_t;
@@ -70,8 +70,24 @@ typedef struct {
   int kid[3];
 } tnode_t;
 
-enum { G_CONST, G_VAR, G_AND, G_OR, G_NOT, G_EQ, G_LE, G_LT, G_GE, G_GT, G_ADD, G_SUB, G_MUL,
-       G_MOD, G_DIV, G_NEG };
+enum {
+  G_CONST,
+  G_VAR,
+  G_AND,
+  G_OR,
+  G_NOT,
+  G_EQ,
+  G_LE,
+  G_LT,
+  G_GE,
+  G_GT,
+  G_ADD,
+  G_SUB,
+  G_MUL,
+  G_MOD,
+  G_DIV,
+  G_NEG
+};
 
 typedef struct {
   int op;
@@ -111,8 +127,7 @@ static int meta_line(const taso_axiom_t *a, const char *key) {
   return a->line;
 }
 
-#define DOMAIN_ERR(a, line, ...)                                                                   \
-  domain_error((a), (line), __VA_ARGS__)
+#define DOMAIN_ERR(a, line, ...) domain_error((a), (line), __VA_ARGS__)
 
 static taso_err_t domain_error(const taso_axiom_t *a, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -154,12 +169,14 @@ static bool split_eq(const char *value, char *name, size_t nlen, const char **re
   const char *eq = strchr(value, '=');
   if (!eq) return false;
   size_t n = (size_t)(eq - value);
-  while (n > 0 && isspace((unsigned char)value[n - 1])) n--;
+  while (n > 0 && isspace((unsigned char)value[n - 1]))
+    n--;
   if (n == 0 || n >= nlen) return false;
   memcpy(name, value, n);
   name[n] = '\0';
   *rest = eq + 1;
-  while (isspace((unsigned char)**rest)) (*rest)++;
+  while (isspace((unsigned char)**rest))
+    (*rest)++;
   return true;
 }
 
@@ -184,8 +201,7 @@ static taso_err_t declare_dims(const taso_axiom_t *a, int line, entry_t *e, cons
     if (!strcmp(t, "*") || !strcmp(t, "scalar") || isdigit((unsigned char)*t)) continue;
     if (t[0] == '[') {
       char *eq = strchr(t, '=');
-      if (!eq || !is_ident(eq + 1))
-        return DOMAIN_ERR(a, line, "expected '[a]=e' in '%s'", dims);
+      if (!eq || !is_ident(eq + 1)) return DOMAIN_ERR(a, line, "expected '[a]=e' in '%s'", dims);
       t = eq + 1;
     }
     if (!is_ident(t)) return DOMAIN_ERR(a, line, "bad dimension '%s' in '%s'", t, dims);
@@ -197,7 +213,8 @@ static taso_err_t declare_dims(const taso_axiom_t *a, int line, entry_t *e, cons
   return TASO_OK;
 }
 
-static taso_err_t token(const taso_axiom_t *a, int line, const entry_t *e, const char *t, int *tok) {
+static taso_err_t token(const taso_axiom_t *a, int line, const entry_t *e, const char *t,
+                        int *tok) {
   if (isdigit((unsigned char)*t)) {
     long v = strtol(t, NULL, 10);
     if (v < 0 || v > 1 << 20) return DOMAIN_ERR(a, line, "number '%s' out of range", t);
@@ -230,7 +247,8 @@ static taso_err_t parse_spec(const taso_axiom_t *a, int line, const entry_t *e, 
         return DOMAIN_ERR(a, line, "'%s' is not a @param", t + 1);
       TASO_TRY(token(a, line, e, close + 2, &sp->dim_var));
     } else {
-      if (sp->n == TASO_MAX_RANK) return DOMAIN_ERR(a, line, "more than 4 dimensions in '%s'", dims);
+      if (sp->n == TASO_MAX_RANK)
+        return DOMAIN_ERR(a, line, "more than 4 dimensions in '%s'", dims);
       TASO_TRY(token(a, line, e, t, &sp->tok[sp->n++]));
     }
   }
@@ -253,8 +271,8 @@ static taso_err_t parse_where(const taso_axiom_t *a, int line, entry_t *e, const
     if (e->nwhere == MAX_WHERE) return DOMAIN_ERR(a, line, "more than %d comparisons", MAX_WHERE);
     if (sscanf(s, " %23[A-Za-z0-9_] %3[<>=!] %23[A-Za-z0-9_] %n", l, o, r, &used) != 3 ||
         s[used] != '\0')
-      return DOMAIN_ERR(a, line, "expected 'X OP Y [&& ...]' with OP one of <= < >= > == !=, got '%s'",
-                        text);
+      return DOMAIN_ERR(
+          a, line, "expected 'X OP Y [&& ...]' with OP one of <= < >= > == !=, got '%s'", text);
     cmp_t *c = &e->where[e->nwhere];
     c->op = -1;
     for (int k = 0; k < 6; k++)
@@ -270,8 +288,7 @@ static taso_err_t parse_where(const taso_axiom_t *a, int line, entry_t *e, const
 }
 
 /* Builds the entry of rank R: variables and their ranges, shapes. */
-static taso_err_t build_entry(vaxiom_t *v, int rank, const int32_t *sizes, int nsizes,
-                              entry_t *e) {
+static taso_err_t build_entry(vaxiom_t *v, int rank, const int32_t *sizes, int nsizes, entry_t *e) {
   const taso_axiom_t *a = v->a;
   memset(e, 0, sizeof *e);
   e->rank = rank;
@@ -306,7 +323,8 @@ static taso_err_t build_entry(vaxiom_t *v, int rank, const int32_t *sizes, int n
     if (find_var(e, name) >= 0) return DOMAIN_ERR(a, m->line, "'%s' declared twice", name);
     if (!strcmp(rest, "axes")) {
       if (rank == 0) return DOMAIN_ERR(a, m->line, "'axes' needs a @rank line");
-      for (int d = 0; d < rank; d++) vals[n++] = d;
+      for (int d = 0; d < rank; d++)
+        vals[n++] = d;
     } else {
       snprintf(buf, sizeof buf, "%s", rest);
       for (char *s = NULL, *t = strtok_r(buf, " \t,", &s); t; t = strtok_r(NULL, " \t,", &s)) {
@@ -321,7 +339,8 @@ static taso_err_t build_entry(vaxiom_t *v, int rank, const int32_t *sizes, int n
     TASO_TRY(add_var(a, m->line, e, name, vals, n));
   }
   e->count = 1;
-  for (int i = 0; i < e->nvars; i++) e->count *= e->nvals[i];
+  for (int i = 0; i < e->nvars; i++)
+    e->count *= e->nvals[i];
   /* Shapes of the tensor variables, then of the constants. */
   bool shaped[MAX_BOUND] = {false};
   for (int i = 0; i < a->nmeta; i++) {
@@ -334,7 +353,8 @@ static taso_err_t build_entry(vaxiom_t *v, int rank, const int32_t *sizes, int n
       int b = -1;
       for (int k = 0; k < v->nb; k++)
         if (!v->bint[k] && !strcmp(v->bname[k], name)) b = k;
-      if (b < 0) return DOMAIN_ERR(a, m->line, "'%s' is not a tensor variable of the formula", name);
+      if (b < 0)
+        return DOMAIN_ERR(a, m->line, "'%s' is not a tensor variable of the formula", name);
       TASO_TRY(parse_spec(a, m->line, e, rest, &e->tshape[b]));
       shaped[b] = true;
     } else {
@@ -348,9 +368,11 @@ static taso_err_t build_entry(vaxiom_t *v, int rank, const int32_t *sizes, int n
   for (int b = 0; b < v->nb; b++)
     if (!v->bint[b] && !shaped[b])
       return DOMAIN_ERR(a, a->line, "tensor variable '%s' has no @shape", v->bname[b]);
-  for (int b = 0; b < v->nb; b++) e->ivar[b] = v->bint[b] ? find_var(e, v->bname[b]) : -1;
+  for (int b = 0; b < v->nb; b++)
+    e->ivar[b] = v->bint[b] ? find_var(e, v->bname[b]) : -1;
   for (int i = 0; i < a->nmeta; i++)
-    if (!strcmp(a->meta[i].key, "where")) TASO_TRY(parse_where(a, a->meta[i].line, e, a->meta[i].value));
+    if (!strcmp(a->meta[i].key, "where"))
+      TASO_TRY(parse_where(a, a->meta[i].line, e, a->meta[i].value));
   return TASO_OK;
 }
 
@@ -393,7 +415,8 @@ static taso_err_t side(Z3_context c, vaxiom_t *v, Z3_ast e, int *out) {
     *out = v->nn++;
     return TASO_OK;
   }
-  if (Z3_get_ast_kind(c, e) != Z3_APP_AST) return formula_error(v, "unexpected term in a side", NULL);
+  if (Z3_get_ast_kind(c, e) != Z3_APP_AST)
+    return formula_error(v, "unexpected term in a side", NULL);
   Z3_app app = Z3_to_app(c, e);
   Z3_func_decl d = Z3_get_app_decl(c, app);
   char name[64];
@@ -411,7 +434,8 @@ static taso_err_t side(Z3_context c, vaxiom_t *v, Z3_ast e, int *out) {
   if ((int)n < arity || (int)n - arity > TASO_DECL_MAX_ARGS)
     return formula_error(v, "wrong argument count for ", name);
   t.nint = (int)n - arity;
-  for (int i = 0; i < t.nint; i++) TASO_TRY(int_arg(c, v, Z3_get_app_arg(c, app, (unsigned)i), &t.iarg[i]));
+  for (int i = 0; i < t.nint; i++)
+    TASO_TRY(int_arg(c, v, Z3_get_app_arg(c, app, (unsigned)i), &t.iarg[i]));
   t.nkid = arity;
   for (int i = 0; i < arity; i++)
     TASO_TRY(side(c, v, Z3_get_app_arg(c, app, (unsigned)(t.nint + i)), &t.kid[i]));
@@ -431,35 +455,72 @@ static taso_err_t guard(Z3_context c, vaxiom_t *v, Z3_ast e, int *out) {
     g.op = G_VAR;
     g.value = b;
   } else if (kind == Z3_NUMERAL_AST) {
-    if (!Z3_get_numeral_int(c, e, &x)) return formula_error(v, "a number out of range in the guard", NULL);
+    if (!Z3_get_numeral_int(c, e, &x))
+      return formula_error(v, "a number out of range in the guard", NULL);
     g.op = G_CONST;
     g.value = x;
   } else if (kind == Z3_APP_AST) {
     Z3_app app = Z3_to_app(c, e);
     unsigned n = Z3_get_app_num_args(c, app);
     switch (Z3_get_decl_kind(c, Z3_get_app_decl(c, app))) {
-    case Z3_OP_TRUE: g.op = G_CONST; g.value = 1; break;
-    case Z3_OP_FALSE: g.op = G_CONST; g.value = 0; break;
-    case Z3_OP_AND: g.op = G_AND; break;
-    case Z3_OP_OR: g.op = G_OR; break;
-    case Z3_OP_NOT: g.op = G_NOT; break;
-    case Z3_OP_EQ: g.op = G_EQ; break;
-    case Z3_OP_LE: g.op = G_LE; break;
-    case Z3_OP_LT: g.op = G_LT; break;
-    case Z3_OP_GE: g.op = G_GE; break;
-    case Z3_OP_GT: g.op = G_GT; break;
-    case Z3_OP_ADD: g.op = G_ADD; break;
-    case Z3_OP_SUB: g.op = G_SUB; break;
-    case Z3_OP_MUL: g.op = G_MUL; break;
-    case Z3_OP_MOD: g.op = G_MOD; break;
-    case Z3_OP_IDIV: g.op = G_DIV; break;
-    case Z3_OP_UMINUS: g.op = G_NEG; break;
-    default: return formula_error(v, "unsupported operation in the guard", NULL);
+    case Z3_OP_TRUE:
+      g.op = G_CONST;
+      g.value = 1;
+      break;
+    case Z3_OP_FALSE:
+      g.op = G_CONST;
+      g.value = 0;
+      break;
+    case Z3_OP_AND:
+      g.op = G_AND;
+      break;
+    case Z3_OP_OR:
+      g.op = G_OR;
+      break;
+    case Z3_OP_NOT:
+      g.op = G_NOT;
+      break;
+    case Z3_OP_EQ:
+      g.op = G_EQ;
+      break;
+    case Z3_OP_LE:
+      g.op = G_LE;
+      break;
+    case Z3_OP_LT:
+      g.op = G_LT;
+      break;
+    case Z3_OP_GE:
+      g.op = G_GE;
+      break;
+    case Z3_OP_GT:
+      g.op = G_GT;
+      break;
+    case Z3_OP_ADD:
+      g.op = G_ADD;
+      break;
+    case Z3_OP_SUB:
+      g.op = G_SUB;
+      break;
+    case Z3_OP_MUL:
+      g.op = G_MUL;
+      break;
+    case Z3_OP_MOD:
+      g.op = G_MOD;
+      break;
+    case Z3_OP_IDIV:
+      g.op = G_DIV;
+      break;
+    case Z3_OP_UMINUS:
+      g.op = G_NEG;
+      break;
+    default:
+      return formula_error(v, "unsupported operation in the guard", NULL);
     }
     if (g.op != G_CONST) {
       if (n > 4 || n == 0) return formula_error(v, "too many operands in the guard", NULL);
       g.nkid = (int)n;
-      for (unsigned i = 0; i < n; i++) TASO_TRY(guard(c, v, Z3_get_app_arg(c, app, i), &g.kid[i]));
+      for (unsigned i = 0; i < n; i++)
+        TASO_TRY(guard(c, v, Z3_get_app_arg(c, app, i), &g.kid[i]));
     }
   } else {
     return formula_error(v, "unsupported guard", NULL);
@@ -473,30 +534,58 @@ static taso_err_t guard(Z3_context c, vaxiom_t *v, Z3_ast e, int *out) {
 static int64_t guard_eval(const vaxiom_t *v, int k, const int64_t *ival) {
   const gnode_t *g = &v->guard[k];
   int64_t r[4] = {0};
-  for (int i = 0; i < g->nkid; i++) r[i] = guard_eval(v, g->kid[i], ival);
+  for (int i = 0; i < g->nkid; i++)
+    r[i] = guard_eval(v, g->kid[i], ival);
   int64_t acc;
   switch (g->op) {
-  case G_CONST: return g->value;
-  case G_VAR: return ival[g->value];
-  case G_AND: acc = 1; for (int i = 0; i < g->nkid; i++) acc = acc && r[i]; return acc;
-  case G_OR: acc = 0; for (int i = 0; i < g->nkid; i++) acc = acc || r[i]; return acc;
-  case G_NOT: return !r[0];
-  case G_EQ: return r[0] == r[1];
-  case G_LE: return r[0] <= r[1];
-  case G_LT: return r[0] < r[1];
-  case G_GE: return r[0] >= r[1];
-  case G_GT: return r[0] > r[1];
-  case G_ADD: acc = 0; for (int i = 0; i < g->nkid; i++) acc += r[i]; return acc;
-  case G_SUB: return g->nkid == 1 ? -r[0] : r[0] - r[1];
-  case G_MUL: acc = 1; for (int i = 0; i < g->nkid; i++) acc *= r[i]; return acc;
+  case G_CONST:
+    return g->value;
+  case G_VAR:
+    return ival[g->value];
+  case G_AND:
+    acc = 1;
+    for (int i = 0; i < g->nkid; i++)
+      acc = acc && r[i];
+    return acc;
+  case G_OR:
+    acc = 0;
+    for (int i = 0; i < g->nkid; i++)
+      acc = acc || r[i];
+    return acc;
+  case G_NOT:
+    return !r[0];
+  case G_EQ:
+    return r[0] == r[1];
+  case G_LE:
+    return r[0] <= r[1];
+  case G_LT:
+    return r[0] < r[1];
+  case G_GE:
+    return r[0] >= r[1];
+  case G_GT:
+    return r[0] > r[1];
+  case G_ADD:
+    acc = 0;
+    for (int i = 0; i < g->nkid; i++)
+      acc += r[i];
+    return acc;
+  case G_SUB:
+    return g->nkid == 1 ? -r[0] : r[0] - r[1];
+  case G_MUL:
+    acc = 1;
+    for (int i = 0; i < g->nkid; i++)
+      acc *= r[i];
+    return acc;
   /* SMT-LIB's mod and div: the remainder is never negative. */
-  case G_MOD: return r[1] == 0 ? 0 : ((r[0] % r[1]) + (r[1] < 0 ? -r[1] : r[1])) % (r[1] < 0 ? -r[1] : r[1]);
+  case G_MOD:
+    return r[1] == 0 ? 0 : ((r[0] % r[1]) + (r[1] < 0 ? -r[1] : r[1])) % (r[1] < 0 ? -r[1] : r[1]);
   case G_DIV: {
     if (r[1] == 0) return 0;
     int64_t m = ((r[0] % r[1]) + (r[1] < 0 ? -r[1] : r[1])) % (r[1] < 0 ? -r[1] : r[1]);
     return (r[0] - m) / r[1];
   }
-  case G_NEG: return -r[0];
+  case G_NEG:
+    return -r[0];
   }
   return 0;
 }
@@ -514,8 +603,10 @@ static taso_err_t read_formula(const taso_axioms_t *ax, Z3_context c, Z3_sort t,
   v->groot = -1;
   if (!f) err = formula_error(v, "expected exactly one assertion", NULL);
   if (err == TASO_OK && Z3_get_ast_kind(c, f) == Z3_QUANTIFIER_AST) {
-    if (!Z3_is_quantifier_forall(c, f)) err = formula_error(v, "expected a forall", NULL);
-    else if (Z3_get_quantifier_num_bound(c, f) > MAX_BOUND) err = formula_error(v, "too many variables", NULL);
+    if (!Z3_is_quantifier_forall(c, f))
+      err = formula_error(v, "expected a forall", NULL);
+    else if (Z3_get_quantifier_num_bound(c, f) > MAX_BOUND)
+      err = formula_error(v, "too many variables", NULL);
     else {
       v->nb = (int)Z3_get_quantifier_num_bound(c, f);
       Z3_sort ints = Z3_mk_int_sort(c);
@@ -539,8 +630,7 @@ static taso_err_t read_formula(const taso_axioms_t *ax, Z3_context c, Z3_sort t,
   if (err == TASO_OK) err = side(c, v, Z3_get_app_arg(c, Z3_to_app(c, body), 1), &v->rhs);
   Z3_ast_vector_dec_ref(c, vec);
   char msg[256];
-  if (err == TASO_OK && taso_z3_take_error(msg, sizeof msg))
-    err = formula_error(v, "Z3: ", msg);
+  if (err == TASO_OK && taso_z3_take_error(msg, sizeof msg)) err = formula_error(v, "Z3: ", msg);
   return err;
 }
 
@@ -554,7 +644,8 @@ static taso_err_t check_ints(const vaxiom_t *v) {
       if (t->kind == TASO_OP_CONST_IMM || t->kind == TASO_OP_CONST_ONE) continue;
       for (int k = 0; k < t->nint; k++)
         if (t->iarg[k] >= 0 && en->ivar[t->iarg[k]] < 0)
-          return DOMAIN_ERR(v->a, v->a->line, "integer variable '%s' has no domain (@param or a dimension)",
+          return DOMAIN_ERR(v->a, v->a->line,
+                            "integer variable '%s' has no domain (@param or a dimension)",
                             v->bname[t->iarg[k]]);
       if (t->kind != TASO_OP_INPUT && taso_ops[t->kind].arity == 0 && !en->has_const[t->kind])
         return DOMAIN_ERR(v->a, v->a->line, "%s needs a '@const %s = DIMS' line",
@@ -656,27 +747,44 @@ void taso_plan_free(taso_plan_t *p) {
   free(p);
 }
 
-int64_t taso_plan_total(const taso_plan_t *p) { return p->total; }
-int taso_plan_naxioms(const taso_plan_t *p) { return p->n; }
-const char *taso_plan_name(const taso_plan_t *p, int axiom) { return p->v[axiom].a->name; }
-int64_t taso_plan_count(const taso_plan_t *p, int axiom) { return p->v[axiom].count; }
-int64_t taso_plan_first(const taso_plan_t *p, int axiom) { return p->v[axiom].first; }
+int64_t taso_plan_total(const taso_plan_t *p) {
+  return p->total;
+}
+int taso_plan_naxioms(const taso_plan_t *p) {
+  return p->n;
+}
+const char *taso_plan_name(const taso_plan_t *p, int axiom) {
+  return p->v[axiom].a->name;
+}
+int64_t taso_plan_count(const taso_plan_t *p, int axiom) {
+  return p->v[axiom].count;
+}
+int64_t taso_plan_first(const taso_plan_t *p, int axiom) {
+  return p->v[axiom].first;
+}
 
 const char *taso_check_outcome_name(int outcome) {
   switch (outcome) {
-  case TASO_CHECK_PROVED: return "proved";
-  case TASO_CHECK_COUNTEREXAMPLE: return "counterexample";
-  case TASO_CHECK_SKIPPED: return "skipped";
-  case TASO_CHECK_UNKNOWN: return "unknown";
+  case TASO_CHECK_PROVED:
+    return "proved";
+  case TASO_CHECK_COUNTEREXAMPLE:
+    return "counterexample";
+  case TASO_CHECK_SKIPPED:
+    return "skipped";
+  case TASO_CHECK_UNKNOWN:
+    return "unknown";
   }
   return "?";
 }
 
 const char *taso_check_path_name(int path) {
   switch (path) {
-  case TASO_PATH_SHAPE: return "shape";
-  case TASO_PATH_POLY: return "poly";
-  case TASO_PATH_Z3: return "z3";
+  case TASO_PATH_SHAPE:
+    return "shape";
+  case TASO_PATH_POLY:
+    return "poly";
+  case TASO_PATH_Z3:
+    return "z3";
   }
   return "?";
 }
@@ -722,7 +830,7 @@ struct taso_checker {
   unsigned timeout_ms;
   bool z3_only;
   taso_poly_ctx_t *poly;
-  zctx_t z;   /* z.c NULL until first needed */
+  zctx_t z; /* z.c NULL until first needed */
   int z3_uses;
 };
 
@@ -768,8 +876,8 @@ static taso_err_t z3_ready(taso_checker_t *ch) {
   if (!ch->z.c) {
     TASO_TRY(taso_z3_open(ch->timeout_ms, &ch->z.c));
     ch->z.real = Z3_mk_real_sort(ch->z.c);
-    ch->z.relu = Z3_mk_func_decl(ch->z.c, Z3_mk_string_symbol(ch->z.c, "relu"), 1, &ch->z.real,
-                                 ch->z.real);
+    ch->z.relu =
+        Z3_mk_func_decl(ch->z.c, Z3_mk_string_symbol(ch->z.c, "relu"), 1, &ch->z.real, ch->z.real);
     ch->z3_uses = 0;
   }
   ch->z3_uses++;
@@ -788,13 +896,16 @@ static void locate(const taso_plan_t *p, int64_t index, int *axiom, combo_t *cb)
   int lo = 0, hi = p->n - 1;
   while (lo < hi) {
     int mid = (lo + hi + 1) / 2;
-    if (p->v[mid].first <= index) lo = mid;
-    else hi = mid - 1;
+    if (p->v[mid].first <= index)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   const vaxiom_t *v = &p->v[lo];
   int64_t local = index - v->first;
   int e = 0;
-  while (local >= v->entries[e].count) local -= v->entries[e++].count;
+  while (local >= v->entries[e].count)
+    local -= v->entries[e++].count;
   *axiom = lo;
   cb->v = v;
   cb->e = &v->entries[e];
@@ -803,7 +914,8 @@ static void locate(const taso_plan_t *p, int64_t index, int *axiom, combo_t *cb)
     cb->val[i] = cb->e->vals[i][local % cb->e->nvals[i]];
     local /= cb->e->nvals[i];
   }
-  for (int b = 0; b < v->nb; b++) cb->ival[b] = cb->e->ivar[b] >= 0 ? cb->val[cb->e->ivar[b]] : 0;
+  for (int b = 0; b < v->nb; b++)
+    cb->ival[b] = cb->e->ivar[b] >= 0 ? cb->val[cb->e->ivar[b]] : 0;
 }
 
 static int32_t tokval(const combo_t *cb, int tok) {
@@ -819,7 +931,8 @@ static bool spec_shape(const combo_t *cb, const spec_t *sp, int *rank, int32_t *
   }
   if (sp->generic) {
     *rank = cb->e->rank;
-    for (int d = 0; d < *rank; d++) dim[d] = cb->val[d]; /* d0.. are the first variables */
+    for (int d = 0; d < *rank; d++)
+      dim[d] = cb->val[d]; /* d0.. are the first variables */
     if (sp->axis_var >= 0) {
       int a = cb->val[sp->axis_var];
       if (a < 0 || a >= *rank) return false;
@@ -828,7 +941,8 @@ static bool spec_shape(const combo_t *cb, const spec_t *sp, int *rank, int32_t *
     return true;
   }
   *rank = sp->n;
-  for (int d = 0; d < sp->n; d++) dim[d] = tokval(cb, sp->tok[d]);
+  for (int d = 0; d < sp->n; d++)
+    dim[d] = tokval(cb, sp->tok[d]);
   return true;
 }
 
@@ -836,8 +950,12 @@ static bool where_holds(const combo_t *cb) {
   for (int i = 0; i < cb->e->nwhere; i++) {
     const cmp_t *c = &cb->e->where[i];
     int32_t l = tokval(cb, c->lhs), r = tokval(cb, c->rhs);
-    bool ok = c->op == 0 ? l <= r : c->op == 1 ? l < r : c->op == 2 ? l >= r
-            : c->op == 3 ? l > r : c->op == 4 ? l == r : l != r;
+    bool ok = c->op == 0   ? l <= r
+              : c->op == 1 ? l < r
+              : c->op == 2 ? l >= r
+              : c->op == 3 ? l > r
+              : c->op == 4 ? l == r
+                           : l != r;
     if (!ok) return false;
   }
   return true;
@@ -853,13 +971,19 @@ static taso_err_t add_node(const combo_t *cb, const int *input_of, int k, taso_g
   const tnode_t *t = &cb->v->nodes[k];
   if (t->kind == TASO_OP_INPUT) return taso_graph_add_input(g, input_of[t->arg], ref);
   taso_ref_t in[3] = {-1, -1, -1};
-  for (int i = 0; i < t->nkid; i++) TASO_TRY(add_node(cb, input_of, t->kid[i], g, &in[i]));
+  for (int i = 0; i < t->nkid; i++)
+    TASO_TRY(add_node(cb, input_of, t->kid[i], g, &in[i]));
   taso_params_t p = taso_params_default();
   int32_t x[TASO_DECL_MAX_ARGS] = {0};
-  for (int i = 0; i < t->nint; i++) x[i] = iarg(cb, t->iarg[i]);
+  for (int i = 0; i < t->nint; i++)
+    x[i] = iarg(cb, t->iarg[i]);
   switch ((taso_op_kind_t)t->kind) {
-  case TASO_OP_TRANSPOSE: p.layout = x[0]; break;
-  case TASO_OP_MATMUL: p.act = x[0]; break;
+  case TASO_OP_TRANSPOSE:
+    p.layout = x[0];
+    break;
+  case TASO_OP_MATMUL:
+    p.act = x[0];
+    break;
   case TASO_OP_CONV2D:
     p.stride[0] = x[0];
     p.stride[1] = x[1];
@@ -875,14 +999,17 @@ static taso_err_t add_node(const combo_t *cb, const int *input_of, int k, taso_g
     p.pad = x[4];
     break;
   case TASO_OP_CONCAT:
-  case TASO_OP_SPLIT: p.axis = x[0]; break;
+  case TASO_OP_SPLIT:
+    p.axis = x[0];
+    break;
   case TASO_OP_ENLARGE:
   case TASO_OP_CONST_POOL:
   case TASO_OP_CONST_ICONV:
     p.kernel[0] = x[0];
     p.kernel[1] = x[1];
     break;
-  default: break;
+  default:
+    break;
   }
   if (taso_ops[t->kind].arity == 0) {
     int32_t dim[TASO_MAX_RANK];
@@ -922,8 +1049,8 @@ static int index_text(const taso_tensor_t *t, int64_t k, char *buf, size_t len) 
   }
   int used = snprintf(buf, len, "[");
   for (int d = 0; d < t->rank; d++)
-    used += snprintf(buf + used, len > (size_t)used ? len - (size_t)used : 0, "%s%lld", d ? "," : "",
-                     (long long)idx[d]);
+    used += snprintf(buf + used, len > (size_t)used ? len - (size_t)used : 0, "%s%lld",
+                     d ? "," : "", (long long)idx[d]);
   used += snprintf(buf + used, len > (size_t)used ? len - (size_t)used : 0, "]");
   return used;
 }
@@ -1012,7 +1139,8 @@ static taso_err_t decide_z3(taso_checker_t *ch, const taso_graph_t *g, const tas
                              in->v[i].name, at, val);
           }
         }
-        if (used >= TASO_CHECK_DETAIL) memcpy(row->detail + TASO_CHECK_DETAIL - 4, "...", 4);
+        if (used >= TASO_CHECK_DETAIL)
+          memcpy(row->detail + TASO_CHECK_DETAIL - 4, "...", 4);
         else if (used > 0 && row->detail[used - 1] == ';')
           snprintf(row->detail + used, (size_t)(TASO_CHECK_DETAIL - used), " other inputs 0");
         else if (used > 0)
@@ -1035,8 +1163,10 @@ static taso_err_t decide_z3(taso_checker_t *ch, const taso_graph_t *g, const tas
     z3_drop(ch);
     err = TASO_OK;
   }
-  for (int i = 0; inputs && i < in->n; i++) free(inputs[i]);
+  for (int i = 0; inputs && i < in->n; i++)
+    free(inputs[i]);
   free(inputs);
+  if (values) taso_values_free((void **)values, 2 * g->nnodes);
   free(values);
   return err;
 }
@@ -1060,7 +1190,8 @@ static taso_err_t decide_poly(taso_checker_t *ch, const taso_graph_t *g, const t
       err = taso_error(TASO_ERR_NOMEM, "no memory for polynomials");
       break;
     }
-    for (int64_t k = 0; k < size; k++) inputs[i][k] = taso_poly_var(pc, next++);
+    for (int64_t k = 0; k < size; k++)
+      inputs[i][k] = taso_poly_var(pc, next++);
   }
   if (err == TASO_OK) err = taso_eval_graph_poly(pc, g, types, inputs, values);
   if (err == TASO_OK && !taso_poly_overflowed(pc)) {
@@ -1072,10 +1203,13 @@ static taso_err_t decide_poly(taso_checker_t *ch, const taso_graph_t *g, const t
     for (int64_t k = 0; d && k < size; k++)
       if (!taso_poly_equal(l[k], r[k])) d[k] = true, all = false;
     *proved = d && all;
-    if (all) free(d);
-    else *differ = d;
+    if (all)
+      free(d);
+    else
+      *differ = d;
   }
-  for (int i = 0; inputs && i < in->n; i++) free(inputs[i]);
+  for (int i = 0; inputs && i < in->n; i++)
+    free(inputs[i]);
   free(inputs);
   if (values) taso_values_free((void **)values, 2 * g->nnodes);
   free(values);
@@ -1162,7 +1296,8 @@ taso_err_t taso_checker_run(taso_checker_t *ch, int64_t index, taso_check_t *row
   }
   row->trees_differ = !taso_tensor_equal(lt, rt);
   bool proved = false, *differ = NULL;
-  if (!ch->z3_only && (err = decide_poly(ch, &g, types, &in, &proved, &differ)) != TASO_OK) goto done;
+  if (!ch->z3_only && (err = decide_poly(ch, &g, types, &in, &proved, &differ)) != TASO_OK)
+    goto done;
   if (proved) {
     row->path = TASO_PATH_POLY;
     row->outcome = TASO_CHECK_PROVED;

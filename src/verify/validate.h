@@ -46,16 +46,16 @@ typedef enum {
 
 /* One decided combination: a row of validation.h5's /checks. */
 typedef struct {
-  int64_t index;                   /* global combination index in the plan */
-  double seconds;                  /* time spent deciding it */
-  int32_t axiom;                   /* index of the axiom in the plan */
-  int32_t outcome;                 /* taso_check_outcome_t */
-  int32_t path;                    /* taso_check_path_t */
-  int32_t trees_differ;            /* 1: equal values but different split trees */
-  char name[TASO_AXIOM_NAME_LEN];  /* the axiom's name */
-  char params[TASO_CHECK_TEXT];    /* "R=2 d0=1 d1=2 a=0 e=1" */
-  char shapes[TASO_CHECK_TEXT];    /* "x=1x2 y=1x1 w=scalar" */
-  char detail[TASO_CHECK_DETAIL];  /* counterexample values, or why skipped or unknown */
+  int64_t index;                  /* global combination index in the plan */
+  double seconds;                 /* time spent deciding it */
+  int32_t axiom;                  /* index of the axiom in the plan */
+  int32_t outcome;                /* taso_check_outcome_t */
+  int32_t path;                   /* taso_check_path_t */
+  int32_t trees_differ;           /* 1: equal values but different split trees */
+  char name[TASO_AXIOM_NAME_LEN]; /* the axiom's name */
+  char params[TASO_CHECK_TEXT];   /* "R=2 d0=1 d1=2 a=0 e=1" */
+  char shapes[TASO_CHECK_TEXT];   /* "x=1x2 y=1x1 w=scalar" */
+  char detail[TASO_CHECK_DETAIL]; /* counterexample values, or why skipped or unknown */
 } taso_check_t;
 
 typedef struct taso_plan taso_plan_t;

@@ -248,8 +248,16 @@ static Z3_ast with_patterns(Z3_context c, Z3_ast f) {
 /* Parses one block. Its formula lives only as long as the vector that
  * holds it (even in a context without user reference counting), so the
  * caller keeps *vec, with its reference, while it uses *out. */
+static taso_err_t parse_formula(taso_prover_t *p, const taso_axiom_t *a, bool patterns,
+                                Z3_ast_vector *vec, Z3_ast *out);
 static taso_err_t parse_one(taso_prover_t *p, const taso_axiom_t *a, Z3_ast_vector *vec,
                             Z3_ast *out) {
+  return parse_formula(p, a, true, vec, out);
+}
+
+/* patterns: with the pattern policy below; else Z3's own choice. */
+static taso_err_t parse_formula(taso_prover_t *p, const taso_axiom_t *a, bool patterns,
+                                Z3_ast_vector *vec, Z3_ast *out) {
   Z3_ast_vector v;
   TASO_TRY(taso_axioms_parse(p->ax, p->c, p->t, p->fns, a->file, a->text, 0, NULL, NULL, &v));
   Z3_ast_vector_inc_ref(p->c, v);
@@ -259,7 +267,8 @@ static taso_err_t parse_one(taso_prover_t *p, const taso_axiom_t *a, Z3_ast_vect
     return taso_error(TASO_ERR_PARSE, "%s:%d: %s holds %u assertions", a->file, a->line, a->name,
                       n);
   }
-  *out = with_patterns(p->c, Z3_ast_vector_get(p->c, v, 0));
+  *out = Z3_ast_vector_get(p->c, v, 0);
+  if (patterns) *out = with_patterns(p->c, *out);
   *vec = v;
   return TASO_OK;
 }
@@ -782,7 +791,8 @@ taso_err_t taso_axioms_entailed(const taso_axioms_t *ax, int goal, double timeou
   bool *use = calloc((size_t)ax->n + 1, sizeof *use), *got = calloc((size_t)ax->n + 1, sizeof *got);
   Z3_ast goal_f = NULL;
   Z3_ast_vector goal_v = NULL;
-  if (!f || !lit || !vecs || !use || !got) err = taso_error(TASO_ERR_NOMEM, "no memory for a query");
+  if (!f || !lit || !vecs || !use || !got)
+    err = taso_error(TASO_ERR_NOMEM, "no memory for a query");
   for (int i = 0; i < ax->n && err == TASO_OK; i++) {
     const taso_axiom_t *a = &ax->v[i];
     if (i == goal || !a->enabled || a->kind != TASO_AXIOM_AXIOM) continue;
@@ -824,6 +834,81 @@ taso_err_t taso_axioms_entailed(const taso_axioms_t *ax, int goal, double timeou
   for (int i = 0; vecs && i < ax->n; i++)
     if (vecs[i]) Z3_ast_vector_dec_ref(c, vecs[i]);
   if (goal_v) Z3_ast_vector_dec_ref(c, goal_v);
+  free(f);
+  free(lit);
+  free(vecs);
+  free(use);
+  free(got);
+  taso_prover_free(p);
+  return err;
+}
+
+/* Whether the axiom's formula applies function name. */
+static bool mentions(const taso_axiom_t *a, const char *name) {
+  size_t n = strlen(name);
+  for (const char *s = strstr(a->text, name); s; s = strstr(s + 1, name))
+    if (s > a->text && s[-1] == '(' && (s[n] == ' ' || s[n] == ')' || s[n] == '\n')) return true;
+  return false;
+}
+
+int taso_axioms_families(const taso_axioms_t *ax) {
+  return 1 + ax->ndecls;
+}
+
+taso_err_t taso_axioms_collapse(const taso_axioms_t *ax, int family, double timeout_s,
+                                int *verdict, bool *core, char *why, int len) {
+  taso_prover_t *p;
+  *verdict = 0;
+  if (len > 0) why[0] = '\0';
+  for (int i = 0; i < ax->n; i++) core[i] = false;
+  if (family < 0 || family > ax->ndecls) return taso_error(TASO_ERR_ARG, "no family %d", family);
+  TASO_TRY(prover_open(ax, timeout_s, &p));
+  Z3_context c = p->c;
+  taso_err_t err = TASO_OK;
+  Z3_ast *f = calloc((size_t)ax->n + 1, sizeof *f), *lit = calloc((size_t)ax->n + 1, sizeof *lit);
+  Z3_ast_vector *vecs = calloc((size_t)ax->n + 1, sizeof *vecs);
+  bool *use = calloc((size_t)ax->n + 1, sizeof *use), *got = calloc((size_t)ax->n + 1, sizeof *got);
+  int members = 0;
+  if (!f || !lit || !vecs || !use || !got)
+    err = taso_error(TASO_ERR_NOMEM, "no memory for a query");
+  for (int i = 0; i < ax->n && err == TASO_OK; i++) {
+    const taso_axiom_t *a = &ax->v[i];
+    if (!a->enabled || a->kind != TASO_AXIOM_AXIOM) continue;
+    if (family > 0 && !mentions(a, ax->decls[family - 1].name)) continue;
+    /* Z3's own patterns: with no ground term in the query, the refutation
+     * comes from model-based instantiation, which ours hold back. */
+    if ((err = parse_formula(p, a, false, &vecs[i], &f[i])) != TASO_OK) break;
+    lit[i] = Z3_mk_const(c, Z3_mk_string_symbol(c, a->name), Z3_mk_bool_sort(c));
+    use[i] = true;
+    members++;
+  }
+  /* Two tensors that differ: unsat means the family makes all equal. */
+  Z3_ast two[2] = {Z3_mk_fresh_const(c, "t", p->t), Z3_mk_fresh_const(c, "t", p->t)};
+  Z3_ast distinct = Z3_mk_distinct(c, 2, two);
+  if (err == TASO_OK && members >= 2 && (family == 0 || members < ax->n)) {
+    Z3_lbool r = entail_query(p, ax->n, f, lit, use, distinct, got, why, len);
+    if (r == Z3_L_FALSE) {
+      *verdict = 1;
+      memcpy(core, got, sizeof *core * (size_t)ax->n);
+      for (int i = 0; i < ax->n; i++) {
+        if (!core[i]) continue;
+        core[i] = false;
+        char w[64];
+        if (entail_query(p, ax->n, f, lit, core, distinct, got, w, sizeof w) == Z3_L_FALSE)
+          memcpy(core, got, sizeof *core * (size_t)ax->n);
+        else
+          core[i] = true;
+      }
+      why[0] = '\0';
+    } else if (r == Z3_L_TRUE) {
+      *verdict = -1;
+    }
+  }
+  char zmsg[128];
+  if (err == TASO_OK && taso_z3_take_error(zmsg, sizeof zmsg))
+    err = taso_error(TASO_ERR_LIB, "axiom family %d: Z3: %s", family, zmsg);
+  for (int i = 0; vecs && i < ax->n; i++)
+    if (vecs[i]) Z3_ast_vector_dec_ref(c, vecs[i]);
   free(f);
   free(lit);
   free(vecs);
