@@ -577,7 +577,8 @@ static int compare_index(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Collective. /stream to /checks in index order; tallies per axiom. */
+/* Collective. /stream to /checks in index order (/stream is removed by
+ * the caller once the file is marked complete); tallies per axiom. */
 static taso_err_t finish_checks(taso_tool_t *t, taso_artifact_t *out, const taso_plan_t *p,
                                 tally_t *tally, taso_check_t **shown, int *nshown) {
   int64_t total = taso_plan_total(p), len = 0, lo, hi, mylo, myhi;
@@ -628,8 +629,9 @@ static taso_err_t finish_checks(taso_tool_t *t, taso_artifact_t *out, const taso
       bad = taso_error(TASO_ERR_FORMAT, "%s: combination %lld has no row", t->out_path,
                        (long long)(mylo + i));
   if ((err = taso_tool_agree(t, bad)) != TASO_OK) goto done;
+  /* A run killed while finishing may have left a /checks behind. */
+  TASO_TOOL_STEP(t, err, taso_artifact_remove(out, checks_table.path));
   TASO_TOOL_STEP(t, err, taso_artifact_write_table(out, &checks_table, mine, m, mylo, total));
-  TASO_TOOL_STEP(t, err, taso_artifact_remove(out, stream_table.path));
   if (err != TASO_OK) goto done;
   /* Tallies, and the first rows worth printing. */
   int64_t *counts = calloc((size_t)naxioms * 8 + 1, sizeof *counts);
@@ -826,6 +828,7 @@ int main(int argc, char **argv) {
                       "taso-validate: the axioms %s make any two tensors equal: the set is "
                       "wrong, and entails every other axiom\n",
                       collapse);
+    TASO_TOOL_STEP(&t, err, taso_artifact_remove(out, red_table.path));
     TASO_TOOL_STEP(
         &t, err,
         taso_artifact_write_table(out, &red_table, reds, t.rank == 0 ? nreds : 0, 0, nreds));
@@ -882,6 +885,7 @@ int main(int argc, char **argv) {
         work_wall, cpu_sum, cpu_min, mean, cpu_max, mean > 0 ? cpu_max / mean : 1.0,
         (long long)rmin, (long long)rmax);
     err = finish_checks(&t, out, plan, tally, &shown, &nshown);
+    TASO_TOOL_STEP(&t, err, taso_artifact_remove(out, tally_table.path));
     TASO_TOOL_STEP(&t, err,
                    taso_artifact_write_table(out, &tally_table, tally,
                                              t.rank == 0 ? taso_plan_naxioms(plan) : 0, 0,
@@ -915,6 +919,8 @@ int main(int argc, char **argv) {
       err = taso_artifact_set_count(out, names[k], sum[k]);
     TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "redundant_axioms", redundant));
     TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "complete", 1));
+    /* Only now: a run killed before this point finishes from /stream. */
+    TASO_TOOL_STEP(&t, err, taso_artifact_remove(out, stream_table.path));
   }
   for (int i = 0; err == TASO_OK && i < nshown; i++)
     taso_tool_print(&t, "taso-validate: %s %s: %s [%s] [%s]: %s\n", shown[i].name,
