@@ -1341,3 +1341,177 @@ taso_err_t taso_artifact_read_decisions(taso_artifact_t *a, taso_decision_t **ro
   quiet_end(&q);
   return err;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Tables of a stage's own records                                          */
+/* ------------------------------------------------------------------------ */
+
+static taso_err_t table_type(const taso_artifact_t *a, const taso_table_t *t, hid_t *out) {
+  taso_err_t err = TASO_OK;
+  hid_t type = H5Tcreate(H5T_COMPOUND, t->size);
+  if (type < 0) return h5_fail(a, "create the record type of %s", t->path);
+  for (int i = 0; i < t->nfields && err == TASO_OK; i++) {
+    const taso_field_t *f = &t->fields[i];
+    hid_t base = H5I_INVALID_HID, own = H5I_INVALID_HID;
+    switch (f->kind) {
+    case TASO_FIELD_INT32: base = H5T_NATIVE_INT32; break;
+    case TASO_FIELD_INT64: base = H5T_NATIVE_INT64; break;
+    case TASO_FIELD_DOUBLE: base = H5T_NATIVE_DOUBLE; break;
+    case TASO_FIELD_STRING:
+      if ((own = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(own, f->size) < 0 ||
+          H5Tset_strpad(own, H5T_STR_NULLTERM) < 0)
+        err = h5_fail(a, "create the string type of field '%s'", f->name);
+      base = own;
+      break;
+    }
+    if (err == TASO_OK && H5Tinsert(type, f->name, f->offset, base) < 0)
+      err = h5_fail(a, "add field '%s' to the record type of %s", f->name, t->path);
+    err = release(a, own, H5Tclose, err);
+  }
+  if (err != TASO_OK) return release(a, type, H5Tclose, err);
+  *out = type;
+  return TASO_OK;
+}
+
+static taso_err_t append_table(taso_artifact_t *a, const taso_table_t *t, const void *local,
+                               int64_t n) {
+  taso_err_t err = TASO_OK;
+  hid_t type = H5I_INVALID_HID, dset = H5I_INVALID_HID, space = H5I_INVALID_HID;
+  int64_t offset = 0, total = 0;
+  hsize_t cur = 0;
+  bool exists = false;
+  if (n < 0 || (n > 0 && !local)) err = taso_error(TASO_ERR_ARG, "%s: bad local rows", a->path);
+  if (err == TASO_OK) err = table_type(a, t, &type);
+  if (err == TASO_OK) err = path_exists(a, t->path, &exists);
+  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  place(a, &n, &offset, &total, 1);
+  if (!exists)
+    err = create_dataset(a, t->path, type, t->size, 0, &dset);
+  else if ((dset = H5Dopen2(a->file, t->path, H5P_DEFAULT)) < 0)
+    err = h5_fail(a, "open %s", t->path);
+  if (err == TASO_OK &&
+      ((space = H5Dget_space(dset)) < 0 || H5Sget_simple_extent_dims(space, &cur, NULL) != 1))
+    err = h5_fail(a, "get the size of %s", t->path);
+  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if (total > 0) {
+    hsize_t size = cur + (hsize_t)total;
+    if (H5Dset_extent(dset, &size) < 0) err = h5_fail(a, "extend %s", t->path);
+    if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+    err = taso_agree(a->comm, write_slab(a, dset, t->path, type, local, (int64_t)cur + offset, n));
+  }
+  if (err == TASO_OK && H5Fflush(a->file, H5F_SCOPE_GLOBAL) < 0) err = h5_fail(a, "flush the file");
+  err = taso_agree(a->comm, err);
+done:
+  err = release(a, space, H5Sclose, err);
+  err = release(a, dset, H5Dclose, err);
+  return release(a, type, H5Tclose, err);
+}
+
+taso_err_t taso_artifact_append_table(taso_artifact_t *a, const taso_table_t *t,
+                                      const void *local, int64_t n) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  taso_err_t err;
+  if (!a->writable)
+    err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write %s", a->path, t->path);
+  else
+    err = taso_agree(a->comm, append_table(a, t, local, n));
+  quiet_end(&q);
+  return err;
+}
+
+taso_err_t taso_artifact_table_length(taso_artifact_t *a, const taso_table_t *t, int64_t *n) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  hid_t type = H5I_INVALID_HID, dset = H5I_INVALID_HID;
+  bool exists = false;
+  *n = 0;
+  taso_err_t err = path_exists(a, t->path, &exists);
+  if (err == TASO_OK && exists && (err = table_type(a, t, &type)) == TASO_OK)
+    err = open_rows(a, t->path, type, &dset, n);
+  err = release(a, dset, H5Dclose, err);
+  err = release(a, type, H5Tclose, err);
+  quiet_end(&q);
+  return taso_agree(a->comm, err);
+}
+
+static taso_err_t read_table(taso_artifact_t *a, const taso_table_t *t, int64_t lo, int64_t hi,
+                             void **rows) {
+  static int64_t nothing[4];
+  taso_err_t err;
+  hid_t type = H5I_INVALID_HID, dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID,
+        mspace = H5I_INVALID_HID;
+  int64_t n = 0, count = hi - lo;
+  void *buf = NULL;
+  *rows = NULL;
+  err = table_type(a, t, &type);
+  if (err == TASO_OK) err = open_rows(a, t->path, type, &dset, &n);
+  if (err == TASO_OK && (lo < 0 || hi < lo || hi > n))
+    err = taso_error(TASO_ERR_FORMAT, "%s: %s has %lld rows, not the %lld expected", a->path,
+                     t->path, (long long)n, (long long)hi);
+  if (err == TASO_OK && count > 0 && !(buf = malloc((size_t)count * t->size)))
+    err = taso_error(TASO_ERR_NOMEM, "%s: no memory for %lld rows", a->path, (long long)count);
+  if (err == TASO_OK) {
+    hsize_t start = (hsize_t)lo, cnt = (hsize_t)count, mdims = count > 0 ? (hsize_t)count : 1;
+    if ((fspace = H5Dget_space(dset)) < 0 || (mspace = H5Screate_simple(1, &mdims, NULL)) < 0)
+      err = h5_fail(a, "get the dataspaces of %s", t->path);
+    else if (count > 0 ? H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &cnt, NULL) < 0
+                       : (H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0))
+      err = h5_fail(a, "select rows of %s", t->path);
+  }
+  if ((err = taso_agree(a->comm, err)) == TASO_OK) {
+    if (H5Dread(dset, type, mspace, fspace, a->xfer, count > 0 ? buf : (void *)nothing) < 0)
+      err = h5_fail(a, "read %s", t->path);
+    err = taso_agree(a->comm, err);
+  }
+  err = release(a, mspace, H5Sclose, err);
+  err = release(a, fspace, H5Sclose, err);
+  err = release(a, dset, H5Dclose, err);
+  err = release(a, type, H5Tclose, err);
+  if (err == TASO_OK)
+    *rows = buf;
+  else
+    free(buf);
+  return err;
+}
+
+taso_err_t taso_artifact_read_table(taso_artifact_t *a, const taso_table_t *t, int64_t lo,
+                                    int64_t hi, void **rows) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  taso_err_t err = taso_agree(a->comm, read_table(a, t, lo, hi, rows));
+  quiet_end(&q);
+  return err;
+}
+
+taso_err_t taso_artifact_write_table(taso_artifact_t *a, const taso_table_t *t,
+                                     const void *local, int64_t n, int64_t offset, int64_t total) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  hid_t type = H5I_INVALID_HID;
+  bool exists = false;
+  taso_err_t err = TASO_OK;
+  if (!a->writable)
+    err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write %s", a->path, t->path);
+  if (err == TASO_OK) err = table_type(a, t, &type);
+  if (err == TASO_OK) err = path_exists(a, t->path, &exists);
+  if (err == TASO_OK && exists)
+    err = taso_error(TASO_ERR_ARG, "%s: already holds %s", a->path, t->path);
+  if ((err = taso_agree(a->comm, err)) == TASO_OK)
+    err = write_rows(a, t->path, type, t->size, local, n, offset, total);
+  if (err == TASO_OK && H5Fflush(a->file, H5F_SCOPE_GLOBAL) < 0) err = h5_fail(a, "flush the file");
+  err = release(a, type, H5Tclose, err);
+  quiet_end(&q);
+  return taso_agree(a->comm, err);
+}
+
+taso_err_t taso_artifact_remove(taso_artifact_t *a, const char *path) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  bool exists = false;
+  taso_err_t err = path_exists(a, path, &exists);
+  if (err == TASO_OK && exists && H5Ldelete(a->file, path, H5P_DEFAULT) < 0)
+    err = h5_fail(a, "remove %s", path);
+  quiet_end(&q);
+  return taso_agree(a->comm, err);
+}

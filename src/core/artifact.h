@@ -130,4 +130,45 @@ taso_err_t taso_artifact_rewrite_decisions(taso_artifact_t *a, const taso_decisi
 /* Every rank reads all of /decisions; n = 0 if the file has none. */
 taso_err_t taso_artifact_read_decisions(taso_artifact_t *a, taso_decision_t **rows, int64_t *n);
 
+/* Tables of fixed-size records of a stage's own (the validator's rows):
+ * the caller describes its record struct, which must have no padding. */
+typedef enum {
+  TASO_FIELD_INT32,
+  TASO_FIELD_INT64,
+  TASO_FIELD_DOUBLE,
+  TASO_FIELD_STRING, /* NUL-terminated char[size] */
+} taso_field_kind_t;
+
+typedef struct {
+  const char *name;       /* field name in the file */
+  size_t offset;          /* offsetof in the record struct */
+  taso_field_kind_t kind; /* element type */
+  size_t size;            /* strings: bytes, NUL included; else 0 */
+} taso_field_t;
+
+typedef struct {
+  const char *path;           /* dataset path: "/checks" */
+  size_t size;                /* sizeof the record struct */
+  const taso_field_t *fields; /* every field of the struct */
+  int nfields;
+} taso_table_t;
+
+/* Collective. Appends each rank's n rows, in rank order, creating the
+ * table on first use, then flushes the file so that the rows survive a
+ * kill. */
+taso_err_t taso_artifact_append_table(taso_artifact_t *a, const taso_table_t *t,
+                                      const void *local, int64_t n);
+/* Collective. The table's row count; 0 if it does not exist. */
+taso_err_t taso_artifact_table_length(taso_artifact_t *a, const taso_table_t *t, int64_t *n);
+/* Collective. Each rank reads rows [lo, hi) into *rows (malloc'd; NULL
+ * when empty). */
+taso_err_t taso_artifact_read_table(taso_artifact_t *a, const taso_table_t *t, int64_t lo,
+                                    int64_t hi, void **rows);
+/* Collective. Creates the table with total rows and writes each rank's n
+ * rows at its offset (any rank may write 0). */
+taso_err_t taso_artifact_write_table(taso_artifact_t *a, const taso_table_t *t,
+                                     const void *local, int64_t n, int64_t offset, int64_t total);
+/* Collective. Removes a dataset if it exists. */
+taso_err_t taso_artifact_remove(taso_artifact_t *a, const char *path);
+
 #endif

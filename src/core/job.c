@@ -259,6 +259,10 @@ static taso_err_t set_validate_timeout(taso_job_t *job, const char *value) {
   return parse_seconds(value, &job->validate_timeout);
 }
 
+static taso_err_t set_redundancy_timeout(taso_job_t *job, const char *value) {
+  return parse_seconds(value, &job->redundancy_timeout);
+}
+
 typedef struct {
   const char *section;
   const char *key;
@@ -275,6 +279,7 @@ static const key_spec_t key_specs[] = {
     {"verify", "timeout", set_verify_timeout, false},
     {"validate", "sizes", set_sizes, false},
     {"validate", "timeout", set_validate_timeout, false},
+    {"validate", "redundancy_timeout", set_redundancy_timeout, false},
 };
 #define NKEYS ((int)(sizeof key_specs / sizeof key_specs[0]))
 
@@ -478,6 +483,7 @@ static void set_defaults(taso_job_t *job, const char *path) {
   snprintf(job->axioms, sizeof job->axioms, "%s", "data/axioms");
   job->verify_timeout = 5.0;
   job->validate_timeout = 10.0;
+  job->redundancy_timeout = 10.0;
   static const int32_t sizes[] = {1, 2, 3, 4};
   memcpy(job->sizes, sizes, sizeof sizes);
   job->nsizes = 4;

@@ -39,6 +39,7 @@ typedef struct {
   int32_t sizes[TASO_MAX_SIZES]; /* [validate] sizes */
   int nsizes;
   double validate_timeout;    /* [validate] timeout, seconds */
+  double redundancy_timeout;  /* [validate] redundancy_timeout, seconds */
 } taso_job_t;
 
 taso_err_t taso_job_load(const char *path, taso_job_t *job);

@@ -1,52 +1,955 @@
 /*
- * taso-validate: the third stage. It will check the axioms themselves:
- * which ones follow from the others (redundancy), and whether each one
- * holds on every small tensor of the job's sizes (a symbolic check).
+ * taso-validate: the third stage. Checks the axioms themselves
+ * (semantics.md section 5): which ones the others entail (redundancy, Z3
+ * with an unsat core minimized by deletion), and whether each one holds on
+ * every small tensor of its domain (the symbolic check of src/verify/
+ * validate.h: canonical polynomials first, Z3 over the reals for the rest).
  *
- * The checks arrive with their own issue. Until then this writes a valid
- * validation artifact with all counts zero, so that the pipeline, its
- * scripts and its tests run end to end.
+ * Both phases hand out work dynamically: a counter on rank 0 (an MPI window
+ * advanced with MPI_Fetch_and_op) gives each rank its next chunk, and the
+ * rank's OpenMP threads share it, one Z3 context per thread. Check rows
+ * stream into the output's /stream in rounds (a rank that has worked a few
+ * seconds enters a non-blocking barrier and works on until all have
+ * entered, then all append and flush), so a killed run started again with
+ * the same --out decides only what is missing. At the end the rows are
+ * redistributed by index (each rank reads a slice of /stream and sends
+ * each row to the rank owning its index block), sorted and written to
+ * /checks in index order, so the file does not depend on the rank count.
  */
+#define _POSIX_C_SOURCE 200809L
+
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <omp.h>
+
 #include "tool.h"
+#include "validate.h"
+#include "verifier.h"
+
+#define ROUND_SECONDS 5.0 /* work between two appends to the output */
+#define SHOW_ROWS 20      /* counterexamples and unknowns printed */
+
+static bool fresh, z3_only, no_redundancy;
+static const char *opt_sizes, *opt_timeout, *opt_axioms, *opt_add, *opt_only, *opt_goals,
+    *opt_red_timeout;
+
+static const taso_tool_flag_t flags[] = {
+    {"fresh", "check everything again, even if --out holds rows of the same plan", &fresh},
+    {"z3-only", "decide every combination with Z3 alone (cross-checks the polynomial path)",
+     &z3_only},
+    {"no-redundancy", "skip the redundancy check", &no_redundancy},
+    {0},
+};
+
+static const taso_tool_option_t options[] = {
+    {"sizes", "LIST", "tensor sizes N, e.g. 1,2 (default: the job's, else 1,2,3,4)", &opt_sizes},
+    {"timeout", "S", "Z3 timeout per combination, seconds (default: the job's, else 10)",
+     &opt_timeout},
+    {"redundancy-timeout", "S", "Z3 timeout per redundancy query, seconds (default: the job's, else 10)",
+     &opt_red_timeout},
+    {"axioms", "PATH", "axiom folder or file (default: the job's, else data/axioms)", &opt_axioms},
+    {"add", "FILES", "more axiom files, comma-separated (known-bad fixtures)", &opt_add},
+    {"only", "NAMES", "check only these axioms, comma-separated", &opt_only},
+    {"redundancy", "NAMES", "redundancy check only for these axioms, comma-separated", &opt_goals},
+    {0},
+};
 
 static const taso_tool_spec_t spec = {
     .name = "taso-validate",
-    .about = "Checks the axioms themselves: redundancy among them, and a symbolic check\n"
-             "of each one on small tensors of the job's sizes.\n"
+    .about = "Checks the axioms themselves. Redundancy: for each axiom, whether the other\n"
+             "axioms entail it (Z3, a minimal entailing set from the unsat core). Symbolic\n"
+             "check: every combination of sizes and parameters of each axiom's domain\n"
+             "(the @ keys of data/axioms) is built with the operator registry and decided\n"
+             "for all real values of the tensor elements: proved, counterexample (with\n"
+             "values), skipped (shapes invalid for the operators, or outside the domain's\n"
+             "constraints) or unknown. Canonical polynomials decide most cases exactly;\n"
+             "Z3 over the reals decides the rest; every row names its path.\n"
              "\n"
-             "Stage logic: not yet implemented; the checks arrive in a later issue. It\n"
-             "writes a valid validation file with every count zero.\n",
-    .job_help = "job file: axioms, tensor sizes and the timeout per case",
+             "Rows stream into --out (/stream while running, /checks in index order at the\n"
+             "end); a run that was stopped resumes from it when started again with the same\n"
+             "plan (see --fresh). Per-axiom counts are in /axioms, redundancy in\n"
+             "/redundancy, totals in root attributes.\n",
+    .job_help = "job file: axioms, tensor sizes and the timeout per case (optional)",
     .out_help = "validation artifact to write",
     .default_out = "validation.h5",
-    .job_required = true,
     .threads = true,
+    .flags = flags,
+    .options = options,
 };
+
+/* ------------------------------------------------------------------------ */
+/* Records                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define F(type, field, kind, size)                                                                 \
+  { #field, offsetof(type, field), kind, size }
+static const taso_field_t check_fields[] = {
+    F(taso_check_t, index, TASO_FIELD_INT64, 0),
+    F(taso_check_t, seconds, TASO_FIELD_DOUBLE, 0),
+    F(taso_check_t, axiom, TASO_FIELD_INT32, 0),
+    F(taso_check_t, outcome, TASO_FIELD_INT32, 0),
+    F(taso_check_t, path, TASO_FIELD_INT32, 0),
+    F(taso_check_t, trees_differ, TASO_FIELD_INT32, 0),
+    F(taso_check_t, name, TASO_FIELD_STRING, TASO_AXIOM_NAME_LEN),
+    F(taso_check_t, params, TASO_FIELD_STRING, TASO_CHECK_TEXT),
+    F(taso_check_t, shapes, TASO_FIELD_STRING, TASO_CHECK_TEXT),
+    F(taso_check_t, detail, TASO_FIELD_STRING, TASO_CHECK_DETAIL),
+};
+_Static_assert(sizeof(taso_check_t) ==
+                   8 + 8 + 4 * 4 + TASO_AXIOM_NAME_LEN + 2 * TASO_CHECK_TEXT + TASO_CHECK_DETAIL,
+               "taso_check_t has padding");
+static const taso_table_t stream_table = {"/stream", sizeof(taso_check_t), check_fields, 10};
+static const taso_table_t checks_table = {"/checks", sizeof(taso_check_t), check_fields, 10};
+
+/* One redundancy verdict. */
+typedef struct {
+  double seconds;                 /* wall time of the query and its minimization */
+  int32_t verdict;                /* 1 entailed, 0 undecided, -1 not entailed (a model) */
+  int32_t goal;                   /* index of the axiom in the loaded set */
+  char name[TASO_AXIOM_NAME_LEN]; /* the axiom */
+  char core[208];                 /* a minimal entailing set: "A4 A7 A41" */
+  char why[64];                   /* why undecided */
+} red_t;
+static const taso_field_t red_fields[] = {
+    F(red_t, seconds, TASO_FIELD_DOUBLE, 0), F(red_t, verdict, TASO_FIELD_INT32, 0),
+    F(red_t, goal, TASO_FIELD_INT32, 0),     F(red_t, name, TASO_FIELD_STRING, TASO_AXIOM_NAME_LEN),
+    F(red_t, core, TASO_FIELD_STRING, 208),  F(red_t, why, TASO_FIELD_STRING, 64),
+};
+_Static_assert(sizeof(red_t) == 8 + 4 + 4 + TASO_AXIOM_NAME_LEN + 208 + 64, "red_t has padding");
+static const taso_table_t red_table = {"/redundancy", sizeof(red_t), red_fields, 6};
+
+/* Per-axiom counts, /axioms. */
+typedef struct {
+  char name[TASO_AXIOM_NAME_LEN];
+  int64_t combinations, proved, counterexamples, skipped, unknown, trees_differ, by_poly, by_z3;
+  double seconds; /* time spent on its combinations, summed */
+} tally_t;
+static const taso_field_t tally_fields[] = {
+    F(tally_t, name, TASO_FIELD_STRING, TASO_AXIOM_NAME_LEN),
+    F(tally_t, combinations, TASO_FIELD_INT64, 0),
+    F(tally_t, proved, TASO_FIELD_INT64, 0),
+    F(tally_t, counterexamples, TASO_FIELD_INT64, 0),
+    F(tally_t, skipped, TASO_FIELD_INT64, 0),
+    F(tally_t, unknown, TASO_FIELD_INT64, 0),
+    F(tally_t, trees_differ, TASO_FIELD_INT64, 0),
+    F(tally_t, by_poly, TASO_FIELD_INT64, 0),
+    F(tally_t, by_z3, TASO_FIELD_INT64, 0),
+    F(tally_t, seconds, TASO_FIELD_DOUBLE, 0),
+};
+_Static_assert(sizeof(tally_t) == TASO_AXIOM_NAME_LEN + 8 * 8 + 8, "tally_t has padding");
+static const taso_table_t tally_table = {"/axioms", sizeof(tally_t), tally_fields, 10};
+#undef F
+
+/* ------------------------------------------------------------------------ */
+/* Set-up                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static bool exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* The axioms: --axioms, else the job's (relative to the job's folder or
+ * the one above), else data/axioms here or next to the build. */
+static void axiom_path(const taso_tool_t *t, char *path, size_t len) {
+  if (opt_axioms) {
+    snprintf(path, len, "%s", opt_axioms);
+    return;
+  }
+  if (t->have_job) {
+    const char *rel = t->job.axioms;
+    snprintf(path, len, "%s", rel);
+    if (!exists(path) && rel[0] != '/') {
+      char dir[512];
+      snprintf(dir, sizeof dir, "%s", t->job.path);
+      char *slash = strrchr(dir, '/');
+      if (slash)
+        *slash = '\0';
+      else
+        snprintf(dir, sizeof dir, ".");
+      snprintf(path, len, "%s/%s", dir, rel);
+      if (!exists(path)) snprintf(path, len, "%s/../%s", dir, rel);
+      if (!exists(path)) snprintf(path, len, "%s", rel);
+    }
+    return;
+  }
+  snprintf(path, len, "data/axioms");
+  if (exists(path)) return;
+  char exe[512];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    snprintf(path, len, "%.500s/../../data/axioms", exe);
+    if (exists(path)) return;
+  }
+  snprintf(path, len, "data/axioms");
+}
+
+static taso_err_t parse_seconds(const char *opt, const char *text, double *out) {
+  char *end;
+  double v = strtod(text, &end);
+  if (end == text || *end || !(v > 0) || v > 1e6)
+    return taso_error(TASO_ERR_ARG, "--%s: expected seconds > 0, got '%s'", opt, text);
+  *out = v;
+  return TASO_OK;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *s = p;
+  for (size_t i = 0; i < n; i++) {
+    h ^= s[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+/* Identifies the plan, so that a resumed run continues only the same one. */
+static uint64_t plan_digest(const taso_axioms_t *ax, const taso_plan_t *p, const int32_t *sizes,
+                            int nsizes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  int64_t total = taso_plan_total(p);
+  h = fnv(h, &total, sizeof total);
+  h = fnv(h, sizes, sizeof *sizes * (size_t)nsizes);
+  h = fnv(h, &z3_only, sizeof z3_only);
+  /* The redundancy check reads every axiom loaded. */
+  for (int i = 0; i < ax->n; i++)
+    if (ax->v[i].enabled) h = fnv(h, ax->v[i].text, strlen(ax->v[i].text));
+  for (int i = 0; i < taso_plan_naxioms(p); i++) {
+    int k = taso_axioms_find(ax, taso_plan_name(p, i));
+    h = fnv(h, ax->v[k].name, strlen(ax->v[k].name) + 1);
+    h = fnv(h, ax->v[k].text, strlen(ax->v[k].text));
+    for (int m = 0; m < ax->v[k].nmeta; m++)
+      h = fnv(h, ax->v[k].meta[m].value, strlen(ax->v[k].meta[m].value));
+  }
+  return h & 0x7fffffffffffffffull;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Dynamic work: a shared counter on rank 0                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+  MPI_Win win;
+  int64_t *counter;
+} queue_t;
+
+static void queue_open(const taso_tool_t *t, queue_t *q) {
+  MPI_Win_allocate(t->rank == 0 ? (MPI_Aint)sizeof(int64_t) : 0, sizeof(int64_t), MPI_INFO_NULL,
+                   t->comm, &q->counter, &q->win);
+  if (t->rank == 0) *q->counter = 0;
+  MPI_Barrier(t->comm);
+}
+
+static int64_t queue_take(queue_t *q, int64_t chunk) {
+  int64_t start = 0;
+  MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, q->win);
+  MPI_Fetch_and_op(&chunk, &start, MPI_INT64_T, 0, 0, MPI_SUM, q->win);
+  MPI_Win_unlock(0, q->win);
+  return start;
+}
+
+static void queue_close(queue_t *q) {
+  MPI_Win_free(&q->win);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Redundancy                                                               */
+/* ------------------------------------------------------------------------ */
+
+static bool listed(const char *list, const char *name) {
+  if (!list) return true;
+  size_t n = strlen(name);
+  for (const char *s = list; *s;) {
+    size_t len = strcspn(s, ",");
+    if (len == n && !strncmp(s, name, n)) return true;
+    s += len;
+    if (*s == ',') s++;
+  }
+  return false;
+}
+
+/* Whether name is a word of the space-separated list. */
+static bool in_core(const char *core, const char *name) {
+  size_t n = strlen(name);
+  for (const char *s = core; *s;) {
+    size_t len = strcspn(s, " ");
+    if (len == n && !strncmp(s, name, n)) return true;
+    s += len;
+    while (*s == ' ')
+      s++;
+  }
+  return false;
+}
+
+/* One task: a family's collapse query (task < nfam) or a goal's entailment
+ * query. */
+static taso_err_t red_task(const taso_axioms_t *ax, int nfam, const int *goals, int task,
+                           double timeout, red_t *r) {
+  bool *core = calloc((size_t)ax->n + 1, sizeof *core);
+  int verdict = 0;
+  double t0 = omp_get_wtime();
+  memset(r, 0, sizeof *r);
+  if (!core) return taso_error(TASO_ERR_NOMEM, "no memory");
+  taso_err_t err;
+  if (task < nfam) {
+    r->goal = -1 - task;
+    snprintf(r->name, sizeof r->name, "%.15s", task == 0 ? "(all)" : ax->decls[task - 1].name);
+    err = taso_axioms_collapse(ax, task, timeout, &verdict, core, r->why, sizeof r->why);
+  } else {
+    r->goal = goals[task - nfam];
+    snprintf(r->name, sizeof r->name, "%s", ax->v[r->goal].name);
+    err = taso_axioms_entailed(ax, r->goal, timeout, &verdict, core, r->why, sizeof r->why);
+  }
+  r->verdict = verdict;
+  r->seconds = omp_get_wtime() - t0;
+  int used = 0;
+  for (int i = 0; err == TASO_OK && verdict == 1 && i < ax->n; i++)
+    if (core[i] && used < (int)sizeof r->core)
+      used += snprintf(r->core + used, sizeof r->core - (size_t)used, "%s%s", used ? " " : "",
+                       ax->v[i].name);
+  free(core);
+  return err;
+}
+
+/* Collective. Every enabled axiom's entailment query, and the collapse
+ * query of every family of axioms (taso_axioms_collapse), fanned out over
+ * ranks and threads. A family that makes all tensors equal entails every
+ * axiom outside its core. *rows (every rank): the axioms in load order;
+ * *collapse: the smallest collapsing core, or "". */
+static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, double timeout, red_t **rows,
+                             int *nrows, char *collapse, size_t clen) {
+  int nfam = taso_axioms_families(ax);
+  int *goals = malloc(sizeof *goals * (size_t)(ax->n + 1)), ngoals = 0;
+  red_t *mine = calloc((size_t)(ax->n + nfam) + 1, sizeof *mine);
+  int nmine = 0, nthreads = omp_get_max_threads();
+  collapse[0] = '\0';
+  taso_err_t err = goals && mine ? TASO_OK : taso_error(TASO_ERR_NOMEM, "no memory");
+  for (int i = 0; err == TASO_OK && i < ax->n; i++)
+    if (ax->v[i].enabled && ax->v[i].kind == TASO_AXIOM_AXIOM && listed(opt_goals, ax->v[i].name))
+      goals[ngoals++] = i;
+  int ntasks = nfam + ngoals;
+  if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
+  queue_t q;
+  queue_open(t, &q);
+  for (;;) {
+    int64_t start = queue_take(&q, nthreads);
+    if (start >= ntasks) break;
+    int64_t end = start + nthreads < ntasks ? start + nthreads : ntasks;
+    taso_err_t e = TASO_OK;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t k = start; k < end; k++) {
+      taso_err_t ek = red_task(ax, nfam, goals, (int)k, timeout, &mine[nmine + (k - start)]);
+      if (ek != TASO_OK) {
+#pragma omp critical(taso_validate_error)
+        if (e == TASO_OK) e = taso_error(ek, "%s", taso_error_detail());
+      }
+    }
+    nmine += (int)(end - start);
+    if (e != TASO_OK) {
+      err = e;
+      break;
+    }
+  }
+  queue_close(&q);
+  if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
+  /* Everyone gets every verdict. */
+  int *counts = malloc(sizeof *counts * (size_t)t->size),
+      *displs = malloc(sizeof *displs * (size_t)t->size);
+  int bytes = nmine * (int)sizeof(red_t);
+  red_t *all = calloc((size_t)ntasks + 1, sizeof *all);
+  if (!counts || !displs || !all) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
+  MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, t->comm);
+  for (int r = 0, off = 0; r < t->size; r++) {
+    displs[r] = off;
+    off += counts[r];
+  }
+  MPI_Allgatherv(mine, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, t->comm);
+  free(counts);
+  free(displs);
+  /* Families first (goal < 0, in family order), then axioms in load order. */
+  for (int i = 1; i < ntasks; i++)
+    for (int j = i;
+         j > 0 && (all[j - 1].goal < 0 ? -1 - all[j - 1].goal - 1000000 : all[j - 1].goal) >
+                      (all[j].goal < 0 ? -1 - all[j].goal - 1000000 : all[j].goal);
+         j--) {
+      red_t x = all[j];
+      all[j] = all[j - 1];
+      all[j - 1] = x;
+    }
+  /* The smallest collapsing core (the first of equal size). */
+  int best = -1, best_size = 0;
+  for (int i = 0; i < nfam; i++) {
+    if (all[i].verdict != 1) continue;
+    int size = 1;
+    for (const char *c = all[i].core; *c; c++)
+      size += *c == ' ';
+    if (best < 0 || size < best_size) best = i, best_size = size;
+  }
+  if (best >= 0) {
+    snprintf(collapse, clen, "%s", all[best].core);
+    for (int i = nfam; i < ntasks; i++)
+      if (all[i].verdict != 1 && !in_core(collapse, all[i].name)) {
+        all[i].verdict = 1;
+        snprintf(all[i].core, sizeof all[i].core, "%s", collapse);
+        snprintf(all[i].why, sizeof all[i].why, "these make any two tensors equal");
+      }
+  }
+  memmove(all, all + nfam, sizeof *all * (size_t)ngoals);
+  *rows = all;
+  *nrows = ngoals;
+done:
+  free(goals);
+  free(mine);
+  return err;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Symbolic checks                                                          */
+/* ------------------------------------------------------------------------ */
+
+static double env_seconds(const char *name, double def) {
+  const char *v = getenv(name);
+  return v && *v ? atof(v) : def;
+}
+
+static double thread_cpu(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Collective. Decides every combination not marked done, appending rounds
+ * of rows to out. Test hook: TASO_VALIDATE_STOP_AFTER=N kills the run
+ * (SIGKILL, as a crash would) once N rows of this run are in the file. */
+static taso_err_t run_checks(taso_tool_t *t, taso_checker_t **checkers, int64_t total,
+                             const unsigned char *done, int64_t already, taso_artifact_t *out,
+                             int64_t *mine_rows, double *mine_cpu, double *last_end) {
+  int nthreads = omp_get_max_threads();
+  int64_t chunk = total / ((int64_t)t->size * nthreads * 64);
+  chunk = chunk < 16 ? 16 : chunk > 1024 ? 1024 : chunk;
+  double interval = env_seconds("TASO_VALIDATE_ROUND_SECONDS", ROUND_SECONDS);
+  int64_t stop_after = (int64_t)env_seconds("TASO_VALIDATE_STOP_AFTER", -1), decided = 0;
+  taso_check_t *local = NULL, *batch = malloc(sizeof *batch * (size_t)chunk);
+  int64_t nlocal = 0, cap = 0;
+  taso_err_t err = TASO_OK, mine = batch ? TASO_OK : taso_error(TASO_ERR_NOMEM, "no memory");
+  bool out_of_work = mine != TASO_OK;
+  queue_t q;
+  queue_open(t, &q);
+  taso_progress_t progress;
+  taso_progress_begin(&progress, t, "combinations", total);
+  for (;;) {
+    double round_start = MPI_Wtime();
+    MPI_Request barrier;
+    bool entered = false, worked = false;
+    nlocal = 0;
+    for (;;) {
+      if (!entered && (out_of_work || (worked && MPI_Wtime() - round_start >= interval))) {
+        MPI_Ibarrier(t->comm, &barrier);
+        entered = true;
+      }
+      if (entered) {
+        int flag = 0;
+        if (out_of_work) {
+          MPI_Wait(&barrier, MPI_STATUS_IGNORE);
+          break;
+        }
+        MPI_Test(&barrier, &flag, MPI_STATUS_IGNORE);
+        if (flag) break;
+      }
+      int64_t start = queue_take(&q, chunk);
+      if (start >= total) {
+        out_of_work = true;
+        continue;
+      }
+      int64_t end = start + chunk < total ? start + chunk : total;
+      taso_err_t e = TASO_OK;
+      double work = 0;
+      /* Work is the threads' CPU time inside the checks: waiting for MPI
+       * or for a time slice (oversubscribed ranks) is not work. */
+#pragma omp parallel reduction(+ : work)
+      {
+        double c0 = thread_cpu();
+#pragma omp for schedule(dynamic, 4) nowait
+        for (int64_t i = start; i < end; i++) {
+          if (done[i]) continue;
+          taso_err_t ei = taso_checker_run(checkers[omp_get_thread_num()], i, &batch[i - start]);
+          if (ei != TASO_OK) {
+#pragma omp critical(taso_validate_error)
+            if (e == TASO_OK)
+              e = taso_error(ei, "combination %lld: %s", (long long)i, taso_error_detail());
+          }
+        }
+        work += thread_cpu() - c0;
+      }
+      *mine_cpu += work;
+      *last_end = MPI_Wtime();
+      if ((mine = e) != TASO_OK) {
+        out_of_work = true;
+        continue;
+      }
+      if (nlocal + (end - start) > cap) {
+        int64_t ncap = cap ? 2 * cap : 1024;
+        while (ncap < nlocal + (end - start))
+          ncap *= 2;
+        taso_check_t *grown = realloc(local, (size_t)ncap * sizeof *grown);
+        if (!grown) {
+          mine = taso_error(TASO_ERR_NOMEM, "no memory for rows");
+          out_of_work = true;
+          continue;
+        }
+        local = grown;
+        cap = ncap;
+      }
+      for (int64_t i = start; i < end; i++)
+        if (!done[i]) local[nlocal++] = batch[i - start];
+      worked = true;
+      if (t->rank == 0) taso_progress_update(&progress, already + decided + nlocal * t->size);
+    }
+    if ((err = taso_tool_agree(t, mine)) != TASO_OK) break;
+    if ((err = taso_artifact_append_table(out, &stream_table, local, nlocal)) != TASO_OK) break;
+    *mine_rows += nlocal;
+    int64_t round_total = nlocal;
+    MPI_Allreduce(MPI_IN_PLACE, &round_total, 1, MPI_INT64_T, MPI_SUM, t->comm);
+    decided += round_total;
+    taso_progress_update(&progress, already + decided);
+    if (stop_after >= 0 && decided >= stop_after) raise(SIGKILL);
+    int all_out = out_of_work;
+    MPI_Allreduce(MPI_IN_PLACE, &all_out, 1, MPI_INT, MPI_LAND, t->comm);
+    if (all_out) break;
+  }
+  free(local);
+  free(batch);
+  queue_close(&q);
+  return err;
+}
+
+/* Whether a row read back is one of this plan's (a kill may leave rows
+ * half written at the end of /stream). */
+static bool row_ok(const taso_plan_t *p, const taso_check_t *r) {
+  if (r->index < 0 || r->index >= taso_plan_total(p) || r->outcome < TASO_CHECK_PROVED ||
+      r->outcome > TASO_CHECK_UNKNOWN || r->axiom < 0 || r->axiom >= taso_plan_naxioms(p))
+    return false;
+  int64_t first = taso_plan_first(p, r->axiom);
+  return r->index >= first && r->index < first + taso_plan_count(p, r->axiom) &&
+         memchr(r->name, '\0', sizeof r->name) && !strcmp(r->name, taso_plan_name(p, r->axiom));
+}
+
+/* Collective. Marks in done[] every index with a row in /stream. */
+static taso_err_t read_done(taso_tool_t *t, taso_artifact_t *out, const taso_plan_t *p,
+                            unsigned char *done, int64_t total, int64_t *ndone) {
+  int64_t len = 0, lo, hi;
+  taso_check_t *rows = NULL;
+  TASO_TRY(taso_artifact_table_length(out, &stream_table, &len));
+  taso_tool_block(t, len, &lo, &hi);
+  TASO_TRY(taso_artifact_read_table(out, &stream_table, lo, hi, (void **)&rows));
+  for (int64_t i = 0; i < hi - lo; i++)
+    if (row_ok(p, &rows[i])) done[rows[i].index] = 1;
+  free(rows);
+  /* MPI counts are int: the flags go in slices. */
+  for (int64_t off = 0; off < total; off += 1 << 28) {
+    int n = (int)(total - off < (1 << 28) ? total - off : 1 << 28);
+    MPI_Allreduce(MPI_IN_PLACE, done + off, n, MPI_UNSIGNED_CHAR, MPI_MAX, t->comm);
+  }
+  *ndone = 0;
+  for (int64_t i = 0; i < total; i++)
+    *ndone += done[i];
+  return TASO_OK;
+}
+
+static int owner_of(int64_t index, int64_t total, int size) {
+  int64_t base = total / size, extra = total % size;
+  if (index < extra * (base + 1)) return (int)(index / (base + 1));
+  return (int)(extra + (index - extra * (base + 1)) / base);
+}
+
+static int compare_index(const void *a, const void *b) {
+  int64_t x = ((const taso_check_t *)a)->index, y = ((const taso_check_t *)b)->index;
+  return (x > y) - (x < y);
+}
+
+/* Collective. /stream to /checks in index order (/stream is removed by
+ * the caller once the file is marked complete); tallies per axiom. */
+static taso_err_t finish_checks(taso_tool_t *t, taso_artifact_t *out, const taso_plan_t *p,
+                                tally_t *tally, taso_check_t **shown, int *nshown) {
+  int64_t total = taso_plan_total(p), len = 0, lo, hi, mylo, myhi;
+  taso_check_t *rows = NULL, *sendbuf = NULL, *mine = NULL;
+  int *scount = calloc((size_t)t->size, sizeof(int)),
+      *rcount = calloc((size_t)t->size, sizeof(int));
+  int *sdispl = calloc((size_t)t->size, sizeof(int)),
+      *rdispl = calloc((size_t)t->size, sizeof(int));
+  int naxioms = taso_plan_naxioms(p);
+  taso_err_t err =
+      scount && rcount && sdispl && rdispl ? TASO_OK : taso_error(TASO_ERR_NOMEM, "no memory");
+  if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
+  TASO_TOOL_STEP(t, err, taso_artifact_table_length(out, &stream_table, &len));
+  taso_tool_block(t, len, &lo, &hi);
+  TASO_TOOL_STEP(t, err, taso_artifact_read_table(out, &stream_table, lo, hi, (void **)&rows));
+  if (err != TASO_OK) goto done;
+  int64_t nrows = hi - lo, nkeep = 0;
+  for (int64_t i = 0; i < nrows; i++)
+    if (row_ok(p, &rows[i])) rows[nkeep++] = rows[i];
+  /* Grouped by owner: sorting by index does it, and owners are ordered. */
+  qsort(rows, (size_t)nkeep, sizeof *rows, compare_index);
+  for (int64_t i = 0; i < nkeep; i++)
+    scount[owner_of(rows[i].index, total, t->size)] += (int)sizeof *rows;
+  MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, t->comm);
+  int64_t rbytes = 0;
+  for (int r = 0, s = 0; r < t->size; r++) {
+    sdispl[r] = s;
+    s += scount[r];
+    rdispl[r] = (int)rbytes;
+    rbytes += rcount[r];
+  }
+  sendbuf = rows;
+  if (!(mine = malloc((size_t)rbytes + 1))) err = taso_error(TASO_ERR_NOMEM, "no memory for rows");
+  if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
+  MPI_Alltoallv(sendbuf, scount, sdispl, MPI_BYTE, mine, rcount, rdispl, MPI_BYTE, t->comm);
+  int64_t nmine = rbytes / (int64_t)sizeof *mine, m = 0;
+  qsort(mine, (size_t)nmine, sizeof *mine, compare_index);
+  for (int64_t i = 0; i < nmine; i++) /* a resumed run may hold a row twice */
+    if (m == 0 || mine[m - 1].index != mine[i].index) mine[m++] = mine[i];
+  taso_tool_block(t, total, &mylo, &myhi);
+  taso_err_t bad = TASO_OK;
+  if (m != myhi - mylo)
+    bad = taso_error(TASO_ERR_FORMAT, "%s: %lld rows for combinations %lld..%lld (%lld expected)",
+                     t->out_path, (long long)m, (long long)mylo, (long long)myhi - 1,
+                     (long long)(myhi - mylo));
+  for (int64_t i = 0; bad == TASO_OK && i < m; i++)
+    if (mine[i].index != mylo + i)
+      bad = taso_error(TASO_ERR_FORMAT, "%s: combination %lld has no row", t->out_path,
+                       (long long)(mylo + i));
+  if ((err = taso_tool_agree(t, bad)) != TASO_OK) goto done;
+  /* A run killed while finishing may have left a /checks behind. */
+  TASO_TOOL_STEP(t, err, taso_artifact_remove(out, checks_table.path));
+  TASO_TOOL_STEP(t, err, taso_artifact_write_table(out, &checks_table, mine, m, mylo, total));
+  if (err != TASO_OK) goto done;
+  /* Tallies, and the first rows worth printing. */
+  int64_t *counts = calloc((size_t)naxioms * 8 + 1, sizeof *counts);
+  double *secs = calloc((size_t)naxioms + 1, sizeof *secs);
+  taso_check_t *few = calloc(SHOW_ROWS, sizeof *few);
+  int nfew = 0;
+  if (!counts || !secs || !few) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
+  for (int64_t i = 0; i < m; i++) {
+    const taso_check_t *r = &mine[i];
+    int64_t *c = &counts[8 * r->axiom];
+    c[0]++;
+    c[r->outcome]++; /* 1 proved, 2 counterexamples, 3 skipped, 4 unknown */
+    c[5] += r->trees_differ;
+    c[6] += r->path == TASO_PATH_POLY;
+    c[7] += r->path == TASO_PATH_Z3;
+    secs[r->axiom] += r->seconds;
+    if ((r->outcome == TASO_CHECK_COUNTEREXAMPLE || r->outcome == TASO_CHECK_UNKNOWN) &&
+        nfew < SHOW_ROWS)
+      few[nfew++] = *r;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, counts, naxioms * 8, MPI_INT64_T, MPI_SUM, t->comm);
+  MPI_Allreduce(MPI_IN_PLACE, secs, naxioms, MPI_DOUBLE, MPI_SUM, t->comm);
+  for (int a = 0; a < naxioms; a++) {
+    tally_t *y = &tally[a];
+    memset(y, 0, sizeof *y);
+    snprintf(y->name, sizeof y->name, "%s", taso_plan_name(p, a));
+    int64_t *c = &counts[8 * a];
+    y->combinations = c[0];
+    y->proved = c[1];
+    y->counterexamples = c[2];
+    y->skipped = c[3];
+    y->unknown = c[4];
+    y->trees_differ = c[5];
+    y->by_poly = c[6];
+    y->by_z3 = c[7];
+    y->seconds = secs[a];
+  }
+  /* Rank 0 collects the first few of each rank, in rank (= index) order. */
+  int fbytes = nfew * (int)sizeof *few, *fc = calloc((size_t)t->size, sizeof(int)),
+      *fd = calloc((size_t)t->size, sizeof(int));
+  if (!fc || !fd) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
+  MPI_Gather(&fbytes, 1, MPI_INT, fc, 1, MPI_INT, 0, t->comm);
+  int ftotal = 0;
+  for (int r = 0; r < t->size; r++) {
+    fd[r] = ftotal;
+    ftotal += fc[r];
+  }
+  taso_check_t *all = t->rank == 0 ? malloc((size_t)ftotal + 1) : NULL;
+  MPI_Gatherv(few, fbytes, MPI_BYTE, all, fc, fd, MPI_BYTE, 0, t->comm);
+  *shown = all;
+  *nshown = t->rank == 0 ? ftotal / (int)sizeof *few : 0;
+  free(fc);
+  free(fd);
+  free(counts);
+  free(secs);
+  free(few);
+done:
+  free(rows);
+  free(mine);
+  free(scount);
+  free(rcount);
+  free(sdispl);
+  free(rdispl);
+  return err;
+}
+
+/* ------------------------------------------------------------------------ */
+/* main                                                                     */
+/* ------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
   taso_tool_t t;
   taso_tool_init(&t, &spec, &argc, &argv);
 
-  taso_artifact_t *a = NULL;
-  taso_provenance_t prov;
-  const int64_t combinations = 0, proved = 0, counterexamples = 0, skipped = 0, unknown = 0,
-                redundant = 0;
-  taso_err_t err = taso_tool_load_job(&t, t.job_path);
-  taso_tool_provenance(&t, &prov);
-  TASO_TOOL_STEP(&t, err,
-                 taso_artifact_create(t.comm, t.out_path, TASO_KIND_VALIDATION, &prov, &a));
-  TASO_TOOL_STEP(&t, err, taso_artifact_set_count(a, "combinations", combinations));
-  TASO_TOOL_STEP(&t, err, taso_artifact_set_count(a, "proved", proved));
-  TASO_TOOL_STEP(&t, err, taso_artifact_set_count(a, "counterexamples", counterexamples));
-  TASO_TOOL_STEP(&t, err, taso_artifact_set_count(a, "skipped", skipped));
-  TASO_TOOL_STEP(&t, err, taso_artifact_set_count(a, "unknown", unknown));
-  TASO_TOOL_STEP(&t, err, taso_artifact_set_count(a, "redundant_axioms", redundant));
-  err = taso_tool_close(&t, &a, err);
+  taso_artifact_t *out = NULL;
+  taso_axioms_t *ax = NULL;
+  taso_plan_t *plan = NULL;
+  taso_checker_t **checkers = NULL;
+  unsigned char *done = NULL;
+  red_t *reds = NULL;
+  int nreds = 0, nthreads = omp_get_max_threads();
+  tally_t *tally = NULL;
+  taso_check_t *shown = NULL;
+  int nshown = 0;
+  int32_t sizes[TASO_MAX_SIZES] = {1, 2, 3, 4};
+  int nsizes = 4;
+  double timeout = 10.0, red_timeout = 10.0;
+  int64_t total = 0, ndone = 0, mine_rows = 0;
+  double mine_cpu = 0;
+  bool complete = false, have_red = false;
+  taso_err_t err = TASO_OK;
+
+  /* Options first: a bad value is a usage error, before any file is read. */
+  if (opt_sizes && taso_parse_sizes(opt_sizes, sizes, &nsizes) != TASO_OK)
+    taso_tool_usage_error(&t, "--sizes: %s", taso_error_detail());
+  if (opt_timeout && parse_seconds("timeout", opt_timeout, &timeout) != TASO_OK)
+    taso_tool_usage_error(&t, "%s", taso_error_detail());
+  if (opt_red_timeout &&
+      parse_seconds("redundancy-timeout", opt_red_timeout, &red_timeout) != TASO_OK)
+    taso_tool_usage_error(&t, "%s", taso_error_detail());
+  if (t.job_path) {
+    err = taso_tool_load_job(&t, t.job_path);
+    if (err == TASO_OK && !opt_sizes) {
+      nsizes = t.job.nsizes;
+      memcpy(sizes, t.job.sizes, sizeof *sizes * (size_t)nsizes);
+    }
+    if (err == TASO_OK && !opt_timeout) timeout = t.job.validate_timeout;
+    if (err == TASO_OK && !opt_red_timeout) red_timeout = t.job.redundancy_timeout;
+  }
+
+  char path[1024];
+  axiom_path(&t, path, sizeof path);
+  TASO_TOOL_STEP(&t, err, taso_axioms_load(path, &ax));
+  if (opt_add) {
+    char *list = strdup(opt_add);
+    if (!list) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
+    for (char *s = NULL, *f = strtok_r(list, ",", &s); f && err == TASO_OK;
+         f = strtok_r(NULL, ",", &s))
+      TASO_TOOL_STEP(&t, err, taso_axioms_add_file(ax, f));
+    free(list);
+  }
+  TASO_TOOL_STEP(&t, err, taso_plan_new(ax, sizes, nsizes, opt_only, &plan));
+  if (err == TASO_OK && taso_plan_naxioms(plan) == 0)
+    err = taso_tool_agree(&t, taso_error(TASO_ERR_ARG, "no axiom to check (see --only)"));
+  if (err == TASO_OK) {
+    total = taso_plan_total(plan);
+    if (!(checkers = calloc((size_t)nthreads, sizeof *checkers)) ||
+        !(done = calloc((size_t)total + 1, 1)) ||
+        !(tally = calloc((size_t)taso_plan_naxioms(plan) + 1, sizeof *tally)))
+      err = taso_error(TASO_ERR_NOMEM, "no memory for %lld combinations", (long long)total);
+    for (int i = 0; i < nthreads && err == TASO_OK; i++)
+      err = taso_checker_new(plan, timeout, z3_only, &checkers[i]);
+    err = taso_tool_agree(&t, err);
+  }
+  if (err == TASO_OK) {
+    char list[64];
+    int used = 0;
+    for (int i = 0; i < nsizes; i++)
+      used += snprintf(list + used, sizeof list - (size_t)used, "%s%d", i ? "," : "", sizes[i]);
+    taso_tool_print(&t, "taso-validate: %d axioms from %s, sizes {%s}: %lld combinations\n",
+                    taso_plan_naxioms(plan), path, list, (long long)total);
+  }
+
+  /* Resume when --out holds rows of this very plan. */
+  uint64_t dig = err == TASO_OK ? plan_digest(ax, plan, sizes, nsizes) : 0;
+  int have = err == TASO_OK && t.rank == 0 && !fresh && exists(t.out_path);
+  MPI_Bcast(&have, 1, MPI_INT, 0, t.comm);
+  if (err == TASO_OK && have) {
+    int64_t d = -1, c = 0, r = 0;
+    taso_err_t e =
+        taso_tool_agree(&t, taso_artifact_open_rw(t.comm, t.out_path, TASO_KIND_VALIDATION, &out));
+    int same = e == TASO_OK && taso_artifact_get_count(out, "plan_digest", &d) == TASO_OK &&
+               (uint64_t)d == dig;
+    MPI_Bcast(&same, 1, MPI_INT, 0, t.comm);
+    if (same) {
+      if (taso_artifact_get_count(out, "complete", &c) != TASO_OK) c = 0;
+      if (taso_artifact_get_count(out, "redundancy_done", &r) != TASO_OK) r = 0;
+      int flags2[2] = {(int)c, (int)r};
+      MPI_Bcast(flags2, 2, MPI_INT, 0, t.comm);
+      complete = flags2[0] == 1;
+      have_red = flags2[1] == 1;
+      if (!complete) e = taso_tool_agree(&t, read_done(&t, out, plan, done, total, &ndone));
+    }
+    if (e != TASO_OK || !same) {
+      taso_tool_warn(&t, "%s %s: starting afresh", t.out_path,
+                     e != TASO_OK ? "cannot be resumed" : "holds another plan's rows");
+      err = taso_tool_close(&t, &out, TASO_OK);
+      complete = have_red = false;
+      ndone = 0;
+      memset(done, 0, (size_t)total);
+    } else {
+      taso_tool_print(&t,
+                      "taso-validate: resuming %s: %lld of %lld combinations already checked%s\n",
+                      t.out_path, (long long)ndone, (long long)total,
+                      complete ? " (the file is complete; nothing to do)" : "");
+    }
+  }
+  if (err == TASO_OK && !out) {
+    taso_provenance_t prov;
+    taso_tool_provenance(&t, &prov);
+    TASO_TOOL_STEP(&t, err,
+                   taso_artifact_create(t.comm, t.out_path, TASO_KIND_VALIDATION, &prov, &out));
+    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "plan_digest", (int64_t)dig));
+    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "complete", 0));
+    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "redundancy_done", 0));
+  }
+
+  /* Redundancy. */
+  int64_t redundant = 0;
+  if (err == TASO_OK && !complete && !have_red && !no_redundancy) {
+    char collapse[256];
+    err = redundancy(&t, ax, red_timeout, &reds, &nreds, collapse, sizeof collapse);
+    if (err == TASO_OK && collapse[0])
+      taso_tool_print(&t,
+                      "taso-validate: the axioms %s make any two tensors equal: the set is "
+                      "wrong, and entails every other axiom\n",
+                      collapse);
+    TASO_TOOL_STEP(&t, err, taso_artifact_remove(out, red_table.path));
+    TASO_TOOL_STEP(
+        &t, err,
+        taso_artifact_write_table(out, &red_table, reds, t.rank == 0 ? nreds : 0, 0, nreds));
+    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "redundancy_done", 1));
+  } else if (err == TASO_OK && (complete || have_red)) {
+    int64_t n = 0;
+    TASO_TOOL_STEP(&t, err, taso_artifact_table_length(out, &red_table, &n));
+    if (n > 0)
+      TASO_TOOL_STEP(&t, err, taso_artifact_read_table(out, &red_table, 0, n, (void **)&reds));
+    nreds = (int)n;
+  }
+  for (int i = 0; i < nreds; i++) {
+    redundant += reds[i].verdict == 1;
+    if (reds[i].verdict == 1)
+      taso_tool_print(&t, "taso-validate: %s is entailed by %s (%.1f s)\n", reds[i].name,
+                      reds[i].core, reds[i].seconds);
+  }
+  if (err == TASO_OK && nreds)
+    taso_tool_print(&t, "taso-validate: redundancy: %lld of %d axioms entailed by the others\n",
+                    (long long)redundant, nreds);
+
+  /* Symbolic checks. */
+  double work_start = MPI_Wtime(), last_end = 0;
+  if (err == TASO_OK && !complete) {
+    MPI_Barrier(t.comm);
+    work_start = MPI_Wtime();
+    last_end = work_start;
+    err = run_checks(&t, checkers, total, done, ndone, out, &mine_rows, &mine_cpu, &last_end);
+  }
+  double work_wall = MPI_Wtime() - work_start;
+  if (err == TASO_OK && !complete) {
+    /* Per-rank work: rows and CPU seconds. */
+    double cpu_max = mine_cpu, cpu_sum = mine_cpu;
+    MPI_Allreduce(MPI_IN_PLACE, &cpu_max, 1, MPI_DOUBLE, MPI_MAX, t.comm);
+    MPI_Allreduce(MPI_IN_PLACE, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, t.comm);
+    double cpu_min = mine_cpu;
+    MPI_Allreduce(MPI_IN_PLACE, &cpu_min, 1, MPI_DOUBLE, MPI_MIN, t.comm);
+    int64_t rmax = mine_rows, rmin = mine_rows;
+    MPI_Allreduce(MPI_IN_PLACE, &rmax, 1, MPI_INT64_T, MPI_MAX, t.comm);
+    MPI_Allreduce(MPI_IN_PLACE, &rmin, 1, MPI_INT64_T, MPI_MIN, t.comm);
+    double mean = cpu_sum / t.size, end_min = last_end - work_start, end_max = end_min;
+    MPI_Allreduce(MPI_IN_PLACE, &end_min, 1, MPI_DOUBLE, MPI_MIN, t.comm);
+    MPI_Allreduce(MPI_IN_PLACE, &end_max, 1, MPI_DOUBLE, MPI_MAX, t.comm);
+    /* With dynamic scheduling the ranks should run out of work together,
+     * whatever share of a core each one had (oversubscribed ranks). */
+    taso_tool_print(&t,
+                    "taso-validate: the ranks finished their last chunk between %.2f s and %.2f s "
+                    "into the checks (spread %.1f%% of the latest)\n",
+                    end_min, end_max, end_max > 0 ? 100.0 * (end_max - end_min) / end_max : 0.0);
+    taso_tool_print(
+        &t,
+        "taso-validate: checks: %.2f s wall, %.2f CPU s of work in all; per rank min %.3f "
+        "mean %.3f max %.3f (max/mean %.3f), rows min %lld max %lld\n",
+        work_wall, cpu_sum, cpu_min, mean, cpu_max, mean > 0 ? cpu_max / mean : 1.0,
+        (long long)rmin, (long long)rmax);
+    err = finish_checks(&t, out, plan, tally, &shown, &nshown);
+    TASO_TOOL_STEP(&t, err, taso_artifact_remove(out, tally_table.path));
+    TASO_TOOL_STEP(&t, err,
+                   taso_artifact_write_table(out, &tally_table, tally,
+                                             t.rank == 0 ? taso_plan_naxioms(plan) : 0, 0,
+                                             taso_plan_naxioms(plan)));
+  } else if (err == TASO_OK) {
+    int64_t n = 0;
+    tally_t *read = NULL;
+    TASO_TOOL_STEP(&t, err, taso_artifact_table_length(out, &tally_table, &n));
+    TASO_TOOL_STEP(&t, err, taso_artifact_read_table(out, &tally_table, 0, n, (void **)&read));
+    if (err == TASO_OK)
+      memcpy(tally, read,
+             sizeof *tally * (size_t)(n < taso_plan_naxioms(plan) ? n : taso_plan_naxioms(plan)));
+    free(read);
+  }
+  int64_t sum[8] = {0};
+  for (int a = 0; err == TASO_OK && a < taso_plan_naxioms(plan); a++) {
+    sum[0] += tally[a].combinations;
+    sum[1] += tally[a].proved;
+    sum[2] += tally[a].counterexamples;
+    sum[3] += tally[a].skipped;
+    sum[4] += tally[a].unknown;
+    sum[5] += tally[a].trees_differ;
+    sum[6] += tally[a].by_poly;
+    sum[7] += tally[a].by_z3;
+  }
+  if (err == TASO_OK && !complete) {
+    static const char *names[] = {"combinations",    "proved",       "counterexamples",
+                                  "skipped",         "unknown",      "trees_differ",
+                                  "decided_by_poly", "decided_by_z3"};
+    for (int k = 0; k < 8 && err == TASO_OK; k++)
+      err = taso_artifact_set_count(out, names[k], sum[k]);
+    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "redundant_axioms", redundant));
+    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "complete", 1));
+    /* Only now: a run killed before this point finishes from /stream. */
+    TASO_TOOL_STEP(&t, err, taso_artifact_remove(out, stream_table.path));
+  }
+  for (int i = 0; err == TASO_OK && i < nshown; i++)
+    taso_tool_print(&t, "taso-validate: %s %s: %s [%s] [%s]: %s\n", shown[i].name,
+                    taso_check_outcome_name(shown[i].outcome), taso_check_path_name(shown[i].path),
+                    shown[i].params, shown[i].shapes, shown[i].detail);
+  for (int a = 0; err == TASO_OK && a < taso_plan_naxioms(plan); a++)
+    if (tally[a].trees_differ)
+      taso_tool_print(&t,
+                      "taso-validate: %s: equal values but different split trees in %lld of %lld "
+                      "checked combinations\n",
+                      tally[a].name, (long long)tally[a].trees_differ,
+                      (long long)(tally[a].proved + tally[a].counterexamples + tally[a].unknown));
+  err = taso_tool_close(&t, &out, err);
   if (err == TASO_OK)
     taso_tool_summary(&t,
                       "%lld combinations: %lld proved, %lld counterexamples, %lld skipped, "
-                      "%lld unknown, %lld redundant axioms -> %s",
-                      (long long)combinations, (long long)proved, (long long)counterexamples,
-                      (long long)skipped, (long long)unknown, (long long)redundant, t.out_path);
+                      "%lld unknown (poly %lld, z3 %lld); %lld redundant axioms -> %s",
+                      (long long)sum[0], (long long)sum[1], (long long)sum[2], (long long)sum[3],
+                      (long long)sum[4], (long long)sum[6], (long long)sum[7], (long long)redundant,
+                      t.out_path);
+  for (int i = 0; checkers && i < nthreads; i++)
+    taso_checker_free(checkers[i]);
+  free(checkers);
+  free(done);
+  free(reds);
+  free(tally);
+  free(shown);
+  taso_plan_free(plan);
+  taso_axioms_free(ax);
   return taso_tool_finish(&t, err);
 }

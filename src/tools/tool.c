@@ -19,7 +19,8 @@
 
 /* getopt_long values of the common options; flags follow OPT_FLAG. Above
  * the char range so that none can be mistaken for a short option. */
-enum { OPT_HELP = 256, OPT_VERSION, OPT_JOB, OPT_IN, OPT_OUT, OPT_THREADS, OPT_FLAG };
+enum { OPT_HELP = 256, OPT_VERSION, OPT_JOB, OPT_IN, OPT_OUT, OPT_THREADS, OPT_FLAG,
+       OPT_OPTION = OPT_FLAG + MAX_FLAGS };
 
 /* Library failures that leave no way to continue end every rank at once:
  * a rank that merely exited would leave the others blocked. */
@@ -75,6 +76,11 @@ static void print_help(const taso_tool_spec_t *s) {
     snprintf(option, sizeof option, "--%s", f->name);
     print_option(option, f->help, NULL);
   }
+  for (const taso_tool_option_t *o = s->options; o && o->name; o++) {
+    char option[64];
+    snprintf(option, sizeof option, "--%s %s", o->name, o->metavar);
+    print_option(option, o->help, NULL);
+  }
   print_option("-h, --help", "print this help and exit", NULL);
   print_option("--version", "print the version and git commit and exit", NULL);
 }
@@ -91,8 +97,8 @@ static int parse_threads(const char *text) {
  * touched; the ranks parse the same argv, so they all stop together. */
 static void parse_options(taso_tool_t *t, int argc, char **argv) {
   const taso_tool_spec_t *s = t->spec;
-  struct option opts[8 + MAX_FLAGS];
-  int n = 0, nflags = 0;
+  struct option opts[8 + 2 * MAX_FLAGS];
+  int n = 0, nflags = 0, noptions = 0;
   opts[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
   opts[n++] = (struct option){"version", no_argument, NULL, OPT_VERSION};
   if (s->job_help) opts[n++] = (struct option){"job", required_argument, NULL, OPT_JOB};
@@ -102,6 +108,10 @@ static void parse_options(taso_tool_t *t, int argc, char **argv) {
   for (const taso_tool_flag_t *f = s->flags; f && f->name; f++, nflags++) {
     if (nflags == MAX_FLAGS) taso_fatal(__FILE__, __LINE__, "taso", "too many tool flags");
     opts[n++] = (struct option){f->name, no_argument, NULL, OPT_FLAG + nflags};
+  }
+  for (const taso_tool_option_t *o = s->options; o && o->name; o++, noptions++) {
+    if (noptions == MAX_FLAGS) taso_fatal(__FILE__, __LINE__, "taso", "too many tool options");
+    opts[n++] = (struct option){o->name, required_argument, NULL, OPT_OPTION + noptions};
   }
   opts[n] = (struct option){0};
 
@@ -149,7 +159,10 @@ static void parse_options(taso_tool_t *t, int argc, char **argv) {
       taso_tool_usage_error(t, "option '%s' takes no value (see %s --help)", argv[optind - 1],
                             s->name);
     default:
-      *s->flags[c - OPT_FLAG].value = true;
+      if (c >= OPT_OPTION)
+        *s->options[c - OPT_OPTION].value = optarg;
+      else
+        *s->flags[c - OPT_FLAG].value = true;
       break;
     }
   }

@@ -29,6 +29,14 @@ typedef struct {
   bool *value;      /* set to true when the switch is given */
 } taso_tool_flag_t;
 
+/* A tool-specific option with a value, "--NAME VALUE". */
+typedef struct {
+  const char *name;    /* without the dashes: "sizes" */
+  const char *metavar; /* the value in --help: "LIST" */
+  const char *help;    /* one line for --help */
+  const char **value;  /* receives the value as given (argv memory) */
+} taso_tool_option_t;
+
 /* What a tool is and which common options it takes. A NULL help text
  * means the tool does not take that option. */
 typedef struct {
@@ -44,6 +52,7 @@ typedef struct {
   bool threads;                  /* takes --threads N */
   bool single_rank;              /* refuses to run on more than one rank */
   const taso_tool_flag_t *flags; /* tool-specific switches, ended by {0}; may be NULL */
+  const taso_tool_option_t *options; /* options with a value, ended by {0}; may be NULL */
 } taso_tool_spec_t;
 
 typedef struct {

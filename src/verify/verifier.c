@@ -275,8 +275,16 @@ static Z3_ast with_patterns(Z3_context c, Z3_ast f, const char *name) {
 /* Parses one block. Its formula lives only as long as the vector that
  * holds it (even in a context without user reference counting), so the
  * caller keeps *vec, with its reference, while it uses *out. */
+static taso_err_t parse_formula(taso_prover_t *p, const taso_axiom_t *a, bool patterns,
+                                Z3_ast_vector *vec, Z3_ast *out);
 static taso_err_t parse_one(taso_prover_t *p, const taso_axiom_t *a, Z3_ast_vector *vec,
                             Z3_ast *out) {
+  return parse_formula(p, a, true, vec, out);
+}
+
+/* patterns: with the pattern policy below; else Z3's own choice. */
+static taso_err_t parse_formula(taso_prover_t *p, const taso_axiom_t *a, bool patterns,
+                                Z3_ast_vector *vec, Z3_ast *out) {
   Z3_ast_vector v;
   TASO_TRY(taso_axioms_parse(p->ax, p->c, p->t, p->fns, a->file, a->text, 0, NULL, NULL, &v));
   Z3_ast_vector_inc_ref(p->c, v);
@@ -286,7 +294,8 @@ static taso_err_t parse_one(taso_prover_t *p, const taso_axiom_t *a, Z3_ast_vect
     return taso_error(TASO_ERR_PARSE, "%s:%d: %s holds %u assertions", a->file, a->line, a->name,
                       n);
   }
-  *out = with_patterns(p->c, Z3_ast_vector_get(p->c, v, 0), a->name);
+  *out = Z3_ast_vector_get(p->c, v, 0);
+  if (patterns) *out = with_patterns(p->c, *out, a->name);
   *vec = v;
   return TASO_OK;
 }
@@ -349,7 +358,12 @@ Z3_context taso_prover_context(taso_prover_t *p) {
 }
 
 /* A solver holding the assumptions, with the query timeout. */
+static Z3_solver new_solver_mbqi(taso_prover_t *p, bool mbqi);
 static Z3_solver new_solver(taso_prover_t *p) {
+  return new_solver_mbqi(p, false);
+}
+
+static Z3_solver new_solver_mbqi(taso_prover_t *p, bool mbqi) {
   /* The plain SMT kernel: Z3_mk_solver would run its preprocessing
    * tactics first, which ignore our patterns and can overrun the timeout
    * by many seconds. */
@@ -362,7 +376,7 @@ static Z3_solver new_solver(taso_prover_t *p) {
    * unknown at once. Model-based instantiation would go on building
    * candidate models of uninterpreted tensors until the timeout (and past
    * it), and cannot find a proof E-matching misses on these axioms. */
-  Z3_params_set_bool(p->c, params, Z3_mk_string_symbol(p->c, "smt.mbqi"), false);
+  Z3_params_set_bool(p->c, params, Z3_mk_string_symbol(p->c, "smt.mbqi"), mbqi);
   Z3_solver_set_params(p->c, s, params);
   Z3_params_dec_ref(p->c, params);
   for (int i = 0; i < p->nassume; i++) Z3_solver_assert(p->c, s, p->assume[i]);
@@ -447,8 +461,8 @@ static int tree_splits(const taso_tree_t *t) {
 }
 
 /* The shape facts of g, appended to facts (*n of them so far; room for
- * 2 * TASO_MAX_RANK per tensor): (dim a t) and (splits a t) for every axis
- * of every tensor t of g, whose terms are v. A constant without its full
+ * 2 * TASO_MAX_RANK per tensor): (dim a t) for every axis of every tensor
+ * t of g and (splits a t) for all TASO_MAX_RANK axes, whose terms are v. A constant without its full
  * shape among its arguments (const_pool, const_iconv: the channel count
  * is missing) stands for tensors of several shapes, so neither it nor any
  * term over it gets facts: they could contradict each other. A graph that
@@ -475,10 +489,12 @@ static taso_err_t shape_facts(taso_prover_t *p, const taso_inputs_t *in, const t
         int r = 2 * i + port;
         opaque[r] = op;
         if (op || !v[r]) continue;
-        for (int axis = 0; axis < types[r].rank; axis++) {
+        /* splits on every axis (0 past the rank, where trees are empty),
+         * dim on the tensor's axes */
+        for (int axis = 0; axis < TASO_MAX_RANK; axis++) {
           int32_t val[TYPE_FNS] = {types[r].dim[axis], tree_splits(&types[r].tree[axis])};
           for (int f = 0; f < TYPE_FNS; f++) {
-            if (p->type_fn[f] < 0) continue;
+            if (p->type_fn[f] < 0 || (f == TYPE_DIM && axis >= types[r].rank)) continue;
             Z3_ast args[2] = {Z3_mk_int(p->c, axis, int_sort), v[r]};
             Z3_ast lhs = Z3_mk_app(p->c, p->fns[p->type_fn[f]], 2, args);
             Z3_ast fact = Z3_mk_eq(p->c, lhs, Z3_mk_int(p->c, val[f], int_sort));
@@ -816,6 +832,192 @@ taso_err_t taso_axioms_prove_lemmas(taso_axioms_t *ax, double timeout_s, char *r
     err = parse_one(p, a, &p->vecs[p->nassume], &p->assume[p->nassume]);
     if (err == TASO_OK) p->nassume++;
   }
+  taso_prover_free(p);
+  return err;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Redundancy                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* The body of a universal formula with a fresh constant per variable. */
+static Z3_ast instantiate(Z3_context c, Z3_ast f) {
+  if (Z3_get_ast_kind(c, f) != Z3_QUANTIFIER_AST || !Z3_is_quantifier_forall(c, f)) return f;
+  unsigned nb = Z3_get_quantifier_num_bound(c, f);
+  Z3_ast subst[MAX_BOUND];
+  if (nb > MAX_BOUND) return NULL;
+  for (unsigned b = 0; b < nb; b++) {
+    Z3_func_decl d = Z3_mk_fresh_func_decl(
+        c, Z3_get_symbol_string(c, Z3_get_quantifier_bound_name(c, f, b)), 0, NULL,
+        Z3_get_quantifier_bound_sort(c, f, b));
+    subst[nb - 1 - b] = Z3_mk_app(c, d, 0, NULL); /* de Bruijn: 0 is the last bound */
+  }
+  return Z3_substitute_vars(c, Z3_get_quantifier_body(c, f), nb, subst);
+}
+
+/* One query: do the formulas marked in use entail not_goal's negation?
+ * On unsat, core receives the formulas the proof used. */
+static Z3_lbool entail_query(taso_prover_t *p, int n, const Z3_ast *f, const Z3_ast *lit,
+                             const bool *use, Z3_ast not_goal, bool *core, char *why, int len) {
+  Z3_context c = p->c;
+  Z3_solver s = new_solver_mbqi(p, true);
+  for (int i = 0; i < n; i++)
+    if (use[i]) Z3_solver_assert_and_track(c, s, f[i], lit[i]);
+  Z3_solver_assert(c, s, not_goal);
+  Z3_lbool r = check(p, s, why, len);
+  if (r == Z3_L_FALSE) {
+    Z3_ast_vector uc = Z3_solver_get_unsat_core(c, s);
+    Z3_ast_vector_inc_ref(c, uc);
+    for (int i = 0; i < n; i++) core[i] = false;
+    for (unsigned k = 0; k < Z3_ast_vector_size(c, uc); k++) {
+      Z3_ast e = Z3_ast_vector_get(c, uc, k);
+      for (int i = 0; i < n; i++)
+        if (use[i] && Z3_is_eq_ast(c, e, lit[i])) core[i] = true;
+    }
+    Z3_ast_vector_dec_ref(c, uc);
+  }
+  Z3_solver_dec_ref(c, s);
+  return r;
+}
+
+taso_err_t taso_axioms_entailed(const taso_axioms_t *ax, int goal, double timeout_s, int *verdict,
+                                bool *core, char *why, int len) {
+  taso_prover_t *p;
+  *verdict = 0;
+  if (len > 0) why[0] = '\0';
+  for (int i = 0; i < ax->n; i++) core[i] = false;
+  if (goal < 0 || goal >= ax->n) return taso_error(TASO_ERR_ARG, "no axiom %d", goal);
+  TASO_TRY(prover_open(ax, timeout_s, &p));
+  Z3_context c = p->c;
+  taso_err_t err = TASO_OK;
+  Z3_ast *f = calloc((size_t)ax->n + 1, sizeof *f), *lit = calloc((size_t)ax->n + 1, sizeof *lit);
+  Z3_ast_vector *vecs = calloc((size_t)ax->n + 1, sizeof *vecs);
+  bool *use = calloc((size_t)ax->n + 1, sizeof *use), *got = calloc((size_t)ax->n + 1, sizeof *got);
+  Z3_ast goal_f = NULL;
+  Z3_ast_vector goal_v = NULL;
+  if (!f || !lit || !vecs || !use || !got)
+    err = taso_error(TASO_ERR_NOMEM, "no memory for a query");
+  for (int i = 0; i < ax->n && err == TASO_OK; i++) {
+    const taso_axiom_t *a = &ax->v[i];
+    if (i == goal || !a->enabled || a->kind != TASO_AXIOM_AXIOM) continue;
+    if ((err = parse_one(p, a, &vecs[i], &f[i])) != TASO_OK) break;
+    lit[i] = Z3_mk_const(c, Z3_mk_string_symbol(c, a->name), Z3_mk_bool_sort(c));
+    use[i] = true;
+  }
+  if (err == TASO_OK) err = parse_one(p, &ax->v[goal], &goal_v, &goal_f);
+  Z3_ast not_goal = NULL;
+  if (err == TASO_OK && !(not_goal = instantiate(c, goal_f)))
+    err = taso_error(TASO_ERR_LIMIT, "%s has more than %d variables", ax->v[goal].name, MAX_BOUND);
+  if (err == TASO_OK) {
+    not_goal = Z3_mk_not(c, not_goal);
+    Z3_lbool r = entail_query(p, ax->n, f, lit, use, not_goal, got, why, len);
+    if (r == Z3_L_TRUE) {
+      *verdict = -1;
+      snprintf(why, (size_t)len, "the other axioms have a model where it fails");
+    } else if (r == Z3_L_FALSE) {
+      /* Deletion: drop each member whose absence keeps the proof. */
+      *verdict = 1;
+      memcpy(core, got, sizeof *core * (size_t)ax->n);
+      for (int i = 0; i < ax->n; i++) {
+        if (!core[i]) continue;
+        core[i] = false;
+        char w[64];
+        if (entail_query(p, ax->n, f, lit, core, not_goal, got, w, sizeof w) == Z3_L_FALSE)
+          memcpy(core, got, sizeof *core * (size_t)ax->n);
+        else
+          core[i] = true;
+      }
+      why[0] = '\0';
+    } else if (len > 0 && why[0] == '\0') {
+      snprintf(why, (size_t)len, "unknown");
+    }
+  }
+  char zmsg[128];
+  if (err == TASO_OK && taso_z3_take_error(zmsg, sizeof zmsg))
+    err = taso_error(TASO_ERR_LIB, "axiom %s: Z3: %s", ax->v[goal].name, zmsg);
+  for (int i = 0; vecs && i < ax->n; i++)
+    if (vecs[i]) Z3_ast_vector_dec_ref(c, vecs[i]);
+  if (goal_v) Z3_ast_vector_dec_ref(c, goal_v);
+  free(f);
+  free(lit);
+  free(vecs);
+  free(use);
+  free(got);
+  taso_prover_free(p);
+  return err;
+}
+
+/* Whether the axiom's formula applies function name. */
+static bool mentions(const taso_axiom_t *a, const char *name) {
+  size_t n = strlen(name);
+  for (const char *s = strstr(a->text, name); s; s = strstr(s + 1, name))
+    if (s > a->text && s[-1] == '(' && (s[n] == ' ' || s[n] == ')' || s[n] == '\n')) return true;
+  return false;
+}
+
+int taso_axioms_families(const taso_axioms_t *ax) {
+  return 1 + ax->ndecls;
+}
+
+taso_err_t taso_axioms_collapse(const taso_axioms_t *ax, int family, double timeout_s,
+                                int *verdict, bool *core, char *why, int len) {
+  taso_prover_t *p;
+  *verdict = 0;
+  if (len > 0) why[0] = '\0';
+  for (int i = 0; i < ax->n; i++) core[i] = false;
+  if (family < 0 || family > ax->ndecls) return taso_error(TASO_ERR_ARG, "no family %d", family);
+  TASO_TRY(prover_open(ax, timeout_s, &p));
+  Z3_context c = p->c;
+  taso_err_t err = TASO_OK;
+  Z3_ast *f = calloc((size_t)ax->n + 1, sizeof *f), *lit = calloc((size_t)ax->n + 1, sizeof *lit);
+  Z3_ast_vector *vecs = calloc((size_t)ax->n + 1, sizeof *vecs);
+  bool *use = calloc((size_t)ax->n + 1, sizeof *use), *got = calloc((size_t)ax->n + 1, sizeof *got);
+  int members = 0;
+  if (!f || !lit || !vecs || !use || !got)
+    err = taso_error(TASO_ERR_NOMEM, "no memory for a query");
+  for (int i = 0; i < ax->n && err == TASO_OK; i++) {
+    const taso_axiom_t *a = &ax->v[i];
+    if (!a->enabled || a->kind != TASO_AXIOM_AXIOM) continue;
+    if (family > 0 && !mentions(a, ax->decls[family - 1].name)) continue;
+    /* Z3's own patterns: with no ground term in the query, the refutation
+     * comes from model-based instantiation, which ours hold back. */
+    if ((err = parse_formula(p, a, false, &vecs[i], &f[i])) != TASO_OK) break;
+    lit[i] = Z3_mk_const(c, Z3_mk_string_symbol(c, a->name), Z3_mk_bool_sort(c));
+    use[i] = true;
+    members++;
+  }
+  /* Two tensors that differ: unsat means the family makes all equal. */
+  Z3_ast two[2] = {Z3_mk_fresh_const(c, "t", p->t), Z3_mk_fresh_const(c, "t", p->t)};
+  Z3_ast distinct = Z3_mk_distinct(c, 2, two);
+  if (err == TASO_OK && members >= 2 && (family == 0 || members < ax->n)) {
+    Z3_lbool r = entail_query(p, ax->n, f, lit, use, distinct, got, why, len);
+    if (r == Z3_L_FALSE) {
+      *verdict = 1;
+      memcpy(core, got, sizeof *core * (size_t)ax->n);
+      for (int i = 0; i < ax->n; i++) {
+        if (!core[i]) continue;
+        core[i] = false;
+        char w[64];
+        if (entail_query(p, ax->n, f, lit, core, distinct, got, w, sizeof w) == Z3_L_FALSE)
+          memcpy(core, got, sizeof *core * (size_t)ax->n);
+        else
+          core[i] = true;
+      }
+      why[0] = '\0';
+    } else if (r == Z3_L_TRUE) {
+      *verdict = -1;
+    }
+  }
+  char zmsg[128];
+  if (err == TASO_OK && taso_z3_take_error(zmsg, sizeof zmsg))
+    err = taso_error(TASO_ERR_LIB, "axiom family %d: Z3: %s", family, zmsg);
+  for (int i = 0; vecs && i < ax->n; i++)
+    if (vecs[i]) Z3_ast_vector_dec_ref(c, vecs[i]);
+  free(f);
+  free(lit);
+  free(vecs);
+  free(use);
+  free(got);
   taso_prover_free(p);
   return err;
 }

@@ -68,6 +68,29 @@ Z3_context taso_prover_context(taso_prover_t *p);
 taso_err_t taso_axioms_prove_lemmas(taso_axioms_t *ax, double timeout_s, char *report, int len,
                                     int *failed);
 
+/* Redundancy: whether the other enabled axioms (lemmas left out) entail
+ * axiom goal, an index into ax->v: its negation, with a fresh constant per
+ * variable, is asserted beside them. *verdict is 1 when entailed, and core
+ * (ax->n flags) then marks a minimal set that entails it: the unsat core,
+ * minimized by deletion (no member can be left out and the proof still be
+ * found within the timeout); -1 when Z3 found a model of the others where
+ * it fails; 0 when undecided (timeout, or the proof search saturated), with
+ * why. */
+taso_err_t taso_axioms_entailed(const taso_axioms_t *ax, int goal, double timeout_s, int *verdict,
+                                bool *core, char *why, int len);
+
+/* Collapse: whether a family of the enabled axioms makes any two tensors
+ * equal (then it entails every axiom, and the axiom set is wrong). Family
+ * 0 is every axiom; family k >= 1 the axioms that apply the function of
+ * decls[k - 1] (a large set can hide a short refutation from Z3, a small
+ * one cannot). *verdict is 1 when it does, with core a minimal such set
+ * (as for taso_axioms_entailed), -1 when Z3 found a model with two
+ * different tensors, 0 when undecided or the family has under two
+ * members. taso_axioms_families gives the number of families. */
+int taso_axioms_families(const taso_axioms_t *ax);
+taso_err_t taso_axioms_collapse(const taso_axioms_t *ax, int family, double timeout_s,
+                                int *verdict, bool *core, char *why, int len);
+
 /* The numeric check alone: *equal says whether src and dst have equal
  * output shapes, split trees and values on random inputs from seed; why
  * says where they differ. A graph that does not type-check gives an error. */

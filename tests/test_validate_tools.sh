@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# taso-validate end to end: the same /checks on 1 and 4 ranks, sizes {1,2}
+# on 64 oversubscribed ranks, a run killed mid-way resumes without losing
+# or repeating a row and ends with the clean run's rows, the known-bad
+# fixtures (grouped convolution: counterexample with sizes {1,3}; concat
+# associativity: split trees differ, and correct axioms become entailed),
+# the redundancy check (the fixture R1 follows from A0 and A1), and bad input (bad --sizes, unknown option, malformed
+# axiom file, a truncated output to resume).
+# ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
+set -u
+src=${TASO_SOURCE_DIR:?set TASO_SOURCE_DIR}
+bin=${TASO_BIN_DIR:?set TASO_BIN_DIR}
+mpiexec=${MPIEXEC:-mpiexec}
+python=/usr/bin/python3
+ax="$src/data/axioms"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+ok() { echo "ok: $1"; }
+bad() { echo "FAIL: $1"; failed=$((failed + 1)); }
+run() { # echoed so that a failure can be repeated from the log
+  echo "+ $*"
+  timeout 300 "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+# The rows of /checks as text, without the timing column.
+rows() {
+  "$python" - "$1" <<'EOF'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    for r in f["checks"]:
+        print(r["index"], r["name"].decode(), r["outcome"], r["path"], r["trees_differ"],
+              r["params"].decode(), r["shapes"].decode(), r["detail"].decode())
+EOF
+}
+attr() { "$python" -c "import h5py,sys; print(int(h5py.File(sys.argv[1],'r').attrs[sys.argv[2]]))" "$1" "$2"; }
+common=(--axioms "$ax" --no-redundancy)
+
+# The default set's totals: N combinations, P proved by the polynomial
+# path, S skipped, P + S = N (every case decided, none refuted).
+run "$mpiexec" -n 1 "$bin/taso-validate" "${common[@]}" --sizes 1,2 --out "$tmp/v1.h5"
+summary=$(grep -o "^taso-validate: [0-9]* combinations: [0-9]* proved, 0 counterexamples, [0-9]* skipped, 0 unknown (poly [0-9]*, z3 0)" "$tmp/out")
+read -r n p s <<<"$(echo "$summary" | sed 's/^taso-validate: \([0-9]*\) combinations: \([0-9]*\) proved, 0 counterexamples, \([0-9]*\) skipped.*/\1 \2 \3/')"
+if [ "$rc" -eq 0 ] && [ -n "$summary" ] && [ "$p" -gt 15000 ] && [ $((p + s)) -eq "$n" ] &&
+  echo "$summary" | grep -q "(poly $p, z3 0)"; then
+  ok "1 rank, sizes {1,2}: every case decided, no counterexample ($n combinations, $p proved)"
+else bad "1 rank"; cat "$tmp/out" "$tmp/err"; n=0 p=0; fi
+rows "$tmp/v1.h5" >"$tmp/rows1"
+[ "$(wc -l <"$tmp/rows1")" -eq "$n" ] && ok "one row per combination" || bad "row count"
+
+run "$mpiexec" -n 4 "$bin/taso-validate" "${common[@]}" --sizes 1,2 --out "$tmp/v4.h5"
+rows "$tmp/v4.h5" >"$tmp/rows4"
+[ "$rc" -eq 0 ] && cmp -s "$tmp/rows1" "$tmp/rows4" && ok "4 ranks write the 1-rank rows" ||
+  { bad "4 ranks differ from 1"; cat "$tmp/err"; }
+
+run "$mpiexec" -n 64 "$bin/taso-validate" "${common[@]}" --sizes 1,2 --out "$tmp/v64.h5"
+rows "$tmp/v64.h5" >"$tmp/rows64"
+if [ "$rc" -eq 0 ] && cmp -s "$tmp/rows1" "$tmp/rows64" && grep -q "CPU s of work" "$tmp/out"; then
+  ok "64 ranks: the same rows; $(grep -o 'max/mean [0-9.]*' "$tmp/out")"
+else bad "64 ranks (rc $rc)"; tail -n 5 "$tmp/out" "$tmp/err"; fi
+
+# Killed (SIGKILL) once 3000 rows are in the file, rounds of one chunk.
+echo "+ TASO_VALIDATE_ROUND_SECONDS=0 TASO_VALIDATE_STOP_AFTER=3000 (killed run)"
+TASO_VALIDATE_ROUND_SECONDS=0 TASO_VALIDATE_STOP_AFTER=3000 timeout 300 "$mpiexec" -n 2 \
+  "$bin/taso-validate" "${common[@]}" --sizes 1,2 --out "$tmp/r.h5" >"$tmp/out" 2>"$tmp/err"
+[ $? -ne 0 ] && ok "the killed run failed" || bad "the killed run did not fail"
+run "$mpiexec" -n 3 "$bin/taso-validate" "${common[@]}" --sizes 1,2 --out "$tmp/r.h5"
+kept=$(sed -n "s/.*resuming .*: \([0-9]*\) of $n combinations already checked.*/\1/p" "$tmp/out")
+if [ "$rc" -eq 0 ] && [ -n "$kept" ] && [ "$kept" -ge 3000 ] && [ "$kept" -lt "$n" ]; then
+  ok "resumed with $kept rows kept"
+else bad "resume"; cat "$tmp/out" "$tmp/err"; fi
+rows "$tmp/r.h5" >"$tmp/rowsr"
+cmp -s "$tmp/rows1" "$tmp/rowsr" && ok "resumed rows equal the clean run's" || bad "resumed rows differ"
+run "$mpiexec" -n 1 "$bin/taso-validate" "${common[@]}" --sizes 1,2 --out "$tmp/r.h5"
+[ "$rc" -eq 0 ] && grep -q "the file is complete" "$tmp/out" && grep -q "$n combinations: $p proved" "$tmp/out" &&
+  ok "a complete file is left alone" || { bad "rerun on a complete file"; cat "$tmp/out" "$tmp/err"; }
+
+# Known-bad fixtures.
+run "$mpiexec" -n 2 "$bin/taso-validate" "${common[@]}" --sizes 1,3 --add "$ax/bad/grouped_conv.smt2" --only BAD2 --out "$tmp/g.h5"
+if [ "$rc" -eq 0 ] && grep -q "^taso-validate: BAD2 counterexample: z3 \[.*\]: out\[.*\]: .* vs " "$tmp/out" &&
+  [ "$(attr "$tmp/g.h5" counterexamples)" -gt 0 ]; then
+  ok "grouped convolution: $(attr "$tmp/g.h5" counterexamples) counterexamples with sizes {1,3}"
+else bad "grouped convolution"; cat "$tmp/out" "$tmp/err"; fi
+run "$mpiexec" -n 2 "$bin/taso-validate" "${common[@]}" --sizes 1,2 --add "$ax/bad/concat_assoc.smt2" --only BAD1 --out "$tmp/b.h5"
+[ "$rc" -eq 0 ] && grep -q "BAD1: equal values but different split trees in 384 of 384" "$tmp/out" &&
+  ok "concat associativity: split trees differ everywhere" || { bad "concat associativity"; cat "$tmp/out" "$tmp/err"; }
+
+# With concat associativity the concat family makes any two tensors equal,
+# so every axiom outside {A25, A26, BAD1} is reported entailed by them.
+run "$mpiexec" -n 4 "$bin/taso-validate" --axioms "$ax" --add "$ax/bad/concat_assoc.smt2" --sizes 1 --only BAD1 --redundancy A0,A13,A25 --redundancy-timeout 3 --out "$tmp/c.h5"
+if [ "$rc" -eq 0 ] && grep -q "^taso-validate: the axioms A25 A26 BAD1 make any two tensors equal" "$tmp/out" &&
+  grep -q "^taso-validate: A0 is entailed by A25 A26 BAD1" "$tmp/out" &&
+  grep -q "^taso-validate: A13 is entailed by A25 A26 BAD1" "$tmp/out" &&
+  grep -q "2 of 3 axioms entailed" "$tmp/out"; then
+  ok "concat associativity: correct axioms become entailed (by A25 A26 BAD1)"
+else bad "concat associativity redundancy"; cat "$tmp/out" "$tmp/err"; fi
+
+# Redundancy, fanned out over ranks.
+run "$mpiexec" -n 2 "$bin/taso-validate" --axioms "$ax" --add "$ax/bad/entailed.smt2" --sizes 1 --only R1 --redundancy R1,A29 --redundancy-timeout 2 --out "$tmp/red.h5"
+if [ "$rc" -eq 0 ] && grep -q "^taso-validate: R1 is entailed by A0 A1" "$tmp/out" &&
+  grep -q "1 of 2 axioms entailed" "$tmp/out" && [ "$(attr "$tmp/red.h5" redundant_axioms)" -eq 1 ]; then
+  ok "R1 (a fixture) is entailed by A0 A1; A29 is not"
+else bad "redundancy"; cat "$tmp/out" "$tmp/err"; fi
+
+# Bad input.
+run "$mpiexec" -n 2 "$bin/taso-validate" "${common[@]}" --sizes 1,x --out "$tmp/x.h5"
+[ "$rc" -eq 2 ] && grep -q "^taso-validate: error: --sizes: size list '1,x'" "$tmp/err" && [ ! -e "$tmp/x.h5" ] &&
+  ok "bad --sizes" || { bad "bad --sizes"; cat "$tmp/err"; }
+run "$mpiexec" -n 2 "$bin/taso-validate" --frobnicate
+[ "$rc" -eq 2 ] && grep -q "^taso-validate: error: unknown option '--frobnicate'" "$tmp/err" &&
+  ok "unknown option" || { bad "unknown option"; cat "$tmp/err"; }
+mkdir -p "$tmp/ax"
+cp "$ax/decls.smt2" "$tmp/ax/"
+printf ';; @axiom Z1\n;; @about broken\n;; @shape x = m n\n;; @param q = 1,x\n(assert (forall ((x T)) (= (relu x) (relu x))))\n' >"$tmp/ax/broken.smt2"
+run "$mpiexec" -n 2 "$bin/taso-validate" --axioms "$tmp/ax" --no-redundancy --out "$tmp/x.h5"
+[ "$rc" -eq 1 ] && grep -q "^taso-validate: error: .*broken.smt2:4: bad value list '1,x' (in axiom Z1)" "$tmp/err" &&
+  ok "malformed domain named with its line" || { bad "malformed domain"; cat "$tmp/out" "$tmp/err"; }
+cp "$tmp/v1.h5" "$tmp/t.h5"
+truncate -s 20000 "$tmp/t.h5"
+run "$mpiexec" -n 2 "$bin/taso-validate" "${common[@]}" --sizes 1,2 --out "$tmp/t.h5"
+rows "$tmp/t.h5" >"$tmp/rowst"
+[ "$rc" -eq 0 ] && grep -q "warning: .*t.h5 cannot be resumed: starting afresh" "$tmp/err" && cmp -s "$tmp/rows1" "$tmp/rowst" &&
+  ok "a truncated output is started afresh" || { bad "truncated output"; cat "$tmp/out" "$tmp/err"; }
+
+echo "$failed failed"
+[ "$failed" -eq 0 ]
