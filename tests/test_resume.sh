@@ -148,17 +148,21 @@ assert (a["src"] == b["src"]).all() and (a["dst"] == b["dst"]).all() and (a["ver
 EOF
 
 # ---- taso-validate -----------------------------------------------------------
-# THE PLACE FOR THE taso-validate CASE, once taso-validate streams its rows
-# and resumes (branch validate, f8bd0fa: rows stream into /stream, which
-# the finished file replaces by /checks sorted by index; the knob is
-# TASO_VALIDATE_ROUND_SECONDS). With a job that has enough combinations to
-# be killed part-way (VJOB), something like:
-#   resume_case validate stream \
-#     "checks:index:axiom,outcome,path,trees_differ,name,params,shapes redundancy:goal:verdict,core" \
-#     combinations,proved,counterexamples,skipped,unknown,redundant_axioms -- \
-#     env TASO_VALIDATE_ROUND_SECONDS=0.2 "$mpiexec" -n 2 "$bin/taso-validate" --job "$VJOB"
-# and, as for verify above, a check of its "resuming ...: K of N
-# combinations already checked" lines.
+# Rows stream into /stream in rounds (TASO_VALIDATE_ROUND_SECONDS) and the
+# finished file holds them in /checks, sorted by index; sizes {1,2,3} give
+# 279,052 rows, a few seconds of checks: enough to be killed part-way.
+resume_case validate stream \
+  "checks:index:axiom,outcome,path,trees_differ,name,params,shapes" \
+  combinations,proved,counterexamples,skipped,unknown -- \
+  env TASO_VALIDATE_ROUND_SECONDS=0.2 "$mpiexec" -n 2 "$bin/taso-validate" \
+  --axioms "$src/data/axioms" --sizes 1,2,3 --no-redundancy
+vsaid() { sed -n 's/.*resuming .*: \([0-9]*\) of [0-9]* combinations already checked.*/\1/p' "$tmp/validate-run$1.out"; }
+if [ -n "$(vsaid 2)" ] && [ "$(vsaid 2)" -gt 0 ] && [ -n "$(vsaid 3)" ] && [ "$(vsaid 3)" -ge "$(vsaid 2)" ]; then
+  ok "validate reruns resumed from $(vsaid 2) and $(vsaid 3) checked combinations"
+else
+  bad "validate reruns did not say what they resumed from"
+  cat "$tmp"/validate-run*.out
+fi
 
 echo "$failed failed"
 [ "$failed" -eq 0 ]
