@@ -19,7 +19,6 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <limits.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,34 +234,6 @@ static uint64_t plan_digest(const taso_axioms_t *ax, const taso_plan_t *p, const
 }
 
 /* ------------------------------------------------------------------------ */
-/* Dynamic work: a shared counter on rank 0                                 */
-/* ------------------------------------------------------------------------ */
-
-typedef struct {
-  MPI_Win win;
-  int64_t *counter;
-} queue_t;
-
-static void queue_open(const taso_tool_t *t, queue_t *q) {
-  MPI_Win_allocate(t->rank == 0 ? (MPI_Aint)sizeof(int64_t) : 0, sizeof(int64_t), MPI_INFO_NULL,
-                   t->comm, &q->counter, &q->win);
-  if (t->rank == 0) *q->counter = 0;
-  MPI_Barrier(t->comm);
-}
-
-static int64_t queue_take(queue_t *q, int64_t chunk) {
-  int64_t start = 0;
-  MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, q->win);
-  MPI_Fetch_and_op(&chunk, &start, MPI_INT64_T, 0, 0, MPI_SUM, q->win);
-  MPI_Win_unlock(0, q->win);
-  return start;
-}
-
-static void queue_close(queue_t *q) {
-  MPI_Win_free(&q->win);
-}
-
-/* ------------------------------------------------------------------------ */
 /* Redundancy                                                               */
 /* ------------------------------------------------------------------------ */
 
@@ -339,10 +310,10 @@ static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, double tim
       goals[ngoals++] = i;
   int ntasks = nfam + ngoals;
   if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
-  queue_t q;
-  queue_open(t, &q);
+  taso_counter_t q;
+  taso_counter_open(t, &q);
   for (;;) {
-    int64_t start = queue_take(&q, nthreads);
+    int64_t start = taso_counter_take(&q, nthreads);
     if (start >= ntasks) break;
     int64_t end = start + nthreads < ntasks ? start + nthreads : ntasks;
     taso_err_t e = TASO_OK;
@@ -360,7 +331,7 @@ static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, double tim
       break;
     }
   }
-  queue_close(&q);
+  taso_counter_close(&q);
   if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
   /* Everyone gets every verdict. */
   int *counts = malloc(sizeof *counts * (size_t)t->size),
@@ -417,119 +388,101 @@ done:
 /* Symbolic checks                                                          */
 /* ------------------------------------------------------------------------ */
 
-static double env_seconds(const char *name, double def) {
-  const char *v = getenv(name);
-  return v && *v ? atof(v) : def;
-}
-
 static double thread_cpu(void) {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* A run's state between rounds: this rank's rows of the round, and the
+ * work measured for the balance report. */
+typedef struct {
+  taso_checker_t **checkers;
+  const unsigned char *done;
+  taso_artifact_t *out;
+  taso_check_t *local, *batch;
+  int64_t nlocal, cap, *mine_rows;
+  double *mine_cpu, *last_end;
+} round_t;
+
+/* Checks the combinations of [start, end) not done yet into the round. */
+static taso_err_t take(void *ctx, int64_t start, int64_t end, int64_t *results) {
+  round_t *r = ctx;
+  if (!r->batch) return taso_error(TASO_ERR_NOMEM, "no memory");
+  taso_err_t e = TASO_OK;
+  double work = 0;
+  /* Work is the threads' CPU time inside the checks: waiting for MPI or
+   * for a time slice (oversubscribed ranks) is not work. */
+#pragma omp parallel reduction(+ : work)
+  {
+    double c0 = thread_cpu();
+#pragma omp for schedule(dynamic, 4) nowait
+    for (int64_t i = start; i < end; i++) {
+      if (r->done[i]) continue;
+      taso_err_t ei = taso_checker_run(r->checkers[omp_get_thread_num()], i, &r->batch[i - start]);
+      if (ei != TASO_OK) {
+#pragma omp critical(taso_validate_error)
+        if (e == TASO_OK) e = taso_error(ei, "combination %lld: %s", (long long)i, taso_error_detail());
+      }
+    }
+    work += thread_cpu() - c0;
+  }
+  *r->mine_cpu += work;
+  *r->last_end = MPI_Wtime();
+  TASO_TRY(e);
+  if (r->nlocal + (end - start) > r->cap) {
+    int64_t cap = r->cap ? 2 * r->cap : 1024;
+    while (cap < r->nlocal + (end - start))
+      cap *= 2;
+    taso_check_t *grown = realloc(r->local, (size_t)cap * sizeof *grown);
+    if (!grown) return taso_error(TASO_ERR_NOMEM, "no memory for rows");
+    r->local = grown;
+    r->cap = cap;
+  }
+  int64_t before = r->nlocal;
+  for (int64_t i = start; i < end; i++)
+    if (!r->done[i]) r->local[r->nlocal++] = r->batch[i - start];
+  *results = r->nlocal - before;
+  return TASO_OK;
+}
+
+static taso_err_t flush(void *ctx) {
+  round_t *r = ctx;
+  taso_err_t err = taso_artifact_append_table(r->out, &stream_table, r->local, r->nlocal);
+  *r->mine_rows += r->nlocal;
+  r->nlocal = 0;
+  return err;
+}
+
 /* Collective. Decides every combination not marked done, appending rounds
- * of rows to out. Test hook: TASO_VALIDATE_STOP_AFTER=N kills the run
- * (SIGKILL, as a crash would) once N rows of this run are in the file. */
+ * of rows to out (taso_tool_rounds). Test hooks: TASO_VALIDATE_ROUND_SECONDS,
+ * TASO_VALIDATE_STOP_AFTER. */
 static taso_err_t run_checks(taso_tool_t *t, taso_checker_t **checkers, int64_t total,
                              const unsigned char *done, int64_t already, taso_artifact_t *out,
                              int64_t *mine_rows, double *mine_cpu, double *last_end) {
-  int nthreads = omp_get_max_threads();
-  int64_t chunk = total / ((int64_t)t->size * nthreads * 64);
+  int64_t chunk = total / ((int64_t)t->size * omp_get_max_threads() * 64);
   chunk = chunk < 16 ? 16 : chunk > 1024 ? 1024 : chunk;
-  double interval = env_seconds("TASO_VALIDATE_ROUND_SECONDS", ROUND_SECONDS);
-  int64_t stop_after = (int64_t)env_seconds("TASO_VALIDATE_STOP_AFTER", -1), decided = 0;
-  taso_check_t *local = NULL, *batch = malloc(sizeof *batch * (size_t)chunk);
-  int64_t nlocal = 0, cap = 0;
-  taso_err_t err = TASO_OK, mine = batch ? TASO_OK : taso_error(TASO_ERR_NOMEM, "no memory");
-  bool out_of_work = mine != TASO_OK;
-  queue_t q;
-  queue_open(t, &q);
-  taso_progress_t progress;
-  taso_progress_begin(&progress, t, "combinations", total);
-  for (;;) {
-    double round_start = MPI_Wtime();
-    MPI_Request barrier;
-    bool entered = false, worked = false;
-    nlocal = 0;
-    for (;;) {
-      if (!entered && (out_of_work || (worked && MPI_Wtime() - round_start >= interval))) {
-        MPI_Ibarrier(t->comm, &barrier);
-        entered = true;
-      }
-      if (entered) {
-        int flag = 0;
-        if (out_of_work) {
-          MPI_Wait(&barrier, MPI_STATUS_IGNORE);
-          break;
-        }
-        MPI_Test(&barrier, &flag, MPI_STATUS_IGNORE);
-        if (flag) break;
-      }
-      int64_t start = queue_take(&q, chunk);
-      if (start >= total) {
-        out_of_work = true;
-        continue;
-      }
-      int64_t end = start + chunk < total ? start + chunk : total;
-      taso_err_t e = TASO_OK;
-      double work = 0;
-      /* Work is the threads' CPU time inside the checks: waiting for MPI
-       * or for a time slice (oversubscribed ranks) is not work. */
-#pragma omp parallel reduction(+ : work)
-      {
-        double c0 = thread_cpu();
-#pragma omp for schedule(dynamic, 4) nowait
-        for (int64_t i = start; i < end; i++) {
-          if (done[i]) continue;
-          taso_err_t ei = taso_checker_run(checkers[omp_get_thread_num()], i, &batch[i - start]);
-          if (ei != TASO_OK) {
-#pragma omp critical(taso_validate_error)
-            if (e == TASO_OK)
-              e = taso_error(ei, "combination %lld: %s", (long long)i, taso_error_detail());
-          }
-        }
-        work += thread_cpu() - c0;
-      }
-      *mine_cpu += work;
-      *last_end = MPI_Wtime();
-      if ((mine = e) != TASO_OK) {
-        out_of_work = true;
-        continue;
-      }
-      if (nlocal + (end - start) > cap) {
-        int64_t ncap = cap ? 2 * cap : 1024;
-        while (ncap < nlocal + (end - start))
-          ncap *= 2;
-        taso_check_t *grown = realloc(local, (size_t)ncap * sizeof *grown);
-        if (!grown) {
-          mine = taso_error(TASO_ERR_NOMEM, "no memory for rows");
-          out_of_work = true;
-          continue;
-        }
-        local = grown;
-        cap = ncap;
-      }
-      for (int64_t i = start; i < end; i++)
-        if (!done[i]) local[nlocal++] = batch[i - start];
-      worked = true;
-      if (t->rank == 0) taso_progress_update(&progress, already + decided + nlocal * t->size);
-    }
-    if ((err = taso_tool_agree(t, mine)) != TASO_OK) break;
-    if ((err = taso_artifact_append_table(out, &stream_table, local, nlocal)) != TASO_OK) break;
-    *mine_rows += nlocal;
-    int64_t round_total = nlocal;
-    MPI_Allreduce(MPI_IN_PLACE, &round_total, 1, MPI_INT64_T, MPI_SUM, t->comm);
-    decided += round_total;
-    taso_progress_update(&progress, already + decided);
-    if (stop_after >= 0 && decided >= stop_after) raise(SIGKILL);
-    int all_out = out_of_work;
-    MPI_Allreduce(MPI_IN_PLACE, &all_out, 1, MPI_INT, MPI_LAND, t->comm);
-    if (all_out) break;
-  }
-  free(local);
-  free(batch);
-  queue_close(&q);
+  round_t state = {.checkers = checkers,
+                   .done = done,
+                   .out = out,
+                   .batch = malloc(sizeof *state.batch * (size_t)chunk),
+                   .mine_rows = mine_rows,
+                   .mine_cpu = mine_cpu,
+                   .last_end = last_end};
+  taso_rounds_t r = {.ctx = &state,
+                     .take = take,
+                     .flush = flush,
+                     .total = total,
+                     .chunk = chunk,
+                     .round_seconds = ROUND_SECONDS,
+                     .round_env = "TASO_VALIDATE_ROUND_SECONDS",
+                     .stop_env = "TASO_VALIDATE_STOP_AFTER",
+                     .what = "combinations",
+                     .progress_total = total,
+                     .already = already};
+  taso_err_t err = taso_tool_rounds(t, &r);
+  free(state.local);
+  free(state.batch);
   return err;
 }
 

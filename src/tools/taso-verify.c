@@ -17,7 +17,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,93 +256,58 @@ static taso_err_t decide_chunk(const work_t *w, const int64_t *todo, int64_t lo,
   return err;
 }
 
-static double env_seconds(const char *name, double def) {
-  const char *v = getenv(name);
-  return v && *v ? atof(v) : def;
+/* A run's state between rounds: the decisions of this rank's round. */
+typedef struct {
+  const work_t *w;
+  const int64_t *todo;
+  taso_artifact_t *out;
+  taso_decision_t *local;
+  int64_t nlocal, cap;
+} round_t;
+
+/* Decides rows todo[start..end) into the round's decisions. */
+static taso_err_t take(void *ctx, int64_t start, int64_t end, int64_t *results) {
+  round_t *r = ctx;
+  if (r->nlocal + (end - start) > r->cap) {
+    int64_t cap = r->cap ? 2 * r->cap : 256;
+    while (cap < r->nlocal + (end - start)) cap *= 2;
+    taso_decision_t *grown = realloc(r->local, (size_t)cap * sizeof *grown);
+    if (!grown) return taso_error(TASO_ERR_NOMEM, "no memory for decisions");
+    r->local = grown;
+    r->cap = cap;
+  }
+  TASO_TRY(decide_chunk(r->w, r->todo, start, end, r->local + r->nlocal));
+  r->nlocal += end - start;
+  *results = end - start;
+  return TASO_OK;
+}
+
+static taso_err_t flush(void *ctx) {
+  round_t *r = ctx;
+  taso_err_t err = taso_artifact_append_decisions(r->out, r->local, r->nlocal);
+  r->nlocal = 0;
+  return err;
 }
 
 /* Collective. Decides every row of todo, appending rounds of decisions to
- * out. Test hook: TASO_VERIFY_STOP_AFTER=N kills the run (SIGKILL, as a
- * crash would) once N rows of this run are in the file. */
+ * out (taso_tool_rounds). Test hooks: TASO_VERIFY_ROUND_SECONDS,
+ * TASO_VERIFY_STOP_AFTER. */
 static taso_err_t run(taso_tool_t *t, const work_t *w, const int64_t *todo, int64_t ntodo,
                       taso_artifact_t *out, int64_t already, int64_t nrows) {
-  int nthreads = omp_get_max_threads();
-  int64_t chunk = 2 * (int64_t)nthreads, *counter = NULL, decided = 0;
-  double interval = env_seconds("TASO_VERIFY_ROUND_SECONDS", ROUND_SECONDS);
-  int64_t stop_after = (int64_t)env_seconds("TASO_VERIFY_STOP_AFTER", -1);
-  MPI_Win win;
-  MPI_Win_allocate(t->rank == 0 ? (MPI_Aint)sizeof(int64_t) : 0, sizeof(int64_t), MPI_INFO_NULL,
-                   t->comm, &counter, &win);
-  if (t->rank == 0) *counter = 0;
-  MPI_Barrier(t->comm);
-
-  taso_decision_t *local = NULL;
-  int64_t nlocal = 0, cap = 0;
-  taso_err_t err = TASO_OK, mine = TASO_OK;
-  bool out_of_work = false;
-  taso_progress_t progress;
-  taso_progress_begin(&progress, t, "candidate rows", nrows);
-  for (;;) {
-    double round_start = MPI_Wtime();
-    MPI_Request barrier;
-    bool entered = false, worked = false;
-    nlocal = 0;
-    for (;;) {
-      if (!entered && (out_of_work || (worked && MPI_Wtime() - round_start >= interval))) {
-        MPI_Ibarrier(t->comm, &barrier);
-        entered = true;
-      }
-      if (entered) {
-        int flag = 0;
-        if (out_of_work) {
-          MPI_Wait(&barrier, MPI_STATUS_IGNORE);
-          break;
-        }
-        MPI_Test(&barrier, &flag, MPI_STATUS_IGNORE);
-        if (flag) break;
-      }
-      int64_t start = 0;
-      MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
-      MPI_Fetch_and_op(&chunk, &start, MPI_INT64_T, 0, 0, MPI_SUM, win);
-      MPI_Win_unlock(0, win);
-      if (start >= ntodo) {
-        out_of_work = true;
-        continue;
-      }
-      int64_t end = start + chunk < ntodo ? start + chunk : ntodo;
-      if (nlocal + (end - start) > cap) {
-        int64_t ncap = cap ? 2 * cap : 256;
-        while (ncap < nlocal + (end - start)) ncap *= 2;
-        taso_decision_t *grown = realloc(local, (size_t)ncap * sizeof *grown);
-        if (!grown) {
-          mine = taso_error(TASO_ERR_NOMEM, "no memory for decisions");
-          out_of_work = true;
-          continue;
-        }
-        local = grown;
-        cap = ncap;
-      }
-      if ((mine = decide_chunk(w, todo, start, end, local + nlocal)) != TASO_OK) {
-        out_of_work = true; /* stop taking work; the round ends and all ranks stop */
-        continue;
-      }
-      nlocal += end - start;
-      worked = true;
-      if (t->rank == 0) taso_progress_update(&progress, already + decided + nlocal);
-    }
-    if ((err = taso_tool_agree(t, mine)) != TASO_OK) break;
-    if ((err = taso_artifact_append_decisions(out, local, nlocal)) != TASO_OK) break;
-    int64_t round_total = nlocal;
-    MPI_Allreduce(MPI_IN_PLACE, &round_total, 1, MPI_INT64_T, MPI_SUM, t->comm);
-    decided += round_total;
-    taso_progress_update(&progress, already + decided);
-    if (stop_after >= 0 && decided >= stop_after) raise(SIGKILL);
-    int all_out = out_of_work;
-    MPI_Allreduce(MPI_IN_PLACE, &all_out, 1, MPI_INT, MPI_LAND, t->comm);
-    if (all_out) break;
-  }
-  free(local);
-  MPI_Win_free(&win);
+  round_t state = {.w = w, .todo = todo, .out = out};
+  taso_rounds_t r = {.ctx = &state,
+                     .take = take,
+                     .flush = flush,
+                     .total = ntodo,
+                     .chunk = 2 * (int64_t)omp_get_max_threads(),
+                     .round_seconds = ROUND_SECONDS,
+                     .round_env = "TASO_VERIFY_ROUND_SECONDS",
+                     .stop_env = "TASO_VERIFY_STOP_AFTER",
+                     .what = "candidate rows",
+                     .progress_total = nrows,
+                     .already = already};
+  taso_err_t err = taso_tool_rounds(t, &r);
+  free(state.local);
   return err;
 }
 
