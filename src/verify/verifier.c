@@ -880,6 +880,23 @@ static Z3_lbool entail_query(taso_prover_t *p, int n, const Z3_ast *f, const Z3_
   return r;
 }
 
+/* Minimizes an unsat core by deletion (got: the core of the query that
+ * found it; core receives the result): drops each member whose absence
+ * keeps the query unsat, within the timeout. */
+static void minimize_core(taso_prover_t *p, int n, const Z3_ast *f, const Z3_ast *lit, Z3_ast goal,
+                          bool *got, bool *core) {
+  memcpy(core, got, sizeof *core * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    if (!core[i]) continue;
+    core[i] = false;
+    char w[64];
+    if (entail_query(p, n, f, lit, core, goal, got, w, sizeof w) == Z3_L_FALSE)
+      memcpy(core, got, sizeof *core * (size_t)n);
+    else
+      core[i] = true;
+  }
+}
+
 taso_err_t taso_axioms_entailed(const taso_axioms_t *ax, int goal, double timeout_s, int *verdict,
                                 bool *core, char *why, int len) {
   taso_prover_t *p;
@@ -915,18 +932,8 @@ taso_err_t taso_axioms_entailed(const taso_axioms_t *ax, int goal, double timeou
       *verdict = -1;
       snprintf(why, (size_t)len, "the other axioms have a model where it fails");
     } else if (r == Z3_L_FALSE) {
-      /* Deletion: drop each member whose absence keeps the proof. */
       *verdict = 1;
-      memcpy(core, got, sizeof *core * (size_t)ax->n);
-      for (int i = 0; i < ax->n; i++) {
-        if (!core[i]) continue;
-        core[i] = false;
-        char w[64];
-        if (entail_query(p, ax->n, f, lit, core, not_goal, got, w, sizeof w) == Z3_L_FALSE)
-          memcpy(core, got, sizeof *core * (size_t)ax->n);
-        else
-          core[i] = true;
-      }
+      minimize_core(p, ax->n, f, lit, not_goal, got, core);
       why[0] = '\0';
     } else if (len > 0 && why[0] == '\0') {
       snprintf(why, (size_t)len, "unknown");
@@ -993,16 +1000,7 @@ taso_err_t taso_axioms_collapse(const taso_axioms_t *ax, int family, double time
     Z3_lbool r = entail_query(p, ax->n, f, lit, use, distinct, got, why, len);
     if (r == Z3_L_FALSE) {
       *verdict = 1;
-      memcpy(core, got, sizeof *core * (size_t)ax->n);
-      for (int i = 0; i < ax->n; i++) {
-        if (!core[i]) continue;
-        core[i] = false;
-        char w[64];
-        if (entail_query(p, ax->n, f, lit, core, distinct, got, w, sizeof w) == Z3_L_FALSE)
-          memcpy(core, got, sizeof *core * (size_t)ax->n);
-        else
-          core[i] = true;
-      }
+      minimize_core(p, ax->n, f, lit, distinct, got, core);
       why[0] = '\0';
     } else if (r == Z3_L_TRUE) {
       *verdict = -1;
