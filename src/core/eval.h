@@ -25,6 +25,9 @@ typedef struct {
   bool overflow; /* set when a result did not fit in 64 bits */
 } taso_rat_ctx_t;
 
+/* The greatest common divisor of |a| and |b| (0 when both are 0). */
+__int128 taso_gcd128(__int128 a, __int128 b);
+
 taso_rat_t taso_rat(int64_t num, int64_t den);
 taso_rat_t taso_rat_add(taso_rat_ctx_t *c, taso_rat_t a, taso_rat_t b);
 taso_rat_t taso_rat_mul(taso_rat_ctx_t *c, taso_rat_t a, taso_rat_t b);

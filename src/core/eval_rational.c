@@ -3,7 +3,7 @@
 
 #include <stddef.h>
 
-static int64_t gcd64(__int128 a, __int128 b) {
+__int128 taso_gcd128(__int128 a, __int128 b) {
   if (a < 0) a = -a;
   if (b < 0) b = -b;
   while (b) {
@@ -11,7 +11,7 @@ static int64_t gcd64(__int128 a, __int128 b) {
     a = b;
     b = t;
   }
-  return (int64_t)a;
+  return a;
 }
 
 /* Reduces num/den and checks the result fits 64 bits. */
@@ -20,7 +20,7 @@ static taso_rat_t reduce(taso_rat_ctx_t *c, __int128 num, __int128 den) {
     num = -num;
     den = -den;
   }
-  __int128 g = num == 0 ? den : gcd64(num, den);
+  __int128 g = num == 0 ? den : taso_gcd128(num, den);
   num /= g;
   den /= g;
   if (num > INT64_MAX || num < -INT64_MAX || den > INT64_MAX) {

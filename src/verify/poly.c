@@ -100,17 +100,6 @@ bool taso_poly_overflowed(const taso_poly_ctx_t *c) {
 
 /* ---- rationals ----------------------------------------------------------- */
 
-static __int128 gcd128(__int128 a, __int128 b) {
-  if (a < 0) a = -a;
-  if (b < 0) b = -b;
-  while (b) {
-    __int128 t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* Reduces num/den into t; records overflow. */
 static void set_coef(taso_poly_ctx_t *c, taso_term_t *t, __int128 num, __int128 den) {
   if (den < 0) {
@@ -118,7 +107,7 @@ static void set_coef(taso_poly_ctx_t *c, taso_term_t *t, __int128 num, __int128 
     den = -den;
   }
   if (den != 1 && num != 0) {
-    __int128 g = gcd128(num, den);
+    __int128 g = taso_gcd128(num, den);
     num /= g;
     den /= g;
   }
