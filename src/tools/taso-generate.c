@@ -395,8 +395,20 @@ static int tensor_rec_cmp(const void *a, const void *b) {
   return c ? c : (x->shash > y->shash) - (x->shash < y->shash);
 }
 
+/* Fingerprints, or records that start with one (twin_t), by fingerprint. */
 static int fp_cmp(const void *a, const void *b) {
   return taso_fingerprint_cmp(a, b);
+}
+
+/* Sorts and drops repeats (equal under cmp); returns the new count. */
+static int64_t dedup(void *items, int64_t n, size_t size, int (*cmp)(const void *, const void *)) {
+  char *v = items;
+  int64_t k = 0;
+  if (n > 1) qsort(v, (size_t)n, size, cmp);
+  for (int64_t i = 0; i < n; i++)
+    if (!k || cmp(v + (size_t)(k - 1) * size, v + (size_t)i * size))
+      memmove(v + (size_t)k++ * size, v + (size_t)i * size, size);
+  return k;
 }
 
 /* Collective: every rank's n items of size bytes, concatenated in rank
@@ -433,10 +445,7 @@ static taso_err_t allgather(gen_t *c, const void *mine, int64_t n, size_t size, 
 /* Collective: every rank's fingerprints (mine: n of them, sorted and
  * deduplicated here) as one set on every rank. */
 static taso_err_t fpset_gather(gen_t *c, taso_fingerprint_t *mine, int64_t n, fpset_t *set) {
-  int64_t k = 0, total = 0;
-  if (n > 1) qsort(mine, (size_t)n, sizeof *mine, fp_cmp);
-  for (int64_t i = 0; i < n; i++)
-    if (!k || taso_fingerprint_cmp(&mine[k - 1], &mine[i])) mine[k++] = mine[i];
+  int64_t k = dedup(mine, n, sizeof *mine, fp_cmp), total = 0;
   taso_fingerprint_t *all = NULL;
   memset(set, 0, sizeof *set);
   taso_err_t err = allgather(c, mine, k, sizeof *mine, (void **)&all, &total);
@@ -560,20 +569,6 @@ static int part_cmp(const void *a, const void *b) {
   return c ? c : (x->shash > y->shash) - (x->shash < y->shash);
 }
 
-static int twin_cmp(const void *a, const void *b) {
-  return taso_fingerprint_cmp(a, b);
-}
-
-/* Sorts and drops repeats (equal under cmp); returns the new count. */
-static int64_t dedup(void *items, int64_t n, size_t size, int (*cmp)(const void *, const void *)) {
-  char *v = items;
-  int64_t k = 0;
-  if (n > 1) qsort(v, (size_t)n, size, cmp);
-  for (int64_t i = 0; i < n; i++)
-    if (!k || cmp(v + (size_t)(k - 1) * size, v + (size_t)i * size))
-      memmove(v + (size_t)k++ * size, v + (size_t)i * size, size);
-  return k;
-}
 
 /* Collective: every expression of every twin output on every rank, sorted
  * by fingerprint. */
@@ -667,7 +662,7 @@ static taso_err_t disjoint_graphs(gen_t *c, int64_t *built, int64_t *volume) {
   twin_t *tw = NULL;
   part_t *parts = NULL;
   int64_t ntw = 0, nparts = 0;
-  c->ntwins = dedup(c->twins, c->ntwins, sizeof *c->twins, twin_cmp);
+  c->ntwins = dedup(c->twins, c->ntwins, sizeof *c->twins, fp_cmp);
   taso_err_t err = exchange_by_owner(c, c->twins, c->ntwins, sizeof *c->twins, (void **)&tw, &ntw, volume);
   free(c->twins);
   c->twins = NULL;
@@ -679,7 +674,7 @@ static taso_err_t disjoint_graphs(gen_t *c, int64_t *built, int64_t *volume) {
   c->outputs = NULL;
   if (err == TASO_OK) err = gather_parts(c, &parts, &nparts);
   builder_t b = {.c = c, .parts = parts};
-  if (err == TASO_OK) ntw = dedup(tw, ntw, sizeof *tw, twin_cmp);
+  if (err == TASO_OK) ntw = dedup(tw, ntw, sizeof *tw, fp_cmp);
   for (int64_t i = 0; i < ntw && err == TASO_OK; i++) {
     b.tw = &tw[i];
     for (int o = 0; o < tw[i].n; o++) { /* the parts with this output's fingerprint */
