@@ -5,8 +5,13 @@
 #                                    run generate, verify and validate on
 #                                    jobs/workstation.ini with 2 ranks into out/, show them
 #   bash scripts/setup.sh test       install what is missing (with Slurm and munge), build
-#                                    build/ (warnings are errors) and build-asan/ (plus ASan
-#                                    and UBSan), and run every ctest test in both
+#                                    build/ (Release, as the pipeline mode) and build-asan/
+#                                    (RelWithDebInfo, plus ASan and UBSan), warnings as errors in
+#                                    both, and run every ctest test in both
+#
+# Both modes configure build/ the same way (Release, warnings as errors), so
+# they run in either order, any number of times, on a fresh clone or a used
+# one, and the second one rebuilds nothing.
 #
 # Packages are installed only when dpkg says one is missing, so a second run
 # touches nothing. Every command that matters is echoed with a "+", so a run
@@ -64,9 +69,13 @@ build() { # build DIR CMAKE_OPTIONS...
   run cmake --build "$dir" -j "$(nproc)"
 }
 
+# The one configuration of build/, for both modes: every option is given,
+# so what an earlier run or a user left in its cache does not carry over.
+build_main() { build build -DCMAKE_BUILD_TYPE=Release -DTASO_WERROR=ON -DTASO_SANITIZE=OFF; }
+
 pipeline() {
   local job=jobs/workstation.ini bin=build/bin mpirun=(mpirun -n 2) f
-  build build -DCMAKE_BUILD_TYPE=Release
+  build_main
   # Open MPI refuses root unless told, and containers (where one is
   # usually root) forbid the cross-process memory copy it tries first.
   # This is the environment of these mpirun lines, not of the tools.
@@ -87,8 +96,8 @@ pipeline() {
 
 tests() {
   local status=0
-  build build -DTASO_WERROR=ON
-  build build-asan -DTASO_SANITIZE=ON -DTASO_WERROR=ON
+  build_main
+  build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTASO_SANITIZE=ON -DTASO_WERROR=ON
   # Both configurations run even when the first fails: two reports say more.
   (cd build && run ctest --output-on-failure -j2) || status=1
   # The sanitizer settings for MPI tests are in tests/CMakeLists.txt.

@@ -115,22 +115,25 @@ static taso_err_t visit(void *ctx, const taso_enum_graph_t *g) {
 }
 
 /* Brute force: every order of applying operators; a graph is its set of
- * operators, kept as the canonical graph of its sinks. */
+ * operators, kept as the canonical graph of its sinks. It goes at most
+ * BRUTE_MAX_OPS deep, which sizes its arrays (test_matches_brute_force
+ * calls it with 1 to 3), and needs inputs.n + BRUTE_MAX_OPS <= 16. */
+#define BRUTE_MAX_OPS 3
+#define BRUTE_MAX_REFS (2 * 16)
 typedef struct {
   const taso_enum_t *e;
   const taso_variant_t *vars;
   int nv;
   set_t found;
-  int32_t variant[TASO_ENUM_MAX_OPS];
-  taso_ref_t in[TASO_ENUM_MAX_OPS][3];
-  taso_tensor_t types[2 * 16];
-  int nrefs;
+  int32_t variant[BRUTE_MAX_OPS];
+  taso_ref_t in[BRUTE_MAX_OPS][3];
+  taso_tensor_t types[BRUTE_MAX_REFS];
 } brute_t;
 
 static void brute(brute_t *b, int depth, int max) {
   if (depth > 0) {
-    int consumers[2 * 16] = {0};
-    taso_ref_t sinks[2 * TASO_ENUM_MAX_OPS];
+    int consumers[BRUTE_MAX_REFS] = {0};
+    taso_ref_t sinks[2 * BRUTE_MAX_OPS];
     int ns = 0;
     for (int j = 0; j < depth; j++)
       for (int a = 0; a < 3; a++)
@@ -138,12 +141,14 @@ static void brute(brute_t *b, int depth, int max) {
     for (int j = 0; j < depth; j++)
       for (int p = 0; p < taso_ops[b->vars[b->variant[j]].kind].outputs; p++)
         if (!consumers[TASO_REF(inputs.n + j, p)]) sinks[ns++] = TASO_REF(inputs.n + j, p);
-    int32_t type_ids[2 * 16] = {0};
+    int32_t type_ids[BRUTE_MAX_REFS] = {0};
     taso_enum_graph_t g = {.nops = depth, .variant = b->variant, .in = (const taso_ref_t(*)[3])b->in,
                            .type = type_ids, .nsinks = ns, .sinks = sinks};
     set_add(&b->found, hash_of(b->e, &g));
   }
-  if (depth == max) return;
+  /* The second bound is the arrays' (max never exceeds it): it lets the
+   * compiler see that no index passes them. */
+  if (depth == max || depth >= BRUTE_MAX_OPS) return;
   int avail = 2 * (inputs.n + depth);
   for (int v = 0; v < b->nv; v++) {
     const taso_variant_t *var = &b->vars[v];
@@ -177,7 +182,8 @@ static void brute(brute_t *b, int depth, int max) {
 }
 
 static void test_matches_brute_force(void) {
-  for (int max = 1; max <= 3; max++) {
+  CHECK(2 * (inputs.n + BRUTE_MAX_OPS) <= BRUTE_MAX_REFS);
+  for (int max = 1; max <= BRUTE_MAX_OPS; max++) {
     taso_enum_t *e;
     CHECK_OK(taso_enum_create(&inputs, ops, nops, max, 0, 1, &e));
     visit_ctx_t c = {.e = e};
@@ -188,7 +194,7 @@ static void test_matches_brute_force(void) {
     CHECK(!c.dead_op);
     brute_t b = {.e = e};
     b.vars = taso_enum_variants(e, &b.nv);
-    for (int r = 0; r < 2 * 16; r++) b.types[r].rank = -1;
+    for (int r = 0; r < BRUTE_MAX_REFS; r++) b.types[r].rank = -1;
     for (int i = 0; i < inputs.n; i++) b.types[TASO_REF(i, 0)] = inputs.v[i].type;
     tag = "B";
     brute(&b, 0, max);
@@ -233,7 +239,8 @@ static void test_shards_partition(void) {
 /* A count pass shared by parts sums to the whole one, for every max_ops
  * (1 has the root as its only unit) and part counts above the unit count. */
 static void test_shared_count_pass(void) {
-  for (int max = 1; max <= 3; max++) {
+  CHECK(2 * (inputs.n + BRUTE_MAX_OPS) <= BRUTE_MAX_REFS);
+  for (int max = 1; max <= BRUTE_MAX_OPS; max++) {
     taso_enum_t *whole;
     CHECK_OK(taso_enum_create(&inputs, ops, nops, max, 0, 1, &whole));
     int64_t n, *want = taso_enum_partial_weights(whole, &n);

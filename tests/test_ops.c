@@ -311,7 +311,7 @@ static void test_split_trees(void) {
   /* a tree deeper than the code holds is refused, not truncated */
   char text[1024] = "a";
   for (int i = 0; i < 8; i++) {
-    char next[1024];
+    char next[sizeof text + 16];
     snprintf(next, sizeof next, "concat(0, %s, a)", text);
     strcpy(text, next);
   }

@@ -42,8 +42,11 @@ taso_err_t taso_error_prefix(taso_err_t err, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
-  snprintf(detail, sizeof detail, "%s%s", prefix,
-           old[0] ? old : taso_strerror(err));
+  /* A message too long for the buffer keeps its start: the prefix names the
+   * file, which matters most. */
+  if (snprintf(detail, sizeof detail, "%s%s", prefix, old[0] ? old : taso_strerror(err)) >=
+      (int)sizeof detail)
+    detail[sizeof detail - 1] = '\0';
   return err;
 }
 

@@ -363,7 +363,7 @@ static taso_err_t check_hints(const taso_axioms_t *ax, Z3_context c, Z3_sort t,
  * lemma's hints parse over its variables. */
 static taso_err_t check_block(const taso_axioms_t *ax, Z3_context c, Z3_sort t,
                               const Z3_func_decl *fns, const taso_axiom_t *a) {
-  Z3_ast_vector v;
+  Z3_ast_vector v = NULL;
   taso_err_t err = taso_axioms_parse(ax, c, t, fns, a->file, a->text, 0, NULL, NULL, &v);
   if (err != TASO_OK) return err;
   /* The vector keeps f alive: it is released on the way out. */
