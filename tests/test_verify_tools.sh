@@ -60,6 +60,35 @@ run "$mpiexec" -n 1 "$bin/taso-verify" --job "$job" --in "$tmp/c.h5" --out "$tmp
 [ "$rc" -eq 0 ] && grep -q "(0 decided now)" "$tmp/out" && ok "a complete file is left alone" ||
   { bad "rerun on a complete file"; cat "$tmp/out" "$tmp/err"; }
 
+# The resume key covers everything that can change a verdict: a complete
+# file made with another timeout, other axioms or other input shapes is
+# not taken as decided (issue 18, section 3).
+stale() { # stale NAME WHAT JOB IN: verify --out r.h5 must start afresh, saying WHAT differs
+  run "$mpiexec" -n 2 "$bin/taso-verify" --job "$3" --in "$4" --out "$tmp/r.h5"
+  if [ "$rc" -eq 0 ] && grep -q "holds decisions made with $2" "$tmp/err" &&
+    ! grep -q "(0 decided now)" "$tmp/out"; then
+    ok "$1: decided afresh"
+  else bad "$1: stale decisions resumed"; cat "$tmp/out" "$tmp/err"; fi
+}
+# (Copies of the job name the axiom folder in full: they are not in jobs/.)
+sed -e "s|^timeout = 5$|timeout = 6|" -e "s|^axioms = .*|axioms = $src/data/axioms|" "$job" \
+  >"$tmp/timeout.ini"
+stale "another timeout" "another timeout or seed" "$tmp/timeout.ini" "$tmp/c.h5"
+mkdir -p "$tmp/ax2"
+cp "$src"/data/axioms/*.smt2 "$tmp/ax2/"
+printf ';; @axiom Z2\n;; @about ewadd commutes (again)\n(assert (forall ((x T) (y T)) (= (ewadd x y) (ewadd y x))))\n' \
+  >"$tmp/ax2/more.smt2"
+sed "s|^axioms = .*|axioms = $tmp/ax2|" "$job" >"$tmp/axioms.ini"
+stale "other axioms" "other axioms" "$tmp/axioms.ini" "$tmp/c.h5"
+# The same candidate rows over inputs of other shapes (every dimension
+# one larger, so that every graph still type-checks).
+run "$mpiexec" -n 2 "$bin/taso-generate" --job "$job" --out "$tmp/g1.h5"
+sed -e 's/ = 2x4$/ = 3x5/' -e 's/ = 4x4$/ = 5x5/' -e "s|^axioms = .*|axioms = $src/data/axioms|" \
+  "$job" >"$tmp/shapes.ini"
+run "$mpiexec" -n 2 "$bin/taso-generate" --job "$tmp/shapes.ini" --out "$tmp/g2.h5"
+run "$mpiexec" -n 2 "$bin/taso-verify" --job "$job" --in "$tmp/g1.h5" --out "$tmp/r.h5"
+stale "other input shapes" "other candidates or input shapes" "$tmp/shapes.ini" "$tmp/g2.h5"
+
 # A malformed axiom file: its name and line, exit status 1, no hang.
 mkdir -p "$tmp/ax"
 cp "$src/data/axioms/decls.smt2" "$tmp/ax/"

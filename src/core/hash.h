@@ -7,6 +7,7 @@
 #ifndef TASO_HASH_H
 #define TASO_HASH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 static inline uint64_t taso_mix64(uint64_t x) {
@@ -14,6 +15,20 @@ static inline uint64_t taso_mix64(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
+}
+
+/* Digests of what a result depends on (resume keys): FNV-1a over bytes,
+ * chained from TASO_FNV_START. Stable across runs and machines of one
+ * byte order, which is all a resume key needs. */
+#define TASO_FNV_START 0xcbf29ce484222325ULL
+
+static inline uint64_t taso_fnv64(uint64_t h, const void *p, size_t n) {
+  const unsigned char *s = p;
+  for (size_t i = 0; i < n; i++) {
+    h ^= s[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
 }
 
 #endif

@@ -29,6 +29,7 @@
 
 #include <omp.h>
 
+#include "hash.h"
 #include "tool.h"
 #include "validate.h"
 #include "verifier.h"
@@ -203,32 +204,19 @@ static taso_err_t parse_seconds(const char *opt, const char *text, double *out) 
   return TASO_OK;
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-  const unsigned char *s = p;
-  for (size_t i = 0; i < n; i++) {
-    h ^= s[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 /* Identifies the plan, so that a resumed run continues only the same one. */
 static uint64_t plan_digest(const taso_axioms_t *ax, const taso_plan_t *p, const int32_t *sizes,
                             int nsizes) {
-  uint64_t h = 0xcbf29ce484222325ull;
   int64_t total = taso_plan_total(p);
-  h = fnv(h, &total, sizeof total);
-  h = fnv(h, sizes, sizeof *sizes * (size_t)nsizes);
-  h = fnv(h, &z3_only, sizeof z3_only);
-  /* The redundancy check reads every axiom loaded. */
-  for (int i = 0; i < ax->n; i++)
-    if (ax->v[i].enabled) h = fnv(h, ax->v[i].text, strlen(ax->v[i].text));
+  /* The redundancy check reads every axiom loaded; the checks, the
+   * planned ones (their names, texts and domains are in the digest). */
+  uint64_t h = taso_axioms_digest(ax);
+  h = taso_fnv64(h, &total, sizeof total);
+  h = taso_fnv64(h, sizes, sizeof *sizes * (size_t)nsizes);
+  h = taso_fnv64(h, &z3_only, sizeof z3_only);
   for (int i = 0; i < taso_plan_naxioms(p); i++) {
-    int k = taso_axioms_find(ax, taso_plan_name(p, i));
-    h = fnv(h, ax->v[k].name, strlen(ax->v[k].name) + 1);
-    h = fnv(h, ax->v[k].text, strlen(ax->v[k].text));
-    for (int m = 0; m < ax->v[k].nmeta; m++)
-      h = fnv(h, ax->v[k].meta[m].value, strlen(ax->v[k].meta[m].value));
+    const char *name = taso_plan_name(p, i);
+    h = taso_fnv64(h, name, strlen(name) + 1);
   }
   return h & 0x7fffffffffffffffull;
 }

@@ -24,6 +24,7 @@
 
 #include <omp.h>
 
+#include "hash.h"
 #include "tool.h"
 #include "verifier.h"
 
@@ -110,41 +111,77 @@ static taso_err_t load_axioms(const taso_tool_t *t, taso_axioms_t **ax) {
   return TASO_OK;
 }
 
-/* Identifies the candidate set, so that a resumed run continues only the
- * same one: FNV-1a over the rows and the graphs' hashes. */
-static uint64_t digest(const taso_subst_t *rows, int64_t nrows, const taso_graph_t *graphs,
-                       int64_t ngraphs) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  uint64_t words[3];
-#define MIX(v)                                                                                     \
-  do {                                                                                             \
-    uint64_t x_ = (uint64_t)(v);                                                                   \
-    for (int b_ = 0; b_ < 8; b_++) {                                                               \
-      h ^= (x_ >> (8 * b_)) & 0xff;                                                                \
-      h *= 0x100000001b3ull;                                                                       \
-    }                                                                                              \
-  } while (0)
-  MIX(nrows);
-  MIX(ngraphs);
+/* What a verdict depends on. Each part is a root attribute of --out, so
+ * that a run resumes only decisions made the same way and, when a part
+ * differs, says which one. */
+enum { KEY_CANDIDATES, KEY_AXIOMS, KEY_SETTINGS, KEY_VERIFIER, KEY_PARTS };
+static const struct {
+  const char *attr; /* root attribute of --out */
+  const char *what; /* what differs when it does, for the message */
+} key_parts[KEY_PARTS] = {
+    [KEY_CANDIDATES] = {"candidates_digest", "other candidates or input shapes"},
+    [KEY_AXIOMS] = {"axioms_digest", "other axioms"},
+    [KEY_SETTINGS] = {"settings_digest", "another timeout or seed"},
+    [KEY_VERIFIER] = {"verifier_version", "another version of the verifier"},
+};
+typedef int64_t resume_key_t[KEY_PARTS];
+
+/* The candidate rows, the graphs and the input table (names and shapes). */
+static uint64_t candidates_digest(const taso_inputs_t *inputs, const taso_subst_t *rows,
+                                  int64_t nrows, const taso_graph_t *graphs, int64_t ngraphs) {
+  uint64_t h = TASO_FNV_START;
+  h = taso_fnv64(h, &nrows, sizeof nrows);
+  h = taso_fnv64(h, &ngraphs, sizeof ngraphs);
   for (int64_t i = 0; i < nrows; i++) {
-    words[0] = (uint64_t)rows[i].src;
-    words[1] = (uint64_t)rows[i].dst;
-    MIX(words[0]);
-    MIX(words[1]);
+    h = taso_fnv64(h, &rows[i].src, sizeof rows[i].src);
+    h = taso_fnv64(h, &rows[i].dst, sizeof rows[i].dst);
   }
   for (int64_t i = 0; i < ngraphs; i++) {
-    words[2] = taso_graph_hash(&graphs[i]);
-    MIX(words[2]);
+    uint64_t g = taso_graph_hash(&graphs[i]);
+    h = taso_fnv64(h, &g, sizeof g);
   }
-#undef MIX
+  for (int i = 0; i < inputs->n; i++) {
+    const taso_input_t *in = &inputs->v[i];
+    h = taso_fnv64(h, in->name, strlen(in->name) + 1);
+    h = taso_fnv64(h, &in->type.rank, sizeof in->type.rank);
+    h = taso_fnv64(h, in->type.dim, sizeof in->type.dim);
+  }
   return h;
+}
+
+static void make_key(const taso_tool_t *t, const taso_axioms_t *ax, const taso_inputs_t *inputs,
+                     const taso_subst_t *rows, int64_t nrows, const taso_graph_t *graphs,
+                     int64_t ngraphs, resume_key_t key) {
+  uint64_t settings = TASO_FNV_START;
+  settings = taso_fnv64(settings, &t->job.verify_timeout, sizeof t->job.verify_timeout);
+  settings = taso_fnv64(settings, &t->job.seed, sizeof t->job.seed);
+  /* Attributes are signed: the top bit goes. */
+  const uint64_t low63 = 0x7fffffffffffffffULL;
+  key[KEY_CANDIDATES] = (int64_t)(candidates_digest(inputs, rows, nrows, graphs, ngraphs) & low63);
+  key[KEY_AXIOMS] = (int64_t)(taso_axioms_digest(ax) & low63);
+  key[KEY_SETTINGS] = (int64_t)(settings & low63);
+  key[KEY_VERIFIER] = TASO_VERIFIER_VERSION;
+}
+
+/* Collective. What of the key the file's decisions were not made with, or
+ * NULL when all of it matches. */
+static const char *key_mismatch(taso_tool_t *t, taso_artifact_t *out, int64_t nrows,
+                                const resume_key_t key) {
+  int differs = -1;
+  int64_t rows = -1, v = 0;
+  if (taso_artifact_get_count(out, "candidates_rows", &rows) != TASO_OK || rows != nrows)
+    differs = KEY_CANDIDATES;
+  for (int k = 0; k < KEY_PARTS && differs < 0; k++)
+    if (taso_artifact_get_count(out, key_parts[k].attr, &v) != TASO_OK || v != key[k])
+      differs = k;
+  MPI_Bcast(&differs, 1, MPI_INT, 0, t->comm);
+  return differs < 0 ? NULL : key_parts[differs].what;
 }
 
 /* Collective. Opens --out to resume it if it holds decisions of these
  * candidates; *done[i] marks decided rows. Otherwise *out stays NULL. */
-static taso_err_t try_resume(taso_tool_t *t, int64_t nrows, uint64_t dig, taso_artifact_t **out,
-                             bool *done, int64_t *ndone, bool *complete) {
-  int64_t rows = -1, d = 0;
+static taso_err_t try_resume(taso_tool_t *t, int64_t nrows, const resume_key_t key,
+                             taso_artifact_t **out, bool *done, int64_t *ndone, bool *complete) {
   taso_decision_t *dec = NULL;
   taso_subst_t *final = NULL;
   int64_t ndec = 0, nfinal = 0;
@@ -161,17 +198,17 @@ static taso_err_t try_resume(taso_tool_t *t, int64_t nrows, uint64_t dig, taso_a
     *out = NULL;
     return TASO_OK;
   }
-  taso_err_t e1 = taso_artifact_get_count(*out, "candidates_rows", &rows);
-  taso_err_t e2 = taso_artifact_get_count(*out, "candidates_digest", &d);
-  int same = e1 == TASO_OK && e2 == TASO_OK && rows == nrows && (uint64_t)d == dig;
-  MPI_Bcast(&same, 1, MPI_INT, 0, t->comm);
+  const char *other = key_mismatch(t, *out, nrows, key);
+  bool same = other == NULL;
   if (same) {
     err = taso_tool_agree(t, taso_artifact_read_decisions(*out, &dec, &ndec));
     if (err == TASO_OK) err = taso_tool_agree(t, taso_artifact_read_substs(*out, &final, &nfinal));
   }
   if (!same || err != TASO_OK) {
-    taso_tool_warn(t, "%s %s: starting afresh", t->out_path,
-                   same ? "cannot be read back" : "holds decisions of other candidates");
+    if (same)
+      taso_tool_warn(t, "%s cannot be read back: starting afresh", t->out_path);
+    else
+      taso_tool_warn(t, "%s holds decisions made with %s: starting afresh", t->out_path, other);
     err = taso_tool_close(t, out, TASO_OK);
     free(dec);
     free(final);
@@ -192,7 +229,7 @@ static taso_err_t try_resume(taso_tool_t *t, int64_t nrows, uint64_t dig, taso_a
  * identity of the candidate set for a later resume. */
 static taso_err_t create_output(taso_tool_t *t, const taso_inputs_t *inputs,
                                 const taso_graph_t *graphs, int64_t ngraphs, int64_t nrows,
-                                uint64_t dig, taso_artifact_t **out) {
+                                const resume_key_t key, taso_artifact_t **out) {
   taso_provenance_t prov;
   int64_t glo, ghi, first;
   taso_err_t err = TASO_OK;
@@ -206,7 +243,8 @@ static taso_err_t create_output(taso_tool_t *t, const taso_inputs_t *inputs,
   TASO_TOOL_STEP(t, err,
                  taso_artifact_write_graphs(*out, graphs ? graphs + glo : NULL, ghi - glo, &first));
   TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "candidates_rows", nrows));
-  TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "candidates_digest", (int64_t)dig));
+  for (int k = 0; k < KEY_PARTS; k++)
+    TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, key_parts[k].attr, key[k]));
   /* Decisions go to /decisions as they come; make it exist from the start. */
   TASO_TOOL_STEP(t, err, taso_artifact_append_decisions(*out, NULL, 0));
   return err;
@@ -387,6 +425,10 @@ int main(int argc, char **argv) {
   /* Every rank loads the axioms and proves the lemmas itself; a lemma
    * counts as proved only if it was proved everywhere. */
   TASO_TOOL_STEP(&t, err, load_axioms(&t, &ax));
+  /* The key takes the axioms as loaded: which lemmas are proved below can
+   * depend on the machine's speed, and is not part of what was asked. */
+  resume_key_t key = {0};
+  if (err == TASO_OK) make_key(&t, ax, &inputs, rows, nrows, graphs, ngraphs, key);
   if (err == TASO_OK) {
     char report[512];
     int failed = 0;
@@ -419,14 +461,13 @@ int main(int argc, char **argv) {
     err = taso_tool_agree(&t, err);
   }
 
-  uint64_t dig = digest(rows, nrows, graphs, ngraphs);
-  if (err == TASO_OK) err = try_resume(&t, nrows, dig, &out, done, &ndone, &complete);
+  if (err == TASO_OK) err = try_resume(&t, nrows, key, &out, done, &ndone, &complete);
   if (err == TASO_OK && out)
     taso_tool_print(&t, "taso-verify: resuming %s: %lld of %lld rows already decided%s\n",
                     t.out_path, (long long)ndone, (long long)nrows,
                     complete ? " (the file is complete; nothing to do)" : "");
   if (err == TASO_OK && !out)
-    err = create_output(&t, &inputs, graphs, ngraphs, nrows, dig, &out);
+    err = create_output(&t, &inputs, graphs, ngraphs, nrows, key, &out);
 
   if (err == TASO_OK && !complete) {
     for (int64_t i = 0; i < nrows; i++)

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "axioms.h"
+#include "hash.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -593,6 +594,30 @@ taso_err_t taso_axioms_enable(taso_axioms_t *ax, const char *name, bool on) {
   if (i < 0) return taso_error(TASO_ERR_UNKNOWN, "no axiom or lemma called '%s'", name);
   ax->v[i].enabled = on;
   return TASO_OK;
+}
+
+uint64_t taso_axioms_digest(const taso_axioms_t *ax) {
+  uint64_t h = TASO_FNV_START;
+  for (int i = 0; i < ax->ndecls; i++) {
+    const taso_decl_t *d = &ax->decls[i];
+    h = taso_fnv64(h, d->name, strlen(d->name) + 1);
+    h = taso_fnv64(h, &d->nargs, sizeof d->nargs);
+    h = taso_fnv64(h, d->arg_int, sizeof d->arg_int);
+    h = taso_fnv64(h, &d->ret_int, sizeof d->ret_int);
+  }
+  for (int i = 0; i < ax->n; i++) {
+    const taso_axiom_t *a = &ax->v[i];
+    if (!a->enabled) continue;
+    int kind = a->kind;
+    h = taso_fnv64(h, a->name, strlen(a->name) + 1);
+    h = taso_fnv64(h, &kind, sizeof kind);
+    h = taso_fnv64(h, a->text, strlen(a->text) + 1);
+    for (int m = 0; m < a->nmeta; m++) {
+      h = taso_fnv64(h, a->meta[m].key, strlen(a->meta[m].key) + 1);
+      h = taso_fnv64(h, a->meta[m].value, strlen(a->meta[m].value) + 1);
+    }
+  }
+  return h;
 }
 
 const char *taso_axiom_meta(const taso_axiom_t *a, const char *key, int nth) {

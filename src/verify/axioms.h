@@ -83,6 +83,12 @@ int taso_axioms_find(const taso_axioms_t *ax, const char *name);
 /* Leaves one axiom out of (or puts it back into) every later proof. */
 taso_err_t taso_axioms_enable(taso_axioms_t *ax, const char *name, bool on);
 
+/* A digest of everything a proof can depend on: the declarations and
+ * every enabled axiom and lemma (name, kind, text and "@" lines), in load
+ * order. Equal digests mean the same axiom set; it is part of the resume
+ * keys of taso-verify and taso-validate. */
+uint64_t taso_axioms_digest(const taso_axioms_t *ax);
+
 /* The value of the nth "@key" line of an axiom, or NULL. */
 const char *taso_axiom_meta(const taso_axiom_t *a, const char *key, int nth);
 

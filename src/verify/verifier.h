@@ -30,6 +30,11 @@
 #include "axioms.h"
 #include "graph.h"
 
+/* The verifier's own version, part of taso-verify's resume key: raise it
+ * whenever a change can turn a verdict (the numeric check, the encoding,
+ * the solver settings), so that no file resumes decisions made before. */
+#define TASO_VERIFIER_VERSION 2
+
 typedef struct {
   int32_t verdict;              /* taso_verdict_t */
   double seconds;               /* wall time spent deciding */
