@@ -219,5 +219,28 @@ check "recorded job file gone" failed_with taso-verify "gone.ini"
 mpi 2 "$bin/taso-show" "$tmp/c.h5"
 check "taso-show refuses more than one rank" failed_with taso-show "one rank"
 
+# An empty job file names nothing to run: generate refuses it; verify and
+# validate, whose settings have defaults, state the ones they used.
+printf '# nothing here\n' >"$tmp/empty.ini"
+mpi 2 "$bin/taso-generate" --job "$tmp/empty.ini" --out "$tmp/x.h5"
+check "empty job file: generate refuses it" failed_with taso-generate "empty.ini: no \[inputs\]"
+sed '/^\[inputs\]/,/^$/d' "$job" >"$tmp/noinputs.ini"
+mpi 2 "$bin/taso-generate" --job "$tmp/noinputs.ini" --out "$tmp/x.h5"
+check "job file without inputs: generate refuses it" failed_with taso-generate "no \[inputs\]"
+printf '[inputs]\nx = 2x2\n' >"$tmp/noops.ini"
+mpi 2 "$bin/taso-generate" --job "$tmp/noops.ini" --out "$tmp/x.h5"
+check "job file without operators: generate refuses it" failed_with taso-generate "no \[generate\] operators"
+cd "$src" # where the default axiom folder, data/axioms, is
+mpi 2 "$bin/taso-verify" --job "$tmp/empty.ini" --in "$tmp/c.h5" --out "$tmp/e.h5"
+check "empty job file: verify states its defaults" eval 'succeeded &&
+  out_has "^taso-verify: job defaults used: \[job\] seed = 1, \[verify\] axioms = data/axioms, \[verify\] timeout = 5$"'
+mpi 2 "$bin/taso-validate" --job "$tmp/empty.ini" --sizes 1 --no-redundancy --out "$tmp/ev.h5"
+check "empty job file: validate states its defaults (not --sizes)" eval 'succeeded &&
+  out_has "^taso-validate: job defaults used: \[validate\] timeout = 10, .*\[verify\] axioms = data/axioms$" &&
+  ! out_has "job defaults used: .*sizes"'
+mpi 2 "$bin/taso-verify" --job "$job" --in "$tmp/c.h5" --out "$tmp/e2.h5"
+check "a job that sets everything: no defaults line" eval 'succeeded && ! out_has "job defaults used"'
+cd - >/dev/null
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -77,7 +77,9 @@ run "$mpiexec" -n 1 "$bin/taso-validate" "${common[@]}" --sizes 1,2 --out "$tmp/
 
 # Known-bad fixtures.
 run "$mpiexec" -n 2 "$bin/taso-validate" "${common[@]}" --sizes 1,3 --add "$ax/bad/grouped_conv.smt2" --only BAD2 --out "$tmp/g.h5"
-if [ "$rc" -eq 0 ] && grep -q "^taso-validate: BAD2 counterexample: z3 \[.*\]: out\[.*\]: .* vs " "$tmp/out" &&
+# A wrong axiom fails the validation: exit status 3 (findings), not 0.
+if [ "$rc" -eq 3 ] && grep -q "^taso-validate: BAD2 counterexample: z3 \[.*\]: out\[.*\]: .* vs " "$tmp/out" &&
+  grep -q "^taso-validate: findings: [0-9]* counterexamples: an axiom is wrong (exit status 3)" "$tmp/err" &&
   [ "$(attr "$tmp/g.h5" counterexamples)" -gt 0 ]; then
   ok "grouped convolution: $(attr "$tmp/g.h5" counterexamples) counterexamples with sizes {1,3}"
 else bad "grouped convolution"; cat "$tmp/out" "$tmp/err"; fi

@@ -89,6 +89,19 @@ run "$mpiexec" -n 2 "$bin/taso-generate" --job "$tmp/shapes.ini" --out "$tmp/g2.
 run "$mpiexec" -n 2 "$bin/taso-verify" --job "$job" --in "$tmp/g1.h5" --out "$tmp/r.h5"
 stale "other input shapes" "other candidates or input shapes" "$tmp/shapes.ini" "$tmp/g2.h5"
 
+# Threads are capped at the cores a rank may use, and the run says so
+# (issue 18, section 5): 5,000 asked would be 5,000 Z3 contexts per rank.
+cores=$(nproc)
+echo "+ OMP_NUM_THREADS=5000 (capped run)"
+OMP_NUM_THREADS=5000 timeout 120 "$mpiexec" -n 2 "$bin/taso-verify" --job "$job" --in "$tmp/c.h5" \
+  --out "$tmp/t.h5" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+threads=$(h5dump -a threads "$tmp/t.h5" 2>/dev/null | sed -n 's/^ *(0): //p')
+if [ "$rc" -eq 0 ] && grep -q "note: 5000 OpenMP threads per rank asked.*using [0-9]*$" "$tmp/err" &&
+  [ -n "$threads" ] && [ "$threads" -le "$cores" ]; then
+  ok "5000 threads asked: $threads used ($cores cores)"
+else bad "thread cap"; cat "$tmp/out" "$tmp/err"; fi
+
 # A malformed axiom file: its name and line, exit status 1, no hang.
 mkdir -p "$tmp/ax"
 cp "$src/data/axioms/decls.smt2" "$tmp/ax/"

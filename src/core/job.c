@@ -267,21 +267,29 @@ typedef struct {
   const char *section;
   const char *key;
   setter_t set;
-  bool appends; /* continuation lines add to the value instead of repeating it */
+  bool appends;    /* continuation lines add to the value instead of repeating it */
+  const char *def; /* the value when the file does not set it; NULL: none, or derived */
 } key_spec_t;
 
 static const key_spec_t key_specs[] = {
-    {"job", "name", set_name, false},
-    {"job", "seed", set_seed, false},
-    {"generate", "max_ops", set_max_ops, false},
-    {"generate", "operators", set_operators, true},
-    {"verify", "axioms", set_axioms, false},
-    {"verify", "timeout", set_verify_timeout, false},
-    {"validate", "sizes", set_sizes, false},
-    {"validate", "timeout", set_validate_timeout, false},
-    {"validate", "redundancy_timeout", set_redundancy_timeout, false},
+    {"job", "name", set_name, false, NULL}, /* the file's base name: default_name */
+    {"job", "seed", set_seed, false, "1"},
+    {"generate", "max_ops", set_max_ops, false, "3"},
+    {"generate", "operators", set_operators, true, NULL},
+    {"verify", "axioms", set_axioms, false, "data/axioms"},
+    {"verify", "timeout", set_verify_timeout, false, "5"},
+    {"validate", "sizes", set_sizes, false, "1,2,3,4"},
+    {"validate", "timeout", set_validate_timeout, false, "10"},
+    {"validate", "redundancy_timeout", set_redundancy_timeout, false, "10"},
 };
 #define NKEYS ((int)(sizeof key_specs / sizeof key_specs[0]))
+
+bool taso_job_given(const taso_job_t *job, const char *section, const char *key) {
+  for (int i = 0; i < NKEYS; i++)
+    if (!strcmp(key_specs[i].section, section) && !strcmp(key_specs[i].key, key))
+      return job->given & (1u << i);
+  return false;
+}
 
 /* ---- the inih handler --------------------------------------------------- */
 
@@ -343,6 +351,7 @@ static taso_err_t apply_pair(load_state_t *st, const char *section, const char *
     }
     taso_err_t err = ks->set(st->job, value);
     if (err != TASO_OK) return taso_error_prefix(err, "[%s] %s: ", section, key);
+    st->job->given |= 1u << i;
     return TASO_OK;
   }
   /* inih calls the handler only for pairs, so an unknown section is noticed
@@ -476,17 +485,32 @@ static void default_name(taso_job_t *job, const char *path) {
   job->name[len] = '\0';
 }
 
+/* Each default goes through its key's own parser, so the table above is
+ * the one place that states it. */
 static void set_defaults(taso_job_t *job, const char *path) {
   default_name(job, path);
-  job->seed = 1;
-  job->max_ops = 3;
-  snprintf(job->axioms, sizeof job->axioms, "%s", "data/axioms");
-  job->verify_timeout = 5.0;
-  job->validate_timeout = 10.0;
-  job->redundancy_timeout = 10.0;
-  static const int32_t sizes[] = {1, 2, 3, 4};
-  memcpy(job->sizes, sizes, sizeof sizes);
-  job->nsizes = 4;
+  for (int i = 0; i < NKEYS; i++)
+    if (key_specs[i].def && key_specs[i].set(job, key_specs[i].def) != TASO_OK)
+      taso_fatal(__FILE__, __LINE__, "taso", "a default in job.c's key table does not parse");
+}
+
+int taso_job_defaults(const taso_job_t *job, const char *section, const char *const *skip,
+                      char *buf, size_t len) {
+  int n = 0;
+  size_t at = strlen(buf);
+  for (int i = 0; i < NKEYS; i++) {
+    const key_spec_t *ks = &key_specs[i];
+    if (!ks->def || strcmp(ks->section, section) || (job->given & (1u << i))) continue;
+    bool skipped = false;
+    for (int k = 0; skip && skip[k]; k++) skipped = skipped || !strcmp(skip[k], ks->key);
+    if (skipped) continue;
+    int w = snprintf(buf + at, at < len ? len - at : 0, "%s[%s] %s = %s", at ? ", " : "",
+                     section, ks->key, ks->def);
+    if (w > 0) at += (size_t)w;
+    n++;
+  }
+  if (at >= len && len > 0) buf[len - 1] = '\0';
+  return n;
 }
 
 taso_err_t taso_job_load(const char *path, taso_job_t *job) {

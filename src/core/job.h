@@ -13,6 +13,8 @@
 #ifndef TASO_JOB_H
 #define TASO_JOB_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "graph.h"
@@ -40,10 +42,23 @@ typedef struct {
   int nsizes;
   double validate_timeout;    /* [validate] timeout, seconds */
   double redundancy_timeout;  /* [validate] redundancy_timeout, seconds */
+  unsigned given;             /* keys the file sets, one bit each (taso_job_given) */
 } taso_job_t;
 
 taso_err_t taso_job_load(const char *path, taso_job_t *job);
 void taso_job_free(taso_job_t *job);
+
+/* Whether the file sets [section] key, rather than leaving its default.
+ * A tool says which defaults it ran with, so that an empty or misspelt job
+ * file cannot pass for one that asked for them. */
+bool taso_job_given(const taso_job_t *job, const char *section, const char *key);
+
+/* Appends "[section] key = default" (", "-separated) to the string in buf
+ * for each key of section that the file leaves at its default, except
+ * those listed in skip (NULL-terminated; NULL for none: keys a command-line
+ * option set). Returns how many it appended. */
+int taso_job_defaults(const taso_job_t *job, const char *section, const char *const *skip,
+                      char *buf, size_t len);
 
 /* Parses a comma-separated size list ("1,2,3") into sizes[TASO_MAX_SIZES]. */
 taso_err_t taso_parse_sizes(const char *text, int32_t *sizes, int *n);

@@ -995,6 +995,18 @@ int main(int argc, char **argv) {
   taso_fp_inputs_t rnd;
   memset(&rnd, 0, sizeof rnd);
   taso_err_t err = taso_tool_load_job(&t, t.job_path);
+  /* What to enumerate has no sensible default: an empty job file is a
+   * mistake, not a request for nothing. */
+  if (err == TASO_OK && t.job.inputs.n == 0)
+    err = taso_error(TASO_ERR_PARSE, "%s: no [inputs]: name the tensors to enumerate over "
+                     "(see jobs/smoke.ini)", t.job.path);
+  if (err == TASO_OK && !taso_job_given(&t.job, "generate", "operators"))
+    err = taso_error(TASO_ERR_PARSE, "%s: no [generate] operators: name the operators to "
+                     "enumerate (see jobs/smoke.ini)", t.job.path);
+  if (err == TASO_OK) {
+    taso_tool_note_defaults(&t, "job", NULL);
+    taso_tool_note_defaults(&t, "generate", NULL);
+  }
   double t_count = MPI_Wtime(), cpu_count = cpu_seconds();
   if (err == TASO_OK) {
     /* the count pass that weighs the shards, shared by the ranks */

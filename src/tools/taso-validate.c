@@ -681,6 +681,12 @@ int main(int argc, char **argv) {
     }
     if (err == TASO_OK && !opt_timeout) timeout = t.job.validate_timeout;
     if (err == TASO_OK && !opt_red_timeout) red_timeout = t.job.redundancy_timeout;
+    /* What the job file leaves to defaults, unless an option set it. */
+    const char *validate_opts[] = {opt_sizes ? "sizes" : "", opt_timeout ? "timeout" : "",
+                                   opt_red_timeout ? "redundancy_timeout" : "", NULL};
+    const char *verify_opts[] = {"timeout", opt_axioms ? "axioms" : "", NULL};
+    taso_tool_note_defaults(&t, "validate", validate_opts);
+    taso_tool_note_defaults(&t, "verify", verify_opts);
   }
 
   char path[1024];
@@ -883,6 +889,9 @@ int main(int argc, char **argv) {
                       (long long)sum[0], (long long)sum[1], (long long)sum[2], (long long)sum[3],
                       (long long)sum[4], (long long)sum[6], (long long)sum[7], (long long)redundant,
                       t.out_path);
+  if (err == TASO_OK && sum[2] > 0)
+    snprintf(t.findings, sizeof t.findings, "%lld counterexamples: an axiom is wrong",
+             (long long)sum[2]);
   for (int i = 0; checkers && i < nthreads; i++)
     taso_checker_free(checkers[i]);
   free(checkers);

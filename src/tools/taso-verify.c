@@ -417,6 +417,10 @@ int main(int argc, char **argv) {
 
   TASO_TOOL_STEP(&t, err, taso_artifact_open(t.comm, t.in_path, TASO_KIND_CANDIDATES, &in));
   if (err == TASO_OK) err = load_job(&t, in);
+  if (err == TASO_OK) {
+    taso_tool_note_defaults(&t, "job", (const char *const[]){"name", NULL});
+    taso_tool_note_defaults(&t, "verify", NULL);
+  }
   TASO_TOOL_STEP(&t, err, taso_artifact_read_inputs(in, &inputs));
   TASO_TOOL_STEP(&t, err, taso_artifact_read_graphs(in, &graphs, &ngraphs));
   TASO_TOOL_STEP(&t, err, taso_artifact_read_substs(in, &rows, &nrows));

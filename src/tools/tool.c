@@ -1,12 +1,15 @@
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "tool.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <omp.h>
 
@@ -50,7 +53,7 @@ void taso_tool_usage_error(taso_tool_t *t, const char *fmt, ...) {
   va_end(ap);
   taso_set_fatal_hook(NULL);
   MPI_Finalize();
-  exit(2);
+  exit(TASO_EXIT_USAGE);
 }
 
 static void print_option(const char *option, const char *help, const char *def) {
@@ -177,6 +180,52 @@ static void parse_options(taso_tool_t *t, int argc, char **argv) {
     taso_tool_usage_error(t, "no input file given (see %s --help)", s->name);
 }
 
+/* Collective. The cores this rank may use: its CPU affinity, divided among
+ * the ranks of its node bound to the same cores (mpirun --bind-to none or an
+ * unbound srun gives every rank the whole node). *sharing receives how many
+ * ranks share them. */
+static int usable_cores(const taso_tool_t *t, int *sharing) {
+  cpu_set_t mine, *all = NULL;
+  int cores = 0;
+  if (sched_getaffinity(0, sizeof mine, &mine) == 0) {
+    cores = CPU_COUNT(&mine);
+  } else {
+    CPU_ZERO(&mine);
+    cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  }
+  MPI_Comm node;
+  int n = 1;
+  MPI_Comm_split_type(t->comm, MPI_COMM_TYPE_SHARED, t->rank, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &n);
+  if (!(all = malloc(sizeof *all * (size_t)n))) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
+  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, node);
+  *sharing = 0;
+  for (int i = 0; i < n; i++) *sharing += CPU_EQUAL(&all[i], &mine);
+  free(all);
+  MPI_Comm_free(&node);
+  cores /= *sharing;
+  return cores > 0 ? cores : 1;
+}
+
+/* Collective. More OpenMP threads than usable cores only slow a rank down
+ * (and each verifier thread holds a Z3 context of its own), so the thread
+ * count is capped there, and rank 0 says so when any rank was capped. */
+static void cap_threads(taso_tool_t *t) {
+  int sharing = 1, cores = usable_cores(t, &sharing), asked = omp_get_max_threads();
+  int capped = asked > cores;
+  if (capped) omp_set_num_threads(cores);
+  MPI_Allreduce(MPI_IN_PLACE, &capped, 1, MPI_INT, MPI_LOR, t->comm);
+  if (capped && t->rank == 0) {
+    fprintf(stderr,
+            "%s: note: %d OpenMP threads per rank asked (--threads, OMP_NUM_THREADS or one per "
+            "core), but rank 0 may use %d core%s (its CPU affinity, divided among the %d "
+            "rank%s of the node bound alike): using %d\n",
+            t->spec->name, asked, cores, cores == 1 ? "" : "s", sharing, sharing == 1 ? "" : "s",
+            omp_get_max_threads());
+    fflush(stderr);
+  }
+}
+
 void taso_tool_init(taso_tool_t *t, const taso_tool_spec_t *spec, int *argc, char ***argv) {
   memset(t, 0, sizeof *t);
   t->spec = spec;
@@ -195,6 +244,7 @@ void taso_tool_init(taso_tool_t *t, const taso_tool_spec_t *spec, int *argc, cha
   parse_options(t, *argc, *argv);
   if (spec->single_rank && t->size > 1)
     taso_tool_usage_error(t, "runs on one rank, not %d: start it without mpirun", t->size);
+  if (spec->threads) cap_threads(t);
   /* Provenance attributes must be equal on every rank, and a rank's
    * thread count can differ (binding, environment): rank 0's is recorded. */
   t->threads = omp_get_max_threads();
@@ -265,8 +315,13 @@ void taso_tool_summary(const taso_tool_t *t, const char *fmt, ...) {
   printf("%s: ", t->spec->name);
   vprintf(fmt, ap);
   printf(" (%.1f s, %d rank%s)\n", MPI_Wtime() - t->start, t->size, t->size == 1 ? "" : "s");
+  if (t->defaults[0]) printf("%s: job defaults used: %s\n", t->spec->name, t->defaults);
   va_end(ap);
   fflush(stdout);
+}
+
+void taso_tool_note_defaults(taso_tool_t *t, const char *section, const char *const *skip) {
+  if (t->have_job) taso_job_defaults(&t->job, section, skip, t->defaults, sizeof t->defaults);
 }
 
 int taso_tool_finish(taso_tool_t *t, taso_err_t err) {
@@ -275,12 +330,20 @@ int taso_tool_finish(taso_tool_t *t, taso_err_t err) {
     fprintf(stderr, "%s: error: %s\n", t->spec->name, current_detail(err));
     fflush(stderr);
   }
+  /* Rank 0 holds the totals; every rank must return the same status. */
+  int findings = err == TASO_OK && t->findings[0];
+  MPI_Bcast(&findings, 1, MPI_INT, 0, t->comm);
+  if (findings && t->rank == 0) {
+    fprintf(stderr, "%s: findings: %s (exit status %d)\n", t->spec->name, t->findings,
+            TASO_EXIT_FINDINGS);
+    fflush(stderr);
+  }
   if (t->have_job) taso_job_free(&t->job);
   t->have_job = false;
   fflush(stdout);
   taso_set_fatal_hook(NULL); /* MPI_Abort is not allowed after MPI_Finalize */
   MPI_Finalize();
-  return err == TASO_OK ? 0 : 1;
+  return err != TASO_OK ? TASO_EXIT_FAILED : findings ? TASO_EXIT_FINDINGS : TASO_EXIT_OK;
 }
 
 void taso_progress_begin(taso_progress_t *p, const taso_tool_t *t, const char *what,

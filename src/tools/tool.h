@@ -9,7 +9,9 @@
  * a failure seen by one rank must become the same failure on every rank,
  * or the others would wait forever in the next collective call. Usage
  * errors exit with status 2 and runtime errors with 1, each with one line
- * "NAME: error: MESSAGE" on stderr from rank 0 only.
+ * "NAME: error: MESSAGE" on stderr from rank 0 only. A run that completed
+ * but found the work wrong (taso-validate: an axiom with a counterexample)
+ * exits with TASO_EXIT_FINDINGS, so that a job chain stops there too.
  */
 #ifndef TASO_TOOL_H
 #define TASO_TOOL_H
@@ -55,6 +57,14 @@ typedef struct {
   const taso_tool_option_t *options; /* options with a value, ended by {0}; may be NULL */
 } taso_tool_spec_t;
 
+/* main()'s exit statuses, the same for every tool. */
+enum {
+  TASO_EXIT_OK = 0,       /* done, and nothing wrong found */
+  TASO_EXIT_FAILED = 1,   /* the run failed: bad input, a failed write, ... */
+  TASO_EXIT_USAGE = 2,    /* the command line is wrong */
+  TASO_EXIT_FINDINGS = 3, /* done, and what it checked is wrong (see findings) */
+};
+
 typedef struct {
   const taso_tool_spec_t *spec; /* the tool */
   MPI_Comm comm;                /* every collective call of the tool runs on it */
@@ -67,6 +77,9 @@ typedef struct {
   bool have_job;                /* job holds a loaded job to free */
   double start;                 /* MPI_Wtime() at start, for the summary */
   char start_time[32];          /* ISO 8601 start, for provenance */
+  char findings[256];           /* non-empty: what the run found wrong (exit 3) */
+  char defaults[512];           /* job settings left at their defaults, for the summary
+                                   (taso_job_defaults); empty: none */
 } taso_tool_t;
 
 /* Starts MPI, installs a fatal hook that calls MPI_Abort, and parses the
@@ -118,8 +131,15 @@ void taso_tool_summary(const taso_tool_t *t, const char *fmt, ...)
 void taso_tool_usage_error(taso_tool_t *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
 
+/* Notes in t->defaults the keys of job section that the job file leaves
+ * at their defaults (except those in skip, set on the command line), so
+ * that the summary line states them. */
+void taso_tool_note_defaults(taso_tool_t *t, const char *section, const char *const *skip);
+
 /* Collective. Agrees on err, prints it on rank 0, frees the job and
- * finalizes MPI. Returns main()'s exit status: 0, or 1 on error. */
+ * finalizes MPI. Returns main()'s exit status: TASO_EXIT_FAILED on error,
+ * else TASO_EXIT_FINDINGS when t->findings is set (rank 0's counts; it is
+ * printed as "NAME: findings: ..."), else TASO_EXIT_OK. */
 int taso_tool_finish(taso_tool_t *t, taso_err_t err);
 
 /* A progress line for long work, on rank 0's stderr, at most every
