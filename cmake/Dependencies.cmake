@@ -21,6 +21,26 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(Z3 REQUIRED IMPORTED_TARGET z3)
 pkg_check_modules(INIH REQUIRED IMPORTED_TARGET inih)
 
+# The model half (src/model, src/search): protobuf-c for ONNX, compiling the
+# onnx.proto that Debian's libonnx-dev installs at build time (nothing of
+# the schema is copied here), and oneDNN for the CPU backend.
+pkg_check_modules(PROTOBUF_C REQUIRED IMPORTED_TARGET libprotobuf-c)
+find_program(PROTOC_C protoc-c)
+find_file(ONNX_PROTO onnx/onnx.proto PATHS /usr/include /usr/local/include NO_CACHE)
+if(NOT PROTOC_C OR NOT ONNX_PROTO)
+  message(FATAL_ERROR
+    "protoc-c or onnx/onnx.proto not found: on Debian, apt-get install protobuf-c-compiler "
+    "libprotobuf-c-dev libonnx-dev")
+endif()
+find_library(DNNL_LIBRARY dnnl)
+find_path(DNNL_INCLUDE_DIR dnnl.h)
+if(NOT DNNL_LIBRARY OR NOT DNNL_INCLUDE_DIR)
+  message(FATAL_ERROR "oneDNN (dnnl.h, libdnnl) not found: on Debian, apt-get install libdnnl-dev")
+endif()
+add_library(taso_dnnl INTERFACE)
+target_include_directories(taso_dnnl INTERFACE ${DNNL_INCLUDE_DIR})
+target_link_libraries(taso_dnnl INTERFACE ${DNNL_LIBRARY})
+
 # CUDA is optional: without it the measurement stage uses its CPU backend.
 set(TASO_HAVE_CUDA OFF)
 if(TASO_CUDA)

@@ -21,10 +21,11 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libz3-dev z3 libinih-dev
-  python3-h5py pkg-config cmake gcc make)
+  python3-h5py pkg-config cmake gcc make
+  libdnnl-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev)
 # The test mode also brings up a single-node Slurm with its own daemons
-# and state (tests/test_slurm.sh).
-test_packages=(slurmctld slurmd slurm-client munge)
+# and state (tests/test_slurm.sh), and reads the ONNX backend tests.
+test_packages=(slurmctld slurmd slurm-client munge libonnx-testdata python3-onnx)
 
 run() {
   echo "+ $*" >&2

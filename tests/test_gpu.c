@@ -12,6 +12,8 @@ int main(void) {
   const taso_backend_t *cpu = taso_backend_find("cpu");
   CHECK(cpu != NULL && cpu == taso_backends[0]);
   if (cpu) CHECK_OK(cpu->probe(info, sizeof info));
+  if (cpu) CHECK(strstr(info, "oneDNN") != NULL);
+  if (cpu) printf("%s\n", info);
   CHECK(taso_backend_find("tpu") == NULL);
   const taso_backend_t *gpu = taso_backend_find("cudnn");
   if (!gpu) {

@@ -1,0 +1,61 @@
+/*
+ * ONNX files, read through protobuf-c over the schema that Debian's
+ * libonnx-dev installs (onnx/onnx.proto, compiled at build time: nothing of
+ * the schema is in this repository).
+ *
+ * This is the reading half of ONNX import: a model file is loaded and
+ * checked against the operators and opsets taso imports, with every
+ * unsupported node named in one message, not only the first; test-data
+ * tensors (TensorProto files, as the ONNX backend tests of Debian's
+ * libonnx-testdata ship them) are read into float arrays. Turning the nodes
+ * into a model graph on the operator registry builds on this.
+ */
+#ifndef TASO_ONNX_H
+#define TASO_ONNX_H
+
+#include <stdint.h>
+
+#include "check.h"
+#include "onnx/onnx.pb-c.h"
+
+/* The opsets of the default domain that import accepts. */
+#define TASO_ONNX_OPSET_MIN 7
+#define TASO_ONNX_OPSET_MAX 17
+
+#define TASO_ONNX_MAX_RANK 8
+
+/* A float tensor read from a TensorProto. */
+typedef struct {
+  char name[64];                     /* the proto's name, cut to fit; may be empty */
+  int rank;                          /* number of dims */
+  int64_t dims[TASO_ONNX_MAX_RANK];  /* sizes */
+  int64_t n;                         /* elements: the product of dims */
+  float *data;                       /* n values, row-major; malloc'd */
+} taso_onnx_tensor_t;
+
+/* Reads an ONNX model file. Errors name the file: it cannot be read, it is
+ * not a protobuf ModelProto (truncated, another kind of file), or it has
+ * no graph. Free the model with taso_onnx_free. */
+taso_err_t taso_onnx_load(const char *path, Onnx__ModelProto **out);
+void taso_onnx_free(Onnx__ModelProto *m);
+
+/* The opset of the default domain ("" or "ai.onnx") the model imports, or
+ * 0 when it names none. */
+int64_t taso_onnx_opset(const Onnx__ModelProto *m);
+
+/* Whether taso imports every node of the model (path names it in
+ * messages): TASO_OK, or TASO_ERR_UNKNOWN with a message that lists every
+ * unsupported node as "NAME (OP_TYPE, opset N)", or TASO_ERR_FORMAT when
+ * the model's opset is outside TASO_ONNX_OPSET_MIN..MAX. */
+taso_err_t taso_onnx_check(const Onnx__ModelProto *m, const char *path);
+
+/* Whether op_type of the default domain is one taso imports. */
+int taso_onnx_supported(const char *op_type);
+
+/* Reads a TensorProto file of float32 values (raw_data or float_data).
+ * Errors name the file and what is wrong (not a tensor, another element
+ * type, a size that does not match its dims). */
+taso_err_t taso_onnx_read_tensor(const char *path, taso_onnx_tensor_t *out);
+void taso_onnx_tensor_free(taso_onnx_tensor_t *t);
+
+#endif
