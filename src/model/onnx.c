@@ -8,13 +8,14 @@
 
 /* The ONNX operators taso imports (issue 13): their model-graph operators
  * are the registry's, or become them (Clip as ReLU6, Dropout and Identity
- * as nothing at inference). */
+ * as nothing at inference, Constant as a weight: exported models give
+ * Reshape its shape and Clip its bounds that way). */
 static const char *const supported[] = {
-    "Conv",    "MatMul",      "Gemm",     "Add",         "Mul",
-    "Relu",    "Sigmoid",     "Tanh",     "Softmax",     "MaxPool",
-    "AveragePool", "GlobalAveragePool", "BatchNormalization", "Concat", "Split",
-    "Reshape", "Flatten",     "Transpose", "Identity",   "Dropout",
-    "Clip",    NULL,
+    "Conv",        "MatMul",  "Gemm",    "Add",     "Mul",      "Relu",
+    "Sigmoid",     "Tanh",    "Softmax", "MaxPool", "AveragePool",
+    "GlobalAveragePool",      "BatchNormalization", "Concat",   "Split",
+    "Reshape",     "Flatten", "Transpose", "Identity", "Dropout", "Clip",
+    "Constant",    NULL,
 };
 
 /* Larger files are not models this tool can hold in memory anyway. */

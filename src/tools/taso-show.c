@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx.h"
 #include "tool.h"
 
 static bool list_graphs;
@@ -25,7 +26,8 @@ static const taso_tool_spec_t spec = {
     .about = "Prints an artifact as text: its kind and provenance, its counts, the input\n"
              "table, and one substitution per line (SRC => DST, with the verdict in a\n"
              "substitutions file), sorted. A file with graphs and no substitutions\n"
-             "lists its graphs. Runs on one rank.\n",
+             "lists its graphs. An ONNX model (FILE.onnx) prints its opset, its nodes by\n"
+             "operator and whether taso imports every node. Runs on one rank.\n",
     .in_help = "artifact to show",
     .in_positional = true,
     .single_rank = true,
@@ -201,9 +203,53 @@ static void show_inputs(const taso_inputs_t *in) {
   }
 }
 
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* An ONNX model: what it is, its operators (sorted, with counts) and
+ * whether taso imports it; an unsupported model is shown, not an error. */
+static taso_err_t show_onnx(const char *path) {
+  Onnx__ModelProto *m;
+  TASO_TRY(taso_onnx_load(path, &m));
+  const Onnx__GraphProto *g = m->graph;
+  printf("%s: ONNX model, ir version %lld, opset %lld, producer \"%s\"\n", path,
+         (long long)m->ir_version, (long long)taso_onnx_opset(m),
+         m->producer_name ? m->producer_name : "");
+  printf("graph \"%s\": %zu nodes, %zu inputs, %zu outputs, %zu initializers\n",
+         g->name ? g->name : "", g->n_node, g->n_input, g->n_output, g->n_initializer);
+  const char **ops = malloc(sizeof *ops * (g->n_node + 1));
+  if (!ops) {
+    taso_onnx_free(m);
+    return taso_error(TASO_ERR_NOMEM, "%s: no memory", path);
+  }
+  for (size_t i = 0; i < g->n_node; i++) ops[i] = g->node[i]->op_type ? g->node[i]->op_type : "";
+  qsort(ops, g->n_node, sizeof *ops, by_name);
+  printf("operators:");
+  for (size_t i = 0, run = 1; i < g->n_node; i++, run++)
+    if (i + 1 == g->n_node || strcmp(ops[i], ops[i + 1])) {
+      printf(" %s %zu", ops[i], run);
+      run = 0;
+    }
+  printf("\n");
+  free(ops);
+  if (taso_onnx_check(m, path) == TASO_OK)
+    printf("import: every node is supported\n");
+  else
+    printf("import: %s\n", taso_error_detail());
+  taso_onnx_free(m);
+  return TASO_OK;
+}
+
+static bool ends_with(const char *s, const char *tail) {
+  size_t n = strlen(s), k = strlen(tail);
+  return n >= k && strcmp(s + n - k, tail) == 0;
+}
+
 int main(int argc, char **argv) {
   taso_tool_t t;
   taso_tool_init(&t, &spec, &argc, &argv);
+  if (ends_with(t.in_path, ".onnx")) return taso_tool_finish(&t, show_onnx(t.in_path));
 
   taso_artifact_t *a = NULL;
   char *kind = NULL;
