@@ -242,5 +242,22 @@ mpi 2 "$bin/taso-verify" --job "$job" --in "$tmp/c.h5" --out "$tmp/e2.h5"
 check "a job that sets everything: no defaults line" eval 'succeeded && ! out_has "job defaults used"'
 cd - >/dev/null
 
+# taso-show on ONNX models (issue 13): what the model holds and whether
+# taso imports it; a file that is no model is an error naming it.
+node=/usr/share/libonnx-testdata/data/node
+if [ -d "$node" ]; then
+  run "$bin/taso-show" "$node/test_conv_with_strides_padding/model.onnx"
+  check "taso-show: an importable ONNX model" eval 'succeeded && out_has "opset 11" &&
+    out_has "^operators: Conv 1$" && out_has "^import: every node is supported$"'
+  run "$bin/taso-show" "$node/test_lstm_defaults/model.onnx"
+  check "taso-show: an ONNX model with an unsupported node" eval 'succeeded &&
+    out_has "^import: .*1 of 1 nodes not supported: unnamed (LSTM, opset 14)$"'
+else
+  echo "skip: $node not found (libonnx-testdata): ONNX models not shown"
+fi
+head -c 100 "$job" >"$tmp/bad.onnx"
+run "$bin/taso-show" "$tmp/bad.onnx"
+check "taso-show: a file that is no ONNX model" failed_with taso-show "bad.onnx: not an ONNX model"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
