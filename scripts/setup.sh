@@ -90,8 +90,14 @@ pipeline() {
   run "${mpirun[@]}" "$bin/taso-generate" --job "$job" --out out/candidates.h5
   run "${mpirun[@]}" "$bin/taso-verify" --job "$job" --in out/candidates.h5 --out out/substitutions.h5
   run "${mpirun[@]}" "$bin/taso-validate" --job "$job" --out out/validation.h5
+  # Each listing goes to out/NAME.txt whole; the terminal gets its head
+  # (the workstation set has thousands of lines).
   for f in candidates substitutions validation; do
-    run "$bin/taso-show" "out/$f.h5"
+    echo "+ $bin/taso-show out/$f.h5 > out/$f.txt" >&2
+    "$bin/taso-show" "out/$f.h5" >"out/$f.txt"
+    head -n 40 "out/$f.txt"
+    echo "... ($(wc -l <"out/$f.txt") lines in out/$f.txt)"
+    echo
   done
 }
 
