@@ -30,12 +30,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <hdf5.h>
 
 #include "collective.h"
+#include "io_guard.h"
 #include "version.h"
 
 #define DEFLATE_LEVEL 6
@@ -48,6 +50,7 @@ struct taso_artifact {
   char *path;    /* the file, as given; every message names it */
   hid_t file;    /* the open file */
   hid_t xfer;    /* collective transfer property list for all dataset I/O */
+  MPI_File fh;   /* HDF5's MPI-IO handle of the file, for io_guard's records */
   bool writable; /* created here: may be written, and end_time is due at close */
 };
 
@@ -89,8 +92,25 @@ void taso_now_iso8601(char buf[32]) {
 /* Errors                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Reports an HDF5 call that has just failed: the stack first, because the
- * next HDF5 call clears it. */
+/* Whether HDF5's error stacks are printed: --debug or TASO_DEBUG. Off by
+ * default, because a stack of a few hundred lines buries the one line that
+ * says what went wrong. */
+static int debug_stacks = -1; /* -1: not decided yet */
+
+void taso_artifact_set_debug(bool on) {
+  debug_stacks = on;
+}
+
+static bool debugging(void) {
+  if (debug_stacks < 0) {
+    const char *v = getenv("TASO_DEBUG");
+    debug_stacks = v && *v && strcmp(v, "0") != 0;
+  }
+  return debug_stacks;
+}
+
+/* Reports an HDF5 call that has just failed: the stack first (when asked
+ * for), because the next HDF5 call clears it. */
 static taso_err_t h5_fail(const taso_artifact_t *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static taso_err_t h5_fail(const taso_artifact_t *a, const char *fmt, ...) {
@@ -99,9 +119,11 @@ static taso_err_t h5_fail(const taso_artifact_t *a, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "rank %d: %s: HDF5 failed to %s\n", a->rank, a->path, what);
-  if (H5Eprint2(H5E_DEFAULT, stderr) < 0)
-    fprintf(stderr, "rank %d: (the HDF5 error stack could not be printed)\n", a->rank);
+  if (debugging()) {
+    fprintf(stderr, "rank %d: %s: HDF5 failed to %s\n", a->rank, a->path, what);
+    if (H5Eprint2(H5E_DEFAULT, stderr) < 0)
+      fprintf(stderr, "rank %d: (the HDF5 error stack could not be printed)\n", a->rank);
+  }
   return taso_error(TASO_ERR_LIB, "%s: HDF5 failed to %s", a->path, what);
 }
 
@@ -112,6 +134,37 @@ static taso_err_t release(const taso_artifact_t *a, hid_t id, herr_t (*close_fn)
   if (id < 0) return err;
   if (close_fn(id) < 0 && err == TASO_OK) return h5_fail(a, "close an object");
   return err;
+}
+
+/* Whether the file system holding path has no block left for us: the
+ * likely reason of a write cut short without one. */
+static bool disk_full(const char *path) {
+  char dir[4096];
+  struct statvfs fs;
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) + (slash == path), path);
+  return statvfs(dir, &fs) == 0 && fs.f_bavail == 0;
+}
+
+/* A step's writes that failed on this rank (io_guard.h) make it fail with
+ * the system's reason, whatever HDF5 made of it: HDF5 was told the writes
+ * succeeded. */
+static taso_err_t io_status(const taso_artifact_t *a, taso_err_t err) {
+  char reason[160];
+  if (!taso_io_guard_failed(a->fh, reason, sizeof reason)) return err;
+  if (strcmp(reason, TASO_IO_GUARD_SHORT) == 0 && disk_full(a->path))
+    snprintf(reason, sizeof reason, "%s", strerror(ENOSPC));
+  if (err != TASO_OK && err != TASO_ERR_LIB) return err;
+  return taso_error(TASO_ERR_IO, "%s: cannot write: %s", a->path, reason);
+}
+
+/* The end of every public step that may write: the guard's verdict, then
+ * the same outcome on every rank. */
+static taso_err_t settle(const taso_artifact_t *a, taso_err_t err) {
+  return taso_agree(a->comm, io_status(a, err));
 }
 
 /* HDF5's automatic error printing, saved on entry to a public function and
@@ -583,6 +636,7 @@ static void artifact_free(taso_artifact_t *a) {
   /* Only reached on paths that already failed or closed cleanly. */
   release(a, a->xfer, H5Pclose, TASO_ERR_LIB);
   release(a, a->file, H5Fclose, TASO_ERR_LIB);
+  taso_io_guard_forget(a->fh);
   if (a->comm != MPI_COMM_NULL) MPI_Comm_free(&a->comm);
   free(a->path);
   free(a);
@@ -606,8 +660,17 @@ static taso_err_t artifact_new(MPI_Comm comm, const char *path, taso_artifact_t 
   MPI_Comm_size(a->comm, &a->size);
   a->file = H5I_INVALID_HID;
   a->xfer = H5I_INVALID_HID;
+  a->fh = MPI_FILE_NULL;
   *out = a;
   return TASO_OK;
+}
+
+/* The MPI-IO handle under the open file, under which io_guard records a
+ * failed write. */
+static void find_handle(taso_artifact_t *a) {
+  void *h = NULL;
+  a->fh = MPI_FILE_NULL;
+  if (H5Fget_vfd_handle(a->file, H5P_DEFAULT, &h) >= 0 && h) a->fh = *(MPI_File *)h;
 }
 
 /* The collective transfer list; local, so it is made before the file is
@@ -673,18 +736,22 @@ taso_err_t taso_artifact_create(MPI_Comm comm, const char *path, const char *kin
   if (err == TASO_OK) err = make_xfer(a);
   if (err == TASO_OK) err = make_fapl(a, &fapl);
   if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  errno = 0;
   if ((a->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0) {
-    /* Usually a missing directory or a permission: one stack is plenty. */
-    if (a->rank == 0) {
+    /* Usually a missing folder or a permission, which the open left in
+     * errno; the tools check both before they start. */
+    int why = errno;
+    if (a->rank == 0 && debugging()) {
       fprintf(stderr, "%s: HDF5 could not create the file:\n", path);
       if (H5Eprint2(H5E_DEFAULT, stderr) < 0) fprintf(stderr, "(no HDF5 error stack)\n");
     }
-    err = taso_error(TASO_ERR_IO, "%s: cannot create the file (HDF5's reason is printed above)",
-                     path);
+    err = taso_error(TASO_ERR_IO, "%s: cannot create the file: %s", path,
+                     why ? strerror(why) : "HDF5 gave no reason (--debug prints its error stack)");
   }
   if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
   a->writable = true;
-  err = taso_agree(a->comm, write_header(a, kind, prov));
+  find_handle(a);
+  err = settle(a, write_header(a, kind, prov));
 done:
   err = release(a, fapl, H5Pclose, err);
   if (err == TASO_OK) {
@@ -701,7 +768,7 @@ done:
  * readable artifact of the right kind: a decision taken on one rank and
  * broadcast cannot differ between ranks, and a collective open of a
  * truncated or foreign file is where parallel HDF5 is least predictable. */
-static taso_err_t probe(const taso_artifact_t *a, const char *kind) {
+static taso_err_t probe(const taso_artifact_t *a, const char *kind, char **kind_found) {
   struct stat st;
   taso_err_t err = TASO_OK;
   hid_t fapl = H5I_INVALID_HID, file = H5I_INVALID_HID;
@@ -746,6 +813,10 @@ static taso_err_t probe(const taso_artifact_t *a, const char *kind) {
              version != TASO_ARTIFACT_FORMAT)
       err = taso_error(TASO_ERR_FORMAT, "%s: format version %lld, this build reads version %d",
                        a->path, (long long)version, TASO_ARTIFACT_FORMAT);
+    if (err == TASO_OK && kind_found) {
+      *kind_found = found;
+      found = NULL;
+    }
   }
 done:
   free(found);
@@ -762,12 +833,15 @@ static taso_err_t open_artifact(MPI_Comm comm, const char *path, const char *kin
   if (out) *out = NULL;
   err = artifact_new(comm, path, &a);
   if (err != TASO_OK) goto done;
-  if ((err = taso_agree(a->comm, a->rank == 0 ? probe(a, kind) : TASO_OK)) != TASO_OK) goto done;
+  if ((err = taso_agree(a->comm, a->rank == 0 ? probe(a, kind, NULL) : TASO_OK)) != TASO_OK)
+    goto done;
   err = make_xfer(a);
   if (err == TASO_OK) err = make_fapl(a, &fapl);
   if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
   if ((a->file = H5Fopen(path, rw ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl)) < 0)
     err = h5_fail(a, "open the file on every rank");
+  else
+    find_handle(a);
   err = taso_agree(a->comm, err);
   a->writable = rw && err == TASO_OK;
 done:
@@ -776,6 +850,18 @@ done:
     *out = a;
   else
     artifact_free(a);
+  quiet_end(&q);
+  return err;
+}
+
+taso_err_t taso_artifact_identify(const char *path, char **kind) {
+  quiet_t q = quiet_begin();
+  /* A handle of one's own, with no file and no communicator: probe needs
+   * only the path and a rank for its messages. */
+  taso_artifact_t a = {.comm = MPI_COMM_NULL, .rank = 0, .size = 1, .path = (char *)path,
+                       .file = H5I_INVALID_HID, .xfer = H5I_INVALID_HID, .fh = MPI_FILE_NULL};
+  *kind = NULL;
+  taso_err_t err = probe(&a, NULL, kind);
   quiet_end(&q);
   return err;
 }
@@ -806,7 +892,9 @@ taso_err_t taso_artifact_close(taso_artifact_t *a) {
   a->xfer = H5I_INVALID_HID;
   err = release(a, a->file, H5Fclose, err);
   a->file = H5I_INVALID_HID;
-  err = taso_agree(a->comm, err);
+  /* A delayed write fails at the close at the latest (HDF5 writes its
+   * metadata cache there, network file systems report a full disk there). */
+  err = settle(a, err);
   artifact_free(a);
   quiet_end(&q);
   return err;
@@ -828,7 +916,7 @@ taso_err_t taso_artifact_set_count(taso_artifact_t *a, const char *name, int64_t
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot set '%s'", a->path, name);
   else
-    err = taso_agree(a->comm, put_attr(a, name, H5T_NATIVE_INT64, &value));
+    err = settle(a, put_attr(a, name, H5T_NATIVE_INT64, &value));
   quiet_end(&q);
   return err;
 }
@@ -894,7 +982,7 @@ taso_err_t taso_artifact_write_inputs(taso_artifact_t *a, const taso_inputs_t *i
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write inputs", a->path);
   else
-    err = taso_agree(a->comm, write_inputs(a, in));
+    err = settle(a, write_inputs(a, in));
   quiet_end(&q);
   return err;
 }
@@ -1022,7 +1110,7 @@ taso_err_t taso_artifact_write_graphs(taso_artifact_t *a, const taso_graph_t *lo
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write graphs", a->path);
   else
-    err = taso_agree(a->comm, write_graphs(a, local, n, first));
+    err = settle(a, write_graphs(a, local, n, first));
   quiet_end(&q);
   return err;
 }
@@ -1153,7 +1241,7 @@ taso_err_t taso_artifact_write_fingerprints(taso_artifact_t *a, const uint64_t (
   }
   err = release(a, type, H5Tclose, err);
   quiet_end(&q);
-  return taso_agree(a->comm, err);
+  return settle(a, err);
 }
 
 static taso_err_t write_substs(taso_artifact_t *a, const taso_subst_t *local, int64_t n) {
@@ -1195,7 +1283,7 @@ taso_err_t taso_artifact_write_substs(taso_artifact_t *a, const taso_subst_t *lo
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write substitutions", a->path);
   else
-    err = taso_agree(a->comm, write_substs(a, local, n));
+    err = settle(a, write_substs(a, local, n));
   quiet_end(&q);
   return err;
 }
@@ -1296,7 +1384,7 @@ static taso_err_t decisions_call(taso_artifact_t *a, const taso_decision_t *loca
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write decisions", a->path);
   else
-    err = taso_agree(a->comm, put_decisions(a, local, n, rewrite));
+    err = settle(a, put_decisions(a, local, n, rewrite));
   quiet_end(&q);
   return err;
 }
@@ -1415,7 +1503,7 @@ taso_err_t taso_artifact_append_table(taso_artifact_t *a, const taso_table_t *t,
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write %s", a->path, t->path);
   else
-    err = taso_agree(a->comm, append_table(a, t, local, n));
+    err = settle(a, append_table(a, t, local, n));
   quiet_end(&q);
   return err;
 }
@@ -1502,7 +1590,7 @@ taso_err_t taso_artifact_write_table(taso_artifact_t *a, const taso_table_t *t,
   if (err == TASO_OK && H5Fflush(a->file, H5F_SCOPE_GLOBAL) < 0) err = h5_fail(a, "flush the file");
   err = release(a, type, H5Tclose, err);
   quiet_end(&q);
-  return taso_agree(a->comm, err);
+  return settle(a, err);
 }
 
 taso_err_t taso_artifact_remove(taso_artifact_t *a, const char *path) {
@@ -1513,5 +1601,5 @@ taso_err_t taso_artifact_remove(taso_artifact_t *a, const char *path) {
   if (err == TASO_OK && exists && H5Ldelete(a->file, path, H5P_DEFAULT) < 0)
     err = h5_fail(a, "remove %s", path);
   quiet_end(&q);
-  return taso_agree(a->comm, err);
+  return settle(a, err);
 }
