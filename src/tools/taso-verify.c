@@ -29,14 +29,6 @@
 
 #define ROUND_SECONDS 5.0 /* work between two appends to the output */
 
-static bool fresh;
-
-static const taso_tool_flag_t flags[] = {
-    {"fresh", "decide every row again, even if --out holds decisions of the same candidates",
-     &fresh},
-    {0},
-};
-
 static const taso_tool_spec_t spec = {
     .name = "taso-verify",
     .about = "Proves every candidate substitution from the axioms with Z3 and records\n"
@@ -44,8 +36,11 @@ static const taso_tool_spec_t spec = {
              "(the two graphs differ on random inputs). Every unknown and refuted row\n"
              "carries its reason in /decisions (taso-show prints it).\n"
              "\n"
-             "Results stream into --out; a run that was stopped resumes from it when\n"
-             "started again with the same files (see --fresh).\n"
+             "Decisions stream into OUT.resume while the run goes on; a run that was\n"
+             "stopped resumes from it when started again with the same files (see\n"
+             "--fresh). --out is written beside (OUT.tmp) and renamed into place when\n"
+             "complete, and is never replaced if it holds other candidates' verdicts,\n"
+             "another kind of file or an input of the run, unless --fresh is given.\n"
              "\n"
              "Without --job, the job file recorded in the candidates file is loaded.\n",
     .job_help = "job file: axioms and the timeout per query",
@@ -53,8 +48,9 @@ static const taso_tool_spec_t spec = {
     .out_help = "substitutions artifact to write",
     .default_in = "candidates.h5",
     .default_out = "substitutions.h5",
+    .out_kind = TASO_KIND_SUBSTITUTIONS,
+    .fresh_help = "decide every row again, and replace --out whatever it holds",
     .threads = true,
-    .flags = flags,
 };
 
 /* The job is the one given, else the one the candidates were generated
@@ -140,75 +136,119 @@ static uint64_t digest(const taso_subst_t *rows, int64_t nrows, const taso_graph
   return h;
 }
 
-/* Collective. Opens --out to resume it if it holds decisions of these
- * candidates; *done[i] marks decided rows. Otherwise *out stays NULL. */
-static taso_err_t try_resume(taso_tool_t *t, int64_t nrows, uint64_t dig, taso_artifact_t **out,
-                             bool *done, int64_t *ndone, bool *complete) {
+/* Whether a decision read back can be used: a row of these candidates
+ * with a verdict. A disk that filled up during an append can leave zeroed
+ * records at the end of /decisions; they are not decisions. */
+static bool usable(const taso_decision_t *d, int64_t nrows) {
+  return d->row >= 0 && d->row < nrows && d->verdict >= TASO_VERDICT_PROVED &&
+         d->verdict <= TASO_VERDICT_REFUTED;
+}
+
+/* Collective. Whether a verify artifact at path (open as a) is of these
+ * candidates: the candidate set's size and digest. */
+static bool same_candidates(taso_tool_t *t, taso_artifact_t *a, int64_t nrows, uint64_t dig) {
   int64_t rows = -1, d = 0;
-  taso_decision_t *dec = NULL;
-  taso_subst_t *final = NULL;
-  int64_t ndec = 0, nfinal = 0;
-  *ndone = 0;
-  *complete = false;
-  int have = t->rank == 0 ? exists(t->out_path) : 0;
-  MPI_Bcast(&have, 1, MPI_INT, 0, t->comm);
-  if (!have || fresh) return TASO_OK;
-  taso_err_t err = taso_tool_agree(t, taso_artifact_open_rw(t->comm, t->out_path,
-                                                           TASO_KIND_SUBSTITUTIONS, out));
-  if (err != TASO_OK) {
-    taso_tool_warn(t, "cannot resume from %s (%s): starting afresh", t->out_path,
-                   taso_error_detail());
-    *out = NULL;
-    return TASO_OK;
-  }
-  taso_err_t e1 = taso_artifact_get_count(*out, "candidates_rows", &rows);
-  taso_err_t e2 = taso_artifact_get_count(*out, "candidates_digest", &d);
-  int same = e1 == TASO_OK && e2 == TASO_OK && rows == nrows && (uint64_t)d == dig;
+  int same = taso_artifact_get_count(a, "candidates_rows", &rows) == TASO_OK &&
+             taso_artifact_get_count(a, "candidates_digest", &d) == TASO_OK && rows == nrows &&
+             (uint64_t)d == dig;
   MPI_Bcast(&same, 1, MPI_INT, 0, t->comm);
-  if (same) {
-    err = taso_tool_agree(t, taso_artifact_read_decisions(*out, &dec, &ndec));
-    if (err == TASO_OK) err = taso_tool_agree(t, taso_artifact_read_substs(*out, &final, &nfinal));
-  }
-  if (!same || err != TASO_OK) {
-    taso_tool_warn(t, "%s %s: starting afresh", t->out_path,
-                   same ? "cannot be read back" : "holds decisions of other candidates");
-    err = taso_tool_close(t, out, TASO_OK);
-    free(dec);
-    free(final);
-    return err;
-  }
-  for (int64_t i = 0; i < ndec; i++)
-    if (dec[i].row < nrows && !done[dec[i].row]) {
+  return same;
+}
+
+/* Collective. Marks in done[] the usable decisions of a (rows already
+ * decided). */
+static taso_err_t mark_done(taso_tool_t *t, taso_artifact_t *a, int64_t nrows, bool *done,
+                            int64_t *ndone) {
+  taso_decision_t *dec = NULL;
+  int64_t ndec = 0;
+  taso_err_t err = taso_tool_agree(t, taso_artifact_read_decisions(a, &dec, &ndec));
+  for (int64_t i = 0; err == TASO_OK && i < ndec; i++)
+    if (usable(&dec[i], nrows) && !done[dec[i].row]) {
       done[dec[i].row] = true;
       (*ndone)++;
     }
-  *complete = nfinal == nrows && *ndone == nrows;
   free(dec);
-  free(final);
-  return TASO_OK;
+  return err;
 }
 
-/* Collective. A fresh output: the candidates' inputs and graphs, and the
- * identity of the candidate set for a later resume. */
-static taso_err_t create_output(taso_tool_t *t, const taso_inputs_t *inputs,
-                                const taso_graph_t *graphs, int64_t ngraphs, int64_t nrows,
-                                uint64_t dig, taso_artifact_t **out) {
+/* Collective. A --out that already holds the verdicts of these candidates
+ * is complete: there is nothing to do, and *final is it, open to read its
+ * counts. One of other candidates is another plan's results. */
+static taso_err_t check_output(taso_tool_t *t, int64_t nrows, uint64_t dig,
+                               taso_artifact_t **final) {
+  int have = t->rank == 0 && !t->fresh && exists(t->out_path);
+  MPI_Bcast(&have, 1, MPI_INT, 0, t->comm);
+  if (!have) return TASO_OK;
+  taso_artifact_t *a = NULL;
+  int64_t n = 0;
+  taso_err_t err =
+      taso_tool_agree(t, taso_artifact_open(t->comm, t->out_path, TASO_KIND_SUBSTITUTIONS, &a));
+  if (err != TASO_OK) return err;
+  if (!same_candidates(t, a, nrows, dig)) {
+    int64_t rows = 0;
+    taso_artifact_get_count(a, "candidates_rows", &rows);
+    err = taso_tool_refuse(t, t->out_path, "the verdicts of other candidates (%lld rows)",
+                           (long long)rows);
+    return taso_tool_close(t, &a, taso_tool_agree(t, err));
+  }
+  /* A file of an older taso that streamed into --out itself may have
+   * stopped before its /substitutions: not complete, and replaced. */
+  int64_t proved = -1;
+  int complete = taso_artifact_get_count(a, "proved", &proved) == TASO_OK;
+  MPI_Bcast(&complete, 1, MPI_INT, 0, t->comm);
+  if (complete) {
+    taso_subst_t *rows = NULL;
+    err = taso_tool_agree(t, taso_artifact_read_substs(a, &rows, &n));
+    free(rows);
+    complete = err == TASO_OK && n == nrows;
+  }
+  if (complete) {
+    *final = a;
+    return TASO_OK;
+  }
+  return taso_tool_close(t, &a, TASO_OK);
+}
+
+/* Collective. A fresh OUT.resume: the identity of the candidate set, for
+ * a later resume, and an empty /decisions. */
+static taso_err_t create_resume(taso_tool_t *t, int64_t nrows, uint64_t dig,
+                                taso_artifact_t **out) {
   taso_provenance_t prov;
-  int64_t glo, ghi, first;
   taso_err_t err = TASO_OK;
   taso_tool_provenance(t, &prov);
-  taso_tool_block(t, ngraphs, &glo, &ghi);
   TASO_TOOL_STEP(t, err,
-                 taso_artifact_create(t->comm, t->out_path, TASO_KIND_SUBSTITUTIONS, &prov, out));
-  TASO_TOOL_STEP(t, err, taso_artifact_write_inputs(*out, inputs));
-  /* Blocks follow rank order, so graph i keeps index i. (NULL + 0 is
-   * undefined, hence the check.) */
-  TASO_TOOL_STEP(t, err,
-                 taso_artifact_write_graphs(*out, graphs ? graphs + glo : NULL, ghi - glo, &first));
+                 taso_artifact_create(t->comm, t->resume_path, TASO_KIND_SUBSTITUTIONS, &prov, out));
   TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "candidates_rows", nrows));
   TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "candidates_digest", (int64_t)dig));
-  /* Decisions go to /decisions as they come; make it exist from the start. */
   TASO_TOOL_STEP(t, err, taso_artifact_append_decisions(*out, NULL, 0));
+  return err;
+}
+
+/* Collective. Decisions stream into OUT.resume, never into --out: a run
+ * started again resumes from the decisions in it (*ndone rows, marked in
+ * done[]), and one of other candidates is not thrown away without --fresh.
+ * An OUT.resume that cannot be opened at all is started afresh. */
+static taso_err_t open_resume(taso_tool_t *t, int64_t nrows, uint64_t dig, bool *done,
+                              int64_t *ndone, taso_artifact_t **out) {
+  int have = t->rank == 0 && !t->fresh && exists(t->resume_path);
+  MPI_Bcast(&have, 1, MPI_INT, 0, t->comm);
+  *ndone = 0;
+  if (!have) return create_resume(t, nrows, dig, out);
+  taso_err_t err = taso_tool_agree(
+      t, taso_artifact_open_rw(t->comm, t->resume_path, TASO_KIND_SUBSTITUTIONS, out));
+  if (err == TASO_OK && !same_candidates(t, *out, nrows, dig)) {
+    err = taso_tool_agree(t, taso_tool_refuse(t, t->resume_path,
+                                              "the decisions of other candidates"));
+    return taso_tool_close(t, out, err);
+  }
+  if (err == TASO_OK) err = mark_done(t, *out, nrows, done, ndone);
+  if (err == TASO_OK) return TASO_OK;
+  taso_tool_warn(t, "%s cannot be resumed (%s): starting afresh", t->resume_path,
+                 taso_error_detail());
+  err = taso_tool_close(t, out, TASO_OK);
+  memset(done, 0, (size_t)nrows * sizeof *done);
+  *ndone = 0;
+  if (err == TASO_OK) err = create_resume(t, nrows, dig, out);
   return err;
 }
 
@@ -316,46 +356,85 @@ static int compare_rows(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Collective. Reads every decision back, writes them in row order and the
- * final /substitutions; counts verdicts. */
-static taso_err_t finish(taso_tool_t *t, taso_artifact_t *out, const taso_subst_t *rows,
-                         int64_t nrows, int64_t *verdicts) {
-  taso_decision_t *dec = NULL;
+/* What the final file is made of. */
+typedef struct {
+  const taso_inputs_t *inputs;
+  const taso_graph_t *graphs;
+  int64_t ngraphs;
+  const taso_subst_t *rows;
+  int64_t nrows;
+  uint64_t digest;
+} final_t;
+
+/* Collective. Writes the complete output into OUT.tmp: the candidates'
+ * inputs and graphs, every decision in row order (dec: one per row), the
+ * final /substitutions and the counts. */
+static taso_err_t write_final(taso_tool_t *t, const final_t *f, const taso_decision_t *dec,
+                              const int64_t *verdicts) {
+  taso_provenance_t prov;
+  taso_artifact_t *out = NULL;
   taso_subst_t *final = NULL;
-  int64_t ndec = 0, lo, hi;
-  taso_err_t err = taso_artifact_read_decisions(out, &dec, &ndec);
-  if (err != TASO_OK) return err;
-  qsort(dec, (size_t)ndec, sizeof *dec, compare_rows);
-  /* One decision per row, each row decided. */
-  taso_err_t bad = ndec == nrows ? TASO_OK
-                                 : taso_error(TASO_ERR_FORMAT,
-                                              "%s: %lld decisions for %lld candidate rows",
-                                              t->out_path, (long long)ndec, (long long)nrows);
-  for (int64_t i = 0; i < ndec && bad == TASO_OK; i++)
-    if (dec[i].row != i)
-      bad = taso_error(TASO_ERR_FORMAT, "%s: row %lld is decided twice or not at all", t->out_path,
-                       (long long)i);
-  if ((err = taso_tool_agree(t, bad)) != TASO_OK) goto done;
-  for (int64_t i = 0; i < ndec; i++) verdicts[dec[i].verdict]++;
-  taso_tool_block(t, nrows, &lo, &hi);
+  int64_t glo, ghi, first, lo, hi;
+  taso_err_t err = TASO_OK;
+  taso_tool_provenance(t, &prov);
+  taso_tool_block(t, f->ngraphs, &glo, &ghi);
+  taso_tool_block(t, f->nrows, &lo, &hi);
   if (!(final = calloc((size_t)(hi - lo + 1), sizeof *final)))
-    bad = taso_error(TASO_ERR_NOMEM, "no memory for the substitution rows");
+    err = taso_error(TASO_ERR_NOMEM, "no memory for the substitution rows");
   for (int64_t i = lo; i < hi && final; i++) {
-    final[i - lo] = rows[i];
+    final[i - lo] = f->rows[i];
     final[i - lo].verdict = dec[i].verdict;
     final[i - lo].seconds = dec[i].seconds;
   }
-  if ((err = taso_tool_agree(t, bad)) != TASO_OK) goto done;
-  TASO_TOOL_STEP(t, err, taso_artifact_rewrite_decisions(out, dec + lo, hi - lo));
-  TASO_TOOL_STEP(t, err, taso_artifact_write_substs(out, final, hi - lo));
-  TASO_TOOL_STEP(t, err, taso_artifact_set_count(out, "proved", verdicts[TASO_VERDICT_PROVED]));
-  TASO_TOOL_STEP(t, err, taso_artifact_set_count(out, "unknown", verdicts[TASO_VERDICT_UNKNOWN]));
-  TASO_TOOL_STEP(t, err, taso_artifact_set_count(out, "refuted", verdicts[TASO_VERDICT_REFUTED]));
+  err = taso_tool_agree(t, err);
   TASO_TOOL_STEP(t, err,
-                 taso_artifact_set_count(out, "unverified", verdicts[TASO_VERDICT_CANDIDATE]));
-done:
-  free(dec);
+                 taso_artifact_create(t->comm, t->tmp_path, TASO_KIND_SUBSTITUTIONS, &prov, &out));
+  TASO_TOOL_STEP(t, err, taso_artifact_write_inputs(out, f->inputs));
+  /* Blocks follow rank order, so graph i keeps index i, and decision i is
+   * row i. (NULL + 0 is undefined, hence the check.) */
+  TASO_TOOL_STEP(t, err, taso_artifact_write_graphs(out, f->graphs ? f->graphs + glo : NULL,
+                                                    ghi - glo, &first));
+  TASO_TOOL_STEP(t, err, taso_artifact_set_count(out, "candidates_rows", f->nrows));
+  TASO_TOOL_STEP(t, err, taso_artifact_set_count(out, "candidates_digest", (int64_t)f->digest));
+  TASO_TOOL_STEP(t, err, taso_artifact_append_decisions(out, dec + lo, hi - lo));
+  TASO_TOOL_STEP(t, err, taso_artifact_write_substs(out, final, hi - lo));
+  static const char *const names[] = {"unverified", "proved", "unknown", "refuted"};
+  for (int v = 0; v <= TASO_VERDICT_REFUTED; v++)
+    TASO_TOOL_STEP(t, err, taso_artifact_set_count(out, names[v], verdicts[v]));
+  err = taso_tool_close(t, &out, err);
   free(final);
+  return err;
+}
+
+/* Collective. Reads every decision back from OUT.resume (*resume, closed
+ * here), checks that each row has one, counts verdicts and puts the
+ * complete output in place of --out. */
+static taso_err_t finish(taso_tool_t *t, taso_artifact_t **resume, const final_t *f,
+                         int64_t *verdicts) {
+  taso_decision_t *dec = NULL;
+  int64_t ndec = 0, m = 0;
+  taso_err_t err = taso_tool_agree(t, taso_artifact_read_decisions(*resume, &dec, &ndec));
+  err = taso_tool_close(t, resume, err);
+  if (err != TASO_OK) return err;
+  /* Row order; a row decided in two runs (killed between its append and
+   * the next round) counts once. */
+  for (int64_t i = 0; i < ndec; i++)
+    if (usable(&dec[i], f->nrows)) dec[m++] = dec[i];
+  qsort(dec, (size_t)m, sizeof *dec, compare_rows);
+  ndec = m;
+  m = 0;
+  for (int64_t i = 0; i < ndec; i++)
+    if (m == 0 || dec[m - 1].row != dec[i].row) dec[m++] = dec[i];
+  taso_err_t bad = m == f->nrows ? TASO_OK
+                                 : taso_error(TASO_ERR_FORMAT,
+                                              "%s: %lld decisions for %lld candidate rows",
+                                              t->resume_path, (long long)m, (long long)f->nrows);
+  if ((err = taso_tool_agree(t, bad)) == TASO_OK) {
+    for (int64_t i = 0; i < m; i++) verdicts[dec[i].verdict]++;
+    err = write_final(t, f, dec, verdicts);
+  }
+  TASO_TOOL_STEP(t, err, taso_tool_commit_output(t));
+  free(dec);
   return err;
 }
 
@@ -377,6 +456,8 @@ int main(int argc, char **argv) {
   int nthreads = omp_get_max_threads();
   taso_err_t err = TASO_OK;
 
+  /* Every check of --out before the input is read and the work starts. */
+  TASO_TOOL_STEP(&t, err, taso_tool_claim_output(&t));
   TASO_TOOL_STEP(&t, err, taso_artifact_open(t.comm, t.in_path, TASO_KIND_CANDIDATES, &in));
   if (err == TASO_OK) err = load_job(&t, in);
   TASO_TOOL_STEP(&t, err, taso_artifact_read_inputs(in, &inputs));
@@ -419,14 +500,15 @@ int main(int argc, char **argv) {
     err = taso_tool_agree(&t, err);
   }
 
-  uint64_t dig = digest(rows, nrows, graphs, ngraphs);
-  if (err == TASO_OK) err = try_resume(&t, nrows, dig, &out, done, &ndone, &complete);
-  if (err == TASO_OK && out)
+  uint64_t dig = err == TASO_OK ? digest(rows, nrows, graphs, ngraphs) : 0;
+  if (err == TASO_OK) err = check_output(&t, nrows, dig, &out);
+  complete = out != NULL;
+  if (err == TASO_OK && !complete) err = open_resume(&t, nrows, dig, done, &ndone, &out);
+  if (err == TASO_OK && (complete || ndone > 0))
     taso_tool_print(&t, "taso-verify: resuming %s: %lld of %lld rows already decided%s\n",
-                    t.out_path, (long long)ndone, (long long)nrows,
+                    complete ? t.out_path : t.resume_path,
+                    (long long)(complete ? nrows : ndone), (long long)nrows,
                     complete ? " (the file is complete; nothing to do)" : "");
-  if (err == TASO_OK && !out)
-    err = create_output(&t, &inputs, graphs, ngraphs, nrows, dig, &out);
 
   if (err == TASO_OK && !complete) {
     for (int64_t i = 0; i < nrows; i++)
@@ -440,7 +522,9 @@ int main(int argc, char **argv) {
     err = run(&t, &w, todo, ntodo, out, ndone, nrows);
   }
   if (err == TASO_OK && !complete) {
-    err = finish(&t, out, rows, nrows, verdicts);
+    final_t f = {.inputs = &inputs, .graphs = graphs, .ngraphs = ngraphs, .rows = rows,
+                 .nrows = nrows, .digest = dig};
+    err = finish(&t, &out, &f, verdicts);
   } else if (err == TASO_OK) {
     /* A finished file: nothing to decide, nothing to write. */
     static const char *const names[] = {"unverified", "proved", "unknown", "refuted"};
