@@ -161,8 +161,11 @@ static taso_err_t io_status(const taso_artifact_t *a, taso_err_t err) {
   return taso_error(TASO_ERR_IO, "%s: cannot write: %s", a->path, reason);
 }
 
-/* The end of every public step that may write: the guard's verdict, then
- * the same outcome on every rank. */
+/* Every agreement among the ranks on a file includes the guard's verdict,
+ * so that the ranks stop after the first collective step whose writes
+ * failed anywhere: HDF5 reads back what it believes it wrote (a chunk to
+ * modify, say), and a rank reading what never reached the disk would fail
+ * alone inside HDF5, where the others wait for it. */
 static taso_err_t settle(const taso_artifact_t *a, taso_err_t err) {
   return taso_agree(a->comm, io_status(a, err));
 }
@@ -529,11 +532,11 @@ static taso_err_t write_rows(const taso_artifact_t *a, const char *name, hid_t t
                              size_t rec_size, const void *rows, int64_t n, int64_t offset,
                              int64_t total) {
   hid_t dset = H5I_INVALID_HID;
-  taso_err_t err = taso_agree(a->comm, create_dataset(a, name, type, rec_size, total, &dset));
+  taso_err_t err = settle(a, create_dataset(a, name, type, rec_size, total, &dset));
   if (err == TASO_OK && total > 0)
-    err = taso_agree(a->comm, write_slab(a, dset, name, type, rows, offset, n));
+    err = settle(a, write_slab(a, dset, name, type, rows, offset, n));
   err = release(a, dset, H5Dclose, err);
-  return taso_agree(a->comm, err);
+  return settle(a, err);
 }
 
 /* Opens dataset name for reading and checks it holds one-dimensional
@@ -611,10 +614,10 @@ static taso_err_t read_rows(const taso_artifact_t *a, const char *name, hid_t ty
                        name);
   }
   /* Only the read below is collective; settle the local failures first. */
-  err = taso_agree(a->comm, err);
+  err = settle(a, err);
   if (err == TASO_OK && *n > 0) {
     if (H5Dread(dset, type, H5S_ALL, H5S_ALL, a->xfer, buf) < 0) err = h5_fail(a, "read %s", name);
-    err = taso_agree(a->comm, err);
+    err = settle(a, err);
   }
   err = release(a, dset, H5Dclose, err);
   if (err == TASO_OK) {
@@ -735,7 +738,7 @@ taso_err_t taso_artifact_create(MPI_Comm comm, const char *path, const char *kin
   if (!kind || !prov) err = taso_error(TASO_ERR_ARG, "%s: no artifact kind or provenance", path);
   if (err == TASO_OK) err = make_xfer(a);
   if (err == TASO_OK) err = make_fapl(a, &fapl);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   errno = 0;
   if ((a->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0) {
     /* Usually a missing folder or a permission, which the open left in
@@ -748,7 +751,7 @@ taso_err_t taso_artifact_create(MPI_Comm comm, const char *path, const char *kin
     err = taso_error(TASO_ERR_IO, "%s: cannot create the file: %s", path,
                      why ? strerror(why) : "HDF5 gave no reason (--debug prints its error stack)");
   }
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   a->writable = true;
   find_handle(a);
   err = settle(a, write_header(a, kind, prov));
@@ -833,16 +836,16 @@ static taso_err_t open_artifact(MPI_Comm comm, const char *path, const char *kin
   if (out) *out = NULL;
   err = artifact_new(comm, path, &a);
   if (err != TASO_OK) goto done;
-  if ((err = taso_agree(a->comm, a->rank == 0 ? probe(a, kind, NULL) : TASO_OK)) != TASO_OK)
+  if ((err = settle(a, a->rank == 0 ? probe(a, kind, NULL) : TASO_OK)) != TASO_OK)
     goto done;
   err = make_xfer(a);
   if (err == TASO_OK) err = make_fapl(a, &fapl);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   if ((a->file = H5Fopen(path, rw ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl)) < 0)
     err = h5_fail(a, "open the file on every rank");
   else
     find_handle(a);
-  err = taso_agree(a->comm, err);
+  err = settle(a, err);
   a->writable = rw && err == TASO_OK;
 done:
   err = release(a, fapl, H5Pclose, err);
@@ -885,7 +888,7 @@ taso_err_t taso_artifact_close(taso_artifact_t *a) {
     char end[32];
     if (a->rank == 0) taso_now_iso8601(end);
     MPI_Bcast(end, (int)sizeof end, MPI_CHAR, 0, a->comm);
-    err = taso_agree(a->comm, put_string(a, "end_time", end));
+    err = settle(a, put_string(a, "end_time", end));
   }
   /* The file is closed even when end_time failed: what is written stays. */
   err = release(a, a->xfer, H5Pclose, err);
@@ -967,7 +970,7 @@ static taso_err_t write_inputs(taso_artifact_t *a, const taso_inputs_t *in) {
     }
   }
   if (err == TASO_OK) err = input_type(a, &type);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   place(a, &n, &offset, &total, 1);
   err = write_rows(a, "/inputs", type, sizeof *rows, rows, n, offset, total);
 done:
@@ -994,7 +997,7 @@ static taso_err_t read_inputs(taso_artifact_t *a, taso_inputs_t *in) {
   int64_t n = 0;
   in->v = NULL;
   in->n = 0;
-  err = taso_agree(a->comm, input_type(a, &type));
+  err = settle(a, input_type(a, &type));
   if (err == TASO_OK) err = read_rows(a, "/inputs", type, sizeof *rows, false, (void **)&rows, &n);
   for (int64_t i = 0; i < n && err == TASO_OK; i++) {
     input_rec_t *r = &rows[i];
@@ -1017,7 +1020,7 @@ static taso_err_t read_inputs(taso_artifact_t *a, taso_inputs_t *in) {
 taso_err_t taso_artifact_read_inputs(taso_artifact_t *a, taso_inputs_t *in) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
-  taso_err_t err = taso_agree(a->comm, read_inputs(a, in));
+  taso_err_t err = settle(a, read_inputs(a, in));
   quiet_end(&q);
   return err;
 }
@@ -1076,7 +1079,7 @@ static taso_err_t write_graphs(taso_artifact_t *a, const taso_graph_t *local, in
   if (err == TASO_OK) err = path_exists(a, "/graphs", &exists);
   if (err == TASO_OK && exists)
     err = taso_error(TASO_ERR_ARG, "%s: already holds a graph set", a->path);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   place(a, counts, offset, total, 3);
   for (int64_t i = 0; i < n; i++) {
     index[i].node_begin += offset[1];
@@ -1084,7 +1087,7 @@ static taso_err_t write_graphs(taso_artifact_t *a, const taso_graph_t *local, in
   }
   if ((group = H5Gcreate2(a->file, "/graphs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0)
     err = h5_fail(a, "create group /graphs");
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   if ((err = write_rows(a, "/graphs/index", itype, sizeof *index, index, counts[0], offset[0],
                         total[0])) != TASO_OK ||
       (err = write_rows(a, "/graphs/nodes", ntype, sizeof *nodes, nodes, counts[1], offset[1],
@@ -1172,7 +1175,7 @@ static taso_err_t read_graphs(taso_artifact_t *a, taso_graph_t **graphs, int64_t
   *n = 0;
   err = index_type(a, &itype);
   if (err == TASO_OK) err = node_type(a, &ntype);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   if ((err = read_rows(a, "/graphs/index", itype, sizeof *index, false, (void **)&index, &ni)) !=
           TASO_OK ||
       (err = read_rows(a, "/graphs/nodes", ntype, sizeof *nodes, false, (void **)&nodes, &nn)) !=
@@ -1205,7 +1208,7 @@ done:
 taso_err_t taso_artifact_read_graphs(taso_artifact_t *a, taso_graph_t **graphs, int64_t *n) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
-  taso_err_t err = taso_agree(a->comm, read_graphs(a, graphs, n));
+  taso_err_t err = settle(a, read_graphs(a, graphs, n));
   quiet_end(&q);
   return err;
 }
@@ -1235,7 +1238,7 @@ taso_err_t taso_artifact_write_fingerprints(taso_artifact_t *a, const uint64_t (
   else if (n < 0 || (n > 0 && !local))
     err = taso_error(TASO_ERR_ARG, "%s: bad local fingerprint list", a->path);
   if (err == TASO_OK) err = build_type(a, "fingerprint", 2 * sizeof(uint64_t), FIELDS(f), &type);
-  if ((err = taso_agree(a->comm, err)) == TASO_OK) {
+  if ((err = settle(a, err)) == TASO_OK) {
     place(a, &n, &offset, &total, 1);
     err = write_rows(a, "/graphs/fingerprint", type, 2 * sizeof(uint64_t), local, n, offset, total);
   }
@@ -1268,7 +1271,7 @@ static taso_err_t write_substs(taso_artifact_t *a, const taso_subst_t *local, in
   if (err == TASO_OK) err = path_exists(a, "/substitutions", &exists);
   if (err == TASO_OK && exists)
     err = taso_error(TASO_ERR_ARG, "%s: already holds a substitution set", a->path);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   place(a, &n, &offset, &total, 1);
   err = write_rows(a, "/substitutions", type, sizeof *rows, rows, n, offset, total);
 done:
@@ -1290,7 +1293,7 @@ taso_err_t taso_artifact_write_substs(taso_artifact_t *a, const taso_subst_t *lo
 
 static taso_err_t read_substs(taso_artifact_t *a, taso_subst_t **rows, int64_t *n) {
   hid_t type = H5I_INVALID_HID;
-  taso_err_t err = taso_agree(a->comm, subst_type(a, &type));
+  taso_err_t err = settle(a, subst_type(a, &type));
   *rows = NULL;
   *n = 0;
   if (err == TASO_OK)
@@ -1310,7 +1313,7 @@ static taso_err_t read_substs(taso_artifact_t *a, taso_subst_t **rows, int64_t *
 taso_err_t taso_artifact_read_substs(taso_artifact_t *a, taso_subst_t **rows, int64_t *n) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
-  taso_err_t err = taso_agree(a->comm, read_substs(a, rows, n));
+  taso_err_t err = settle(a, read_substs(a, rows, n));
   quiet_end(&q);
   return err;
 }
@@ -1345,7 +1348,7 @@ static taso_err_t put_decisions(taso_artifact_t *a, const taso_decision_t *local
   }
   if (err == TASO_OK) err = decision_type(a, &type);
   if (err == TASO_OK) err = path_exists(a, name, &exists);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   place(a, &n, &offset, &total, 1);
   if (!exists)
     err = create_dataset(a, name, type, sizeof *rows, 0, &dset);
@@ -1357,18 +1360,18 @@ static taso_err_t put_decisions(taso_artifact_t *a, const taso_decision_t *local
   if (err == TASO_OK && rewrite && (int64_t)cur != total)
     err = taso_error(TASO_ERR_ARG, "%s: rewriting %lld decisions over %lld", a->path,
                      (long long)total, (long long)cur);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   if (!rewrite && total > 0) {
     hsize_t size = cur + (hsize_t)total;
     if (H5Dset_extent(dset, &size) < 0) err = h5_fail(a, "extend %s", name);
-    if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+    if ((err = settle(a, err)) != TASO_OK) goto done;
   }
   if (total > 0) {
     int64_t start = (rewrite ? 0 : (int64_t)cur) + offset;
-    err = taso_agree(a->comm, write_slab(a, dset, name, type, rows, start, n));
+    err = settle(a, write_slab(a, dset, name, type, rows, start, n));
   }
   if (err == TASO_OK && H5Fflush(a->file, H5F_SCOPE_GLOBAL) < 0) err = h5_fail(a, "flush the file");
-  err = taso_agree(a->comm, err);
+  err = settle(a, err);
 done:
   free(rows);
   err = release(a, space, H5Sclose, err);
@@ -1401,7 +1404,7 @@ taso_err_t taso_artifact_rewrite_decisions(taso_artifact_t *a, const taso_decisi
 
 static taso_err_t read_decisions(taso_artifact_t *a, taso_decision_t **rows, int64_t *n) {
   hid_t type = H5I_INVALID_HID;
-  taso_err_t err = taso_agree(a->comm, decision_type(a, &type));
+  taso_err_t err = settle(a, decision_type(a, &type));
   *rows = NULL;
   *n = 0;
   if (err == TASO_OK)
@@ -1425,7 +1428,7 @@ static taso_err_t read_decisions(taso_artifact_t *a, taso_decision_t **rows, int
 taso_err_t taso_artifact_read_decisions(taso_artifact_t *a, taso_decision_t **rows, int64_t *n) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
-  taso_err_t err = taso_agree(a->comm, read_decisions(a, rows, n));
+  taso_err_t err = settle(a, read_decisions(a, rows, n));
   quiet_end(&q);
   return err;
 }
@@ -1471,7 +1474,7 @@ static taso_err_t append_table(taso_artifact_t *a, const taso_table_t *t, const 
   if (n < 0 || (n > 0 && !local)) err = taso_error(TASO_ERR_ARG, "%s: bad local rows", a->path);
   if (err == TASO_OK) err = table_type(a, t, &type);
   if (err == TASO_OK) err = path_exists(a, t->path, &exists);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   place(a, &n, &offset, &total, 1);
   if (!exists)
     err = create_dataset(a, t->path, type, t->size, 0, &dset);
@@ -1480,15 +1483,15 @@ static taso_err_t append_table(taso_artifact_t *a, const taso_table_t *t, const 
   if (err == TASO_OK &&
       ((space = H5Dget_space(dset)) < 0 || H5Sget_simple_extent_dims(space, &cur, NULL) != 1))
     err = h5_fail(a, "get the size of %s", t->path);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   if (total > 0) {
     hsize_t size = cur + (hsize_t)total;
     if (H5Dset_extent(dset, &size) < 0) err = h5_fail(a, "extend %s", t->path);
-    if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
-    err = taso_agree(a->comm, write_slab(a, dset, t->path, type, local, (int64_t)cur + offset, n));
+    if ((err = settle(a, err)) != TASO_OK) goto done;
+    err = settle(a, write_slab(a, dset, t->path, type, local, (int64_t)cur + offset, n));
   }
   if (err == TASO_OK && H5Fflush(a->file, H5F_SCOPE_GLOBAL) < 0) err = h5_fail(a, "flush the file");
-  err = taso_agree(a->comm, err);
+  err = settle(a, err);
 done:
   err = release(a, space, H5Sclose, err);
   err = release(a, dset, H5Dclose, err);
@@ -1520,7 +1523,7 @@ taso_err_t taso_artifact_table_length(taso_artifact_t *a, const taso_table_t *t,
   err = release(a, dset, H5Dclose, err);
   err = release(a, type, H5Tclose, err);
   quiet_end(&q);
-  return taso_agree(a->comm, err);
+  return settle(a, err);
 }
 
 static taso_err_t read_table(taso_artifact_t *a, const taso_table_t *t, int64_t lo, int64_t hi,
@@ -1547,10 +1550,10 @@ static taso_err_t read_table(taso_artifact_t *a, const taso_table_t *t, int64_t 
                        : (H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0))
       err = h5_fail(a, "select rows of %s", t->path);
   }
-  if ((err = taso_agree(a->comm, err)) == TASO_OK) {
+  if ((err = settle(a, err)) == TASO_OK) {
     if (H5Dread(dset, type, mspace, fspace, a->xfer, count > 0 ? buf : (void *)nothing) < 0)
       err = h5_fail(a, "read %s", t->path);
-    err = taso_agree(a->comm, err);
+    err = settle(a, err);
   }
   err = release(a, mspace, H5Sclose, err);
   err = release(a, fspace, H5Sclose, err);
@@ -1567,7 +1570,7 @@ taso_err_t taso_artifact_read_table(taso_artifact_t *a, const taso_table_t *t, i
                                     int64_t hi, void **rows) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
-  taso_err_t err = taso_agree(a->comm, read_table(a, t, lo, hi, rows));
+  taso_err_t err = settle(a, read_table(a, t, lo, hi, rows));
   quiet_end(&q);
   return err;
 }
@@ -1585,7 +1588,7 @@ taso_err_t taso_artifact_write_table(taso_artifact_t *a, const taso_table_t *t,
   if (err == TASO_OK) err = path_exists(a, t->path, &exists);
   if (err == TASO_OK && exists)
     err = taso_error(TASO_ERR_ARG, "%s: already holds %s", a->path, t->path);
-  if ((err = taso_agree(a->comm, err)) == TASO_OK)
+  if ((err = settle(a, err)) == TASO_OK)
     err = write_rows(a, t->path, type, t->size, local, n, offset, total);
   if (err == TASO_OK && H5Fflush(a->file, H5F_SCOPE_GLOBAL) < 0) err = h5_fail(a, "flush the file");
   err = release(a, type, H5Tclose, err);
