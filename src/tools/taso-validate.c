@@ -8,13 +8,14 @@
  * Both phases hand out work dynamically: a counter on rank 0 (an MPI window
  * advanced with MPI_Fetch_and_op) gives each rank its next chunk, and the
  * rank's OpenMP threads share it, one Z3 context per thread. Check rows
- * stream into the output's /stream in rounds (a rank that has worked a few
+ * stream into /stream of OUT.resume in rounds (a rank that has worked a few
  * seconds enters a non-blocking barrier and works on until all have
  * entered, then all append and flush), so a killed run started again with
  * the same --out decides only what is missing. At the end the rows are
  * redistributed by index (each rank reads a slice of /stream and sends
  * each row to the rank owning its index block), sorted and written to
- * /checks in index order, so the file does not depend on the rank count.
+ * /checks of OUT.tmp in index order, which is then renamed over --out
+ * (tool.h), so the file does not depend on the rank count.
  */
 #define _POSIX_C_SOURCE 200809L
 

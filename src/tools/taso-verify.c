@@ -9,11 +9,12 @@
  * context per thread. Decisions stream into the output's /decisions in
  * rounds: a rank that has worked for a few seconds enters a non-blocking
  * barrier and keeps working until every rank has entered it, then all
- * append what they decided and flush. A killed run started again with the
- * same --out finds the decisions already made and decides only the rest.
- * At the end /decisions is rewritten in row order and /substitutions
- * holds every candidate row, in the candidates' order, with its verdict,
- * so the result does not depend on the rank or thread count.
+ * append what they decided to OUT.resume and flush. A killed run started
+ * again with the same --out finds the decisions already made there and
+ * decides only the rest. At the end the whole result is written to OUT.tmp
+ * and renamed over --out (tool.h): /decisions in row order and
+ * /substitutions with every candidate row, in the candidates' order, with
+ * its verdict, so the result does not depend on the rank or thread count.
  */
 #define _POSIX_C_SOURCE 200809L
 
