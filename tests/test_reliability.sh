@@ -200,11 +200,23 @@ check "a lock left by a dead process does not stop a run" eval 'succeeded && no_
 if [ -z "$can_mount" ]; then
   echo "skip: cannot mount a tmpfs here (not root?): no full-disk cases"
 else
-  # Rows stream into the output until the disk is full.
+  # Rows stream into OUT.resume until the disk is full (a round every
+  # 0.2 s, so that some are flushed before); with room again, the rerun
+  # resumes from every row flushed before the failure.
+  summary() { sed -n 's/^taso-validate: \([0-9]* combinations: .*\) -> .*/\1/p' "$tmp/out"; }
+  mpi "$bin/taso-validate" --sizes 1,2,3 --no-redundancy --out "$tmp/v123.h5"
+  clean=$(summary)
   tmpfs "$tmp/small" 2m
-  mpi "$bin/taso-validate" --sizes 1,2,3 --no-redundancy --out "$tmp/small/validation.h5"
+  echo "+ TASO_VALIDATE_ROUND_SECONDS=0.2"
+  TASO_VALIDATE_ROUND_SECONDS=0.2 mpi "$bin/taso-validate" --sizes 1,2,3 --no-redundancy \
+    --out "$tmp/small/validation.h5"
   check "validate on a full disk: every rank stops, one line with the reason" \
     failed_with taso-validate "validation.h5.*: cannot write: No space left on device"
+  mount -o remount,size=64m "$tmp/small"
+  mpi "$bin/taso-validate" --sizes 1,2,3 --no-redundancy --out "$tmp/small/validation.h5"
+  check "validate with room again resumes from the rows flushed before the disk was full" eval \
+    'succeeded && out_has "resuming .*validation.h5.resume: [1-9][0-9]* of 279052 combinations already checked" &&
+     [ -n "$clean" ] && [ "$(summary)" = "$clean" ] && no_leftovers "$tmp/small/validation.h5"'
 
   # A second full-disk run from scratch, verify streaming its decisions.
   tmpfs "$tmp/tiny" 96k

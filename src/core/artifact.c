@@ -167,7 +167,11 @@ static taso_err_t io_status(const taso_artifact_t *a, taso_err_t err) {
  * modify, say), and a rank reading what never reached the disk would fail
  * alone inside HDF5, where the others wait for it. */
 static taso_err_t settle(const taso_artifact_t *a, taso_err_t err) {
-  return taso_agree(a->comm, io_status(a, err));
+  err = taso_agree(a->comm, io_status(a, err));
+  /* Nothing more reaches the file: what it held at its last flush stays
+   * readable (a stage's streamed rows). */
+  if (err == TASO_ERR_IO) taso_io_guard_seal(a->fh);
+  return err;
 }
 
 /* HDF5's automatic error printing, saved on entry to a public function and

@@ -18,8 +18,10 @@
 
 typedef struct {
   MPI_File fh;             /* the file; MPI_FILE_NULL when the slot is free */
+  bool failed;             /* a write failed on this rank */
   char reason[REASON_LEN]; /* the first failure's reason */
   bool vague;              /* reason is TASO_IO_GUARD_SHORT: a later one may say more */
+  bool sealed;             /* the ranks agreed to write nothing more to it */
 } failure_t;
 
 static failure_t failures[MAX_FILES];
@@ -81,9 +83,11 @@ static void describe(int rc, int saved_errno, char *out, size_t len) {
  * part of a write, and only the next write is refused with ENOSPC. */
 static void record(MPI_File fh, int rc, int saved_errno) {
   failure_t *f = slot_of(fh, true);
-  if (f->fh == fh && !f->vague) return;
-  if (f->fh == fh && rc == MPI_SUCCESS && !saved_errno) return;
+  if (f->fh == fh && f->failed && !f->vague) return;
+  if (f->fh == fh && f->failed && rc == MPI_SUCCESS && !saved_errno) return;
+  if (f->fh != fh) f->sealed = false;
   f->fh = fh;
+  f->failed = true;
   f->vague = false;
   if (rc != MPI_SUCCESS) {
     describe(rc, saved_errno, f->reason, sizeof f->reason);
@@ -119,13 +123,15 @@ static int swallow_write(MPI_File fh, int rc, int saved_errno, int count, MPI_Da
 }
 
 /* An independent write to a file that has failed for a known reason is
- * not tried again: it would fail too, and Open MPI prints a line for each. */
+ * not tried again: it would fail too, and Open MPI prints a line for each.
+ * Nor is one to a sealed file. */
 int MPI_File_write_at(MPI_File fh, MPI_Offset offset, const void *buf, int count,
                       MPI_Datatype datatype, MPI_Status *status) {
   MPI_Status own;
   MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
   failure_t *f = slot_of(fh, false);
-  if (f && !f->vague) return swallow_write(fh, MPI_ERR_OTHER, 0, count, datatype, st);
+  if (f && (f->sealed || (f->failed && !f->vague)))
+    return swallow_write(fh, MPI_ERR_OTHER, 0, count, datatype, st);
   errno = 0;
   int rc = PMPI_File_write_at(fh, offset, buf, count, datatype, st);
   return swallow_write(fh, rc, errno, count, datatype, st);
@@ -135,12 +141,27 @@ int MPI_File_write_at_all(MPI_File fh, MPI_Offset offset, const void *buf, int c
                           MPI_Datatype datatype, MPI_Status *status) {
   MPI_Status own;
   MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+  failure_t *f = slot_of(fh, false);
+  if (f && f->sealed) {
+    /* Still in the collective call, as the other ranks are, with nothing. */
+    PMPI_File_write_at_all(fh, offset, buf, 0, datatype, st);
+    PMPI_Status_set_elements_x(st, MPI_BYTE, 0);
+    return swallow_write(fh, MPI_ERR_OTHER, 0, count, datatype, st);
+  }
   errno = 0;
   int rc = PMPI_File_write_at_all(fh, offset, buf, count, datatype, st);
   return swallow_write(fh, rc, errno, count, datatype, st);
 }
 
+/* Sealing is agreed by every rank at once, so a collective call that a
+ * sealed file skips is skipped by every rank. */
+static bool sealed(MPI_File fh) {
+  failure_t *f = slot_of(fh, false);
+  return f && f->sealed;
+}
+
 int MPI_File_set_size(MPI_File fh, MPI_Offset size) {
+  if (sealed(fh)) return MPI_SUCCESS;
   errno = 0;
   int rc = PMPI_File_set_size(fh, size);
   return swallow(fh, rc, errno);
@@ -149,6 +170,7 @@ int MPI_File_set_size(MPI_File fh, MPI_Offset size) {
 /* Network file systems report a full disk at sync or close, not at the
  * write. */
 int MPI_File_sync(MPI_File fh) {
+  if (sealed(fh)) return MPI_SUCCESS;
   errno = 0;
   int rc = PMPI_File_sync(fh);
   return swallow(fh, rc, errno);
@@ -163,12 +185,26 @@ int MPI_File_close(MPI_File *fh) {
 
 bool taso_io_guard_failed(MPI_File fh, char *reason, size_t len) {
   failure_t *f = fh == MPI_FILE_NULL ? NULL : slot_of(fh, false);
-  if (!f) return false;
+  if (!f || !f->failed) return false;
   if (reason && len) snprintf(reason, len, "%s", f->reason);
   return true;
 }
 
+void taso_io_guard_seal(MPI_File fh) {
+  if (fh == MPI_FILE_NULL) return;
+  failure_t *f = slot_of(fh, true);
+  if (f->fh != fh) {
+    f->fh = fh;
+    f->failed = f->vague = false;
+    f->reason[0] = '\0';
+  }
+  f->sealed = true;
+}
+
 void taso_io_guard_forget(MPI_File fh) {
   failure_t *f = fh == MPI_FILE_NULL ? NULL : slot_of(fh, false);
-  if (f) f->fh = MPI_FILE_NULL;
+  if (f) {
+    f->fh = MPI_FILE_NULL;
+    f->failed = f->vague = f->sealed = false;
+  }
 }

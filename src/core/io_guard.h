@@ -13,7 +13,8 @@
  * writes really reached the file.
  *
  * The file itself is then known to be incomplete; artifact.c reports the
- * failure, and the tools never rename such a file into place.
+ * failure and seals the file, and the tools never rename such a file into
+ * place.
  */
 #ifndef TASO_IO_GUARD_H
 #define TASO_IO_GUARD_H
@@ -29,6 +30,13 @@
 /* Whether a write to fh failed on this rank since it was opened; if so the
  * first failure's reason ("No space left on device") goes to reason. */
 bool taso_io_guard_failed(MPI_File fh, char *reason, size_t len);
+
+/* Collective in spirit: called by every rank at the same point, once the
+ * ranks agree that writes to fh failed. From then on nothing more is
+ * written to fh (its close included), so the file on disk stays as it was
+ * at its last successful flush: a file that rows stream into keeps every
+ * row flushed before the failure, readable. */
+void taso_io_guard_seal(MPI_File fh);
 
 /* Drops what was recorded for fh (after its file is closed: MPI may hand
  * the same handle value to the next file). */
