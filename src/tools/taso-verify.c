@@ -198,6 +198,7 @@ static taso_err_t check_output(taso_tool_t *t, int64_t nrows, uint64_t dig,
   int complete = taso_artifact_get_count(a, "proved", &proved) == TASO_OK;
   MPI_Bcast(&complete, 1, MPI_INT, 0, t->comm);
   if (complete) {
+    /* One that cannot be read back is this plan's too: replaced at the end. */
     taso_subst_t *rows = NULL;
     err = taso_tool_agree(t, taso_artifact_read_substs(a, &rows, &n));
     free(rows);
