@@ -840,8 +840,7 @@ static taso_err_t open_artifact(MPI_Comm comm, const char *path, const char *kin
   if (out) *out = NULL;
   err = artifact_new(comm, path, &a);
   if (err != TASO_OK) goto done;
-  if ((err = settle(a, a->rank == 0 ? probe(a, kind, NULL) : TASO_OK)) != TASO_OK)
-    goto done;
+  if ((err = settle(a, a->rank == 0 ? probe(a, kind, NULL) : TASO_OK)) != TASO_OK) goto done;
   err = make_xfer(a);
   if (err == TASO_OK) err = make_fapl(a, &fapl);
   if ((err = settle(a, err)) != TASO_OK) goto done;
@@ -865,8 +864,13 @@ taso_err_t taso_artifact_identify(const char *path, char **kind) {
   quiet_t q = quiet_begin();
   /* A handle of one's own, with no file and no communicator: probe needs
    * only the path and a rank for its messages. */
-  taso_artifact_t a = {.comm = MPI_COMM_NULL, .rank = 0, .size = 1, .path = (char *)path,
-                       .file = H5I_INVALID_HID, .xfer = H5I_INVALID_HID, .fh = MPI_FILE_NULL};
+  taso_artifact_t a = {.comm = MPI_COMM_NULL,
+                       .rank = 0,
+                       .size = 1,
+                       .path = (char *)path,
+                       .file = H5I_INVALID_HID,
+                       .xfer = H5I_INVALID_HID,
+                       .fh = MPI_FILE_NULL};
   *kind = NULL;
   taso_err_t err = probe(&a, NULL, kind);
   quiet_end(&q);

@@ -976,7 +976,8 @@ static taso_err_t write_output(gen_t *c, const taso_fp_inputs_t *rnd, const taso
   taso_tool_provenance(t, &prov);
   err = taso_tool_agree(t, err);
   /* Beside --out until complete: a failure leaves the previous file. */
-  TASO_TOOL_STEP(t, err, taso_artifact_create(t->comm, t->tmp_path, TASO_KIND_CANDIDATES, &prov, &a));
+  TASO_TOOL_STEP(t, err,
+                 taso_artifact_create(t->comm, t->tmp_path, TASO_KIND_CANDIDATES, &prov, &a));
   TASO_TOOL_STEP(t, err, taso_artifact_write_inputs(a, &t->job.inputs));
   TASO_TOOL_STEP(t, err, taso_artifact_write_graphs(a, graphs, 2 * mine, &first));
   TASO_TOOL_STEP(t, err, taso_artifact_write_fingerprints(a, (const uint64_t(*)[2])fps, 2 * mine));

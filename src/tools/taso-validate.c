@@ -719,8 +719,8 @@ static taso_err_t open_stream(taso_tool_t *t, const taso_plan_t *plan, uint64_t 
   *ndone = 0;
   *have_red = false;
   if (!have) return create_stream(t, dig, out);
-  taso_err_t err = taso_tool_agree(
-      t, taso_artifact_open_rw(t->comm, t->resume_path, TASO_KIND_VALIDATION, out));
+  taso_err_t err =
+      taso_tool_agree(t, taso_artifact_open_rw(t->comm, t->resume_path, TASO_KIND_VALIDATION, out));
   if (err == TASO_OK && digest_of(t, *out) != (int64_t)dig) {
     err = taso_tool_agree(t, taso_tool_refuse(t, t->resume_path, "the rows of another plan"));
     return taso_tool_close(t, out, err);
@@ -910,9 +910,9 @@ int main(int argc, char **argv) {
                    taso_artifact_create(t.comm, t.tmp_path, TASO_KIND_VALIDATION, &prov, &final));
     if (err == TASO_OK) err = finish_checks(&t, out, final, plan, tally, &shown, &nshown);
     if (ran_red)
-      TASO_TOOL_STEP(&t, err,
-                     taso_artifact_write_table(final, &red_table, reds, t.rank == 0 ? nreds : 0, 0,
-                                               nreds));
+      TASO_TOOL_STEP(
+          &t, err,
+          taso_artifact_write_table(final, &red_table, reds, t.rank == 0 ? nreds : 0, 0, nreds));
     TASO_TOOL_STEP(&t, err,
                    taso_artifact_write_table(final, &tally_table, tally,
                                              t.rank == 0 ? taso_plan_naxioms(plan) : 0, 0,

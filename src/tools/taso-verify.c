@@ -218,8 +218,8 @@ static taso_err_t create_resume(taso_tool_t *t, int64_t nrows, uint64_t dig,
   taso_provenance_t prov;
   taso_err_t err = TASO_OK;
   taso_tool_provenance(t, &prov);
-  TASO_TOOL_STEP(t, err,
-                 taso_artifact_create(t->comm, t->resume_path, TASO_KIND_SUBSTITUTIONS, &prov, out));
+  TASO_TOOL_STEP(
+      t, err, taso_artifact_create(t->comm, t->resume_path, TASO_KIND_SUBSTITUTIONS, &prov, out));
   TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "candidates_rows", nrows));
   TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "candidates_digest", (int64_t)dig));
   TASO_TOOL_STEP(t, err, taso_artifact_append_decisions(*out, NULL, 0));
@@ -239,8 +239,8 @@ static taso_err_t open_resume(taso_tool_t *t, int64_t nrows, uint64_t dig, bool 
   taso_err_t err = taso_tool_agree(
       t, taso_artifact_open_rw(t->comm, t->resume_path, TASO_KIND_SUBSTITUTIONS, out));
   if (err == TASO_OK && !same_candidates(t, *out, nrows, dig)) {
-    err = taso_tool_agree(t, taso_tool_refuse(t, t->resume_path,
-                                              "the decisions of other candidates"));
+    err = taso_tool_agree(t,
+                          taso_tool_refuse(t, t->resume_path, "the decisions of other candidates"));
     return taso_tool_close(t, out, err);
   }
   if (err == TASO_OK) err = mark_done(t, *out, nrows, done, ndone);
@@ -394,8 +394,9 @@ static taso_err_t write_final(taso_tool_t *t, const final_t *f, const taso_decis
   TASO_TOOL_STEP(t, err, taso_artifact_write_inputs(out, f->inputs));
   /* Blocks follow rank order, so graph i keeps index i, and decision i is
    * row i. (NULL + 0 is undefined, hence the check.) */
-  TASO_TOOL_STEP(t, err, taso_artifact_write_graphs(out, f->graphs ? f->graphs + glo : NULL,
-                                                    ghi - glo, &first));
+  TASO_TOOL_STEP(
+      t, err,
+      taso_artifact_write_graphs(out, f->graphs ? f->graphs + glo : NULL, ghi - glo, &first));
   TASO_TOOL_STEP(t, err, taso_artifact_set_count(out, "candidates_rows", f->nrows));
   TASO_TOOL_STEP(t, err, taso_artifact_set_count(out, "candidates_digest", (int64_t)f->digest));
   TASO_TOOL_STEP(t, err, taso_artifact_append_decisions(out, dec + lo, hi - lo));
@@ -427,12 +428,13 @@ static taso_err_t finish(taso_tool_t *t, taso_artifact_t **resume, const final_t
   m = 0;
   for (int64_t i = 0; i < ndec; i++)
     if (m == 0 || dec[m - 1].row != dec[i].row) dec[m++] = dec[i];
-  taso_err_t bad = m == f->nrows ? TASO_OK
-                                 : taso_error(TASO_ERR_FORMAT,
-                                              "%s: %lld decisions for %lld candidate rows",
-                                              t->resume_path, (long long)m, (long long)f->nrows);
+  taso_err_t bad = m == f->nrows
+                       ? TASO_OK
+                       : taso_error(TASO_ERR_FORMAT, "%s: %lld decisions for %lld candidate rows",
+                                    t->resume_path, (long long)m, (long long)f->nrows);
   if ((err = taso_tool_agree(t, bad)) == TASO_OK) {
-    for (int64_t i = 0; i < m; i++) verdicts[dec[i].verdict]++;
+    for (int64_t i = 0; i < m; i++)
+      verdicts[dec[i].verdict]++;
     err = write_final(t, f, dec, verdicts);
   }
   TASO_TOOL_STEP(t, err, taso_tool_commit_output(t));
@@ -508,9 +510,8 @@ int main(int argc, char **argv) {
   if (err == TASO_OK && !complete) err = open_resume(&t, nrows, dig, done, &ndone, &out);
   if (err == TASO_OK && (complete || ndone > 0))
     taso_tool_print(&t, "taso-verify: resuming %s: %lld of %lld rows already decided%s\n",
-                    complete ? t.out_path : t.resume_path,
-                    (long long)(complete ? nrows : ndone), (long long)nrows,
-                    complete ? " (the file is complete; nothing to do)" : "");
+                    complete ? t.out_path : t.resume_path, (long long)(complete ? nrows : ndone),
+                    (long long)nrows, complete ? " (the file is complete; nothing to do)" : "");
 
   if (err == TASO_OK && !complete) {
     for (int64_t i = 0; i < nrows; i++)
@@ -524,8 +525,12 @@ int main(int argc, char **argv) {
     err = run(&t, &w, todo, ntodo, out, ndone, nrows);
   }
   if (err == TASO_OK && !complete) {
-    final_t f = {.inputs = &inputs, .graphs = graphs, .ngraphs = ngraphs, .rows = rows,
-                 .nrows = nrows, .digest = dig};
+    final_t f = {.inputs = &inputs,
+                 .graphs = graphs,
+                 .ngraphs = ngraphs,
+                 .rows = rows,
+                 .nrows = nrows,
+                 .digest = dig};
     err = finish(&t, &out, &f, verdicts);
   } else if (err == TASO_OK) {
     /* A finished file: nothing to decide, nothing to write. */

@@ -27,8 +27,18 @@
 
 /* getopt_long values of the common options; flags follow OPT_FLAG. Above
  * the char range so that none can be mistaken for a short option. */
-enum { OPT_HELP = 256, OPT_VERSION, OPT_JOB, OPT_IN, OPT_OUT, OPT_THREADS, OPT_FRESH, OPT_DEBUG,
-       OPT_FLAG, OPT_OPTION = OPT_FLAG + MAX_FLAGS };
+enum {
+  OPT_HELP = 256,
+  OPT_VERSION,
+  OPT_JOB,
+  OPT_IN,
+  OPT_OUT,
+  OPT_THREADS,
+  OPT_FRESH,
+  OPT_DEBUG,
+  OPT_FLAG,
+  OPT_OPTION = OPT_FLAG + MAX_FLAGS
+};
 
 /* Library failures that leave no way to continue end every rank at once:
  * a rank that merely exited would leave the others blocked. */
@@ -237,8 +247,10 @@ taso_err_t taso_tool_load_job(taso_tool_t *t, const char *path) {
    * input like --job, and never an output. */
   taso_err_t err = TASO_OK;
   if (t->rank == 0 && t->lock_path && same_file(path, t->out_path))
-    err = taso_error(TASO_ERR_ARG, "%s: is this run's job file, not an output to replace "
-                                   "(choose another --out)", path);
+    err = taso_error(TASO_ERR_ARG,
+                     "%s: is this run's job file, not an output to replace "
+                     "(choose another --out)",
+                     path);
   if ((err = taso_tool_agree(t, err)) != TASO_OK) return err;
   err = taso_tool_agree(t, taso_job_load(path, &t->job));
   /* A rank that loaded it while another failed still owns the memory. */
@@ -320,8 +332,8 @@ static taso_err_t take_lock(taso_tool_t *t) {
       if (e == EWOULDBLOCK) lock_holder(fd, holder, sizeof holder);
       close(fd);
       if (e == EWOULDBLOCK)
-        return taso_error(TASO_ERR_IO, "%s: in use by another run (%s; lock file %s)",
-                          t->out_path, holder, t->lock_path);
+        return taso_error(TASO_ERR_IO, "%s: in use by another run (%s; lock file %s)", t->out_path,
+                          holder, t->lock_path);
       if (e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS || e == EINVAL) {
         /* A file system mounted without locks: refusing would make the
          * tools unusable there. */
@@ -336,8 +348,8 @@ static taso_err_t take_lock(taso_tool_t *t) {
       char host[256] = "unknown host", when[32];
       gethostname(host, sizeof host - 1);
       taso_now_iso8601(when);
-      int n = snprintf(holder, sizeof holder, "host %s, pid %ld, since %s\n", host,
-                       (long)getpid(), when);
+      int n = snprintf(holder, sizeof holder, "host %s, pid %ld, since %s\n", host, (long)getpid(),
+                       when);
       /* Who holds it is for the message of a refused run; a disk too full
        * to say it must not stop this one. */
       bool said = ftruncate(fd, 0) == 0 && pwrite(fd, holder, (size_t)n, 0) == n;
@@ -347,8 +359,7 @@ static taso_err_t take_lock(taso_tool_t *t) {
     }
     close(fd);
   }
-  return taso_error(TASO_ERR_IO, "%s: cannot take the lock: it keeps being replaced",
-                    t->lock_path);
+  return taso_error(TASO_ERR_IO, "%s: cannot take the lock: it keeps being replaced", t->lock_path);
 }
 
 /* Rank 0: what the checks of taso_tool_claim_output find. */
@@ -363,12 +374,11 @@ static taso_err_t claim(taso_tool_t *t) {
     return taso_error(TASO_ERR_ARG, "%s: is this run's input (--in), not an output to replace",
                       out);
   if (same_file(out, t->job_path))
-    return taso_error(TASO_ERR_ARG,
-                      "%s: is this run's job file (--job), not an output to replace", out);
+    return taso_error(TASO_ERR_ARG, "%s: is this run's job file (--job), not an output to replace",
+                      out);
   TASO_TRY(take_lock(t));
   if (!exists || t->fresh) return TASO_OK;
-  if (!S_ISREG(st.st_mode))
-    return taso_tool_refuse(t, out, "something other than a regular file");
+  if (!S_ISREG(st.st_mode)) return taso_tool_refuse(t, out, "something other than a regular file");
   taso_err_t err = taso_artifact_identify(out, &found);
   if (err != TASO_OK) {
     /* The detail starts with the path: "x.h5: not a readable HDF5 file". */
@@ -379,8 +389,8 @@ static taso_err_t claim(taso_tool_t *t) {
     snprintf(copy, sizeof copy, "%s", what);
     return taso_tool_refuse(t, out, "something other than a %s artifact (%s)", kind, copy);
   }
-  if (strcmp(found, kind) != 0) err = taso_tool_refuse(t, out, "a %s artifact, not a %s one",
-                                                       found, kind);
+  if (strcmp(found, kind) != 0)
+    err = taso_tool_refuse(t, out, "a %s artifact, not a %s one", found, kind);
   free(found);
   return err;
 }
@@ -406,8 +416,7 @@ taso_err_t taso_tool_refuse(const taso_tool_t *t, const char *path, const char *
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
   (void)t;
-  return taso_error(TASO_ERR_IO, "%s holds %s: not replacing it (--fresh replaces it)", path,
-                    what);
+  return taso_error(TASO_ERR_IO, "%s holds %s: not replacing it (--fresh replaces it)", path, what);
 }
 
 /* fsync() of a file or folder by name: the data must be on disk before
