@@ -3,8 +3,8 @@
 # and mpiexec at once, as a crashed node would be), started again on the
 # same output, killed again, and finished; the result must equal an
 # uninterrupted run: no row lost, none duplicated, the same verdicts.
-# Rows are watched in the output file itself (tests/resume.py), so a kill
-# falls between or inside real writes, not at a hook of the tool.
+# Rows are watched in the file they stream into, OUT.resume (tests/resume.py),
+# so a kill falls between or inside real writes, not at a hook of the tool.
 #
 # resume_case below takes the tool's command line, so another resumable
 # stage is a few lines at the end. ctest provides TASO_SOURCE_DIR,
@@ -28,8 +28,8 @@ bad() {
 "$python" -c 'import h5py' 2>/dev/null || { echo "SKIP: $python has no h5py (python3-h5py)"; exit 77; }
 
 # resume_case NAME DATASET SPECS ATTRS -- CMD...
-#   CMD... --out FILE runs the stage; it streams rows into DATASET of FILE
-#   while it works. SPECS (space-separated DATASET:KEY:FIELD,FIELD; the
+#   CMD... --out FILE runs the stage; it streams rows into DATASET of
+#   FILE.resume while it works, and writes FILE at the end. SPECS (space-separated DATASET:KEY:FIELD,FIELD; the
 #   first one's dataset holds one row per unit of work in a finished file)
 #   and ATTRS (A,B) say what must equal the uninterrupted run
 #   (tests/resume.py compare). The runs on the killed file are:
@@ -55,11 +55,11 @@ resume_case() {
   total=$("$python" "$helper" rows "$clean" "${specs%%:*}")
 
   for attempt in 1 2 3; do
-    rm -f "$file"
+    rm -f "$file" "$file.resume" "$file.lock" "$file.tmp"
     echo "+ (killed once $dataset has a row) $* --out $file"
-    "$python" "$helper" kill "$file" "$dataset" 1 60 -- "$@" --out "$file" >"$tmp/$name-run1.out" 2>&1
+    "$python" "$helper" kill "$file.resume" "$dataset" 1 60 -- "$@" --out "$file" >"$tmp/$name-run1.out" 2>&1
     rc=$?
-    n1=$("$python" "$helper" rows "$file" "$dataset" 2>/dev/null || echo 0)
+    n1=$("$python" "$helper" rows "$file.resume" "$dataset" 2>/dev/null || echo 0)
     if [ $rc -ne 0 ] || [ "$n1" -eq 0 ] || [ "$n1" -ge "$total" ]; then
       echo "note: attempt $attempt: not killed part-way (status $rc, $n1 of $total rows)"
       cat "$tmp/$name-run1.out"
@@ -67,10 +67,10 @@ resume_case() {
     fi
     ok "$name killed part-way: $n1 of $total rows in the file"
     echo "+ (rerun, killed once $dataset has more rows) $* --out $file"
-    "$python" "$helper" kill "$file" "$dataset" $((n1 + 1)) 60 -- "$@" --out "$file" \
+    "$python" "$helper" kill "$file.resume" "$dataset" $((n1 + 1)) 60 -- "$@" --out "$file" \
       >"$tmp/$name-run2.out" 2>&1
     rc=$?
-    n2=$("$python" "$helper" rows "$file" "$dataset" 2>/dev/null || echo 0)
+    n2=$("$python" "$helper" rows "$file.resume" "$dataset" 2>/dev/null || echo 0)
     if [ $rc -ne 0 ] || [ "$n2" -le "$n1" ] || [ "$n2" -ge "$total" ]; then
       echo "note: attempt $attempt: rerun not killed part-way (status $rc, $n2 of $total rows)"
       cat "$tmp/$name-run2.out"
@@ -86,7 +86,7 @@ resume_case() {
   fi
 
   echo "+ (rerun, killed once $dataset has all $total rows) $* --out $file"
-  "$python" "$helper" kill "$file" "$dataset" "$total" 60 -- "$@" --out "$file" \
+  "$python" "$helper" kill "$file.resume" "$dataset" "$total" 60 -- "$@" --out "$file" \
     >"$tmp/$name-run3.out" 2>&1
   case $? in
   0) ok "$name rerun killed while finishing" ;;

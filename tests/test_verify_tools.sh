@@ -62,13 +62,19 @@ run "$mpiexec" -n 1 "$bin/taso-verify" --job "$job" --in "$tmp/c.h5" --out "$tmp
 
 # The resume key covers everything that can change a verdict: a complete
 # file made with another timeout, other axioms or other input shapes is
-# not taken as decided (issue 18, section 3).
-stale() { # stale NAME WHAT JOB IN: verify --out r.h5 must start afresh, saying WHAT differs
+# not taken as decided; it is refused, saying what differs, and --fresh
+# decides afresh (issue 18, section 3).
+stale() { # stale NAME WHAT JOB IN: verify --out r.h5 must refuse, saying WHAT differs
+  cp "$tmp/r.h5" "$tmp/r-before.h5"
   run "$mpiexec" -n 2 "$bin/taso-verify" --job "$3" --in "$4" --out "$tmp/r.h5"
-  if [ "$rc" -eq 0 ] && grep -q "holds decisions made with $2" "$tmp/err" &&
-    ! grep -q "(0 decided now)" "$tmp/out"; then
-    ok "$1: decided afresh"
-  else bad "$1: stale decisions resumed"; cat "$tmp/out" "$tmp/err"; fi
+  if [ "$rc" -eq 1 ] && grep -q "r.h5 holds verdicts made with $2: not replacing it" "$tmp/err" &&
+    cmp -s "$tmp/r.h5" "$tmp/r-before.h5"; then
+    ok "$1: stale verdicts refused, file kept"
+  else bad "$1: stale verdicts taken or file changed"; cat "$tmp/out" "$tmp/err"; fi
+  run "$mpiexec" -n 2 "$bin/taso-verify" --job "$3" --in "$4" --out "$tmp/r.h5" --fresh
+  if [ "$rc" -eq 0 ] && ! grep -q "(0 decided now)" "$tmp/out"; then
+    ok "$1: --fresh decides afresh"
+  else bad "$1: --fresh"; cat "$tmp/out" "$tmp/err"; fi
 }
 # (Copies of the job name the axiom folder in full: they are not in jobs/.)
 sed -e "s|^timeout = 5$|timeout = 6|" -e "s|^axioms = .*|axioms = $src/data/axioms|" "$job" \
@@ -86,7 +92,7 @@ run "$mpiexec" -n 2 "$bin/taso-generate" --job "$job" --out "$tmp/g1.h5"
 sed -e 's/ = 2x4$/ = 3x5/' -e 's/ = 4x4$/ = 5x5/' -e "s|^axioms = .*|axioms = $src/data/axioms|" \
   "$job" >"$tmp/shapes.ini"
 run "$mpiexec" -n 2 "$bin/taso-generate" --job "$tmp/shapes.ini" --out "$tmp/g2.h5"
-run "$mpiexec" -n 2 "$bin/taso-verify" --job "$job" --in "$tmp/g1.h5" --out "$tmp/r.h5"
+run "$mpiexec" -n 2 "$bin/taso-verify" --job "$job" --in "$tmp/g1.h5" --out "$tmp/r.h5" --fresh
 stale "other input shapes" "other candidates or input shapes" "$tmp/shapes.ini" "$tmp/g2.h5"
 
 # Threads are capped at the cores a rank may use, and the run says so

@@ -30,12 +30,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <hdf5.h>
 
 #include "collective.h"
+#include "io_guard.h"
 #include "version.h"
 
 #define DEFLATE_LEVEL 6
@@ -48,6 +50,7 @@ struct taso_artifact {
   char *path;    /* the file, as given; every message names it */
   hid_t file;    /* the open file */
   hid_t xfer;    /* collective transfer property list for all dataset I/O */
+  MPI_File fh;   /* HDF5's MPI-IO handle of the file, for io_guard's records */
   bool writable; /* created here: may be written, and end_time is due at close */
 };
 
@@ -89,8 +92,25 @@ void taso_now_iso8601(char buf[32]) {
 /* Errors                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Reports an HDF5 call that has just failed: the stack first, because the
- * next HDF5 call clears it. */
+/* Whether HDF5's error stacks are printed: --debug or TASO_DEBUG. Off by
+ * default, because a stack of a few hundred lines buries the one line that
+ * says what went wrong. */
+static int debug_stacks = -1; /* -1: not decided yet */
+
+void taso_artifact_set_debug(bool on) {
+  debug_stacks = on;
+}
+
+static bool debugging(void) {
+  if (debug_stacks < 0) {
+    const char *v = getenv("TASO_DEBUG");
+    debug_stacks = v && *v && strcmp(v, "0") != 0;
+  }
+  return debug_stacks;
+}
+
+/* Reports an HDF5 call that has just failed: the stack first (when asked
+ * for), because the next HDF5 call clears it. */
 static taso_err_t h5_fail(const taso_artifact_t *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static taso_err_t h5_fail(const taso_artifact_t *a, const char *fmt, ...) {
@@ -99,9 +119,11 @@ static taso_err_t h5_fail(const taso_artifact_t *a, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "rank %d: %s: HDF5 failed to %s\n", a->rank, a->path, what);
-  if (H5Eprint2(H5E_DEFAULT, stderr) < 0)
-    fprintf(stderr, "rank %d: (the HDF5 error stack could not be printed)\n", a->rank);
+  if (debugging()) {
+    fprintf(stderr, "rank %d: %s: HDF5 failed to %s\n", a->rank, a->path, what);
+    if (H5Eprint2(H5E_DEFAULT, stderr) < 0)
+      fprintf(stderr, "rank %d: (the HDF5 error stack could not be printed)\n", a->rank);
+  }
   return taso_error(TASO_ERR_LIB, "%s: HDF5 failed to %s", a->path, what);
 }
 
@@ -111,6 +133,44 @@ static taso_err_t release(const taso_artifact_t *a, hid_t id, herr_t (*close_fn)
                           taso_err_t err) {
   if (id < 0) return err;
   if (close_fn(id) < 0 && err == TASO_OK) return h5_fail(a, "close an object");
+  return err;
+}
+
+/* Whether the file system holding path has no block left for us: the
+ * likely reason of a write cut short without one. */
+static bool disk_full(const char *path) {
+  char dir[4096];
+  struct statvfs fs;
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) + (slash == path), path);
+  return statvfs(dir, &fs) == 0 && fs.f_bavail == 0;
+}
+
+/* A step's writes that failed on this rank (io_guard.h) make it fail with
+ * the system's reason, whatever HDF5 made of it: HDF5 was told the writes
+ * succeeded. */
+static taso_err_t io_status(const taso_artifact_t *a, taso_err_t err) {
+  char reason[160];
+  if (!taso_io_guard_failed(a->fh, reason, sizeof reason)) return err;
+  if (strcmp(reason, TASO_IO_GUARD_SHORT) == 0 && disk_full(a->path))
+    snprintf(reason, sizeof reason, "%s", strerror(ENOSPC));
+  if (err != TASO_OK && err != TASO_ERR_LIB) return err;
+  return taso_error(TASO_ERR_IO, "%s: cannot write: %s", a->path, reason);
+}
+
+/* Every agreement among the ranks on a file includes the guard's verdict,
+ * so that the ranks stop after the first collective step whose writes
+ * failed anywhere: HDF5 reads back what it believes it wrote (a chunk to
+ * modify, say), and a rank reading what never reached the disk would fail
+ * alone inside HDF5, where the others wait for it. */
+static taso_err_t settle(const taso_artifact_t *a, taso_err_t err) {
+  err = taso_agree(a->comm, io_status(a, err));
+  /* Nothing more reaches the file: what it held at its last flush stays
+   * readable (a stage's streamed rows). */
+  if (err == TASO_ERR_IO) taso_io_guard_seal(a->fh);
   return err;
 }
 
@@ -476,11 +536,11 @@ static taso_err_t write_rows(const taso_artifact_t *a, const char *name, hid_t t
                              size_t rec_size, const void *rows, int64_t n, int64_t offset,
                              int64_t total) {
   hid_t dset = H5I_INVALID_HID;
-  taso_err_t err = taso_agree(a->comm, create_dataset(a, name, type, rec_size, total, &dset));
+  taso_err_t err = settle(a, create_dataset(a, name, type, rec_size, total, &dset));
   if (err == TASO_OK && total > 0)
-    err = taso_agree(a->comm, write_slab(a, dset, name, type, rows, offset, n));
+    err = settle(a, write_slab(a, dset, name, type, rows, offset, n));
   err = release(a, dset, H5Dclose, err);
-  return taso_agree(a->comm, err);
+  return settle(a, err);
 }
 
 /* Opens dataset name for reading and checks it holds one-dimensional
@@ -558,10 +618,10 @@ static taso_err_t read_rows(const taso_artifact_t *a, const char *name, hid_t ty
                        name);
   }
   /* Only the read below is collective; settle the local failures first. */
-  err = taso_agree(a->comm, err);
+  err = settle(a, err);
   if (err == TASO_OK && *n > 0) {
     if (H5Dread(dset, type, H5S_ALL, H5S_ALL, a->xfer, buf) < 0) err = h5_fail(a, "read %s", name);
-    err = taso_agree(a->comm, err);
+    err = settle(a, err);
   }
   err = release(a, dset, H5Dclose, err);
   if (err == TASO_OK) {
@@ -583,6 +643,7 @@ static void artifact_free(taso_artifact_t *a) {
   /* Only reached on paths that already failed or closed cleanly. */
   release(a, a->xfer, H5Pclose, TASO_ERR_LIB);
   release(a, a->file, H5Fclose, TASO_ERR_LIB);
+  taso_io_guard_forget(a->fh);
   if (a->comm != MPI_COMM_NULL) MPI_Comm_free(&a->comm);
   free(a->path);
   free(a);
@@ -606,8 +667,17 @@ static taso_err_t artifact_new(MPI_Comm comm, const char *path, taso_artifact_t 
   MPI_Comm_size(a->comm, &a->size);
   a->file = H5I_INVALID_HID;
   a->xfer = H5I_INVALID_HID;
+  a->fh = MPI_FILE_NULL;
   *out = a;
   return TASO_OK;
+}
+
+/* The MPI-IO handle under the open file, under which io_guard records a
+ * failed write. */
+static void find_handle(taso_artifact_t *a) {
+  void *h = NULL;
+  a->fh = MPI_FILE_NULL;
+  if (H5Fget_vfd_handle(a->file, H5P_DEFAULT, &h) >= 0 && h) a->fh = *(MPI_File *)h;
 }
 
 /* The collective transfer list; local, so it is made before the file is
@@ -672,19 +742,23 @@ taso_err_t taso_artifact_create(MPI_Comm comm, const char *path, const char *kin
   if (!kind || !prov) err = taso_error(TASO_ERR_ARG, "%s: no artifact kind or provenance", path);
   if (err == TASO_OK) err = make_xfer(a);
   if (err == TASO_OK) err = make_fapl(a, &fapl);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
+  errno = 0;
   if ((a->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0) {
-    /* Usually a missing directory or a permission: one stack is plenty. */
-    if (a->rank == 0) {
+    /* Usually a missing folder or a permission, which the open left in
+     * errno; the tools check both before they start. */
+    int why = errno;
+    if (a->rank == 0 && debugging()) {
       fprintf(stderr, "%s: HDF5 could not create the file:\n", path);
       if (H5Eprint2(H5E_DEFAULT, stderr) < 0) fprintf(stderr, "(no HDF5 error stack)\n");
     }
-    err = taso_error(TASO_ERR_IO, "%s: cannot create the file (HDF5's reason is printed above)",
-                     path);
+    err = taso_error(TASO_ERR_IO, "%s: cannot create the file: %s", path,
+                     why ? strerror(why) : "HDF5 gave no reason (--debug prints its error stack)");
   }
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   a->writable = true;
-  err = taso_agree(a->comm, write_header(a, kind, prov));
+  find_handle(a);
+  err = settle(a, write_header(a, kind, prov));
 done:
   err = release(a, fapl, H5Pclose, err);
   if (err == TASO_OK) {
@@ -701,7 +775,7 @@ done:
  * readable artifact of the right kind: a decision taken on one rank and
  * broadcast cannot differ between ranks, and a collective open of a
  * truncated or foreign file is where parallel HDF5 is least predictable. */
-static taso_err_t probe(const taso_artifact_t *a, const char *kind) {
+static taso_err_t probe(const taso_artifact_t *a, const char *kind, char **kind_found) {
   struct stat st;
   taso_err_t err = TASO_OK;
   hid_t fapl = H5I_INVALID_HID, file = H5I_INVALID_HID;
@@ -746,6 +820,10 @@ static taso_err_t probe(const taso_artifact_t *a, const char *kind) {
              version != TASO_ARTIFACT_FORMAT)
       err = taso_error(TASO_ERR_FORMAT, "%s: format version %lld, this build reads version %d",
                        a->path, (long long)version, TASO_ARTIFACT_FORMAT);
+    if (err == TASO_OK && kind_found) {
+      *kind_found = found;
+      found = NULL;
+    }
   }
 done:
   free(found);
@@ -762,13 +840,15 @@ static taso_err_t open_artifact(MPI_Comm comm, const char *path, const char *kin
   if (out) *out = NULL;
   err = artifact_new(comm, path, &a);
   if (err != TASO_OK) goto done;
-  if ((err = taso_agree(a->comm, a->rank == 0 ? probe(a, kind) : TASO_OK)) != TASO_OK) goto done;
+  if ((err = settle(a, a->rank == 0 ? probe(a, kind, NULL) : TASO_OK)) != TASO_OK) goto done;
   err = make_xfer(a);
   if (err == TASO_OK) err = make_fapl(a, &fapl);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   if ((a->file = H5Fopen(path, rw ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl)) < 0)
     err = h5_fail(a, "open the file on every rank");
-  err = taso_agree(a->comm, err);
+  else
+    find_handle(a);
+  err = settle(a, err);
   a->writable = rw && err == TASO_OK;
 done:
   err = release(a, fapl, H5Pclose, err);
@@ -776,6 +856,23 @@ done:
     *out = a;
   else
     artifact_free(a);
+  quiet_end(&q);
+  return err;
+}
+
+taso_err_t taso_artifact_identify(const char *path, char **kind) {
+  quiet_t q = quiet_begin();
+  /* A handle of one's own, with no file and no communicator: probe needs
+   * only the path and a rank for its messages. */
+  taso_artifact_t a = {.comm = MPI_COMM_NULL,
+                       .rank = 0,
+                       .size = 1,
+                       .path = (char *)path,
+                       .file = H5I_INVALID_HID,
+                       .xfer = H5I_INVALID_HID,
+                       .fh = MPI_FILE_NULL};
+  *kind = NULL;
+  taso_err_t err = probe(&a, NULL, kind);
   quiet_end(&q);
   return err;
 }
@@ -799,14 +896,16 @@ taso_err_t taso_artifact_close(taso_artifact_t *a) {
     char end[32];
     if (a->rank == 0) taso_now_iso8601(end);
     MPI_Bcast(end, (int)sizeof end, MPI_CHAR, 0, a->comm);
-    err = taso_agree(a->comm, put_string(a, "end_time", end));
+    err = settle(a, put_string(a, "end_time", end));
   }
   /* The file is closed even when end_time failed: what is written stays. */
   err = release(a, a->xfer, H5Pclose, err);
   a->xfer = H5I_INVALID_HID;
   err = release(a, a->file, H5Fclose, err);
   a->file = H5I_INVALID_HID;
-  err = taso_agree(a->comm, err);
+  /* A delayed write fails at the close at the latest (HDF5 writes its
+   * metadata cache there, network file systems report a full disk there). */
+  err = settle(a, err);
   artifact_free(a);
   quiet_end(&q);
   return err;
@@ -828,7 +927,7 @@ taso_err_t taso_artifact_set_count(taso_artifact_t *a, const char *name, int64_t
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot set '%s'", a->path, name);
   else
-    err = taso_agree(a->comm, put_attr(a, name, H5T_NATIVE_INT64, &value));
+    err = settle(a, put_attr(a, name, H5T_NATIVE_INT64, &value));
   quiet_end(&q);
   return err;
 }
@@ -879,7 +978,7 @@ static taso_err_t write_inputs(taso_artifact_t *a, const taso_inputs_t *in) {
     }
   }
   if (err == TASO_OK) err = input_type(a, &type);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   place(a, &n, &offset, &total, 1);
   err = write_rows(a, "/inputs", type, sizeof *rows, rows, n, offset, total);
 done:
@@ -894,7 +993,7 @@ taso_err_t taso_artifact_write_inputs(taso_artifact_t *a, const taso_inputs_t *i
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write inputs", a->path);
   else
-    err = taso_agree(a->comm, write_inputs(a, in));
+    err = settle(a, write_inputs(a, in));
   quiet_end(&q);
   return err;
 }
@@ -906,7 +1005,7 @@ static taso_err_t read_inputs(taso_artifact_t *a, taso_inputs_t *in) {
   int64_t n = 0;
   in->v = NULL;
   in->n = 0;
-  err = taso_agree(a->comm, input_type(a, &type));
+  err = settle(a, input_type(a, &type));
   if (err == TASO_OK) err = read_rows(a, "/inputs", type, sizeof *rows, false, (void **)&rows, &n);
   for (int64_t i = 0; i < n && err == TASO_OK; i++) {
     input_rec_t *r = &rows[i];
@@ -929,7 +1028,7 @@ static taso_err_t read_inputs(taso_artifact_t *a, taso_inputs_t *in) {
 taso_err_t taso_artifact_read_inputs(taso_artifact_t *a, taso_inputs_t *in) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
-  taso_err_t err = taso_agree(a->comm, read_inputs(a, in));
+  taso_err_t err = settle(a, read_inputs(a, in));
   quiet_end(&q);
   return err;
 }
@@ -988,7 +1087,7 @@ static taso_err_t write_graphs(taso_artifact_t *a, const taso_graph_t *local, in
   if (err == TASO_OK) err = path_exists(a, "/graphs", &exists);
   if (err == TASO_OK && exists)
     err = taso_error(TASO_ERR_ARG, "%s: already holds a graph set", a->path);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   place(a, counts, offset, total, 3);
   for (int64_t i = 0; i < n; i++) {
     index[i].node_begin += offset[1];
@@ -996,7 +1095,7 @@ static taso_err_t write_graphs(taso_artifact_t *a, const taso_graph_t *local, in
   }
   if ((group = H5Gcreate2(a->file, "/graphs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0)
     err = h5_fail(a, "create group /graphs");
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   if ((err = write_rows(a, "/graphs/index", itype, sizeof *index, index, counts[0], offset[0],
                         total[0])) != TASO_OK ||
       (err = write_rows(a, "/graphs/nodes", ntype, sizeof *nodes, nodes, counts[1], offset[1],
@@ -1022,7 +1121,7 @@ taso_err_t taso_artifact_write_graphs(taso_artifact_t *a, const taso_graph_t *lo
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write graphs", a->path);
   else
-    err = taso_agree(a->comm, write_graphs(a, local, n, first));
+    err = settle(a, write_graphs(a, local, n, first));
   quiet_end(&q);
   return err;
 }
@@ -1084,7 +1183,7 @@ static taso_err_t read_graphs(taso_artifact_t *a, taso_graph_t **graphs, int64_t
   *n = 0;
   err = index_type(a, &itype);
   if (err == TASO_OK) err = node_type(a, &ntype);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   if ((err = read_rows(a, "/graphs/index", itype, sizeof *index, false, (void **)&index, &ni)) !=
           TASO_OK ||
       (err = read_rows(a, "/graphs/nodes", ntype, sizeof *nodes, false, (void **)&nodes, &nn)) !=
@@ -1117,7 +1216,7 @@ done:
 taso_err_t taso_artifact_read_graphs(taso_artifact_t *a, taso_graph_t **graphs, int64_t *n) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
-  taso_err_t err = taso_agree(a->comm, read_graphs(a, graphs, n));
+  taso_err_t err = settle(a, read_graphs(a, graphs, n));
   quiet_end(&q);
   return err;
 }
@@ -1147,13 +1246,13 @@ taso_err_t taso_artifact_write_fingerprints(taso_artifact_t *a, const uint64_t (
   else if (n < 0 || (n > 0 && !local))
     err = taso_error(TASO_ERR_ARG, "%s: bad local fingerprint list", a->path);
   if (err == TASO_OK) err = build_type(a, "fingerprint", 2 * sizeof(uint64_t), FIELDS(f), &type);
-  if ((err = taso_agree(a->comm, err)) == TASO_OK) {
+  if ((err = settle(a, err)) == TASO_OK) {
     place(a, &n, &offset, &total, 1);
     err = write_rows(a, "/graphs/fingerprint", type, 2 * sizeof(uint64_t), local, n, offset, total);
   }
   err = release(a, type, H5Tclose, err);
   quiet_end(&q);
-  return taso_agree(a->comm, err);
+  return settle(a, err);
 }
 
 static taso_err_t write_substs(taso_artifact_t *a, const taso_subst_t *local, int64_t n) {
@@ -1180,7 +1279,7 @@ static taso_err_t write_substs(taso_artifact_t *a, const taso_subst_t *local, in
   if (err == TASO_OK) err = path_exists(a, "/substitutions", &exists);
   if (err == TASO_OK && exists)
     err = taso_error(TASO_ERR_ARG, "%s: already holds a substitution set", a->path);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   place(a, &n, &offset, &total, 1);
   err = write_rows(a, "/substitutions", type, sizeof *rows, rows, n, offset, total);
 done:
@@ -1195,14 +1294,14 @@ taso_err_t taso_artifact_write_substs(taso_artifact_t *a, const taso_subst_t *lo
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write substitutions", a->path);
   else
-    err = taso_agree(a->comm, write_substs(a, local, n));
+    err = settle(a, write_substs(a, local, n));
   quiet_end(&q);
   return err;
 }
 
 static taso_err_t read_substs(taso_artifact_t *a, taso_subst_t **rows, int64_t *n) {
   hid_t type = H5I_INVALID_HID;
-  taso_err_t err = taso_agree(a->comm, subst_type(a, &type));
+  taso_err_t err = settle(a, subst_type(a, &type));
   *rows = NULL;
   *n = 0;
   if (err == TASO_OK)
@@ -1222,7 +1321,7 @@ static taso_err_t read_substs(taso_artifact_t *a, taso_subst_t **rows, int64_t *
 taso_err_t taso_artifact_read_substs(taso_artifact_t *a, taso_subst_t **rows, int64_t *n) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
-  taso_err_t err = taso_agree(a->comm, read_substs(a, rows, n));
+  taso_err_t err = settle(a, read_substs(a, rows, n));
   quiet_end(&q);
   return err;
 }
@@ -1257,7 +1356,7 @@ static taso_err_t put_decisions(taso_artifact_t *a, const taso_decision_t *local
   }
   if (err == TASO_OK) err = decision_type(a, &type);
   if (err == TASO_OK) err = path_exists(a, name, &exists);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   place(a, &n, &offset, &total, 1);
   if (!exists)
     err = create_dataset(a, name, type, sizeof *rows, 0, &dset);
@@ -1269,18 +1368,18 @@ static taso_err_t put_decisions(taso_artifact_t *a, const taso_decision_t *local
   if (err == TASO_OK && rewrite && (int64_t)cur != total)
     err = taso_error(TASO_ERR_ARG, "%s: rewriting %lld decisions over %lld", a->path,
                      (long long)total, (long long)cur);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   if (!rewrite && total > 0) {
     hsize_t size = cur + (hsize_t)total;
     if (H5Dset_extent(dset, &size) < 0) err = h5_fail(a, "extend %s", name);
-    if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+    if ((err = settle(a, err)) != TASO_OK) goto done;
   }
   if (total > 0) {
     int64_t start = (rewrite ? 0 : (int64_t)cur) + offset;
-    err = taso_agree(a->comm, write_slab(a, dset, name, type, rows, start, n));
+    err = settle(a, write_slab(a, dset, name, type, rows, start, n));
   }
   if (err == TASO_OK && H5Fflush(a->file, H5F_SCOPE_GLOBAL) < 0) err = h5_fail(a, "flush the file");
-  err = taso_agree(a->comm, err);
+  err = settle(a, err);
 done:
   free(rows);
   err = release(a, space, H5Sclose, err);
@@ -1296,7 +1395,7 @@ static taso_err_t decisions_call(taso_artifact_t *a, const taso_decision_t *loca
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write decisions", a->path);
   else
-    err = taso_agree(a->comm, put_decisions(a, local, n, rewrite));
+    err = settle(a, put_decisions(a, local, n, rewrite));
   quiet_end(&q);
   return err;
 }
@@ -1313,7 +1412,7 @@ taso_err_t taso_artifact_rewrite_decisions(taso_artifact_t *a, const taso_decisi
 
 static taso_err_t read_decisions(taso_artifact_t *a, taso_decision_t **rows, int64_t *n) {
   hid_t type = H5I_INVALID_HID;
-  taso_err_t err = taso_agree(a->comm, decision_type(a, &type));
+  taso_err_t err = settle(a, decision_type(a, &type));
   *rows = NULL;
   *n = 0;
   if (err == TASO_OK)
@@ -1337,7 +1436,7 @@ static taso_err_t read_decisions(taso_artifact_t *a, taso_decision_t **rows, int
 taso_err_t taso_artifact_read_decisions(taso_artifact_t *a, taso_decision_t **rows, int64_t *n) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
-  taso_err_t err = taso_agree(a->comm, read_decisions(a, rows, n));
+  taso_err_t err = settle(a, read_decisions(a, rows, n));
   quiet_end(&q);
   return err;
 }
@@ -1383,7 +1482,7 @@ static taso_err_t append_table(taso_artifact_t *a, const taso_table_t *t, const 
   if (n < 0 || (n > 0 && !local)) err = taso_error(TASO_ERR_ARG, "%s: bad local rows", a->path);
   if (err == TASO_OK) err = table_type(a, t, &type);
   if (err == TASO_OK) err = path_exists(a, t->path, &exists);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   place(a, &n, &offset, &total, 1);
   if (!exists)
     err = create_dataset(a, t->path, type, t->size, 0, &dset);
@@ -1392,15 +1491,15 @@ static taso_err_t append_table(taso_artifact_t *a, const taso_table_t *t, const 
   if (err == TASO_OK &&
       ((space = H5Dget_space(dset)) < 0 || H5Sget_simple_extent_dims(space, &cur, NULL) != 1))
     err = h5_fail(a, "get the size of %s", t->path);
-  if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
+  if ((err = settle(a, err)) != TASO_OK) goto done;
   if (total > 0) {
     hsize_t size = cur + (hsize_t)total;
     if (H5Dset_extent(dset, &size) < 0) err = h5_fail(a, "extend %s", t->path);
-    if ((err = taso_agree(a->comm, err)) != TASO_OK) goto done;
-    err = taso_agree(a->comm, write_slab(a, dset, t->path, type, local, (int64_t)cur + offset, n));
+    if ((err = settle(a, err)) != TASO_OK) goto done;
+    err = settle(a, write_slab(a, dset, t->path, type, local, (int64_t)cur + offset, n));
   }
   if (err == TASO_OK && H5Fflush(a->file, H5F_SCOPE_GLOBAL) < 0) err = h5_fail(a, "flush the file");
-  err = taso_agree(a->comm, err);
+  err = settle(a, err);
 done:
   err = release(a, space, H5Sclose, err);
   err = release(a, dset, H5Dclose, err);
@@ -1415,7 +1514,7 @@ taso_err_t taso_artifact_append_table(taso_artifact_t *a, const taso_table_t *t,
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write %s", a->path, t->path);
   else
-    err = taso_agree(a->comm, append_table(a, t, local, n));
+    err = settle(a, append_table(a, t, local, n));
   quiet_end(&q);
   return err;
 }
@@ -1432,7 +1531,7 @@ taso_err_t taso_artifact_table_length(taso_artifact_t *a, const taso_table_t *t,
   err = release(a, dset, H5Dclose, err);
   err = release(a, type, H5Tclose, err);
   quiet_end(&q);
-  return taso_agree(a->comm, err);
+  return settle(a, err);
 }
 
 static taso_err_t read_table(taso_artifact_t *a, const taso_table_t *t, int64_t lo, int64_t hi,
@@ -1459,10 +1558,10 @@ static taso_err_t read_table(taso_artifact_t *a, const taso_table_t *t, int64_t 
                        : (H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0))
       err = h5_fail(a, "select rows of %s", t->path);
   }
-  if ((err = taso_agree(a->comm, err)) == TASO_OK) {
+  if ((err = settle(a, err)) == TASO_OK) {
     if (H5Dread(dset, type, mspace, fspace, a->xfer, count > 0 ? buf : (void *)nothing) < 0)
       err = h5_fail(a, "read %s", t->path);
-    err = taso_agree(a->comm, err);
+    err = settle(a, err);
   }
   err = release(a, mspace, H5Sclose, err);
   err = release(a, fspace, H5Sclose, err);
@@ -1479,7 +1578,7 @@ taso_err_t taso_artifact_read_table(taso_artifact_t *a, const taso_table_t *t, i
                                     int64_t hi, void **rows) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
-  taso_err_t err = taso_agree(a->comm, read_table(a, t, lo, hi, rows));
+  taso_err_t err = settle(a, read_table(a, t, lo, hi, rows));
   quiet_end(&q);
   return err;
 }
@@ -1497,12 +1596,12 @@ taso_err_t taso_artifact_write_table(taso_artifact_t *a, const taso_table_t *t,
   if (err == TASO_OK) err = path_exists(a, t->path, &exists);
   if (err == TASO_OK && exists)
     err = taso_error(TASO_ERR_ARG, "%s: already holds %s", a->path, t->path);
-  if ((err = taso_agree(a->comm, err)) == TASO_OK)
+  if ((err = settle(a, err)) == TASO_OK)
     err = write_rows(a, t->path, type, t->size, local, n, offset, total);
   if (err == TASO_OK && H5Fflush(a->file, H5F_SCOPE_GLOBAL) < 0) err = h5_fail(a, "flush the file");
   err = release(a, type, H5Tclose, err);
   quiet_end(&q);
-  return taso_agree(a->comm, err);
+  return settle(a, err);
 }
 
 taso_err_t taso_artifact_remove(taso_artifact_t *a, const char *path) {
@@ -1513,5 +1612,5 @@ taso_err_t taso_artifact_remove(taso_artifact_t *a, const char *path) {
   if (err == TASO_OK && exists && H5Ldelete(a->file, path, H5P_DEFAULT) < 0)
     err = h5_fail(a, "remove %s", path);
   quiet_end(&q);
-  return taso_agree(a->comm, err);
+  return settle(a, err);
 }

@@ -15,6 +15,7 @@
 #ifndef TASO_ARTIFACT_H
 #define TASO_ARTIFACT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <mpi.h>
@@ -71,7 +72,13 @@ typedef struct taso_artifact taso_artifact_t;
 void taso_now_iso8601(char buf[32]);
 
 /* Creates (truncates) path collectively over comm and writes kind and
- * provenance (end_time is written at close). */
+ * provenance (end_time is written at close).
+ *
+ * Writes that fail (a full disk, a quota, a read-only file system) make
+ * the step that made them fail on every rank, with one message naming the
+ * file and the system's reason ("x.h5: cannot write: No space left on
+ * device"); the file can still be closed, and must then be treated as
+ * incomplete. */
 taso_err_t taso_artifact_create(MPI_Comm comm, const char *path, const char *kind,
                                 const taso_provenance_t *prov, taso_artifact_t **out);
 
@@ -80,6 +87,19 @@ taso_err_t taso_artifact_create(MPI_Comm comm, const char *path, const char *kin
  * TASO_ERR_FORMAT with a message naming the file. */
 taso_err_t taso_artifact_open(MPI_Comm comm, const char *path, const char *kind,
                               taso_artifact_t **out);
+
+/* Not collective (one rank alone, any communicator): what the file at path
+ * is, so that a tool can decide whether it may replace it. TASO_OK with
+ * *kind (malloc'd) for an artifact of this format; otherwise a code and a
+ * detail that says what the file is: TASO_ERR_IO "no such file", "is a
+ * directory"; TASO_ERR_FORMAT "not a readable HDF5 file (truncated or
+ * foreign)", "an HDF5 file but not a taso artifact", another format
+ * version. */
+taso_err_t taso_artifact_identify(const char *path, char **kind);
+
+/* HDF5's error stack on failures: printed only when asked for (a tool's
+ * --debug, or the environment variable TASO_DEBUG set and not 0). */
+void taso_artifact_set_debug(bool on);
 
 /* Writes end_time (for created files) and closes; frees a. */
 taso_err_t taso_artifact_close(taso_artifact_t *a);

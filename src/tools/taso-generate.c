@@ -31,10 +31,13 @@
  * The output does not depend on the rank count: shards only change who
  * finds a graph, and every later choice is made on sorted, global data.
  */
+#define _POSIX_C_SOURCE 200809L /* access */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "candidates.h"
 #include "enumerate.h"
@@ -54,6 +57,8 @@ static const taso_tool_spec_t spec = {
     .job_help = "job file: inputs, operators and max_ops of the enumeration",
     .out_help = "candidates artifact to write",
     .default_out = "candidates.h5",
+    .out_kind = TASO_KIND_CANDIDATES,
+    .fresh_help = "replace --out even if it holds another job's candidates or another kind of file",
     .job_required = true,
     .threads = true,
 };
@@ -970,7 +975,9 @@ static taso_err_t write_output(gen_t *c, const taso_fp_inputs_t *rnd, const taso
   taso_provenance_t prov;
   taso_tool_provenance(t, &prov);
   err = taso_tool_agree(t, err);
-  TASO_TOOL_STEP(t, err, taso_artifact_create(t->comm, t->out_path, TASO_KIND_CANDIDATES, &prov, &a));
+  /* Beside --out until complete: a failure leaves the previous file. */
+  TASO_TOOL_STEP(t, err,
+                 taso_artifact_create(t->comm, t->tmp_path, TASO_KIND_CANDIDATES, &prov, &a));
   TASO_TOOL_STEP(t, err, taso_artifact_write_inputs(a, &t->job.inputs));
   TASO_TOOL_STEP(t, err, taso_artifact_write_graphs(a, graphs, 2 * mine, &first));
   TASO_TOOL_STEP(t, err, taso_artifact_write_fingerprints(a, (const uint64_t(*)[2])fps, 2 * mine));
@@ -980,10 +987,31 @@ static taso_err_t write_output(gen_t *c, const taso_fp_inputs_t *rnd, const taso
   TASO_TOOL_STEP(t, err, taso_artifact_write_substs(a, rows, mine));
   for (int i = 0; i < ncounts; i++) TASO_TOOL_STEP(t, err, taso_artifact_set_count(a, names[i], counts[i]));
   err = taso_tool_close(t, &a, err);
+  TASO_TOOL_STEP(t, err, taso_tool_commit_output(t));
   free(graphs);
   free(fps);
   free(rows);
   return err;
+}
+
+/* Collective. Candidates of the same job text may be replaced (they come
+ * out the same); those of another job are another plan's results. */
+static taso_err_t check_plan(taso_tool_t *t) {
+  int have = t->rank == 0 && !t->fresh && access(t->out_path, F_OK) == 0;
+  MPI_Bcast(&have, 1, MPI_INT, 0, t->comm);
+  if (!have) return TASO_OK;
+  taso_artifact_t *a = NULL;
+  char *text = NULL, *path = NULL;
+  taso_err_t err = TASO_OK;
+  TASO_TOOL_STEP(t, err, taso_artifact_open(t->comm, t->out_path, TASO_KIND_CANDIDATES, &a));
+  TASO_TOOL_STEP(t, err, taso_artifact_get_string(a, "job_text", &text));
+  TASO_TOOL_STEP(t, err, taso_artifact_get_string(a, "job_path", &path));
+  if (err == TASO_OK && strcmp(text, t->job.text) != 0)
+    err = taso_tool_refuse(t, t->out_path, "the candidates of another job (%s)", path);
+  err = taso_tool_close(t, &a, err);
+  free(text);
+  free(path);
+  return taso_tool_agree(t, err);
 }
 
 int main(int argc, char **argv) {
@@ -1007,6 +1035,9 @@ int main(int argc, char **argv) {
     taso_tool_note_defaults(&t, "job", NULL);
     taso_tool_note_defaults(&t, "generate", NULL);
   }
+  /* Every check of --out before the enumeration, which can take hours. */
+  TASO_TOOL_STEP(&t, err, taso_tool_claim_output(&t));
+  TASO_TOOL_STEP(&t, err, check_plan(&t));
   double t_count = MPI_Wtime(), cpu_count = cpu_seconds();
   if (err == TASO_OK) {
     /* the count pass that weighs the shards, shared by the ranks */

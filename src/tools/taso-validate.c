@@ -8,13 +8,14 @@
  * Both phases hand out work dynamically: a counter on rank 0 (an MPI window
  * advanced with MPI_Fetch_and_op) gives each rank its next chunk, and the
  * rank's OpenMP threads share it, one Z3 context per thread. Check rows
- * stream into the output's /stream in rounds (a rank that has worked a few
+ * stream into /stream of OUT.resume in rounds (a rank that has worked a few
  * seconds enters a non-blocking barrier and works on until all have
  * entered, then all append and flush), so a killed run started again with
  * the same --out decides only what is missing. At the end the rows are
  * redistributed by index (each rank reads a slice of /stream and sends
  * each row to the rank owning its index block), sorted and written to
- * /checks in index order, so the file does not depend on the rank count.
+ * /checks of OUT.tmp in index order, which is then renamed over --out
+ * (tool.h), so the file does not depend on the rank count.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -37,12 +38,11 @@
 #define ROUND_SECONDS 5.0 /* work between two appends to the output */
 #define SHOW_ROWS 20      /* counterexamples and unknowns printed */
 
-static bool fresh, z3_only, no_redundancy;
+static bool z3_only, no_redundancy;
 static const char *opt_sizes, *opt_timeout, *opt_axioms, *opt_add, *opt_only, *opt_goals,
     *opt_red_timeout;
 
 static const taso_tool_flag_t flags[] = {
-    {"fresh", "check everything again, even if --out holds rows of the same plan", &fresh},
     {"z3-only", "decide every combination with Z3 alone (cross-checks the polynomial path)",
      &z3_only},
     {"no-redundancy", "skip the redundancy check", &no_redundancy},
@@ -73,13 +73,17 @@ static const taso_tool_spec_t spec = {
              "constraints) or unknown. Canonical polynomials decide most cases exactly;\n"
              "Z3 over the reals decides the rest; every row names its path.\n"
              "\n"
-             "Rows stream into --out (/stream while running, /checks in index order at the\n"
-             "end); a run that was stopped resumes from it when started again with the same\n"
-             "plan (see --fresh). Per-axiom counts are in /axioms, redundancy in\n"
-             "/redundancy, totals in root attributes.\n",
+             "Rows stream into OUT.resume while the run goes on; a run that was stopped\n"
+             "resumes from it when started again with the same plan (see --fresh). At the\n"
+             "end --out is written beside (OUT.tmp) and renamed into place: /checks in\n"
+             "index order, per-axiom counts in /axioms, redundancy in /redundancy, totals\n"
+             "in root attributes. --out is never replaced if it holds another plan's\n"
+             "results, another kind of file or the job file, unless --fresh is given.\n",
     .job_help = "job file: axioms, tensor sizes and the timeout per case (optional)",
     .out_help = "validation artifact to write",
     .default_out = "validation.h5",
+    .out_kind = TASO_KIND_VALIDATION,
+    .fresh_help = "check everything again, and replace --out whatever it holds",
     .threads = true,
     .flags = flags,
     .options = options,
@@ -518,10 +522,11 @@ static int compare_index(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Collective. /stream to /checks in index order (/stream is removed by
- * the caller once the file is marked complete); tallies per axiom. */
-static taso_err_t finish_checks(taso_tool_t *t, taso_artifact_t *out, const taso_plan_t *p,
-                                tally_t *tally, taso_check_t **shown, int *nshown) {
+/* Collective. /stream of out (OUT.resume) to /checks of dst (OUT.tmp) in
+ * index order; tallies per axiom. */
+static taso_err_t finish_checks(taso_tool_t *t, taso_artifact_t *out, taso_artifact_t *dst,
+                                const taso_plan_t *p, tally_t *tally, taso_check_t **shown,
+                                int *nshown) {
   int64_t total = taso_plan_total(p), len = 0, lo, hi, mylo, myhi;
   taso_check_t *rows = NULL, *sendbuf = NULL, *mine = NULL;
   int *scount = calloc((size_t)t->size, sizeof(int)),
@@ -570,9 +575,7 @@ static taso_err_t finish_checks(taso_tool_t *t, taso_artifact_t *out, const taso
       bad = taso_error(TASO_ERR_FORMAT, "%s: combination %lld has no row", t->out_path,
                        (long long)(mylo + i));
   if ((err = taso_tool_agree(t, bad)) != TASO_OK) goto done;
-  /* A run killed while finishing may have left a /checks behind. */
-  TASO_TOOL_STEP(t, err, taso_artifact_remove(out, checks_table.path));
-  TASO_TOOL_STEP(t, err, taso_artifact_write_table(out, &checks_table, mine, m, mylo, total));
+  TASO_TOOL_STEP(t, err, taso_artifact_write_table(dst, &checks_table, mine, m, mylo, total));
   if (err != TASO_OK) goto done;
   /* Tallies, and the first rows worth printing. */
   int64_t *counts = calloc((size_t)naxioms * 8 + 1, sizeof *counts);
@@ -640,6 +643,95 @@ done:
 }
 
 /* ------------------------------------------------------------------------ */
+/* Output and resume file                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Collective. The plan digest of a validation artifact, -1 without one. */
+static int64_t digest_of(taso_tool_t *t, taso_artifact_t *a) {
+  int64_t d = -1;
+  if (taso_artifact_get_count(a, "plan_digest", &d) != TASO_OK) d = -1;
+  MPI_Bcast(&d, 1, MPI_INT64_T, 0, t->comm);
+  return d;
+}
+
+/* Collective. A complete --out of this plan is the result: *out is it,
+ * open to read. One of another plan is another plan's results. One of
+ * this plan that is not complete (an older taso streamed into --out) is
+ * replaced at the end. */
+static taso_err_t check_output(taso_tool_t *t, uint64_t dig, taso_artifact_t **out) {
+  int have = t->rank == 0 && !t->fresh && exists(t->out_path);
+  MPI_Bcast(&have, 1, MPI_INT, 0, t->comm);
+  if (!have) return TASO_OK;
+  taso_artifact_t *a = NULL;
+  int64_t c = 0, n = 0;
+  taso_err_t err =
+      taso_tool_agree(t, taso_artifact_open(t->comm, t->out_path, TASO_KIND_VALIDATION, &a));
+  if (err != TASO_OK) return err;
+  if (digest_of(t, a) != (int64_t)dig) {
+    if (taso_artifact_get_count(a, "combinations", &n) != TASO_OK) n = 0;
+    err = taso_tool_refuse(t, t->out_path, "the validation of another plan (%lld combinations)",
+                           (long long)n);
+    return taso_tool_close(t, &a, taso_tool_agree(t, err));
+  }
+  if (taso_artifact_get_count(a, "complete", &c) != TASO_OK) c = 0;
+  MPI_Bcast(&c, 1, MPI_INT64_T, 0, t->comm);
+  if (c == 1) {
+    *out = a;
+    return TASO_OK;
+  }
+  return taso_tool_close(t, &a, TASO_OK);
+}
+
+/* Collective. A fresh OUT.resume for this plan. */
+static taso_err_t create_stream(taso_tool_t *t, uint64_t dig, taso_artifact_t **out) {
+  taso_provenance_t prov;
+  taso_err_t err = TASO_OK;
+  taso_tool_provenance(t, &prov);
+  TASO_TOOL_STEP(t, err,
+                 taso_artifact_create(t->comm, t->resume_path, TASO_KIND_VALIDATION, &prov, out));
+  TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "plan_digest", (int64_t)dig));
+  TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "complete", 0));
+  TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "redundancy_done", 0));
+  return err;
+}
+
+/* Collective. Opens OUT.resume to go on with it when it holds rows of
+ * this plan (marked in done[]; *have_red when its redundancy phase is
+ * done), or creates it. One of another plan is not thrown away without
+ * --fresh; one that cannot be read at all is started afresh. */
+static taso_err_t open_stream(taso_tool_t *t, const taso_plan_t *plan, uint64_t dig,
+                              unsigned char *done, int64_t total, int64_t *ndone, bool *have_red,
+                              taso_artifact_t **out) {
+  int have = t->rank == 0 && !t->fresh && exists(t->resume_path);
+  MPI_Bcast(&have, 1, MPI_INT, 0, t->comm);
+  *ndone = 0;
+  *have_red = false;
+  if (!have) return create_stream(t, dig, out);
+  taso_err_t err =
+      taso_tool_agree(t, taso_artifact_open_rw(t->comm, t->resume_path, TASO_KIND_VALIDATION, out));
+  if (err == TASO_OK && digest_of(t, *out) != (int64_t)dig) {
+    err = taso_tool_agree(t, taso_tool_refuse(t, t->resume_path, "the rows of another plan"));
+    return taso_tool_close(t, out, err);
+  }
+  if (err == TASO_OK) {
+    int64_t r = 0;
+    if (taso_artifact_get_count(*out, "redundancy_done", &r) != TASO_OK) r = 0;
+    MPI_Bcast(&r, 1, MPI_INT64_T, 0, t->comm);
+    *have_red = r == 1;
+    err = taso_tool_agree(t, read_done(t, *out, plan, done, total, ndone));
+  }
+  if (err == TASO_OK) return TASO_OK;
+  taso_tool_warn(t, "%s cannot be resumed (%s): starting afresh", t->resume_path,
+                 taso_error_detail());
+  err = taso_tool_close(t, out, TASO_OK);
+  memset(done, 0, (size_t)total);
+  *ndone = 0;
+  *have_red = false;
+  if (err == TASO_OK) err = create_stream(t, dig, out);
+  return err;
+}
+
+/* ------------------------------------------------------------------------ */
 /* main                                                                     */
 /* ------------------------------------------------------------------------ */
 
@@ -647,7 +739,7 @@ int main(int argc, char **argv) {
   taso_tool_t t;
   taso_tool_init(&t, &spec, &argc, &argv);
 
-  taso_artifact_t *out = NULL;
+  taso_artifact_t *out = NULL, *final = NULL;
   taso_axioms_t *ax = NULL;
   taso_plan_t *plan = NULL;
   taso_checker_t **checkers = NULL;
@@ -689,6 +781,9 @@ int main(int argc, char **argv) {
     taso_tool_note_defaults(&t, "verify", verify_opts);
   }
 
+  /* Every check of --out before the work starts. */
+  TASO_TOOL_STEP(&t, err, taso_tool_claim_output(&t));
+
   char path[1024];
   axiom_path(&t, path, sizeof path);
   TASO_TOOL_STEP(&t, err, taso_axioms_load(path, &ax));
@@ -722,52 +817,21 @@ int main(int argc, char **argv) {
                     taso_plan_naxioms(plan), path, list, (long long)total);
   }
 
-  /* Resume when --out holds rows of this very plan. */
+  /* A complete --out of this plan: nothing to do. Else rows stream into
+   * OUT.resume, resumed when it holds rows of this very plan. */
   uint64_t dig = err == TASO_OK ? plan_digest(ax, plan, sizes, nsizes) : 0;
-  int have = err == TASO_OK && t.rank == 0 && !fresh && exists(t.out_path);
-  MPI_Bcast(&have, 1, MPI_INT, 0, t.comm);
-  if (err == TASO_OK && have) {
-    int64_t d = -1, c = 0, r = 0;
-    taso_err_t e =
-        taso_tool_agree(&t, taso_artifact_open_rw(t.comm, t.out_path, TASO_KIND_VALIDATION, &out));
-    int same = e == TASO_OK && taso_artifact_get_count(out, "plan_digest", &d) == TASO_OK &&
-               (uint64_t)d == dig;
-    MPI_Bcast(&same, 1, MPI_INT, 0, t.comm);
-    if (same) {
-      if (taso_artifact_get_count(out, "complete", &c) != TASO_OK) c = 0;
-      if (taso_artifact_get_count(out, "redundancy_done", &r) != TASO_OK) r = 0;
-      int flags2[2] = {(int)c, (int)r};
-      MPI_Bcast(flags2, 2, MPI_INT, 0, t.comm);
-      complete = flags2[0] == 1;
-      have_red = flags2[1] == 1;
-      if (!complete) e = taso_tool_agree(&t, read_done(&t, out, plan, done, total, &ndone));
-    }
-    if (e != TASO_OK || !same) {
-      taso_tool_warn(&t, "%s %s: starting afresh", t.out_path,
-                     e != TASO_OK ? "cannot be resumed" : "holds another plan's rows");
-      err = taso_tool_close(&t, &out, TASO_OK);
-      complete = have_red = false;
-      ndone = 0;
-      memset(done, 0, (size_t)total);
-    } else {
-      taso_tool_print(&t,
-                      "taso-validate: resuming %s: %lld of %lld combinations already checked%s\n",
-                      t.out_path, (long long)ndone, (long long)total,
-                      complete ? " (the file is complete; nothing to do)" : "");
-    }
-  }
-  if (err == TASO_OK && !out) {
-    taso_provenance_t prov;
-    taso_tool_provenance(&t, &prov);
-    TASO_TOOL_STEP(&t, err,
-                   taso_artifact_create(t.comm, t.out_path, TASO_KIND_VALIDATION, &prov, &out));
-    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "plan_digest", (int64_t)dig));
-    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "complete", 0));
-    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "redundancy_done", 0));
-  }
+  if (err == TASO_OK) err = check_output(&t, dig, &out);
+  complete = out != NULL;
+  if (err == TASO_OK && !complete)
+    err = open_stream(&t, plan, dig, done, total, &ndone, &have_red, &out);
+  if (err == TASO_OK && (complete || ndone > 0))
+    taso_tool_print(&t, "taso-validate: resuming %s: %lld of %lld combinations already checked%s\n",
+                    complete ? t.out_path : t.resume_path, (long long)(complete ? total : ndone),
+                    (long long)total, complete ? " (the file is complete; nothing to do)" : "");
 
   /* Redundancy. */
   int64_t redundant = 0;
+  bool ran_red = have_red || (!complete && !no_redundancy);
   if (err == TASO_OK && !complete && !have_red && !no_redundancy) {
     char collapse[256];
     err = redundancy(&t, ax, red_timeout, &reds, &nreds, collapse, sizeof collapse);
@@ -832,10 +896,19 @@ int main(int argc, char **argv) {
         "mean %.3f max %.3f (max/mean %.3f), rows min %lld max %lld\n",
         work_wall, cpu_sum, cpu_min, mean, cpu_max, mean > 0 ? cpu_max / mean : 1.0,
         (long long)rmin, (long long)rmax);
-    err = finish_checks(&t, out, plan, tally, &shown, &nshown);
-    TASO_TOOL_STEP(&t, err, taso_artifact_remove(out, tally_table.path));
+    /* The complete file is written beside --out, from the rows of
+     * OUT.resume, and renamed into place at the end. */
+    taso_provenance_t prov;
+    taso_tool_provenance(&t, &prov);
     TASO_TOOL_STEP(&t, err,
-                   taso_artifact_write_table(out, &tally_table, tally,
+                   taso_artifact_create(t.comm, t.tmp_path, TASO_KIND_VALIDATION, &prov, &final));
+    if (err == TASO_OK) err = finish_checks(&t, out, final, plan, tally, &shown, &nshown);
+    if (ran_red)
+      TASO_TOOL_STEP(
+          &t, err,
+          taso_artifact_write_table(final, &red_table, reds, t.rank == 0 ? nreds : 0, 0, nreds));
+    TASO_TOOL_STEP(&t, err,
+                   taso_artifact_write_table(final, &tally_table, tally,
                                              t.rank == 0 ? taso_plan_naxioms(plan) : 0, 0,
                                              taso_plan_naxioms(plan)));
   } else if (err == TASO_OK) {
@@ -864,11 +937,15 @@ int main(int argc, char **argv) {
                                   "skipped",         "unknown",      "trees_differ",
                                   "decided_by_poly", "decided_by_z3"};
     for (int k = 0; k < 8 && err == TASO_OK; k++)
-      err = taso_artifact_set_count(out, names[k], sum[k]);
-    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "redundant_axioms", redundant));
-    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "complete", 1));
-    /* Only now: a run killed before this point finishes from /stream. */
-    TASO_TOOL_STEP(&t, err, taso_artifact_remove(out, stream_table.path));
+      err = taso_artifact_set_count(final, names[k], sum[k]);
+    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, "redundant_axioms", redundant));
+    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, "plan_digest", (int64_t)dig));
+    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, "redundancy_done", ran_red));
+    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, "complete", 1));
+    /* OUT.resume stays until the complete file is in place. */
+    err = taso_tool_close(&t, &final, err);
+    err = taso_tool_close(&t, &out, err);
+    TASO_TOOL_STEP(&t, err, taso_tool_commit_output(&t));
   }
   for (int i = 0; err == TASO_OK && i < nshown; i++)
     taso_tool_print(&t, "taso-validate: %s %s: %s [%s] [%s]: %s\n", shown[i].name,
@@ -881,6 +958,7 @@ int main(int argc, char **argv) {
                       "checked combinations\n",
                       tally[a].name, (long long)tally[a].trees_differ,
                       (long long)(tally[a].proved + tally[a].counterexamples + tally[a].unknown));
+  err = taso_tool_close(&t, &final, err);
   err = taso_tool_close(&t, &out, err);
   if (err == TASO_OK)
     taso_tool_summary(&t,

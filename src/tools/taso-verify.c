@@ -9,11 +9,12 @@
  * context per thread. Decisions stream into the output's /decisions in
  * rounds: a rank that has worked for a few seconds enters a non-blocking
  * barrier and keeps working until every rank has entered it, then all
- * append what they decided and flush. A killed run started again with the
- * same --out finds the decisions already made and decides only the rest.
- * At the end /decisions is rewritten in row order and /substitutions
- * holds every candidate row, in the candidates' order, with its verdict,
- * so the result does not depend on the rank or thread count.
+ * append what they decided to OUT.resume and flush. A killed run started
+ * again with the same --out finds the decisions already made there and
+ * decides only the rest. At the end the whole result is written to OUT.tmp
+ * and renamed over --out (tool.h): /decisions in row order and
+ * /substitutions with every candidate row, in the candidates' order, with
+ * its verdict, so the result does not depend on the rank or thread count.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -30,14 +31,6 @@
 
 #define ROUND_SECONDS 5.0 /* work between two appends to the output */
 
-static bool fresh;
-
-static const taso_tool_flag_t flags[] = {
-    {"fresh", "decide every row again, even if --out holds decisions of the same candidates",
-     &fresh},
-    {0},
-};
-
 static const taso_tool_spec_t spec = {
     .name = "taso-verify",
     .about = "Proves every candidate substitution from the axioms with Z3 and records\n"
@@ -45,8 +38,11 @@ static const taso_tool_spec_t spec = {
              "(the two graphs differ on random inputs). Every unknown and refuted row\n"
              "carries its reason in /decisions (taso-show prints it).\n"
              "\n"
-             "Results stream into --out; a run that was stopped resumes from it when\n"
-             "started again with the same files (see --fresh).\n"
+             "Decisions stream into OUT.resume while the run goes on; a run that was\n"
+             "stopped resumes from it when started again with the same files (see\n"
+             "--fresh). --out is written beside (OUT.tmp) and renamed into place when\n"
+             "complete, and is never replaced if it holds other candidates' verdicts,\n"
+             "another kind of file or an input of the run, unless --fresh is given.\n"
              "\n"
              "Without --job, the job file recorded in the candidates file is loaded.\n",
     .job_help = "job file: axioms and the timeout per query",
@@ -54,8 +50,9 @@ static const taso_tool_spec_t spec = {
     .out_help = "substitutions artifact to write",
     .default_in = "candidates.h5",
     .default_out = "substitutions.h5",
+    .out_kind = TASO_KIND_SUBSTITUTIONS,
+    .fresh_help = "decide every row again, and replace --out whatever it holds",
     .threads = true,
-    .flags = flags,
 };
 
 /* The job is the one given, else the one the candidates were generated
@@ -111,17 +108,17 @@ static taso_err_t load_axioms(const taso_tool_t *t, taso_axioms_t **ax) {
   return TASO_OK;
 }
 
-/* What a verdict depends on. Each part is a root attribute of --out, so
- * that a run resumes only decisions made the same way and, when a part
- * differs, says which one. */
+/* What a verdict depends on. Each part is a root attribute of OUT.resume
+ * and of --out, so that a run resumes only decisions made the same way
+ * and, when a part differs, says which one. */
 enum { KEY_CANDIDATES, KEY_AXIOMS, KEY_SETTINGS, KEY_VERIFIER, KEY_PARTS };
 static const struct {
-  const char *attr; /* root attribute of --out */
+  const char *attr; /* root attribute */
   const char *what; /* what differs when it does, for the message */
 } key_parts[KEY_PARTS] = {
     [KEY_CANDIDATES] = {"candidates_digest", "other candidates or input shapes"},
     [KEY_AXIOMS] = {"axioms_digest", "other axioms"},
-    [KEY_SETTINGS] = {"settings_digest", "another timeout or seed"},
+    [KEY_SETTINGS] = {"settings_digest", "other limits (timeout, rlimit, memory) or another seed"},
     [KEY_VERIFIER] = {"verifier_version", "another version of the verifier"},
 };
 typedef int64_t resume_key_t[KEY_PARTS];
@@ -149,6 +146,9 @@ static uint64_t candidates_digest(const taso_inputs_t *inputs, const taso_subst_
   return h;
 }
 
+/* The key of this run. The axioms are taken as loaded: which lemmas are
+ * proved at start-up can depend on the machine's speed, and is not part
+ * of what was asked. */
 static void make_key(const taso_tool_t *t, const taso_axioms_t *ax, const taso_inputs_t *inputs,
                      const taso_subst_t *rows, int64_t nrows, const taso_graph_t *graphs,
                      int64_t ngraphs, resume_key_t key) {
@@ -163,90 +163,132 @@ static void make_key(const taso_tool_t *t, const taso_axioms_t *ax, const taso_i
   key[KEY_VERIFIER] = TASO_VERIFIER_VERSION;
 }
 
-/* Collective. What of the key the file's decisions were not made with, or
- * NULL when all of it matches. */
-static const char *key_mismatch(taso_tool_t *t, taso_artifact_t *out, int64_t nrows,
+/* Collective. What of the key a verify artifact's decisions were not made
+ * with, or NULL when all of it matches. */
+static const char *key_mismatch(taso_tool_t *t, taso_artifact_t *a, int64_t nrows,
                                 const resume_key_t key) {
   int differs = -1;
   int64_t rows = -1, v = 0;
-  if (taso_artifact_get_count(out, "candidates_rows", &rows) != TASO_OK || rows != nrows)
+  if (taso_artifact_get_count(a, "candidates_rows", &rows) != TASO_OK || rows != nrows)
     differs = KEY_CANDIDATES;
   for (int k = 0; k < KEY_PARTS && differs < 0; k++)
-    if (taso_artifact_get_count(out, key_parts[k].attr, &v) != TASO_OK || v != key[k])
+    if (taso_artifact_get_count(a, key_parts[k].attr, &v) != TASO_OK || v != key[k])
       differs = k;
   MPI_Bcast(&differs, 1, MPI_INT, 0, t->comm);
   return differs < 0 ? NULL : key_parts[differs].what;
 }
 
-/* Collective. Opens --out to resume it if it holds decisions of these
- * candidates; *done[i] marks decided rows. Otherwise *out stays NULL. */
-static taso_err_t try_resume(taso_tool_t *t, int64_t nrows, const resume_key_t key,
-                             taso_artifact_t **out, bool *done, int64_t *ndone, bool *complete) {
+/* Collective. Writes the key into a verify artifact. */
+static taso_err_t write_key(taso_tool_t *t, taso_artifact_t *a, int64_t nrows,
+                            const resume_key_t key) {
+  taso_err_t err = TASO_OK;
+  TASO_TOOL_STEP(t, err, taso_artifact_set_count(a, "candidates_rows", nrows));
+  for (int k = 0; k < KEY_PARTS; k++)
+    TASO_TOOL_STEP(t, err, taso_artifact_set_count(a, key_parts[k].attr, key[k]));
+  return err;
+}
+
+/* Whether a decision read back can be used: a row of these candidates
+ * with a verdict. A disk that filled up during an append can leave zeroed
+ * records at the end of /decisions; they are not decisions. */
+static bool usable(const taso_decision_t *d, int64_t nrows) {
+  return d->row >= 0 && d->row < nrows && d->verdict >= TASO_VERDICT_PROVED &&
+         d->verdict <= TASO_VERDICT_REFUTED;
+}
+
+/* Collective. Marks in done[] the usable decisions of a (rows already
+ * decided). */
+static taso_err_t mark_done(taso_tool_t *t, taso_artifact_t *a, int64_t nrows, bool *done,
+                            int64_t *ndone) {
   taso_decision_t *dec = NULL;
-  taso_subst_t *final = NULL;
-  int64_t ndec = 0, nfinal = 0;
-  *ndone = 0;
-  *complete = false;
-  int have = t->rank == 0 ? exists(t->out_path) : 0;
-  MPI_Bcast(&have, 1, MPI_INT, 0, t->comm);
-  if (!have || fresh) return TASO_OK;
-  taso_err_t err = taso_tool_agree(t, taso_artifact_open_rw(t->comm, t->out_path,
-                                                           TASO_KIND_SUBSTITUTIONS, out));
-  if (err != TASO_OK) {
-    taso_tool_warn(t, "cannot resume from %s (%s): starting afresh", t->out_path,
-                   taso_error_detail());
-    *out = NULL;
-    return TASO_OK;
-  }
-  const char *other = key_mismatch(t, *out, nrows, key);
-  bool same = other == NULL;
-  if (same) {
-    err = taso_tool_agree(t, taso_artifact_read_decisions(*out, &dec, &ndec));
-    if (err == TASO_OK) err = taso_tool_agree(t, taso_artifact_read_substs(*out, &final, &nfinal));
-  }
-  if (!same || err != TASO_OK) {
-    if (same)
-      taso_tool_warn(t, "%s cannot be read back: starting afresh", t->out_path);
-    else
-      taso_tool_warn(t, "%s holds decisions made with %s: starting afresh", t->out_path, other);
-    err = taso_tool_close(t, out, TASO_OK);
-    free(dec);
-    free(final);
-    return err;
-  }
-  for (int64_t i = 0; i < ndec; i++)
-    if (dec[i].row < nrows && !done[dec[i].row]) {
+  int64_t ndec = 0;
+  taso_err_t err = taso_tool_agree(t, taso_artifact_read_decisions(a, &dec, &ndec));
+  for (int64_t i = 0; err == TASO_OK && i < ndec; i++)
+    if (usable(&dec[i], nrows) && !done[dec[i].row]) {
       done[dec[i].row] = true;
       (*ndone)++;
     }
-  *complete = nfinal == nrows && *ndone == nrows;
   free(dec);
-  free(final);
-  return TASO_OK;
+  return err;
 }
 
-/* Collective. A fresh output: the candidates' inputs and graphs, and the
- * identity of the candidate set for a later resume. */
-static taso_err_t create_output(taso_tool_t *t, const taso_inputs_t *inputs,
-                                const taso_graph_t *graphs, int64_t ngraphs, int64_t nrows,
-                                const resume_key_t key, taso_artifact_t **out) {
+/* Collective. A --out that already holds the verdicts of these candidates
+ * is complete: there is nothing to do, and *final is it, open to read its
+ * counts. One of other candidates is another plan's results. */
+static taso_err_t check_output(taso_tool_t *t, int64_t nrows, const resume_key_t key,
+                               taso_artifact_t **final) {
+  int have = t->rank == 0 && !t->fresh && exists(t->out_path);
+  MPI_Bcast(&have, 1, MPI_INT, 0, t->comm);
+  if (!have) return TASO_OK;
+  taso_artifact_t *a = NULL;
+  int64_t n = 0;
+  taso_err_t err =
+      taso_tool_agree(t, taso_artifact_open(t->comm, t->out_path, TASO_KIND_SUBSTITUTIONS, &a));
+  if (err != TASO_OK) return err;
+  const char *other = key_mismatch(t, a, nrows, key);
+  if (other) {
+    err = taso_tool_refuse(t, t->out_path, "verdicts made with %s", other);
+    return taso_tool_close(t, &a, taso_tool_agree(t, err));
+  }
+  /* A file of an older taso that streamed into --out itself may have
+   * stopped before its /substitutions: not complete, and replaced. */
+  int64_t proved = -1;
+  int complete = taso_artifact_get_count(a, "proved", &proved) == TASO_OK;
+  MPI_Bcast(&complete, 1, MPI_INT, 0, t->comm);
+  if (complete) {
+    /* One that cannot be read back is this plan's too: replaced at the end. */
+    taso_subst_t *rows = NULL;
+    err = taso_tool_agree(t, taso_artifact_read_substs(a, &rows, &n));
+    free(rows);
+    complete = err == TASO_OK && n == nrows;
+  }
+  if (complete) {
+    *final = a;
+    return TASO_OK;
+  }
+  return taso_tool_close(t, &a, TASO_OK);
+}
+
+/* Collective. A fresh OUT.resume: the identity of the candidate set, for
+ * a later resume, and an empty /decisions. */
+static taso_err_t create_resume(taso_tool_t *t, int64_t nrows, const resume_key_t key,
+                                taso_artifact_t **out) {
   taso_provenance_t prov;
-  int64_t glo, ghi, first;
   taso_err_t err = TASO_OK;
   taso_tool_provenance(t, &prov);
-  taso_tool_block(t, ngraphs, &glo, &ghi);
-  TASO_TOOL_STEP(t, err,
-                 taso_artifact_create(t->comm, t->out_path, TASO_KIND_SUBSTITUTIONS, &prov, out));
-  TASO_TOOL_STEP(t, err, taso_artifact_write_inputs(*out, inputs));
-  /* Blocks follow rank order, so graph i keeps index i. (NULL + 0 is
-   * undefined, hence the check.) */
-  TASO_TOOL_STEP(t, err,
-                 taso_artifact_write_graphs(*out, graphs ? graphs + glo : NULL, ghi - glo, &first));
-  TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "candidates_rows", nrows));
-  for (int k = 0; k < KEY_PARTS; k++)
-    TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, key_parts[k].attr, key[k]));
-  /* Decisions go to /decisions as they come; make it exist from the start. */
+  TASO_TOOL_STEP(
+      t, err, taso_artifact_create(t->comm, t->resume_path, TASO_KIND_SUBSTITUTIONS, &prov, out));
+  if (err == TASO_OK) err = write_key(t, *out, nrows, key);
   TASO_TOOL_STEP(t, err, taso_artifact_append_decisions(*out, NULL, 0));
+  return err;
+}
+
+/* Collective. Decisions stream into OUT.resume, never into --out: a run
+ * started again resumes from the decisions in it (*ndone rows, marked in
+ * done[]), and one of other candidates is not thrown away without --fresh.
+ * An OUT.resume that cannot be opened at all is started afresh. */
+static taso_err_t open_resume(taso_tool_t *t, int64_t nrows, const resume_key_t key, bool *done,
+                              int64_t *ndone, taso_artifact_t **out) {
+  int have = t->rank == 0 && !t->fresh && exists(t->resume_path);
+  MPI_Bcast(&have, 1, MPI_INT, 0, t->comm);
+  *ndone = 0;
+  if (!have) return create_resume(t, nrows, key, out);
+  taso_err_t err = taso_tool_agree(
+      t, taso_artifact_open_rw(t->comm, t->resume_path, TASO_KIND_SUBSTITUTIONS, out));
+  const char *other = err == TASO_OK ? key_mismatch(t, *out, nrows, key) : NULL;
+  if (other) {
+    err = taso_tool_agree(
+        t, taso_tool_refuse(t, t->resume_path, "decisions made with %s", other));
+    return taso_tool_close(t, out, err);
+  }
+  if (err == TASO_OK) err = mark_done(t, *out, nrows, done, ndone);
+  if (err == TASO_OK) return TASO_OK;
+  taso_tool_warn(t, "%s cannot be resumed (%s): starting afresh", t->resume_path,
+                 taso_error_detail());
+  err = taso_tool_close(t, out, TASO_OK);
+  memset(done, 0, (size_t)nrows * sizeof *done);
+  *ndone = 0;
+  if (err == TASO_OK) err = create_resume(t, nrows, key, out);
   return err;
 }
 
@@ -354,46 +396,86 @@ static int compare_rows(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Collective. Reads every decision back, writes them in row order and the
- * final /substitutions; counts verdicts. */
-static taso_err_t finish(taso_tool_t *t, taso_artifact_t *out, const taso_subst_t *rows,
-                         int64_t nrows, int64_t *verdicts) {
-  taso_decision_t *dec = NULL;
+/* What the final file is made of. */
+typedef struct {
+  const taso_inputs_t *inputs;
+  const taso_graph_t *graphs;
+  int64_t ngraphs;
+  const taso_subst_t *rows;
+  int64_t nrows;
+  const int64_t *key; /* resume_key_t */
+} final_t;
+
+/* Collective. Writes the complete output into OUT.tmp: the candidates'
+ * inputs and graphs, every decision in row order (dec: one per row), the
+ * final /substitutions and the counts. */
+static taso_err_t write_final(taso_tool_t *t, const final_t *f, const taso_decision_t *dec,
+                              const int64_t *verdicts) {
+  taso_provenance_t prov;
+  taso_artifact_t *out = NULL;
   taso_subst_t *final = NULL;
-  int64_t ndec = 0, lo, hi;
-  taso_err_t err = taso_artifact_read_decisions(out, &dec, &ndec);
-  if (err != TASO_OK) return err;
-  qsort(dec, (size_t)ndec, sizeof *dec, compare_rows);
-  /* One decision per row, each row decided. */
-  taso_err_t bad = ndec == nrows ? TASO_OK
-                                 : taso_error(TASO_ERR_FORMAT,
-                                              "%s: %lld decisions for %lld candidate rows",
-                                              t->out_path, (long long)ndec, (long long)nrows);
-  for (int64_t i = 0; i < ndec && bad == TASO_OK; i++)
-    if (dec[i].row != i)
-      bad = taso_error(TASO_ERR_FORMAT, "%s: row %lld is decided twice or not at all", t->out_path,
-                       (long long)i);
-  if ((err = taso_tool_agree(t, bad)) != TASO_OK) goto done;
-  for (int64_t i = 0; i < ndec; i++) verdicts[dec[i].verdict]++;
-  taso_tool_block(t, nrows, &lo, &hi);
+  int64_t glo, ghi, first, lo, hi;
+  taso_err_t err = TASO_OK;
+  taso_tool_provenance(t, &prov);
+  taso_tool_block(t, f->ngraphs, &glo, &ghi);
+  taso_tool_block(t, f->nrows, &lo, &hi);
   if (!(final = calloc((size_t)(hi - lo + 1), sizeof *final)))
-    bad = taso_error(TASO_ERR_NOMEM, "no memory for the substitution rows");
+    err = taso_error(TASO_ERR_NOMEM, "no memory for the substitution rows");
   for (int64_t i = lo; i < hi && final; i++) {
-    final[i - lo] = rows[i];
+    final[i - lo] = f->rows[i];
     final[i - lo].verdict = dec[i].verdict;
     final[i - lo].seconds = dec[i].seconds;
   }
-  if ((err = taso_tool_agree(t, bad)) != TASO_OK) goto done;
-  TASO_TOOL_STEP(t, err, taso_artifact_rewrite_decisions(out, dec + lo, hi - lo));
-  TASO_TOOL_STEP(t, err, taso_artifact_write_substs(out, final, hi - lo));
-  TASO_TOOL_STEP(t, err, taso_artifact_set_count(out, "proved", verdicts[TASO_VERDICT_PROVED]));
-  TASO_TOOL_STEP(t, err, taso_artifact_set_count(out, "unknown", verdicts[TASO_VERDICT_UNKNOWN]));
-  TASO_TOOL_STEP(t, err, taso_artifact_set_count(out, "refuted", verdicts[TASO_VERDICT_REFUTED]));
+  err = taso_tool_agree(t, err);
   TASO_TOOL_STEP(t, err,
-                 taso_artifact_set_count(out, "unverified", verdicts[TASO_VERDICT_CANDIDATE]));
-done:
-  free(dec);
+                 taso_artifact_create(t->comm, t->tmp_path, TASO_KIND_SUBSTITUTIONS, &prov, &out));
+  TASO_TOOL_STEP(t, err, taso_artifact_write_inputs(out, f->inputs));
+  /* Blocks follow rank order, so graph i keeps index i, and decision i is
+   * row i. (NULL + 0 is undefined, hence the check.) */
+  TASO_TOOL_STEP(
+      t, err,
+      taso_artifact_write_graphs(out, f->graphs ? f->graphs + glo : NULL, ghi - glo, &first));
+  if (err == TASO_OK) err = write_key(t, out, f->nrows, f->key);
+  TASO_TOOL_STEP(t, err, taso_artifact_append_decisions(out, dec + lo, hi - lo));
+  TASO_TOOL_STEP(t, err, taso_artifact_write_substs(out, final, hi - lo));
+  static const char *const names[] = {"unverified", "proved", "unknown", "refuted"};
+  for (int v = 0; v <= TASO_VERDICT_REFUTED; v++)
+    TASO_TOOL_STEP(t, err, taso_artifact_set_count(out, names[v], verdicts[v]));
+  err = taso_tool_close(t, &out, err);
   free(final);
+  return err;
+}
+
+/* Collective. Reads every decision back from OUT.resume (*resume, closed
+ * here), checks that each row has one, counts verdicts and puts the
+ * complete output in place of --out. */
+static taso_err_t finish(taso_tool_t *t, taso_artifact_t **resume, const final_t *f,
+                         int64_t *verdicts) {
+  taso_decision_t *dec = NULL;
+  int64_t ndec = 0, m = 0;
+  taso_err_t err = taso_tool_agree(t, taso_artifact_read_decisions(*resume, &dec, &ndec));
+  err = taso_tool_close(t, resume, err);
+  if (err != TASO_OK) return err;
+  /* Row order; a row decided in two runs (killed between its append and
+   * the next round) counts once. */
+  for (int64_t i = 0; i < ndec; i++)
+    if (usable(&dec[i], f->nrows)) dec[m++] = dec[i];
+  qsort(dec, (size_t)m, sizeof *dec, compare_rows);
+  ndec = m;
+  m = 0;
+  for (int64_t i = 0; i < ndec; i++)
+    if (m == 0 || dec[m - 1].row != dec[i].row) dec[m++] = dec[i];
+  taso_err_t bad = m == f->nrows
+                       ? TASO_OK
+                       : taso_error(TASO_ERR_FORMAT, "%s: %lld decisions for %lld candidate rows",
+                                    t->resume_path, (long long)m, (long long)f->nrows);
+  if ((err = taso_tool_agree(t, bad)) == TASO_OK) {
+    for (int64_t i = 0; i < m; i++)
+      verdicts[dec[i].verdict]++;
+    err = write_final(t, f, dec, verdicts);
+  }
+  TASO_TOOL_STEP(t, err, taso_tool_commit_output(t));
+  free(dec);
   return err;
 }
 
@@ -415,6 +497,8 @@ int main(int argc, char **argv) {
   int nthreads = omp_get_max_threads();
   taso_err_t err = TASO_OK;
 
+  /* Every check of --out before the input is read and the work starts. */
+  TASO_TOOL_STEP(&t, err, taso_tool_claim_output(&t));
   TASO_TOOL_STEP(&t, err, taso_artifact_open(t.comm, t.in_path, TASO_KIND_CANDIDATES, &in));
   if (err == TASO_OK) err = load_job(&t, in);
   if (err == TASO_OK) {
@@ -429,8 +513,6 @@ int main(int argc, char **argv) {
   /* Every rank loads the axioms and proves the lemmas itself; a lemma
    * counts as proved only if it was proved everywhere. */
   TASO_TOOL_STEP(&t, err, load_axioms(&t, &ax));
-  /* The key takes the axioms as loaded: which lemmas are proved below can
-   * depend on the machine's speed, and is not part of what was asked. */
   resume_key_t key = {0};
   if (err == TASO_OK) make_key(&t, ax, &inputs, rows, nrows, graphs, ngraphs, key);
   if (err == TASO_OK) {
@@ -465,13 +547,13 @@ int main(int argc, char **argv) {
     err = taso_tool_agree(&t, err);
   }
 
-  if (err == TASO_OK) err = try_resume(&t, nrows, key, &out, done, &ndone, &complete);
-  if (err == TASO_OK && out)
+  if (err == TASO_OK) err = check_output(&t, nrows, key, &out);
+  complete = out != NULL;
+  if (err == TASO_OK && !complete) err = open_resume(&t, nrows, key, done, &ndone, &out);
+  if (err == TASO_OK && (complete || ndone > 0))
     taso_tool_print(&t, "taso-verify: resuming %s: %lld of %lld rows already decided%s\n",
-                    t.out_path, (long long)ndone, (long long)nrows,
-                    complete ? " (the file is complete; nothing to do)" : "");
-  if (err == TASO_OK && !out)
-    err = create_output(&t, &inputs, graphs, ngraphs, nrows, key, &out);
+                    complete ? t.out_path : t.resume_path, (long long)(complete ? nrows : ndone),
+                    (long long)nrows, complete ? " (the file is complete; nothing to do)" : "");
 
   if (err == TASO_OK && !complete) {
     for (int64_t i = 0; i < nrows; i++)
@@ -485,7 +567,13 @@ int main(int argc, char **argv) {
     err = run(&t, &w, todo, ntodo, out, ndone, nrows);
   }
   if (err == TASO_OK && !complete) {
-    err = finish(&t, out, rows, nrows, verdicts);
+    final_t f = {.inputs = &inputs,
+                 .graphs = graphs,
+                 .ngraphs = ngraphs,
+                 .rows = rows,
+                 .nrows = nrows,
+                 .key = key};
+    err = finish(&t, &out, &f, verdicts);
   } else if (err == TASO_OK) {
     /* A finished file: nothing to decide, nothing to write. */
     static const char *const names[] = {"unverified", "proved", "unknown", "refuted"};

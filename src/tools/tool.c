@@ -1,7 +1,11 @@
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+/* sched_getaffinity and CPU_COUNT; with them flock, gethostname, fsync,
+ * O_CLOEXEC */
+#define _GNU_SOURCE
+
 #include "tool.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <getopt.h>
 #include <signal.h>
@@ -9,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <omp.h>
@@ -23,8 +29,18 @@
 
 /* getopt_long values of the common options; flags follow OPT_FLAG. Above
  * the char range so that none can be mistaken for a short option. */
-enum { OPT_HELP = 256, OPT_VERSION, OPT_JOB, OPT_IN, OPT_OUT, OPT_THREADS, OPT_FLAG,
-       OPT_OPTION = OPT_FLAG + MAX_FLAGS };
+enum {
+  OPT_HELP = 256,
+  OPT_VERSION,
+  OPT_JOB,
+  OPT_IN,
+  OPT_OUT,
+  OPT_THREADS,
+  OPT_FRESH,
+  OPT_DEBUG,
+  OPT_FLAG,
+  OPT_OPTION = OPT_FLAG + MAX_FLAGS
+};
 
 /* Library failures that leave no way to continue end every rank at once:
  * a rank that merely exited would leave the others blocked. */
@@ -46,11 +62,14 @@ static void report(const taso_tool_t *t, const char *level, const char *fmt, va_
   fflush(stderr);
 }
 
+static void release_output(taso_tool_t *t, bool remove_tmp);
+
 void taso_tool_usage_error(taso_tool_t *t, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   report(t, "error", fmt, ap);
   va_end(ap);
+  release_output(t, false);
   taso_set_fatal_hook(NULL);
   MPI_Finalize();
   exit(TASO_EXIT_USAGE);
@@ -75,6 +94,8 @@ static void print_help(const taso_tool_spec_t *s) {
   if (s->out_help) print_option("--out FILE", s->out_help, s->default_out);
   if (s->threads)
     print_option("--threads N", "OpenMP threads per rank", "OMP_NUM_THREADS, else one per core");
+  if (s->fresh_help) print_option("--fresh", s->fresh_help, NULL);
+  print_option("--debug", "print HDF5's error stack on failures (or set TASO_DEBUG=1)", NULL);
   for (const taso_tool_flag_t *f = s->flags; f && f->name; f++) {
     char option[64];
     snprintf(option, sizeof option, "--%s", f->name);
@@ -101,7 +122,7 @@ static int parse_threads(const char *text) {
  * touched; the ranks parse the same argv, so they all stop together. */
 static void parse_options(taso_tool_t *t, int argc, char **argv) {
   const taso_tool_spec_t *s = t->spec;
-  struct option opts[8 + 2 * MAX_FLAGS];
+  struct option opts[10 + 2 * MAX_FLAGS];
   int n = 0, nflags = 0, noptions = 0;
   opts[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
   opts[n++] = (struct option){"version", no_argument, NULL, OPT_VERSION};
@@ -109,6 +130,8 @@ static void parse_options(taso_tool_t *t, int argc, char **argv) {
   if (s->in_help) opts[n++] = (struct option){"in", required_argument, NULL, OPT_IN};
   if (s->out_help) opts[n++] = (struct option){"out", required_argument, NULL, OPT_OUT};
   if (s->threads) opts[n++] = (struct option){"threads", required_argument, NULL, OPT_THREADS};
+  if (s->fresh_help) opts[n++] = (struct option){"fresh", no_argument, NULL, OPT_FRESH};
+  opts[n++] = (struct option){"debug", no_argument, NULL, OPT_DEBUG};
   for (const taso_tool_flag_t *f = s->flags; f && f->name; f++, nflags++) {
     if (nflags == MAX_FLAGS) taso_fatal(__FILE__, __LINE__, "taso", "too many tool flags");
     opts[n++] = (struct option){f->name, no_argument, NULL, OPT_FLAG + nflags};
@@ -143,6 +166,12 @@ static void parse_options(taso_tool_t *t, int argc, char **argv) {
       break;
     case OPT_OUT:
       t->out_path = optarg;
+      break;
+    case OPT_FRESH:
+      t->fresh = true;
+      break;
+    case OPT_DEBUG:
+      taso_artifact_set_debug(true);
       break;
     case OPT_THREADS: {
       int k = parse_threads(optarg);
@@ -240,6 +269,7 @@ void taso_tool_init(taso_tool_t *t, const taso_tool_spec_t *spec, int *argc, cha
   taso_now_iso8601(t->start_time);
   t->in_path = spec->default_in;
   t->out_path = spec->default_out;
+  t->lock_fd = -1;
 
   parse_options(t, *argc, *argv);
   if (spec->single_rank && t->size > 1)
@@ -255,12 +285,23 @@ taso_err_t taso_tool_agree(taso_tool_t *t, taso_err_t err) {
   return taso_agree(t->comm, err);
 }
 
+static bool same_file(const char *a, const char *b);
+
 taso_err_t taso_tool_load_job(taso_tool_t *t, const char *path) {
   if (t->have_job) {
     taso_job_free(&t->job);
     t->have_job = false;
   }
-  taso_err_t err = taso_tool_agree(t, taso_job_load(path, &t->job));
+  /* A job file found only now (the one a candidates file records) is an
+   * input like --job, and never an output. */
+  taso_err_t err = TASO_OK;
+  if (t->rank == 0 && t->lock_path && same_file(path, t->out_path))
+    err = taso_error(TASO_ERR_ARG,
+                     "%s: is this run's job file, not an output to replace "
+                     "(choose another --out)",
+                     path);
+  if ((err = taso_tool_agree(t, err)) != TASO_OK) return err;
+  err = taso_tool_agree(t, taso_job_load(path, &t->job));
   /* A rank that loaded it while another failed still owns the memory. */
   t->have_job = t->job.path != NULL;
   return err;
@@ -276,6 +317,209 @@ taso_err_t taso_tool_close(taso_tool_t *t, taso_artifact_t **a, taso_err_t err) 
   *a = NULL;
   if (err == TASO_OK) return cerr;
   return taso_error(err, "%s", first);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Outputs: checked before the work, locked, written beside, renamed        */
+/* ------------------------------------------------------------------------ */
+
+static bool same_file(const char *a, const char *b) {
+  struct stat x, y;
+  return a && b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
+         x.st_ino == y.st_ino;
+}
+
+static char *beside(const char *path, const char *suffix) {
+  size_t n = strlen(path) + strlen(suffix) + 1;
+  char *s = malloc(n);
+  if (s) snprintf(s, n, "%s%s", path, suffix);
+  return s;
+}
+
+/* The folder of path exists and this process may create files in it. */
+static taso_err_t check_folder(const char *path) {
+  char dir[4096];
+  struct stat st;
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) + (slash == path), path);
+  if (stat(dir, &st) != 0)
+    return taso_error(TASO_ERR_IO, "%s: the output folder %s: %s", path, dir, strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return taso_error(TASO_ERR_IO, "%s: the output folder %s is not a folder", path, dir);
+  if (access(dir, W_OK | X_OK) != 0)
+    return taso_error(TASO_ERR_IO, "%s: cannot write in the output folder %s: %s", path, dir,
+                      strerror(errno));
+  return TASO_OK;
+}
+
+/* What the holder of a lock wrote into it: "host H, pid P, since T". */
+static void lock_holder(int fd, char *buf, size_t len) {
+  ssize_t n = pread(fd, buf, len - 1, 0);
+  buf[n > 0 ? n : 0] = '\0';
+  buf[strcspn(buf, "\n")] = '\0';
+  if (!buf[0]) snprintf(buf, len, "holder unknown");
+}
+
+/* Rank 0. flock() on OUT.lock, not waiting: the kernel drops the lock of a
+ * process that dies, so a lock left by a crash is free. The file is removed
+ * when released; a run that opened it just before then holds a lock on a
+ * removed file, so the lock counts only if the path still names the file
+ * locked, and otherwise it is taken again. */
+static taso_err_t take_lock(taso_tool_t *t) {
+  for (int attempt = 0; attempt < 100; attempt++) {
+    int fd = open(t->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    struct stat held, named;
+    char holder[256];
+    if (fd < 0)
+      return taso_error(TASO_ERR_IO, "%s: cannot create the lock file: %s", t->lock_path,
+                        strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int e = errno;
+      if (e == EWOULDBLOCK) lock_holder(fd, holder, sizeof holder);
+      close(fd);
+      if (e == EWOULDBLOCK)
+        return taso_error(TASO_ERR_IO, "%s: in use by another run (%s; lock file %s)", t->out_path,
+                          holder, t->lock_path);
+      if (e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS || e == EINVAL) {
+        /* A file system mounted without locks: refusing would make the
+         * tools unusable there. */
+        taso_tool_warn(t, "%s: cannot lock it here (%s): a second run on %s would not be stopped",
+                       t->lock_path, strerror(e), t->out_path);
+        return TASO_OK;
+      }
+      return taso_error(TASO_ERR_IO, "%s: cannot lock it: %s", t->lock_path, strerror(e));
+    }
+    if (fstat(fd, &held) == 0 && stat(t->lock_path, &named) == 0 && held.st_dev == named.st_dev &&
+        held.st_ino == named.st_ino) {
+      char host[256] = "unknown host", when[32];
+      gethostname(host, sizeof host - 1);
+      taso_now_iso8601(when);
+      int n = snprintf(holder, sizeof holder, "host %s, pid %ld, since %s\n", host, (long)getpid(),
+                       when);
+      /* Who holds it is for the message of a refused run; a disk too full
+       * to say it must not stop this one. */
+      bool said = ftruncate(fd, 0) == 0 && pwrite(fd, holder, (size_t)n, 0) == n;
+      (void)said;
+      t->lock_fd = fd;
+      return TASO_OK;
+    }
+    close(fd);
+  }
+  return taso_error(TASO_ERR_IO, "%s: cannot take the lock: it keeps being replaced", t->lock_path);
+}
+
+/* Rank 0: what the checks of taso_tool_claim_output find. */
+static taso_err_t claim(taso_tool_t *t) {
+  const char *out = t->out_path, *kind = t->spec->out_kind;
+  struct stat st;
+  char *found = NULL;
+  TASO_TRY(check_folder(out));
+  bool exists = stat(out, &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) return taso_error(TASO_ERR_IO, "%s: is a folder", out);
+  if (same_file(out, t->in_path))
+    return taso_error(TASO_ERR_ARG, "%s: is this run's input (--in), not an output to replace",
+                      out);
+  if (same_file(out, t->job_path))
+    return taso_error(TASO_ERR_ARG, "%s: is this run's job file (--job), not an output to replace",
+                      out);
+  TASO_TRY(take_lock(t));
+  if (!exists || t->fresh) return TASO_OK;
+  if (!S_ISREG(st.st_mode)) return taso_tool_refuse(t, out, "something other than a regular file");
+  taso_err_t err = taso_artifact_identify(out, &found);
+  if (err != TASO_OK) {
+    /* The detail starts with the path: "x.h5: not a readable HDF5 file". */
+    const char *what = taso_error_detail();
+    size_t n = strlen(out);
+    if (strncmp(what, out, n) == 0 && what[n] == ':') what += n + 2;
+    char copy[512];
+    snprintf(copy, sizeof copy, "%s", what);
+    return taso_tool_refuse(t, out, "something other than a %s artifact (%s)", kind, copy);
+  }
+  if (strcmp(found, kind) != 0)
+    err = taso_tool_refuse(t, out, "a %s artifact, not a %s one", found, kind);
+  free(found);
+  return err;
+}
+
+taso_err_t taso_tool_claim_output(taso_tool_t *t) {
+  taso_err_t err = TASO_OK;
+  if (!t->out_path || !t->spec->out_kind)
+    err = taso_error(TASO_ERR_ARG, "%s: no output to claim", t->spec->name);
+  else if (!(t->lock_path = beside(t->out_path, ".lock")) ||
+           !(t->tmp_path = beside(t->out_path, ".tmp")) ||
+           !(t->resume_path = beside(t->out_path, ".resume")))
+    err = taso_error(TASO_ERR_NOMEM, "no memory for file names");
+  if ((err = taso_tool_agree(t, err)) != TASO_OK) return err;
+  err = taso_tool_agree(t, t->rank == 0 ? claim(t) : TASO_OK);
+  t->claimed = err == TASO_OK;
+  return err;
+}
+
+taso_err_t taso_tool_refuse(const taso_tool_t *t, const char *path, const char *fmt, ...) {
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  (void)t;
+  return taso_error(TASO_ERR_IO, "%s holds %s: not replacing it (--fresh replaces it)", path, what);
+}
+
+/* fsync() of a file or folder by name: the data must be on disk before
+ * the rename makes it the output, or a crash could leave an empty file. */
+static int sync_path(const char *path, int flags) {
+  int fd = open(path, flags | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int rc = fsync(fd);
+  int e = errno;
+  close(fd);
+  errno = e;
+  return rc;
+}
+
+static taso_err_t commit(const taso_tool_t *t) {
+  char dir[4096];
+  const char *slash = strrchr(t->out_path, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - t->out_path) + (slash == t->out_path),
+             t->out_path);
+  if (sync_path(t->tmp_path, O_RDONLY) != 0)
+    return taso_error(TASO_ERR_IO, "%s: cannot write: %s", t->tmp_path, strerror(errno));
+  if (rename(t->tmp_path, t->out_path) != 0)
+    return taso_error(TASO_ERR_IO, "%s: cannot put %s in its place: %s", t->out_path, t->tmp_path,
+                      strerror(errno));
+  /* The rename itself is durable only once the folder is; a folder that
+   * cannot be synced (some network file systems) still holds the file. */
+  sync_path(dir, O_RDONLY | O_DIRECTORY);
+  if (unlink(t->resume_path) != 0 && errno != ENOENT)
+    fprintf(stderr, "%s: warning: %s: cannot remove it: %s\n", t->spec->name, t->resume_path,
+            strerror(errno));
+  return TASO_OK;
+}
+
+taso_err_t taso_tool_commit_output(taso_tool_t *t) {
+  return taso_tool_agree(t, t->rank == 0 ? commit(t) : TASO_OK);
+}
+
+/* Rank 0, at the end: an OUT.tmp that was not renamed is incomplete. The
+ * lock file is removed while still locked (see take_lock). */
+static void release_output(taso_tool_t *t, bool remove_tmp) {
+  if (t->rank == 0 && remove_tmp && t->claimed) unlink(t->tmp_path);
+  if (t->rank == 0 && t->lock_fd >= 0) {
+    unlink(t->lock_path);
+    close(t->lock_fd);
+  }
+  t->lock_fd = -1;
+  t->claimed = false;
+  free(t->lock_path);
+  free(t->tmp_path);
+  free(t->resume_path);
+  t->lock_path = t->tmp_path = t->resume_path = NULL;
 }
 
 void taso_tool_provenance(const taso_tool_t *t, taso_provenance_t *prov) {
@@ -338,6 +582,7 @@ int taso_tool_finish(taso_tool_t *t, taso_err_t err) {
             TASO_EXIT_FINDINGS);
     fflush(stderr);
   }
+  release_output(t, true);
   if (t->have_job) taso_job_free(&t->job);
   t->have_job = false;
   fflush(stdout);

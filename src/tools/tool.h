@@ -49,6 +49,8 @@ typedef struct {
   const char *out_help;          /* --out FILE */
   const char *default_in;        /* --in when not given; NULL for none */
   const char *default_out;       /* --out when not given; NULL for none */
+  const char *out_kind;          /* the artifact kind --out holds (TASO_KIND_...) */
+  const char *fresh_help;        /* --fresh: what starting over means here */
   bool job_required;             /* --job must be given */
   bool in_positional;            /* a lone FILE argument stands for --in FILE */
   bool threads;                  /* takes --threads N */
@@ -73,6 +75,12 @@ typedef struct {
   const char *in_path;          /* --in or its default, or NULL */
   const char *out_path;         /* --out or its default, or NULL */
   int threads;                  /* OpenMP threads of rank 0, for provenance */
+  bool fresh;                   /* --fresh: start over, replacing what --out holds */
+  char *lock_path;              /* OUT.lock, held by rank 0 from the claim to the end */
+  char *tmp_path;               /* OUT.tmp: the output until it is complete */
+  char *resume_path;            /* OUT.resume: rows streamed by a resumable stage */
+  int lock_fd;                  /* rank 0: the open lock file; -1 when none */
+  bool claimed;                 /* taso_tool_claim_output succeeded: OUT.tmp is ours */
   taso_job_t job;               /* valid once taso_tool_load_job succeeded */
   bool have_job;                /* job holds a loaded job to free */
   double start;                 /* MPI_Wtime() at start, for the summary */
@@ -108,6 +116,32 @@ taso_err_t taso_tool_load_job(taso_tool_t *t, const char *path);
  * error when err is TASO_OK. */
 taso_err_t taso_tool_close(taso_tool_t *t, taso_artifact_t **a, taso_err_t err);
 
+/* Outputs. A stage never writes --out in place: it writes OUT.tmp beside
+ * it and renames it over OUT only when it is complete, so a run that fails
+ * or is killed leaves the previous OUT as it was. Stages that stream rows
+ * while they run (verify, validate) keep them in OUT.resume, which a later
+ * run with the same plan resumes from, and which is removed once OUT is in
+ * place. OUT.lock, beside them, keeps a second run off the same OUT. */
+
+/* Collective; to be called before any work. Checks that --out can be
+ * written and may be replaced, and locks it for this run: its folder
+ * exists and is writable; OUT is not a folder, not one of this run's
+ * inputs (--in, --job; never, even with --fresh), and, unless --fresh, it
+ * is absent or an artifact of the tool's kind (another plan's results are
+ * the stage's own check, taso_tool_refuse); no other run holds OUT.lock
+ * (an advisory flock(): a lock whose process has died is free). The lock
+ * is released by taso_tool_finish. */
+taso_err_t taso_tool_claim_output(taso_tool_t *t);
+
+/* The error of a stage that will not replace path because of what it
+ * holds: "PATH holds WHAT: not replacing it (--fresh replaces it)". */
+taso_err_t taso_tool_refuse(const taso_tool_t *t, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Collective. Puts the complete, closed OUT.tmp in place of OUT (flushed
+ * to disk first, then renamed) and removes OUT.resume. */
+taso_err_t taso_tool_commit_output(taso_tool_t *t);
+
 /* Provenance of this run; the job fields are empty without a loaded job. */
 void taso_tool_provenance(const taso_tool_t *t, taso_provenance_t *prov);
 
@@ -136,9 +170,10 @@ void taso_tool_usage_error(taso_tool_t *t, const char *fmt, ...)
  * that the summary line states them. */
 void taso_tool_note_defaults(taso_tool_t *t, const char *section, const char *const *skip);
 
-/* Collective. Agrees on err, prints it on rank 0, frees the job and
- * finalizes MPI. Returns main()'s exit status: TASO_EXIT_FAILED on error,
- * else TASO_EXIT_FINDINGS when t->findings is set (rank 0's counts; it is
+/* Collective. Agrees on err, prints it on rank 0, removes an OUT.tmp that
+ * was not put in place, releases the lock, frees the job and finalizes
+ * MPI. Returns main()'s exit status: TASO_EXIT_FAILED on error, else
+ * TASO_EXIT_FINDINGS when t->findings is set (rank 0's counts; it is
  * printed as "NAME: findings: ..."), else TASO_EXIT_OK. */
 int taso_tool_finish(taso_tool_t *t, taso_err_t err);
 
