@@ -79,7 +79,7 @@ stale() { # stale NAME WHAT JOB IN: verify --out r.h5 must refuse, saying WHAT d
 # (Copies of the job name the axiom folder in full: they are not in jobs/.)
 sed -e "s|^timeout = 5$|timeout = 6|" -e "s|^axioms = .*|axioms = $src/data/axioms|" "$job" \
   >"$tmp/timeout.ini"
-stale "another timeout" "another timeout or seed" "$tmp/timeout.ini" "$tmp/c.h5"
+stale "another timeout" "other limits (timeout, rlimit, memory) or another seed" "$tmp/timeout.ini" "$tmp/c.h5"
 mkdir -p "$tmp/ax2"
 cp "$src"/data/axioms/*.smt2 "$tmp/ax2/"
 printf ';; @axiom Z2\n;; @about ewadd commutes (again)\n(assert (forall ((x T) (y T)) (= (ewadd x y) (ewadd y x))))\n' \
