@@ -263,6 +263,24 @@ static taso_err_t set_redundancy_timeout(taso_job_t *job, const char *value) {
   return parse_seconds(value, &job->redundancy_timeout);
 }
 
+/* Z3's resource limit per query (0: none) and its memory cap (MiB; 0:
+ * none): counts, not seconds, so 0 is allowed. */
+static taso_err_t set_verify_rlimit(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 0, 2000000000, &job->verify_rlimit);
+}
+
+static taso_err_t set_verify_memory(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 0, 1048576, &job->verify_memory_mb);
+}
+
+static taso_err_t set_redundancy_rlimit(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 0, 2000000000, &job->redundancy_rlimit);
+}
+
+static taso_err_t set_validate_memory(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 0, 1048576, &job->validate_memory_mb);
+}
+
 typedef struct {
   const char *section;
   const char *key;
@@ -277,9 +295,13 @@ static const key_spec_t key_specs[] = {
     {"generate", "operators", set_operators, true},
     {"verify", "axioms", set_axioms, false},
     {"verify", "timeout", set_verify_timeout, false},
+    {"verify", "rlimit", set_verify_rlimit, false},
+    {"verify", "memory_mb", set_verify_memory, false},
     {"validate", "sizes", set_sizes, false},
     {"validate", "timeout", set_validate_timeout, false},
     {"validate", "redundancy_timeout", set_redundancy_timeout, false},
+    {"validate", "redundancy_rlimit", set_redundancy_rlimit, false},
+    {"validate", "memory_mb", set_validate_memory, false},
 };
 #define NKEYS ((int)(sizeof key_specs / sizeof key_specs[0]))
 
@@ -484,6 +506,10 @@ static void set_defaults(taso_job_t *job, const char *path) {
   job->verify_timeout = 5.0;
   job->validate_timeout = 10.0;
   job->redundancy_timeout = 10.0;
+  job->verify_rlimit = TASO_DEFAULT_VERIFY_RLIMIT;
+  job->verify_memory_mb = TASO_DEFAULT_MEMORY_MB;
+  job->redundancy_rlimit = TASO_DEFAULT_REDUNDANCY_RLIMIT;
+  job->validate_memory_mb = TASO_DEFAULT_MEMORY_MB;
   static const int32_t sizes[] = {1, 2, 3, 4};
   memcpy(job->sizes, sizes, sizeof sizes);
   job->nsizes = 4;

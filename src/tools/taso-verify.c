@@ -387,11 +387,16 @@ int main(int argc, char **argv) {
   /* Every rank loads the axioms and proves the lemmas itself; a lemma
    * counts as proved only if it was proved everywhere. */
   TASO_TOOL_STEP(&t, err, load_axioms(&t, &ax));
+  /* Every query's limits: the timeout, Z3's resource count and its memory
+   * cap, so that no query runs on whatever the axioms (README.md). */
+  taso_limits_t lim = {.timeout_s = t.job.verify_timeout,
+                       .rlimit = (unsigned)t.job.verify_rlimit,
+                       .memory_mb = (unsigned)t.job.verify_memory_mb};
   if (err == TASO_OK) {
     char report[512];
     int failed = 0;
-    err = taso_tool_agree(&t, taso_axioms_prove_lemmas(ax, t.job.verify_timeout, report,
-                                                       sizeof report, &failed));
+    err = taso_tool_agree(&t, taso_axioms_prove_lemmas_limited(ax, &lim, report, sizeof report,
+                                                               &failed));
     if (err == TASO_OK) {
       int *on = malloc(sizeof *on * (size_t)(ax->n + 1));
       if (!on) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
@@ -415,7 +420,7 @@ int main(int argc, char **argv) {
         !(todo = calloc((size_t)(nrows + 1), sizeof *todo)))
       err = taso_error(TASO_ERR_NOMEM, "no memory for %lld rows", (long long)nrows);
     for (int i = 0; i < nthreads && err == TASO_OK; i++)
-      err = taso_prover_new(ax, t.job.verify_timeout, &provers[i]);
+      err = taso_prover_new_limited(ax, &lim, &provers[i]);
     err = taso_tool_agree(&t, err);
   }
 
