@@ -269,8 +269,18 @@ static taso_err_t set_verify_rlimit(taso_job_t *job, const char *value) {
   return parse_int_range(value, 0, 2000000000, &job->verify_rlimit);
 }
 
+/* 0 (no cap) or at least 256 MiB: under that Z3 cannot even create a
+ * context, and every query would fail instead of ending at the cap. */
+static taso_err_t parse_memory(const char *value, int *out) {
+  TASO_TRY(parse_int_range(value, 0, 1048576, out));
+  if (*out > 0 && *out < 256)
+    return taso_error(TASO_ERR_PARSE, "expected 0 (no cap) or 256 to 1048576 MiB, got '%s'",
+                      value);
+  return TASO_OK;
+}
+
 static taso_err_t set_verify_memory(taso_job_t *job, const char *value) {
-  return parse_int_range(value, 0, 1048576, &job->verify_memory_mb);
+  return parse_memory(value, &job->verify_memory_mb);
 }
 
 static taso_err_t set_redundancy_rlimit(taso_job_t *job, const char *value) {
@@ -278,7 +288,7 @@ static taso_err_t set_redundancy_rlimit(taso_job_t *job, const char *value) {
 }
 
 static taso_err_t set_validate_memory(taso_job_t *job, const char *value) {
-  return parse_int_range(value, 0, 1048576, &job->validate_memory_mb);
+  return parse_memory(value, &job->validate_memory_mb);
 }
 
 typedef struct {

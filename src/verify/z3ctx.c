@@ -66,22 +66,35 @@ void taso_limits_apply(Z3_context c, Z3_params params, const taso_limits_t *lim)
 }
 
 const char *taso_limits_reason(const char *why, double seconds, const taso_limits_t *lim) {
-  if (!why) return "unknown";
+  if (!why || !why[0]) return "unknown";
   if (strstr(why, "resource limit") || strstr(why, "rlimit")) return "resource limit (rlimit)";
   if (strstr(why, "memory")) return "memory limit";
   if (strstr(why, "timeout")) return "timeout";
-  /* Z3 4.8.12 says "canceled" for both its timer and its resource count:
-   * a query that ended well before its timeout ran out of resources. */
+  /* "canceled" with the resource count not spent (taso_limits_check
+   * looks first): the timer, or an interrupt. */
   if (strstr(why, "canceled"))
-    return lim->rlimit && (lim->timeout_s <= 0 || seconds < 0.9 * lim->timeout_s)
-               ? "resource limit (rlimit)"
-               : "timeout";
+    return lim->timeout_s > 0 && seconds >= 0.9 * lim->timeout_s ? "timeout" : "canceled";
   return why;
+}
+
+/* Z3's count of resource units spent in the context so far (its
+ * statistic "rlimit count", cumulative over the context's queries). */
+static double rlimit_count(Z3_context c, Z3_solver s) {
+  Z3_stats st = Z3_solver_get_statistics(c, s);
+  Z3_stats_inc_ref(c, st);
+  double v = 0;
+  for (unsigned i = 0; i < Z3_stats_size(c, st); i++)
+    if (!strcmp(Z3_stats_get_key(c, st, i), "rlimit count"))
+      v = Z3_stats_is_uint(c, st, i) ? (double)Z3_stats_get_uint_value(c, st, i)
+                                     : Z3_stats_get_double_value(c, st, i);
+  Z3_stats_dec_ref(c, st);
+  return v;
 }
 
 Z3_lbool taso_limits_check(Z3_context c, Z3_solver s, const taso_limits_t *lim, char *why,
                            int len) {
   struct timespec t0, t1;
+  double spent = lim->rlimit ? rlimit_count(c, s) : 0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   Z3_lbool r = Z3_solver_check(c, s);
   clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -91,7 +104,11 @@ Z3_lbool taso_limits_check(Z3_context c, Z3_solver s, const taso_limits_t *lim, 
     snprintf(why, (size_t)len, "memory limit (%u MiB)", lim->memory_mb);
     return Z3_L_UNDEF;
   }
-  if (r == Z3_L_UNDEF)
+  /* Z3 4.8.12 reports a spent resource limit as "canceled" or plain
+   * "unknown": the count of units the query spent tells. */
+  if (r == Z3_L_UNDEF && lim->rlimit && rlimit_count(c, s) - spent >= lim->rlimit)
+    snprintf(why, (size_t)len, "resource limit (rlimit %u)", lim->rlimit);
+  else if (r == Z3_L_UNDEF)
     snprintf(why, (size_t)len, "%s",
              taso_limits_reason(Z3_solver_get_reason_unknown(c, s), seconds, lim));
   return r;
