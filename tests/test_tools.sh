@@ -97,7 +97,8 @@ declare -A ranks=([c]=4 [s]=2 [v]=4)
 declare -A counts=(
   [c]="graphs_enumerated candidate_pairs substitutions"
   [s]="proved unknown refuted"
-  [v]="combinations proved counterexamples skipped unknown redundant_axioms")
+  [v]="combinations proved counterexamples skipped unknown redundancy_entailed
+       redundancy_independent redundancy_undecided")
 
 for f in c s v; do
   run "$bin/taso-show" "$tmp/$f.h5"
@@ -143,6 +144,8 @@ with h5py.File(d + "/c.h5", "r") as f:
 with h5py.File(d + "/v.h5", "r") as f:
     red = f["redundancy"]
     assert int(f.attrs["redundant_axioms"]) == sum(1 for r in red if r["verdict"] == 1)
+    for name, v in (("entailed", 1), ("independent", -1), ("undecided", 0)):
+        assert int(f.attrs["redundancy_" + name]) == sum(1 for r in red if r["verdict"] == v)
     assert int(f.attrs["combinations"]) == len(f["checks"]) == sum(f["axioms"]["combinations"])
     assert int(f.attrs["counterexamples"]) == 0 and int(f.attrs["unknown"]) == 0
 print("h5py read the attributes")

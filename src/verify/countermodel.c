@@ -378,9 +378,12 @@ static taso_err_t search(finder_t *f, const taso_axioms_t *ax, const bool *use, 
       err = check_model(f, ax, forms, use, goal, m, found, model, mlen, why, wlen);
       Z3_model_dec_ref(c, m);
     } else if (r == Z3_L_FALSE) {
-      snprintf(why, (size_t)wlen, "no %d-element model", 1 << f->width);
+      snprintf(why, (size_t)wlen, "none of %d", 1 << f->width);
     } else {
-      snprintf(why, (size_t)wlen, "%d-element search: %s", 1 << f->width, reason);
+      /* Short: the limit's name is enough here; the row's why holds two
+       * sizes and the entailment query. */
+      snprintf(why, (size_t)wlen, "%d: %s", 1 << f->width,
+               strstr(reason, "rlimit") ? "rlimit" : reason);
     }
   }
 done:

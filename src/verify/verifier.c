@@ -919,7 +919,7 @@ static void minimize_core(taso_prover_t *p, bool mbqi, int n, const Z3_ast *f, c
 /* The "why" of an undecided query: what the countermodel search and the
  * entailment query each ran into. */
 static void undecided_why(char *why, int len, const char *search, const char *query) {
-  snprintf(why, (size_t)len, "no countermodel (%.60s); entailment: %.40s", search,
+  snprintf(why, (size_t)len, "no countermodel (%.64s); entailment: %.40s", search,
            query[0] ? query : "unknown");
 }
 
