@@ -378,11 +378,11 @@ static taso_err_t search(finder_t *f, const taso_axioms_t *ax, const bool *use, 
       err = check_model(f, ax, forms, use, goal, m, found, model, mlen, why, wlen);
       Z3_model_dec_ref(c, m);
     } else if (r == Z3_L_FALSE) {
-      snprintf(why, (size_t)wlen, "none of %d", 1 << f->width);
+      snprintf(why, (size_t)wlen, "no model of %d tensors", 1 << f->width);
     } else {
       /* Short: the limit's name is enough here; the row's why holds two
        * sizes and the entailment query. */
-      snprintf(why, (size_t)wlen, "%d: %s", 1 << f->width,
+      snprintf(why, (size_t)wlen, "%d tensors: %s", 1 << f->width,
                strstr(reason, "rlimit") ? "rlimit" : reason);
     }
   }
