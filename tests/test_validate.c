@@ -178,8 +178,8 @@ static void test_redundancy(void) {
   int k = taso_axioms_find(ax, "R1"), verdict = 0;
   bool *core = calloc((size_t)ax->n, sizeof *core);
   char why[128], model[128];
-  CHECK_OK(taso_axioms_entailed(ax, k, &budget, &verdict, core, model, sizeof model, why,
-                                sizeof why));
+  CHECK_OK(
+      taso_axioms_entailed(ax, k, &budget, &verdict, core, model, sizeof model, why, sizeof why));
   /* x + (y + z) = z + (y + x): commutativity (A1) and associativity (A0),
    * and neither alone. */
   CHECK(verdict == 1);
@@ -194,8 +194,8 @@ static void test_redundancy(void) {
   /* No family of the default set makes two tensors equal; with concat
    * associativity, the concat family does: A25, A26 and it. */
   int fam = 1 + (int)(taso_axioms_decl(ax, "concat") - ax->decls);
-  CHECK_OK(taso_axioms_collapse(ax, fam, &budget, &verdict, core, model, sizeof model, why,
-                                sizeof why));
+  CHECK_OK(
+      taso_axioms_collapse(ax, fam, &budget, &verdict, core, model, sizeof model, why, sizeof why));
   CHECK(verdict != 1);
   /* The relu family has a finite model with two different tensors. */
   int relu = 1 + (int)(taso_axioms_decl(ax, "relu") - ax->decls);
@@ -264,9 +264,8 @@ static void test_bad_domain(void) {
 
 int main(void) {
   taso_set_fatal_hook(abort);
-  static const test_case_t cases[] = {TEST(test_poly),        TEST(test_domains),
-                                      TEST(test_cross_check), TEST(test_fixtures),
-                                      TEST(test_redundancy),  TEST(test_independent),
-                                      TEST(test_bad_domain)};
+  static const test_case_t cases[] = {
+      TEST(test_poly),       TEST(test_domains),     TEST(test_cross_check), TEST(test_fixtures),
+      TEST(test_redundancy), TEST(test_independent), TEST(test_bad_domain)};
   return test_run(cases, sizeof cases / sizeof *cases);
 }

@@ -274,8 +274,7 @@ static taso_err_t set_verify_rlimit(taso_job_t *job, const char *value) {
 static taso_err_t parse_memory(const char *value, int *out) {
   TASO_TRY(parse_int_range(value, 0, 1048576, out));
   if (*out > 0 && *out < 256)
-    return taso_error(TASO_ERR_PARSE, "expected 0 (no cap) or 256 to 1048576 MiB, got '%s'",
-                      value);
+    return taso_error(TASO_ERR_PARSE, "expected 0 (no cap) or 256 to 1048576 MiB, got '%s'", value);
   return TASO_OK;
 }
 

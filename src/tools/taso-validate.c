@@ -302,8 +302,8 @@ static taso_err_t red_task(const taso_axioms_t *ax, int nfam, const int *goals, 
   } else {
     r->goal = goals[task - nfam];
     snprintf(r->name, sizeof r->name, "%s", ax->v[r->goal].name);
-    err = taso_axioms_entailed(ax, r->goal, lim, &verdict, core, r->model, sizeof r->model,
-                               r->why, sizeof r->why);
+    err = taso_axioms_entailed(ax, r->goal, lim, &verdict, core, r->model, sizeof r->model, r->why,
+                               sizeof r->why);
   }
   r->verdict = verdict;
   r->seconds = omp_get_wtime() - t0;
@@ -418,7 +418,10 @@ done:
 static void print_families(taso_tool_t *t, const red_t *fams, int nfams, double seconds) {
   int n[4] = {0};
   for (int i = 0; i < nfams; i++)
-    n[fams[i].verdict == 1 ? 0 : fams[i].verdict == -1 ? 1 : strstr(fams[i].why, "not asked") ? 3 : 2]++;
+    n[fams[i].verdict == 1               ? 0
+      : fams[i].verdict == -1            ? 1
+      : strstr(fams[i].why, "not asked") ? 3
+                                         : 2]++;
   taso_tool_print(t,
                   "taso-validate: collapse: %d families: %d collapse, %d have a model with two "
                   "different tensors, %d undecided, %d too small to ask\n",
@@ -734,7 +737,8 @@ int main(int argc, char **argv) {
   if (opt_red_timeout &&
       parse_seconds("redundancy-timeout", opt_red_timeout, &red_lim.timeout_s) != TASO_OK)
     taso_tool_usage_error(&t, "%s", taso_error_detail());
-  if (opt_red_rlimit && parse_count("redundancy-rlimit", opt_red_rlimit, &red_lim.rlimit) != TASO_OK)
+  if (opt_red_rlimit &&
+      parse_count("redundancy-rlimit", opt_red_rlimit, &red_lim.rlimit) != TASO_OK)
     taso_tool_usage_error(&t, "%s", taso_error_detail());
   if (t.job_path) {
     err = taso_tool_load_job(&t, t.job_path);

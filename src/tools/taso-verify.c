@@ -395,8 +395,8 @@ int main(int argc, char **argv) {
   if (err == TASO_OK) {
     char report[512];
     int failed = 0;
-    err = taso_tool_agree(&t, taso_axioms_prove_lemmas_limited(ax, &lim, report, sizeof report,
-                                                               &failed));
+    err = taso_tool_agree(
+        &t, taso_axioms_prove_lemmas_limited(ax, &lim, report, sizeof report, &failed));
     if (err == TASO_OK) {
       int *on = malloc(sizeof *on * (size_t)(ax->n + 1));
       if (!on) taso_fatal(__FILE__, __LINE__, "taso", "no memory");

@@ -25,19 +25,19 @@
 #include "verifier.h"
 #include "z3ctx.h"
 
-#define NREPS 4            /* Int representatives 0..3 */
-#define NCLASSES 3         /* taso_cls: 0, 1, anything else */
-#define MAX_VARS 16        /* bound variables of one axiom */
+#define NREPS 4             /* Int representatives 0..3 */
+#define NCLASSES 3          /* taso_cls: 0, 1, anything else */
+#define MAX_VARS 16         /* bound variables of one axiom */
 #define MAX_INSTANCES 40000 /* ground instances of one axiom; past it, fewer Int values */
 #define MAX_INVERSES 64     /* left-inverse axioms looked at */
 
 typedef struct {
   Z3_context c;
-  int width;              /* bits of the tensor sort */
-  char *prelude;          /* SMT-LIB2 declaring T, taso_cls and the functions */
+  int width;     /* bits of the tensor sort */
+  char *prelude; /* SMT-LIB2 declaring T, taso_cls and the functions */
   Z3_solver s;
   const taso_limits_t *lim;
-  bool infinite;          /* the axioms have no finite model: stop searching */
+  bool infinite; /* the axioms have no finite model: stop searching */
 } finder_t;
 
 /* The prelude: T, the class of an Int, and for every function NAME of
@@ -47,16 +47,18 @@ static char *make_prelude(const taso_axioms_t *ax, int width) {
   size_t cap = 1024 + (size_t)ax->ndecls * 512, used = 0;
   char *p = malloc(cap);
   if (!p) return NULL;
-  used += (size_t)snprintf(p + used, cap - used,
-                           "(define-sort T () (_ BitVec %d))\n"
-                           "(define-fun taso_cls ((i Int)) Int (ite (= i 0) 0 (ite (= i 1) 1 2)))\n",
-                           width);
+  used +=
+      (size_t)snprintf(p + used, cap - used,
+                       "(define-sort T () (_ BitVec %d))\n"
+                       "(define-fun taso_cls ((i Int)) Int (ite (= i 0) 0 (ite (= i 1) 1 2)))\n",
+                       width);
   for (int d = 0; d < ax->ndecls; d++) {
     const taso_decl_t *f = &ax->decls[d];
     const char *ret = f->ret_int ? "Int" : "T";
     used += (size_t)snprintf(p + used, cap - used, "(declare-fun %s_raw (", f->name);
     for (int a = 0; a < f->nargs; a++)
-      used += (size_t)snprintf(p + used, cap - used, "%s%s", a ? " " : "", f->arg_int[a] ? "Int" : "T");
+      used +=
+          (size_t)snprintf(p + used, cap - used, "%s%s", a ? " " : "", f->arg_int[a] ? "Int" : "T");
     used += (size_t)snprintf(p + used, cap - used, ") %s)\n(define-fun %s (", ret, f->name);
     for (int a = 0; a < f->nargs; a++)
       used += (size_t)snprintf(p + used, cap - used, "%s(p%d %s)", a ? " " : "", a,
@@ -110,8 +112,10 @@ static void expand(finder_t *f, Z3_ast ax, bool *ok) {
   Z3_context c = f->c;
   *ok = true;
   if (Z3_get_ast_kind(c, ax) != Z3_QUANTIFIER_AST) {
-    if (has_quantifier(c, ax)) *ok = false;
-    else Z3_solver_assert(c, f->s, ax);
+    if (has_quantifier(c, ax))
+      *ok = false;
+    else
+      Z3_solver_assert(c, f->s, ax);
     return;
   }
   unsigned nb = Z3_get_quantifier_num_bound(c, ax);
@@ -127,10 +131,12 @@ static void expand(finder_t *f, Z3_ast ax, bool *ok) {
   /* Fewer Int values where all four would make too many instances. */
   for (; nreps > NCLASSES - 1; nreps--) {
     double count = 1;
-    for (unsigned b = 0; b < nb; b++) count *= is_int[b] ? nreps : k;
+    for (unsigned b = 0; b < nb; b++)
+      count *= is_int[b] ? nreps : k;
     if (count <= MAX_INSTANCES) break;
   }
-  for (unsigned b = 0; b < nb; b++) radix[b] = is_int[b] ? nreps : k;
+  for (unsigned b = 0; b < nb; b++)
+    radix[b] = is_int[b] ? nreps : k;
   Z3_sort bv = Z3_mk_bv_sort(c, (unsigned)f->width), int_sort = Z3_mk_int_sort(c);
   int digit[MAX_VARS] = {0};
   for (;;) {
@@ -139,7 +145,8 @@ static void expand(finder_t *f, Z3_ast ax, bool *ok) {
       subst[nb - 1 - b] = Z3_mk_int(c, digit[b], is_int[b] ? int_sort : bv);
     Z3_solver_assert(c, f->s, Z3_substitute_vars(c, body, nb, subst));
     unsigned b = 0;
-    while (b < nb && ++digit[b] == radix[b]) digit[b++] = 0;
+    while (b < nb && ++digit[b] == radix[b])
+      digit[b++] = 0;
     if (b == nb) break;
   }
 }
@@ -154,10 +161,12 @@ static void each_point(finder_t *f, Z3_func_decl raw, const taso_decl_t *d, Z3_m
   int digit[TASO_DECL_MAX_ARGS] = {0}, k = 1 << f->width;
   for (;;) {
     Z3_ast args[TASO_DECL_MAX_ARGS];
-    for (int a = 0; a < d->nargs; a++) args[a] = Z3_mk_int(c, digit[a], d->arg_int[a] ? int_sort : bv);
+    for (int a = 0; a < d->nargs; a++)
+      args[a] = Z3_mk_int(c, digit[a], d->arg_int[a] ? int_sort : bv);
     visit(f, m, Z3_mk_app(c, raw, (unsigned)d->nargs, args), ctx);
     int a = 0;
-    while (a < d->nargs && ++digit[a] == (d->arg_int[a] ? NCLASSES : k)) digit[a++] = 0;
+    while (a < d->nargs && ++digit[a] == (d->arg_int[a] ? NCLASSES : k))
+      digit[a++] = 0;
     if (a == d->nargs) break;
   }
 }
@@ -179,7 +188,8 @@ static void bound_int(finder_t *f, Z3_model m, Z3_ast app, void *ctx) {
 static void fix_point(finder_t *f, Z3_model m, Z3_ast app, void *ctx) {
   Z3_solver check = ctx;
   Z3_ast v = NULL;
-  if (Z3_model_eval(f->c, m, app, true, &v) && v) Z3_solver_assert(f->c, check, Z3_mk_eq(f->c, app, v));
+  if (Z3_model_eval(f->c, m, app, true, &v) && v)
+    Z3_solver_assert(f->c, check, Z3_mk_eq(f->c, app, v));
 }
 
 static Z3_solver limited_solver(finder_t *f) {
@@ -201,7 +211,8 @@ static Z3_func_decl raw_decl(finder_t *f, const taso_decl_t *d) {
   Z3_context c = f->c;
   Z3_sort dom[TASO_DECL_MAX_ARGS];
   Z3_sort bv = Z3_mk_bv_sort(c, (unsigned)f->width), int_sort = Z3_mk_int_sort(c);
-  for (int a = 0; a < d->nargs; a++) dom[a] = d->arg_int[a] ? int_sort : bv;
+  for (int a = 0; a < d->nargs; a++)
+    dom[a] = d->arg_int[a] ? int_sort : bv;
   return Z3_mk_func_decl(c, Z3_mk_string_symbol(c, name), (unsigned)d->nargs, dom,
                          d->ret_int ? int_sort : bv);
 }
@@ -217,9 +228,9 @@ static void describe(finder_t *f, Z3_model m, Z3_ast body, Z3_ast *vars, unsigne
     if (!Z3_model_eval(c, m, vars[i], true, &v) || !v) continue;
     unsigned u = 0;
     if (!Z3_get_numeral_uint(c, v, &u)) continue;
-    used += snprintf(buf + used, (size_t)(len - used), " %s=%u",
-                     Z3_get_symbol_string(c, Z3_get_decl_name(c, Z3_get_app_decl(c, Z3_to_app(c, vars[i])))),
-                     u);
+    used += snprintf(
+        buf + used, (size_t)(len - used), " %s=%u",
+        Z3_get_symbol_string(c, Z3_get_decl_name(c, Z3_get_app_decl(c, Z3_to_app(c, vars[i])))), u);
   }
   Z3_ast eq = body;
   if (Z3_get_ast_kind(c, eq) == Z3_APP_AST &&
@@ -270,13 +281,14 @@ static taso_err_t check_model(finder_t *f, const taso_axioms_t *ax, const Z3_ast
       Z3_model_dec_ref(c, gm);
     } else if (i == goal || r != Z3_L_FALSE) {
       all = false;
-      snprintf(why, (size_t)wlen, "a %d-element model failed the exact check on %s",
-               1 << f->width, ax->v[i].name);
+      snprintf(why, (size_t)wlen, "a %d-element model failed the exact check on %s", 1 << f->width,
+               ax->v[i].name);
     }
     Z3_solver_pop(c, check, 1);
   }
   Z3_solver_dec_ref(c, check);
-  if (all && goal < 0) snprintf(model, (size_t)mlen, "%d tensors: every axiom holds", 1 << f->width);
+  if (all && goal < 0)
+    snprintf(model, (size_t)mlen, "%d tensors: every axiom holds", 1 << f->width);
   *ok = all;
   return TASO_OK;
 }
@@ -320,8 +332,7 @@ static bool only_infinite(finder_t *f, const taso_axioms_t *ax, const Z3_ast *fo
   unsigned pos[MAX_INVERSES];
   int who[MAX_INVERSES], n = 0;
   for (int i = 0; i < ax->n && n < MAX_INVERSES; i++) {
-    if (!use[i] || !forms[i] || !left_inverse(f->c, forms[i], h[n], sizeof h[n], &pos[n]))
-      continue;
+    if (!use[i] || !forms[i] || !left_inverse(f->c, forms[i], h[n], sizeof h[n], &pos[n])) continue;
     for (int k = 0; k < n; k++)
       if (!strcmp(h[k], h[n]) && pos[k] != pos[n]) {
         size_t len = strlen(h[n]);
@@ -368,7 +379,8 @@ static taso_err_t search(finder_t *f, const taso_axioms_t *ax, const bool *use, 
     }
   }
   for (int d = 0; d < ax->ndecls && err == TASO_OK; d++)
-    if (ax->decls[d].ret_int) each_point(f, raw_decl(f, &ax->decls[d]), &ax->decls[d], NULL, bound_int, NULL);
+    if (ax->decls[d].ret_int)
+      each_point(f, raw_decl(f, &ax->decls[d]), &ax->decls[d], NULL, bound_int, NULL);
   if (err == TASO_OK) {
     char reason[64] = "";
     Z3_lbool r = taso_limits_check(c, f->s, f->lim, reason, sizeof reason);

@@ -714,16 +714,17 @@ static taso_err_t prove(taso_prover_t *p, const taso_inputs_t *in, const taso_gr
     } else if (res != Z3_L_FALSE) {
       operators_of(src, dst, ops, sizeof ops);
       /* A long operator list is cut: the reason still says what failed. */
-      (void)!snprintf(r->reason, sizeof r->reason,
-               "output %d: %s; %s (missing a property of: %s)", o,
-               res == Z3_L_TRUE ? "the axioms have a model where it fails"
-               : strstr(unknown, "timeout") ? "solver timeout"
-               : strstr(unknown, "limit") ? unknown
-               : strstr(unknown, "incomplete") ? "proof search saturated"
-                                               : unknown[0] ? unknown : "solver gave up",
-               checked ? "numerically equal: true but not provable from the axioms"
-                       : "not proved from the axioms",
-               ops);
+      (void)!snprintf(r->reason, sizeof r->reason, "output %d: %s; %s (missing a property of: %s)",
+                      o,
+                      res == Z3_L_TRUE                ? "the axioms have a model where it fails"
+                      : strstr(unknown, "timeout")    ? "solver timeout"
+                      : strstr(unknown, "limit")      ? unknown
+                      : strstr(unknown, "incomplete") ? "proof search saturated"
+                      : unknown[0]                    ? unknown
+                                                      : "solver gave up",
+                      checked ? "numerically equal: true but not provable from the axioms"
+                              : "not proved from the axioms",
+                      ops);
       proved = false;
     }
   }
@@ -875,9 +876,8 @@ Z3_ast taso_instantiate(Z3_context c, Z3_ast f, Z3_ast *vars, unsigned *nv) {
 
 /* One query: do the formulas marked in use entail not_goal's negation?
  * On unsat, core receives the formulas the proof used. */
-static Z3_lbool entail_query(taso_prover_t *p, bool mbqi, int n, const Z3_ast *f,
-                             const Z3_ast *lit, const bool *use, Z3_ast not_goal, bool *core,
-                             char *why, int len) {
+static Z3_lbool entail_query(taso_prover_t *p, bool mbqi, int n, const Z3_ast *f, const Z3_ast *lit,
+                             const bool *use, Z3_ast not_goal, bool *core, char *why, int len) {
   Z3_context c = p->c;
   Z3_solver s = new_solver_mbqi(p, mbqi);
   for (int i = 0; i < n; i++)
@@ -902,8 +902,8 @@ static Z3_lbool entail_query(taso_prover_t *p, bool mbqi, int n, const Z3_ast *f
 /* Minimizes an unsat core by deletion (got: the core of the query that
  * found it; core receives the result): drops each member whose absence
  * keeps the query unsat, within the timeout. */
-static void minimize_core(taso_prover_t *p, bool mbqi, int n, const Z3_ast *f, const Z3_ast *lit, Z3_ast goal,
-                          bool *got, bool *core) {
+static void minimize_core(taso_prover_t *p, bool mbqi, int n, const Z3_ast *f, const Z3_ast *lit,
+                          Z3_ast goal, bool *got, bool *core) {
   memcpy(core, got, sizeof *core * (size_t)n);
   for (int i = 0; i < n; i++) {
     if (!core[i]) continue;

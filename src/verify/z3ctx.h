@@ -55,7 +55,6 @@ const char *taso_limits_reason(const char *reason_unknown, double seconds,
 
 /* Z3_solver_check under lim: on undef, why names the limit that ended
  * it; an out-of-memory error (the cap) is taken and becomes undef. */
-Z3_lbool taso_limits_check(Z3_context c, Z3_solver s, const taso_limits_t *lim, char *why,
-                           int len);
+Z3_lbool taso_limits_check(Z3_context c, Z3_solver s, const taso_limits_t *lim, char *why, int len);
 
 #endif
