@@ -89,7 +89,8 @@ check "generate on 4 ranks" eval 'succeeded &&
 # No --job: verify continues the job recorded in the candidates file.
 mpi 2 "$bin/taso-verify" --in "$tmp/c.h5" --out "$tmp/s.h5"
 check "verify on 2 ranks" eval 'succeeded && out_has "^taso-verify: [0-9]* candidates: .* -> .*s.h5 (.*, 2 ranks)$"'
-mpi 4 "$bin/taso-validate" --job "$job" --out "$tmp/v.h5" --redundancy-rlimit 200000
+mpi 4 "$bin/taso-validate" --job "$job" --out "$tmp/v.h5" --redundancy A0,A1 \
+  --redundancy-rlimit 200000
 check "validate on 4 ranks" eval 'succeeded && out_has "^taso-validate: .* -> .*v.h5 (.*, 4 ranks)$"'
 
 declare -A kind=([c]=taso-candidates [s]=taso-substitutions [v]=taso-validation)

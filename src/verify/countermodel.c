@@ -279,10 +279,14 @@ static taso_err_t check_model(finder_t *f, const taso_axioms_t *ax, const Z3_ast
       Z3_model_inc_ref(c, gm);
       describe(f, gm, inst, vars, nv, model, mlen);
       Z3_model_dec_ref(c, gm);
-    } else if (i == goal || r != Z3_L_FALSE) {
+    } else if (r == Z3_L_UNDEF) {
       all = false;
-      snprintf(why, (size_t)wlen, "a %d-element model failed the exact check on %s", 1 << f->width,
-               ax->v[i].name);
+      snprintf(why, (size_t)wlen, "%d tensors: exact check of %s: %.24s", 1 << f->width,
+               ax->v[i].name, strstr(reason, "rlimit") ? "rlimit" : reason);
+    } else if (i == goal || r != Z3_L_FALSE) {
+      all = false; /* it held only on the Int values searched */
+      snprintf(why, (size_t)wlen, "%d tensors: a model failed the exact check of %s",
+               1 << f->width, ax->v[i].name);
     }
     Z3_solver_pop(c, check, 1);
   }
