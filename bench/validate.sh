@@ -6,8 +6,11 @@
 #      per-axiom time from /axioms (A12, A22, A23, A43...);
 #   3. the full run on 64 oversubscribed ranks: per-rank work balance;
 #   4. from the measured CPU work: the time on 64 and 512 cores.
-# The redundancy check is timed separately (its cost is the Z3 timeout per
-# query, not the combinations).
+#   5. the redundancy phase on the workstation job (sizes {1}, RANKS
+#      ranks): its wall time and the three counts (entailed, independent,
+#      undecided), the collapse line and why the undecided ones are.
+# The redundancy check is timed separately: its cost is its Z3 budget
+# (a resource limit per query), not the combinations.
 #   bench/validate.sh [RANKS]   (BIN=build/bin by default; BIG_RANKS=64)
 # The machine may be shared: compare CPU seconds and ratios, not walls.
 set -eu
@@ -38,7 +41,7 @@ run full -n "$ranks" "$bin/taso-validate" --axioms "$ax" --sizes 1,2,3,4 --no-re
 export OMPI_MCA_mpi_yield_when_idle=1
 echo "+ export OMPI_MCA_mpi_yield_when_idle=1" >&2
 run big -n "$big" "$bin/taso-validate" --axioms "$ax" --sizes 1,2,3,4 --no-redundancy --out "$tmp/big.h5"
-run red -n "$ranks" "$bin/taso-validate" --axioms "$ax" --sizes 1 --only A0 --out "$tmp/red.h5"
+run red -n "$ranks" "$bin/taso-validate" --job "$root/jobs/workstation.ini" --sizes 1 --only A0 --out "$tmp/red.h5"
 
 /usr/bin/python3 - "$tmp" "$ranks" "$big" <<'PY'
 import sys, re, h5py
@@ -79,9 +82,25 @@ print(f"{big} oversubscribed ranks, full run: {wall:.1f} s wall; work per rank m
       f"mean {f[3]:.3f} max {f[4]:.3f} CPU s, max/mean {f[5]:.3f}; last chunks ended "
       f"between {spread[0]} and {spread[1]} s into the checks")
 wall, _ = figures("red")
+out = open(f"{tmp}/red.out").read()
+phase = re.search(r"redundancy phase: ([0-9.]+) s", out)
 with h5py.File(f"{tmp}/red.h5", "r") as h:
-    r = h["redundancy"][:]
-    print(f"redundancy, {ranks} ranks: {len(r)} queries in {wall:.1f} s wall "
-          f"(sum {sum(r['seconds']):.1f} s); entailed: " +
-          (", ".join(f"{x['name'].decode()} by {x['core'].decode()}" for x in r if x["verdict"] == 1) or "none"))
+    r, c = h["redundancy"][:], h["collapse"][:]
+    a = h.attrs
+    print(f"redundancy (workstation job), {ranks} ranks: phase {float(phase.group(1)):.1f} s wall "
+          f"({wall:.1f} s the whole run), {len(r)} axioms and {len(c)} families "
+          f"(query seconds summed {sum(r['seconds']) + sum(c['seconds']):.1f})")
+    print(f"  {int(a['redundancy_entailed'])} entailed, {int(a['redundancy_independent'])} "
+          f"independent, {int(a['redundancy_undecided'])} undecided")
+    for x in r:
+        if x["verdict"] == 1:
+            print(f"  entailed: {x['name'].decode()} by {x['core'].decode()}")
+    whys = {}
+    for x in r:
+        if x["verdict"] == 0:
+            whys.setdefault(x["why"].decode(), []).append(x["name"].decode())
+    for why, names in sorted(whys.items(), key=lambda kv: -len(kv[1])):
+        print(f"  undecided ({len(names)}): {why}")
+    m = re.search(r"collapse: .*", out)
+    print(f"  {m.group(0) if m else 'collapse: no line'}")
 PY

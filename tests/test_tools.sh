@@ -89,7 +89,8 @@ check "generate on 4 ranks" eval 'succeeded &&
 # No --job: verify continues the job recorded in the candidates file.
 mpi 2 "$bin/taso-verify" --in "$tmp/c.h5" --out "$tmp/s.h5"
 check "verify on 2 ranks" eval 'succeeded && out_has "^taso-verify: [0-9]* candidates: .* -> .*s.h5 (.*, 2 ranks)$"'
-mpi 4 "$bin/taso-validate" --job "$job" --out "$tmp/v.h5" --redundancy-timeout 0.2
+mpi 4 "$bin/taso-validate" --job "$job" --out "$tmp/v.h5" --redundancy A0,A1 \
+  --redundancy-rlimit 200000
 check "validate on 4 ranks" eval 'succeeded && out_has "^taso-validate: .* -> .*v.h5 (.*, 4 ranks)$"'
 
 declare -A kind=([c]=taso-candidates [s]=taso-substitutions [v]=taso-validation)
@@ -97,7 +98,8 @@ declare -A ranks=([c]=4 [s]=2 [v]=4)
 declare -A counts=(
   [c]="graphs_enumerated candidate_pairs substitutions"
   [s]="proved unknown refuted"
-  [v]="combinations proved counterexamples skipped unknown redundant_axioms")
+  [v]="combinations proved counterexamples skipped unknown redundancy_entailed
+       redundancy_independent redundancy_undecided")
 
 for f in c s v; do
   run "$bin/taso-show" "$tmp/$f.h5"
@@ -143,6 +145,8 @@ with h5py.File(d + "/c.h5", "r") as f:
 with h5py.File(d + "/v.h5", "r") as f:
     red = f["redundancy"]
     assert int(f.attrs["redundant_axioms"]) == sum(1 for r in red if r["verdict"] == 1)
+    for name, v in (("entailed", 1), ("independent", -1), ("undecided", 0)):
+        assert int(f.attrs["redundancy_" + name]) == sum(1 for r in red if r["verdict"] == v)
     assert int(f.attrs["combinations"]) == len(f["checks"]) == sum(f["axioms"]["combinations"])
     assert int(f.attrs["counterexamples"]) == 0 and int(f.attrs["unknown"]) == 0
 print("h5py read the attributes")

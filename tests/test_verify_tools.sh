@@ -2,7 +2,9 @@
 # taso-verify end to end on a small candidates file (test_verify_fixture):
 # the same verdicts on 1 and 4 ranks, a run killed mid-way resumes without
 # deciding again what it had decided and ends with the clean run's result,
-# reasons in taso-show, and a malformed axiom file named with its line.
+# reasons in taso-show, a malformed axiom file named with its line, and
+# with a false axiom (data/axioms/bad/false_ewmul.smt2) every query still
+# ends at its limits, and a query a limit ended names it.
 # ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
 set -u
 src=${TASO_SOURCE_DIR:?set TASO_SOURCE_DIR}
@@ -118,6 +120,27 @@ run "$mpiexec" -n 2 "$bin/taso-verify" --job "$tmp/job.ini" --in "$tmp/c.h5" --o
 if [ "$rc" -eq 1 ] && grep -q "^taso-verify: error: .*broken.smt2:3:.*nosuch.*(in axiom Z1)" "$tmp/err"; then
   ok "a malformed axiom file is named with its line"
 else bad "malformed axiom file"; cat "$tmp/out" "$tmp/err"; fi
+
+# A false axiom (ewmul = ewadd) once made queries run past their timeout
+# into gigabytes (issue 18). With it, every row is still decided; with a
+# resource limit far too small for any proof, every query ends at it and
+# the lemmas and rows say so. Nothing here depends on the machine's speed.
+mkdir -p "$tmp/falseax"
+cp "$src"/data/axioms/*.smt2 "$tmp/falseax/"
+cp "$src/data/axioms/bad/false_ewmul.smt2" "$tmp/falseax/zz_false_ewmul.smt2"
+sed -e "s#^axioms = .*#axioms = $tmp/falseax#" -e 's#^timeout = 5$#timeout = 1#' "$job" >"$tmp/false.ini"
+run "$mpiexec" -n 2 "$bin/taso-verify" --job "$tmp/false.ini" --in "$tmp/c.h5" --out "$tmp/f.h5"
+if [ "$rc" -eq 0 ] && grep -q "34 candidates: [0-9]* proved, [0-9]* unknown, 2 refuted, 0 unverified" "$tmp/out"; then
+  ok "a false axiom: every row decided ($(grep -o '[0-9]* proved, [0-9]* unknown' "$tmp/out"))"
+else bad "false axiom"; cat "$tmp/out" "$tmp/err"; fi
+sed -e 's#^timeout = 1$#timeout = 1\nrlimit = 5000\nmemory_mb = 512#' "$tmp/false.ini" >"$tmp/tight.ini"
+run "$mpiexec" -n 2 "$bin/taso-verify" --job "$tmp/tight.ini" --in "$tmp/c.h5" --out "$tmp/t.h5"
+"$bin/taso-show" "$tmp/t.h5" >"$tmp/tlist"
+if [ "$rc" -eq 0 ] && grep -q "34 candidates: 0 proved, 32 unknown, 2 refuted" "$tmp/out" &&
+  grep -q "lemma(s) not proved from the axioms, left out: L1: resource limit (rlimit 5000)" "$tmp/err" &&
+  [ "$(grep -c '\[unknown: output 0: resource limit (rlimit 5000); ' "$tmp/tlist")" -eq 32 ]; then
+  ok "rlimit 5000: every query ends at the resource limit, and says so"
+else bad "tight resource limit"; cat "$tmp/out" "$tmp/err"; head -20 "$tmp/tlist"; fi
 
 echo "$failed failed"
 [ "$failed" -eq 0 ]

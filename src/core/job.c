@@ -263,6 +263,33 @@ static taso_err_t set_redundancy_timeout(taso_job_t *job, const char *value) {
   return parse_seconds(value, &job->redundancy_timeout);
 }
 
+/* Z3's resource limit per query (0: none) and its memory cap (MiB; 0:
+ * none): counts, not seconds, so 0 is allowed. */
+static taso_err_t set_verify_rlimit(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 0, 2000000000, &job->verify_rlimit);
+}
+
+/* 0 (no cap) or at least 256 MiB: under that Z3 cannot even create a
+ * context, and every query would fail instead of ending at the cap. */
+static taso_err_t parse_memory(const char *value, int *out) {
+  TASO_TRY(parse_int_range(value, 0, 1048576, out));
+  if (*out > 0 && *out < 256)
+    return taso_error(TASO_ERR_PARSE, "expected 0 (no cap) or 256 to 1048576 MiB, got '%s'", value);
+  return TASO_OK;
+}
+
+static taso_err_t set_verify_memory(taso_job_t *job, const char *value) {
+  return parse_memory(value, &job->verify_memory_mb);
+}
+
+static taso_err_t set_redundancy_rlimit(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 0, 2000000000, &job->redundancy_rlimit);
+}
+
+static taso_err_t set_validate_memory(taso_job_t *job, const char *value) {
+  return parse_memory(value, &job->validate_memory_mb);
+}
+
 typedef struct {
   const char *section;
   const char *key;
@@ -271,6 +298,9 @@ typedef struct {
   const char *def; /* the value when the file does not set it; NULL: none, or derived */
 } key_spec_t;
 
+#define STR2(x) #x
+#define STR(x) STR2(x) /* a default macro's value, as text */
+
 static const key_spec_t key_specs[] = {
     {"job", "name", set_name, false, NULL}, /* the file's base name: default_name */
     {"job", "seed", set_seed, false, "1"},
@@ -278,9 +308,14 @@ static const key_spec_t key_specs[] = {
     {"generate", "operators", set_operators, true, NULL},
     {"verify", "axioms", set_axioms, false, "data/axioms"},
     {"verify", "timeout", set_verify_timeout, false, "5"},
+    {"verify", "rlimit", set_verify_rlimit, false, STR(TASO_DEFAULT_VERIFY_RLIMIT)},
+    {"verify", "memory_mb", set_verify_memory, false, STR(TASO_DEFAULT_MEMORY_MB)},
     {"validate", "sizes", set_sizes, false, "1,2,3,4"},
     {"validate", "timeout", set_validate_timeout, false, "10"},
     {"validate", "redundancy_timeout", set_redundancy_timeout, false, "10"},
+    {"validate", "redundancy_rlimit", set_redundancy_rlimit, false,
+     STR(TASO_DEFAULT_REDUNDANCY_RLIMIT)},
+    {"validate", "memory_mb", set_validate_memory, false, STR(TASO_DEFAULT_MEMORY_MB)},
 };
 #define NKEYS ((int)(sizeof key_specs / sizeof key_specs[0]))
 

@@ -6,8 +6,10 @@
  *   [inputs]    one line per graph input: NAME = 2x4 (or "scalar")
  *   [generate]  max_ops, operators (operator templates in graph-text syntax,
  *               separated by spaces, e.g. "conv2d conv2d(act=relu) pool_avg(k=3x3)")
- *   [verify]    axioms (path), timeout (seconds per query)
- *   [validate]  sizes (e.g. "1,2"), timeout (seconds per case)
+ *   [verify]    axioms (path), timeout (seconds per query), rlimit (Z3 resource
+ *               units per query), memory_mb (Z3's memory cap per rank)
+ *   [validate]  sizes (e.g. "1,2"), timeout (seconds per case),
+ *               redundancy_timeout, redundancy_rlimit, memory_mb
  * A malformed file gives TASO_ERR_PARSE with "FILE:LINE: problem".
  */
 #ifndef TASO_JOB_H
@@ -20,6 +22,13 @@
 #include "graph.h"
 
 #define TASO_MAX_SIZES 8
+
+/* Defaults of the Z3 limits (README.md, "Job files"). The resource
+ * limits are the budgets that make verdicts reproducible; the timeouts
+ * stay as safety nets. */
+#define TASO_DEFAULT_VERIFY_RLIMIT 50000000
+#define TASO_DEFAULT_REDUNDANCY_RLIMIT 3000000
+#define TASO_DEFAULT_MEMORY_MB 1024
 #define TASO_MAX_TEMPLATES 64
 
 typedef struct {
@@ -41,7 +50,11 @@ typedef struct {
   int32_t sizes[TASO_MAX_SIZES]; /* [validate] sizes */
   int nsizes;
   double validate_timeout;    /* [validate] timeout, seconds */
-  double redundancy_timeout;  /* [validate] redundancy_timeout, seconds */
+  double redundancy_timeout;  /* [validate] redundancy_timeout, seconds: a safety net */
+  int verify_rlimit;          /* [verify] rlimit, Z3 resource units per query; 0 none */
+  int verify_memory_mb;       /* [verify] memory_mb, Z3's memory cap per rank; 0 none */
+  int redundancy_rlimit;      /* [validate] redundancy_rlimit, per redundancy query */
+  int validate_memory_mb;     /* [validate] memory_mb, Z3's memory cap per rank; 0 none */
   unsigned given;             /* keys the file sets, one bit each (taso_job_given) */
 } taso_job_t;
 

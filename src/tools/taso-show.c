@@ -40,8 +40,15 @@ static const char *const *kind_counts(const char *kind) {
   static const char *const candidates[] = {"graphs_enumerated", "candidate_pairs", "substitutions",
                                            NULL};
   static const char *const substitutions[] = {"proved", "unknown", "refuted", "unverified", NULL};
-  static const char *const validation[] = {
-      "combinations", "proved", "counterexamples", "skipped", "unknown", "redundant_axioms", NULL};
+  static const char *const validation[] = {"combinations",
+                                           "proved",
+                                           "counterexamples",
+                                           "skipped",
+                                           "unknown",
+                                           "redundancy_entailed",
+                                           "redundancy_independent",
+                                           "redundancy_undecided",
+                                           NULL};
   if (strcmp(kind, TASO_KIND_CANDIDATES) == 0) return candidates;
   if (strcmp(kind, TASO_KIND_SUBSTITUTIONS) == 0) return substitutions;
   if (strcmp(kind, TASO_KIND_VALIDATION) == 0) return validation;

@@ -40,7 +40,7 @@
 
 static bool z3_only, no_redundancy;
 static const char *opt_sizes, *opt_timeout, *opt_axioms, *opt_add, *opt_only, *opt_goals,
-    *opt_red_timeout;
+    *opt_red_timeout, *opt_red_rlimit;
 
 static const taso_tool_flag_t flags[] = {
     {"z3-only", "decide every combination with Z3 alone (cross-checks the polynomial path)",
@@ -53,8 +53,13 @@ static const taso_tool_option_t options[] = {
     {"sizes", "LIST", "tensor sizes N, e.g. 1,2 (default: the job's, else 1,2,3,4)", &opt_sizes},
     {"timeout", "S", "Z3 timeout per combination, seconds (default: the job's, else 10)",
      &opt_timeout},
-    {"redundancy-timeout", "S", "Z3 timeout per redundancy query, seconds (default: the job's, else 10)",
+    {"redundancy-timeout", "S",
+     "wall-clock safety net per redundancy query, seconds (default: the job's, else 10)",
      &opt_red_timeout},
+    {"redundancy-rlimit", "N",
+     "Z3 resource limit per redundancy query, the budget (default: the job's, else "
+     "3000000)",
+     &opt_red_rlimit},
     {"axioms", "PATH", "axiom folder or file (default: the job's, else data/axioms)", &opt_axioms},
     {"add", "FILES", "more axiom files, comma-separated (known-bad fixtures)", &opt_add},
     {"only", "NAMES", "check only these axioms, comma-separated", &opt_only},
@@ -116,19 +121,26 @@ static const taso_table_t checks_table = {"/checks", sizeof(taso_check_t), check
 /* One redundancy verdict. */
 typedef struct {
   double seconds;                 /* wall time of the query and its minimization */
-  int32_t verdict;                /* 1 entailed, 0 undecided, -1 not entailed (a model) */
+  int32_t verdict;                /* 1 entailed, 0 undecided, -1 independent (a model) */
   int32_t goal;                   /* index of the axiom in the loaded set */
   char name[TASO_AXIOM_NAME_LEN]; /* the axiom */
   char core[208];                 /* a minimal entailing set: "A4 A7 A41" */
-  char why[64];                   /* why undecided */
+  char why[128];                  /* why undecided, naming the limit */
+  char model[128];                /* independent: the countermodel, in short */
 } red_t;
 static const taso_field_t red_fields[] = {
     F(red_t, seconds, TASO_FIELD_DOUBLE, 0), F(red_t, verdict, TASO_FIELD_INT32, 0),
     F(red_t, goal, TASO_FIELD_INT32, 0),     F(red_t, name, TASO_FIELD_STRING, TASO_AXIOM_NAME_LEN),
-    F(red_t, core, TASO_FIELD_STRING, 208),  F(red_t, why, TASO_FIELD_STRING, 64),
+    F(red_t, core, TASO_FIELD_STRING, 208),  F(red_t, why, TASO_FIELD_STRING, 128),
+    F(red_t, model, TASO_FIELD_STRING, 128),
 };
-_Static_assert(sizeof(red_t) == 8 + 4 + 4 + TASO_AXIOM_NAME_LEN + 208 + 64, "red_t has padding");
-static const taso_table_t red_table = {"/redundancy", sizeof(red_t), red_fields, 6};
+_Static_assert(sizeof(red_t) == 8 + 4 + 4 + TASO_AXIOM_NAME_LEN + 208 + 128 + 128,
+               "red_t has padding");
+static const taso_table_t red_table = {"/redundancy", sizeof(red_t), red_fields, 7};
+/* The collapse queries, one row per family (goal -1 - family; name
+ * "(all)" or the function's): verdict 1 collapses (core), -1 a model with
+ * two different tensors, 0 undecided. */
+static const taso_table_t collapse_table = {"/collapse", sizeof(red_t), red_fields, 7};
 
 /* Per-axiom counts, /axioms. */
 typedef struct {
@@ -208,9 +220,20 @@ static taso_err_t parse_seconds(const char *opt, const char *text, double *out) 
   return TASO_OK;
 }
 
-/* Identifies the plan, so that a resumed run continues only the same one. */
+static taso_err_t parse_count(const char *opt, const char *text, unsigned *out) {
+  char *end;
+  unsigned long v = strtoul(text, &end, 10);
+  if (end == text || *end || text[0] == '-' || v > 2000000000ul)
+    return taso_error(TASO_ERR_ARG, "--%s: expected a count from 0 to 2000000000, got '%s'", opt,
+                      text);
+  *out = (unsigned)v;
+  return TASO_OK;
+}
+
+/* Identifies the plan, so that a resumed run continues only the same one:
+ * everything that can change a row (as taso-verify's resume key does). */
 static uint64_t plan_digest(const taso_axioms_t *ax, const taso_plan_t *p, const int32_t *sizes,
-                            int nsizes) {
+                            int nsizes, double timeout, const taso_limits_t *red) {
   int64_t total = taso_plan_total(p);
   /* The redundancy check reads every axiom loaded; the checks, the
    * planned ones (their names, texts and domains are in the digest). */
@@ -218,6 +241,9 @@ static uint64_t plan_digest(const taso_axioms_t *ax, const taso_plan_t *p, const
   h = taso_fnv64(h, &total, sizeof total);
   h = taso_fnv64(h, sizes, sizeof *sizes * (size_t)nsizes);
   h = taso_fnv64(h, &z3_only, sizeof z3_only);
+  h = taso_fnv64(h, &timeout, sizeof timeout);
+  h = taso_fnv64(h, &red->rlimit, sizeof red->rlimit);
+  h = taso_fnv64(h, &red->memory_mb, sizeof red->memory_mb);
   for (int i = 0; i < taso_plan_naxioms(p); i++) {
     const char *name = taso_plan_name(p, i);
     h = taso_fnv64(h, name, strlen(name) + 1);
@@ -257,7 +283,7 @@ static bool in_core(const char *core, const char *name) {
 /* One task: a family's collapse query (task < nfam) or a goal's entailment
  * query. */
 static taso_err_t red_task(const taso_axioms_t *ax, int nfam, const int *goals, int task,
-                           double timeout, red_t *r) {
+                           const taso_limits_t *lim, red_t *r) {
   bool *core = calloc((size_t)ax->n + 1, sizeof *core);
   int verdict = 0;
   double t0 = omp_get_wtime();
@@ -267,11 +293,13 @@ static taso_err_t red_task(const taso_axioms_t *ax, int nfam, const int *goals, 
   if (task < nfam) {
     r->goal = -1 - task;
     snprintf(r->name, sizeof r->name, "%.15s", task == 0 ? "(all)" : ax->decls[task - 1].name);
-    err = taso_axioms_collapse(ax, task, timeout, &verdict, core, r->why, sizeof r->why);
+    err = taso_axioms_collapse(ax, task, lim, &verdict, core, r->model, sizeof r->model, r->why,
+                               sizeof r->why);
   } else {
     r->goal = goals[task - nfam];
     snprintf(r->name, sizeof r->name, "%s", ax->v[r->goal].name);
-    err = taso_axioms_entailed(ax, r->goal, timeout, &verdict, core, r->why, sizeof r->why);
+    err = taso_axioms_entailed(ax, r->goal, lim, &verdict, core, r->model, sizeof r->model, r->why,
+                               sizeof r->why);
   }
   r->verdict = verdict;
   r->seconds = omp_get_wtime() - t0;
@@ -289,8 +317,9 @@ static taso_err_t red_task(const taso_axioms_t *ax, int nfam, const int *goals, 
  * ranks and threads. A family that makes all tensors equal entails every
  * axiom outside its core. *rows (every rank): the axioms in load order;
  * *collapse: the smallest collapsing core, or "". */
-static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, double timeout, red_t **rows,
-                             int *nrows, char *collapse, size_t clen) {
+static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, const taso_limits_t *lim,
+                             red_t **rows, int *nrows, red_t **fams, int *nfams, char *collapse,
+                             size_t clen) {
   int nfam = taso_axioms_families(ax);
   int *goals = malloc(sizeof *goals * (size_t)(ax->n + 1)), ngoals = 0;
   red_t *mine = calloc((size_t)(ax->n + nfam) + 1, sizeof *mine);
@@ -311,7 +340,7 @@ static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, double tim
     taso_err_t e = TASO_OK;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t k = start; k < end; k++) {
-      taso_err_t ek = red_task(ax, nfam, goals, (int)k, timeout, &mine[nmine + (k - start)]);
+      taso_err_t ek = red_task(ax, nfam, goals, (int)k, lim, &mine[nmine + (k - start)]);
       if (ek != TASO_OK) {
 #pragma omp critical(taso_validate_error)
         if (e == TASO_OK) e = taso_error(ek, "%s", taso_error_detail());
@@ -367,6 +396,10 @@ static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, double tim
         snprintf(all[i].why, sizeof all[i].why, "these make any two tensors equal");
       }
   }
+  *fams = malloc(sizeof **fams * (size_t)(nfam + 1));
+  if (!*fams) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
+  memcpy(*fams, all, sizeof *all * (size_t)nfam);
+  *nfams = nfam;
   memmove(all, all + nfam, sizeof *all * (size_t)ngoals);
   *rows = all;
   *nrows = ngoals;
@@ -374,6 +407,26 @@ done:
   free(goals);
   free(mine);
   return err;
+}
+
+/* One line on the collapse queries: how many families have a model with
+ * two different tensors, collapse, are undecided or too small to ask. */
+static void print_families(taso_tool_t *t, const red_t *fams, int nfams, double seconds) {
+  int n[4] = {0};
+  for (int i = 0; i < nfams; i++)
+    n[fams[i].verdict == 1               ? 0
+      : fams[i].verdict == -1            ? 1
+      : strstr(fams[i].why, "not asked") ? 3
+                                         : 2]++;
+  taso_tool_print(t,
+                  "taso-validate: collapse: %d families: %d collapse, %d have a model with two "
+                  "different tensors, %d undecided, %d too small to ask\n",
+                  nfams, n[0], n[1], n[2], n[3]);
+  for (int i = 0; i < nfams; i++)
+    if (fams[i].verdict == 0 && !strstr(fams[i].why, "not asked"))
+      taso_tool_print(t, "taso-validate: collapse of family %s undecided: %s\n", fams[i].name,
+                      fams[i].why);
+  taso_tool_print(t, "taso-validate: redundancy phase: %.1f s\n", seconds);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -751,7 +804,10 @@ int main(int argc, char **argv) {
   int nshown = 0;
   int32_t sizes[TASO_MAX_SIZES] = {1, 2, 3, 4};
   int nsizes = 4;
-  double timeout = 10.0, red_timeout = 10.0;
+  double timeout = 10.0;
+  taso_limits_t red_lim = {.timeout_s = 10.0,
+                           .rlimit = TASO_DEFAULT_REDUNDANCY_RLIMIT,
+                           .memory_mb = TASO_DEFAULT_MEMORY_MB};
   int64_t total = 0, ndone = 0, mine_rows = 0;
   double mine_cpu = 0;
   bool complete = false, have_red = false;
@@ -763,7 +819,10 @@ int main(int argc, char **argv) {
   if (opt_timeout && parse_seconds("timeout", opt_timeout, &timeout) != TASO_OK)
     taso_tool_usage_error(&t, "%s", taso_error_detail());
   if (opt_red_timeout &&
-      parse_seconds("redundancy-timeout", opt_red_timeout, &red_timeout) != TASO_OK)
+      parse_seconds("redundancy-timeout", opt_red_timeout, &red_lim.timeout_s) != TASO_OK)
+    taso_tool_usage_error(&t, "%s", taso_error_detail());
+  if (opt_red_rlimit &&
+      parse_count("redundancy-rlimit", opt_red_rlimit, &red_lim.rlimit) != TASO_OK)
     taso_tool_usage_error(&t, "%s", taso_error_detail());
   if (t.job_path) {
     err = taso_tool_load_job(&t, t.job_path);
@@ -772,11 +831,16 @@ int main(int argc, char **argv) {
       memcpy(sizes, t.job.sizes, sizeof *sizes * (size_t)nsizes);
     }
     if (err == TASO_OK && !opt_timeout) timeout = t.job.validate_timeout;
-    if (err == TASO_OK && !opt_red_timeout) red_timeout = t.job.redundancy_timeout;
-    /* What the job file leaves to defaults, unless an option set it. */
+    if (err == TASO_OK && !opt_red_timeout) red_lim.timeout_s = t.job.redundancy_timeout;
+    if (err == TASO_OK && !opt_red_rlimit) red_lim.rlimit = (unsigned)t.job.redundancy_rlimit;
+    if (err == TASO_OK) red_lim.memory_mb = (unsigned)t.job.validate_memory_mb;
+    /* What the job file leaves to defaults, unless an option set it. The
+     * verifier's own settings do not apply here. */
     const char *validate_opts[] = {opt_sizes ? "sizes" : "", opt_timeout ? "timeout" : "",
-                                   opt_red_timeout ? "redundancy_timeout" : "", NULL};
-    const char *verify_opts[] = {"timeout", opt_axioms ? "axioms" : "", NULL};
+                                   opt_red_timeout ? "redundancy_timeout" : "",
+                                   opt_red_rlimit ? "redundancy_rlimit" : "", NULL};
+    const char *verify_opts[] = {"timeout", "rlimit", "memory_mb",
+                                 opt_axioms ? "axioms" : "", NULL};
     taso_tool_note_defaults(&t, "validate", validate_opts);
     taso_tool_note_defaults(&t, "verify", verify_opts);
   }
@@ -819,7 +883,7 @@ int main(int argc, char **argv) {
 
   /* A complete --out of this plan: nothing to do. Else rows stream into
    * OUT.resume, resumed when it holds rows of this very plan. */
-  uint64_t dig = err == TASO_OK ? plan_digest(ax, plan, sizes, nsizes) : 0;
+  uint64_t dig = err == TASO_OK ? plan_digest(ax, plan, sizes, nsizes, timeout, &red_lim) : 0;
   if (err == TASO_OK) err = check_output(&t, dig, &out);
   complete = out != NULL;
   if (err == TASO_OK && !complete)
@@ -830,20 +894,28 @@ int main(int argc, char **argv) {
                     (long long)total, complete ? " (the file is complete; nothing to do)" : "");
 
   /* Redundancy. */
-  int64_t redundant = 0;
   bool ran_red = have_red || (!complete && !no_redundancy);
+  int64_t red_count[3] = {0}; /* entailed, independent, undecided */
+  red_t *fams = NULL;
+  int nfams = 0;
   if (err == TASO_OK && !complete && !have_red && !no_redundancy) {
     char collapse[256];
-    err = redundancy(&t, ax, red_timeout, &reds, &nreds, collapse, sizeof collapse);
+    double r0 = MPI_Wtime();
+    err = redundancy(&t, ax, &red_lim, &reds, &nreds, &fams, &nfams, collapse, sizeof collapse);
     if (err == TASO_OK && collapse[0])
       taso_tool_print(&t,
                       "taso-validate: the axioms %s make any two tensors equal: the set is "
                       "wrong, and entails every other axiom\n",
                       collapse);
+    if (err == TASO_OK) print_families(&t, fams, nfams, MPI_Wtime() - r0);
     TASO_TOOL_STEP(&t, err, taso_artifact_remove(out, red_table.path));
     TASO_TOOL_STEP(
         &t, err,
         taso_artifact_write_table(out, &red_table, reds, t.rank == 0 ? nreds : 0, 0, nreds));
+    TASO_TOOL_STEP(&t, err, taso_artifact_remove(out, collapse_table.path));
+    TASO_TOOL_STEP(
+        &t, err,
+        taso_artifact_write_table(out, &collapse_table, fams, t.rank == 0 ? nfams : 0, 0, nfams));
     TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "redundancy_done", 1));
   } else if (err == TASO_OK && (complete || have_red)) {
     int64_t n = 0;
@@ -851,16 +923,26 @@ int main(int argc, char **argv) {
     if (n > 0)
       TASO_TOOL_STEP(&t, err, taso_artifact_read_table(out, &red_table, 0, n, (void **)&reds));
     nreds = (int)n;
+    n = 0;
+    TASO_TOOL_STEP(&t, err, taso_artifact_table_length(out, &collapse_table, &n));
+    if (n > 0)
+      TASO_TOOL_STEP(&t, err, taso_artifact_read_table(out, &collapse_table, 0, n, (void **)&fams));
+    nfams = (int)n;
   }
   for (int i = 0; i < nreds; i++) {
-    redundant += reds[i].verdict == 1;
+    red_count[reds[i].verdict == 1 ? 0 : reds[i].verdict == -1 ? 1 : 2]++;
     if (reds[i].verdict == 1)
       taso_tool_print(&t, "taso-validate: %s is entailed by %s (%.1f s)\n", reds[i].name,
                       reds[i].core, reds[i].seconds);
+    else if (reds[i].verdict == 0)
+      taso_tool_print(&t, "taso-validate: %s is undecided: %s\n", reds[i].name, reds[i].why);
   }
   if (err == TASO_OK && nreds)
-    taso_tool_print(&t, "taso-validate: redundancy: %lld of %d axioms entailed by the others\n",
-                    (long long)redundant, nreds);
+    taso_tool_print(&t,
+                    "taso-validate: redundancy: %lld entailed, %lld independent, %lld undecided "
+                    "(of %d axioms)\n",
+                    (long long)red_count[0], (long long)red_count[1], (long long)red_count[2],
+                    nreds);
 
   /* Symbolic checks. */
   double work_start = MPI_Wtime(), last_end = 0;
@@ -903,10 +985,14 @@ int main(int argc, char **argv) {
     TASO_TOOL_STEP(&t, err,
                    taso_artifact_create(t.comm, t.tmp_path, TASO_KIND_VALIDATION, &prov, &final));
     if (err == TASO_OK) err = finish_checks(&t, out, final, plan, tally, &shown, &nshown);
-    if (ran_red)
+    if (ran_red) {
       TASO_TOOL_STEP(
           &t, err,
           taso_artifact_write_table(final, &red_table, reds, t.rank == 0 ? nreds : 0, 0, nreds));
+      TASO_TOOL_STEP(&t, err,
+                     taso_artifact_write_table(final, &collapse_table, fams,
+                                               t.rank == 0 ? nfams : 0, 0, nfams));
+    }
     TASO_TOOL_STEP(&t, err,
                    taso_artifact_write_table(final, &tally_table, tally,
                                              t.rank == 0 ? taso_plan_naxioms(plan) : 0, 0,
@@ -938,7 +1024,11 @@ int main(int argc, char **argv) {
                                   "decided_by_poly", "decided_by_z3"};
     for (int k = 0; k < 8 && err == TASO_OK; k++)
       err = taso_artifact_set_count(final, names[k], sum[k]);
-    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, "redundant_axioms", redundant));
+    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, "redundant_axioms", red_count[0]));
+    static const char *red_names[3] = {"redundancy_entailed", "redundancy_independent",
+                                       "redundancy_undecided"};
+    for (int k = 0; k < 3; k++)
+      TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, red_names[k], red_count[k]));
     TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, "plan_digest", (int64_t)dig));
     TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, "redundancy_done", ran_red));
     TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, "complete", 1));
@@ -963,9 +1053,11 @@ int main(int argc, char **argv) {
   if (err == TASO_OK)
     taso_tool_summary(&t,
                       "%lld combinations: %lld proved, %lld counterexamples, %lld skipped, "
-                      "%lld unknown (poly %lld, z3 %lld); %lld redundant axioms -> %s",
+                      "%lld unknown (poly %lld, z3 %lld); redundancy: %lld entailed, %lld "
+                      "independent, %lld undecided -> %s",
                       (long long)sum[0], (long long)sum[1], (long long)sum[2], (long long)sum[3],
-                      (long long)sum[4], (long long)sum[6], (long long)sum[7], (long long)redundant,
+                      (long long)sum[4], (long long)sum[6], (long long)sum[7],
+                      (long long)red_count[0], (long long)red_count[1], (long long)red_count[2],
                       t.out_path);
   if (err == TASO_OK && sum[2] > 0)
     snprintf(t.findings, sizeof t.findings, "%lld counterexamples: an axiom is wrong",
@@ -975,6 +1067,7 @@ int main(int argc, char **argv) {
   free(checkers);
   free(done);
   free(reds);
+  free(fams);
   free(tally);
   free(shown);
   taso_plan_free(plan);

@@ -155,6 +155,8 @@ static void make_key(const taso_tool_t *t, const taso_axioms_t *ax, const taso_i
   uint64_t settings = TASO_FNV_START;
   settings = taso_fnv64(settings, &t->job.verify_timeout, sizeof t->job.verify_timeout);
   settings = taso_fnv64(settings, &t->job.seed, sizeof t->job.seed);
+  settings = taso_fnv64(settings, &t->job.verify_rlimit, sizeof t->job.verify_rlimit);
+  settings = taso_fnv64(settings, &t->job.verify_memory_mb, sizeof t->job.verify_memory_mb);
   /* Attributes are signed: the top bit goes. */
   const uint64_t low63 = 0x7fffffffffffffffULL;
   key[KEY_CANDIDATES] = (int64_t)(candidates_digest(inputs, rows, nrows, graphs, ngraphs) & low63);
@@ -515,11 +517,16 @@ int main(int argc, char **argv) {
   TASO_TOOL_STEP(&t, err, load_axioms(&t, &ax));
   resume_key_t key = {0};
   if (err == TASO_OK) make_key(&t, ax, &inputs, rows, nrows, graphs, ngraphs, key);
+  /* Every query's limits: the timeout, Z3's resource count and its memory
+   * cap, so that no query runs on whatever the axioms (README.md). */
+  taso_limits_t lim = {.timeout_s = t.job.verify_timeout,
+                       .rlimit = (unsigned)t.job.verify_rlimit,
+                       .memory_mb = (unsigned)t.job.verify_memory_mb};
   if (err == TASO_OK) {
     char report[512];
     int failed = 0;
-    err = taso_tool_agree(&t, taso_axioms_prove_lemmas(ax, t.job.verify_timeout, report,
-                                                       sizeof report, &failed));
+    err = taso_tool_agree(
+        &t, taso_axioms_prove_lemmas_limited(ax, &lim, report, sizeof report, &failed));
     if (err == TASO_OK) {
       int *on = malloc(sizeof *on * (size_t)(ax->n + 1));
       if (!on) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
@@ -543,7 +550,7 @@ int main(int argc, char **argv) {
         !(todo = calloc((size_t)(nrows + 1), sizeof *todo)))
       err = taso_error(TASO_ERR_NOMEM, "no memory for %lld rows", (long long)nrows);
     for (int i = 0; i < nthreads && err == TASO_OK; i++)
-      err = taso_prover_new(ax, t.job.verify_timeout, &provers[i]);
+      err = taso_prover_new_limited(ax, &lim, &provers[i]);
     err = taso_tool_agree(&t, err);
   }
 

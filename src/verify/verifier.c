@@ -33,7 +33,7 @@ struct taso_prover {
   Z3_ast *assume;           /* the enabled axioms and lemmas, parsed in c */
   Z3_ast_vector *vecs;      /* the parsed vectors that keep assume[i] alive */
   int nassume;
-  unsigned timeout_ms;
+  taso_limits_t lim; /* of every query */
 };
 
 static double now_seconds(void) {
@@ -301,13 +301,13 @@ static taso_err_t parse_formula(taso_prover_t *p, const taso_axiom_t *a, bool pa
 }
 
 /* A prover with its context and functions, no assumptions yet. */
-static taso_err_t prover_open(const taso_axioms_t *ax, double timeout_s, taso_prover_t **out) {
+static taso_err_t prover_open(const taso_axioms_t *ax, const taso_limits_t *lim,
+                              taso_prover_t **out) {
   taso_prover_t *p = calloc(1, sizeof *p);
   if (!p) return taso_error(TASO_ERR_NOMEM, "no memory for a prover");
   p->ax = ax;
-  double ms = timeout_s * 1000.0;
-  p->timeout_ms = ms < 1 ? 1 : ms > 4e9 ? 4000000000u : (unsigned)ms;
-  taso_err_t err = taso_z3_open(p->timeout_ms, &p->c);
+  p->lim = *lim;
+  taso_err_t err = taso_z3_open(taso_limits_timeout_ms(lim), &p->c);
   if (err == TASO_OK && !(p->fns = malloc(sizeof *p->fns * (size_t)(ax->ndecls ? ax->ndecls : 1))))
     err = taso_error(TASO_ERR_NOMEM, "no memory for a prover");
   if (err == TASO_OK) {
@@ -327,9 +327,15 @@ static taso_err_t prover_open(const taso_axioms_t *ax, double timeout_s, taso_pr
 }
 
 taso_err_t taso_prover_new(const taso_axioms_t *ax, double timeout_s, taso_prover_t **out) {
+  taso_limits_t lim = {.timeout_s = timeout_s};
+  return taso_prover_new_limited(ax, &lim, out);
+}
+
+taso_err_t taso_prover_new_limited(const taso_axioms_t *ax, const taso_limits_t *lim,
+                                   taso_prover_t **out) {
   taso_prover_t *p;
   *out = NULL;
-  TASO_TRY(prover_open(ax, timeout_s, &p));
+  TASO_TRY(prover_open(ax, lim, &p));
   for (int i = 0; i < ax->n; i++) {
     if (!ax->v[i].enabled) continue;
     taso_err_t err = parse_one(p, &ax->v[i], &p->vecs[p->nassume], &p->assume[p->nassume]);
@@ -371,7 +377,7 @@ static Z3_solver new_solver_mbqi(taso_prover_t *p, bool mbqi) {
   Z3_solver_inc_ref(p->c, s);
   Z3_params params = Z3_mk_params(p->c);
   Z3_params_inc_ref(p->c, params);
-  Z3_params_set_uint(p->c, params, Z3_mk_string_symbol(p->c, "timeout"), p->timeout_ms);
+  taso_limits_apply(p->c, params, &p->lim);
   /* E-matching only: once the patterns find nothing new, Z3 answers
    * unknown at once. Model-based instantiation would go on building
    * candidate models of uninterpreted tensors until the timeout (and past
@@ -383,11 +389,12 @@ static Z3_solver new_solver_mbqi(taso_prover_t *p, bool mbqi) {
   return s;
 }
 
-/* Checks a solver; on undef, why ("timeout", "incomplete quantifiers"). */
+/* Checks a solver; on undef, why: the limit that ended it ("timeout",
+ * "resource limit (rlimit)", "memory limit") or Z3's reason ("incomplete
+ * quantifiers"). A query that runs out of memory is an error inside Z3;
+ * it is taken here and becomes undef, so the next query starts clean. */
 static Z3_lbool check(taso_prover_t *p, Z3_solver s, char *why, int len) {
-  Z3_lbool r = Z3_solver_check(p->c, s);
-  if (r == Z3_L_UNDEF) snprintf(why, (size_t)len, "%s", Z3_solver_get_reason_unknown(p->c, s));
-  return r;
+  return taso_limits_check(p->c, s, &p->lim, why, len);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -707,16 +714,17 @@ static taso_err_t prove(taso_prover_t *p, const taso_inputs_t *in, const taso_gr
     } else if (res != Z3_L_FALSE) {
       operators_of(src, dst, ops, sizeof ops);
       /* A long operator list is cut: the reason still says what failed. */
-      (void)!snprintf(r->reason, sizeof r->reason,
-               "output %d: %s; %s (missing a property of: %s)", o,
-               res == Z3_L_TRUE ? "the axioms have a model where it fails"
-               : strstr(unknown, "timeout") || strstr(unknown, "canceled")
-                   ? "solver timeout"
-               : strstr(unknown, "incomplete") ? "proof search saturated"
-                                               : unknown[0] ? unknown : "solver gave up",
-               checked ? "numerically equal: true but not provable from the axioms"
-                       : "not proved from the axioms",
-               ops);
+      (void)!snprintf(r->reason, sizeof r->reason, "output %d: %s; %s (missing a property of: %s)",
+                      o,
+                      res == Z3_L_TRUE                ? "the axioms have a model where it fails"
+                      : strstr(unknown, "timeout")    ? "solver timeout"
+                      : strstr(unknown, "limit")      ? unknown
+                      : strstr(unknown, "incomplete") ? "proof search saturated"
+                      : unknown[0]                    ? unknown
+                                                      : "solver gave up",
+                      checked ? "numerically equal: true but not provable from the axioms"
+                              : "not proved from the axioms",
+                      ops);
       proved = false;
     }
   }
@@ -806,11 +814,17 @@ static taso_err_t prove_lemma(taso_prover_t *p, const taso_axiom_t *a, bool *pro
 
 taso_err_t taso_axioms_prove_lemmas(taso_axioms_t *ax, double timeout_s, char *report, int len,
                                     int *failed) {
+  taso_limits_t lim = {.timeout_s = timeout_s};
+  return taso_axioms_prove_lemmas_limited(ax, &lim, report, len, failed);
+}
+
+taso_err_t taso_axioms_prove_lemmas_limited(taso_axioms_t *ax, const taso_limits_t *lim,
+                                            char *report, int len, int *failed) {
   taso_prover_t *p;
   int used = 0;
   *failed = 0;
   if (len > 0) report[0] = '\0';
-  TASO_TRY(prover_open(ax, timeout_s, &p));
+  TASO_TRY(prover_open(ax, lim, &p));
   taso_err_t err = TASO_OK;
   for (int i = 0; i < ax->n && err == TASO_OK; i++) {
     taso_axiom_t *a = &ax->v[i];
@@ -841,8 +855,10 @@ taso_err_t taso_axioms_prove_lemmas(taso_axioms_t *ax, double timeout_s, char *r
 /* Redundancy                                                               */
 /* ------------------------------------------------------------------------ */
 
-/* The body of a universal formula with a fresh constant per variable. */
-static Z3_ast instantiate(Z3_context c, Z3_ast f) {
+/* The body of a universal formula with a fresh constant per variable
+ * (vars, if given, receives them, *nv of them); NULL past MAX_BOUND. */
+Z3_ast taso_instantiate(Z3_context c, Z3_ast f, Z3_ast *vars, unsigned *nv) {
+  if (nv) *nv = 0;
   if (Z3_get_ast_kind(c, f) != Z3_QUANTIFIER_AST || !Z3_is_quantifier_forall(c, f)) return f;
   unsigned nb = Z3_get_quantifier_num_bound(c, f);
   Z3_ast subst[MAX_BOUND];
@@ -852,16 +868,18 @@ static Z3_ast instantiate(Z3_context c, Z3_ast f) {
         c, Z3_get_symbol_string(c, Z3_get_quantifier_bound_name(c, f, b)), 0, NULL,
         Z3_get_quantifier_bound_sort(c, f, b));
     subst[nb - 1 - b] = Z3_mk_app(c, d, 0, NULL); /* de Bruijn: 0 is the last bound */
+    if (vars) vars[b] = subst[nb - 1 - b];
   }
+  if (nv) *nv = nb;
   return Z3_substitute_vars(c, Z3_get_quantifier_body(c, f), nb, subst);
 }
 
 /* One query: do the formulas marked in use entail not_goal's negation?
  * On unsat, core receives the formulas the proof used. */
-static Z3_lbool entail_query(taso_prover_t *p, int n, const Z3_ast *f, const Z3_ast *lit,
+static Z3_lbool entail_query(taso_prover_t *p, bool mbqi, int n, const Z3_ast *f, const Z3_ast *lit,
                              const bool *use, Z3_ast not_goal, bool *core, char *why, int len) {
   Z3_context c = p->c;
-  Z3_solver s = new_solver_mbqi(p, true);
+  Z3_solver s = new_solver_mbqi(p, mbqi);
   for (int i = 0; i < n; i++)
     if (use[i]) Z3_solver_assert_and_track(c, s, f[i], lit[i]);
   Z3_solver_assert(c, s, not_goal);
@@ -884,60 +902,86 @@ static Z3_lbool entail_query(taso_prover_t *p, int n, const Z3_ast *f, const Z3_
 /* Minimizes an unsat core by deletion (got: the core of the query that
  * found it; core receives the result): drops each member whose absence
  * keeps the query unsat, within the timeout. */
-static void minimize_core(taso_prover_t *p, int n, const Z3_ast *f, const Z3_ast *lit, Z3_ast goal,
-                          bool *got, bool *core) {
+static void minimize_core(taso_prover_t *p, bool mbqi, int n, const Z3_ast *f, const Z3_ast *lit,
+                          Z3_ast goal, bool *got, bool *core) {
   memcpy(core, got, sizeof *core * (size_t)n);
   for (int i = 0; i < n; i++) {
     if (!core[i]) continue;
     core[i] = false;
     char w[64];
-    if (entail_query(p, n, f, lit, core, goal, got, w, sizeof w) == Z3_L_FALSE)
+    if (entail_query(p, mbqi, n, f, lit, core, goal, got, w, sizeof w) == Z3_L_FALSE)
       memcpy(core, got, sizeof *core * (size_t)n);
     else
       core[i] = true;
   }
 }
 
-taso_err_t taso_axioms_entailed(const taso_axioms_t *ax, int goal, double timeout_s, int *verdict,
-                                bool *core, char *why, int len) {
+/* The "why" of an undecided query: what the countermodel search and the
+ * entailment query each ran into. */
+static void undecided_why(char *why, int len, const char *search, const char *query) {
+  snprintf(why, (size_t)len, "no countermodel (%.64s); entailment: %.40s", search,
+           query[0] ? query : "unknown");
+}
+
+taso_err_t taso_axioms_entailed(const taso_axioms_t *ax, int goal, const taso_limits_t *lim,
+                                int *verdict, bool *core, char *model, int mlen, char *why,
+                                int len) {
   taso_prover_t *p;
   *verdict = 0;
   if (len > 0) why[0] = '\0';
+  if (mlen > 0) model[0] = '\0';
   for (int i = 0; i < ax->n; i++) core[i] = false;
   if (goal < 0 || goal >= ax->n) return taso_error(TASO_ERR_ARG, "no axiom %d", goal);
-  TASO_TRY(prover_open(ax, timeout_s, &p));
+  bool *use = calloc((size_t)ax->n + 1, sizeof *use), found = false;
+  char search[96] = "";
+  if (!use) return taso_error(TASO_ERR_NOMEM, "no memory for a query");
+  for (int i = 0; i < ax->n; i++)
+    use[i] = i != goal && ax->v[i].enabled && ax->v[i].kind == TASO_AXIOM_AXIOM;
+  /* Independence first: most axioms are, and a finite countermodel is
+   * found (or not) within the resource limit on any machine. */
+  taso_err_t err =
+      taso_axioms_countermodel(ax, use, goal, lim, &found, model, mlen, search, sizeof search);
+  if (err != TASO_OK || found) {
+    free(use);
+    if (found) *verdict = -1;
+    return err;
+  }
+  if ((err = prover_open(ax, lim, &p)) != TASO_OK) {
+    free(use);
+    return err;
+  }
   Z3_context c = p->c;
-  taso_err_t err = TASO_OK;
   Z3_ast *f = calloc((size_t)ax->n + 1, sizeof *f), *lit = calloc((size_t)ax->n + 1, sizeof *lit);
   Z3_ast_vector *vecs = calloc((size_t)ax->n + 1, sizeof *vecs);
-  bool *use = calloc((size_t)ax->n + 1, sizeof *use), *got = calloc((size_t)ax->n + 1, sizeof *got);
+  bool *got = calloc((size_t)ax->n + 1, sizeof *got);
   Z3_ast goal_f = NULL;
   Z3_ast_vector goal_v = NULL;
-  if (!f || !lit || !vecs || !use || !got)
-    err = taso_error(TASO_ERR_NOMEM, "no memory for a query");
+  if (!f || !lit || !vecs || !got) err = taso_error(TASO_ERR_NOMEM, "no memory for a query");
   for (int i = 0; i < ax->n && err == TASO_OK; i++) {
-    const taso_axiom_t *a = &ax->v[i];
-    if (i == goal || !a->enabled || a->kind != TASO_AXIOM_AXIOM) continue;
-    if ((err = parse_one(p, a, &vecs[i], &f[i])) != TASO_OK) break;
-    lit[i] = Z3_mk_const(c, Z3_mk_string_symbol(c, a->name), Z3_mk_bool_sort(c));
-    use[i] = true;
+    if (!use[i]) continue;
+    if ((err = parse_one(p, &ax->v[i], &vecs[i], &f[i])) != TASO_OK) break;
+    lit[i] = Z3_mk_const(c, Z3_mk_string_symbol(c, ax->v[i].name), Z3_mk_bool_sort(c));
   }
   if (err == TASO_OK) err = parse_one(p, &ax->v[goal], &goal_v, &goal_f);
   Z3_ast not_goal = NULL;
-  if (err == TASO_OK && !(not_goal = instantiate(c, goal_f)))
+  if (err == TASO_OK && !(not_goal = taso_instantiate(c, goal_f, NULL, NULL)))
     err = taso_error(TASO_ERR_LIMIT, "%s has more than %d variables", ax->v[goal].name, MAX_BOUND);
   if (err == TASO_OK) {
+    char query[64] = "";
     not_goal = Z3_mk_not(c, not_goal);
-    Z3_lbool r = entail_query(p, ax->n, f, lit, use, not_goal, got, why, len);
+    /* E-matching alone: the goal's terms give the patterns their ground
+     * terms, and it stops when they find nothing new, within the resource
+     * limit (model-based instantiation overran both limits by tens of
+     * seconds and could only find infinite models, which it cannot). */
+    Z3_lbool r = entail_query(p, false, ax->n, f, lit, use, not_goal, got, query, sizeof query);
     if (r == Z3_L_TRUE) {
       *verdict = -1;
-      snprintf(why, (size_t)len, "the other axioms have a model where it fails");
+      snprintf(model, (size_t)mlen, "Z3 found a model of the others where it fails");
     } else if (r == Z3_L_FALSE) {
       *verdict = 1;
-      minimize_core(p, ax->n, f, lit, not_goal, got, core);
-      why[0] = '\0';
-    } else if (len > 0 && why[0] == '\0') {
-      snprintf(why, (size_t)len, "unknown");
+      minimize_core(p, false, ax->n, f, lit, not_goal, got, core);
+    } else {
+      undecided_why(why, len, search, query);
     }
   }
   char zmsg[128];
@@ -967,44 +1011,68 @@ int taso_axioms_families(const taso_axioms_t *ax) {
   return 1 + ax->ndecls;
 }
 
-taso_err_t taso_axioms_collapse(const taso_axioms_t *ax, int family, double timeout_s,
-                                int *verdict, bool *core, char *why, int len) {
+taso_err_t taso_axioms_collapse(const taso_axioms_t *ax, int family, const taso_limits_t *lim,
+                                int *verdict, bool *core, char *model, int mlen, char *why,
+                                int len) {
   taso_prover_t *p;
   *verdict = 0;
   if (len > 0) why[0] = '\0';
+  if (mlen > 0) model[0] = '\0';
   for (int i = 0; i < ax->n; i++) core[i] = false;
   if (family < 0 || family > ax->ndecls) return taso_error(TASO_ERR_ARG, "no family %d", family);
-  TASO_TRY(prover_open(ax, timeout_s, &p));
+  bool *use = calloc((size_t)ax->n + 1, sizeof *use), found = false;
+  int members = 0;
+  if (!use) return taso_error(TASO_ERR_NOMEM, "no memory for a query");
+  for (int i = 0; i < ax->n; i++) {
+    const taso_axiom_t *a = &ax->v[i];
+    use[i] = a->enabled && a->kind == TASO_AXIOM_AXIOM &&
+             (family == 0 || mentions(a, ax->decls[family - 1].name));
+    members += use[i];
+  }
+  if (members < 2 || (family > 0 && members == ax->n)) {
+    snprintf(why, (size_t)len, "%d members: not asked", members);
+    free(use);
+    return TASO_OK;
+  }
+  /* A finite model of the family has two different tensors. */
+  char search[96] = "";
+  taso_err_t err =
+      taso_axioms_countermodel(ax, use, -1, lim, &found, model, mlen, search, sizeof search);
+  if (err != TASO_OK || found) {
+    free(use);
+    if (found) *verdict = -1;
+    return err;
+  }
+  if ((err = prover_open(ax, lim, &p)) != TASO_OK) {
+    free(use);
+    return err;
+  }
   Z3_context c = p->c;
-  taso_err_t err = TASO_OK;
   Z3_ast *f = calloc((size_t)ax->n + 1, sizeof *f), *lit = calloc((size_t)ax->n + 1, sizeof *lit);
   Z3_ast_vector *vecs = calloc((size_t)ax->n + 1, sizeof *vecs);
-  bool *use = calloc((size_t)ax->n + 1, sizeof *use), *got = calloc((size_t)ax->n + 1, sizeof *got);
-  int members = 0;
-  if (!f || !lit || !vecs || !use || !got)
-    err = taso_error(TASO_ERR_NOMEM, "no memory for a query");
+  bool *got = calloc((size_t)ax->n + 1, sizeof *got);
+  if (!f || !lit || !vecs || !got) err = taso_error(TASO_ERR_NOMEM, "no memory for a query");
   for (int i = 0; i < ax->n && err == TASO_OK; i++) {
-    const taso_axiom_t *a = &ax->v[i];
-    if (!a->enabled || a->kind != TASO_AXIOM_AXIOM) continue;
-    if (family > 0 && !mentions(a, ax->decls[family - 1].name)) continue;
+    if (!use[i]) continue;
     /* Z3's own patterns: with no ground term in the query, the refutation
      * comes from model-based instantiation, which ours hold back. */
-    if ((err = parse_formula(p, a, false, &vecs[i], &f[i])) != TASO_OK) break;
-    lit[i] = Z3_mk_const(c, Z3_mk_string_symbol(c, a->name), Z3_mk_bool_sort(c));
-    use[i] = true;
-    members++;
+    if ((err = parse_formula(p, &ax->v[i], false, &vecs[i], &f[i])) != TASO_OK) break;
+    lit[i] = Z3_mk_const(c, Z3_mk_string_symbol(c, ax->v[i].name), Z3_mk_bool_sort(c));
   }
   /* Two tensors that differ: unsat means the family makes all equal. */
   Z3_ast two[2] = {Z3_mk_fresh_const(c, "t", p->t), Z3_mk_fresh_const(c, "t", p->t)};
   Z3_ast distinct = Z3_mk_distinct(c, 2, two);
-  if (err == TASO_OK && members >= 2 && (family == 0 || members < ax->n)) {
-    Z3_lbool r = entail_query(p, ax->n, f, lit, use, distinct, got, why, len);
+  if (err == TASO_OK) {
+    char query[64] = "";
+    Z3_lbool r = entail_query(p, true, ax->n, f, lit, use, distinct, got, query, sizeof query);
     if (r == Z3_L_FALSE) {
       *verdict = 1;
-      minimize_core(p, ax->n, f, lit, distinct, got, core);
-      why[0] = '\0';
+      minimize_core(p, true, ax->n, f, lit, distinct, got, core);
     } else if (r == Z3_L_TRUE) {
       *verdict = -1;
+      snprintf(model, (size_t)mlen, "Z3 found a model with two different tensors");
+    } else {
+      undecided_why(why, len, search, query);
     }
   }
   char zmsg[128];

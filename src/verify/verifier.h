@@ -29,6 +29,7 @@
 #include "artifact.h"
 #include "axioms.h"
 #include "graph.h"
+#include "z3ctx.h"
 
 /* The verifier's own version, part of taso-verify's resume key: raise it
  * whenever a change can turn a verdict (the numeric check, the encoding,
@@ -47,6 +48,11 @@ typedef struct taso_prover taso_prover_t;
  * not reach it); every query times out after timeout_s seconds. The
  * prover keeps a pointer to ax, which must outlive it. */
 taso_err_t taso_prover_new(const taso_axioms_t *ax, double timeout_s, taso_prover_t **out);
+/* The same with every limit of a query: the timeout, a resource limit
+ * (rlimit) and the process's Z3 memory cap (z3ctx.h). A query that a
+ * limit ends is UNKNOWN with a reason naming the limit. */
+taso_err_t taso_prover_new_limited(const taso_axioms_t *ax, const taso_limits_t *lim,
+                                   taso_prover_t **out);
 void taso_prover_free(taso_prover_t *p);
 
 /* Decides src => dst. seed picks the numeric check's random inputs. Fails
@@ -72,35 +78,52 @@ Z3_context taso_prover_context(taso_prover_t *p);
  * receives how many failed. */
 taso_err_t taso_axioms_prove_lemmas(taso_axioms_t *ax, double timeout_s, char *report, int len,
                                     int *failed);
+taso_err_t taso_axioms_prove_lemmas_limited(taso_axioms_t *ax, const taso_limits_t *lim,
+                                            char *report, int len, int *failed);
 
-/* Redundancy: whether the other enabled axioms (lemmas left out) entail
- * axiom goal, an index into ax->v: its negation, with a fresh constant per
- * variable, is asserted beside them. *verdict is 1 when entailed, and core
- * (ax->n flags) then marks a minimal set that entails it: the unsat core,
- * minimized by deletion (no member can be left out and the proof still be
- * found within the timeout); -1 when Z3 found a model of the others where
- * it fails; 0 when undecided (timeout, or the proof search saturated), with
- * why. */
-taso_err_t taso_axioms_entailed(const taso_axioms_t *ax, int goal, double timeout_s, int *verdict,
-                                bool *core, char *why, int len);
+/* Redundancy: the verdict on axiom goal (an index into ax->v) against the
+ * other enabled axioms (lemmas left out), within lim per query:
+ *   1  entailed: core (ax->n flags) marks a minimal entailing set (the
+ *      unsat core, minimized by deletion within the limits);
+ *  -1  independent: a model of the others where goal fails; model
+ *      describes it ("2 tensors; x=0 y=1: sides 0 vs 1": the size of the
+ *      tensor domain, the goal's variables and the values of its two
+ *      sides). taso_axioms_countermodel finds it;
+ *   0  undecided: why says what each search ran into, naming the limit.
+ * The limits are Z3's resource count first (the same verdict on any
+ * machine and under any load), the timeout only as a safety net. */
+taso_err_t taso_axioms_entailed(const taso_axioms_t *ax, int goal, const taso_limits_t *lim,
+                                int *verdict, bool *core, char *model, int mlen, char *why,
+                                int len);
 
 /* Collapse: whether a family of the enabled axioms makes any two tensors
  * equal (then it entails every axiom, and the axiom set is wrong). Family
  * 0 is every axiom; family k >= 1 the axioms that apply the function of
  * decls[k - 1] (a large set can hide a short refutation from Z3, a small
  * one cannot). *verdict is 1 when it does, with core a minimal such set
- * (as for taso_axioms_entailed), -1 when Z3 found a model with two
- * different tensors, 0 when undecided or the family has under two
- * members. taso_axioms_families gives the number of families. */
+ * (as for taso_axioms_entailed), -1 when there is a model with two
+ * different tensors (model says which), 0 when undecided (why) or the
+ * family has under two members (why says so). taso_axioms_families gives
+ * the number of families. */
 int taso_axioms_families(const taso_axioms_t *ax);
-taso_err_t taso_axioms_collapse(const taso_axioms_t *ax, int family, double timeout_s,
-                                int *verdict, bool *core, char *why, int len);
+taso_err_t taso_axioms_collapse(const taso_axioms_t *ax, int family, const taso_limits_t *lim,
+                                int *verdict, bool *core, char *model, int mlen, char *why,
+                                int len);
 
-/* The numeric check alone: *equal says whether src and dst have equal
- * output shapes, split trees and values on random inputs from seed; why
- * says where they differ. A graph that does not type-check gives an error. */
-taso_err_t taso_verify_numeric(const taso_inputs_t *in, const taso_graph_t *src,
-                               const taso_graph_t *dst, uint64_t seed, bool *equal, char *why,
-                               int len);
+/* A finite model (src/verify/countermodel.c) of the axioms marked in use
+ * where axiom goal fails (goal < 0: any model, which has two different
+ * tensors). The tensor sort gets 2, then 4 elements; the ground instances
+ * over those and a few Int values are searched, and a model found is
+ * checked exactly for every Int value before *found is set. model
+ * describes it; why says why none was found (no model of that size, or
+ * the limit that ended the search). */
+taso_err_t taso_axioms_countermodel(const taso_axioms_t *ax, const bool *use, int goal,
+                                    const taso_limits_t *lim, bool *found, char *model, int mlen,
+                                    char *why, int wlen);
+
+/* The body of a universal formula with a fresh constant per bound
+ * variable (vars receives them, *nv of them, when not NULL); f itself when
+ * it is not universal, NULL past 64 variables. */
+Z3_ast taso_instantiate(Z3_context c, Z3_ast f, Z3_ast *vars, unsigned *nv);
 
 #endif
