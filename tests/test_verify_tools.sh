@@ -102,9 +102,9 @@ stale "other input shapes" "other candidates or input shapes" "$tmp/shapes.ini" 
 cores=$(nproc)
 echo "+ OMP_NUM_THREADS=5000 (capped run)"
 OMP_NUM_THREADS=5000 timeout 120 "$mpiexec" -n 2 "$bin/taso-verify" --job "$job" --in "$tmp/c.h5" \
-  --out "$tmp/t.h5" >"$tmp/out" 2>"$tmp/err"
+  --out "$tmp/threads.h5" >"$tmp/out" 2>"$tmp/err"
 rc=$?
-threads=$(h5dump -a threads "$tmp/t.h5" 2>/dev/null | sed -n 's/^ *(0): //p')
+threads=$(h5dump -a threads "$tmp/threads.h5" 2>/dev/null | sed -n 's/^ *(0): //p')
 if [ "$rc" -eq 0 ] && grep -q "note: 5000 OpenMP threads per rank asked.*using [0-9]*$" "$tmp/err" &&
   [ -n "$threads" ] && [ "$threads" -le "$cores" ]; then
   ok "5000 threads asked: $threads used ($cores cores)"

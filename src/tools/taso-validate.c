@@ -1059,9 +1059,14 @@ int main(int argc, char **argv) {
                       (long long)sum[4], (long long)sum[6], (long long)sum[7],
                       (long long)red_count[0], (long long)red_count[1], (long long)red_count[2],
                       t.out_path);
-  if (err == TASO_OK && sum[2] > 0)
-    snprintf(t.findings, sizeof t.findings, "%lld counterexamples: an axiom is wrong",
-             (long long)sum[2]);
+  /* A wrong axiom set fails the validation (exit 3), so that a job chain
+   * stops: values that differ, or a family that makes all tensors equal. */
+  int collapsed = 0;
+  for (int i = 0; i < nfams; i++) collapsed += fams[i].verdict == 1;
+  if (err == TASO_OK && (sum[2] > 0 || collapsed > 0))
+    snprintf(t.findings, sizeof t.findings, "%lld counterexamples, %d collapsing families: %s",
+             (long long)sum[2], collapsed,
+             sum[2] > 0 ? "an axiom is wrong" : "the axiom set makes any two tensors equal");
   for (int i = 0; checkers && i < nthreads; i++)
     taso_checker_free(checkers[i]);
   free(checkers);
