@@ -237,7 +237,7 @@ check "job file without operators: generate refuses it" failed_with taso-generat
 cd "$src" # where the default axiom folder, data/axioms, is
 mpi 2 "$bin/taso-verify" --job "$tmp/empty.ini" --in "$tmp/c.h5" --out "$tmp/e.h5"
 check "empty job file: verify states its defaults" eval 'succeeded &&
-  out_has "^taso-verify: job defaults used: \[job\] seed = 1, \[verify\] axioms = data/axioms, \[verify\] timeout = 5$"'
+  out_has "^taso-verify: job defaults used: \[job\] seed = 1, \[verify\] axioms = data/axioms, \[verify\] timeout = 5, \[verify\] rlimit = [0-9]*, \[verify\] memory_mb = [0-9]*$"'
 mpi 2 "$bin/taso-validate" --job "$tmp/empty.ini" --sizes 1 --no-redundancy --out "$tmp/ev.h5"
 check "empty job file: validate states its defaults (not --sizes)" eval 'succeeded &&
   out_has "^taso-validate: job defaults used: \[validate\] timeout = 10, .*\[verify\] axioms = data/axioms$" &&

@@ -133,7 +133,8 @@ run "$mpiexec" -n 2 "$bin/taso-verify" --job "$tmp/false.ini" --in "$tmp/c.h5" -
 if [ "$rc" -eq 0 ] && grep -q "34 candidates: [0-9]* proved, [0-9]* unknown, 2 refuted, 0 unverified" "$tmp/out"; then
   ok "a false axiom: every row decided ($(grep -o '[0-9]* proved, [0-9]* unknown' "$tmp/out"))"
 else bad "false axiom"; cat "$tmp/out" "$tmp/err"; fi
-sed -e 's#^timeout = 1$#timeout = 1\nrlimit = 5000\nmemory_mb = 512#' "$tmp/false.ini" >"$tmp/tight.ini"
+sed -e 's#^rlimit = .*#rlimit = 5000#' -e 's#^memory_mb = .*#memory_mb = 512#' "$tmp/false.ini" \
+  >"$tmp/tight.ini"
 run "$mpiexec" -n 2 "$bin/taso-verify" --job "$tmp/tight.ini" --in "$tmp/c.h5" --out "$tmp/t.h5"
 "$bin/taso-show" "$tmp/t.h5" >"$tmp/tlist"
 if [ "$rc" -eq 0 ] && grep -q "34 candidates: 0 proved, 32 unknown, 2 refuted" "$tmp/out" &&
