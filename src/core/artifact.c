@@ -141,12 +141,16 @@ static taso_err_t release(const taso_artifact_t *a, hid_t id, herr_t (*close_fn)
 static bool disk_full(const char *path) {
   char dir[4096];
   struct statvfs fs;
+  taso_path_folder(path, dir, sizeof dir);
+  return statvfs(dir, &fs) == 0 && fs.f_bavail == 0;
+}
+
+void taso_path_folder(const char *path, char *dir, size_t len) {
   const char *slash = strrchr(path, '/');
   if (!slash)
-    snprintf(dir, sizeof dir, ".");
+    snprintf(dir, len, ".");
   else
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) + (slash == path), path);
-  return statvfs(dir, &fs) == 0 && fs.f_bavail == 0;
+    snprintf(dir, len, "%.*s", (int)(slash - path) + (slash == path), path);
 }
 
 /* A step's writes that failed on this rank (io_guard.h) make it fail with

@@ -97,6 +97,10 @@ taso_err_t taso_artifact_open(MPI_Comm comm, const char *path, const char *kind,
  * version. */
 taso_err_t taso_artifact_identify(const char *path, char **kind);
 
+/* The folder that holds path ("." for a bare name, "/" for one in the
+ * root), cut to fit len. */
+void taso_path_folder(const char *path, char *dir, size_t len);
+
 /* HDF5's error stack on failures: printed only when asked for (a tool's
  * --debug, or the environment variable TASO_DEBUG set and not 0). */
 void taso_artifact_set_debug(bool on);

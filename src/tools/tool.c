@@ -340,11 +340,7 @@ static char *beside(const char *path, const char *suffix) {
 static taso_err_t check_folder(const char *path) {
   char dir[4096];
   struct stat st;
-  const char *slash = strrchr(path, '/');
-  if (!slash)
-    snprintf(dir, sizeof dir, ".");
-  else
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) + (slash == path), path);
+  taso_path_folder(path, dir, sizeof dir);
   if (stat(dir, &st) != 0)
     return taso_error(TASO_ERR_IO, "%s: the output folder %s: %s", path, dir, strerror(errno));
   if (!S_ISDIR(st.st_mode))
