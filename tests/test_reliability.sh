@@ -47,6 +47,7 @@ run() { # echoed, so that a failure can be repeated from the log
 }
 mpi() { run "$mpiexec" -n 2 "$@"; }
 out_has() { grep -q -e "$1" "$tmp/out"; }
+err_has() { grep -q -e "$1" "$tmp/err"; }
 succeeded() { [ "$rc" -eq 0 ]; }
 # A failure the tool reported: status 1 (no hang: 124, no crash: >= 128),
 # one "TOOL: error:" line matching TEXT, and no HDF5 error stack.
@@ -201,8 +202,12 @@ if [ -z "$can_mount" ]; then
   echo "skip: cannot mount a tmpfs here (not root?): no full-disk cases"
 else
   # Rows stream into OUT.resume until the disk is full (a round every
-  # 0.2 s, so that some are flushed before); with room again, the rerun
-  # resumes from every row flushed before the failure.
+  # 0.2 s, so that some are usually flushed before); with room again, the
+  # rerun finishes with the clean run's result. Whether it can resume
+  # depends on where the disk filled up: a batch cut short can leave the
+  # stream unreadable (then the rerun says so and starts afresh), and on a
+  # loaded machine that happens, so both are accepted here. The verify
+  # case below, where the disk fills during the final write, must resume.
   summary() { sed -n 's/^taso-validate: \([0-9]* combinations: .*\) -> .*/\1/p' "$tmp/out"; }
   mpi "$bin/taso-validate" --sizes 1,2,3 --no-redundancy --out "$tmp/v123.h5"
   clean=$(summary)
@@ -214,9 +219,15 @@ else
     failed_with taso-validate "validation.h5.*: cannot write: No space left on device"
   mount -o remount,size=64m "$tmp/small"
   mpi "$bin/taso-validate" --sizes 1,2,3 --no-redundancy --out "$tmp/small/validation.h5"
-  check "validate with room again resumes from the rows flushed before the disk was full" eval \
-    'succeeded && out_has "resuming .*validation.h5.resume: [1-9][0-9]* of 279052 combinations already checked" &&
+  check "validate with room again resumes (or says it cannot) and ends with the clean result" eval \
+    'succeeded && { out_has "resuming .*validation.h5.resume: [1-9][0-9]* of 279052 combinations already checked" ||
+                    err_has "validation.h5.resume cannot be resumed (.*): starting afresh"; } &&
      [ -n "$clean" ] && [ "$(summary)" = "$clean" ] && no_leftovers "$tmp/small/validation.h5"'
+  if out_has "resuming .*validation.h5.resume"; then
+    echo "  (resumed from the rows flushed before the disk was full)"
+  else
+    echo "  (the stream was cut inside a batch: started afresh)"
+  fi
 
   # A second full-disk run from scratch, verify streaming its decisions.
   tmpfs "$tmp/tiny" 96k
