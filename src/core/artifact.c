@@ -73,7 +73,7 @@ typedef struct {
 /* Padding would reach the file as whatever bytes memory held, and the same
  * set must give the same bytes. taso_subst_t does have padding; its rows are
  * copied into zeroed memory instead. */
-_Static_assert(sizeof(taso_node_t) == 18 * sizeof(int32_t), "taso_node_t has padding");
+_Static_assert(sizeof(taso_node_t) == 30 * sizeof(int32_t), "taso_node_t has padding");
 _Static_assert(sizeof(index_rec_t) == 2 * sizeof(int64_t) + 2 * sizeof(int32_t),
                "index_rec_t has padding");
 _Static_assert(sizeof(input_rec_t) == TASO_NAME_LEN + (1 + TASO_MAX_RANK) * sizeof(int32_t),
@@ -273,6 +273,11 @@ static taso_err_t node_type(const taso_artifact_t *a, hid_t *out) {
       {"rank", offsetof(taso_node_t, p.rank), i32, 1},
       {"shape", offsetof(taso_node_t, p.shape), i32, 4},
       {"input", offsetof(taso_node_t, p.input), i32, 1},
+      {"pads", offsetof(taso_node_t, p.pads), i32, 4},
+      {"perm", offsetof(taso_node_t, p.perm), i32, 4},
+      {"bound", offsetof(taso_node_t, p.bound), H5T_NATIVE_FLOAT, 2},
+      {"at", offsetof(taso_node_t, p.at), i32, 1},
+      {"exclude_pad", offsetof(taso_node_t, p.exclude_pad), i32, 1},
       {"in", offsetof(taso_node_t, in), i32, 3},
   };
   return build_type(a, "graph node", sizeof(taso_node_t), FIELDS(f), out);

@@ -22,7 +22,7 @@
 
 #include "graph.h"
 
-#define TASO_ARTIFACT_FORMAT 1 /* bumped when a record layout changes */
+#define TASO_ARTIFACT_FORMAT 2 /* bumped when a record layout changes */
 
 /* Artifact kinds, stored in the root attribute "kind". */
 #define TASO_KIND_CANDIDATES "taso-candidates"

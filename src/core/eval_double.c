@@ -1,4 +1,6 @@
 /* The double instantiation: numeric checks on random float inputs. */
+#include <math.h>
+
 #include "eval.h"
 
 #define NUM_T double
@@ -11,6 +13,10 @@
 #define NUM_MUL(c, a, b) ((a) * (b))
 #define NUM_RELU(c, a) ((a) > 0.0 ? (a) : 0.0)
 #define NUM_MAX(c, a, b) ((a) > (b) ? (a) : (b))
+#define NUM_EXP(c, a) exp(a)
+#define NUM_TANH(c, a) tanh(a)
+#define NUM_DIV(c, a, b) ((a) / (b))
+#define NUM_CLIP(c, a, lo, hi) ((a) < (lo) ? (double)(lo) : (a) > (hi) ? (double)(hi) : (a))
 #include "eval_impl.h"
 
 void taso_values_free(void **values, int n) {

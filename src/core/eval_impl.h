@@ -10,6 +10,9 @@
  *   NUM_SUFFIX          suffix of the generated function names
  *   NUM_ZERO(c) NUM_ONE(c) NUM_FRAC(c, p, q)     constants (p/q, q > 0)
  *   NUM_ADD(c, a, b) NUM_MUL(c, a, b) NUM_RELU(c, a) NUM_MAX(c, a, b)
+ * Optionally, for the model-only operators that need real functions
+ * (sigmoid, tanh, clip, softmax; only the double type defines them):
+ *   NUM_EXP(c, a) NUM_TANH(c, a) NUM_DIV(c, a, b) NUM_CLIP(c, a, lo, hi)
  * Optionally, an accumulator for sums of products (convolutions, matmul):
  *   NUM_ACC_T NUM_ACC_ZERO(c) NUM_ACC_MAC(c, acc, a, b) NUM_ACC_GET(c, acc)
  * (default: NUM_T with NUM_ADD and NUM_MUL), so that a type can defer its
@@ -56,8 +59,8 @@ static void EV_FN(ev_conv2d_)(NUM_CTX_T c, const taso_params_t *p, const taso_te
   int32_t CO = wt->dim[0], CG = wt->dim[1], KH = wt->dim[2], KW = wt->dim[3];
   int32_t OH = ot->dim[2], OW = ot->dim[3], top, left;
   int32_t per_group = CO / (C / CG); /* output channels per group */
-  taso_window_out(H, KH, p->stride[0], p->pad, &top);
-  taso_window_out(W, KW, p->stride[1], p->pad, &left);
+  taso_window_axis(p, 0, H, KH, &top);
+  taso_window_axis(p, 1, W, KW, &left);
   for (int32_t n = 0; n < N; n++)
     for (int32_t o = 0; o < CO; o++)
       for (int32_t oy = 0; oy < OH; oy++)
@@ -86,14 +89,15 @@ static void EV_FN(ev_pool_)(NUM_CTX_T c, bool is_max, const taso_params_t *p,
   (void)c;
   int32_t N = xt->dim[0], C = xt->dim[1], H = xt->dim[2], W = xt->dim[3];
   int32_t KH = p->kernel[0], KW = p->kernel[1], OH = ot->dim[2], OW = ot->dim[3], top, left;
-  taso_window_out(H, KH, p->stride[0], p->pad, &top);
-  taso_window_out(W, KW, p->stride[1], p->pad, &left);
+  taso_window_axis(p, 0, H, KH, &top);
+  taso_window_axis(p, 1, W, KW, &left);
   NUM_T scale = NUM_FRAC(c, 1, KH * KW);
   for (int32_t nc = 0; nc < N * C; nc++)
     for (int32_t oy = 0; oy < OH; oy++)
       for (int32_t ox = 0; ox < OW; ox++) {
         NUM_T acc = NUM_ZERO(c);
         bool any = false;
+        int32_t count = 0;
         for (int32_t ky = 0; ky < KH; ky++)
           for (int32_t kx = 0; kx < KW; kx++) {
             int32_t y = oy * p->stride[0] - top + ky, xx = ox * p->stride[1] - left + kx;
@@ -101,10 +105,58 @@ static void EV_FN(ev_pool_)(NUM_CTX_T c, bool is_max, const taso_params_t *p,
             NUM_T v = x[((int64_t)nc * H + y) * W + xx];
             acc = !any ? v : is_max ? NUM_MAX(c, acc, v) : NUM_ADD(c, acc, v);
             any = true;
+            count++;
           }
-        /* SAME and VALID windows always hold at least one element. */
-        out[((int64_t)nc * OH + oy) * OW + ox] = is_max ? acc : NUM_MUL(c, acc, scale);
+        /* Every window holds at least one element (padding < kernel). */
+        out[((int64_t)nc * OH + oy) * OW + ox] =
+            is_max ? acc : NUM_MUL(c, acc, p->exclude_pad ? NUM_FRAC(c, 1, count) : scale);
       }
+}
+
+/* ONNX broadcasting: each operand index comes from the output index with
+ * the operand's size-1 (or missing leading) axes held at 0. */
+static void EV_FN(ev_broadcast_)(NUM_CTX_T c, bool is_add, const taso_tensor_t *it,
+                                 const NUM_T *const *in, const taso_tensor_t *ot, NUM_T *o) {
+  (void)c;
+  int64_t stride[2][TASO_MAX_RANK];
+  for (int k = 0; k < 2; k++) {
+    int64_t s = 1;
+    for (int i = ot->rank - 1; i >= 0; i--) {
+      int ia = i - (ot->rank - it[k].rank);
+      int32_t d = ia >= 0 ? it[k].dim[ia] : 1;
+      stride[k][i] = d == 1 ? 0 : s;
+      s *= d;
+    }
+  }
+  int64_t size = taso_tensor_size(ot);
+  for (int64_t i = 0; i < size; i++) {
+    int64_t rest = i, at[2] = {0, 0};
+    for (int d = ot->rank - 1; d >= 0; d--) {
+      int64_t x = rest % ot->dim[d];
+      rest /= ot->dim[d];
+      at[0] += x * stride[0][d];
+      at[1] += x * stride[1][d];
+    }
+    o[i] = is_add ? NUM_ADD(c, in[0][at[0]], in[1][at[1]]) : NUM_MUL(c, in[0][at[0]], in[1][at[1]]);
+  }
+}
+
+static void EV_FN(ev_permute_)(const taso_params_t *p, const taso_tensor_t *it, const NUM_T *x,
+                               const taso_tensor_t *ot, NUM_T *o) {
+  int64_t in_stride[TASO_MAX_RANK], s = 1;
+  for (int i = it->rank - 1; i >= 0; i--) {
+    in_stride[i] = s;
+    s *= it->dim[i];
+  }
+  int64_t size = taso_tensor_size(ot);
+  for (int64_t i = 0; i < size; i++) {
+    int64_t rest = i, from = 0;
+    for (int d = ot->rank - 1; d >= 0; d--) {
+      from += (rest % ot->dim[d]) * in_stride[p->perm[d]];
+      rest /= ot->dim[d];
+    }
+    o[i] = x[from];
+  }
 }
 
 taso_err_t EV_FN(taso_eval_node_)(NUM_CTX_T c, const taso_node_t *node,
@@ -204,8 +256,84 @@ taso_err_t EV_FN(taso_eval_node_)(NUM_CTX_T c, const taso_node_t *node,
   case TASO_OP_CONST_ONE:
     for (int64_t i = 0; i < size; i++) o[i] = NUM_ONE(c);
     break;
+  case TASO_OP_ADD:
+  case TASO_OP_MUL:
+    EV_FN(ev_broadcast_)(c, node->kind == TASO_OP_ADD, in_types, in, ot, o);
+    break;
+  case TASO_OP_BATCHNORM: {
+    int64_t C = in_types[0].dim[1], inner = EV_FN(ev_span_)(&in_types[0], 2, in_types[0].rank);
+    for (int64_t i = 0; i < size; i++) {
+      int64_t ch = (i / inner) % C;
+      o[i] = NUM_ADD(c, NUM_MUL(c, in[0][i], in[1][ch]), in[2][ch]);
+    }
+    break;
+  }
+  case TASO_OP_RESHAPE:
+    for (int64_t i = 0; i < size; i++) o[i] = in[0][i];
+    break;
+  case TASO_OP_PERMUTE:
+    EV_FN(ev_permute_)(p, &in_types[0], in[0], ot, o);
+    break;
+  case TASO_OP_BMM: {
+    int32_t b = in_types[0].dim[0], m = in_types[0].dim[1], k = in_types[0].dim[2];
+    int32_t n = in_types[1].dim[2];
+    for (int32_t q = 0; q < b; q++)
+      for (int32_t i = 0; i < m; i++)
+        for (int32_t j = 0; j < n; j++) {
+          NUM_ACC_T sum = NUM_ACC_ZERO(c);
+          const NUM_T *x = in[0] + (int64_t)q * m * k, *y = in[1] + (int64_t)q * k * n;
+          for (int32_t t = 0; t < k; t++)
+            NUM_ACC_MAC(c, sum, x[(int64_t)i * k + t], y[(int64_t)t * n + j]);
+          o[((int64_t)q * m + i) * n + j] = EV_FN(ev_act_)(c, p->act, NUM_ACC_GET(c, sum));
+        }
+    break;
+  }
+  case TASO_OP_SPLIT_AT: {
+    int a = p->axis;
+    const taso_tensor_t *whole = &in_types[0];
+    int64_t outer = EV_FN(ev_span_)(whole, 0, a), inner = EV_FN(ev_span_)(whole, a + 1, whole->rank);
+    int64_t n0 = (int64_t)p->at * inner, nw = whole->dim[a] * inner, n1 = nw - n0;
+    for (int64_t q = 0; q < outer; q++) {
+      memcpy(out[0] + q * n0, in[0] + q * nw, sizeof(NUM_T) * (size_t)n0);
+      memcpy(out[1] + q * n1, in[0] + q * nw + n0, sizeof(NUM_T) * (size_t)n1);
+    }
+    break;
+  }
+#ifdef NUM_EXP
+  case TASO_OP_SIGMOID:
+    for (int64_t i = 0; i < size; i++)
+      o[i] = NUM_DIV(c, NUM_ONE(c), NUM_ADD(c, NUM_ONE(c), NUM_EXP(c, -in[0][i])));
+    break;
+  case TASO_OP_TANH:
+    for (int64_t i = 0; i < size; i++) o[i] = NUM_TANH(c, in[0][i]);
+    break;
+  case TASO_OP_CLIP:
+    for (int64_t i = 0; i < size; i++) o[i] = NUM_CLIP(c, in[0][i], p->bound[0], p->bound[1]);
+    break;
+  case TASO_OP_SOFTMAX: {
+    /* max-shifted, so that large logits do not overflow */
+    int a = p->axis;
+    int64_t outer = EV_FN(ev_span_)(ot, 0, a), len = ot->dim[a];
+    int64_t inner = EV_FN(ev_span_)(ot, a + 1, ot->rank);
+    for (int64_t q = 0; q < outer; q++)
+      for (int64_t r = 0; r < inner; r++) {
+        const NUM_T *x = in[0] + q * len * inner + r;
+        NUM_T *y = o + q * len * inner + r, top = x[0], sum = NUM_ZERO(c);
+        for (int64_t j = 1; j < len; j++) top = NUM_MAX(c, top, x[j * inner]);
+        for (int64_t j = 0; j < len; j++) {
+          y[j * inner] = NUM_EXP(c, NUM_ADD(c, x[j * inner], -top));
+          sum = NUM_ADD(c, sum, y[j * inner]);
+        }
+        for (int64_t j = 0; j < len; j++) y[j * inner] = NUM_DIV(c, y[j * inner], sum);
+      }
+    break;
+  }
+#endif
   default:
-    return taso_error(TASO_ERR_UNKNOWN, "no evaluation for operator kind %d", node->kind);
+    return taso_error(TASO_ERR_UNKNOWN, "no evaluation of %s for this number type",
+                      node->kind > TASO_OP_INPUT && node->kind < TASO_OP_COUNT
+                          ? taso_ops[node->kind].name
+                          : "an unknown operator");
   }
   return TASO_OK;
 }

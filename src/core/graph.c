@@ -1,6 +1,7 @@
 #include "graph.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,7 +107,14 @@ taso_err_t taso_graph_add(taso_graph_t *g, taso_op_kind_t kind, const taso_param
   /* Keep only the parameters the operator takes, so equal nodes compare equal. */
   if (op->params & TASO_P_AXIS) n.p.axis = p->axis;
   if (op->params & TASO_P_STRIDE) memcpy(n.p.stride, p->stride, sizeof n.p.stride);
-  if (op->params & TASO_P_PAD) n.p.pad = p->pad;
+  if (op->params & TASO_P_PAD) {
+    n.p.pad = p->pad;
+    if (p->pad == TASO_PAD_EXPLICIT) memcpy(n.p.pads, p->pads, sizeof n.p.pads);
+  }
+  if (op->params & TASO_P_PERM) memcpy(n.p.perm, p->perm, sizeof n.p.perm);
+  if (op->params & TASO_P_BOUND) memcpy(n.p.bound, p->bound, sizeof n.p.bound);
+  if (op->params & TASO_P_AT) n.p.at = p->at;
+  if (op->params & TASO_P_COUNT_PAD) n.p.exclude_pad = p->exclude_pad;
   if (op->params & TASO_P_ACT) n.p.act = p->act;
   if (op->params & TASO_P_KERNEL) memcpy(n.p.kernel, p->kernel, sizeof n.p.kernel);
   if (op->params & TASO_P_LAYOUT) n.p.layout = p->layout;
@@ -217,7 +225,14 @@ uint64_t taso_graph_hash(const taso_graph_t *g) {
     const taso_node_t *n = &g->nodes[i];
     int32_t head[2] = {n->kind, 0};
     h = hash_ints(h, head, 2);
-    h = hash_ints(h, (const int32_t *)&n->p, sizeof n->p / sizeof(int32_t));
+    /* The model-only parameters (pads on) enter the hash only when set, so
+     * every substitution graph keeps the hash it had before they existed. */
+    static const taso_params_t zero;
+    const size_t subst_ints = offsetof(taso_params_t, pads) / sizeof(int32_t);
+    const size_t model_bytes = sizeof n->p - offsetof(taso_params_t, pads);
+    h = hash_ints(h, (const int32_t *)&n->p, subst_ints);
+    if (memcmp(n->p.pads, zero.pads, model_bytes) != 0)
+      h = hash_ints(h, (const int32_t *)n->p.pads, model_bytes / sizeof(int32_t));
     h = hash_ints(h, n->in, 3);
   }
   return hash_ints(h, g->outputs, g->noutputs);
@@ -248,6 +263,13 @@ static void put(out_t *o, const char *str) {
     }
 }
 
+/* A permutation of r axes holds r - 1 as its largest entry; the rest are 0. */
+static int taso_perm_rank(const int32_t *perm) {
+  int32_t top = 0;
+  for (int i = 0; i < TASO_MAX_RANK; i++) top = perm[i] > top ? perm[i] : top;
+  return top + 1;
+}
+
 static void emit_dims(out_t *o, int rank, const int32_t *d) {
   if (rank == 0) emit(o, "scalar");
   for (int i = 0; i < rank; i++) emit(o, i ? "x%d" : "%d", d[i]);
@@ -265,8 +287,9 @@ static void format_ref(const taso_graph_t *g, const taso_inputs_t *in, taso_ref_
   const taso_op_info_t *op = &taso_ops[n->kind];
   const char *sep = "";
 #define ARG(...) (put(o, sep), emit(o, __VA_ARGS__), sep = ", ")
-  if (n->kind == TASO_OP_SPLIT) {
-    put(o, TASO_REF_PORT(ref) ? "split1(" : "split0(");
+  if (op->outputs == 2) {
+    put(o, op->name);
+    put(o, TASO_REF_PORT(ref) ? "1(" : "0(");
   } else {
     put(o, op->name);
     put(o, "(");
@@ -276,6 +299,15 @@ static void format_ref(const taso_graph_t *g, const taso_inputs_t *in, taso_ref_
   if ((op->params & TASO_P_STRIDE) && (n->p.stride[0] != 1 || n->p.stride[1] != 1))
     ARG("s=%dx%d", n->p.stride[0], n->p.stride[1]);
   if ((op->params & TASO_P_PAD) && n->p.pad == TASO_PAD_VALID) ARG("pad=valid");
+  if ((op->params & TASO_P_PAD) && n->p.pad == TASO_PAD_EXPLICIT)
+    ARG("pad=%dx%dx%dx%d", n->p.pads[0], n->p.pads[1], n->p.pads[2], n->p.pads[3]);
+  if ((op->params & TASO_P_COUNT_PAD) && n->p.exclude_pad) ARG("exclude_pad=1");
+  if (op->params & TASO_P_AT) ARG("at=%d", n->p.at);
+  if (op->params & TASO_P_BOUND) ARG("min=%g, max=%g", (double)n->p.bound[0], (double)n->p.bound[1]);
+  if (op->params & TASO_P_PERM) {
+    ARG("perm=");
+    emit_dims(o, taso_perm_rank(n->p.perm), n->p.perm);
+  }
   if ((op->params & TASO_P_ACT) && n->p.act == TASO_ACT_RELU) ARG("act=relu");
   if ((op->params & TASO_P_LAYOUT) && n->p.layout == TASO_LAYOUT_VIEW) ARG("layout=view");
   if (op->params & TASO_P_SHAPE) {
@@ -325,7 +357,7 @@ static void skip_space(parser_t *ps) {
 static int word(parser_t *ps, const char **start) {
   skip_space(ps);
   *start = ps->s;
-  while (isalnum((unsigned char)*ps->s) || *ps->s == '_' || *ps->s == '-') ps->s++;
+  while (isalnum((unsigned char)*ps->s) || (*ps->s && strchr("_-.+", *ps->s))) ps->s++;
   return (int)(ps->s - *start);
 }
 
@@ -387,11 +419,17 @@ static taso_err_t parse_param(parser_t *ps, const taso_op_info_t *op, const char
     else if (word_is(key, klen, "k")) flag = TASO_P_KERNEL;
     else if (word_is(key, klen, "layout")) flag = TASO_P_LAYOUT;
     else if (word_is(key, klen, "shape")) flag = TASO_P_SHAPE;
+    else if (word_is(key, klen, "perm")) flag = TASO_P_PERM;
+    else if (word_is(key, klen, "min") || word_is(key, klen, "max")) flag = TASO_P_BOUND;
+    else if (word_is(key, klen, "at")) flag = TASO_P_AT;
+    else if (word_is(key, klen, "exclude_pad")) flag = TASO_P_COUNT_PAD;
     else return fail(ps, TASO_ERR_UNKNOWN, "unknown parameter", key, klen);
   }
   if (!(op->params & flag)) return fail(ps, TASO_ERR_PARSE, "operator takes no parameter", key, klen);
-  if (*seen & flag) return fail(ps, TASO_ERR_PARSE, "parameter given twice:", key, klen);
-  *seen |= flag;
+  /* min and max share one flag: each is given once, in either order */
+  unsigned bit = flag == TASO_P_BOUND && word_is(key, klen, "max") ? 1u << 31 : flag;
+  if (*seen & bit) return fail(ps, TASO_ERR_PARSE, "parameter given twice:", key, klen);
+  *seen |= bit;
   bool ok = true;
   switch (flag) {
   case TASO_P_AXIS:
@@ -404,8 +442,40 @@ static taso_err_t parse_param(parser_t *ps, const taso_op_info_t *op, const char
     if (ok) memcpy(flag == TASO_P_STRIDE ? p->stride : p->kernel, d, sizeof(int32_t) * 2);
     break;
   case TASO_P_PAD:
+    if (isdigit((unsigned char)v[0])) { /* explicit: top x left x bottom x right */
+      ok = parse_dims(v, vlen, p->pads, 4) == 4;
+      p->pad = TASO_PAD_EXPLICIT;
+      break;
+    }
     ok = word_is(v, vlen, "same") || word_is(v, vlen, "valid");
     p->pad = word_is(v, vlen, "valid") ? TASO_PAD_VALID : TASO_PAD_SAME;
+    break;
+  case TASO_P_PERM: {
+    int r = parse_dims(v, vlen, d, TASO_MAX_RANK);
+    ok = r >= 1;
+    memset(p->perm, 0, sizeof p->perm);
+    for (int i = 0; ok && i < r; i++) p->perm[i] = d[i];
+    ok = ok && taso_perm_rank(p->perm) == r; /* the shape rule checks the rest */
+    break;
+  }
+  case TASO_P_BOUND: {
+    char num[48], *end;
+    ok = vlen > 0 && vlen < (int)sizeof num;
+    if (!ok) break;
+    memcpy(num, v, vlen);
+    num[vlen] = 0;
+    double x = strtod(num, &end);
+    ok = *end == 0;
+    p->bound[bit == TASO_P_BOUND ? 0 : 1] = (float)x;
+    break;
+  }
+  case TASO_P_AT:
+    ok = parse_dims(v, vlen, d, 1) == 1 && d[0] >= 1;
+    p->at = ok ? d[0] : 0;
+    break;
+  case TASO_P_COUNT_PAD:
+    ok = word_is(v, vlen, "0") || word_is(v, vlen, "1");
+    p->exclude_pad = word_is(v, vlen, "1");
     break;
   case TASO_P_ACT:
     ok = word_is(v, vlen, "none") || word_is(v, vlen, "relu");
@@ -472,10 +542,17 @@ static taso_err_t parse_op(parser_t *ps, const char *name, int nlen, taso_op_kin
   if (nlen < (int)sizeof buf) {
     memcpy(buf, name, nlen);
     buf[nlen] = 0;
-    if (operands && (!strcmp(buf, "split0") || !strcmp(buf, "split1"))) {
-      *kind = TASO_OP_SPLIT;
-      *port = buf[5] - '0';
-    } else if (!operands || strcmp(buf, "split") != 0) {
+    /* an operator with two results is named with its port: split0, split1 */
+    char last = nlen > 1 ? buf[nlen - 1] : 0;
+    if (operands && (last == '0' || last == '1')) {
+      buf[nlen - 1] = 0;
+      *kind = taso_op_lookup(buf);
+      if (*kind != TASO_OP_COUNT && taso_ops[*kind].outputs == 2)
+        *port = last - '0';
+      else
+        *kind = TASO_OP_COUNT;
+    } else if (!operands || taso_op_lookup(buf) == TASO_OP_COUNT ||
+               taso_ops[taso_op_lookup(buf)].outputs == 1) {
       *kind = taso_op_lookup(buf);
     }
   }
@@ -506,11 +583,15 @@ static taso_err_t parse_op(parser_t *ps, const char *name, int nlen, taso_op_kin
   } while (accept(ps, ','));
   TASO_TRY(expect(ps, ')'));
 done:;
-  unsigned required = op->params & (TASO_P_AXIS | TASO_P_KERNEL | TASO_P_SHAPE);
+  unsigned required = op->params & (TASO_P_AXIS | TASO_P_KERNEL | TASO_P_SHAPE | TASO_P_PERM |
+                                    TASO_P_AT);
+  if ((op->params & TASO_P_BOUND) && !((seen & TASO_P_BOUND) && (seen & (1u << 31))))
+    return fail(ps, TASO_ERR_PARSE, "missing min or max parameter of", name, nlen);
   /* Templates leave shapes to the enumerator, which knows the partner. */
   if (!operands) required &= ~(unsigned)TASO_P_SHAPE;
   if ((seen & required) != required)
-    return fail(ps, TASO_ERR_PARSE, "missing axis, kernel or shape parameter of", name, nlen);
+    return fail(ps, TASO_ERR_PARSE, "missing axis, kernel, shape, perm or at parameter of", name,
+                nlen);
   return TASO_OK;
 }
 

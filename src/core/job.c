@@ -189,7 +189,7 @@ static taso_err_t set_max_ops(taso_job_t *job, const char *value) {
 }
 
 static bool same_template(const taso_op_template_t *a, const taso_op_template_t *b) {
-  /* taso_params_t is all int32 with unused fields zeroed, so memcmp is exact. */
+  /* Unused parameter fields are zeroed, so memcmp is exact. */
   return a->kind == b->kind && memcmp(&a->p, &b->p, sizeof a->p) == 0;
 }
 
@@ -197,6 +197,10 @@ static taso_err_t add_template(taso_job_t *job, const char *text) {
   taso_op_template_t t;
   taso_err_t err = taso_op_template_parse(text, &t.kind, &t.p);
   if (err != TASO_OK) return taso_error_prefix(err, "'%s': ", text);
+  if (taso_op_is_model_only(t.kind))
+    return taso_error(TASO_ERR_UNKNOWN,
+                      "'%s': %s is a model operator, outside the substitution language", text,
+                      taso_ops[t.kind].name);
   /* A template listed twice would make the generator enumerate every graph
    * that uses it twice over; "conv2d" and "conv2d(act=none)" count as twice. */
   for (int i = 0; i < job->nops; i++)

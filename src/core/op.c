@@ -71,6 +71,15 @@ int32_t taso_window_out(int32_t i, int32_t k, int32_t s, int32_t pad, int32_t *p
   return o;
 }
 
+int32_t taso_window_axis(const taso_params_t *p, int axis, int32_t i, int32_t k,
+                         int32_t *pad_before) {
+  int32_t s = p->stride[axis];
+  if (p->pad != TASO_PAD_EXPLICIT) return taso_window_out(i, k, s, p->pad, pad_before);
+  int32_t total = i + p->pads[axis] + p->pads[axis + 2];
+  *pad_before = p->pads[axis];
+  return total < k ? 0 : (total - k) / s + 1;
+}
+
 /* Output [n, c, oh, ow] of a window operator on x [n, ., h, w]. */
 static taso_err_t window_shape(const taso_params_t *p, const taso_tensor_t *x, int32_t kh,
                                int32_t kw, int32_t c, taso_tensor_t *out) {
@@ -79,10 +88,15 @@ static taso_err_t window_shape(const taso_params_t *p, const taso_tensor_t *x, i
     return taso_error(TASO_ERR_SHAPE, "stride %dx%d must be positive", p->stride[0],
                       p->stride[1]);
   if (kh < 1 || kw < 1) return taso_error(TASO_ERR_SHAPE, "kernel %dx%d must be positive", kh, kw);
-  int32_t oh = taso_window_out(x->dim[2], kh, p->stride[0], p->pad, &before);
-  int32_t ow = taso_window_out(x->dim[3], kw, p->stride[1], p->pad, &before);
+  if (p->pad == TASO_PAD_EXPLICIT)
+    for (int i = 0; i < 4; i++)
+      if (p->pads[i] < 0 || p->pads[i] >= (i % 2 ? kw : kh))
+        return taso_error(TASO_ERR_SHAPE, "padding %d,%d,%d,%d must be smaller than kernel %dx%d",
+                          p->pads[0], p->pads[1], p->pads[2], p->pads[3], kh, kw);
+  int32_t oh = taso_window_axis(p, 0, x->dim[2], kh, &before);
+  int32_t ow = taso_window_axis(p, 1, x->dim[3], kw, &before);
   if (oh < 1 || ow < 1)
-    return taso_error(TASO_ERR_SHAPE, "kernel %dx%d does not fit input %dx%d with VALID padding",
+    return taso_error(TASO_ERR_SHAPE, "kernel %dx%d does not fit input %dx%d with this padding",
                       kh, kw, x->dim[2], x->dim[3]);
   int32_t d[4] = {x->dim[0], c, oh, ow};
   *out = taso_tensor_make(4, d);
@@ -203,6 +217,103 @@ static taso_err_t shape_const_one(const taso_params_t *p, const taso_tensor_t *i
   return shape_constant(p, out);
 }
 
+/* ---- model-only shape rules --------------------------------------------- */
+
+/* ONNX multidirectional broadcasting: axes aligned from the right, each
+ * pair equal or one of them 1. */
+static taso_err_t shape_broadcast(const taso_params_t *p, const taso_tensor_t *in,
+                                  taso_tensor_t *out) {
+  (void)p;
+  const taso_tensor_t *a = &in[0], *b = &in[1];
+  int rank = a->rank > b->rank ? a->rank : b->rank;
+  int32_t d[TASO_MAX_RANK];
+  for (int i = 0; i < rank; i++) {
+    int ia = i - (rank - a->rank), ib = i - (rank - b->rank);
+    int32_t x = ia >= 0 ? a->dim[ia] : 1, y = ib >= 0 ? b->dim[ib] : 1;
+    if (x != y && x != 1 && y != 1)
+      return taso_error(TASO_ERR_SHAPE, "sizes %d and %d on axis %d do not broadcast", x, y, i);
+    d[i] = x == 1 ? y : x;
+  }
+  out[0] = taso_tensor_make(rank, d);
+  return TASO_OK;
+}
+
+static taso_err_t shape_clip(const taso_params_t *p, const taso_tensor_t *in, taso_tensor_t *out) {
+  if (!(p->bound[0] <= p->bound[1]))
+    return taso_error(TASO_ERR_SHAPE, "bounds %g > %g", (double)p->bound[0], (double)p->bound[1]);
+  return shape_unary(p, in, out);
+}
+
+static taso_err_t shape_softmax(const taso_params_t *p, const taso_tensor_t *in,
+                                taso_tensor_t *out) {
+  if (p->axis < 0 || p->axis >= in[0].rank)
+    return taso_error(TASO_ERR_SHAPE, "axis %d out of range for rank %d", p->axis, in[0].rank);
+  return shape_unary(p, in, out);
+}
+
+static taso_err_t shape_batchnorm(const taso_params_t *p, const taso_tensor_t *in,
+                                  taso_tensor_t *out) {
+  if (in[0].rank < 2) return taso_error(TASO_ERR_SHAPE, "needs rank 2 to 4, got %d", in[0].rank);
+  for (int i = 1; i < 3; i++)
+    if (in[i].rank != 1 || in[i].dim[0] != in[0].dim[1])
+      return taso_error(TASO_ERR_SHAPE, "%s must be one value per channel (%d)",
+                        i == 1 ? "scale" : "bias", in[0].dim[1]);
+  return shape_unary(p, in, out);
+}
+
+static taso_err_t shape_reshape(const taso_params_t *p, const taso_tensor_t *in,
+                                taso_tensor_t *out) {
+  TASO_TRY(shape_constant(p, out));
+  if (taso_tensor_size(&out[0]) != taso_tensor_size(&in[0]))
+    return taso_error(TASO_ERR_SHAPE, "%lld elements cannot take a shape of %lld",
+                      (long long)taso_tensor_size(&in[0]), (long long)taso_tensor_size(&out[0]));
+  return TASO_OK;
+}
+
+static taso_err_t shape_permute(const taso_params_t *p, const taso_tensor_t *in,
+                                taso_tensor_t *out) {
+  int rank = in[0].rank, seen = 0;
+  int32_t d[TASO_MAX_RANK];
+  for (int i = 0; i < rank; i++) {
+    if (p->perm[i] < 0 || p->perm[i] >= rank || (seen & (1 << p->perm[i])))
+      return taso_error(TASO_ERR_SHAPE, "not a permutation of %d axes", rank);
+    seen |= 1 << p->perm[i];
+    d[i] = in[0].dim[p->perm[i]];
+  }
+  for (int i = rank; i < TASO_MAX_RANK; i++)
+    if (p->perm[i] != 0) return taso_error(TASO_ERR_SHAPE, "permutation longer than rank %d", rank);
+  out[0] = taso_tensor_make(rank, d);
+  return TASO_OK;
+}
+
+static taso_err_t shape_bmm(const taso_params_t *p, const taso_tensor_t *in, taso_tensor_t *out) {
+  (void)p;
+  const taso_tensor_t *a = &in[0], *b = &in[1];
+  if (a->rank != 3 || b->rank != 3)
+    return taso_error(TASO_ERR_SHAPE, "needs two rank-3 operands, got ranks %d and %d", a->rank,
+                      b->rank);
+  if (a->dim[0] != b->dim[0] || a->dim[2] != b->dim[1])
+    return taso_error(TASO_ERR_SHAPE, "[%d,%d,%d] x [%d,%d,%d] do not multiply", a->dim[0],
+                      a->dim[1], a->dim[2], b->dim[0], b->dim[1], b->dim[2]);
+  int32_t d[3] = {a->dim[0], a->dim[1], b->dim[2]};
+  out[0] = taso_tensor_make(3, d);
+  return TASO_OK;
+}
+
+static taso_err_t shape_split_at(const taso_params_t *p, const taso_tensor_t *in,
+                                 taso_tensor_t *out) {
+  const taso_tensor_t *x = &in[0];
+  if (p->axis < 0 || p->axis >= x->rank)
+    return taso_error(TASO_ERR_SHAPE, "axis %d out of range for rank %d", p->axis, x->rank);
+  if (p->at < 1 || p->at >= x->dim[p->axis])
+    return taso_error(TASO_ERR_SHAPE, "cannot split size %d at %d", x->dim[p->axis], p->at);
+  out[0] = taso_tensor_make(x->rank, x->dim);
+  out[1] = out[0];
+  out[0].dim[p->axis] = p->at;
+  out[1].dim[p->axis] = x->dim[p->axis] - p->at;
+  return TASO_OK;
+}
+
 /* ---- split-tree rules (semantics.md section 1; enlarge is ours) ---------- */
 
 static taso_err_t trees_none(const taso_params_t *p, const taso_tensor_t *in, taso_tensor_t *out) {
@@ -289,6 +400,10 @@ static taso_err_t trees_split(const taso_params_t *p, const taso_tensor_t *in,
   return TASO_OK;
 }
 
+/* Model-only operators keep no split trees: nothing splits their results by
+ * tree, and keeping none never makes a split valid that is not. */
+#define trees_model trees_none
+
 /* ---- the registry ------------------------------------------------------- */
 
 #define WINDOW (TASO_P_STRIDE | TASO_P_PAD)
@@ -302,7 +417,8 @@ const taso_op_info_t taso_ops[TASO_OP_COUNT] = {
     [TASO_OP_TRANSPOSE] = {"transpose", 1, 1, TASO_P_LAYOUT, shape_transpose, trees_transpose},
     [TASO_OP_MATMUL] = {"matmul", 2, 1, TASO_P_ACT, shape_matmul, trees_matmul},
     [TASO_OP_CONV2D] = {"conv2d", 2, 1, WINDOW | TASO_P_ACT, shape_conv2d, trees_conv2d},
-    [TASO_OP_POOL_AVG] = {"pool_avg", 1, 1, WINDOW | TASO_P_KERNEL, shape_pool, trees_pool},
+    [TASO_OP_POOL_AVG] = {"pool_avg", 1, 1, WINDOW | TASO_P_KERNEL | TASO_P_COUNT_PAD, shape_pool,
+                          trees_pool},
     [TASO_OP_POOL_MAX] = {"pool_max", 1, 1, WINDOW | TASO_P_KERNEL, shape_pool, trees_pool},
     [TASO_OP_CONCAT] = {"concat", 2, 1, TASO_P_AXIS, shape_concat, trees_concat},
     [TASO_OP_SPLIT] = {"split", 1, 2, TASO_P_AXIS, shape_split, trees_split},
@@ -313,6 +429,17 @@ const taso_op_info_t taso_ops[TASO_OP_COUNT] = {
                              shape_const_iconv, trees_none},
     [TASO_OP_CONST_IMM] = {"const_imm", 0, 1, TASO_P_SHAPE, shape_const_imm, trees_none},
     [TASO_OP_CONST_ONE] = {"const_one", 0, 1, TASO_P_SHAPE, shape_const_one, trees_none},
+    [TASO_OP_ADD] = {"add", 2, 1, 0, shape_broadcast, trees_model},
+    [TASO_OP_MUL] = {"mul", 2, 1, 0, shape_broadcast, trees_model},
+    [TASO_OP_SIGMOID] = {"sigmoid", 1, 1, 0, shape_unary, trees_model},
+    [TASO_OP_TANH] = {"tanh", 1, 1, 0, shape_unary, trees_model},
+    [TASO_OP_CLIP] = {"clip", 1, 1, TASO_P_BOUND, shape_clip, trees_model},
+    [TASO_OP_SOFTMAX] = {"softmax", 1, 1, TASO_P_AXIS, shape_softmax, trees_model},
+    [TASO_OP_BATCHNORM] = {"batchnorm", 3, 1, 0, shape_batchnorm, trees_model},
+    [TASO_OP_RESHAPE] = {"reshape", 1, 1, TASO_P_SHAPE, shape_reshape, trees_model},
+    [TASO_OP_PERMUTE] = {"permute", 1, 1, TASO_P_PERM, shape_permute, trees_model},
+    [TASO_OP_BMM] = {"bmm", 2, 1, TASO_P_ACT, shape_bmm, trees_model},
+    [TASO_OP_SPLIT_AT] = {"split_at", 1, 2, TASO_P_AXIS | TASO_P_AT, shape_split_at, trees_model},
 };
 
 taso_op_kind_t taso_op_lookup(const char *name) {

@@ -33,10 +33,29 @@ typedef enum {
   TASO_OP_CONST_ICONV,
   TASO_OP_CONST_IMM,
   TASO_OP_CONST_ONE,
+  /* Model-only operators: real models need them, substitutions never
+   * mention them (no axioms, not enumerated, not fingerprinted). Only the
+   * double evaluation and the runtime backends compute them. */
+  TASO_OP_ADD,       /* element-wise add with ONNX (trailing) broadcasting */
+  TASO_OP_MUL,       /* element-wise multiply with ONNX broadcasting */
+  TASO_OP_SIGMOID,
+  TASO_OP_TANH,
+  TASO_OP_CLIP,      /* min(max(x, bound[0]), bound[1]); ReLU6 is clip(0, 6) */
+  TASO_OP_SOFTMAX,   /* along axis */
+  TASO_OP_BATCHNORM, /* inference form: x * scale[c] + bias[c] on axis 1 */
+  TASO_OP_RESHAPE,   /* to shape, same element count, row-major order kept */
+  TASO_OP_PERMUTE,   /* output axis i is input axis perm[i] */
+  TASO_OP_BMM,       /* batched matmul [b,m,k] x [b,k,n] */
+  TASO_OP_SPLIT_AT,  /* split at a given size on axis, without a split tree */
   TASO_OP_COUNT
 } taso_op_kind_t;
 
-enum { TASO_PAD_SAME = 0, TASO_PAD_VALID = 1 };
+/* Kinds below this one form the substitution language. */
+#define TASO_OP_SUBST_END TASO_OP_ADD
+#define taso_op_is_model_only(k) ((k) >= TASO_OP_SUBST_END && (k) < TASO_OP_COUNT)
+
+/* EXPLICIT (model graphs only): pads[] gives the padding of each side. */
+enum { TASO_PAD_SAME = 0, TASO_PAD_VALID = 1, TASO_PAD_EXPLICIT = 2 };
 enum { TASO_ACT_NONE = 0, TASO_ACT_RELU = 1 };
 enum { TASO_LAYOUT_MATERIALIZED = 0, TASO_LAYOUT_VIEW = 1 };
 
@@ -50,6 +69,10 @@ enum {
   TASO_P_LAYOUT = 1 << 5, /* transpose: materialized (default) or view */
   TASO_P_SHAPE = 1 << 6,  /* constants: the full shape */
   TASO_P_INPUT = 1 << 7,  /* inputs: index into the input table */
+  TASO_P_PERM = 1 << 8,   /* permute: the permutation */
+  TASO_P_BOUND = 1 << 9,  /* clip: the bounds */
+  TASO_P_AT = 1 << 10,    /* split_at: the size of the first part */
+  TASO_P_COUNT_PAD = 1 << 11, /* pool_avg in models: divisor excludes padding */
 };
 
 /* Operator parameters. Unused fields are 0 so that nodes compare field-wise. */
@@ -63,6 +86,14 @@ typedef struct {
   int32_t rank;      /* constants: rank of shape */
   int32_t shape[4];  /* constants: their shape */
   int32_t input;     /* inputs: index into the input table */
+  /* Model graphs only; 0 in every substitution, so no pattern matches a
+   * node that uses them. */
+  int32_t pads[4];     /* pad == EXPLICIT: top, left, bottom, right */
+  int32_t perm[4];     /* permute: output axis i reads input axis perm[i] */
+  float bound[2];      /* clip: min and max */
+  int32_t at;          /* split_at: size of the first part on axis */
+  int32_t exclude_pad; /* pool_avg: 1 divides by the in-bounds count (ONNX's
+                          count_include_pad = 0); 0 by the kernel size */
 } taso_params_t;
 
 typedef struct taso_op_info {
@@ -91,5 +122,10 @@ taso_err_t taso_op_infer(taso_op_kind_t kind, const taso_params_t *p,
 /* Output size of a window of k with stride s on an axis of size i;
  * 0 when VALID and the window does not fit. Sets the padding before. */
 int32_t taso_window_out(int32_t i, int32_t k, int32_t s, int32_t pad, int32_t *pad_before);
+
+/* The same for spatial axis 0 (height) or 1 (width) of a window operator
+ * with parameters p, explicit padding included. */
+int32_t taso_window_axis(const taso_params_t *p, int axis, int32_t i, int32_t k,
+                         int32_t *pad_before);
 
 #endif

@@ -162,7 +162,7 @@ static int op_nints(taso_op_kind_t kind) {
 static taso_err_t bind_functions(taso_prover_t *p) {
   const taso_axioms_t *ax = p->ax;
   for (int k = 0; k < TASO_OP_COUNT; k++) p->fn[k][0] = p->fn[k][1] = -1;
-  for (int k = TASO_OP_INPUT + 1; k < TASO_OP_COUNT; k++) {
+  for (int k = TASO_OP_INPUT + 1; k < TASO_OP_SUBST_END; k++) {
     const taso_op_info_t *op = &taso_ops[k];
     for (int port = 0; port < op->outputs; port++) {
       char name[32];
@@ -417,8 +417,9 @@ static taso_err_t graph_terms(taso_prover_t *p, const taso_inputs_t *in, const t
       v[2 * i] = Z3_mk_const(p->c, Z3_mk_string_symbol(p->c, in->v[n->p.input].name), p->t);
       continue;
     }
-    if (n->kind <= TASO_OP_INPUT || n->kind >= TASO_OP_COUNT) {
-      err = taso_error(TASO_ERR_UNKNOWN, "operator kind %d is unknown", n->kind);
+    if (n->kind <= TASO_OP_INPUT || n->kind >= TASO_OP_SUBST_END) {
+      err = taso_error(TASO_ERR_UNKNOWN, "operator kind %d is not in the substitution language",
+                       n->kind);
       break;
     }
     int32_t ints[TASO_DECL_MAX_ARGS];
