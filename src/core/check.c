@@ -18,6 +18,7 @@ static const char *const messages[TASO_ERR_COUNT] = {
     [TASO_ERR_ARG] = "invalid argument",
     [TASO_ERR_OVERFLOW] = "arithmetic overflow",
     [TASO_ERR_LIB] = "library failure",
+    [TASO_ERR_UNSUPPORTED] = "not supported",
 };
 
 static _Thread_local char detail[1024];

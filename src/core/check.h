@@ -25,6 +25,7 @@ typedef enum {
   TASO_ERR_ARG,     /* a bad argument from the caller */
   TASO_ERR_OVERFLOW,/* exact arithmetic out of range */
   TASO_ERR_LIB,     /* an external library (MPI, HDF5, Z3, CUDA) failed */
+  TASO_ERR_UNSUPPORTED, /* valid, but not something this backend or importer does */
   TASO_ERR_COUNT
 } taso_err_t;
 

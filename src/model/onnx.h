@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "model.h"
 #include "onnx/onnx.pb-c.h"
 
 /* The opsets of the default domain that import accepts. */
@@ -57,5 +58,17 @@ int taso_onnx_supported(const char *op_type);
  * type, a size that does not match its dims). */
 taso_err_t taso_onnx_read_tensor(const char *path, taso_onnx_tensor_t *out);
 void taso_onnx_tensor_free(taso_onnx_tensor_t *t);
+
+/* ---- import and export (onnx_import.c, onnx_export.c) ------------------ */
+/* Imports an ONNX file into a model: graph inputs with initializers and
+ * other initializers become weights (with their values), the rest inputs;
+ * every node maps onto registry operators. An unsupported model is refused
+ * with the message of taso_onnx_check. */
+taso_err_t taso_onnx_import(const char *path, taso_model_t *m);
+
+/* Writes a model as a valid ONNX file (opset 13): every input and weight
+ * keeps its own name, weights become initializers, fused activations are
+ * written as their own nodes. */
+taso_err_t taso_onnx_export(const taso_model_t *m, const char *path);
 
 #endif

@@ -1,0 +1,93 @@
+/*
+ * The runtime: backends that run operator configurations and whole models.
+ *
+ * A backend is a struct of function pointers (one file each: reference,
+ * cpu with oneDNN, gpu with cuDNN and cuBLAS). It prepares one operator
+ * configuration into a kernel (choosing its library call and, on the GPU,
+ * its algorithm by timing), runs it on buffers it allocated, and says
+ * TASO_ERR_UNSUPPORTED for a configuration it has no call for. The
+ * reference backend (the registry's double evaluation) runs everything and
+ * is always built; tests compare every backend against it.
+ *
+ * Fused library calls and memory layouts are part of the configuration, not
+ * of a backend's private choices: a convolution with its bias and ReLU (and
+ * a residual sum) in one call is a configuration with fuse flags, and the
+ * layout of its activations is a field, so that choosing calls and layouts
+ * by measured cost is a search over configurations.
+ *
+ * Buffers hold float32. At the interface (upload, download) values are
+ * row-major in the tensor's logical shape; a backend that keeps another
+ * layout inside reorders in its kernels, and the configuration says so.
+ */
+#ifndef TASO_RUNTIME_H
+#define TASO_RUNTIME_H
+
+#include <stdint.h>
+
+#include "graph.h"
+
+/* Layouts of 4-d activations. Rank < 4 tensors are always row-major. */
+typedef enum {
+  TASO_RT_NCHW = 0,    /* row-major in the logical shape */
+  TASO_RT_NHWC = 1,    /* channels last */
+  TASO_RT_BLOCKED = 2, /* the backend's own blocked format (oneDNN nChw8c/16c) */
+} taso_rt_layout_t;
+
+/* Epilogues fused into one library call (conv2d, matmul, bmm). */
+enum {
+  TASO_FUSE_BIAS = 1 << 0, /* + bias: one value per output channel (column for matmul) */
+  TASO_FUSE_RELU = 1 << 1, /* then max(0, .), after bias and sum */
+  TASO_FUSE_SUM = 1 << 2,  /* + a tensor of the output's shape (a residual) */
+};
+
+#define TASO_RT_MAX_IN 5 /* operands, then bias, then summand */
+
+/* One operator configuration: the unit a backend prepares, runs and times,
+ * and the key of the cost database. */
+typedef struct {
+  int32_t kind;                      /* taso_op_kind_t */
+  taso_params_t p;                   /* parameters; act folded into fuse for conv/matmul */
+  int nin;                           /* buffers in: arity, + 1 with BIAS, + 1 with SUM */
+  int nout;                          /* results: 1, 2 for split/split_at */
+  taso_tensor_t in[TASO_RT_MAX_IN];  /* operand types (trees ignored) */
+  taso_tensor_t out[2];              /* result types */
+  unsigned fuse;                     /* TASO_FUSE_* */
+  int32_t layout;                    /* taso_rt_layout_t of 4-d activations */
+} taso_rt_config_t;
+
+typedef struct taso_rt_ctx taso_rt_ctx_t;       /* a backend's open device */
+typedef struct taso_rt_kernel taso_rt_kernel_t; /* a prepared configuration */
+
+typedef struct taso_backend {
+  const char *name; /* "reference", "cpu", "gpu" */
+  /* A one-line description of the device and library versions; an error
+   * with the reason when the backend cannot run here (no GPU). */
+  taso_err_t (*probe)(char *info, int len);
+  taso_err_t (*open)(int threads, taso_rt_ctx_t **ctx); /* threads 0: the default */
+  void (*close)(taso_rt_ctx_t *ctx);
+  taso_err_t (*alloc)(taso_rt_ctx_t *ctx, int64_t count, void **buf); /* count floats */
+  void (*release)(taso_rt_ctx_t *ctx, void *buf);
+  taso_err_t (*upload)(taso_rt_ctx_t *ctx, void *dst, const float *src, int64_t count);
+  taso_err_t (*download)(taso_rt_ctx_t *ctx, float *dst, const void *src, int64_t count);
+  /* TASO_ERR_UNSUPPORTED (the reason in the message) when there is no call
+   * for cfg; the runtime then runs the reference kernel for that node. */
+  taso_err_t (*prepare)(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg, taso_rt_kernel_t **k);
+  taso_err_t (*run)(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in, void *const *out);
+  taso_err_t (*sync)(taso_rt_ctx_t *ctx); /* waits for every run issued */
+  void (*destroy)(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k);
+} taso_backend_t;
+
+/* The compiled-in backends, NULL-terminated: reference, cpu, then gpu
+ * where the CUDA toolkit was found. */
+extern const taso_backend_t *const taso_backends[];
+const taso_backend_t *taso_backend_find(const char *name); /* NULL if absent */
+
+/* Timing statistics of repeated runs, in milliseconds. */
+typedef struct {
+  int runs;      /* timed runs */
+  double median; /* the median run */
+  double min, max;
+  double spread; /* (max - min) / median */
+} taso_rt_stats_t;
+
+#endif
