@@ -3,15 +3,9 @@
 #include <string.h>
 
 extern const taso_backend_t taso_backend_cpu;
-#ifdef TASO_HAVE_CUDA
-extern const taso_backend_t taso_backend_cudnn;
-#endif
 
 const taso_backend_t *const taso_backends[] = {
     &taso_backend_cpu,
-#ifdef TASO_HAVE_CUDA
-    &taso_backend_cudnn,
-#endif
     NULL,
 };
 

@@ -1,13 +1,13 @@
-/* The cuDNN/cuBLAS backend: one rank per GPU times operators on the device. */
+/* The gpu backend: cuDNN 9 and cuBLAS on one CUDA device. */
 #include <stdio.h>
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
-#include "backend.h"
+#include "runtime.h"
 
-static taso_err_t cudnn_probe(char *info, int len) {
+static taso_err_t gpu_probe(char *info, int len) {
   int count = 0;
   cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess || count == 0)
@@ -26,9 +26,9 @@ static taso_err_t cudnn_probe(char *info, int len) {
   int blas_version = 0;
   cublasGetVersion(blas, &blas_version);
   cublasDestroy(blas);
-  snprintf(info, len, "cudnn: %d device(s), %s, cuDNN %zu, cuBLAS %d", count, prop.name,
+  snprintf(info, len, "gpu: %d device(s), %s, cuDNN %zu, cuBLAS %d", count, prop.name,
            cudnnGetVersion(), blas_version);
   return TASO_OK;
 }
 
-const taso_backend_t taso_backend_cudnn = {.name = "cudnn", .probe = cudnn_probe};
+const taso_backend_t taso_backend_gpu = {.name = "gpu", .probe = gpu_probe};
