@@ -1456,6 +1456,19 @@ taso_err_t taso_artifact_read_decisions(taso_artifact_t *a, taso_decision_t **ro
 
 static taso_err_t table_type(const taso_artifact_t *a, const taso_table_t *t, hid_t *out) {
   taso_err_t err = TASO_OK;
+  if (t->nfields == 1 && !t->fields[0].name) {
+    hid_t base = H5I_INVALID_HID;
+    switch (t->fields[0].kind) {
+    case TASO_FIELD_INT32: base = H5T_NATIVE_INT32; break;
+    case TASO_FIELD_INT64: base = H5T_NATIVE_INT64; break;
+    case TASO_FIELD_DOUBLE: base = H5T_NATIVE_DOUBLE; break;
+    case TASO_FIELD_FLOAT: base = H5T_NATIVE_FLOAT; break;
+    case TASO_FIELD_STRING: break;
+    }
+    if (base < 0 || (*out = H5Tcopy(base)) < 0)
+      return h5_fail(a, "create the element type of %s", t->path);
+    return TASO_OK;
+  }
   hid_t type = H5Tcreate(H5T_COMPOUND, t->size);
   if (type < 0) return h5_fail(a, "create the record type of %s", t->path);
   for (int i = 0; i < t->nfields && err == TASO_OK; i++) {
@@ -1465,6 +1478,7 @@ static taso_err_t table_type(const taso_artifact_t *a, const taso_table_t *t, hi
     case TASO_FIELD_INT32: base = H5T_NATIVE_INT32; break;
     case TASO_FIELD_INT64: base = H5T_NATIVE_INT64; break;
     case TASO_FIELD_DOUBLE: base = H5T_NATIVE_DOUBLE; break;
+    case TASO_FIELD_FLOAT: base = H5T_NATIVE_FLOAT; break;
     case TASO_FIELD_STRING:
       if ((own = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(own, f->size) < 0 ||
           H5Tset_strpad(own, H5T_STR_NULLTERM) < 0)

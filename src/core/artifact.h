@@ -161,6 +161,7 @@ typedef enum {
   TASO_FIELD_INT64,
   TASO_FIELD_DOUBLE,
   TASO_FIELD_STRING, /* NUL-terminated char[size] */
+  TASO_FIELD_FLOAT,  /* float32 */
 } taso_field_kind_t;
 
 typedef struct {
@@ -170,6 +171,8 @@ typedef struct {
   size_t size;            /* strings: bytes, NUL included; else 0 */
 } taso_field_t;
 
+/* A table of one field with a NULL name is a plain one-dimensional array
+ * of that element type (model weights: float32 values), not a compound. */
 typedef struct {
   const char *path;           /* dataset path: "/checks" */
   size_t size;                /* sizeof the record struct */

@@ -21,9 +21,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "artifact.h"
 #include "graph.h"
 
 #define TASO_MODEL_NAME_LEN 128
+#define TASO_KIND_MODEL "taso-model"
 
 typedef struct {
   char name[TASO_MODEL_NAME_LEN]; /* the model's name: "resnet50" */
@@ -98,7 +100,10 @@ int taso_model_builtin_list(char (*names)[64], int max);
 /* The model artifact (model_h5.c): nodes, types, parameters, weights and
  * provenance in one HDF5 file of kind taso-model. Weight-only subgraphs are
  * folded into new weights before writing. */
-taso_err_t taso_model_write_h5(const taso_model_t *m, const char *path);
+/* Writes path on MPI_COMM_SELF (the caller writes beside the target and
+ * renames); folds m's weight-only subgraphs first and gives its weights
+ * their values. */
+taso_err_t taso_model_write_h5(taso_model_t *m, const char *path, const taso_provenance_t *prov);
 taso_err_t taso_model_read_h5(const char *path, taso_model_t *m);
 
 /* Folds every node whose operands are all weights (transitively) into a
