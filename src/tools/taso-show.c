@@ -7,17 +7,23 @@
  * file is then the same whatever rank count wrote it, and two files can be
  * compared with diff.
  */
+#define _POSIX_C_SOURCE 200809L /* access */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "model.h"
 #include "onnx.h"
 #include "tool.h"
 
-static bool list_graphs;
+static bool list_graphs, list_nodes;
 
 static const taso_tool_flag_t flags[] = {
     {"graphs", "list the graphs too, not only the substitutions", &list_graphs},
+    {"graph", "models: one line per node, \"t12 = conv2d(s=2x2, act=relu, t11, w7)\"",
+     &list_nodes},
     {0},
 };
 
@@ -27,8 +33,11 @@ static const taso_tool_spec_t spec = {
              "table, and one substitution per line (SRC => DST, with the verdict in a\n"
              "substitutions file), sorted. A file with graphs and no substitutions\n"
              "lists its graphs. An ONNX model (FILE.onnx) prints its opset, its nodes by\n"
-             "operator and whether taso imports every node. Runs on one rank.\n",
-    .in_help = "artifact to show",
+             "operator and whether taso imports every node. A model (a model .h5 file,\n"
+             "an .onnx file or a built-in name such as resnet50 or\n"
+             "inception_v3:batch=1) prints its operators by kind, FLOPs and weight\n"
+             "bytes, and with --graph one line per node. Runs on one rank.\n",
+    .in_help = "artifact, ONNX file or built-in model to show",
     .in_positional = true,
     .single_rank = true,
     .flags = flags,
@@ -214,6 +223,45 @@ static int by_name(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* A model: its tensors, operators by kind, FLOPs and weight bytes; with
+ * --graph, every node. */
+static void show_model(const taso_model_t *m) {
+  int64_t counts[TASO_OP_COUNT], bytes;
+  double flops;
+  int weights = 0;
+  taso_model_stats(m, counts, &flops, &bytes);
+  for (int i = 0; i < m->inputs.n; i++) weights += m->is_weight[i];
+  int64_t ops = 0;
+  for (int k = TASO_OP_INPUT + 1; k < TASO_OP_COUNT; k++) ops += counts[k];
+  printf("model %s: %lld operators, %.3f GFLOP, %d weights (%.1f MiB), seed %llu\n", m->name,
+         (long long)ops, flops / 1e9, weights, (double)bytes / (1 << 20),
+         (unsigned long long)m->seed);
+  for (int i = 0; i < m->inputs.n; i++)
+    if (!m->is_weight[i]) {
+      char shape[64];
+      taso_shape_format(&m->inputs.v[i].type, shape, sizeof shape);
+      printf("input  %-6s %-16s %s\n", m->inputs.v[i].name, shape, m->names[i]);
+    }
+  for (int i = 0; i < m->graph.noutputs; i++) {
+    char shape[64];
+    taso_shape_format(taso_model_type(m, m->graph.outputs[i]), shape, sizeof shape);
+    printf("output %-6s %-16s %s\n", "", shape, m->output_names[i]);
+  }
+  printf("operators:");
+  for (int k = TASO_OP_INPUT + 1; k < TASO_OP_COUNT; k++)
+    if (counts[k]) printf(" %s %lld", taso_ops[k].name, (long long)counts[k]);
+  printf("\n");
+  if (list_nodes) taso_model_print(m, stdout);
+}
+
+static taso_err_t load_and_show(const char *spec) {
+  taso_model_t m;
+  taso_err_t err = taso_model_load(spec, &m);
+  if (err == TASO_OK) show_model(&m);
+  taso_model_free(&m);
+  return err;
+}
+
 /* An ONNX model: what it is, its operators (sorted, with counts) and
  * whether taso imports it; an unsupported model is shown, not an error. */
 static taso_err_t show_onnx(const char *path) {
@@ -240,12 +288,13 @@ static taso_err_t show_onnx(const char *path) {
     }
   printf("\n");
   free(ops);
-  if (taso_onnx_check(m, path) == TASO_OK)
+  bool ok = taso_onnx_check(m, path) == TASO_OK;
+  if (ok)
     printf("import: every node is supported\n");
   else
     printf("import: %s\n", taso_error_detail());
   taso_onnx_free(m);
-  return TASO_OK;
+  return ok ? load_and_show(path) : TASO_OK;
 }
 
 static bool ends_with(const char *s, const char *tail) {
@@ -257,6 +306,9 @@ int main(int argc, char **argv) {
   taso_tool_t t;
   taso_tool_init(&t, &spec, &argc, &argv);
   if (ends_with(t.in_path, ".onnx")) return taso_tool_finish(&t, show_onnx(t.in_path));
+  /* Not a file and not named like one: a built-in model. */
+  if (access(t.in_path, F_OK) != 0 && !ends_with(t.in_path, ".h5"))
+    return taso_tool_finish(&t, load_and_show(t.in_path));
 
   taso_artifact_t *a = NULL;
   char *kind = NULL;
@@ -290,6 +342,8 @@ int main(int argc, char **argv) {
     }
   }
   err = taso_tool_close(&t, &a, err);
+  /* A model reads back through its own reader, which checks every node. */
+  if (err == TASO_OK && strcmp(kind, TASO_KIND_MODEL) == 0) err = load_and_show(t.in_path);
   free(decisions);
   free(rows);
   taso_graphs_free(graphs, ngraphs);

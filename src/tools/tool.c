@@ -85,13 +85,14 @@ static void print_option(const char *option, const char *help, const char *def) 
 static void print_help(const taso_tool_spec_t *s) {
   printf("Usage: %s", s->name);
   if (s->job_help) printf(s->job_required ? " --job FILE" : " [--job FILE]");
-  if (s->in_help) printf(s->in_positional ? " FILE" : " [--in FILE]");
-  if (s->out_help) printf(" [--out FILE]");
+  if (s->in_help) printf(s->in_positional ? " IN" : " [--in FILE]");
+  if (s->out_help) printf(s->out_positional ? " OUT" : " [--out FILE]");
   printf(" [options]\n\n%s\nOptions:\n", s->about);
   if (s->job_help) print_option("--job FILE", s->job_help, NULL);
   if (s->in_help)
-    print_option(s->in_positional ? "FILE, --in FILE" : "--in FILE", s->in_help, s->default_in);
-  if (s->out_help) print_option("--out FILE", s->out_help, s->default_out);
+    print_option(s->in_positional ? "IN, --in FILE" : "--in FILE", s->in_help, s->default_in);
+  if (s->out_help)
+    print_option(s->out_positional ? "OUT, --out FILE" : "--out FILE", s->out_help, s->default_out);
   if (s->threads)
     print_option("--threads N", "OpenMP threads per rank", "OMP_NUM_THREADS, else one per core");
   if (s->fresh_help) print_option("--fresh", s->fresh_help, NULL);
@@ -142,7 +143,7 @@ static void parse_options(taso_tool_t *t, int argc, char **argv) {
   }
   opts[n] = (struct option){0};
 
-  bool in_given = false;
+  bool in_given = false, out_given = false;
   opterr = 0; /* getopt's own messages would come from every rank */
   for (;;) {
     int c = getopt_long(argc, argv, ":h", opts, NULL);
@@ -166,6 +167,7 @@ static void parse_options(taso_tool_t *t, int argc, char **argv) {
       break;
     case OPT_OUT:
       t->out_path = optarg;
+      out_given = true;
       break;
     case OPT_FRESH:
       t->fresh = true;
@@ -201,11 +203,12 @@ static void parse_options(taso_tool_t *t, int argc, char **argv) {
   }
 
   if (optind < argc && s->in_positional && !in_given) t->in_path = argv[optind++];
+  if (optind < argc && s->out_positional && !out_given) t->out_path = argv[optind++];
   if (optind < argc)
     taso_tool_usage_error(t, "unexpected argument '%s' (see %s --help)", argv[optind], s->name);
   if (s->job_required && !t->job_path)
     taso_tool_usage_error(t, "--job FILE is required (see %s --help)", s->name);
-  if (s->in_help && !t->in_path)
+  if (s->in_help && !t->in_path && !s->in_optional)
     taso_tool_usage_error(t, "no input file given (see %s --help)", s->name);
 }
 

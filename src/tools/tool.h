@@ -53,6 +53,8 @@ typedef struct {
   const char *fresh_help;        /* --fresh: what starting over means here */
   bool job_required;             /* --job must be given */
   bool in_positional;            /* a lone FILE argument stands for --in FILE */
+  bool out_positional;           /* a second FILE argument stands for --out FILE */
+  bool in_optional;              /* the tool may run without an input (taso-convert --list) */
   bool threads;                  /* takes --threads N */
   bool single_rank;              /* refuses to run on more than one rank */
   const taso_tool_flag_t *flags; /* tool-specific switches, ended by {0}; may be NULL */
