@@ -102,7 +102,9 @@ static taso_err_t choose_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     k->algo = perf[i].algo;
     k->ws = perf[i].memory;
     tried++;
-    cudnnStatus_t st = cudnnSetConvolutionMathType(k->cd, perf[i].mathType);
+    /* DEFAULT math permits TF32 on Ampere and later: pin FP32 to FMA */
+    cudnnStatus_t st =
+        cudnnSetConvolutionMathType(k->cd, ctx->tf32 ? perf[i].mathType : CUDNN_FMA_MATH);
     if (st != CUDNN_STATUS_SUCCESS) {
       snprintf(last, sizeof last, "cuDNN: %s", cudnnGetErrorString(st));
       continue;
