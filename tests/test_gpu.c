@@ -50,16 +50,20 @@ static taso_rt_config_t make_cfg(int32_t kind, taso_params_t p, const taso_tenso
   c.fuse = fuse;
   c.layout = layout;
   int arity = taso_ops[kind].arity;
-  for (int i = 0; i < arity; i++) c.in[i] = in[i];
+  for (int i = 0; i < arity; i++)
+    c.in[i] = in[i];
   taso_params_t plain = p;
   plain.act = TASO_ACT_NONE;
   CHECK_OK(taso_op_infer((taso_op_kind_t)kind, &plain, c.in, c.out));
   c.nout = taso_ops[kind].outputs;
-  for (int i = 0; i < c.nout; i++) c.out[i] = taso_tensor_make(c.out[i].rank, c.out[i].dim);
-  for (int i = 0; i < arity; i++) c.in[i] = taso_tensor_make(c.in[i].rank, c.in[i].dim);
+  for (int i = 0; i < c.nout; i++)
+    c.out[i] = taso_tensor_make(c.out[i].rank, c.out[i].dim);
+  for (int i = 0; i < arity; i++)
+    c.in[i] = taso_tensor_make(c.in[i].rank, c.in[i].dim);
   c.nin = arity;
   const taso_tensor_t *o = &c.out[0];
-  if (fuse & TASO_FUSE_BIAS) c.in[c.nin++] = T(1, kind == TASO_OP_CONV2D ? o->dim[1] : o->dim[o->rank - 1], 0, 0, 0);
+  if (fuse & TASO_FUSE_BIAS)
+    c.in[c.nin++] = T(1, kind == TASO_OP_CONV2D ? o->dim[1] : o->dim[o->rank - 1], 0, 0, 0);
   if (fuse & TASO_FUSE_SUM) c.in[c.nin++] = *o;
   return c;
 }
@@ -129,7 +133,8 @@ static void check_config(const taso_rt_config_t *c, const char *label, bool opti
     din[i] = malloc(sizeof(double) * (size_t)n);
     CHECK(hin[i] && din[i]);
     if (!hin[i] || !din[i]) goto done;
-    for (int64_t j = 0; j < n; j++) din[i][j] = hin[i][j] = frand();
+    for (int64_t j = 0; j < n; j++)
+      din[i][j] = hin[i][j] = frand();
     CHECK_OK(gpu->alloc(ctx, n, &dev_in[i]));
   }
   for (int i = 0; i < c->nout; i++) {
@@ -172,7 +177,8 @@ static void check_config(const taso_rt_config_t *c, const char *label, bool opti
     bool nhwc = stored_nhwc(c, -1, &c->out[i]);
     CHECK_OK(gpu->download(ctx, nhwc ? stage : hout[i], dev_out[i], n));
     if (nhwc) reorder(&c->out[i], stage, hout[i], false);
-    for (int64_t j = 0; j < n; j++) scale = fmax(scale, fabs(ref[i][j]));
+    for (int64_t j = 0; j < n; j++)
+      scale = fmax(scale, fabs(ref[i][j]));
     for (int64_t j = 0; j < n; j++) {
       double d = fabs((double)hout[i][j] - ref[i][j]);
       if (!(d <= worst)) worst = d; /* NaN sticks */
@@ -197,7 +203,9 @@ done:
   free(stage);
 }
 
-static taso_params_t P(void) { return taso_params_default(); }
+static taso_params_t P(void) {
+  return taso_params_default();
+}
 
 static taso_params_t window(int32_t sh, int32_t sw, int32_t pad, int32_t kh, int32_t kw) {
   taso_params_t p = taso_params_default();
@@ -219,8 +227,8 @@ static taso_params_t explicit_pads(int32_t s, int32_t kh, int32_t kw, int32_t t,
   return p;
 }
 
-static void conv(const char *label, taso_params_t p, taso_tensor_t x, taso_tensor_t w, unsigned fuse,
-                 int32_t layout, bool optional) {
+static void conv(const char *label, taso_params_t p, taso_tensor_t x, taso_tensor_t w,
+                 unsigned fuse, int32_t layout, bool optional) {
   taso_tensor_t in[2] = {x, w};
   p.kernel[0] = p.kernel[1] = 0;
   taso_rt_config_t c = make_cfg(TASO_OP_CONV2D, p, in, fuse, layout);
@@ -258,8 +266,8 @@ static void test_conv2d_fused(void) {
   conv("conv+bias+relu", p, x, w, TASO_FUSE_BIAS | TASO_FUSE_RELU, TASO_RT_NCHW, false);
   conv("conv+sum", p, x, w, TASO_FUSE_SUM, TASO_RT_NCHW, false);
   conv("conv+bias+sum", p, x, w, TASO_FUSE_BIAS | TASO_FUSE_SUM, TASO_RT_NCHW, false);
-  conv("conv+bias+sum+relu", p, x, w, TASO_FUSE_BIAS | TASO_FUSE_SUM | TASO_FUSE_RELU,
-       TASO_RT_NCHW, false);
+  conv("conv+bias+sum+relu", p, x, w, TASO_FUSE_BIAS | TASO_FUSE_SUM | TASO_FUSE_RELU, TASO_RT_NCHW,
+       false);
   conv("conv s2 asym +bias+sum+relu", window(2, 2, TASO_PAD_SAME, 0, 0), T(4, 1, 8, 8, 8), w,
        TASO_FUSE_BIAS | TASO_FUSE_SUM | TASO_FUSE_RELU, TASO_RT_NCHW, false);
   conv("conv grouped +bias+relu", p, x, T(4, 16, 4, 3, 3), TASO_FUSE_BIAS | TASO_FUSE_RELU,
@@ -289,7 +297,8 @@ static void test_gemm(void) {
   check_config(&c, "matmul act=relu (parameter)", false);
 }
 
-static void pool(const char *label, int32_t kind, taso_params_t p, taso_tensor_t x, int32_t layout) {
+static void pool(const char *label, int32_t kind, taso_params_t p, taso_tensor_t x,
+                 int32_t layout) {
   taso_rt_config_t c = make_cfg(kind, p, &x, 0, layout);
   check_config(&c, label, false);
 }
@@ -322,7 +331,8 @@ static void op1(const char *label, int32_t kind, taso_params_t p, taso_tensor_t 
   check_config(&c, label, false);
 }
 
-static void op2(const char *label, int32_t kind, taso_params_t p, taso_tensor_t x, taso_tensor_t y) {
+static void op2(const char *label, int32_t kind, taso_params_t p, taso_tensor_t x,
+                taso_tensor_t y) {
   taso_tensor_t in[2] = {x, y};
   taso_rt_config_t c = make_cfg(kind, p, in, 0, TASO_RT_NCHW);
   check_config(&c, label, false);
@@ -448,8 +458,8 @@ static void test_channels_last(void) {
 static void test_refusals(void) {
   taso_tensor_t x = T(4, 1, 4, 5, 5), in[2] = {x, T(4, 4, 4, 3, 3)};
   taso_rt_kernel_t *k = NULL;
-  taso_rt_config_t c = make_cfg(TASO_OP_CONV2D, window(1, 1, TASO_PAD_SAME, 0, 0), in, 0,
-                                TASO_RT_BLOCKED);
+  taso_rt_config_t c =
+      make_cfg(TASO_OP_CONV2D, window(1, 1, TASO_PAD_SAME, 0, 0), in, 0, TASO_RT_BLOCKED);
   CHECK_ERR(gpu->prepare(ctx, &c, &k), TASO_ERR_UNSUPPORTED);
   CHECK(k == NULL);
   c = make_cfg(TASO_OP_RELU, P(), &x, 0, TASO_RT_NCHW);
@@ -506,7 +516,8 @@ static void test_timing(void) {
     float *h = malloc(sizeof(float) * (size_t)n);
     CHECK(h != NULL);
     if (!h) goto done;
-    for (int64_t j = 0; j < n; j++) h[j] = frand();
+    for (int64_t j = 0; j < n; j++)
+      h[j] = frand();
     CHECK_OK(gpu->upload(ctx, buf[i], h, n));
     free(h);
   }
@@ -515,7 +526,8 @@ static void test_timing(void) {
   double prep = now_ms() - t0;
   if (!k) goto done;
   void *const ins[3] = {buf[0], buf[1], buf[2]}, *const outs[1] = {buf[3]};
-  for (int i = 0; i < WARMUP; i++) CHECK_OK(gpu->run(ctx, k, ins, outs));
+  for (int i = 0; i < WARMUP; i++)
+    CHECK_OK(gpu->run(ctx, k, ins, outs));
   CHECK_OK(gpu->sync(ctx));
   for (int i = 0; i < RUNS; i++) {
     double start = now_ms();
@@ -524,8 +536,10 @@ static void test_timing(void) {
     ms[i] = now_ms() - start;
   }
   qsort(ms, RUNS, sizeof ms[0], cmp_double);
-  taso_rt_stats_t st = {.runs = RUNS, .median = (ms[RUNS / 2 - 1] + ms[RUNS / 2]) / 2,
-                        .min = ms[0], .max = ms[RUNS - 1]};
+  taso_rt_stats_t st = {.runs = RUNS,
+                        .median = (ms[RUNS / 2 - 1] + ms[RUNS / 2]) / 2,
+                        .min = ms[0],
+                        .max = ms[RUNS - 1]};
   st.spread = st.median > 0 ? (st.max - st.min) / st.median : 0;
   CHECK(st.median > 0 && st.min <= st.median && st.median <= st.max);
   printf("  conv 8x64x56x56 * 64x64x3x3 +bias+relu: prepare %.1f ms; %d runs: median %.4f ms, "
@@ -556,9 +570,9 @@ int main(void) {
   CHECK_OK(gpu->open(0, &ctx));
   if (!ctx) return 1;
   const test_case_t cases[] = {
-      TEST(test_conv2d),   TEST(test_conv2d_fused),   TEST(test_gemm),
-      TEST(test_pool),     TEST(test_elementwise),    TEST(test_movement),
-      TEST(test_channels_last), TEST(test_refusals), TEST(test_timing),
+      TEST(test_conv2d),        TEST(test_conv2d_fused), TEST(test_gemm),
+      TEST(test_pool),          TEST(test_elementwise),  TEST(test_movement),
+      TEST(test_channels_last), TEST(test_refusals),     TEST(test_timing),
   };
   int rc = test_run(cases, (int)(sizeof cases / sizeof cases[0]));
   gpu->close(ctx);

@@ -47,9 +47,8 @@ taso_err_t gpu_unsupported(const taso_rt_config_t *cfg, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(why, sizeof why, fmt, ap);
   va_end(ap);
-  const char *name = cfg->kind > TASO_OP_INPUT && cfg->kind < TASO_OP_COUNT
-                         ? taso_ops[cfg->kind].name
-                         : "?";
+  const char *name =
+      cfg->kind > TASO_OP_INPUT && cfg->kind < TASO_OP_COUNT ? taso_ops[cfg->kind].name : "?";
   return taso_error(TASO_ERR_UNSUPPORTED, "gpu: %s: %s", name, why);
 }
 
@@ -59,14 +58,16 @@ bool gpu_is_nhwc(const taso_rt_config_t *cfg, const taso_tensor_t *t) {
 
 void gpu_order(const taso_rt_config_t *cfg, const taso_tensor_t *t, int order[4]) {
   static const int nhwc[4] = {0, 2, 3, 1};
-  for (int i = 0; i < 4; i++) order[i] = gpu_is_nhwc(cfg, t) ? nhwc[i] : i;
+  for (int i = 0; i < 4; i++)
+    order[i] = gpu_is_nhwc(cfg, t) ? nhwc[i] : i;
 }
 
 void gpu_strides(const taso_rt_config_t *cfg, const taso_tensor_t *t, int64_t stride[4]) {
   int order[4];
   gpu_order(cfg, t, order);
   int64_t s = 1;
-  for (int j = 3; j >= 0; j--) stride[j] = 0;
+  for (int j = 3; j >= 0; j--)
+    stride[j] = 0;
   for (int j = t->rank - 1; j >= 0; j--) {
     stride[order[j]] = s;
     s *= t->dim[order[j]];
@@ -93,11 +94,13 @@ static taso_err_t gpu_probe(char *info, int len) {
     return taso_error(TASO_ERR_LIB, "CUDA: %s", cudaGetErrorString(rc));
   cudnnHandle_t dnn;
   cudnnStatus_t st = cudnnCreate(&dnn);
-  if (st != CUDNN_STATUS_SUCCESS) return taso_error(TASO_ERR_LIB, "cuDNN: %s", cudnnGetErrorString(st));
+  if (st != CUDNN_STATUS_SUCCESS)
+    return taso_error(TASO_ERR_LIB, "cuDNN: %s", cudnnGetErrorString(st));
   cudnnDestroy(dnn);
   cublasHandle_t blas;
   cublasStatus_t bs = cublasCreate(&blas);
-  if (bs != CUBLAS_STATUS_SUCCESS) return taso_error(TASO_ERR_LIB, "cuBLAS: %s", cublasGetStatusString(bs));
+  if (bs != CUBLAS_STATUS_SUCCESS)
+    return taso_error(TASO_ERR_LIB, "cuBLAS: %s", cublasGetStatusString(bs));
   int blas_version = 0;
   cublasGetVersion(blas, &blas_version);
   cublasDestroy(blas);
@@ -144,8 +147,8 @@ static taso_err_t gpu_open(int threads, taso_rt_ctx_t **out) {
   CUDNN_TRY(cudnnSetStream(ctx->dnn, ctx->stream));
   CUBLAS_TRY(cublasCreate(&ctx->blas));
   CUBLAS_TRY(cublasSetStream(ctx->blas, ctx->stream));
-  CUBLAS_TRY(cublasSetMathMode(ctx->blas, ctx->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                    : CUBLAS_DEFAULT_MATH));
+  CUBLAS_TRY(
+      cublasSetMathMode(ctx->blas, ctx->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   *out = ctx;
   return TASO_OK;
 fail:
@@ -218,14 +221,13 @@ static taso_err_t gpu_prepare(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg,
   if (cfg->kind <= TASO_OP_INPUT || cfg->kind >= TASO_OP_COUNT)
     return taso_error(TASO_ERR_ARG, "gpu: operator kind %d", (int)cfg->kind);
   const taso_op_info_t *op = &taso_ops[cfg->kind];
-  if (cfg->layout == TASO_RT_BLOCKED)
-    return GPU_UNSUPPORTED(cfg, "blocked layouts are oneDNN's");
+  if (cfg->layout == TASO_RT_BLOCKED) return GPU_UNSUPPORTED(cfg, "blocked layouts are oneDNN's");
   if (cfg->layout != TASO_RT_NCHW && cfg->layout != TASO_RT_NHWC)
     return taso_error(TASO_ERR_ARG, "gpu: layout %d", (int)cfg->layout);
   if (cfg->fuse & ~(unsigned)(TASO_FUSE_BIAS | TASO_FUSE_RELU | TASO_FUSE_SUM))
     return taso_error(TASO_ERR_ARG, "gpu: fuse flags 0x%x", cfg->fuse);
-  bool fusable = cfg->kind == TASO_OP_CONV2D || cfg->kind == TASO_OP_MATMUL ||
-                 cfg->kind == TASO_OP_BMM;
+  bool fusable =
+      cfg->kind == TASO_OP_CONV2D || cfg->kind == TASO_OP_MATMUL || cfg->kind == TASO_OP_BMM;
   if (cfg->fuse && !fusable) return GPU_UNSUPPORTED(cfg, "no fused epilogue");
   int nin = op->arity + !!(cfg->fuse & TASO_FUSE_BIAS) + !!(cfg->fuse & TASO_FUSE_SUM);
   if (cfg->nin != nin || cfg->nout != op->outputs)

@@ -12,13 +12,12 @@ static taso_err_t gemm_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const 
   const float one = 1.0f, zero = 0.0f;
   int m = k->m, n = k->ncol, kd = k->kdim;
   if (k->batch == 0)
-    CUBLAS_TRY(cublasSgemm(ctx->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, kd, &one, in[1], n, in[0],
-                           kd, &zero, out[0], n));
+    CUBLAS_TRY(cublasSgemm(ctx->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, kd, &one, in[1], n, in[0], kd,
+                           &zero, out[0], n));
   else
-    CUBLAS_TRY(cublasSgemmStridedBatched(ctx->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, kd, &one,
-                                         in[1], n, (long long)kd * n, in[0], kd,
-                                         (long long)m * kd, &zero, out[0], n, (long long)m * n,
-                                         k->batch));
+    CUBLAS_TRY(cublasSgemmStridedBatched(ctx->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, kd, &one, in[1],
+                                         n, (long long)kd * n, in[0], kd, (long long)m * kd, &zero,
+                                         out[0], n, (long long)m * n, k->batch));
   if (k->bias_at >= 0 || k->sum_at >= 0 || k->relu)
     CUDA_TRY(gpu_epilogue(out[0], k->n, n, k->bias_at >= 0 ? in[k->bias_at] : NULL,
                           k->sum_at >= 0 ? in[k->sum_at] : NULL, k->relu, ctx->stream));

@@ -33,8 +33,8 @@ static taso_err_t conv_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const 
     const void *z = k->sum_at >= 0 ? in[k->sum_at] : out[0];
     const void *bias = k->bias_at >= 0 ? in[k->bias_at] : k->zero_bias;
     CUDNN_TRY(cudnnConvolutionBiasActivationForward(ctx->dnn, &one, xd, x, k->wd, in[1], k->cd,
-                                                    k->algo, ctx->workspace, k->ws, &alpha2,
-                                                    k->yd, z, k->bd, bias, k->ad, k->yd, out[0]));
+                                                    k->algo, ctx->workspace, k->ws, &alpha2, k->yd,
+                                                    z, k->bd, bias, k->ad, k->yd, out[0]));
   } else {
     float beta = 0.0f;
     if (k->sum_at >= 0) {
@@ -92,8 +92,7 @@ static taso_err_t choose_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   if (k->padded) CUDA_TRY(gpu_pad(in[0], k->padded, k->win, ctx->stream));
   CUDNN_TRY(cudnnFindConvolutionForwardAlgorithmEx(
       ctx->dnn, k->pd ? k->pd : k->xd, k->padded ? k->padded : in[0], k->wd, in[1], k->cd, k->yd,
-      out[0], CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, ctx->workspace,
-      ctx->workspace_size));
+      out[0], CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, ctx->workspace, ctx->workspace_size));
   err = TASO_ERR_UNSUPPORTED;
   for (int i = 0; i < found && err != TASO_OK; i++) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ctx->workspace_size) continue;
@@ -126,8 +125,10 @@ static taso_err_t choose_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
                           found, last);
 fail:
   cudaStreamSynchronize(ctx->stream);
-  for (int i = 0; i < TASO_RT_MAX_IN; i++) cudaFree(in[i]);
-  for (int i = 0; i < 2; i++) cudaFree(out[i]);
+  for (int i = 0; i < TASO_RT_MAX_IN; i++)
+    cudaFree(in[i]);
+  for (int i = 0; i < 2; i++)
+    cudaFree(out[i]);
   return err;
 }
 
@@ -163,15 +164,23 @@ taso_err_t gpu_prepare_conv(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   CUDNN_TRY(cudnnCreateFilterDescriptor(&k->wd));
   CUDNN_TRY(cudnnSetFilter4dDescriptor(k->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CO, CG, KH, KW));
   CUDNN_TRY(cudnnCreateConvolutionDescriptor(&k->cd));
-  CUDNN_TRY(cudnnSetConvolution2dDescriptor(k->cd, top, left, sh, sw, 1, 1,
-                                            CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  CUDNN_TRY(cudnnSetConvolution2dDescriptor(k->cd, top, left, sh, sw, 1, 1, CUDNN_CROSS_CORRELATION,
+                                            CUDNN_DATA_FLOAT));
   CUDNN_TRY(cudnnSetConvolutionGroupCount(k->cd, C / CG));
   CUDNN_TRY(cudnnGetConvolution2dForwardOutputDim(k->cd, k->xd, k->wd, &on, &oc, &oh, &ow));
   if (oh != OH || ow != OW) {
     if (nhwc) return GPU_UNSUPPORTED(c, "asymmetric padding in channels-last layout");
-    k->win = (gpu_window_t){.planes = (int64_t)N * C, .h = H, .w = W,
-                            .oh = (OH - 1) * sh + KH, .ow = (OW - 1) * sw + KW,
-                            .kh = KH, .kw = KW, .sh = sh, .sw = sw, .top = top, .left = left};
+    k->win = (gpu_window_t){.planes = (int64_t)N * C,
+                            .h = H,
+                            .w = W,
+                            .oh = (OH - 1) * sh + KH,
+                            .ow = (OW - 1) * sw + KW,
+                            .kh = KH,
+                            .kw = KW,
+                            .sh = sh,
+                            .sw = sw,
+                            .top = top,
+                            .left = left};
     TASO_TRY(set_4d(&k->pd, fmt, N, C, k->win.oh, k->win.ow));
     CUDNN_TRY(cudnnSetConvolution2dDescriptor(k->cd, 0, 0, sh, sw, 1, 1, CUDNN_CROSS_CORRELATION,
                                               CUDNN_DATA_FLOAT));
@@ -185,8 +194,8 @@ taso_err_t gpu_prepare_conv(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   if (k->bias_at >= 0 || k->fused) TASO_TRY(set_4d(&k->bd, fmt, 1, CO, 1, 1));
   if (k->fused) {
     CUDNN_TRY(cudnnCreateActivationDescriptor(&k->ad));
-    CUDNN_TRY(cudnnSetActivationDescriptor(k->ad, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN,
-                                           0.0));
+    CUDNN_TRY(
+        cudnnSetActivationDescriptor(k->ad, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
     if (k->bias_at < 0) {
       CUDA_TRY(cudaMalloc((void **)&k->zero_bias, sizeof(float) * (size_t)CO));
       CUDA_TRY(cudaMemset(k->zero_bias, 0, sizeof(float) * (size_t)CO));
@@ -228,7 +237,7 @@ taso_err_t gpu_prepare_pool(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   taso_window_axis(&c->p, 1, W, KW, &left);
   bool is_max = c->kind == TASO_OP_POOL_MAX;
   k->op = is_max ? GPU_POOL_MAX : c->p.exclude_pad ? GPU_POOL_AVG_EXCLUDE : GPU_POOL_AVG_INCLUDE;
-  cudnnPoolingMode_t mode = is_max ? CUDNN_POOLING_MAX
+  cudnnPoolingMode_t mode = is_max             ? CUDNN_POOLING_MAX
                             : c->p.exclude_pad ? CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING
                                                : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
   bool nhwc = gpu_is_nhwc(c, x);
@@ -248,9 +257,17 @@ taso_err_t gpu_prepare_pool(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     return TASO_OK;
   }
   if (nhwc) return GPU_UNSUPPORTED(c, "asymmetric padding in channels-last layout");
-  k->win = (gpu_window_t){.planes = (int64_t)N * C, .h = H, .w = W, .oh = OH, .ow = OW,
-                          .kh = KH, .kw = KW, .sh = c->p.stride[0], .sw = c->p.stride[1],
-                          .top = top, .left = left};
+  k->win = (gpu_window_t){.planes = (int64_t)N * C,
+                          .h = H,
+                          .w = W,
+                          .oh = OH,
+                          .ow = OW,
+                          .kh = KH,
+                          .kw = KW,
+                          .sh = c->p.stride[0],
+                          .sw = c->p.stride[1],
+                          .top = top,
+                          .left = left};
   k->run = pool_run_direct;
   return TASO_OK;
 fail:

@@ -50,8 +50,7 @@ fail:
 static taso_err_t batchnorm_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in,
                                 void *const *out) {
   taso_err_t err = TASO_OK;
-  CUDA_TRY(gpu_scale_shift(in[0], in[1], in[2], out[0], k->n, k->channels, k->inner,
-                           ctx->stream));
+  CUDA_TRY(gpu_scale_shift(in[0], in[1], in[2], out[0], k->n, k->channels, k->inner, ctx->stream));
 fail:
   return err;
 }
@@ -82,7 +81,8 @@ static void broadcast_walk(const taso_rt_config_t *c, gpu_walk_t *walk) {
   int order[4];
   gpu_order(c, o, order);
   walk->rank = o->rank;
-  for (int j = 0; j < o->rank; j++) walk->dim[j] = o->dim[order[j]];
+  for (int j = 0; j < o->rank; j++)
+    walk->dim[j] = o->dim[order[j]];
   for (int q = 0; q < 2; q++) {
     const taso_tensor_t *t = &c->in[q];
     int64_t st[4];
@@ -99,8 +99,8 @@ static taso_err_t flat_descriptor(taso_rt_kernel_t *k) {
   taso_err_t err = TASO_OK;
   if (k->n > INT_MAX) return GPU_UNSUPPORTED(&k->cfg, "%lld elements", (long long)k->n);
   CUDNN_TRY(cudnnCreateTensorDescriptor(&k->xd));
-  CUDNN_TRY(cudnnSetTensor4dDescriptor(k->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 1,
-                                       (int)k->n));
+  CUDNN_TRY(
+      cudnnSetTensor4dDescriptor(k->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 1, (int)k->n));
 fail:
   return err;
 }
@@ -160,11 +160,14 @@ taso_err_t gpu_prepare_elementwise(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     /* [outer, len, inner, 1] in memory, softmax over the channel axis */
     int order[4], a = c->p.axis, pos = 0;
     gpu_order(c, x, order);
-    while (pos < x->rank && order[pos] != a) pos++;
+    while (pos < x->rank && order[pos] != a)
+      pos++;
     if (a < 0 || pos == x->rank) return taso_error(TASO_ERR_ARG, "gpu: softmax axis %d", a);
     int64_t outer = 1, inner = 1, len = x->dim[a];
-    for (int j = 0; j < pos; j++) outer *= x->dim[order[j]];
-    for (int j = pos + 1; j < x->rank; j++) inner *= x->dim[order[j]];
+    for (int j = 0; j < pos; j++)
+      outer *= x->dim[order[j]];
+    for (int j = pos + 1; j < x->rank; j++)
+      inner *= x->dim[order[j]];
     if (k->n > INT_MAX) return GPU_UNSUPPORTED(c, "%lld elements", (long long)k->n);
     CUDNN_TRY(cudnnCreateTensorDescriptor(&k->xd));
     CUDNN_TRY(cudnnSetTensor4dDescriptor(k->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)outer,

@@ -61,34 +61,34 @@ struct taso_rt_kernel {
 
 /* Library calls inside a function with `taso_err_t err` and a `fail:` label:
  * a failure records file:line and the library's own message. */
-#define CUDA_TRY(call)                                                                   \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess) {                                                             \
-      err = taso_error(TASO_ERR_LIB, "%s:%d: CUDA: %s", __FILE__, __LINE__,              \
-                       cudaGetErrorString(e_));                                          \
-      goto fail;                                                                         \
-    }                                                                                    \
+#define CUDA_TRY(call)                                                                             \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      err =                                                                                        \
+          taso_error(TASO_ERR_LIB, "%s:%d: CUDA: %s", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      goto fail;                                                                                   \
+    }                                                                                              \
   } while (0)
 
-#define CUDNN_TRY(call)                                                                  \
-  do {                                                                                   \
-    cudnnStatus_t s_ = (call);                                                           \
-    if (s_ != CUDNN_STATUS_SUCCESS) {                                                    \
-      err = taso_error(s_ == CUDNN_STATUS_NOT_SUPPORTED ? TASO_ERR_UNSUPPORTED : TASO_ERR_LIB, \
-                       "%s:%d: cuDNN: %s", __FILE__, __LINE__, cudnnGetErrorString(s_)); \
-      goto fail;                                                                         \
-    }                                                                                    \
+#define CUDNN_TRY(call)                                                                            \
+  do {                                                                                             \
+    cudnnStatus_t s_ = (call);                                                                     \
+    if (s_ != CUDNN_STATUS_SUCCESS) {                                                              \
+      err = taso_error(s_ == CUDNN_STATUS_NOT_SUPPORTED ? TASO_ERR_UNSUPPORTED : TASO_ERR_LIB,     \
+                       "%s:%d: cuDNN: %s", __FILE__, __LINE__, cudnnGetErrorString(s_));           \
+      goto fail;                                                                                   \
+    }                                                                                              \
   } while (0)
 
-#define CUBLAS_TRY(call)                                                                 \
-  do {                                                                                   \
-    cublasStatus_t s_ = (call);                                                          \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                   \
-      err = taso_error(s_ == CUBLAS_STATUS_NOT_SUPPORTED ? TASO_ERR_UNSUPPORTED : TASO_ERR_LIB, \
-                       "%s:%d: cuBLAS: %s", __FILE__, __LINE__, cublasGetStatusString(s_)); \
-      goto fail;                                                                         \
-    }                                                                                    \
+#define CUBLAS_TRY(call)                                                                           \
+  do {                                                                                             \
+    cublasStatus_t s_ = (call);                                                                    \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                             \
+      err = taso_error(s_ == CUBLAS_STATUS_NOT_SUPPORTED ? TASO_ERR_UNSUPPORTED : TASO_ERR_LIB,    \
+                       "%s:%d: cuBLAS: %s", __FILE__, __LINE__, cublasGetStatusString(s_));        \
+      goto fail;                                                                                   \
+    }                                                                                              \
   } while (0)
 
 /* Records the reason and returns TASO_ERR_UNSUPPORTED (the runtime falls

@@ -14,8 +14,8 @@ unsigned blocks_for(int64_t n) {
   return (unsigned)b;
 }
 
-#define GRID_LOOP(i, n)                                                               \
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);           \
+#define GRID_LOOP(i, n)                                                                            \
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                        \
        i += (int64_t)gridDim.x * blockDim.x)
 
 __global__ void fill_kernel(float *x, int64_t n, uint32_t seed) {
@@ -42,20 +42,26 @@ __global__ void epilogue_kernel(float *y, int64_t n, int64_t cols, const float *
 }
 
 __global__ void clip_kernel(const float *x, float *y, int64_t n, float lo, float hi) {
-  GRID_LOOP(i, n) { y[i] = fminf(fmaxf(x[i], lo), hi); }
+  GRID_LOOP(i, n) {
+    y[i] = fminf(fmaxf(x[i], lo), hi);
+  }
 }
 
 __global__ void binary_kernel(int op, const float *a, const float *b, float *out, int64_t n) {
-  GRID_LOOP(i, n) { out[i] = op == GPU_BIN_MUL ? a[i] * b[i] : a[i] + b[i]; }
+  GRID_LOOP(i, n) {
+    out[i] = op == GPU_BIN_MUL ? a[i] * b[i] : a[i] + b[i];
+  }
 }
 
 __global__ void smul_kernel(const float *a, const float *scalar, float *out, int64_t n) {
   float s = *scalar;
-  GRID_LOOP(i, n) { out[i] = a[i] * s; }
+  GRID_LOOP(i, n) {
+    out[i] = a[i] * s;
+  }
 }
 
-__global__ void strided_kernel(int op, const float *a, const float *b, float *out,
-                               gpu_walk_t walk, int64_t n) {
+__global__ void strided_kernel(int op, const float *a, const float *b, float *out, gpu_walk_t walk,
+                               int64_t n) {
   GRID_LOOP(i, n) {
     int64_t rest = i, at0 = 0, at1 = 0;
     for (int d = walk.rank - 1; d >= 0; d--) {
@@ -65,8 +71,10 @@ __global__ void strided_kernel(int op, const float *a, const float *b, float *ou
       at1 += x * walk.stride[1][d];
     }
     float v = a[at0];
-    if (op == GPU_BIN_ADD) v += b[at1];
-    else if (op == GPU_BIN_MUL) v *= b[at1];
+    if (op == GPU_BIN_ADD)
+      v += b[at1];
+    else if (op == GPU_BIN_MUL)
+      v *= b[at1];
     out[i] = v;
   }
 }
@@ -108,13 +116,15 @@ __global__ void pool_kernel(int mode, const float *x, float *out, gpu_window_t g
         count++;
       }
     }
-    if (mode == GPU_POOL_AVG_INCLUDE) acc /= (float)(g.kh * g.kw);
-    else if (mode == GPU_POOL_AVG_EXCLUDE && count > 0) acc /= (float)count;
+    if (mode == GPU_POOL_AVG_INCLUDE)
+      acc /= (float)(g.kh * g.kw);
+    else if (mode == GPU_POOL_AVG_EXCLUDE && count > 0)
+      acc /= (float)count;
     out[i] = acc;
   }
 }
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
@@ -153,7 +163,8 @@ cudaError_t gpu_smul(const float *a, const float *scalar, float *out, int64_t n,
 cudaError_t gpu_strided(int op, const float *a, const float *b, float *out, gpu_walk_t walk,
                         cudaStream_t s) {
   int64_t n = 1;
-  for (int d = 0; d < walk.rank; d++) n *= walk.dim[d];
+  for (int d = 0; d < walk.rank; d++)
+    n *= walk.dim[d];
   if (n <= 0) return cudaSuccess;
   strided_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, a, b, out, walk, n);
   return cudaGetLastError();
@@ -180,4 +191,4 @@ cudaError_t gpu_pool(int mode, const float *x, float *out, gpu_window_t g, cudaS
   return cudaGetLastError();
 }
 
-}  // extern "C"
+} // extern "C"

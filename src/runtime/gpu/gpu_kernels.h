@@ -32,11 +32,11 @@ enum { GPU_BIN_ADD = 0, GPU_BIN_MUL = 1, GPU_BIN_COPY = 2 /* out = a, permutes *
 
 /* A window on NCHW data: the geometry shared by padding and pooling. */
 typedef struct {
-  int64_t planes; /* N * C */
-  int32_t h, w;   /* input height and width */
-  int32_t oh, ow; /* output (or padded) height and width */
-  int32_t kh, kw; /* window */
-  int32_t sh, sw; /* strides */
+  int64_t planes;    /* N * C */
+  int32_t h, w;      /* input height and width */
+  int32_t oh, ow;    /* output (or padded) height and width */
+  int32_t kh, kw;    /* window */
+  int32_t sh, sw;    /* strides */
   int32_t top, left; /* padding before */
 } gpu_window_t;
 

@@ -14,9 +14,9 @@ static cudaError_t copy_rows(float *dst, int64_t dpitch, const float *src, int64
   if (width == 0 || rows == 0) return cudaSuccess;
   if (rows == 1)
     return cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)width, cudaMemcpyDeviceToDevice, s);
-  return cudaMemcpy2DAsync(dst, sizeof(float) * (size_t)dpitch, src,
-                           sizeof(float) * (size_t)spitch, sizeof(float) * (size_t)width,
-                           (size_t)rows, cudaMemcpyDeviceToDevice, s);
+  return cudaMemcpy2DAsync(dst, sizeof(float) * (size_t)dpitch, src, sizeof(float) * (size_t)spitch,
+                           sizeof(float) * (size_t)width, (size_t)rows, cudaMemcpyDeviceToDevice,
+                           s);
 }
 
 static taso_err_t concat_split_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in,
@@ -48,8 +48,8 @@ static taso_err_t copy_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const 
                            void *const *out) {
   taso_err_t err = TASO_OK;
   if (in[0] != out[0] && k->n > 0)
-    CUDA_TRY(cudaMemcpyAsync(out[0], in[0], sizeof(float) * (size_t)k->n,
-                             cudaMemcpyDeviceToDevice, ctx->stream));
+    CUDA_TRY(cudaMemcpyAsync(out[0], in[0], sizeof(float) * (size_t)k->n, cudaMemcpyDeviceToDevice,
+                             ctx->stream));
 fail:
   return err;
 }
@@ -71,10 +71,13 @@ static taso_err_t split_geometry(taso_rt_kernel_t *k, const taso_tensor_t *whole
   if (axis < 0 || axis >= whole->rank)
     return taso_error(TASO_ERR_ARG, "gpu: %s: axis %d", taso_ops[c->kind].name, axis);
   gpu_order(c, whole, order);
-  while (order[pos] != axis) pos++;
+  while (order[pos] != axis)
+    pos++;
   int64_t outer = 1, inner = 1;
-  for (int j = 0; j < pos; j++) outer *= whole->dim[order[j]];
-  for (int j = pos + 1; j < whole->rank; j++) inner *= whole->dim[order[j]];
+  for (int j = 0; j < pos; j++)
+    outer *= whole->dim[order[j]];
+  for (int j = pos + 1; j < whole->rank; j++)
+    inner *= whole->dim[order[j]];
   k->outer = outer;
   k->n0 = first * inner;
   k->n1 = (whole->dim[axis] - first) * inner;
@@ -99,7 +102,8 @@ taso_err_t gpu_prepare_movement(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     /* output axis i reads input axis perm[i]; walk the output in memory order */
     int perm[4] = {1, 0, 0, 0}, order[4];
     if (c->kind == TASO_OP_PERMUTE)
-      for (int i = 0; i < 4; i++) perm[i] = c->p.perm[i];
+      for (int i = 0; i < 4; i++)
+        perm[i] = c->p.perm[i];
     if (x->rank != o->rank || (c->kind == TASO_OP_TRANSPOSE && x->rank != 2))
       return taso_error(TASO_ERR_ARG, "gpu: %s: bad shapes", taso_ops[c->kind].name);
     int64_t st[4];
@@ -117,7 +121,8 @@ taso_err_t gpu_prepare_movement(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   }
   case TASO_OP_RESHAPE: {
     bool same = x->rank == o->rank;
-    for (int i = 0; same && i < x->rank; i++) same = x->dim[i] == o->dim[i];
+    for (int i = 0; same && i < x->rank; i++)
+      same = x->dim[i] == o->dim[i];
     if (!same && (gpu_is_nhwc(c, x) || gpu_is_nhwc(c, o)))
       return GPU_UNSUPPORTED(c, "reshape of a channels-last tensor reorders it");
     k->run = copy_run;
@@ -126,9 +131,13 @@ taso_err_t gpu_prepare_movement(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   case TASO_OP_ENLARGE:
     if (c->layout != TASO_RT_NCHW) return GPU_UNSUPPORTED(c, "weights are row-major");
     if (x->rank != 4 || o->rank != 4) return taso_error(TASO_ERR_ARG, "gpu: enlarge: bad shapes");
-    k->win = (gpu_window_t){.planes = (int64_t)x->dim[0] * x->dim[1], .h = x->dim[2],
-                            .w = x->dim[3], .oh = o->dim[2], .ow = o->dim[3],
-                            .top = (o->dim[2] - x->dim[2]) / 2, .left = (o->dim[3] - x->dim[3]) / 2};
+    k->win = (gpu_window_t){.planes = (int64_t)x->dim[0] * x->dim[1],
+                            .h = x->dim[2],
+                            .w = x->dim[3],
+                            .oh = o->dim[2],
+                            .ow = o->dim[3],
+                            .top = (o->dim[2] - x->dim[2]) / 2,
+                            .left = (o->dim[3] - x->dim[3]) / 2};
     k->run = pad_run;
     return TASO_OK;
   default:
