@@ -1,11 +1,87 @@
-/* The gpu backend: cuDNN 9 and cuBLAS on one CUDA device. */
+/*
+ * The gpu backend: cuDNN 9 and cuBLAS on one CUDA device, with small CUDA
+ * kernels (gpu_kernels.cu) for what the libraries lack.
+ *
+ * The device is TASO_GPU_DEVICE when set, else the local MPI rank (Open
+ * MPI, MPICH, Slurm) modulo the device count, else 0. All work goes to one
+ * stream; run() only enqueues and sync() waits, so that the shared runner
+ * can time a configuration between syncs. Calls must come from the thread
+ * that opened the context (the CUDA device is per thread).
+ *
+ * FP32 exactness: convolutions use FMA math and cuBLAS its default (no TF32)
+ * unless TASO_GPU_TF32=1 allows tensor-op math. TASO_GPU_WORKSPACE_MB sets
+ * the cuDNN workspace (default 512 MiB), which bounds the algorithms a
+ * convolution may choose.
+ */
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include <cublas_v2.h>
-#include <cuda_runtime_api.h>
-#include <cudnn.h>
+#include "gpu_internal.h"
 
-#include "runtime.h"
+/* An integer from the environment; fallback when unset or not a number. */
+static long env_long(const char *name, long fallback) {
+  const char *v = getenv(name);
+  if (!v || !*v) return fallback;
+  char *end;
+  errno = 0;
+  long x = strtol(v, &end, 10);
+  return errno || *end ? fallback : x;
+}
+
+static int local_rank(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                     "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    long r = env_long(vars[i], -1);
+    if (r >= 0) return (int)r;
+  }
+  return 0;
+}
+
+taso_err_t gpu_unsupported(const taso_rt_config_t *cfg, const char *fmt, ...) {
+  char why[384];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  const char *name =
+      cfg->kind > TASO_OP_INPUT && cfg->kind < TASO_OP_COUNT ? taso_ops[cfg->kind].name : "?";
+  return taso_error(TASO_ERR_UNSUPPORTED, "gpu: %s: %s", name, why);
+}
+
+bool gpu_is_nhwc(const taso_rt_config_t *cfg, const taso_tensor_t *t) {
+  return cfg->layout == TASO_RT_NHWC && t->rank == 4;
+}
+
+void gpu_order(const taso_rt_config_t *cfg, const taso_tensor_t *t, int order[4]) {
+  static const int nhwc[4] = {0, 2, 3, 1};
+  for (int i = 0; i < 4; i++)
+    order[i] = gpu_is_nhwc(cfg, t) ? nhwc[i] : i;
+}
+
+void gpu_strides(const taso_rt_config_t *cfg, const taso_tensor_t *t, int64_t stride[4]) {
+  int order[4];
+  gpu_order(cfg, t, order);
+  int64_t s = 1;
+  for (int j = 3; j >= 0; j--)
+    stride[j] = 0;
+  for (int j = t->rank - 1; j >= 0; j--) {
+    stride[order[j]] = s;
+    s *= t->dim[order[j]];
+  }
+}
+
+taso_err_t gpu_workspace(taso_rt_ctx_t *ctx) {
+  taso_err_t err = TASO_OK;
+  if (ctx->workspace || ctx->workspace_cap == 0) return TASO_OK;
+  CUDA_TRY(cudaMalloc(&ctx->workspace, ctx->workspace_cap));
+  ctx->workspace_size = ctx->workspace_cap;
+fail:
+  return err;
+}
 
 static taso_err_t gpu_probe(char *info, int len) {
   int count = 0;
@@ -18,11 +94,13 @@ static taso_err_t gpu_probe(char *info, int len) {
     return taso_error(TASO_ERR_LIB, "CUDA: %s", cudaGetErrorString(rc));
   cudnnHandle_t dnn;
   cudnnStatus_t st = cudnnCreate(&dnn);
-  if (st != CUDNN_STATUS_SUCCESS) return taso_error(TASO_ERR_LIB, "cuDNN: %s", cudnnGetErrorString(st));
+  if (st != CUDNN_STATUS_SUCCESS)
+    return taso_error(TASO_ERR_LIB, "cuDNN: %s", cudnnGetErrorString(st));
   cudnnDestroy(dnn);
   cublasHandle_t blas;
-  if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS)
-    return taso_error(TASO_ERR_LIB, "cuBLAS: cannot create a handle");
+  cublasStatus_t bs = cublasCreate(&blas);
+  if (bs != CUBLAS_STATUS_SUCCESS)
+    return taso_error(TASO_ERR_LIB, "cuBLAS: %s", cublasGetStatusString(bs));
   int blas_version = 0;
   cublasGetVersion(blas, &blas_version);
   cublasDestroy(blas);
@@ -31,4 +109,198 @@ static taso_err_t gpu_probe(char *info, int len) {
   return TASO_OK;
 }
 
-const taso_backend_t taso_backend_gpu = {.name = "gpu", .probe = gpu_probe};
+static void gpu_close(taso_rt_ctx_t *ctx) {
+  if (!ctx) return;
+  cudaSetDevice(ctx->device);
+  if (ctx->stream) cudaStreamSynchronize(ctx->stream);
+  cudaFree(ctx->workspace);
+  if (ctx->blas) cublasDestroy(ctx->blas);
+  if (ctx->dnn) cudnnDestroy(ctx->dnn);
+  if (ctx->stream) cudaStreamDestroy(ctx->stream);
+  free(ctx);
+}
+
+static taso_err_t gpu_open(int threads, taso_rt_ctx_t **out) {
+  (void)threads; /* host threads do not apply */
+  taso_err_t err = TASO_OK;
+  *out = NULL;
+  taso_rt_ctx_t *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return taso_error(TASO_ERR_NOMEM, "gpu context");
+  int count = 0;
+  CUDA_TRY(cudaGetDeviceCount(&count));
+  if (count < 1) {
+    err = taso_error(TASO_ERR_LIB, "no CUDA device");
+    goto fail;
+  }
+  long dev = env_long("TASO_GPU_DEVICE", -1);
+  if (dev >= count) {
+    err = taso_error(TASO_ERR_ARG, "TASO_GPU_DEVICE=%ld but only %d device(s)", dev, count);
+    goto fail;
+  }
+  ctx->device = dev >= 0 ? (int)dev : local_rank() % count;
+  ctx->tf32 = env_long("TASO_GPU_TF32", 0) != 0;
+  long mb = env_long("TASO_GPU_WORKSPACE_MB", 512);
+  ctx->workspace_cap = (size_t)(mb > 0 ? mb : 0) << 20;
+  CUDA_TRY(cudaSetDevice(ctx->device));
+  CUDA_TRY(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+  CUDNN_TRY(cudnnCreate(&ctx->dnn));
+  CUDNN_TRY(cudnnSetStream(ctx->dnn, ctx->stream));
+  CUBLAS_TRY(cublasCreate(&ctx->blas));
+  CUBLAS_TRY(cublasSetStream(ctx->blas, ctx->stream));
+  CUBLAS_TRY(
+      cublasSetMathMode(ctx->blas, ctx->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  *out = ctx;
+  return TASO_OK;
+fail:
+  gpu_close(ctx);
+  return err;
+}
+
+static taso_err_t gpu_alloc(taso_rt_ctx_t *ctx, int64_t count, void **buf) {
+  taso_err_t err = TASO_OK;
+  *buf = NULL;
+  if (count < 0) return taso_error(TASO_ERR_ARG, "negative buffer size %lld", (long long)count);
+  CUDA_TRY(cudaSetDevice(ctx->device));
+  CUDA_TRY(cudaMalloc(buf, sizeof(float) * (size_t)(count ? count : 1)));
+fail:
+  return err;
+}
+
+static void gpu_release(taso_rt_ctx_t *ctx, void *buf) {
+  (void)ctx;
+  cudaFree(buf); /* waits for the work that may still use it */
+}
+
+static taso_err_t gpu_upload(taso_rt_ctx_t *ctx, void *dst, const float *src, int64_t count) {
+  taso_err_t err = TASO_OK;
+  if (count <= 0) return TASO_OK;
+  CUDA_TRY(cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)count, cudaMemcpyHostToDevice,
+                           ctx->stream));
+  CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+fail:
+  return err;
+}
+
+static taso_err_t gpu_download(taso_rt_ctx_t *ctx, float *dst, const void *src, int64_t count) {
+  taso_err_t err = TASO_OK;
+  if (count <= 0) return TASO_OK;
+  CUDA_TRY(cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)count, cudaMemcpyDeviceToHost,
+                           ctx->stream));
+  CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+fail:
+  return err;
+}
+
+static taso_err_t gpu_sync(taso_rt_ctx_t *ctx) {
+  taso_err_t err = TASO_OK;
+  CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+fail:
+  return err;
+}
+
+static void gpu_destroy(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
+  (void)ctx;
+  if (!k) return;
+  if (k->xd) cudnnDestroyTensorDescriptor(k->xd);
+  if (k->yd) cudnnDestroyTensorDescriptor(k->yd);
+  if (k->bd) cudnnDestroyTensorDescriptor(k->bd);
+  if (k->pd) cudnnDestroyTensorDescriptor(k->pd);
+  if (k->wd) cudnnDestroyFilterDescriptor(k->wd);
+  if (k->cd) cudnnDestroyConvolutionDescriptor(k->cd);
+  if (k->ad) cudnnDestroyActivationDescriptor(k->ad);
+  if (k->pool) cudnnDestroyPoolingDescriptor(k->pool);
+  cudaFree(k->zero_bias);
+  cudaFree(k->padded);
+  free(k);
+}
+
+static taso_err_t gpu_prepare(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg,
+                              taso_rt_kernel_t **out) {
+  taso_err_t err = TASO_OK;
+  *out = NULL;
+  if (cfg->kind <= TASO_OP_INPUT || cfg->kind >= TASO_OP_COUNT)
+    return taso_error(TASO_ERR_ARG, "gpu: operator kind %d", (int)cfg->kind);
+  const taso_op_info_t *op = &taso_ops[cfg->kind];
+  if (cfg->layout == TASO_RT_BLOCKED) return GPU_UNSUPPORTED(cfg, "blocked layouts are oneDNN's");
+  if (cfg->layout != TASO_RT_NCHW && cfg->layout != TASO_RT_NHWC)
+    return taso_error(TASO_ERR_ARG, "gpu: layout %d", (int)cfg->layout);
+  if (cfg->fuse & ~(unsigned)(TASO_FUSE_BIAS | TASO_FUSE_RELU | TASO_FUSE_SUM))
+    return taso_error(TASO_ERR_ARG, "gpu: fuse flags 0x%x", cfg->fuse);
+  bool fusable =
+      cfg->kind == TASO_OP_CONV2D || cfg->kind == TASO_OP_MATMUL || cfg->kind == TASO_OP_BMM;
+  if (cfg->fuse && !fusable) return GPU_UNSUPPORTED(cfg, "no fused epilogue");
+  int nin = op->arity + !!(cfg->fuse & TASO_FUSE_BIAS) + !!(cfg->fuse & TASO_FUSE_SUM);
+  if (cfg->nin != nin || cfg->nout != op->outputs)
+    return taso_error(TASO_ERR_ARG, "gpu: %s takes %d buffers in and %d out, got %d and %d",
+                      op->name, nin, op->outputs, cfg->nin, cfg->nout);
+  taso_rt_kernel_t *k = calloc(1, sizeof *k);
+  if (!k) return taso_error(TASO_ERR_NOMEM, "gpu kernel");
+  k->cfg = *cfg;
+  k->bias_at = k->sum_at = -1;
+  k->n = taso_tensor_size(&cfg->out[0]);
+  CUDA_TRY(cudaSetDevice(ctx->device));
+  switch ((taso_op_kind_t)cfg->kind) {
+  case TASO_OP_CONV2D:
+    err = gpu_prepare_conv(ctx, k);
+    break;
+  case TASO_OP_POOL_AVG:
+  case TASO_OP_POOL_MAX:
+    err = gpu_prepare_pool(ctx, k);
+    break;
+  case TASO_OP_MATMUL:
+  case TASO_OP_BMM:
+    err = gpu_prepare_gemm(ctx, k);
+    break;
+  case TASO_OP_EWADD:
+  case TASO_OP_EWMUL:
+  case TASO_OP_SMUL:
+  case TASO_OP_RELU:
+  case TASO_OP_ADD:
+  case TASO_OP_MUL:
+  case TASO_OP_SIGMOID:
+  case TASO_OP_TANH:
+  case TASO_OP_CLIP:
+  case TASO_OP_SOFTMAX:
+  case TASO_OP_BATCHNORM:
+    err = gpu_prepare_elementwise(ctx, k);
+    break;
+  case TASO_OP_TRANSPOSE:
+  case TASO_OP_PERMUTE:
+  case TASO_OP_CONCAT:
+  case TASO_OP_SPLIT:
+  case TASO_OP_SPLIT_AT:
+  case TASO_OP_RESHAPE:
+  case TASO_OP_ENLARGE:
+    err = gpu_prepare_movement(ctx, k);
+    break;
+  default:
+    err = GPU_UNSUPPORTED(cfg, "constants are computed once on the host");
+    break;
+  }
+  if (err != TASO_OK) goto fail;
+  *out = k;
+  return TASO_OK;
+fail:
+  gpu_destroy(ctx, k);
+  return err;
+}
+
+static taso_err_t gpu_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in,
+                          void *const *out) {
+  return k->run(ctx, k, in, out);
+}
+
+const taso_backend_t taso_backend_gpu = {
+    .name = "gpu",
+    .probe = gpu_probe,
+    .open = gpu_open,
+    .close = gpu_close,
+    .alloc = gpu_alloc,
+    .release = gpu_release,
+    .upload = gpu_upload,
+    .download = gpu_download,
+    .prepare = gpu_prepare,
+    .run = gpu_run,
+    .sync = gpu_sync,
+    .destroy = gpu_destroy,
+};

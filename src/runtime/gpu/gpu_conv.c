@@ -1,0 +1,275 @@
+/*
+ * Convolutions and pooling with cuDNN's legacy API.
+ *
+ * Padding: cuDNN pads both sides of an axis equally. Where that gives the
+ * configuration's output size the results are the reference's (out-of-range
+ * inputs read as zero, or are skipped by pooling). Where it does not (SAME
+ * with an odd total, asymmetric explicit pads) a convolution first copies
+ * its input into a zero-padded scratch buffer, and a pool runs our own
+ * kernel; both only in NCHW.
+ *
+ * The convolution algorithm is chosen per configuration by timing
+ * (cudnnFindConvolutionForwardAlgorithmEx on scratch data), then the fastest
+ * one that also runs the configuration's fused call is kept.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu_internal.h"
+
+static taso_err_t conv_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in,
+                           void *const *out) {
+  taso_err_t err = TASO_OK;
+  const float one = 1.0f;
+  const void *x = in[0];
+  if (k->padded) {
+    CUDA_TRY(gpu_pad(in[0], k->padded, k->win, ctx->stream));
+    x = k->padded;
+  }
+  cudnnTensorDescriptor_t xd = k->pd ? k->pd : k->xd;
+  if (k->fused) {
+    /* Without a summand, z is the output itself with weight 0. */
+    const float alpha2 = k->sum_at >= 0 ? 1.0f : 0.0f;
+    const void *z = k->sum_at >= 0 ? in[k->sum_at] : out[0];
+    const void *bias = k->bias_at >= 0 ? in[k->bias_at] : k->zero_bias;
+    CUDNN_TRY(cudnnConvolutionBiasActivationForward(ctx->dnn, &one, xd, x, k->wd, in[1], k->cd,
+                                                    k->algo, ctx->workspace, k->ws, &alpha2, k->yd,
+                                                    z, k->bd, bias, k->ad, k->yd, out[0]));
+  } else {
+    float beta = 0.0f;
+    if (k->sum_at >= 0) {
+      if (in[k->sum_at] != out[0])
+        CUDA_TRY(cudaMemcpyAsync(out[0], in[k->sum_at], sizeof(float) * (size_t)k->n,
+                                 cudaMemcpyDeviceToDevice, ctx->stream));
+      beta = 1.0f;
+    }
+    CUDNN_TRY(cudnnConvolutionForward(ctx->dnn, &one, xd, x, k->wd, in[1], k->cd, k->algo,
+                                      ctx->workspace, k->ws, &beta, k->yd, out[0]));
+    if (k->bias_at >= 0)
+      CUDNN_TRY(cudnnAddTensor(ctx->dnn, &one, k->bd, in[k->bias_at], &one, k->yd, out[0]));
+  }
+fail:
+  return err;
+}
+
+/* Scratch buffers of a configuration's shapes, filled with fixed values. */
+static taso_err_t scratch_alloc(taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k, float **in,
+                                float **out) {
+  taso_err_t err = TASO_OK;
+  for (int i = 0; i < k->cfg.nin; i++) {
+    int64_t n = taso_tensor_size(&k->cfg.in[i]);
+    CUDA_TRY(cudaMalloc((void **)&in[i], sizeof(float) * (size_t)(n ? n : 1)));
+    CUDA_TRY(gpu_fill(in[i], n, 0x9e3779b9u * (uint32_t)(i + 1), ctx->stream));
+  }
+  for (int i = 0; i < k->cfg.nout; i++) {
+    int64_t n = taso_tensor_size(&k->cfg.out[i]);
+    CUDA_TRY(cudaMalloc((void **)&out[i], sizeof(float) * (size_t)(n ? n : 1)));
+    CUDA_TRY(cudaMemsetAsync(out[i], 0, sizeof(float) * (size_t)(n ? n : 1), ctx->stream));
+  }
+fail:
+  return err;
+}
+
+static taso_err_t set_4d(cudnnTensorDescriptor_t *d, cudnnTensorFormat_t fmt, int n, int c, int h,
+                         int w) {
+  taso_err_t err = TASO_OK;
+  if (!*d) CUDNN_TRY(cudnnCreateTensorDescriptor(d));
+  CUDNN_TRY(cudnnSetTensor4dDescriptor(*d, fmt, CUDNN_DATA_FLOAT, n, c, h, w));
+fail:
+  return err;
+}
+
+/* Times cuDNN's algorithms on scratch data and keeps the fastest that runs
+ * the whole configuration (the fused call supports fewer). */
+static taso_err_t choose_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
+  taso_err_t err = TASO_OK;
+  float *in[TASO_RT_MAX_IN] = {0}, *out[2] = {0};
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int found = 0, tried = 0;
+  char last[256] = "no algorithm returned";
+  if ((err = gpu_workspace(ctx)) != TASO_OK) goto fail;
+  if ((err = scratch_alloc(ctx, k, in, out)) != TASO_OK) goto fail;
+  if (k->padded) CUDA_TRY(gpu_pad(in[0], k->padded, k->win, ctx->stream));
+  CUDNN_TRY(cudnnFindConvolutionForwardAlgorithmEx(
+      ctx->dnn, k->pd ? k->pd : k->xd, k->padded ? k->padded : in[0], k->wd, in[1], k->cd, k->yd,
+      out[0], CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, ctx->workspace, ctx->workspace_size));
+  err = TASO_ERR_UNSUPPORTED;
+  for (int i = 0; i < found && err != TASO_OK; i++) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ctx->workspace_size) continue;
+    if (!ctx->tf32 && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH)
+      continue;
+    k->algo = perf[i].algo;
+    k->ws = perf[i].memory;
+    tried++;
+    /* DEFAULT math permits TF32 on Ampere and later: pin FP32 to FMA */
+    cudnnStatus_t st =
+        cudnnSetConvolutionMathType(k->cd, ctx->tf32 ? perf[i].mathType : CUDNN_FMA_MATH);
+    if (st != CUDNN_STATUS_SUCCESS) {
+      snprintf(last, sizeof last, "cuDNN: %s", cudnnGetErrorString(st));
+      continue;
+    }
+    err = conv_run(ctx, k, (void *const *)in, (void *const *)out);
+    if (err == TASO_OK) {
+      cudaError_t rc = cudaStreamSynchronize(ctx->stream);
+      if (rc != cudaSuccess) {
+        /* an execution error is sticky: the context is unusable, stop here */
+        err = taso_error(TASO_ERR_LIB, "CUDA: %s", cudaGetErrorString(rc));
+        goto fail;
+      }
+    } else {
+      snprintf(last, sizeof last, "%s", taso_error_detail());
+    }
+  }
+  if (err != TASO_OK)
+    err = GPU_UNSUPPORTED(&k->cfg, "no cuDNN algorithm runs it (%d of %d tried; last: %s)", tried,
+                          found, last);
+fail:
+  cudaStreamSynchronize(ctx->stream);
+  for (int i = 0; i < TASO_RT_MAX_IN; i++)
+    cudaFree(in[i]);
+  for (int i = 0; i < 2; i++)
+    cudaFree(out[i]);
+  return err;
+}
+
+taso_err_t gpu_prepare_conv(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
+  taso_err_t err = TASO_OK;
+  const taso_rt_config_t *c = &k->cfg;
+  const taso_tensor_t *x = &c->in[0], *w = &c->in[1], *y = &c->out[0];
+  if (x->rank != 4 || w->rank != 4 || y->rank != 4 || x->dim[1] % w->dim[1] != 0)
+    return taso_error(TASO_ERR_ARG, "gpu: conv2d: bad operand shapes");
+  if (c->p.act != TASO_ACT_NONE && c->p.act != TASO_ACT_RELU)
+    return GPU_UNSUPPORTED(c, "activation %d", (int)c->p.act);
+  int32_t N = x->dim[0], C = x->dim[1], H = x->dim[2], W = x->dim[3];
+  int32_t CO = w->dim[0], CG = w->dim[1], KH = w->dim[2], KW = w->dim[3];
+  int32_t OH = y->dim[2], OW = y->dim[3], sh = c->p.stride[0], sw = c->p.stride[1], top, left;
+  taso_window_axis(&c->p, 0, H, KH, &top);
+  taso_window_axis(&c->p, 1, W, KW, &left);
+  int at = 2;
+  if (c->fuse & TASO_FUSE_BIAS) k->bias_at = at++;
+  if (c->fuse & TASO_FUSE_SUM) k->sum_at = at++;
+  if (k->bias_at >= 0 && taso_tensor_size(&c->in[k->bias_at]) != w->dim[0])
+    return taso_error(TASO_ERR_ARG, "gpu: conv2d: bias must be one value per channel (%d)",
+                      w->dim[0]);
+  if (k->sum_at >= 0 && taso_tensor_size(&c->in[k->sum_at]) != k->n)
+    return taso_error(TASO_ERR_ARG, "gpu: conv2d: summand must have the output's shape");
+  k->relu = (c->fuse & TASO_FUSE_RELU) || c->p.act == TASO_ACT_RELU;
+  k->fused = k->relu; /* the fused call has no identity activation for most algorithms */
+  bool nhwc = gpu_is_nhwc(c, x);
+  cudnnTensorFormat_t fmt = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  int on, oc, oh, ow;
+  TASO_TRY(set_4d(&k->xd, fmt, N, C, H, W));
+  TASO_TRY(set_4d(&k->yd, fmt, N, CO, OH, OW));
+  /* weights stay row-major [out, in/groups, kh, kw] in every layout */
+  CUDNN_TRY(cudnnCreateFilterDescriptor(&k->wd));
+  CUDNN_TRY(cudnnSetFilter4dDescriptor(k->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CO, CG, KH, KW));
+  CUDNN_TRY(cudnnCreateConvolutionDescriptor(&k->cd));
+  CUDNN_TRY(cudnnSetConvolution2dDescriptor(k->cd, top, left, sh, sw, 1, 1, CUDNN_CROSS_CORRELATION,
+                                            CUDNN_DATA_FLOAT));
+  CUDNN_TRY(cudnnSetConvolutionGroupCount(k->cd, C / CG));
+  CUDNN_TRY(cudnnGetConvolution2dForwardOutputDim(k->cd, k->xd, k->wd, &on, &oc, &oh, &ow));
+  if (oh != OH || ow != OW) {
+    if (nhwc) return GPU_UNSUPPORTED(c, "asymmetric padding in channels-last layout");
+    k->win = (gpu_window_t){.planes = (int64_t)N * C,
+                            .h = H,
+                            .w = W,
+                            .oh = (OH - 1) * sh + KH,
+                            .ow = (OW - 1) * sw + KW,
+                            .kh = KH,
+                            .kw = KW,
+                            .sh = sh,
+                            .sw = sw,
+                            .top = top,
+                            .left = left};
+    TASO_TRY(set_4d(&k->pd, fmt, N, C, k->win.oh, k->win.ow));
+    CUDNN_TRY(cudnnSetConvolution2dDescriptor(k->cd, 0, 0, sh, sw, 1, 1, CUDNN_CROSS_CORRELATION,
+                                              CUDNN_DATA_FLOAT));
+    CUDNN_TRY(cudnnSetConvolutionGroupCount(k->cd, C / CG));
+    CUDNN_TRY(cudnnGetConvolution2dForwardOutputDim(k->cd, k->pd, k->wd, &on, &oc, &oh, &ow));
+    if (oh != OH || ow != OW)
+      return taso_error(TASO_ERR_LIB, "gpu: conv2d: cuDNN gives %dx%d for %dx%d", oh, ow, OH, OW);
+    CUDA_TRY(cudaMalloc((void **)&k->padded,
+                        sizeof(float) * (size_t)(k->win.planes * k->win.oh * k->win.ow)));
+  }
+  if (k->bias_at >= 0 || k->fused) TASO_TRY(set_4d(&k->bd, fmt, 1, CO, 1, 1));
+  if (k->fused) {
+    CUDNN_TRY(cudnnCreateActivationDescriptor(&k->ad));
+    CUDNN_TRY(
+        cudnnSetActivationDescriptor(k->ad, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    if (k->bias_at < 0) {
+      CUDA_TRY(cudaMalloc((void **)&k->zero_bias, sizeof(float) * (size_t)CO));
+      CUDA_TRY(cudaMemset(k->zero_bias, 0, sizeof(float) * (size_t)CO));
+    }
+  }
+  CUDNN_TRY(cudnnSetConvolutionMathType(k->cd, ctx->tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+  k->run = conv_run;
+  return choose_algorithm(ctx, k);
+fail:
+  return err;
+}
+
+static taso_err_t pool_run_cudnn(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in,
+                                 void *const *out) {
+  taso_err_t err = TASO_OK;
+  const float one = 1.0f, zero = 0.0f;
+  CUDNN_TRY(cudnnPoolingForward(ctx->dnn, k->pool, &one, k->xd, in[0], &zero, k->yd, out[0]));
+fail:
+  return err;
+}
+
+static taso_err_t pool_run_direct(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in,
+                                  void *const *out) {
+  taso_err_t err = TASO_OK;
+  CUDA_TRY(gpu_pool(k->op, in[0], out[0], k->win, ctx->stream));
+fail:
+  return err;
+}
+
+taso_err_t gpu_prepare_pool(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
+  (void)ctx;
+  taso_err_t err = TASO_OK;
+  const taso_rt_config_t *c = &k->cfg;
+  const taso_tensor_t *x = &c->in[0], *y = &c->out[0];
+  if (x->rank != 4 || y->rank != 4) return taso_error(TASO_ERR_ARG, "gpu: pool: bad shapes");
+  int32_t N = x->dim[0], C = x->dim[1], H = x->dim[2], W = x->dim[3];
+  int32_t OH = y->dim[2], OW = y->dim[3], KH = c->p.kernel[0], KW = c->p.kernel[1], top, left;
+  taso_window_axis(&c->p, 0, H, KH, &top);
+  taso_window_axis(&c->p, 1, W, KW, &left);
+  bool is_max = c->kind == TASO_OP_POOL_MAX;
+  k->op = is_max ? GPU_POOL_MAX : c->p.exclude_pad ? GPU_POOL_AVG_EXCLUDE : GPU_POOL_AVG_INCLUDE;
+  cudnnPoolingMode_t mode = is_max             ? CUDNN_POOLING_MAX
+                            : c->p.exclude_pad ? CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING
+                                               : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+  bool nhwc = gpu_is_nhwc(c, x);
+  cudnnTensorFormat_t fmt = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  TASO_TRY(set_4d(&k->xd, fmt, N, C, H, W));
+  TASO_TRY(set_4d(&k->yd, fmt, N, C, OH, OW));
+  CUDNN_TRY(cudnnCreatePoolingDescriptor(&k->pool));
+  /* cuDNN may refuse a window shape; then, as for unequal padding, the
+   * direct kernel runs it */
+  int on = 0, oc = 0, oh = -1, ow = -1;
+  if (cudnnSetPooling2dDescriptor(k->pool, mode, CUDNN_NOT_PROPAGATE_NAN, KH, KW, top, left,
+                                  c->p.stride[0], c->p.stride[1]) == CUDNN_STATUS_SUCCESS &&
+      cudnnGetPooling2dForwardOutputDim(k->pool, k->xd, &on, &oc, &oh, &ow) ==
+          CUDNN_STATUS_SUCCESS &&
+      oh == OH && ow == OW) {
+    k->run = pool_run_cudnn;
+    return TASO_OK;
+  }
+  if (nhwc) return GPU_UNSUPPORTED(c, "asymmetric padding in channels-last layout");
+  k->win = (gpu_window_t){.planes = (int64_t)N * C,
+                          .h = H,
+                          .w = W,
+                          .oh = OH,
+                          .ow = OW,
+                          .kh = KH,
+                          .kw = KW,
+                          .sh = c->p.stride[0],
+                          .sw = c->p.stride[1],
+                          .top = top,
+                          .left = left};
+  k->run = pool_run_direct;
+  return TASO_OK;
+fail:
+  return err;
+}

@@ -1,0 +1,118 @@
+/*
+ * Private to the gpu backend: the open device, a prepared kernel, the
+ * library-call macros and the per-family prepare functions.
+ *
+ * A prepared kernel records everything its run needs (descriptors, the
+ * chosen convolution algorithm, sizes), so that run only enqueues library
+ * calls and kernels on the context's stream and never synchronizes: the
+ * shared runner times runs between its own syncs.
+ */
+#ifndef TASO_GPU_INTERNAL_H
+#define TASO_GPU_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "gpu_kernels.h"
+#include "runtime.h"
+
+struct taso_rt_ctx {
+  int device;            /* CUDA device ordinal */
+  cudaStream_t stream;   /* every run is enqueued here */
+  cudnnHandle_t dnn;     /* bound to stream */
+  cublasHandle_t blas;   /* bound to stream */
+  bool tf32;             /* TASO_GPU_TF32=1: tensor-op (TF32) math allowed */
+  void *workspace;       /* cuDNN workspace shared by every kernel (one stream) */
+  size_t workspace_size; /* bytes; allocated on the first convolution */
+  size_t workspace_cap;  /* the size to allocate (TASO_GPU_WORKSPACE_MB) */
+};
+
+typedef taso_err_t (*gpu_run_fn)(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in,
+                                 void *const *out);
+
+struct taso_rt_kernel {
+  taso_rt_config_t cfg; /* what was prepared */
+  gpu_run_fn run;       /* the family's run */
+  /* cuDNN descriptors, NULL where unused */
+  cudnnTensorDescriptor_t xd, yd, bd, pd; /* input, output, bias, padded input */
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+  cudnnActivationDescriptor_t ad;
+  cudnnPoolingDescriptor_t pool;
+  cudnnConvolutionFwdAlgo_t algo; /* chosen by timing at prepare */
+  size_t ws;                      /* workspace bytes the algorithm needs */
+  float *zero_bias;               /* device zeros: the fused call needs a bias */
+  float *padded;                  /* device scratch for explicit padding */
+  bool fused;                     /* conv: one cudnnConvolutionBiasActivationForward */
+  bool relu;                      /* epilogue ReLU */
+  int bias_at, sum_at;            /* index in in[] of the bias, the summand; -1 if none */
+  int op;                         /* GPU_BIN_*, GPU_POOL_* or a copy direction */
+  gpu_walk_t walk;                /* strided element-wise kernels */
+  gpu_window_t win;               /* padding and pooling geometry */
+  int64_t n;                      /* output elements */
+  int64_t outer, n0, n1;          /* concat/split: rows, floats per row of each part */
+  int64_t channels, inner;        /* batchnorm */
+  int m, kdim, ncol, batch;       /* gemm: [batch] m x kdim times kdim x ncol */
+};
+
+/* Library calls inside a function with `taso_err_t err` and a `fail:` label:
+ * a failure records file:line and the library's own message. */
+#define CUDA_TRY(call)                                                                             \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      err =                                                                                        \
+          taso_error(TASO_ERR_LIB, "%s:%d: CUDA: %s", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      goto fail;                                                                                   \
+    }                                                                                              \
+  } while (0)
+
+#define CUDNN_TRY(call)                                                                            \
+  do {                                                                                             \
+    cudnnStatus_t s_ = (call);                                                                     \
+    if (s_ != CUDNN_STATUS_SUCCESS) {                                                              \
+      err = taso_error(s_ == CUDNN_STATUS_NOT_SUPPORTED ? TASO_ERR_UNSUPPORTED : TASO_ERR_LIB,     \
+                       "%s:%d: cuDNN: %s", __FILE__, __LINE__, cudnnGetErrorString(s_));           \
+      goto fail;                                                                                   \
+    }                                                                                              \
+  } while (0)
+
+#define CUBLAS_TRY(call)                                                                           \
+  do {                                                                                             \
+    cublasStatus_t s_ = (call);                                                                    \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                             \
+      err = taso_error(s_ == CUBLAS_STATUS_NOT_SUPPORTED ? TASO_ERR_UNSUPPORTED : TASO_ERR_LIB,    \
+                       "%s:%d: cuBLAS: %s", __FILE__, __LINE__, cublasGetStatusString(s_));        \
+      goto fail;                                                                                   \
+    }                                                                                              \
+  } while (0)
+
+/* Records the reason and returns TASO_ERR_UNSUPPORTED (the runtime falls
+ * back to the reference for this configuration). */
+#define GPU_UNSUPPORTED(cfg, ...) gpu_unsupported((cfg), __VA_ARGS__)
+taso_err_t gpu_unsupported(const taso_rt_config_t *cfg, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Memory layout of a tensor under a configuration's layout: channels last
+ * applies to rank-4 activations only. */
+bool gpu_is_nhwc(const taso_rt_config_t *cfg, const taso_tensor_t *t);
+/* Element stride of each logical axis as stored. */
+void gpu_strides(const taso_rt_config_t *cfg, const taso_tensor_t *t, int64_t stride[4]);
+/* Logical axes in memory order, slowest first. */
+void gpu_order(const taso_rt_config_t *cfg, const taso_tensor_t *t, int order[4]);
+
+/* The cuDNN workspace, allocated once at its configured size. */
+taso_err_t gpu_workspace(taso_rt_ctx_t *ctx);
+
+/* Per-family prepare: fills k (zeroed, cfg copied) or says why not. */
+taso_err_t gpu_prepare_conv(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k);
+taso_err_t gpu_prepare_pool(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k);
+taso_err_t gpu_prepare_gemm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k);
+taso_err_t gpu_prepare_elementwise(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k);
+taso_err_t gpu_prepare_movement(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k);
+
+#endif
