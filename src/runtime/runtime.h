@@ -52,7 +52,8 @@ typedef struct {
   taso_tensor_t in[TASO_RT_MAX_IN];  /* operand types (trees ignored) */
   taso_tensor_t out[2];              /* result types */
   unsigned fuse;                     /* TASO_FUSE_* */
-  int32_t layout;                    /* taso_rt_layout_t of 4-d activations */
+  int32_t layout;                    /* taso_rt_layout_t of 4-d activations; weights
+                                        (conv2d operand 1) stay row-major [O, C/g, KH, KW] */
 } taso_rt_config_t;
 
 typedef struct taso_rt_ctx taso_rt_ctx_t;       /* a backend's open device */
