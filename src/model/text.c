@@ -25,10 +25,10 @@
 #endif
 
 #define NAME_MAX_LEN 64
-#define MAX_DEPTH 64      /* nested block calls: deeper is a runaway recursion */
-#define MAX_OPERANDS 64   /* operands of one call (n-ary concat) */
+#define MAX_DEPTH 64    /* nested block calls: deeper is a runaway recursion */
+#define MAX_OPERANDS 64 /* operands of one call (n-ary concat) */
 #define MAX_BLOCK_ARGS 16
-#define MAX_LOOP 1000000  /* iterations of one loop */
+#define MAX_LOOP 1000000 /* iterations of one loop */
 
 typedef enum { T_WORD, T_PUNCT, T_NL, T_END } tok_kind_t;
 
@@ -39,8 +39,8 @@ typedef struct {
 } tok_t;
 
 typedef struct {
-  bool tensor;   /* a tensor (ref) or an integer (num) */
-  int outputs;   /* tensors: results of the node (2 for split_at) */
+  bool tensor; /* a tensor (ref) or an integer (num) */
+  int outputs; /* tensors: results of the node (2 for split_at) */
   int64_t num;
   taso_ref_t ref;
 } value_t;
@@ -122,10 +122,10 @@ static taso_err_t at_line(const reader_t *r, int tok, taso_err_t err) {
   return taso_error_prefix(err, "%s:%d: ", r->path, line_of(r, tok));
 }
 
-#define TRY_AT(r, tok, call)                                                   \
-  do {                                                                         \
-    taso_err_t try_at_err_ = (call);                                           \
-    if (try_at_err_ != TASO_OK) return at_line((r), (tok), try_at_err_);       \
+#define TRY_AT(r, tok, call)                                                                       \
+  do {                                                                                             \
+    taso_err_t try_at_err_ = (call);                                                               \
+    if (try_at_err_ != TASO_OK) return at_line((r), (tok), try_at_err_);                           \
   } while (0)
 
 /* ---- tokens ------------------------------------------------------------- */
@@ -161,7 +161,8 @@ static taso_err_t lex(reader_t *r) {
   int line = 1, depth = 0;
   for (int i = 0; s[i];) {
     if (s[i] == '#') {
-      while (s[i] && s[i] != '\n') i++;
+      while (s[i] && s[i] != '\n')
+        i++;
     } else if (s[i] == '\n') {
       bool blank = r->ntoks == 0 || r->toks[r->ntoks - 1].kind == T_NL;
       if (depth == 0 && !blank) TASO_TRY(push(r, T_NL, i, 1, line));
@@ -171,7 +172,8 @@ static taso_err_t lex(reader_t *r) {
       i++;
     } else if (word_char(s[i])) {
       int start = i;
-      while (word_char(s[i])) i++;
+      while (word_char(s[i]))
+        i++;
       TASO_TRY(push(r, T_WORD, start, i - start, line));
     } else if (punct_len(s + i)) {
       int n = punct_len(s + i);
@@ -210,7 +212,8 @@ static taso_err_t match_braces(reader_t *r) {
     r->match[i] = -1;
     if (is_punct(r, i, "{")) stack[n++] = i;
     if (is_punct(r, i, "}")) {
-      if (n == 0) err = fail(r, i, TASO_ERR_PARSE, "'}' without a '{'");
+      if (n == 0)
+        err = fail(r, i, TASO_ERR_PARSE, "'}' without a '{'");
       else {
         r->match[i] = stack[--n];
         r->match[stack[n]] = i;
@@ -301,9 +304,8 @@ static int find_block(const reader_t *r, const char *name) {
 
 /* Words with a meaning of their own, which no variable or block may take. */
 static bool reserved(const char *name) {
-  static const char *const words[] = {"param", "input", "weight", "output", "block", "for",
-                                      "in",    "range", "if",     "else",   "return", "dim",
-                                      "min",   "max"};
+  static const char *const words[] = {"param", "input", "weight", "output", "block", "for", "in",
+                                      "range", "if",    "else",   "return", "dim",   "min", "max"};
   for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
     if (!strcmp(name, words[i])) return true;
   return false;
@@ -381,7 +383,8 @@ static taso_err_t eval_primary(reader_t *r, value_t *v) {
   if (r->toks[at].kind == T_WORD && isdigit((unsigned char)r->src[r->toks[at].start]))
     return parse_number(r, v);
   if (r->toks[at].kind != T_WORD)
-    return fail(r, at, TASO_ERR_PARSE, "expected a value, found '%s'", show(r, at, buf, sizeof buf));
+    return fail(r, at, TASO_ERR_PARSE, "expected a value, found '%s'",
+                show(r, at, buf, sizeof buf));
   TASO_TRY(take_name(r, name));
   if (is_punct(r, r->pos, "(")) {
     if (!strcmp(name, "dim") || !strcmp(name, "min") || !strcmp(name, "max"))
@@ -398,7 +401,7 @@ static taso_err_t eval_primary(reader_t *r, value_t *v) {
 static taso_err_t eval_unary(reader_t *r, value_t *v) {
   int at = r->pos;
   bool neg = is_punct(r, at, "-"), not = is_punct(r, at, "!");
-  if (!neg && !not) return eval_primary(r, v);
+  if (!neg && !not ) return eval_primary(r, v);
   r->pos++;
   TASO_TRY(eval_unary(r, v));
   if (v->tensor) return fail(r, at, TASO_ERR_PARSE, "'%s' takes an integer", neg ? "-" : "!");
@@ -425,17 +428,41 @@ static taso_err_t apply(const reader_t *r, int tok, int64_t a, int64_t b, int64_
   if ((op[0] == '/' || op[0] == '%') && b == 0)
     return fail(r, tok, TASO_ERR_OVERFLOW, "division by zero");
   switch (op[0]) {
-  case '+': over = __builtin_add_overflow(a, b, out); break;
-  case '-': over = __builtin_sub_overflow(a, b, out); break;
-  case '*': over = __builtin_mul_overflow(a, b, out); break;
-  case '/': over = a == INT64_MIN && b == -1; *out = over ? 0 : a / b; break;
-  case '%': over = a == INT64_MIN && b == -1; *out = over ? 0 : a % b; break;
-  case '|': *out = a || b; break;
-  case '&': *out = a && b; break;
-  case '=': *out = a == b; break;
-  case '!': *out = a != b; break;
-  case '<': *out = two ? a <= b : a < b; break;
-  case '>': *out = two ? a >= b : a > b; break;
+  case '+':
+    over = __builtin_add_overflow(a, b, out);
+    break;
+  case '-':
+    over = __builtin_sub_overflow(a, b, out);
+    break;
+  case '*':
+    over = __builtin_mul_overflow(a, b, out);
+    break;
+  case '/':
+    over = a == INT64_MIN && b == -1;
+    *out = over ? 0 : a / b;
+    break;
+  case '%':
+    over = a == INT64_MIN && b == -1;
+    *out = over ? 0 : a % b;
+    break;
+  case '|':
+    *out = a || b;
+    break;
+  case '&':
+    *out = a && b;
+    break;
+  case '=':
+    *out = a == b;
+    break;
+  case '!':
+    *out = a != b;
+    break;
+  case '<':
+    *out = two ? a <= b : a < b;
+    break;
+  case '>':
+    *out = two ? a >= b : a > b;
+    break;
   }
   if (over) return fail(r, tok, TASO_ERR_OVERFLOW, "integer overflow");
   return TASO_OK;
@@ -465,9 +492,9 @@ static taso_err_t eval_expr(reader_t *r, value_t *v) {
 /* ---- operator calls ------------------------------------------------------ */
 
 typedef struct {
-  char text[512];                 /* "conv2d(s=2x2, act=relu" as it grows */
+  char text[512]; /* "conv2d(s=2x2, act=relu" as it grows */
   int nparams;
-  bool has_shape;                 /* a shape= was given */
+  bool has_shape; /* a shape= was given */
   taso_ref_t operands[MAX_OPERANDS];
   int noperands;
 } call_t;
@@ -495,7 +522,8 @@ static taso_err_t param_text(reader_t *r, call_t *c) {
                   r->src + r->toks[key].start));
   r->pos += 2; /* the key and '=' */
   if (is_punct(r, r->pos, ",") || is_punct(r, r->pos, ")"))
-    return fail(r, r->pos, TASO_ERR_PARSE, "parameter '%s' has no value", show(r, key, buf, sizeof buf));
+    return fail(r, r->pos, TASO_ERR_PARSE, "parameter '%s' has no value",
+                show(r, key, buf, sizeof buf));
   while (!is_punct(r, r->pos, ",") && !is_punct(r, r->pos, ")")) {
     int t = r->pos;
     if (r->toks[t].kind == T_END || r->toks[t].kind == T_NL) return expect(r, ")");
@@ -528,7 +556,8 @@ static taso_err_t call_arg(reader_t *r, call_t *c) {
   }
   if (v.outputs > 1)
     return fail(r, at, TASO_ERR_PARSE, "an operand has two results: write 'a, b = ...' first");
-  if (c->noperands == MAX_OPERANDS) return fail(r, at, TASO_ERR_LIMIT, "more than %d operands", MAX_OPERANDS);
+  if (c->noperands == MAX_OPERANDS)
+    return fail(r, at, TASO_ERR_LIMIT, "more than %d operands", MAX_OPERANDS);
   c->operands[c->noperands++] = v.ref;
   return TASO_OK;
 }
@@ -561,7 +590,8 @@ static taso_err_t call_op(reader_t *r, const char *name, int at, value_t *v) {
   snprintf(c.text, sizeof c.text, "%s", name);
   TASO_TRY(expect(r, "("));
   if (!accept(r, ")")) {
-    do TASO_TRY(call_arg(r, &c));
+    do
+      TASO_TRY(call_arg(r, &c));
     while (accept(r, ","));
     TASO_TRY(expect(r, ")"));
   }
@@ -702,13 +732,13 @@ static taso_err_t parse_shape(reader_t *r, int *rank, int32_t *dim) {
   return expect(r, "]");
 }
 
-/* A weight's name is its block path plus its own; one declared again (in
+/* A tensor's name is its block path plus its own; one declared again (in
  * a loop) gets _2, _3, ... so that every name stays unique. */
-static taso_err_t weight_name(reader_t *r, int at, const char *local, char *out) {
+static taso_err_t tensor_name(reader_t *r, int at, const char *local, char *out) {
   int n = snprintf(out, TASO_MODEL_NAME_LEN, "%s%s", r->frame->prefix, local);
   for (int k = 2; n < TASO_MODEL_NAME_LEN && taso_model_find_input(r->m, out) >= 0; k++)
     n = snprintf(out, TASO_MODEL_NAME_LEN, "%s%s_%d", r->frame->prefix, local, k);
-  if (n >= TASO_MODEL_NAME_LEN) return fail(r, at, TASO_ERR_LIMIT, "weight name too long");
+  if (n >= TASO_MODEL_NAME_LEN) return fail(r, at, TASO_ERR_LIMIT, "tensor name too long");
   return TASO_OK;
 }
 
@@ -722,8 +752,7 @@ static taso_err_t stmt_tensor(reader_t *r, bool is_weight) {
   TASO_TRY(take_name(r, name));
   if (reserved(name)) return fail(r, at, TASO_ERR_PARSE, "'%s' is a reserved word", name);
   TASO_TRY(parse_shape(r, &rank, dim));
-  if (is_weight) TASO_TRY(weight_name(r, at, name, full));
-  else snprintf(full, sizeof full, "%s", name);
+  TASO_TRY(tensor_name(r, at, name, full));
   TRY_AT(r, at, taso_model_input(r->m, full, is_weight, rank, dim, NULL, &ref));
   return set_var(r, r->frame, name, tensor_value(ref, 1), false);
 }
@@ -751,7 +780,8 @@ static taso_err_t stmt_block(reader_t *r) {
   block_t blk = {.nargs = 0};
   TASO_TRY(top_level_only(r, at, "block"));
   TASO_TRY(take_name(r, blk.name));
-  if (reserved(blk.name) || taso_op_lookup(blk.name) != TASO_OP_COUNT || find_block(r, blk.name) >= 0)
+  if (reserved(blk.name) || taso_op_lookup(blk.name) != TASO_OP_COUNT ||
+      find_block(r, blk.name) >= 0)
     return fail(r, at, TASO_ERR_PARSE, "block name '%s' is taken (an operator, a word or a block)",
                 blk.name);
   TASO_TRY(expect(r, "("));
@@ -883,21 +913,23 @@ static taso_err_t exec_stmt(reader_t *r) {
   if (is_word(r, at, "return")) return stmt_return(r);
   if (r->toks[at].kind == T_WORD && (is_punct(r, at + 1, "=") || is_punct(r, at + 1, ",")))
     return stmt_assign(r);
-  return fail(r, at, TASO_ERR_PARSE, "expected a statement, found '%s'", show(r, at, buf, sizeof buf));
+  return fail(r, at, TASO_ERR_PARSE, "expected a statement, found '%s'",
+              show(r, at, buf, sizeof buf));
 }
 
 /* Statements up to the '}' (or the end of the file at the top level); a
  * return skips the rest. */
 static taso_err_t exec_stmts(reader_t *r, int close) {
   for (;;) {
-    while (r->toks[r->pos].kind == T_NL) r->pos++;
+    while (r->toks[r->pos].kind == T_NL)
+      r->pos++;
     if (r->pos == close || r->toks[r->pos].kind == T_END) return TASO_OK;
     if (r->frame->returned) {
       r->pos = close;
       return TASO_OK;
     }
-    bool compound = is_word(r, r->pos, "block") || is_word(r, r->pos, "for") ||
-                    is_word(r, r->pos, "if");
+    bool compound =
+        is_word(r, r->pos, "block") || is_word(r, r->pos, "for") || is_word(r, r->pos, "if");
     TASO_TRY(exec_stmt(r));
     if (!compound) TASO_TRY(end_statement(r));
   }
@@ -981,8 +1013,9 @@ static taso_err_t check_overrides(const reader_t *r) {
   char list[512];
   for (int i = 0; i < r->nov; i++)
     if (!declared_params(r, list, sizeof list, r->ov[i].name))
-      return taso_error(TASO_ERR_UNKNOWN, "%s: unknown parameter '%s' in overrides (parameters: %s)",
-                        r->path, r->ov[i].name, list[0] ? list : "none");
+      return taso_error(TASO_ERR_UNKNOWN,
+                        "%s: unknown parameter '%s' in overrides (parameters: %s)", r->path,
+                        r->ov[i].name, list[0] ? list : "none");
   return TASO_OK;
 }
 
@@ -1031,8 +1064,10 @@ taso_err_t taso_model_parse_file(const char *path, const char *overrides, taso_m
  * the source tree's data/models compiled in. */
 static void models_dir(char *dir, size_t len) {
   const char *env = getenv("TASO_DATA_DIR");
-  if (env && env[0]) snprintf(dir, len, "%s/models", env);
-  else snprintf(dir, len, "%s", TASO_MODELS_DIR);
+  if (env && env[0])
+    snprintf(dir, len, "%s/models", env);
+  else
+    snprintf(dir, len, "%s", TASO_MODELS_DIR);
 }
 
 static int compare_names(const void *a, const void *b) {
