@@ -44,10 +44,12 @@ void taso_onnx_free(Onnx__ModelProto *m);
  * 0 when it names none. */
 int64_t taso_onnx_opset(const Onnx__ModelProto *m);
 
-/* Whether taso imports every node of the model (path names it in
- * messages): TASO_OK, or TASO_ERR_UNKNOWN with a message that lists every
- * unsupported node as "NAME (OP_TYPE, opset N)", or TASO_ERR_FORMAT when
- * the model's opset is outside TASO_ONNX_OPSET_MIN..MAX. */
+/* Whether taso imports every node's operator (path names it in messages):
+ * TASO_OK, or TASO_ERR_UNSUPPORTED with a message that lists every
+ * unsupported node as "NAME (OP_TYPE, opset N: reason)", or
+ * TASO_ERR_FORMAT when the model's opset is above TASO_ONNX_OPSET_MAX or
+ * missing. An opset below TASO_ONNX_OPSET_MIN is fine for operators whose
+ * definition has not changed since it. */
 taso_err_t taso_onnx_check(const Onnx__ModelProto *m, const char *path);
 
 /* Whether op_type of the default domain is one taso imports. */
@@ -65,6 +67,19 @@ void taso_onnx_tensor_free(taso_onnx_tensor_t *t);
  * every node maps onto registry operators. An unsupported model is refused
  * with the message of taso_onnx_check. */
 taso_err_t taso_onnx_import(const char *path, taso_model_t *m);
+
+/* A value for a graph input that import then treats as an initializer. The
+ * ONNX backend tests pass what real models keep in initializers (a
+ * Reshape's shape, a BatchNormalization's statistics, Clip's bounds) as
+ * graph inputs; binding their test data lets those models import. */
+typedef struct {
+  const char *name;               /* the graph input's name */
+  const Onnx__TensorProto *value; /* its value (not copied; kept by the caller) */
+} taso_onnx_binding_t;
+
+/* taso_onnx_import with the given graph inputs bound to values. */
+taso_err_t taso_onnx_import_bound(const char *path, const taso_onnx_binding_t *bound, int nbound,
+                                  taso_model_t *m);
 
 /* Writes a model as a valid ONNX file (opset 13): every input and weight
  * keeps its own name, weights become initializers, fused activations are
