@@ -124,6 +124,10 @@ static int find_supported(const char *op_type) {
 
 int taso_onnx_supported(const char *op_type) { return find_supported(op_type) >= 0; }
 
+const char *taso_onnx_supported_op(int i) {
+  return i >= 0 && i < (int)(sizeof supported / sizeof *supported) ? supported[i].op : NULL;
+}
+
 int taso_onnx_opset_ok(const char *op_type, int64_t opset, const char **reason) {
   int i = find_supported(op_type);
   *reason = NULL;
@@ -306,6 +310,17 @@ taso_err_t taso_onnx_values_int(const Onnx__TensorProto *t, int64_t *out, int64_
   }
   return taso_error(TASO_ERR_FORMAT, "tensor '%s' of %s; int64 expected", t->name ? t->name : "",
                     taso_onnx_type_name(t->data_type));
+}
+
+taso_err_t taso_onnx_load_tensor(const char *path, Onnx__TensorProto **out) {
+  uint8_t *bytes;
+  size_t len;
+  *out = NULL;
+  TASO_TRY(read_file(path, &bytes, &len));
+  *out = len ? onnx__tensor_proto__unpack(NULL, len, bytes) : NULL;
+  free(bytes);
+  if (!*out) return taso_error(TASO_ERR_FORMAT, "%s: not an ONNX TensorProto", path);
+  return TASO_OK;
 }
 
 taso_err_t taso_onnx_read_tensor(const char *path, taso_onnx_tensor_t *out) {

@@ -55,11 +55,26 @@ taso_err_t taso_onnx_check(const Onnx__ModelProto *m, const char *path);
 /* Whether op_type of the default domain is one taso imports. */
 int taso_onnx_supported(const char *op_type);
 
+/* The i-th op type taso imports, NULL past the last. */
+const char *taso_onnx_supported_op(int i);
+
 /* Reads a TensorProto file of float32 values (raw_data or float_data).
  * Errors name the file and what is wrong (not a tensor, another element
  * type, a size that does not match its dims). */
 taso_err_t taso_onnx_read_tensor(const char *path, taso_onnx_tensor_t *out);
 void taso_onnx_tensor_free(taso_onnx_tensor_t *t);
+
+/* Elements of a TensorProto (product of dims; -1 when a dim is negative). */
+int64_t taso_onnx_numel(const Onnx__TensorProto *t);
+/* Its values as floats (FLOAT, DOUBLE) or as int64 (INT64, INT32): n
+ * elements into out. TASO_ERR_FORMAT (naming the tensor) on another element
+ * type or a data size that does not match. */
+taso_err_t taso_onnx_values_float(const Onnx__TensorProto *t, float *out, int64_t n);
+taso_err_t taso_onnx_values_int(const Onnx__TensorProto *t, int64_t *out, int64_t n);
+
+/* Reads a TensorProto file of any element type, as it is. Errors name the
+ * file. Free it with onnx__tensor_proto__free_unpacked(t, NULL). */
+taso_err_t taso_onnx_load_tensor(const char *path, Onnx__TensorProto **out);
 
 /* ---- import and export (onnx_import.c, onnx_export.c) ------------------ */
 /* Imports an ONNX file into a model: graph inputs with initializers and

@@ -86,7 +86,7 @@ const Onnx__TensorProto *im_const(importer_t *im, const Onnx__NodeProto *n, size
  * an empty or huge dim. */
 static taso_err_t proto_dims(const Onnx__TensorProto *t, int *rank, int32_t *dim) {
   if (t->n_dims > TASO_MAX_RANK)
-    return im_unsupported("rank %zu tensor '%s' (at most 4)", t->n_dims, t->name ? t->name : "");
+    return im_unsupported("rank %zu tensor %s, at most 4", t->n_dims, t->name ? t->name : "");
   for (size_t i = 0; i < t->n_dims; i++) {
     if (t->dims[i] < 1 || t->dims[i] > INT32_MAX)
       return im_unsupported("tensor '%s' has size %lld on axis %zu", t->name ? t->name : "",

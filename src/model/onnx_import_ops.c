@@ -25,7 +25,7 @@ static int64_t span(const taso_tensor_t *t, int from, int to) {
 static taso_err_t window_strides(const Onnx__NodeProto *n, taso_params_t *p) {
   int64_t v[8];
   int k = taso_onnx_attr_ints(n, "strides", v, 8);
-  if (k >= 0 && k != 2) return im_unsupported("%d strides (2-d windows only)", k);
+  if (k >= 0 && k != 2) return im_unsupported("%d strides, 2-d windows only", k);
   for (int a = 0; a < 2 && k == 2; a++) {
     if (v[a] < 1 || v[a] > INT32_MAX) return im_unsupported("stride %lld", (long long)v[a]);
     p->stride[a] = (int32_t)v[a];
@@ -50,7 +50,7 @@ static taso_err_t window_pads(const Onnx__NodeProto *n, const taso_tensor_t *x, 
   } else if (!strcmp(mode, "NOTSET")) {
     int64_t v[8];
     int k = taso_onnx_attr_ints(n, "pads", v, 8);
-    if (k >= 0 && k != 4) return im_unsupported("%d pads (2-d windows only)", k);
+    if (k >= 0 && k != 4) return im_unsupported("%d pads, 2-d windows only", k);
     for (int i = 0; i < k; i++) {
       if (v[i] < 0 || v[i] > INT32_MAX) return im_unsupported("padding %lld", (long long)v[i]);
       pads[i] = (int32_t)v[i];
@@ -93,7 +93,7 @@ static taso_err_t window_params(const Onnx__NodeProto *n, const taso_tensor_t *x
 }
 
 static taso_err_t need_rank4(const taso_tensor_t *t, const char *what) {
-  if (t->rank != 4) return im_unsupported("rank %d input (%s)", t->rank, what);
+  if (t->rank != 4) return im_unsupported("rank %d input, %s", t->rank, what);
   return TASO_OK;
 }
 
@@ -218,7 +218,7 @@ static taso_err_t op_matmul(importer_t *im, const Onnx__NodeProto *n) {
   } else if (at->rank > 2 && at->rank == bt->rank && !memcmp(at->dim, bt->dim, sizeof(int32_t) * (size_t)(at->rank - 2))) {
     TRY(matmul_batched(im, a, b, &y));
   } else {
-    return im_unsupported("MatMul of ranks %d and %d (broadcast batch axes or vectors)", at->rank, bt->rank);
+    return im_unsupported("MatMul of ranks %d and %d: broadcast batch axes or vectors", at->rank, bt->rank);
   }
   return im_set(im, n, 0, y);
 }

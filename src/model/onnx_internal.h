@@ -47,14 +47,6 @@ int taso_onnx_attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out
 const char *taso_onnx_attr_string(const Onnx__NodeProto *n, const char *name, const char *def,
                                   char *buf, size_t len);
 
-/* Elements of a TensorProto (product of dims; -1 when a dim is negative). */
-int64_t taso_onnx_numel(const Onnx__TensorProto *t);
-/* Its values as floats (FLOAT, DOUBLE) or as int64 (INT64, INT32): n
- * elements into out. TASO_ERR_FORMAT (naming the tensor) on another element
- * type or a data size that does not match. */
-taso_err_t taso_onnx_values_float(const Onnx__TensorProto *t, float *out, int64_t n);
-taso_err_t taso_onnx_values_int(const Onnx__TensorProto *t, int64_t *out, int64_t n);
-
 /* The short name of an element type ("float", "int64") for messages. */
 const char *taso_onnx_type_name(int32_t data_type);
 
