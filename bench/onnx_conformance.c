@@ -36,7 +36,8 @@ static taso_err_t eval_reference(const taso_model_t *m, float *const *inputs, fl
     const float *src = m->is_weight[i] ? m->data[i] : inputs[k++];
     in[i] = malloc(sizeof(double) * (size_t)size);
     if (!in[i] || !src) err = taso_error(TASO_ERR_NOMEM, "input %d", i);
-    for (int64_t j = 0; err == TASO_OK && j < size; j++) in[i][j] = src[j];
+    for (int64_t j = 0; err == TASO_OK && j < size; j++)
+      in[i][j] = src[j];
   }
   if (err == TASO_OK) err = taso_eval_graph_double(NULL, &m->graph, m->types, in, values);
   for (int o = 0; o < m->graph.noutputs && err == TASO_OK; o++) {
@@ -44,10 +45,12 @@ static taso_err_t eval_reference(const taso_model_t *m, float *const *inputs, fl
     int64_t size = taso_tensor_size(&m->types[r]);
     outputs[o] = malloc(sizeof(float) * (size_t)(size ? size : 1));
     if (!outputs[o]) err = taso_error(TASO_ERR_NOMEM, "output %d", o);
-    for (int64_t j = 0; err == TASO_OK && j < size; j++) outputs[o][j] = (float)values[r][j];
+    for (int64_t j = 0; err == TASO_OK && j < size; j++)
+      outputs[o][j] = (float)values[r][j];
   }
   if (values) taso_values_free((void **)values, nv);
-  for (int i = 0; in && i < n; i++) free(in[i]);
+  for (int i = 0; in && i < n; i++)
+    free(in[i]);
   free(in);
   free(values);
   return err;
@@ -58,9 +61,9 @@ static taso_err_t eval_reference(const taso_model_t *m, float *const *inputs, fl
 enum { PASSED, FAILED, NOT_RUNNABLE };
 
 typedef struct {
-  int result;        /* PASSED, FAILED, NOT_RUNNABLE */
-  int bound;         /* ran with its inputs after the first bound as initializers */
-  char why[160];     /* NOT_RUNNABLE: the reason; FAILED: what differed */
+  int result;    /* PASSED, FAILED, NOT_RUNNABLE */
+  int bound;     /* ran with its inputs after the first bound as initializers */
+  char why[160]; /* NOT_RUNNABLE: the reason; FAILED: what differed */
 } outcome_t;
 
 /* Test data: input_K.pb / output_K.pb of test_data_set_0. */
@@ -70,7 +73,8 @@ typedef struct {
 } tensors_t;
 
 static void tensors_free(tensors_t *ts) {
-  for (int i = 0; i < ts->n; i++) onnx__tensor_proto__free_unpacked(ts->t[i], NULL);
+  for (int i = 0; i < ts->n; i++)
+    onnx__tensor_proto__free_unpacked(ts->t[i], NULL);
   ts->n = 0;
 }
 
@@ -78,7 +82,8 @@ static taso_err_t read_tensors(const char *dir, const char *kind, tensors_t *ts)
   ts->n = 0;
   for (int i = 0; i < 16; i++) {
     char path[1024];
-    if (snprintf(path, sizeof path, "%s/test_data_set_0/%s_%d.pb", dir, kind, i) >= (int)sizeof path)
+    if (snprintf(path, sizeof path, "%s/test_data_set_0/%s_%d.pb", dir, kind, i) >=
+        (int)sizeof path)
       return taso_error(TASO_ERR_LIMIT, "%s: path too long", dir);
     FILE *f = fopen(path, "rb");
     if (!f) break;
@@ -139,8 +144,8 @@ static int graph_input_pos(const Onnx__ModelProto *mp, const char *name) {
 static taso_err_t test_values(const Onnx__TensorProto *t, int64_t size, float **out) {
   if (!t) return taso_error(TASO_ERR_FORMAT, "no test data");
   if (taso_onnx_numel(t) != size)
-    return taso_error(TASO_ERR_FORMAT, "test data of %lld elements for %lld", (long long)taso_onnx_numel(t),
-                      (long long)size);
+    return taso_error(TASO_ERR_FORMAT, "test data of %lld elements for %lld",
+                      (long long)taso_onnx_numel(t), (long long)size);
   *out = malloc(sizeof(float) * (size_t)(size ? size : 1));
   if (!*out) return taso_error(TASO_ERR_NOMEM, "test data");
   taso_err_t err = taso_onnx_values_float(t, *out, size);
@@ -152,7 +157,8 @@ static taso_err_t test_values(const Onnx__TensorProto *t, int64_t size, float **
 }
 
 /* Compares output o with its expected values; fills why on a difference. */
-static int compare(const taso_model_t *m, int o, const float *got, const Onnx__TensorProto *want, char *why, size_t len) {
+static int compare(const taso_model_t *m, int o, const float *got, const Onnx__TensorProto *want,
+                   char *why, size_t len) {
   int64_t size = taso_tensor_size(&m->types[m->graph.outputs[o]]);
   float *e;
   if (test_values(want, size, &e) != TASO_OK) {
@@ -163,8 +169,8 @@ static int compare(const taso_model_t *m, int o, const float *got, const Onnx__T
   for (int64_t i = 0; i < size && bad < 0; i++)
     if (!(fabsf(got[i] - e[i]) <= 1e-4f + 1e-3f * fabsf(e[i]))) bad = i;
   if (bad >= 0)
-    snprintf(why, len, "output %s[%lld] = %g, expected %g", m->output_names[o], (long long)bad, (double)got[bad],
-             (double)e[bad]);
+    snprintf(why, len, "output %s[%lld] = %g, expected %g", m->output_names[o], (long long)bad,
+             (double)got[bad], (double)e[bad]);
   free(e);
   return bad < 0;
 }
@@ -174,12 +180,15 @@ static void run_model(const taso_model_t *m, const Onnx__ModelProto *mp, const t
                       const tensors_t *out, eval_fn_t eval, outcome_t *oc) {
   float *inputs[32] = {0}, *outputs[32] = {0};
   int k = 0;
-  taso_err_t err = m->graph.noutputs <= 32 ? TASO_OK : taso_error(TASO_ERR_LIMIT, "over 32 outputs");
+  taso_err_t err =
+      m->graph.noutputs <= 32 ? TASO_OK : taso_error(TASO_ERR_LIMIT, "over 32 outputs");
   for (int i = 0; i < m->inputs.n && err == TASO_OK; i++) {
     if (m->is_weight[i]) continue;
-    if (k == 32) err = taso_error(TASO_ERR_LIMIT, "over 32 inputs");
-    else err = test_values(match(in, m->names[i], graph_input_pos(mp, m->names[i])),
-                           taso_tensor_size(&m->inputs.v[i].type), &inputs[k++]);
+    if (k == 32)
+      err = taso_error(TASO_ERR_LIMIT, "over 32 inputs");
+    else
+      err = test_values(match(in, m->names[i], graph_input_pos(mp, m->names[i])),
+                        taso_tensor_size(&m->inputs.v[i].type), &inputs[k++]);
   }
   if (err == TASO_OK) err = eval(m, inputs, outputs);
   if (err != TASO_OK) {
@@ -187,8 +196,10 @@ static void run_model(const taso_model_t *m, const Onnx__ModelProto *mp, const t
     snprintf(oc->why, sizeof oc->why, "%s", taso_error_detail());
   }
   for (int o = 0; err == TASO_OK && o < m->graph.noutputs && oc->result == PASSED; o++)
-    if (!compare(m, o, outputs[o], match(out, m->output_names[o], o), oc->why, sizeof oc->why)) oc->result = FAILED;
-  for (int i = 0; i < 32; i++) free(inputs[i]), free(outputs[i]);
+    if (!compare(m, o, outputs[o], match(out, m->output_names[o], o), oc->why, sizeof oc->why))
+      oc->result = FAILED;
+  for (int i = 0; i < 32; i++)
+    free(inputs[i]), free(outputs[i]);
 }
 
 static void run_test(const char *dir, eval_fn_t eval, outcome_t *oc) {
@@ -234,10 +245,10 @@ static void run_test(const char *dir, eval_fn_t eval, outcome_t *oc) {
 #define MAX_REASONS 16
 
 typedef struct {
-  const char *op;                    /* ONNX op type */
+  const char *op;                            /* ONNX op type */
   int tests, passed, failed, skipped, bound; /* counts; bound: of passed + failed */
-  char reason[MAX_REASONS][160];     /* distinct not-runnable reasons */
-  int reason_count[MAX_REASONS];     /* tests per reason */
+  char reason[MAX_REASONS][160];             /* distinct not-runnable reasons */
+  int reason_count[MAX_REASONS];             /* tests per reason */
   int nreasons;
 } row_t;
 
@@ -254,7 +265,8 @@ static void row_add(row_t *r, const outcome_t *oc) {
       return;
     }
   int at = r->nreasons < MAX_REASONS ? r->nreasons++ : MAX_REASONS - 1;
-  snprintf(r->reason[at], sizeof r->reason[at], "%s", at == MAX_REASONS - 1 && r->reason_count[at] ? "other" : oc->why);
+  snprintf(r->reason[at], sizeof r->reason[at], "%s",
+           at == MAX_REASONS - 1 && r->reason_count[at] ? "other" : oc->why);
   r->reason_count[at]++;
 }
 
@@ -263,27 +275,37 @@ static void print_reasons(FILE *f, const row_t *r) {
     fprintf(f, "%s%s (%d)", i ? "; " : "", r->reason[i], r->reason_count[i]);
 }
 
-static void print_table(FILE *f, const row_t *rows, int nrows, int md, const char *dir, int ntests) {
+static void print_table(FILE *f, const row_t *rows, int nrows, int md, const char *dir,
+                        int ntests) {
   if (md) {
-    fprintf(f, "# ONNX conformance: the backend node tests\n\n"
-               "Generated by `taso-conformance --markdown` from %s (Debian's libonnx-testdata):\n"
-               "%d node tests use an operator taso imports; a test counts under every such operator it uses.\n"
-               "Runnable tests are imported, evaluated with the reference evaluation (taso_eval_graph_double)\n"
-               "and compared with the expected outputs, |a - e| <= 1e-4 + 1e-3 |e|. \"bound\": of the runnable,\n"
-               "how many ran with their inputs after the first given as initializers (a Reshape's shape,\n"
-               "a BatchNormalization's statistics, Clip's bounds: what real models keep in initializers).\n\n"
-               "| operator | tests | passed | failed | not runnable | bound | why not runnable (tests) |\n"
-               "|---|---:|---:|---:|---:|---:|---|\n", dir, ntests);
+    fprintf(
+        f,
+        "# ONNX conformance: the backend node tests\n\n"
+        "Generated by `taso-conformance --markdown` from %s (Debian's libonnx-testdata):\n"
+        "%d node tests use an operator taso imports; a test counts under every such operator it "
+        "uses.\n"
+        "Runnable tests are imported, evaluated with the reference evaluation "
+        "(taso_eval_graph_double)\n"
+        "and compared with the expected outputs, |a - e| <= 1e-4 + 1e-3 |e|. \"bound\": of the "
+        "runnable,\n"
+        "how many ran with their inputs after the first given as initializers (a Reshape's shape,\n"
+        "a BatchNormalization's statistics, Clip's bounds: what real models keep in "
+        "initializers).\n\n"
+        "| operator | tests | passed | failed | not runnable | bound | why not runnable (tests) |\n"
+        "|---|---:|---:|---:|---:|---:|---|\n",
+        dir, ntests);
   } else {
-    fprintf(f, "%-20s %5s %6s %6s %8s %5s  %s\n", "operator", "tests", "passed", "failed", "not-run", "bound",
-            "why not runnable (tests)");
+    fprintf(f, "%-20s %5s %6s %6s %8s %5s  %s\n", "operator", "tests", "passed", "failed",
+            "not-run", "bound", "why not runnable (tests)");
   }
   for (int i = 0; i < nrows; i++) {
     const row_t *r = &rows[i];
     if (md)
-      fprintf(f, "| %s | %d | %d | %d | %d | %d | ", r->op, r->tests, r->passed, r->failed, r->skipped, r->bound);
+      fprintf(f, "| %s | %d | %d | %d | %d | %d | ", r->op, r->tests, r->passed, r->failed,
+              r->skipped, r->bound);
     else
-      fprintf(f, "%-20s %5d %6d %6d %8d %5d  ", r->op, r->tests, r->passed, r->failed, r->skipped, r->bound);
+      fprintf(f, "%-20s %5d %6d %6d %8d %5d  ", r->op, r->tests, r->passed, r->failed, r->skipped,
+              r->bound);
     print_reasons(f, r);
     fprintf(f, md ? " |\n" : "\n");
   }
@@ -334,9 +356,12 @@ int main(int argc, char **argv) {
   const char *dir = "/usr/share/libonnx-testdata/data/node", *md = NULL;
   int verbose = 0;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
-    else if (!strcmp(argv[i], "--markdown") && i + 1 < argc) md = argv[++i];
-    else if (!strcmp(argv[i], "--verbose")) verbose = 1;
+    if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+      dir = argv[++i];
+    else if (!strcmp(argv[i], "--markdown") && i + 1 < argc)
+      md = argv[++i];
+    else if (!strcmp(argv[i], "--verbose"))
+      verbose = 1;
     else {
       fprintf(stderr, "usage: %s [--dir DIR] [--markdown FILE] [--verbose]\n", argv[0]);
       return 2;
@@ -345,7 +370,8 @@ int main(int argc, char **argv) {
   row_t rows[64];
   int nrows = 0;
   memset(rows, 0, sizeof rows);
-  for (const char *op; nrows < 64 && (op = taso_onnx_supported_op(nrows));) rows[nrows++].op = op;
+  for (const char *op; nrows < 64 && (op = taso_onnx_supported_op(nrows));)
+    rows[nrows++].op = op;
   char **tests;
   int ntests = list_tests(dir, &tests), counted = 0, failed = 0;
   if (ntests < 0) {
@@ -366,7 +392,10 @@ int main(int argc, char **argv) {
       for (int i = 0; i < nrows; i++)
         if (used[i]) row_add(&rows[i], &oc);
       if (verbose || oc.result == FAILED)
-        printf("%-55s %s%s%s%s\n", tests[t], oc.result == PASSED ? "passed" : oc.result == FAILED ? "FAILED" : "not runnable",
+        printf("%-55s %s%s%s%s\n", tests[t],
+               oc.result == PASSED   ? "passed"
+               : oc.result == FAILED ? "FAILED"
+                                     : "not runnable",
                oc.bound ? " (bound)" : "", oc.why[0] ? ": " : "", oc.why);
     }
     free(tests[t]);

@@ -23,39 +23,42 @@ static int nexported;
 
 /* ---- building ------------------------------------------------------------------- */
 
-static taso_ref_t in(taso_model_t *m, const char *name, int weight, int rank, int32_t a, int32_t b, int32_t c,
-                     int32_t d) {
+static taso_ref_t in(taso_model_t *m, const char *name, int weight, int rank, int32_t a, int32_t b,
+                     int32_t c, int32_t d) {
   int32_t dim[4] = {a, b, c, d};
   taso_ref_t r = -1;
   CHECK_OK(taso_model_input(m, name, weight, rank, dim, NULL, &r));
   return r;
 }
 
-static taso_ref_t op(taso_model_t *m, taso_op_kind_t kind, taso_params_t p, taso_ref_t a, taso_ref_t b,
-                     taso_ref_t c) {
+static taso_ref_t op(taso_model_t *m, taso_op_kind_t kind, taso_params_t p, taso_ref_t a,
+                     taso_ref_t b, taso_ref_t c) {
   taso_ref_t args[3] = {a, b, c}, r = -1;
   CHECK_OK(taso_model_node(m, kind, &p, args, &r));
   return r;
 }
 
-static taso_params_t dflt(void) { return taso_params_default(); }
+static taso_params_t dflt(void) {
+  return taso_params_default();
+}
 
 /* Convolutions, pools, batchnorm, element-wise, clip, concat and splits. */
 static void build_conv(taso_model_t *m) {
   taso_model_init(m, "conv_net");
   taso_ref_t x = in(m, "image", 0, 4, 1, 4, 8, 8), w1 = in(m, "conv1.weight", 1, 4, 8, 4, 3, 3);
-  taso_ref_t w2 = in(m, "conv2.weight", 1, 4, 8, 2, 3, 3), w3 = in(m, "conv3.weight", 1, 4, 8, 8, 1, 1);
+  taso_ref_t w2 = in(m, "conv2.weight", 1, 4, 8, 2, 3, 3),
+             w3 = in(m, "conv3.weight", 1, 4, 8, 8, 1, 1);
   taso_ref_t scale = in(m, "bn.scale", 1, 1, 8, 0, 0, 0), bias = in(m, "bn.bias", 1, 1, 8, 0, 0, 0);
   taso_ref_t b4 = in(m, "conv1.bias", 1, 4, 1, 8, 1, 1), s = in(m, "half", 1, 0, 0, 0, 0, 0);
   taso_params_t p = dflt();
   p.act = TASO_ACT_RELU;
-  taso_ref_t y = op(m, TASO_OP_CONV2D, p, x, w1, -1);                 /* SAME, fused relu */
-  y = op(m, TASO_OP_ADD, dflt(), y, b4, -1);                          /* broadcast bias */
+  taso_ref_t y = op(m, TASO_OP_CONV2D, p, x, w1, -1); /* SAME, fused relu */
+  y = op(m, TASO_OP_ADD, dflt(), y, b4, -1);          /* broadcast bias */
   p = dflt();
   p.stride[0] = p.stride[1] = 2;
   p.pad = TASO_PAD_EXPLICIT;
   p.pads[0] = 1, p.pads[3] = 1;
-  taso_ref_t g = op(m, TASO_OP_CONV2D, p, y, w2, -1);                 /* 4 groups, explicit pads */
+  taso_ref_t g = op(m, TASO_OP_CONV2D, p, y, w2, -1); /* 4 groups, explicit pads */
   p = dflt();
   p.kernel[0] = p.kernel[1] = 3;
   taso_ref_t e = op(m, TASO_OP_ENLARGE, p, w3, -1, -1);
@@ -66,21 +69,21 @@ static void build_conv(taso_model_t *m) {
   y2 = op(m, TASO_OP_SMUL, dflt(), op(m, TASO_OP_TANH, dflt(), y2, -1, -1), s, -1);
   p = dflt();
   p.bound[0] = 0, p.bound[1] = 6;
-  y2 = op(m, TASO_OP_CLIP, p, y2, -1, -1);
+  y2 = op(m, TASO_OP_CLIP, p, op(m, TASO_OP_RELU, dflt(), y2, -1, -1), -1, -1);
   p = dflt();
   p.kernel[0] = p.kernel[1] = 3, p.stride[0] = p.stride[1] = 2;
   taso_ref_t mp = op(m, TASO_OP_POOL_MAX, p, y2, -1, -1);
   p.exclude_pad = 1;
-  taso_ref_t ap = op(m, TASO_OP_POOL_AVG, p, y2, -1, -1);             /* SAME, padding excluded */
+  taso_ref_t ap = op(m, TASO_OP_POOL_AVG, p, y2, -1, -1); /* SAME, padding excluded */
   p = dflt();
   p.kernel[0] = p.kernel[1] = 2, p.stride[0] = p.stride[1] = 2, p.pad = TASO_PAD_VALID;
   taso_ref_t vp = op(m, TASO_OP_POOL_AVG, p, y2, -1, -1);
   p = dflt();
   p.axis = 1;
   taso_ref_t c = op(m, TASO_OP_CONCAT, p, mp, ap, -1);
-  c = op(m, TASO_OP_CONCAT, p, c, g, -1);                             /* [1,24,4,4] */
-  c = op(m, TASO_OP_CONCAT, p, c, vp, -1);                            /* [1,32,4,4] */
-  taso_ref_t sp = op(m, TASO_OP_SPLIT, p, c, -1, -1);                 /* split tree: 24 | 8 */
+  c = op(m, TASO_OP_CONCAT, p, c, g, -1);             /* [1,24,4,4] */
+  c = op(m, TASO_OP_CONCAT, p, c, vp, -1);            /* [1,32,4,4] */
+  taso_ref_t sp = op(m, TASO_OP_SPLIT, p, c, -1, -1); /* split tree: 24 | 8 */
   p.at = 5;
   taso_ref_t sa = op(m, TASO_OP_SPLIT_AT, p, sp, -1, -1);
   CHECK_OK(taso_model_output(m, sa, "first5"));
@@ -100,7 +103,7 @@ static void build_matrix(taso_model_t *m) {
   taso_params_t p = dflt();
   p.act = TASO_ACT_RELU;
   taso_ref_t y = op(m, TASO_OP_MATMUL, p, x, w, -1);
-  y = op(m, TASO_OP_TRANSPOSE, dflt(), y, -1, -1);                    /* [6,4] */
+  y = op(m, TASO_OP_TRANSPOSE, dflt(), y, -1, -1); /* [6,4] */
   y = op(m, TASO_OP_MUL, dflt(), op(m, TASO_OP_TRANSPOSE, dflt(), y, -1, -1), row, -1);
   p = dflt();
   p.rank = 2, p.shape[0] = 6, p.shape[1] = 6;
@@ -113,10 +116,10 @@ static void build_matrix(taso_model_t *m) {
   y = op(m, TASO_OP_RESHAPE, p, y, -1, -1);
   p = dflt();
   p.perm[0] = 2, p.perm[1] = 0, p.perm[2] = 1;
-  taso_ref_t t = op(m, TASO_OP_PERMUTE, p, y, -1, -1);                /* [4,2,3] */
+  taso_ref_t t = op(m, TASO_OP_PERMUTE, p, y, -1, -1); /* [4,2,3] */
   p = dflt();
   p.act = TASO_ACT_RELU;
-  taso_ref_t b = op(m, TASO_OP_BMM, p, q, k, -1);                     /* [2,3,5] */
+  taso_ref_t b = op(m, TASO_OP_BMM, p, q, k, -1); /* [2,3,5] */
   p = dflt();
   p.rank = 4, p.shape[0] = 3, p.shape[1] = 3, p.shape[2] = 3, p.shape[3] = 3;
   p.kernel[0] = p.kernel[1] = 3;
@@ -124,7 +127,7 @@ static void build_matrix(taso_model_t *m) {
   p.shape[1] = 1;
   taso_ref_t pc = op(m, TASO_OP_CONST_POOL, p, -1, -1, -1);
   taso_ref_t ci = op(m, TASO_OP_CONV2D, dflt(), img, ic, -1);
-  taso_ref_t cp = op(m, TASO_OP_CONV2D, dflt(), img, pc, -1);         /* depthwise */
+  taso_ref_t cp = op(m, TASO_OP_CONV2D, dflt(), img, pc, -1); /* depthwise */
   p = dflt();
   p.rank = 4, p.shape[0] = 1, p.shape[1] = 3, p.shape[2] = 5, p.shape[3] = 5;
   taso_ref_t one = op(m, TASO_OP_CONST_ONE, p, -1, -1, -1);
@@ -139,14 +142,18 @@ static void build_matrix(taso_model_t *m) {
 /* Evaluates m on seeded inputs; outs receives one array per output. */
 static void evaluate(const taso_model_t *m, double **outs) {
   int n = m->inputs.n, nv = 2 * m->graph.nnodes;
-  double **inputs = calloc((size_t)n, sizeof *inputs), **values = calloc((size_t)nv, sizeof *values);
+  double **inputs = calloc((size_t)n, sizeof *inputs),
+         **values = calloc((size_t)nv, sizeof *values);
   for (int i = 0; i < n; i++) {
     int64_t size = taso_tensor_size(&m->inputs.v[i].type);
     float *f = malloc(sizeof *f * (size_t)size);
     inputs[i] = malloc(sizeof(double) * (size_t)size);
-    if (m->is_weight[i]) memcpy(f, m->data[i], sizeof *f * (size_t)size);
-    else taso_model_random_input(m, i, 7, f);
-    for (int64_t k = 0; k < size; k++) inputs[i][k] = f[k];
+    if (m->is_weight[i])
+      memcpy(f, m->data[i], sizeof *f * (size_t)size);
+    else
+      taso_model_random_input(m, i, 7, f);
+    for (int64_t k = 0; k < size; k++)
+      inputs[i][k] = f[k];
     free(f);
   }
   CHECK_OK(taso_eval_graph_double(NULL, &m->graph, m->types, inputs, values));
@@ -157,7 +164,8 @@ static void evaluate(const taso_model_t *m, double **outs) {
     memcpy(outs[o], values[r], sizeof(double) * (size_t)size);
   }
   taso_values_free((void **)values, nv);
-  for (int i = 0; i < n; i++) free(inputs[i]);
+  for (int i = 0; i < n; i++)
+    free(inputs[i]);
   free(inputs);
   free(values);
 }
@@ -183,26 +191,27 @@ static void compare_models(const taso_model_t *a, const taso_model_t *b) {
     int64_t size = taso_tensor_size(ta), bad = 0;
     for (int64_t k = 0; k < size && size == taso_tensor_size(tb); k++)
       bad += !(fabs(oa[o][k] - ob[o][k]) <= 1e-5 + 1e-4 * fabs(oa[o][k]));
-    if (bad) fprintf(stderr, "%s: output %s: %lld values differ\n", a->name, a->output_names[o], (long long)bad);
+    if (bad)
+      fprintf(stderr, "%s: output %s: %lld values differ\n", a->name, a->output_names[o],
+              (long long)bad);
     CHECK(bad == 0);
     free(oa[o]);
     free(ob[o]);
   }
 }
 
-
 /* ---- single-node models written here, for what the backend tests lack -------------- */
 
 typedef struct {
-  int n;              /* graph inputs */
+  int n; /* graph inputs */
   const char *name[3];
   int rank[3];
   int64_t dim[3][4];
 } spec_inputs_t;
 
 /* Writes a model of the given nodes (in the order given) at opset. */
-static void write_model(const char *path, int64_t opset, const spec_inputs_t *in, Onnx__NodeProto **nodes,
-                        int nnodes, char **outputs, int noutputs) {
+static void write_model(const char *path, int64_t opset, const spec_inputs_t *in,
+                        Onnx__NodeProto **nodes, int nnodes, char **outputs, int noutputs) {
   Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT, *oss[] = {&os};
   os.domain = "";
   os.has_version = 1;
@@ -283,14 +292,17 @@ static int run_file(const char *path, taso_model_t *m, double **outs, double **i
     float *f = malloc(sizeof *f * (size_t)size);
     taso_model_random_input(m, i, 7, f);
     ins[k] = malloc(sizeof(double) * (size_t)size);
-    for (int64_t j = 0; j < size; j++) ins[k][j] = f[j];
+    for (int64_t j = 0; j < size; j++)
+      ins[k][j] = f[j];
     free(f);
     k++;
   }
   return 1;
 }
 
-static int close_to(double a, double b) { return fabs(a - b) <= 1e-6 + 1e-5 * fabs(b); }
+static int close_to(double a, double b) {
+  return fabs(a - b) <= 1e-6 + 1e-5 * fabs(b);
+}
 
 /* Softmax before opset 13 normalizes over every axis from axis on. */
 static void test_softmax_opset11(void) {
@@ -307,8 +319,10 @@ static void test_softmax_opset11(void) {
     int bad = 0;
     for (int b = 0; b < 2; b++) {
       double sum = 0;
-      for (int j = 0; j < 12; j++) sum += exp(ins[0][b * 12 + j]);
-      for (int j = 0; j < 12; j++) bad += !close_to(outs[0][b * 12 + j], exp(ins[0][b * 12 + j]) / sum);
+      for (int j = 0; j < 12; j++)
+        sum += exp(ins[0][b * 12 + j]);
+      for (int j = 0; j < 12; j++)
+        bad += !close_to(outs[0][b * 12 + j], exp(ins[0][b * 12 + j]) / sum);
     }
     CHECK(bad == 0);
     free(outs[0]), free(ins[0]);
@@ -326,12 +340,16 @@ static void test_old_opsets_and_order(void) {
   spec_inputs_t si = {1, {"x"}, {2}, {{2, 4}}};
   int64_t sizes[2] = {1, 3};
   Onnx__AttributeProto split = ONNX__ATTRIBUTE_PROTO__INIT, axis = int_attr("axis", 1);
-  split.name = "split", split.has_type = 1, split.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+  split.name = "split", split.has_type = 1,
+  split.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
   split.n_ints = 2, split.ints = sizes;
   Onnx__AttributeProto lo = ONNX__ATTRIBUTE_PROTO__INIT, hi = ONNX__ATTRIBUTE_PROTO__INIT;
-  lo.name = "min", lo.has_type = 1, lo.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, lo.has_f = 1, lo.f = -0.25f;
-  hi.name = "max", hi.has_type = 1, hi.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, hi.has_f = 1, hi.f = 0.5f;
-  Onnx__AttributeProto *split_attrs[] = {&axis, &split}, *cat_attrs[] = {&axis}, *clip_attrs[] = {&lo, &hi};
+  lo.name = "min", lo.has_type = 1, lo.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT,
+  lo.has_f = 1, lo.f = -0.25f;
+  hi.name = "max", hi.has_type = 1, hi.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT,
+  hi.has_f = 1, hi.f = 0.5f;
+  Onnx__AttributeProto *split_attrs[] = {&axis, &split}, *cat_attrs[] = {&axis},
+                       *clip_attrs[] = {&lo, &hi};
   Onnx__NodeProto ns, nc, nk, *nodes[] = {&nk, &nc, &ns};
   set_node(&ns, "Split", x, 1, parts, 2, split_attrs, 2);
   set_node(&nc, "Concat", cat_in, 3, cat, 1, cat_attrs, 1);
@@ -369,14 +387,16 @@ static void test_import_forms(void) {
     for (int r = 0; r < 6; r++)
       for (int j = 0; j < 5; j++) {
         double sum = 0;
-        for (int k = 0; k < 4; k++) sum += ins[0][r * 4 + k] * ins[1][k * 5 + j];
+        for (int k = 0; k < 4; k++)
+          sum += ins[0][r * 4 + k] * ins[1][k * 5 + j];
         bad += !close_to(outs[0][r * 5 + j], sum);
       }
     CHECK(bad == 0);
     free(outs[0]), free(ins[0]), free(ins[1]);
   }
   taso_model_free(&m);
-  const char *conv = "/usr/share/libonnx-testdata/data/node/test_basic_conv_with_padding/model.onnx";
+  const char *conv =
+      "/usr/share/libonnx-testdata/data/node/test_basic_conv_with_padding/model.onnx";
   if (access(conv, R_OK) != 0) return;
   CHECK_OK(taso_onnx_import(conv, &m));
   int found = 0;
@@ -410,8 +430,12 @@ static void round_trip(void (*build)(taso_model_t *)) {
   taso_model_free(&m);
 }
 
-static void test_conv_round_trip(void) { round_trip(build_conv); }
-static void test_matrix_round_trip(void) { round_trip(build_matrix); }
+static void test_conv_round_trip(void) {
+  round_trip(build_conv);
+}
+static void test_matrix_round_trip(void) {
+  round_trip(build_matrix);
+}
 
 /* A model with two unsupported nodes (one an operator taso does not import,
  * one a Conv with dilations) and a consumer of one of them: the message
@@ -474,7 +498,8 @@ static void test_import_errors(void) {
 static void test_python_check(void) {
   const char *src = getenv("TASO_SOURCE_DIR");
   if (!src || system("/usr/bin/python3 -c 'import onnx' 2>/dev/null") != 0) {
-    printf("SKIP (part): /usr/bin/python3 with onnx (Debian python3-onnx) or TASO_SOURCE_DIR missing\n");
+    printf("SKIP (part): /usr/bin/python3 with onnx (Debian python3-onnx) or TASO_SOURCE_DIR "
+           "missing\n");
     return;
   }
   char cmd[4096];
@@ -489,9 +514,10 @@ int main(void) {
     perror("mkdtemp");
     return 1;
   }
-  test_case_t cases[] = {TEST(test_conv_round_trip), TEST(test_matrix_round_trip), TEST(test_import_errors),
-                         TEST(test_softmax_opset11), TEST(test_old_opsets_and_order),
-                         TEST(test_import_forms), TEST(test_python_check)};
+  test_case_t cases[] = {TEST(test_conv_round_trip),      TEST(test_matrix_round_trip),
+                         TEST(test_import_errors),        TEST(test_softmax_opset11),
+                         TEST(test_old_opsets_and_order), TEST(test_import_forms),
+                         TEST(test_python_check)};
   int rc = test_run(cases, sizeof cases / sizeof *cases);
   char cmd[64];
   snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);

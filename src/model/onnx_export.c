@@ -24,15 +24,15 @@ typedef struct {
 
 typedef struct {
   const taso_model_t *m;
-  list_t arena;        /* every allocation, freed at the end */
-  list_t nodes;        /* Onnx__NodeProto * */
-  list_t inits;        /* Onnx__TensorProto * */
-  list_t inputs;       /* Onnx__ValueInfoProto *: run-time inputs */
-  list_t outputs;      /* graph outputs */
-  list_t infos;        /* intermediate tensors' types */
-  list_t used;         /* every tensor name given out (char *) */
-  char **ref_name;     /* per tensor (2 * nnodes): its ONNX name */
-  taso_err_t err;      /* first allocation failure */
+  list_t arena;    /* every allocation, freed at the end */
+  list_t nodes;    /* Onnx__NodeProto * */
+  list_t inits;    /* Onnx__TensorProto * */
+  list_t inputs;   /* Onnx__ValueInfoProto *: run-time inputs */
+  list_t outputs;  /* graph outputs */
+  list_t infos;    /* intermediate tensors' types */
+  list_t used;     /* every tensor name given out (char *) */
+  char **ref_name; /* per tensor (2 * nnodes): its ONNX name */
+  taso_err_t err;  /* first allocation failure */
 } exporter_t;
 
 static int push(list_t *l, void *p) {
@@ -74,9 +74,11 @@ static int name_used(const exporter_t *ex, const char *name) {
 static char *fresh_name(exporter_t *ex, const char *base) {
   char buf[TASO_MODEL_NAME_LEN + 16];
   snprintf(buf, sizeof buf, "%s", base);
-  for (int k = 2; name_used(ex, buf); k++) snprintf(buf, sizeof buf, "%.*s_%d", TASO_MODEL_NAME_LEN, base, k);
+  for (int k = 2; name_used(ex, buf); k++)
+    snprintf(buf, sizeof buf, "%.*s_%d", TASO_MODEL_NAME_LEN, base, k);
   char *s = ex_strdup(ex, buf);
-  if (s && !push(&ex->used, s) && ex->err == TASO_OK) ex->err = taso_error(TASO_ERR_NOMEM, "ONNX export");
+  if (s && !push(&ex->used, s) && ex->err == TASO_OK)
+    ex->err = taso_error(TASO_ERR_NOMEM, "ONNX export");
   return s;
 }
 
@@ -112,8 +114,8 @@ static Onnx__ValueInfoProto *value_info(exporter_t *ex, const char *name, const 
 }
 
 /* An initializer: float values (referenced) or int64 values (copied). */
-static void initializer(exporter_t *ex, const char *name, int rank, const int64_t *dims, const float *f,
-                        const int64_t *ints, int64_t n) {
+static void initializer(exporter_t *ex, const char *name, int rank, const int64_t *dims,
+                        const float *f, const int64_t *ints, int64_t n) {
   Onnx__TensorProto *t = ex_alloc(ex, sizeof *t);
   int64_t *d = ex_alloc(ex, sizeof *d * (size_t)(rank ? rank : 1));
   int64_t *iv = ints ? ex_alloc(ex, sizeof *iv * (size_t)(n ? n : 1)) : NULL;
@@ -134,11 +136,13 @@ static void initializer(exporter_t *ex, const char *name, int rank, const int64_
     t->n_float_data = (size_t)n;
     t->float_data = (float *)f;
   }
-  if (!push(&ex->inits, t) && ex->err == TASO_OK) ex->err = taso_error(TASO_ERR_NOMEM, "ONNX export");
+  if (!push(&ex->inits, t) && ex->err == TASO_OK)
+    ex->err = taso_error(TASO_ERR_NOMEM, "ONNX export");
 }
 
 /* A new constant tensor named after base; returns its name. */
-static char *const_floats(exporter_t *ex, const char *base, int rank, const int64_t *dims, const float *v, int64_t n) {
+static char *const_floats(exporter_t *ex, const char *base, int rank, const int64_t *dims,
+                          const float *v, int64_t n) {
   char *name = fresh_name(ex, base);
   float *copy = ex_alloc(ex, sizeof *copy * (size_t)(n ? n : 1));
   if (!name || !copy) return NULL;
@@ -171,7 +175,8 @@ static void attr_int(exporter_t *ex, Onnx__NodeProto *node, const char *name, in
   a->i = v;
 }
 
-static void attr_ints(exporter_t *ex, Onnx__NodeProto *node, const char *name, const int64_t *v, int n) {
+static void attr_ints(exporter_t *ex, Onnx__NodeProto *node, const char *name, const int64_t *v,
+                      int n) {
   Onnx__AttributeProto *a = attr(ex, node, name);
   int64_t *copy = ex_alloc(ex, sizeof *copy * (size_t)(n ? n : 1));
   if (!a || !copy) return;
@@ -190,7 +195,8 @@ static void attr_float(exporter_t *ex, Onnx__NodeProto *node, const char *name, 
 }
 
 /* A node op_type(in...) -> out...; room for 6 attributes. */
-static Onnx__NodeProto *node(exporter_t *ex, const char *op_type, char **in, int nin, char **out, int nout) {
+static Onnx__NodeProto *node(exporter_t *ex, const char *op_type, char **in, int nin, char **out,
+                             int nout) {
   Onnx__NodeProto *n = ex_alloc(ex, sizeof *n);
   char **i = ex_alloc(ex, sizeof *i * (size_t)nin), **o = ex_alloc(ex, sizeof *o * (size_t)nout);
   Onnx__AttributeProto **a = ex_alloc(ex, sizeof *a * 6);
@@ -208,7 +214,8 @@ static Onnx__NodeProto *node(exporter_t *ex, const char *op_type, char **in, int
   n->n_output = (size_t)nout;
   n->output = o;
   n->attribute = a;
-  if (!push(&ex->nodes, n) && ex->err == TASO_OK) ex->err = taso_error(TASO_ERR_NOMEM, "ONNX export");
+  if (!push(&ex->nodes, n) && ex->err == TASO_OK)
+    ex->err = taso_error(TASO_ERR_NOMEM, "ONNX export");
   return n;
 }
 
@@ -217,26 +224,29 @@ static Onnx__NodeProto *node(exporter_t *ex, const char *op_type, char **in, int
 static char *inner_tensor(exporter_t *ex, const char *base, const taso_tensor_t *t) {
   char *name = fresh_name(ex, base);
   Onnx__ValueInfoProto *vi = name ? value_info(ex, name, t) : NULL;
-  if (vi && !push(&ex->infos, vi) && ex->err == TASO_OK) ex->err = taso_error(TASO_ERR_NOMEM, "ONNX export");
+  if (vi && !push(&ex->infos, vi) && ex->err == TASO_OK)
+    ex->err = taso_error(TASO_ERR_NOMEM, "ONNX export");
   return name;
 }
 
 /* ---- operators ---------------------------------------------------------------------- */
 
 /* The ONNX pads (top, left, bottom, right) of a window operator. */
-static void window_pads(const taso_params_t *p, const taso_tensor_t *x, int32_t kh, int32_t kw, int64_t *pads) {
+static void window_pads(const taso_params_t *p, const taso_tensor_t *x, int32_t kh, int32_t kw,
+                        int64_t *pads) {
   int32_t k[2] = {kh, kw};
   for (int a = 0; a < 2; a++) {
     int32_t before, i = x->dim[2 + a];
     int32_t o = taso_window_axis(p, a, i, k[a], &before);
-    int32_t after = p->pad == TASO_PAD_EXPLICIT ? p->pads[a + 2] : (o - 1) * p->stride[a] + k[a] - i - before;
+    int32_t after =
+        p->pad == TASO_PAD_EXPLICIT ? p->pads[a + 2] : (o - 1) * p->stride[a] + k[a] - i - before;
     pads[a] = before;
     pads[a + 2] = after > 0 ? after : 0; /* SAME that needs none */
   }
 }
 
-static void window_attrs(exporter_t *ex, Onnx__NodeProto *n, const taso_params_t *p, const taso_tensor_t *x,
-                         int32_t kh, int32_t kw) {
+static void window_attrs(exporter_t *ex, Onnx__NodeProto *n, const taso_params_t *p,
+                         const taso_tensor_t *x, int32_t kh, int32_t kw) {
   int64_t k[2] = {kh, kw}, s[2] = {p->stride[0], p->stride[1]}, pads[4];
   window_pads(p, x, kh, kw, pads);
   attr_ints(ex, n, "kernel_shape", k, 2);
@@ -246,8 +256,8 @@ static void window_attrs(exporter_t *ex, Onnx__NodeProto *n, const taso_params_t
 
 /* The node's main ONNX op writing to out, or to an inner tensor followed
  * by Relu when the activation is fused. */
-static Onnx__NodeProto *with_act(exporter_t *ex, const char *op, char **in, int nin, char *out, int act,
-                                 const taso_tensor_t *t) {
+static Onnx__NodeProto *with_act(exporter_t *ex, const char *op, char **in, int nin, char *out,
+                                 int act, const taso_tensor_t *t) {
   if (act != TASO_ACT_RELU) return node(ex, op, in, nin, &out, 1);
   char base[TASO_MODEL_NAME_LEN + 8];
   snprintf(base, sizeof base, "%.*s_pre", TASO_MODEL_NAME_LEN - 8, out);
@@ -259,16 +269,18 @@ static Onnx__NodeProto *with_act(exporter_t *ex, const char *op, char **in, int 
 
 /* Shape as int64 values. */
 static void dims64(const taso_tensor_t *t, int64_t *d) {
-  for (int i = 0; i < t->rank; i++) d[i] = t->dim[i];
+  for (int i = 0; i < t->rank; i++)
+    d[i] = t->dim[i];
 }
 
 /* A node computed from weights alone (the substitution language's
  * constants, enlarge of a weight): its values, as an initializer named as
  * its output. w is the weight operand's values or NULL. */
-static void export_values(exporter_t *ex, const taso_node_t *nd, const taso_tensor_t *in_t, const float *w,
-                          const taso_tensor_t *t, char *out) {
+static void export_values(exporter_t *ex, const taso_node_t *nd, const taso_tensor_t *in_t,
+                          const float *w, const taso_tensor_t *t, char *out) {
   int64_t size = taso_tensor_size(t), wsize = w ? taso_tensor_size(&in_t[0]) : 0, d[TASO_MAX_RANK];
-  double *v = malloc(sizeof *v * (size_t)(size ? size : 1)), *wd = malloc(sizeof *wd * (size_t)(wsize ? wsize : 1));
+  double *v = malloc(sizeof *v * (size_t)(size ? size : 1)),
+         *wd = malloc(sizeof *wd * (size_t)(wsize ? wsize : 1));
   float *f = ex_alloc(ex, sizeof *f * (size_t)(size ? size : 1));
   if (!v || !wd || !f) {
     free(v);
@@ -276,10 +288,12 @@ static void export_values(exporter_t *ex, const taso_node_t *nd, const taso_tens
     if (ex->err == TASO_OK) ex->err = taso_error(TASO_ERR_NOMEM, "ONNX export");
     return;
   }
-  for (int64_t i = 0; i < wsize; i++) wd[i] = w[i];
+  for (int64_t i = 0; i < wsize; i++)
+    wd[i] = w[i];
   const double *args[1] = {wd};
   taso_err_t err = taso_eval_node_double(NULL, nd, in_t, args, t, &v);
-  for (int64_t i = 0; i < size; i++) f[i] = (float)v[i];
+  for (int64_t i = 0; i < size; i++)
+    f[i] = (float)v[i];
   free(v);
   free(wd);
   if (err != TASO_OK && ex->err == TASO_OK) ex->err = err;
@@ -299,9 +313,11 @@ static void export_batchnorm(exporter_t *ex, const taso_tensor_t *x, char **in, 
   /* mean 0, var 1, epsilon 0: BatchNormalization is then exactly
    * x * scale + bias, our batchnorm. */
   int64_t c = x->dim[1];
-  float *zeros = ex_alloc(ex, sizeof(float) * (size_t)c), *ones = ex_alloc(ex, sizeof(float) * (size_t)c);
+  float *zeros = ex_alloc(ex, sizeof(float) * (size_t)c),
+        *ones = ex_alloc(ex, sizeof(float) * (size_t)c);
   if (!zeros || !ones) return;
-  for (int64_t k = 0; k < c; k++) ones[k] = 1.0f;
+  for (int64_t k = 0; k < c; k++)
+    ones[k] = 1.0f;
   char *args[5] = {in[0], in[1], in[2], fresh_name(ex, "bn_mean"), fresh_name(ex, "bn_var")};
   if (!args[3] || !args[4]) return;
   initializer(ex, args[3], 1, &c, zeros, NULL, c);
@@ -316,15 +332,16 @@ static void export_clip(exporter_t *ex, const taso_params_t *p, char **in, char 
   if (args[1] && args[2]) node(ex, "Clip", args, 3, &out, 1);
 }
 
-static void export_enlarge(exporter_t *ex, const taso_tensor_t *w, const taso_tensor_t *t, char **in, char *out) {
+static void export_enlarge(exporter_t *ex, const taso_tensor_t *w, const taso_tensor_t *t,
+                           char **in, char *out) {
   int32_t dy = (t->dim[2] - w->dim[2]) / 2, dx = (t->dim[3] - w->dim[3]) / 2;
   int64_t pads[8] = {0, 0, dy, dx, 0, 0, t->dim[2] - w->dim[2] - dy, t->dim[3] - w->dim[3] - dx};
   char *args[2] = {in[0], const_ints(ex, "enlarge_pads", pads, 8)};
   if (args[1]) node(ex, "Pad", args, 2, &out, 1);
 }
 
-static void export_window(exporter_t *ex, const taso_node_t *nd, const taso_tensor_t *in_t, char **in, char *out,
-                          const taso_tensor_t *t) {
+static void export_window(exporter_t *ex, const taso_node_t *nd, const taso_tensor_t *in_t,
+                          char **in, char *out, const taso_tensor_t *t) {
   const taso_params_t *p = &nd->p;
   Onnx__NodeProto *n;
   if (nd->kind == TASO_OP_CONV2D) {
@@ -346,27 +363,53 @@ static void export_node(exporter_t *ex, int i, char **in) {
   const taso_node_t *nd = &ex->m->graph.nodes[i];
   const taso_tensor_t *t = &ex->m->types[2 * i];
   taso_tensor_t in_t[3];
-  for (int a = 0; a < taso_ops[nd->kind].arity; a++) in_t[a] = ex->m->types[nd->in[a]];
+  for (int a = 0; a < taso_ops[nd->kind].arity; a++)
+    in_t[a] = ex->m->types[nd->in[a]];
   char *out = ex->ref_name[2 * i];
   const taso_params_t *p = &nd->p;
   Onnx__NodeProto *n = NULL;
   int64_t d[TASO_MAX_RANK];
   switch ((taso_op_kind_t)nd->kind) {
-  case TASO_OP_EWADD: case TASO_OP_ADD: node(ex, "Add", in, 2, &out, 1); break;
-  case TASO_OP_EWMUL: case TASO_OP_MUL: case TASO_OP_SMUL: node(ex, "Mul", in, 2, &out, 1); break;
-  case TASO_OP_RELU: node(ex, "Relu", in, 1, &out, 1); break;
-  case TASO_OP_SIGMOID: node(ex, "Sigmoid", in, 1, &out, 1); break;
-  case TASO_OP_TANH: node(ex, "Tanh", in, 1, &out, 1); break;
-  case TASO_OP_MATMUL: case TASO_OP_BMM: with_act(ex, "MatMul", in, 2, out, p->act, t); break;
-  case TASO_OP_CONV2D: case TASO_OP_POOL_AVG: case TASO_OP_POOL_MAX: export_window(ex, nd, in_t, in, out, t); break;
-  case TASO_OP_TRANSPOSE: case TASO_OP_PERMUTE:
-    for (int k = 0; k < in_t[0].rank; k++) d[k] = nd->kind == TASO_OP_TRANSPOSE ? 1 - k : p->perm[k];
+  case TASO_OP_EWADD:
+  case TASO_OP_ADD:
+    node(ex, "Add", in, 2, &out, 1);
+    break;
+  case TASO_OP_EWMUL:
+  case TASO_OP_MUL:
+  case TASO_OP_SMUL:
+    node(ex, "Mul", in, 2, &out, 1);
+    break;
+  case TASO_OP_RELU:
+    node(ex, "Relu", in, 1, &out, 1);
+    break;
+  case TASO_OP_SIGMOID:
+    node(ex, "Sigmoid", in, 1, &out, 1);
+    break;
+  case TASO_OP_TANH:
+    node(ex, "Tanh", in, 1, &out, 1);
+    break;
+  case TASO_OP_MATMUL:
+  case TASO_OP_BMM:
+    with_act(ex, "MatMul", in, 2, out, p->act, t);
+    break;
+  case TASO_OP_CONV2D:
+  case TASO_OP_POOL_AVG:
+  case TASO_OP_POOL_MAX:
+    export_window(ex, nd, in_t, in, out, t);
+    break;
+  case TASO_OP_TRANSPOSE:
+  case TASO_OP_PERMUTE:
+    for (int k = 0; k < in_t[0].rank; k++)
+      d[k] = nd->kind == TASO_OP_TRANSPOSE ? 1 - k : p->perm[k];
     if ((n = node(ex, "Transpose", in, 1, &out, 1))) attr_ints(ex, n, "perm", d, in_t[0].rank);
     break;
   case TASO_OP_CONCAT:
     if ((n = node(ex, "Concat", in, 2, &out, 1))) attr_int(ex, n, "axis", p->axis);
     break;
-  case TASO_OP_SPLIT: case TASO_OP_SPLIT_AT: export_split(ex, nd, i, in); break;
+  case TASO_OP_SPLIT:
+  case TASO_OP_SPLIT_AT:
+    export_split(ex, nd, i, in);
+    break;
   case TASO_OP_SOFTMAX:
     if ((n = node(ex, "Softmax", in, 1, &out, 1))) attr_int(ex, n, "axis", p->axis);
     break;
@@ -376,21 +419,32 @@ static void export_node(exporter_t *ex, int i, char **in) {
     if (args[1]) node(ex, "Reshape", args, 2, &out, 1);
     break;
   }
-  case TASO_OP_CLIP: export_clip(ex, p, in, out); break;
-  case TASO_OP_BATCHNORM: export_batchnorm(ex, &in_t[0], in, out); break;
+  case TASO_OP_CLIP:
+    export_clip(ex, p, in, out);
+    break;
+  case TASO_OP_BATCHNORM:
+    export_batchnorm(ex, &in_t[0], in, out);
+    break;
   case TASO_OP_ENLARGE: {
     /* Of a weight (as substitutions make it): the enlarged weight itself,
      * which import reads back; of anything else a Pad, which it does not. */
     const taso_node_t *src = &ex->m->graph.nodes[TASO_REF_NODE(nd->in[0])];
     int w = src->kind == TASO_OP_INPUT && ex->m->is_weight[src->p.input] ? src->p.input : -1;
-    if (w >= 0) export_values(ex, nd, in_t, ex->m->data[w], t, out);
-    else export_enlarge(ex, &in_t[0], t, in, out);
+    if (w >= 0)
+      export_values(ex, nd, in_t, ex->m->data[w], t, out);
+    else
+      export_enlarge(ex, &in_t[0], t, in, out);
     break;
   }
-  case TASO_OP_CONST_POOL: case TASO_OP_CONST_ICONV: case TASO_OP_CONST_IMM: case TASO_OP_CONST_ONE:
+  case TASO_OP_CONST_POOL:
+  case TASO_OP_CONST_ICONV:
+  case TASO_OP_CONST_IMM:
+  case TASO_OP_CONST_ONE:
     export_values(ex, nd, in_t, NULL, t, out);
     break;
-  case TASO_OP_INPUT: case TASO_OP_COUNT: break;
+  case TASO_OP_INPUT:
+  case TASO_OP_COUNT:
+    break;
   }
 }
 
@@ -401,8 +455,10 @@ static void export_node(exporter_t *ex, int i, char **in) {
  * Identity (an input, or a tensor already named). */
 static void name_tensors(exporter_t *ex, char *needs_identity) {
   const taso_model_t *m = ex->m;
-  for (int i = 0; i < m->inputs.n; i++) push(&ex->used, (void *)m->names[i]);
-  for (int o = 0; o < m->graph.noutputs; o++) push(&ex->used, (void *)m->output_names[o]);
+  for (int i = 0; i < m->inputs.n; i++)
+    push(&ex->used, (void *)m->names[i]);
+  for (int o = 0; o < m->graph.noutputs; o++)
+    push(&ex->used, (void *)m->output_names[o]);
   for (int i = 0; i < m->graph.nnodes; i++)
     if (m->graph.nodes[i].kind == TASO_OP_INPUT)
       ex->ref_name[2 * i] = (char *)m->names[m->graph.nodes[i].p.input];
@@ -412,13 +468,15 @@ static void name_tensors(exporter_t *ex, char *needs_identity) {
     if (!ex->ref_name[r]) ex->ref_name[r] = (char *)m->output_names[o];
   }
   for (int i = 0; i < m->graph.nnodes; i++) {
-    int outs = m->graph.nodes[i].kind == TASO_OP_INPUT ? 1 : taso_ops[m->graph.nodes[i].kind].outputs;
+    int outs =
+        m->graph.nodes[i].kind == TASO_OP_INPUT ? 1 : taso_ops[m->graph.nodes[i].kind].outputs;
     for (int port = 0; port < outs; port++) {
       if (ex->ref_name[2 * i + port]) continue;
       char base[32];
       snprintf(base, sizeof base, port ? "t%d_1" : "t%d", i);
       ex->ref_name[2 * i + port] = fresh_name(ex, base);
-      Onnx__ValueInfoProto *vi = value_info(ex, ex->ref_name[2 * i + port], &m->types[2 * i + port]);
+      Onnx__ValueInfoProto *vi =
+          value_info(ex, ex->ref_name[2 * i + port], &m->types[2 * i + port]);
       if (vi) push(&ex->infos, vi);
     }
   }
@@ -459,10 +517,14 @@ static taso_err_t write_file(const char *path, const Onnx__ModelProto *mp) {
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = fopen(tmp, "wb");
   taso_err_t err = TASO_OK;
-  if (!f) err = taso_error(TASO_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-  else if (fwrite(buf, 1, n, f) != n || fflush(f) != 0) err = taso_error(TASO_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
-  if (f && fclose(f) != 0 && err == TASO_OK) err = taso_error(TASO_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
-  if (err == TASO_OK && rename(tmp, path) != 0) err = taso_error(TASO_ERR_IO, "%s: cannot rename into place: %s", path, strerror(errno));
+  if (!f)
+    err = taso_error(TASO_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+  else if (fwrite(buf, 1, n, f) != n || fflush(f) != 0)
+    err = taso_error(TASO_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
+  if (f && fclose(f) != 0 && err == TASO_OK)
+    err = taso_error(TASO_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
+  if (err == TASO_OK && rename(tmp, path) != 0)
+    err = taso_error(TASO_ERR_IO, "%s: cannot rename into place: %s", path, strerror(errno));
   if (err != TASO_OK) remove(tmp);
   free(buf);
   return err;
@@ -479,7 +541,8 @@ static taso_err_t build_and_write(exporter_t *ex, const char *path) {
     const taso_node_t *nd = &m->graph.nodes[i];
     if (nd->kind == TASO_OP_INPUT) continue;
     char *in[3] = {NULL, NULL, NULL};
-    for (int a = 0; a < taso_ops[nd->kind].arity; a++) in[a] = ex->ref_name[nd->in[a]];
+    for (int a = 0; a < taso_ops[nd->kind].arity; a++)
+      in[a] = ex->ref_name[nd->in[a]];
     export_node(ex, i, in);
   }
   export_outputs(ex, identity);
@@ -515,7 +578,8 @@ taso_err_t taso_onnx_export(const taso_model_t *m, const char *path) {
     }
   exporter_t ex = {.m = m, .err = TASO_OK};
   taso_err_t err = build_and_write(&ex, path);
-  for (size_t i = 0; i < ex.arena.n; i++) free(ex.arena.v[i]);
+  for (size_t i = 0; i < ex.arena.n; i++)
+    free(ex.arena.v[i]);
   free(ex.arena.v);
   free(ex.nodes.v);
   free(ex.inits.v);

@@ -29,7 +29,8 @@ static uint32_t name_hash(const char *s) {
 }
 
 value_t *im_find(importer_t *im, const char *name) {
-  for (uint32_t h = name_hash(name) & (uint32_t)(im->nslots - 1);; h = (h + 1) & (uint32_t)(im->nslots - 1)) {
+  for (uint32_t h = name_hash(name) & (uint32_t)(im->nslots - 1);;
+       h = (h + 1) & (uint32_t)(im->nslots - 1)) {
     int at = im->slots[h];
     if (at == 0) return NULL;
     if (!strcmp(im->v[at - 1].name, name)) return &im->v[at - 1];
@@ -47,7 +48,8 @@ static taso_err_t im_define(importer_t *im, const char *name, value_t **out) {
     return taso_error(TASO_ERR_LIMIT, "%s: more tensors than the table was sized for", im->path);
   im->v[im->nv] = (value_t){.name = name, .kind = V_NONE, .weight = -1};
   uint32_t h = name_hash(name) & (uint32_t)(im->nslots - 1);
-  while (im->slots[h]) h = (h + 1) & (uint32_t)(im->nslots - 1);
+  while (im->slots[h])
+    h = (h + 1) & (uint32_t)(im->nslots - 1);
   im->slots[h] = ++im->nv;
   *out = &im->v[im->nv - 1];
   return TASO_OK;
@@ -143,20 +145,24 @@ static taso_err_t const_weight(importer_t *im, value_t *v, taso_ref_t *ref) {
 taso_err_t im_tensor(importer_t *im, const Onnx__NodeProto *n, size_t i, taso_ref_t *ref) {
   if (!im_has_input(n, i)) return im_unsupported("input %zu missing", i);
   value_t *v = im_find(im, n->input[i]);
-  if (!v || v->kind == V_NONE) return taso_error(TASO_ERR_FORMAT, "'%s' is defined nowhere", n->input[i]);
+  if (!v || v->kind == V_NONE)
+    return taso_error(TASO_ERR_FORMAT, "'%s' is defined nowhere", n->input[i]);
   if (v->kind == V_CONST) return const_weight(im, v, ref);
   *ref = v->ref;
   return TASO_OK;
 }
 
-const taso_tensor_t *im_type(importer_t *im, taso_ref_t ref) { return taso_model_type(im->m, ref); }
+const taso_tensor_t *im_type(importer_t *im, taso_ref_t ref) {
+  return taso_model_type(im->m, ref);
+}
 
 taso_err_t im_node(importer_t *im, taso_op_kind_t kind, const taso_params_t *p, taso_ref_t a,
                    taso_ref_t b, taso_ref_t c, taso_ref_t *out) {
   taso_ref_t in[3] = {a, b, c};
   taso_err_t err = taso_model_node(im->m, kind, p, in, out);
   /* A shape the registry refuses is a model import cannot express. */
-  if (err == TASO_ERR_SHAPE || err == TASO_ERR_LIMIT) return im_unsupported("%s", taso_error_detail());
+  if (err == TASO_ERR_SHAPE || err == TASO_ERR_LIMIT)
+    return im_unsupported("%s", taso_error_detail());
   return err;
 }
 
@@ -214,7 +220,8 @@ taso_err_t im_set_const(importer_t *im, const Onnx__NodeProto *n, size_t k,
 
 taso_err_t im_const_ints(const Onnx__TensorProto *t, int64_t *out, int max, int *n) {
   int64_t count = taso_onnx_numel(t);
-  if (count < 0 || count > max) return im_unsupported("%lld values where at most %d fit", (long long)count, max);
+  if (count < 0 || count > max)
+    return im_unsupported("%lld values where at most %d fit", (long long)count, max);
   taso_err_t err = taso_onnx_values_int(t, out, count);
   if (err == TASO_ERR_FORMAT) return im_unsupported("%s", taso_error_detail());
   *n = (int)count;
@@ -268,7 +275,8 @@ static taso_err_t add_graph_input(importer_t *im, const Onnx__ValueInfoProto *vi
 
 static taso_err_t add_const(importer_t *im, const char *name, const Onnx__TensorProto *t) {
   value_t *v;
-  if (!name || !name[0]) return taso_error(TASO_ERR_FORMAT, "%s: an initializer without a name", im->path);
+  if (!name || !name[0])
+    return taso_error(TASO_ERR_FORMAT, "%s: an initializer without a name", im->path);
   TASO_TRY(im_define(im, name, &v));
   if (v->kind != V_NONE) return TASO_OK; /* bound values win over initializers */
   v->kind = V_CONST;
@@ -369,8 +377,9 @@ static taso_err_t import_nodes(importer_t *im) {
     for (size_t k = 0; k < n->n_input; k++) {
       value_t *v = im_has_input(n, k) ? im_find(im, n->input[k]) : NULL;
       if (im_has_input(n, k) && (!v || v->kind == V_NONE)) {
-        err = taso_error(TASO_ERR_FORMAT, "%s: input '%s' of node %s is defined nowhere (or in a cycle)",
-                         im->path, n->input[k], im_label(n));
+        err = taso_error(TASO_ERR_FORMAT,
+                         "%s: input '%s' of node %s is defined nowhere (or in a cycle)", im->path,
+                         n->input[k], im_label(n));
         break;
       }
     }
@@ -390,9 +399,11 @@ static taso_err_t importer_init(importer_t *im, const char *path, const Onnx__Mo
   im->opset = taso_onnx_opset(mp);
   const Onnx__GraphProto *g = mp->graph;
   size_t names = g->n_input + g->n_initializer + (size_t)nbound + 16;
-  for (size_t i = 0; i < g->n_node; i++) names += g->node[i]->n_output;
+  for (size_t i = 0; i < g->n_node; i++)
+    names += g->node[i]->n_output;
   im->nslots = 16;
-  while ((size_t)im->nslots < 2 * names + 2) im->nslots *= 2;
+  while ((size_t)im->nslots < 2 * names + 2)
+    im->nslots *= 2;
   im->slots = calloc((size_t)im->nslots, sizeof *im->slots);
   im->v = calloc((size_t)im->nslots / 2, sizeof *im->v);
   if (!im->slots || !im->v) return taso_error(TASO_ERR_NOMEM, "%s: tensor table", path);
@@ -400,7 +411,8 @@ static taso_err_t importer_init(importer_t *im, const char *path, const Onnx__Mo
 }
 
 static void importer_free(importer_t *im) {
-  for (int i = 0; i < im->nowned; i++) free(im->owned[i]);
+  for (int i = 0; i < im->nowned; i++)
+    free(im->owned[i]);
   free(im->owned);
   free(im->slots);
   free(im->v);
@@ -408,14 +420,17 @@ static void importer_free(importer_t *im) {
 
 static taso_err_t import_graph(importer_t *im, const taso_onnx_binding_t *bound, int nbound) {
   const Onnx__GraphProto *g = im->mp->graph;
-  for (int i = 0; i < nbound; i++) TASO_TRY(add_const(im, bound[i].name, bound[i].value));
+  for (int i = 0; i < nbound; i++)
+    TASO_TRY(add_const(im, bound[i].name, bound[i].value));
   for (size_t i = 0; i < g->n_initializer; i++)
     TASO_TRY(add_const(im, g->initializer[i]->name, g->initializer[i]));
-  for (size_t i = 0; i < g->n_input; i++) TASO_TRY(add_graph_input(im, g->input[i]));
+  for (size_t i = 0; i < g->n_input; i++)
+    TASO_TRY(add_graph_input(im, g->input[i]));
   TASO_TRY(import_nodes(im));
   TASO_TRY(add_outputs(im));
   if (im->issues.count) return taso_onnx_issues_error(&im->issues, im->path, g->n_node);
-  if (!im->m->graph.noutputs) return taso_error(TASO_ERR_FORMAT, "%s: a graph without outputs", im->path);
+  if (!im->m->graph.noutputs)
+    return taso_error(TASO_ERR_FORMAT, "%s: a graph without outputs", im->path);
   return TASO_OK;
 }
 

@@ -24,17 +24,17 @@ typedef struct {
 } value_t;
 
 typedef struct {
-  const char *path;              /* the file, for messages */
-  const Onnx__ModelProto *mp;    /* the model read */
-  int64_t opset;                 /* of the default domain */
-  taso_model_t *m;               /* the model built */
-  value_t *v;                    /* tensor names met so far */
-  int nv;                        /* entries of v */
-  int *slots;                    /* hash of names: index into v plus 1, 0 empty */
-  int nslots;                    /* a power of two, over twice the names */
-  taso_onnx_issues_t issues;     /* nodes that cannot be imported */
-  Onnx__TensorProto **owned;     /* constants made here (Constant value_floats) */
-  int nowned;                    /* entries of owned */
+  const char *path;           /* the file, for messages */
+  const Onnx__ModelProto *mp; /* the model read */
+  int64_t opset;              /* of the default domain */
+  taso_model_t *m;            /* the model built */
+  value_t *v;                 /* tensor names met so far */
+  int nv;                     /* entries of v */
+  int *slots;                 /* hash of names: index into v plus 1, 0 empty */
+  int nslots;                 /* a power of two, over twice the names */
+  taso_onnx_issues_t issues;  /* nodes that cannot be imported */
+  Onnx__TensorProto **owned;  /* constants made here (Constant value_floats) */
+  int nowned;                 /* entries of owned */
 } importer_t;
 
 /* Imports one node of a supported op type (onnx_import_ops.c). Returns

@@ -16,7 +16,8 @@
 
 static int64_t span(const taso_tensor_t *t, int from, int to) {
   int64_t n = 1;
-  for (int i = from; i < to; i++) n *= t->dim[i];
+  for (int i = from; i < to; i++)
+    n *= t->dim[i];
   return n;
 }
 
@@ -32,13 +33,15 @@ static taso_err_t window_strides(const Onnx__NodeProto *n, taso_params_t *p) {
   }
   k = taso_onnx_attr_ints(n, "dilations", v, 8);
   for (int a = 0; a < k && a < 8; a++)
-    if (v[a] != 1) return im_unsupported("dilations %lldx%lld", (long long)v[0], (long long)(k > 1 ? v[1] : 1));
+    if (v[a] != 1)
+      return im_unsupported("dilations %lldx%lld", (long long)v[0], (long long)(k > 1 ? v[1] : 1));
   return TASO_OK;
 }
 
 /* The padding ONNX asks for, as top, left, bottom, right. */
-static taso_err_t window_pads(const Onnx__NodeProto *n, const taso_tensor_t *x, const int32_t *kernel,
-                              const taso_params_t *p, const int32_t *same, int32_t *pads) {
+static taso_err_t window_pads(const Onnx__NodeProto *n, const taso_tensor_t *x,
+                              const int32_t *kernel, const taso_params_t *p, const int32_t *same,
+                              int32_t *pads) {
   char buf[32];
   const char *mode = taso_onnx_attr_string(n, "auto_pad", "NOTSET", buf, sizeof buf);
   memset(pads, 0, 4 * sizeof *pads);
@@ -46,7 +49,8 @@ static taso_err_t window_pads(const Onnx__NodeProto *n, const taso_tensor_t *x, 
     memcpy(pads, same, 4 * sizeof *pads);
   } else if (!strcmp(mode, "SAME_LOWER")) {
     /* the odd pixel goes before, not after */
-    for (int a = 0; a < 2; a++) pads[a] = same[a + 2], pads[a + 2] = same[a];
+    for (int a = 0; a < 2; a++)
+      pads[a] = same[a + 2], pads[a + 2] = same[a];
   } else if (!strcmp(mode, "NOTSET")) {
     int64_t v[8];
     int k = taso_onnx_attr_ints(n, "pads", v, 8);
@@ -99,12 +103,14 @@ static taso_err_t need_rank4(const taso_tensor_t *t, const char *what) {
 
 /* Conv's bias B [M] added as a [1,M,1,1] tensor: a weight when B is a
  * constant (keeping B's name), else a reshape. */
-static taso_err_t conv_bias(importer_t *im, const Onnx__NodeProto *n, taso_ref_t y, taso_ref_t *out) {
+static taso_err_t conv_bias(importer_t *im, const Onnx__NodeProto *n, taso_ref_t y,
+                            taso_ref_t *out) {
   int32_t m = im_type(im, y)->dim[1], dim[4] = {1, m, 1, 1};
   const Onnx__TensorProto *t = im_const(im, n, 2);
   taso_ref_t b;
   if (t) {
-    if (t->n_dims != 1 || t->dims[0] != m) return im_unsupported("bias of %zu dims for %d channels", t->n_dims, m);
+    if (t->n_dims != 1 || t->dims[0] != m)
+      return im_unsupported("bias of %zu dims for %d channels", t->n_dims, m);
     float *v;
     int64_t count;
     TRY(im_const_floats(t, &v, &count));
@@ -128,8 +134,8 @@ static taso_err_t op_conv(importer_t *im, const Onnx__NodeProto *n) {
   TRY(need_rank4(wt, "2-d convolutions only"));
   int64_t group = taso_onnx_attr_int(n, "group", 1), k[8];
   if (group < 1 || (int64_t)wt->dim[1] * group != xt->dim[1])
-    return im_unsupported("group %lld does not match %d input and %d weight channels", (long long)group,
-                          xt->dim[1], wt->dim[1]);
+    return im_unsupported("group %lld does not match %d input and %d weight channels",
+                          (long long)group, xt->dim[1], wt->dim[1]);
   int nk = taso_onnx_attr_ints(n, "kernel_shape", k, 8);
   if (nk >= 0 && (nk != 2 || k[0] != wt->dim[2] || k[1] != wt->dim[3]))
     return im_unsupported("kernel_shape differs from the weight's");
@@ -146,8 +152,10 @@ static taso_err_t op_pool(importer_t *im, const Onnx__NodeProto *n, int is_max) 
   const taso_tensor_t *xt = im_type(im, x);
   TRY(need_rank4(xt, "2-d pooling only"));
   int64_t k[8];
-  if (taso_onnx_attr_ints(n, "kernel_shape", k, 8) != 2) return im_unsupported("kernel_shape not 2-d");
-  if (k[0] < 1 || k[1] < 1 || k[0] > INT32_MAX || k[1] > INT32_MAX) return im_unsupported("kernel %lldx%lld", (long long)k[0], (long long)k[1]);
+  if (taso_onnx_attr_ints(n, "kernel_shape", k, 8) != 2)
+    return im_unsupported("kernel_shape not 2-d");
+  if (k[0] < 1 || k[1] < 1 || k[0] > INT32_MAX || k[1] > INT32_MAX)
+    return im_unsupported("kernel %lldx%lld", (long long)k[0], (long long)k[1]);
   if (taso_onnx_attr_int(n, "ceil_mode", 0)) return im_unsupported("ceil_mode");
   if (taso_onnx_attr_int(n, "storage_order", 0)) return im_unsupported("storage_order");
   if (im_has_output(n, 1)) return im_unsupported("Indices output");
@@ -157,13 +165,18 @@ static taso_err_t op_pool(importer_t *im, const Onnx__NodeProto *n, int is_max) 
   TRY(window_params(n, xt, p.kernel[0], p.kernel[1], &p));
   /* ONNX's default divides by the in-bounds count; without padding the two
    * agree, and the substitutions' form (0) is kept. */
-  if (!is_max && p.pad != TASO_PAD_VALID) p.exclude_pad = !taso_onnx_attr_int(n, "count_include_pad", 0);
+  if (!is_max && p.pad != TASO_PAD_VALID)
+    p.exclude_pad = !taso_onnx_attr_int(n, "count_include_pad", 0);
   TRY(im_node(im, is_max ? TASO_OP_POOL_MAX : TASO_OP_POOL_AVG, &p, x, -1, -1, &y));
   return im_set(im, n, 0, y);
 }
 
-static taso_err_t op_maxpool(importer_t *im, const Onnx__NodeProto *n) { return op_pool(im, n, 1); }
-static taso_err_t op_avgpool(importer_t *im, const Onnx__NodeProto *n) { return op_pool(im, n, 0); }
+static taso_err_t op_maxpool(importer_t *im, const Onnx__NodeProto *n) {
+  return op_pool(im, n, 1);
+}
+static taso_err_t op_avgpool(importer_t *im, const Onnx__NodeProto *n) {
+  return op_pool(im, n, 0);
+}
 
 static taso_err_t op_global_avgpool(importer_t *im, const Onnx__NodeProto *n) {
   taso_ref_t x, y;
@@ -183,7 +196,8 @@ static taso_err_t op_global_avgpool(importer_t *im, const Onnx__NodeProto *n) {
 /* [..., m, k] x [k, n]: the leading axes fold into rows. */
 static taso_err_t matmul_rows(importer_t *im, taso_ref_t a, taso_ref_t b, taso_ref_t *y) {
   taso_tensor_t at = *im_type(im, a);
-  int32_t n = im_type(im, b)->dim[1], rows[2] = {(int32_t)span(&at, 0, at.rank - 1), at.dim[at.rank - 1]};
+  int32_t n = im_type(im, b)->dim[1],
+          rows[2] = {(int32_t)span(&at, 0, at.rank - 1), at.dim[at.rank - 1]};
   taso_params_t p = taso_params_default();
   TRY(im_reshape(im, a, 2, rows, &a));
   TRY(im_node(im, TASO_OP_MATMUL, &p, a, b, -1, y));
@@ -196,7 +210,8 @@ static taso_err_t matmul_batched(importer_t *im, taso_ref_t a, taso_ref_t b, tas
   taso_tensor_t at = *im_type(im, a), bt = *im_type(im, b);
   int r = at.rank;
   int32_t batch = (int32_t)span(&at, 0, r - 2);
-  int32_t a3[3] = {batch, at.dim[r - 2], at.dim[r - 1]}, b3[3] = {batch, bt.dim[r - 2], bt.dim[r - 1]};
+  int32_t a3[3] = {batch, at.dim[r - 2], at.dim[r - 1]},
+          b3[3] = {batch, bt.dim[r - 2], bt.dim[r - 1]};
   taso_params_t p = taso_params_default();
   TRY(im_reshape(im, a, 3, a3, &a));
   TRY(im_reshape(im, b, 3, b3, &b));
@@ -215,18 +230,21 @@ static taso_err_t op_matmul(importer_t *im, const Onnx__NodeProto *n) {
     TRY(im_node(im, TASO_OP_MATMUL, &p, a, b, -1, &y));
   } else if (at->rank > 2 && bt->rank == 2) {
     TRY(matmul_rows(im, a, b, &y));
-  } else if (at->rank > 2 && at->rank == bt->rank && !memcmp(at->dim, bt->dim, sizeof(int32_t) * (size_t)(at->rank - 2))) {
+  } else if (at->rank > 2 && at->rank == bt->rank &&
+             !memcmp(at->dim, bt->dim, sizeof(int32_t) * (size_t)(at->rank - 2))) {
     TRY(matmul_batched(im, a, b, &y));
   } else {
-    return im_unsupported("MatMul of ranks %d and %d: broadcast batch axes or vectors", at->rank, bt->rank);
+    return im_unsupported("MatMul of ranks %d and %d: broadcast batch axes or vectors", at->rank,
+                          bt->rank);
   }
   return im_set(im, n, 0, y);
 }
 
 /* Gemm's B as a weight with transB and alpha folded in (it is a constant). */
-static taso_err_t gemm_folded_b(importer_t *im, const Onnx__NodeProto *n, const Onnx__TensorProto *t,
-                                int trans, float alpha, taso_ref_t *b) {
-  if (t->n_dims != 2 || t->dims[0] < 1 || t->dims[1] < 1) return im_unsupported("B of rank %zu", t->n_dims);
+static taso_err_t gemm_folded_b(importer_t *im, const Onnx__NodeProto *n,
+                                const Onnx__TensorProto *t, int trans, float alpha, taso_ref_t *b) {
+  if (t->n_dims != 2 || t->dims[0] < 1 || t->dims[1] < 1)
+    return im_unsupported("B of rank %zu", t->n_dims);
   float *v, *w;
   int64_t count;
   TRY(im_const_floats(t, &v, &count));
@@ -238,7 +256,8 @@ static taso_err_t gemm_folded_b(importer_t *im, const Onnx__NodeProto *n, const 
     return taso_error(TASO_ERR_NOMEM, "Gemm B");
   }
   for (int32_t i = 0; i < r; i++)
-    for (int32_t j = 0; j < c; j++) w[trans ? (int64_t)j * r + i : (int64_t)i * c + j] = alpha * v[(int64_t)i * c + j];
+    for (int32_t j = 0; j < c; j++)
+      w[trans ? (int64_t)j * r + i : (int64_t)i * c + j] = alpha * v[(int64_t)i * c + j];
   char name[TASO_MODEL_NAME_LEN];
   snprintf(name, sizeof name, "%.100s%s", n->input[1], trans ? "_T" : "_scaled");
   taso_err_t err = im_weight(im, name, 2, dim, w, b);
@@ -249,11 +268,13 @@ static taso_err_t gemm_folded_b(importer_t *im, const Onnx__NodeProto *n, const 
 
 static taso_err_t transpose2(importer_t *im, taso_ref_t x, taso_ref_t *y) {
   taso_params_t p = taso_params_default();
-  if (im_type(im, x)->rank != 2) return im_unsupported("Gemm operand of rank %d", im_type(im, x)->rank);
+  if (im_type(im, x)->rank != 2)
+    return im_unsupported("Gemm operand of rank %d", im_type(im, x)->rank);
   return im_node(im, TASO_OP_TRANSPOSE, &p, x, -1, -1, y);
 }
 
-static taso_err_t scale_by(importer_t *im, const Onnx__NodeProto *n, const char *what, float k, taso_ref_t *y) {
+static taso_err_t scale_by(importer_t *im, const Onnx__NodeProto *n, const char *what, float k,
+                           taso_ref_t *y) {
   if (k == 1.0f) return TASO_OK;
   taso_ref_t s;
   taso_params_t p = taso_params_default();
@@ -271,11 +292,13 @@ static taso_err_t gemm_bias(importer_t *im, const Onnx__NodeProto *n, float beta
     int32_t dim[TASO_MAX_RANK];
     if (t->n_dims > 2) return im_unsupported("C of rank %zu", t->n_dims);
     rank = (int)t->n_dims;
-    for (int i = 0; i < rank; i++) dim[i] = (int32_t)t->dims[i];
+    for (int i = 0; i < rank; i++)
+      dim[i] = (int32_t)t->dims[i];
     float *v;
     int64_t count;
     TRY(im_const_floats(t, &v, &count));
-    for (int64_t i = 0; i < count; i++) v[i] *= beta;
+    for (int64_t i = 0; i < count; i++)
+      v[i] *= beta;
     char name[TASO_MODEL_NAME_LEN];
     snprintf(name, sizeof name, "%.100s_scaled", n->input[2]);
     taso_err_t err = im_weight(im, name, rank, dim, v, &c);
@@ -291,8 +314,10 @@ static taso_err_t gemm_bias(importer_t *im, const Onnx__NodeProto *n, float beta
 }
 
 static taso_err_t op_gemm(importer_t *im, const Onnx__NodeProto *n) {
-  float alpha = taso_onnx_attr_float(n, "alpha", 1.0f), beta = taso_onnx_attr_float(n, "beta", 1.0f);
-  int trans_a = (int)taso_onnx_attr_int(n, "transA", 0), trans_b = (int)taso_onnx_attr_int(n, "transB", 0);
+  float alpha = taso_onnx_attr_float(n, "alpha", 1.0f),
+        beta = taso_onnx_attr_float(n, "beta", 1.0f);
+  int trans_a = (int)taso_onnx_attr_int(n, "transA", 0),
+      trans_b = (int)taso_onnx_attr_int(n, "transB", 0);
   taso_ref_t a, b, y;
   TRY(im_tensor(im, n, 0, &a));
   if (trans_a) TRY(transpose2(im, a, &a));
@@ -304,7 +329,8 @@ static taso_err_t op_gemm(importer_t *im, const Onnx__NodeProto *n) {
     TRY(im_tensor(im, n, 1, &b));
     if (trans_b) TRY(transpose2(im, b, &b));
   }
-  if (im_type(im, a)->rank != 2 || im_type(im, b)->rank != 2) return im_unsupported("Gemm operands not rank 2");
+  if (im_type(im, a)->rank != 2 || im_type(im, b)->rank != 2)
+    return im_unsupported("Gemm operands not rank 2");
   taso_params_t p = taso_params_default();
   TRY(im_node(im, TASO_OP_MATMUL, &p, a, b, -1, &y));
   if (!folded) TRY(scale_by(im, n, "alpha", alpha, &y));
@@ -334,7 +360,8 @@ static taso_err_t op_mul(importer_t *im, const Onnx__NodeProto *n) {
   return binary(im, n, TASO_OP_EWMUL, TASO_OP_MUL);
 }
 
-static taso_err_t unary(importer_t *im, const Onnx__NodeProto *n, taso_op_kind_t kind, const taso_params_t *p) {
+static taso_err_t unary(importer_t *im, const Onnx__NodeProto *n, taso_op_kind_t kind,
+                        const taso_params_t *p) {
   taso_ref_t x, y;
   TRY(im_tensor(im, n, 0, &x));
   TRY(im_node(im, kind, p, x, -1, -1, &y));
@@ -379,7 +406,8 @@ static taso_err_t op_clip(importer_t *im, const Onnx__NodeProto *n) {
     if (im_has_input(n, 1)) TRY(const_scalar(im, n, 1, &p.bound[0]));
     if (im_has_input(n, 2)) TRY(const_scalar(im, n, 2, &p.bound[1]));
   }
-  if (!(p.bound[0] <= p.bound[1])) return im_unsupported("min %g above max %g", (double)p.bound[0], (double)p.bound[1]);
+  if (!(p.bound[0] <= p.bound[1]))
+    return im_unsupported("min %g above max %g", (double)p.bound[0], (double)p.bound[1]);
   return unary(im, n, TASO_OP_CLIP, &p);
 }
 
@@ -411,8 +439,8 @@ static taso_err_t op_softmax(importer_t *im, const Onnx__NodeProto *n) {
 
 /* scale' = scale / sqrt(var + eps), bias' = bias - mean * scale', as new
  * weights under the scale's and bias's names. */
-static taso_err_t bn_fold(importer_t *im, const Onnx__NodeProto *n, const float *mean, const float *inv,
-                          int32_t c, taso_ref_t *s, taso_ref_t *b) {
+static taso_err_t bn_fold(importer_t *im, const Onnx__NodeProto *n, const float *mean,
+                          const float *inv, int32_t c, taso_ref_t *s, taso_ref_t *b) {
   float *scale, *bias;
   int64_t ns, nb;
   TRY(im_const_floats(im_const(im, n, 1), &scale, &ns));
@@ -438,7 +466,8 @@ static taso_err_t bn_fold(importer_t *im, const Onnx__NodeProto *n, const float 
 static taso_err_t bn_nodes(importer_t *im, const Onnx__NodeProto *n, float *mean, const float *inv,
                            int32_t c, taso_ref_t *s, taso_ref_t *b) {
   int ones = 1, zeros = 1;
-  for (int32_t i = 0; i < c; i++) ones &= inv[i] == 1.0f, zeros &= mean[i] == 0.0f;
+  for (int32_t i = 0; i < c; i++)
+    ones &= inv[i] == 1.0f, zeros &= mean[i] == 0.0f;
   taso_params_t p = taso_params_default();
   char name[TASO_MODEL_NAME_LEN];
   taso_ref_t w;
@@ -450,7 +479,8 @@ static taso_err_t bn_nodes(importer_t *im, const Onnx__NodeProto *n, float *mean
     TRY(im_node(im, TASO_OP_MUL, &p, *s, w, -1, s));
   }
   if (!zeros) {
-    for (int32_t i = 0; i < c; i++) mean[i] = -mean[i];
+    for (int32_t i = 0; i < c; i++)
+      mean[i] = -mean[i];
     snprintf(name, sizeof name, "%.100s.neg_mean", im_label(n));
     TRY(im_weight(im, name, 1, &c, mean, &w));
     TRY(im_node(im, TASO_OP_MUL, &p, *s, w, -1, &w));
@@ -462,9 +492,11 @@ static taso_err_t bn_nodes(importer_t *im, const Onnx__NodeProto *n, float *mean
 static taso_err_t bn_check(importer_t *im, const Onnx__NodeProto *n) {
   for (size_t k = 1; k < n->n_output; k++)
     if (im_has_output(n, k)) return im_unsupported("training outputs");
-  if (im->opset >= 14 && taso_onnx_attr_int(n, "training_mode", 0)) return im_unsupported("training_mode");
+  if (im->opset >= 14 && taso_onnx_attr_int(n, "training_mode", 0))
+    return im_unsupported("training_mode");
   if (im->opset < 9 && !taso_onnx_attr_int(n, "spatial", 1)) return im_unsupported("spatial=0");
-  if (!im_const(im, n, 3) || !im_const(im, n, 4)) return im_unsupported("mean and var not initializers");
+  if (!im_const(im, n, 3) || !im_const(im, n, 4))
+    return im_unsupported("mean and var not initializers");
   return TASO_OK;
 }
 
@@ -482,7 +514,8 @@ static taso_err_t op_batchnorm(importer_t *im, const Onnx__NodeProto *n) {
     return err;
   }
   if (c < 1 || nm != c || nv != c) err = im_unsupported("statistics not one value per channel");
-  for (int32_t i = 0; err == TASO_OK && i < c; i++) var[i] = (float)(1.0 / sqrt((double)var[i] + eps));
+  for (int32_t i = 0; err == TASO_OK && i < c; i++)
+    var[i] = (float)(1.0 / sqrt((double)var[i] + eps));
   if (err == TASO_OK)
     err = im_const(im, n, 1) && im_const(im, n, 2) ? bn_fold(im, n, mean, var, c, &s, &b)
                                                    : bn_nodes(im, n, mean, var, c, &s, &b);
@@ -501,7 +534,8 @@ static taso_err_t op_concat(importer_t *im, const Onnx__NodeProto *n) {
   if (n->n_input < 1) return im_unsupported("no inputs");
   TRY(im_tensor(im, n, 0, &y));
   int axis;
-  if (!taso_onnx_attr(n, "axis") || !im_axis(taso_onnx_attr_int(n, "axis", 0), im_type(im, y)->rank, &axis))
+  if (!taso_onnx_attr(n, "axis") ||
+      !im_axis(taso_onnx_attr_int(n, "axis", 0), im_type(im, y)->rank, &axis))
     return im_unsupported("axis missing or out of range");
   taso_params_t p = taso_params_default();
   p.axis = axis;
@@ -515,7 +549,8 @@ static taso_err_t op_concat(importer_t *im, const Onnx__NodeProto *n) {
 
 /* The sizes of Split's parts: the attribute (before opset 13) or input,
  * else equal parts. */
-static taso_err_t split_sizes(importer_t *im, const Onnx__NodeProto *n, int32_t whole, int64_t *sizes) {
+static taso_err_t split_sizes(importer_t *im, const Onnx__NodeProto *n, int32_t whole,
+                              int64_t *sizes) {
   int parts = (int)n->n_output, got = -1;
   if (im->opset < 13) {
     got = taso_onnx_attr_ints(n, "split", sizes, parts);
@@ -526,7 +561,8 @@ static taso_err_t split_sizes(importer_t *im, const Onnx__NodeProto *n, int32_t 
   }
   if (got < 0) {
     if (whole % parts) return im_unsupported("%d not divisible into %d parts", whole, parts);
-    for (int i = 0; i < parts; i++) sizes[i] = whole / parts;
+    for (int i = 0; i < parts; i++)
+      sizes[i] = whole / parts;
     got = parts;
   }
   int64_t sum = 0;
@@ -534,7 +570,8 @@ static taso_err_t split_sizes(importer_t *im, const Onnx__NodeProto *n, int32_t 
     if (sizes[i] < 1) return im_unsupported("a part of size %lld", (long long)sizes[i]);
     sum += sizes[i];
   }
-  if (got != parts || sum != whole) return im_unsupported("split sizes do not add up to %d in %d parts", whole, parts);
+  if (got != parts || sum != whole)
+    return im_unsupported("split sizes do not add up to %d in %d parts", whole, parts);
   return TASO_OK;
 }
 
@@ -543,7 +580,8 @@ static taso_err_t op_split(importer_t *im, const Onnx__NodeProto *n) {
   TRY(im_tensor(im, n, 0, &x));
   const taso_tensor_t *xt = im_type(im, x);
   int axis, parts = (int)n->n_output;
-  if (!im_axis(taso_onnx_attr_int(n, "axis", 0), xt->rank, &axis)) return im_unsupported("axis out of range");
+  if (!im_axis(taso_onnx_attr_int(n, "axis", 0), xt->rank, &axis))
+    return im_unsupported("axis out of range");
   if (parts < 1 || parts > 64) return im_unsupported("%d outputs", parts);
   int64_t sizes[64];
   TRY(split_sizes(im, n, xt->dim[axis], sizes));
@@ -581,7 +619,8 @@ static taso_err_t op_reshape(importer_t *im, const Onnx__NodeProto *n) {
       infer = i;
       continue;
     }
-    if (v[i] < 1 || v[i] > INT32_MAX) return im_unsupported("size %lld in the shape", (long long)v[i]);
+    if (v[i] < 1 || v[i] > INT32_MAX)
+      return im_unsupported("size %lld in the shape", (long long)v[i]);
     dim[i] = (int32_t)v[i];
     known *= v[i];
   }
@@ -613,12 +652,14 @@ static taso_err_t op_transpose(importer_t *im, const Onnx__NodeProto *n) {
   int64_t perm[8];
   int k = taso_onnx_attr_ints(n, "perm", perm, 8);
   if (k < 0)
-    for (int i = 0; i < rank; i++) perm[i] = rank - 1 - i; /* default: reversed */
+    for (int i = 0; i < rank; i++)
+      perm[i] = rank - 1 - i; /* default: reversed */
   else if (k != rank)
     return im_unsupported("perm of %d axes for rank %d", k, rank);
   taso_params_t p = taso_params_default();
   for (int i = 0; i < rank; i++) {
-    if (perm[i] < 0 || perm[i] >= rank) return im_unsupported("perm entry %lld", (long long)perm[i]);
+    if (perm[i] < 0 || perm[i] >= rank)
+      return im_unsupported("perm entry %lld", (long long)perm[i]);
     p.perm[i] = (int32_t)perm[i];
     identity &= perm[i] == i;
   }
@@ -631,7 +672,9 @@ static taso_err_t op_transpose(importer_t *im, const Onnx__NodeProto *n) {
 
 /* ---- no nodes: Identity, Dropout, Constant ---------------------------------------- */
 
-static taso_err_t op_identity(importer_t *im, const Onnx__NodeProto *n) { return im_alias(im, n, 0, 0); }
+static taso_err_t op_identity(importer_t *im, const Onnx__NodeProto *n) {
+  return im_alias(im, n, 0, 0);
+}
 
 static taso_err_t op_dropout(importer_t *im, const Onnx__NodeProto *n) {
   if (im_has_output(n, 1)) return im_unsupported("mask output");
@@ -639,7 +682,8 @@ static taso_err_t op_dropout(importer_t *im, const Onnx__NodeProto *n) {
     const Onnx__TensorProto *t = im_const(im, n, 2);
     if (!t || taso_onnx_numel(t) != 1) return im_unsupported("training_mode not a constant");
     /* bool data sits in int32_data or a raw byte */
-    int on = t->has_raw_data ? t->raw_data.len && t->raw_data.data[0] : t->n_int32_data && t->int32_data[0];
+    int on = t->has_raw_data ? t->raw_data.len && t->raw_data.data[0]
+                             : t->n_int32_data && t->int32_data[0];
     if (on) return im_unsupported("training_mode");
   }
   return im_alias(im, n, 0, 0);
@@ -651,7 +695,8 @@ typedef struct {
   int64_t dim;         /* its one dim, for the list forms */
 } owned_tensor_t;
 
-static taso_err_t constant_list(importer_t *im, const Onnx__NodeProto *n, const Onnx__AttributeProto *a) {
+static taso_err_t constant_list(importer_t *im, const Onnx__NodeProto *n,
+                                const Onnx__AttributeProto *a) {
   owned_tensor_t *o = calloc(1, sizeof *o);
   void *grown = realloc(im->owned, sizeof *im->owned * (size_t)(im->nowned + 1));
   if (!o || !grown) {
@@ -666,7 +711,8 @@ static taso_err_t constant_list(importer_t *im, const Onnx__NodeProto *n, const 
   o->t.has_data_type = 1;
   int is_float = !strcmp(a->name, "value_float") || !strcmp(a->name, "value_floats");
   int is_list = !strcmp(a->name, "value_floats") || !strcmp(a->name, "value_ints");
-  o->t.data_type = is_float ? ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT : ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+  o->t.data_type =
+      is_float ? ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT : ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
   if (is_list) {
     o->dim = is_float ? (int64_t)a->n_floats : (int64_t)a->n_ints;
     o->t.n_dims = 1;
