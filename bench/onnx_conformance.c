@@ -373,7 +373,7 @@ int main(int argc, char **argv) {
   for (const char *op; nrows < 64 && (op = taso_onnx_supported_op(nrows));)
     rows[nrows++].op = op;
   char **tests;
-  int ntests = list_tests(dir, &tests), counted = 0, failed = 0;
+  int ntests = list_tests(dir, &tests), counted = 0, failed = 0, passed = 0;
   if (ntests < 0) {
     fprintf(stderr, "taso-conformance: cannot read %s (Debian package libonnx-testdata)\n", dir);
     return 2;
@@ -389,6 +389,7 @@ int main(int argc, char **argv) {
       run_test(path, eval, &oc);
       counted++;
       failed += oc.result == FAILED;
+      passed += oc.result == PASSED;
       for (int i = 0; i < nrows; i++)
         if (used[i]) row_add(&rows[i], &oc);
       if (verbose || oc.result == FAILED)
@@ -415,8 +416,11 @@ int main(int argc, char **argv) {
       return 2;
     }
     print_table(f, rows, nrows, 1, dir, counted);
+    fprintf(f, "\nIn all: %d tests, %d passed, %d failed, %d not runnable.\n", counted, passed,
+            failed, counted - passed - failed);
     fclose(f);
   }
-  printf("%d tests: %d failed; %d operators without a runnable test\n", counted, failed, empty);
+  printf("%d tests: %d passed, %d failed, %d not runnable; %d operators without a runnable test\n",
+         counted, passed, failed, counted - passed - failed, empty);
   return failed || empty ? 1 : 0;
 }

@@ -121,7 +121,7 @@ static void initializer(exporter_t *ex, const char *name, int rank, const int64_
   int64_t *iv = ints ? ex_alloc(ex, sizeof *iv * (size_t)(n ? n : 1)) : NULL;
   if (!t || !d || (ints && !iv)) return;
   onnx__tensor_proto__init(t);
-  memcpy(d, dims, sizeof *d * (size_t)rank);
+  if (rank) memcpy(d, dims, sizeof *d * (size_t)rank);
   t->name = (char *)name;
   t->n_dims = (size_t)rank;
   t->dims = d;
