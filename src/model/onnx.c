@@ -1,5 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "onnx.h"
+#include "onnx_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,13 +10,37 @@
 /* The ONNX operators taso imports (issue 13): their model-graph operators
  * are the registry's, or become them (Clip as ReLU6, Dropout and Identity
  * as nothing at inference, Constant as a weight: exported models give
- * Reshape its shape and Clip its bounds that way). */
-static const char *const supported[] = {
-    "Conv",        "MatMul",  "Gemm",    "Add",     "Mul",      "Relu",
-    "Sigmoid",     "Tanh",    "Softmax", "MaxPool", "AveragePool",
-    "GlobalAveragePool",      "BatchNormalization", "Concat",   "Split",
-    "Reshape",     "Flatten", "Transpose", "Identity", "Dropout", "Clip",
-    "Constant",    NULL,
+ * Reshape its shape and Clip its bounds that way). `since` lists the opsets
+ * that changed each one's definition up to opset 17, so that a model of an
+ * older opset imports where the operator then meant what it means at
+ * TASO_ONNX_OPSET_MIN (the backend tests keep GlobalAveragePool at opset 1). */
+static const struct {
+  const char *op;  /* op_type of the default domain */
+  int since[8];    /* opsets that (re)defined it, ascending, 0-terminated */
+} supported[] = {
+    {"Conv", {1, 11}},
+    {"MatMul", {1, 9, 13}},
+    {"Gemm", {1, 6, 7, 9, 11, 13}},
+    {"Add", {1, 6, 7, 13, 14}},
+    {"Mul", {1, 6, 7, 13, 14}},
+    {"Relu", {1, 6, 13, 14}},
+    {"Sigmoid", {1, 6, 13}},
+    {"Tanh", {1, 6, 13}},
+    {"Softmax", {1, 11, 13}},
+    {"MaxPool", {1, 8, 10, 11, 12}},
+    {"AveragePool", {1, 7, 10, 11}},
+    {"GlobalAveragePool", {1}},
+    {"BatchNormalization", {1, 6, 7, 9, 14, 15}},
+    {"Concat", {1, 4, 11, 13}},
+    {"Split", {1, 2, 11, 13}},
+    {"Reshape", {1, 5, 13, 14}},
+    {"Flatten", {1, 9, 11, 13}},
+    {"Transpose", {1, 13}},
+    {"Identity", {1, 13, 14, 16}},
+    {"Dropout", {1, 6, 7, 10, 12, 13}},
+    {"Clip", {1, 6, 11, 12, 13}},
+    {"Constant", {1, 9, 11, 12, 13}},
+    {NULL, {0}},
 };
 
 /* Larger files are not models this tool can hold in memory anyway. */
@@ -91,39 +116,211 @@ int64_t taso_onnx_opset(const Onnx__ModelProto *m) {
   return 0;
 }
 
-int taso_onnx_supported(const char *op_type) {
-  for (int i = 0; supported[i]; i++)
-    if (!strcmp(supported[i], op_type)) return 1;
-  return 0;
+static int find_supported(const char *op_type) {
+  for (int i = 0; supported[i].op; i++)
+    if (!strcmp(supported[i].op, op_type)) return i;
+  return -1;
+}
+
+int taso_onnx_supported(const char *op_type) { return find_supported(op_type) >= 0; }
+
+const char *taso_onnx_supported_op(int i) {
+  return i >= 0 && i < (int)(sizeof supported / sizeof *supported) ? supported[i].op : NULL;
+}
+
+int taso_onnx_opset_ok(const char *op_type, int64_t opset, const char **reason) {
+  int i = find_supported(op_type);
+  *reason = NULL;
+  if (i < 0) {
+    *reason = "not an operator taso imports";
+    return 0;
+  }
+  if (opset >= TASO_ONNX_OPSET_MIN) return 1;
+  /* Below the range: fine only if no definition came between this opset
+   * and the first one import knows. */
+  for (int k = 0; k < 8 && supported[i].since[k]; k++)
+    if (supported[i].since[k] > opset && supported[i].since[k] <= TASO_ONNX_OPSET_MIN) {
+      *reason = "an older definition than opset 7";
+      return 0;
+    }
+  if (supported[i].since[0] > opset) {
+    *reason = "not defined at this opset";
+    return 0;
+  }
+  return 1;
+}
+
+void taso_onnx_issue_text(taso_onnx_issues_t *l, const char *what, const char *reason) {
+  l->count++;
+  if (l->at >= sizeof l->text) return;
+  int w = snprintf(l->text + l->at, sizeof l->text - l->at, "%s%s%s%s", l->count > 1 ? ", " : "",
+                   what, reason ? ": " : "", reason ? reason : "");
+  l->at = w > 0 && (size_t)w < sizeof l->text - l->at ? l->at + (size_t)w : sizeof l->text;
+}
+
+void taso_onnx_issue(taso_onnx_issues_t *l, const Onnx__NodeProto *n, int64_t opset,
+                     const char *reason) {
+  char what[256];
+  const char *op = n->op_type ? n->op_type : "";
+  int dflt = default_domain(n->domain);
+  snprintf(what, sizeof what, "%s (%s%s%s, opset %lld%s%s)",
+           n->name && n->name[0] ? n->name : (n->n_output && n->output[0][0] ? n->output[0] : "unnamed"),
+           dflt ? "" : n->domain, dflt ? "" : ".", op, (long long)opset, reason ? ": " : "",
+           reason ? reason : "");
+  taso_onnx_issue_text(l, what, NULL);
+}
+
+taso_err_t taso_onnx_issues_error(const taso_onnx_issues_t *l, const char *path, size_t nodes) {
+  char list[sizeof l->text];
+  memcpy(list, l->text, sizeof list);
+  if (l->at >= sizeof list) strcpy(list + sizeof list - 5, "...");
+  return taso_error(TASO_ERR_UNSUPPORTED, "%s: %d of %zu nodes not supported: %s", path, l->count,
+                    nodes, list);
 }
 
 taso_err_t taso_onnx_check(const Onnx__ModelProto *m, const char *path) {
   int64_t opset = taso_onnx_opset(m);
-  if (opset < TASO_ONNX_OPSET_MIN || opset > TASO_ONNX_OPSET_MAX)
+  if (opset < 1 || opset > TASO_ONNX_OPSET_MAX)
     return taso_error(TASO_ERR_FORMAT, "%s: opset %lld of the default domain; taso imports %d to %d",
                       path, (long long)opset, TASO_ONNX_OPSET_MIN, TASO_ONNX_OPSET_MAX);
   /* Every unsupported node in one message: a user converting a model wants
    * the whole list at once, not one per attempt. */
-  char list[768] = "";
-  size_t at = 0;
-  int bad = 0;
+  taso_onnx_issues_t issues = {.at = 0};
   const Onnx__GraphProto *g = m->graph;
   for (size_t i = 0; i < g->n_node; i++) {
     const Onnx__NodeProto *n = g->node[i];
-    const char *op = n->op_type ? n->op_type : "";
-    if (default_domain(n->domain) && taso_onnx_supported(op)) continue;
-    bad++;
-    if (at < sizeof list) {
-      int w = snprintf(list + at, sizeof list - at, "%s%s (%s%s%s, opset %lld)", bad > 1 ? ", " : "",
-                       n->name && n->name[0] ? n->name : "unnamed", default_domain(n->domain) ? "" : n->domain,
-                       default_domain(n->domain) ? "" : ".", op, (long long)opset);
-      at = w > 0 ? at + (size_t)w : sizeof list;
-    }
+    const char *reason = "not an operator taso imports";
+    if (default_domain(n->domain) && taso_onnx_opset_ok(n->op_type ? n->op_type : "", opset, &reason))
+      continue;
+    taso_onnx_issue(&issues, n, opset, reason);
   }
-  if (!bad) return TASO_OK;
-  if (at >= sizeof list) strcpy(list + sizeof list - 5, "...");
-  return taso_error(TASO_ERR_UNKNOWN, "%s: %d of %zu nodes not supported: %s", path, bad, g->n_node,
-                    list);
+  return issues.count ? taso_onnx_issues_error(&issues, path, g->n_node) : TASO_OK;
+}
+
+/* ---- attributes and tensor values ---------------------------------------- */
+
+const Onnx__AttributeProto *taso_onnx_attr(const Onnx__NodeProto *n, const char *name) {
+  for (size_t i = 0; i < n->n_attribute; i++)
+    if (n->attribute[i]->name && !strcmp(n->attribute[i]->name, name)) return n->attribute[i];
+  return NULL;
+}
+
+int64_t taso_onnx_attr_int(const Onnx__NodeProto *n, const char *name, int64_t def) {
+  const Onnx__AttributeProto *a = taso_onnx_attr(n, name);
+  return a ? a->i : def;
+}
+
+float taso_onnx_attr_float(const Onnx__NodeProto *n, const char *name, float def) {
+  const Onnx__AttributeProto *a = taso_onnx_attr(n, name);
+  return a ? a->f : def;
+}
+
+int taso_onnx_attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, int max) {
+  const Onnx__AttributeProto *a = taso_onnx_attr(n, name);
+  if (!a) return -1;
+  for (size_t i = 0; i < a->n_ints && (int)i < max; i++) out[i] = a->ints[i];
+  return (int)a->n_ints;
+}
+
+const char *taso_onnx_attr_string(const Onnx__NodeProto *n, const char *name, const char *def,
+                                  char *buf, size_t len) {
+  const Onnx__AttributeProto *a = taso_onnx_attr(n, name);
+  if (!a) return def;
+  size_t k = a->s.len < len - 1 ? a->s.len : len - 1;
+  memcpy(buf, a->s.data, k);
+  buf[k] = 0;
+  return buf;
+}
+
+int64_t taso_onnx_numel(const Onnx__TensorProto *t) {
+  int64_t n = 1;
+  for (size_t i = 0; i < t->n_dims; i++) {
+    if (t->dims[i] < 0) return -1;
+    n *= t->dims[i];
+  }
+  return n;
+}
+
+const char *taso_onnx_type_name(int32_t data_type) {
+  static const char *const names[] = {"undefined", "float", "uint8", "int8", "uint16", "int16",
+                                      "int32", "int64", "string", "bool", "float16", "double",
+                                      "uint32", "uint64", "complex64", "complex128", "bfloat16"};
+  return data_type >= 0 && data_type < (int32_t)(sizeof names / sizeof *names) ? names[data_type]
+                                                                               : "unknown";
+}
+
+/* The i-th element of raw_data (little-endian, as this machine is) of
+ * elements of `size` bytes. */
+static void raw_at(const Onnx__TensorProto *t, int64_t i, size_t size, void *out) {
+  memcpy(out, t->raw_data.data + (size_t)i * size, size);
+}
+
+static taso_err_t count_error(const Onnx__TensorProto *t, size_t have, int64_t n) {
+  return taso_error(TASO_ERR_FORMAT, "tensor '%s': %zu values for %lld elements",
+                    t->name ? t->name : "", have, (long long)n);
+}
+
+taso_err_t taso_onnx_values_float(const Onnx__TensorProto *t, float *out, int64_t n) {
+  int raw = t->has_raw_data && t->raw_data.len > 0;
+  if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+    size_t have = raw ? t->raw_data.len / 4 : t->n_float_data;
+    if ((int64_t)have != n) return count_error(t, have, n);
+    for (int64_t i = 0; i < n; i++) {
+      if (raw) raw_at(t, i, 4, &out[i]);
+      else out[i] = t->float_data[i];
+    }
+    return TASO_OK;
+  }
+  if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE) {
+    size_t have = raw ? t->raw_data.len / 8 : t->n_double_data;
+    if ((int64_t)have != n) return count_error(t, have, n);
+    for (int64_t i = 0; i < n; i++) {
+      double d;
+      if (raw) raw_at(t, i, 8, &d);
+      else d = t->double_data[i];
+      out[i] = (float)d;
+    }
+    return TASO_OK;
+  }
+  return taso_error(TASO_ERR_FORMAT, "tensor '%s' of %s; float expected", t->name ? t->name : "",
+                    taso_onnx_type_name(t->data_type));
+}
+
+taso_err_t taso_onnx_values_int(const Onnx__TensorProto *t, int64_t *out, int64_t n) {
+  int raw = t->has_raw_data && t->raw_data.len > 0;
+  if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64) {
+    size_t have = raw ? t->raw_data.len / 8 : t->n_int64_data;
+    if ((int64_t)have != n) return count_error(t, have, n);
+    for (int64_t i = 0; i < n; i++) {
+      if (raw) raw_at(t, i, 8, &out[i]);
+      else out[i] = t->int64_data[i];
+    }
+    return TASO_OK;
+  }
+  if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT32) {
+    size_t have = raw ? t->raw_data.len / 4 : t->n_int32_data;
+    if ((int64_t)have != n) return count_error(t, have, n);
+    for (int64_t i = 0; i < n; i++) {
+      int32_t v;
+      if (raw) raw_at(t, i, 4, &v);
+      else v = t->int32_data[i];
+      out[i] = v;
+    }
+    return TASO_OK;
+  }
+  return taso_error(TASO_ERR_FORMAT, "tensor '%s' of %s; int64 expected", t->name ? t->name : "",
+                    taso_onnx_type_name(t->data_type));
+}
+
+taso_err_t taso_onnx_load_tensor(const char *path, Onnx__TensorProto **out) {
+  uint8_t *bytes;
+  size_t len;
+  *out = NULL;
+  TASO_TRY(read_file(path, &bytes, &len));
+  *out = len ? onnx__tensor_proto__unpack(NULL, len, bytes) : NULL;
+  free(bytes);
+  if (!*out) return taso_error(TASO_ERR_FORMAT, "%s: not an ONNX TensorProto", path);
+  return TASO_OK;
 }
 
 taso_err_t taso_onnx_read_tensor(const char *path, taso_onnx_tensor_t *out) {

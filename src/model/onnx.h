@@ -44,14 +44,19 @@ void taso_onnx_free(Onnx__ModelProto *m);
  * 0 when it names none. */
 int64_t taso_onnx_opset(const Onnx__ModelProto *m);
 
-/* Whether taso imports every node of the model (path names it in
- * messages): TASO_OK, or TASO_ERR_UNKNOWN with a message that lists every
- * unsupported node as "NAME (OP_TYPE, opset N)", or TASO_ERR_FORMAT when
- * the model's opset is outside TASO_ONNX_OPSET_MIN..MAX. */
+/* Whether taso imports every node's operator (path names it in messages):
+ * TASO_OK, or TASO_ERR_UNSUPPORTED with a message that lists every
+ * unsupported node as "NAME (OP_TYPE, opset N: reason)", or
+ * TASO_ERR_FORMAT when the model's opset is above TASO_ONNX_OPSET_MAX or
+ * missing. An opset below TASO_ONNX_OPSET_MIN is fine for operators whose
+ * definition has not changed since it. */
 taso_err_t taso_onnx_check(const Onnx__ModelProto *m, const char *path);
 
 /* Whether op_type of the default domain is one taso imports. */
 int taso_onnx_supported(const char *op_type);
+
+/* The i-th op type taso imports, NULL past the last. */
+const char *taso_onnx_supported_op(int i);
 
 /* Reads a TensorProto file of float32 values (raw_data or float_data).
  * Errors name the file and what is wrong (not a tensor, another element
@@ -59,12 +64,37 @@ int taso_onnx_supported(const char *op_type);
 taso_err_t taso_onnx_read_tensor(const char *path, taso_onnx_tensor_t *out);
 void taso_onnx_tensor_free(taso_onnx_tensor_t *t);
 
+/* Elements of a TensorProto (product of dims; -1 when a dim is negative). */
+int64_t taso_onnx_numel(const Onnx__TensorProto *t);
+/* Its values as floats (FLOAT, DOUBLE) or as int64 (INT64, INT32): n
+ * elements into out. TASO_ERR_FORMAT (naming the tensor) on another element
+ * type or a data size that does not match. */
+taso_err_t taso_onnx_values_float(const Onnx__TensorProto *t, float *out, int64_t n);
+taso_err_t taso_onnx_values_int(const Onnx__TensorProto *t, int64_t *out, int64_t n);
+
+/* Reads a TensorProto file of any element type, as it is. Errors name the
+ * file. Free it with onnx__tensor_proto__free_unpacked(t, NULL). */
+taso_err_t taso_onnx_load_tensor(const char *path, Onnx__TensorProto **out);
+
 /* ---- import and export (onnx_import.c, onnx_export.c) ------------------ */
 /* Imports an ONNX file into a model: graph inputs with initializers and
  * other initializers become weights (with their values), the rest inputs;
  * every node maps onto registry operators. An unsupported model is refused
  * with the message of taso_onnx_check. */
 taso_err_t taso_onnx_import(const char *path, taso_model_t *m);
+
+/* A value for a graph input that import then treats as an initializer. The
+ * ONNX backend tests pass what real models keep in initializers (a
+ * Reshape's shape, a BatchNormalization's statistics, Clip's bounds) as
+ * graph inputs; binding their test data lets those models import. */
+typedef struct {
+  const char *name;               /* the graph input's name */
+  const Onnx__TensorProto *value; /* its value (not copied; kept by the caller) */
+} taso_onnx_binding_t;
+
+/* taso_onnx_import with the given graph inputs bound to values. */
+taso_err_t taso_onnx_import_bound(const char *path, const taso_onnx_binding_t *bound, int nbound,
+                                  taso_model_t *m);
 
 /* Writes a model as a valid ONNX file (opset 13): every input and weight
  * keeps its own name, weights become initializers, fused activations are

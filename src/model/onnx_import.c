@@ -1,0 +1,477 @@
+/*
+ * ONNX import: an ONNX graph onto the operator registry.
+ *
+ * Initializers and Constant outputs stay values (TensorProtos) until a node
+ * uses them as data: then they become weights under their own names. That
+ * way int64 shapes, split sizes and clip bounds are read at import and
+ * never become weights, and a weight that import folds (a transposed Gemm
+ * B, a batch norm's statistics) is made once, already folded. Operators map
+ * onto the substitution language where they can (ewadd for same-shape Add,
+ * SAME or VALID for padding that equals it) so that substitutions match
+ * imported models. Every node that cannot be imported is collected with its
+ * reason and the model is refused with the whole list.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "onnx.h"
+#include "onnx_import_impl.h"
+#include "onnx_internal.h"
+
+/* ---- the value table ------------------------------------------------------ */
+
+static uint32_t name_hash(const char *s) {
+  return (uint32_t)taso_fnv64(TASO_FNV_START, s, strlen(s));
+}
+
+value_t *im_find(importer_t *im, const char *name) {
+  for (uint32_t h = name_hash(name) & (uint32_t)(im->nslots - 1);;
+       h = (h + 1) & (uint32_t)(im->nslots - 1)) {
+    int at = im->slots[h];
+    if (at == 0) return NULL;
+    if (!strcmp(im->v[at - 1].name, name)) return &im->v[at - 1];
+  }
+}
+
+/* The entry of name, made (V_NONE) when new. */
+static taso_err_t im_define(importer_t *im, const char *name, value_t **out) {
+  value_t *v = im_find(im, name);
+  if (v) {
+    *out = v;
+    return TASO_OK;
+  }
+  if (im->nv + 1 > im->nslots / 2)
+    return taso_error(TASO_ERR_LIMIT, "%s: more tensors than the table was sized for", im->path);
+  im->v[im->nv] = (value_t){.name = name, .kind = V_NONE, .weight = -1};
+  uint32_t h = name_hash(name) & (uint32_t)(im->nslots - 1);
+  while (im->slots[h])
+    h = (h + 1) & (uint32_t)(im->nslots - 1);
+  im->slots[h] = ++im->nv;
+  *out = &im->v[im->nv - 1];
+  return TASO_OK;
+}
+
+/* ---- helpers for the operator handlers ------------------------------------ */
+
+taso_err_t im_unsupported(const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return taso_error(TASO_ERR_UNSUPPORTED, "%s", buf);
+}
+
+int im_has_input(const Onnx__NodeProto *n, size_t i) {
+  return i < n->n_input && n->input[i] && n->input[i][0];
+}
+
+int im_has_output(const Onnx__NodeProto *n, size_t i) {
+  return i < n->n_output && n->output[i] && n->output[i][0];
+}
+
+const char *im_label(const Onnx__NodeProto *n) {
+  return n->name && n->name[0] ? n->name : im_has_output(n, 0) ? n->output[0] : "node";
+}
+
+const Onnx__TensorProto *im_const(importer_t *im, const Onnx__NodeProto *n, size_t i) {
+  if (!im_has_input(n, i)) return NULL;
+  value_t *v = im_find(im, n->input[i]);
+  return v && v->kind == V_CONST ? v->t : NULL;
+}
+
+/* Dims of a TensorProto as a registry shape; UNSUPPORTED past rank 4 or for
+ * an empty or huge dim. */
+static taso_err_t proto_dims(const Onnx__TensorProto *t, int *rank, int32_t *dim) {
+  if (t->n_dims > TASO_MAX_RANK)
+    return im_unsupported("rank %zu tensor %s, at most 4", t->n_dims, t->name ? t->name : "");
+  for (size_t i = 0; i < t->n_dims; i++) {
+    if (t->dims[i] < 1 || t->dims[i] > INT32_MAX)
+      return im_unsupported("tensor '%s' has size %lld on axis %zu", t->name ? t->name : "",
+                            (long long)t->dims[i], i);
+    dim[i] = (int32_t)t->dims[i];
+  }
+  *rank = (int)t->n_dims;
+  return TASO_OK;
+}
+
+taso_err_t im_weight(importer_t *im, const char *name, int rank, const int32_t *dim,
+                     const float *values, taso_ref_t *ref) {
+  char unique[TASO_MODEL_NAME_LEN];
+  snprintf(unique, sizeof unique, "%s", name);
+  /* A folded or reshaped weight takes its source's name when that is free,
+   * else the name with a number: names stay readable and unique. */
+  for (int k = 2; taso_model_find_input(im->m, unique) >= 0; k++)
+    snprintf(unique, sizeof unique, "%.100s_%d", name, k);
+  return taso_model_input(im->m, unique, true, rank, dim, values, ref);
+}
+
+/* A float constant's values (malloc'd); n receives the element count. */
+taso_err_t im_const_floats(const Onnx__TensorProto *t, float **out, int64_t *n) {
+  *n = taso_onnx_numel(t);
+  *out = malloc(sizeof(float) * (size_t)(*n > 0 ? *n : 1));
+  if (!*out) return taso_error(TASO_ERR_NOMEM, "values of '%s'", t->name ? t->name : "");
+  taso_err_t err = taso_onnx_values_float(t, *out, *n);
+  if (err != TASO_OK) {
+    free(*out);
+    *out = NULL;
+    if (err == TASO_ERR_FORMAT) return im_unsupported("%s", taso_error_detail());
+  }
+  return err;
+}
+
+/* A constant as a weight of its own shape, made once. */
+static taso_err_t const_weight(importer_t *im, value_t *v, taso_ref_t *ref) {
+  if (v->weight >= 0) {
+    *ref = v->weight;
+    return TASO_OK;
+  }
+  int rank = 0;
+  int32_t dim[TASO_MAX_RANK];
+  TASO_TRY(proto_dims(v->t, &rank, dim));
+  float *data;
+  int64_t n;
+  TASO_TRY(im_const_floats(v->t, &data, &n));
+  taso_err_t err = im_weight(im, v->name, rank, dim, data, &v->weight);
+  free(data);
+  *ref = v->weight;
+  return err;
+}
+
+taso_err_t im_tensor(importer_t *im, const Onnx__NodeProto *n, size_t i, taso_ref_t *ref) {
+  if (!im_has_input(n, i)) return im_unsupported("input %zu missing", i);
+  value_t *v = im_find(im, n->input[i]);
+  if (!v || v->kind == V_NONE)
+    return taso_error(TASO_ERR_FORMAT, "'%s' is defined nowhere", n->input[i]);
+  if (v->kind == V_CONST) return const_weight(im, v, ref);
+  *ref = v->ref;
+  return TASO_OK;
+}
+
+const taso_tensor_t *im_type(importer_t *im, taso_ref_t ref) {
+  return taso_model_type(im->m, ref);
+}
+
+taso_err_t im_node(importer_t *im, taso_op_kind_t kind, const taso_params_t *p, taso_ref_t a,
+                   taso_ref_t b, taso_ref_t c, taso_ref_t *out) {
+  taso_ref_t in[3] = {a, b, c};
+  taso_err_t err = taso_model_node(im->m, kind, p, in, out);
+  /* A shape the registry refuses is a model import cannot express. */
+  if (err == TASO_ERR_SHAPE || err == TASO_ERR_LIMIT)
+    return im_unsupported("%s", taso_error_detail());
+  return err;
+}
+
+taso_err_t im_reshape(importer_t *im, taso_ref_t x, int rank, const int32_t *dim, taso_ref_t *out) {
+  const taso_tensor_t *t = im_type(im, x);
+  if (t->rank == rank && !memcmp(t->dim, dim, sizeof(int32_t) * (size_t)rank)) {
+    *out = x;
+    return TASO_OK;
+  }
+  taso_params_t p = taso_params_default();
+  p.rank = rank;
+  memcpy(p.shape, dim, sizeof(int32_t) * (size_t)rank);
+  return im_node(im, TASO_OP_RESHAPE, &p, x, -1, -1, out);
+}
+
+taso_err_t im_scalar_weight(importer_t *im, const Onnx__NodeProto *n, const char *what, float value,
+                            taso_ref_t *ref) {
+  char name[TASO_MODEL_NAME_LEN];
+  snprintf(name, sizeof name, "%.100s.%s", im_label(n), what);
+  return im_weight(im, name, 0, NULL, &value, ref);
+}
+
+taso_err_t im_set(importer_t *im, const Onnx__NodeProto *n, size_t k, taso_ref_t ref) {
+  if (!im_has_output(n, k)) return TASO_OK;
+  value_t *v;
+  TASO_TRY(im_define(im, n->output[k], &v));
+  if (v->kind != V_NONE) return taso_error(TASO_ERR_FORMAT, "'%s' is defined twice", v->name);
+  v->kind = V_TENSOR;
+  v->ref = ref;
+  return TASO_OK;
+}
+
+taso_err_t im_alias(importer_t *im, const Onnx__NodeProto *n, size_t k, size_t input) {
+  value_t *src = im_find(im, n->input[input]), *v;
+  TASO_TRY(im_define(im, n->output[k], &v));
+  if (v->kind != V_NONE) return taso_error(TASO_ERR_FORMAT, "'%s' is defined twice", v->name);
+  src = im_find(im, n->input[input]); /* the table may not move, but stay safe */
+  const char *name = v->name;
+  *v = *src;
+  v->name = name;
+  /* An aliased constant keeps its source's weight, so it is made once. */
+  if (src->kind == V_CONST) v->weight = src->weight;
+  return TASO_OK;
+}
+
+taso_err_t im_set_const(importer_t *im, const Onnx__NodeProto *n, size_t k,
+                        const Onnx__TensorProto *t) {
+  value_t *v;
+  TASO_TRY(im_define(im, n->output[k], &v));
+  if (v->kind != V_NONE) return taso_error(TASO_ERR_FORMAT, "'%s' is defined twice", v->name);
+  v->kind = V_CONST;
+  v->t = t;
+  return TASO_OK;
+}
+
+taso_err_t im_const_ints(const Onnx__TensorProto *t, int64_t *out, int max, int *n) {
+  int64_t count = taso_onnx_numel(t);
+  if (count < 0 || count > max)
+    return im_unsupported("%lld values where at most %d fit", (long long)count, max);
+  taso_err_t err = taso_onnx_values_int(t, out, count);
+  if (err == TASO_ERR_FORMAT) return im_unsupported("%s", taso_error_detail());
+  *n = (int)count;
+  return err;
+}
+
+int im_axis(int64_t axis, int rank, int *out) {
+  if (axis < -rank || axis >= (rank ? rank : 1)) return 0;
+  *out = (int)(axis < 0 ? axis + rank : axis);
+  return 1;
+}
+
+/* ---- graph inputs, initializers, outputs ----------------------------------- */
+
+/* A run-time graph input: float, concrete shape, rank <= 4; else listed. */
+static taso_err_t add_graph_input(importer_t *im, const Onnx__ValueInfoProto *vi) {
+  value_t *v;
+  TASO_TRY(im_define(im, vi->name, &v));
+  if (v->kind != V_NONE) return TASO_OK; /* an initializer or a bound value */
+  v->kind = V_BAD;
+  char what[TASO_MODEL_NAME_LEN + 16], why[128] = "";
+  snprintf(what, sizeof what, "input %s", vi->name);
+  const Onnx__TypeProto *tp = vi->type;
+  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+    snprintf(why, sizeof why, "not a tensor");
+  else if (tp->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+    snprintf(why, sizeof why, "%s input", taso_onnx_type_name(tp->tensor_type->elem_type));
+  else if (!tp->tensor_type->shape)
+    snprintf(why, sizeof why, "no shape");
+  else if (tp->tensor_type->shape->n_dim > TASO_MAX_RANK)
+    snprintf(why, sizeof why, "rank %zu", tp->tensor_type->shape->n_dim);
+  int32_t dim[TASO_MAX_RANK];
+  const Onnx__TensorShapeProto *s = why[0] ? NULL : tp->tensor_type->shape;
+  for (size_t i = 0; s && i < s->n_dim && !why[0]; i++) {
+    const Onnx__TensorShapeProto__Dimension *d = s->dim[i];
+    if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+      snprintf(why, sizeof why, "symbolic size on axis %zu", i);
+    else if (d->dim_value < 1 || d->dim_value > INT32_MAX)
+      snprintf(why, sizeof why, "size %lld on axis %zu", (long long)d->dim_value, i);
+    else
+      dim[i] = (int32_t)d->dim_value;
+  }
+  if (why[0]) {
+    taso_onnx_issue_text(&im->issues, what, why);
+    return TASO_OK;
+  }
+  TASO_TRY(taso_model_input(im->m, vi->name, false, (int)s->n_dim, dim, NULL, &v->ref));
+  v->kind = V_TENSOR;
+  return TASO_OK;
+}
+
+static taso_err_t add_const(importer_t *im, const char *name, const Onnx__TensorProto *t) {
+  value_t *v;
+  if (!name || !name[0])
+    return taso_error(TASO_ERR_FORMAT, "%s: an initializer without a name", im->path);
+  TASO_TRY(im_define(im, name, &v));
+  if (v->kind != V_NONE) return TASO_OK; /* bound values win over initializers */
+  v->kind = V_CONST;
+  v->t = t;
+  return TASO_OK;
+}
+
+static taso_err_t add_outputs(importer_t *im) {
+  const Onnx__GraphProto *g = im->mp->graph;
+  for (size_t i = 0; i < g->n_output; i++) {
+    const char *name = g->output[i]->name;
+    value_t *v = im_find(im, name);
+    if (!v || v->kind == V_NONE)
+      return taso_error(TASO_ERR_FORMAT, "%s: output '%s' is defined nowhere", im->path, name);
+    if (v->kind == V_BAD) continue;
+    taso_ref_t ref = v->ref;
+    if (v->kind == V_CONST) {
+      taso_err_t err = const_weight(im, v, &ref);
+      if (err == TASO_ERR_UNSUPPORTED) {
+        char what[TASO_MODEL_NAME_LEN + 16];
+        snprintf(what, sizeof what, "output %s", name);
+        taso_onnx_issue_text(&im->issues, what, taso_error_detail());
+        continue;
+      }
+      TASO_TRY(err);
+    }
+    TASO_TRY(taso_model_output(im->m, ref, name));
+  }
+  return TASO_OK;
+}
+
+/* ---- nodes ------------------------------------------------------------------ */
+
+/* Whether every input of n is known (or absent). */
+static int node_ready(importer_t *im, const Onnx__NodeProto *n) {
+  for (size_t i = 0; i < n->n_input; i++) {
+    if (!im_has_input(n, i)) continue;
+    value_t *v = im_find(im, n->input[i]);
+    if (!v || v->kind == V_NONE) return 0;
+  }
+  return 1;
+}
+
+static void poison_outputs(importer_t *im, const Onnx__NodeProto *n) {
+  for (size_t k = 0; k < n->n_output; k++) {
+    value_t *v;
+    if (im_has_output(n, k) && im_define(im, n->output[k], &v) == TASO_OK && v->kind == V_NONE)
+      v->kind = V_BAD;
+  }
+}
+
+static taso_err_t import_node(importer_t *im, const Onnx__NodeProto *n) {
+  const char *reason;
+  const char *domain = n->domain;
+  int dflt = !domain || !domain[0] || !strcmp(domain, "ai.onnx");
+  if (!dflt || !taso_onnx_opset_ok(n->op_type ? n->op_type : "", im->opset, &reason)) {
+    taso_onnx_issue(&im->issues, n, im->opset, dflt ? reason : "not an operator taso imports");
+    poison_outputs(im, n);
+    return TASO_OK;
+  }
+  /* Consumers of a node already listed are not listed again: their fault is
+   * upstream. */
+  for (size_t i = 0; i < n->n_input; i++) {
+    value_t *v = im_has_input(n, i) ? im_find(im, n->input[i]) : NULL;
+    if (v && v->kind == V_BAD) {
+      poison_outputs(im, n);
+      return TASO_OK;
+    }
+  }
+  taso_err_t err = taso_onnx_import_op(im, n);
+  if (err == TASO_OK) return TASO_OK;
+  if (err == TASO_ERR_NOMEM || err == TASO_ERR_IO) return err;
+  taso_onnx_issue(&im->issues, n, im->opset, taso_error_detail());
+  poison_outputs(im, n);
+  return TASO_OK;
+}
+
+/* Nodes in any order: each sweep imports the nodes whose inputs are known. */
+static taso_err_t import_nodes(importer_t *im) {
+  const Onnx__GraphProto *g = im->mp->graph;
+  char *done = calloc(g->n_node ? g->n_node : 1, 1);
+  if (!done) return taso_error(TASO_ERR_NOMEM, "%s: node table", im->path);
+  size_t left = g->n_node;
+  taso_err_t err = TASO_OK;
+  for (int progress = 1; left && progress && err == TASO_OK;) {
+    progress = 0;
+    for (size_t i = 0; i < g->n_node && err == TASO_OK; i++) {
+      if (done[i] || !node_ready(im, g->node[i])) continue;
+      err = import_node(im, g->node[i]);
+      done[i] = 1;
+      left--;
+      progress = 1;
+    }
+  }
+  for (size_t i = 0; i < g->n_node && err == TASO_OK && left; i++) {
+    if (done[i]) continue;
+    const Onnx__NodeProto *n = g->node[i];
+    for (size_t k = 0; k < n->n_input; k++) {
+      value_t *v = im_has_input(n, k) ? im_find(im, n->input[k]) : NULL;
+      if (im_has_input(n, k) && (!v || v->kind == V_NONE)) {
+        err = taso_error(TASO_ERR_FORMAT,
+                         "%s: input '%s' of node %s is defined nowhere (or in a cycle)", im->path,
+                         n->input[k], im_label(n));
+        break;
+      }
+    }
+  }
+  free(done);
+  return err;
+}
+
+/* ---- the whole import ------------------------------------------------------- */
+
+static taso_err_t importer_init(importer_t *im, const char *path, const Onnx__ModelProto *mp,
+                                taso_model_t *m, int nbound) {
+  memset(im, 0, sizeof *im);
+  im->path = path;
+  im->mp = mp;
+  im->m = m;
+  im->opset = taso_onnx_opset(mp);
+  const Onnx__GraphProto *g = mp->graph;
+  size_t names = g->n_input + g->n_initializer + (size_t)nbound + 16;
+  for (size_t i = 0; i < g->n_node; i++)
+    names += g->node[i]->n_output;
+  im->nslots = 16;
+  while ((size_t)im->nslots < 2 * names + 2)
+    im->nslots *= 2;
+  im->slots = calloc((size_t)im->nslots, sizeof *im->slots);
+  im->v = calloc((size_t)im->nslots / 2, sizeof *im->v);
+  if (!im->slots || !im->v) return taso_error(TASO_ERR_NOMEM, "%s: tensor table", path);
+  return TASO_OK;
+}
+
+static void importer_free(importer_t *im) {
+  for (int i = 0; i < im->nowned; i++)
+    free(im->owned[i]);
+  free(im->owned);
+  free(im->slots);
+  free(im->v);
+}
+
+static taso_err_t import_graph(importer_t *im, const taso_onnx_binding_t *bound, int nbound) {
+  const Onnx__GraphProto *g = im->mp->graph;
+  for (int i = 0; i < nbound; i++)
+    TASO_TRY(add_const(im, bound[i].name, bound[i].value));
+  for (size_t i = 0; i < g->n_initializer; i++)
+    TASO_TRY(add_const(im, g->initializer[i]->name, g->initializer[i]));
+  for (size_t i = 0; i < g->n_input; i++)
+    TASO_TRY(add_graph_input(im, g->input[i]));
+  TASO_TRY(import_nodes(im));
+  TASO_TRY(add_outputs(im));
+  if (im->issues.count) return taso_onnx_issues_error(&im->issues, im->path, g->n_node);
+  if (!im->m->graph.noutputs)
+    return taso_error(TASO_ERR_FORMAT, "%s: a graph without outputs", im->path);
+  return TASO_OK;
+}
+
+/* The model's name: the graph's, else the file's base name. */
+static void model_name(const char *path, const Onnx__ModelProto *mp, char *buf, size_t len) {
+  if (mp->graph->name && mp->graph->name[0]) {
+    snprintf(buf, len, "%s", mp->graph->name);
+    return;
+  }
+  const char *base = strrchr(path, '/');
+  snprintf(buf, len, "%s", base ? base + 1 : path);
+  char *dot = strrchr(buf, '.');
+  if (dot && dot != buf) *dot = 0;
+}
+
+taso_err_t taso_onnx_import_bound(const char *path, const taso_onnx_binding_t *bound, int nbound,
+                                  taso_model_t *m) {
+  Onnx__ModelProto *mp;
+  taso_model_init(m, NULL);
+  TASO_TRY(taso_onnx_load(path, &mp));
+  taso_err_t err = TASO_OK;
+  int64_t opset = taso_onnx_opset(mp);
+  if (opset < 1 || opset > TASO_ONNX_OPSET_MAX)
+    err = taso_error(TASO_ERR_FORMAT, "%s: opset %lld of the default domain; taso imports %d to %d",
+                     path, (long long)opset, TASO_ONNX_OPSET_MIN, TASO_ONNX_OPSET_MAX);
+  char name[TASO_MODEL_NAME_LEN];
+  model_name(path, mp, name, sizeof name);
+  taso_model_init(m, name);
+  importer_t im = {0};
+  if (err == TASO_OK) err = importer_init(&im, path, mp, m, nbound);
+  if (err == TASO_OK) err = import_graph(&im, bound, nbound);
+  if (err == TASO_OK) err = taso_model_make_weights(m);
+  importer_free(&im);
+  taso_onnx_free(mp);
+  if (err != TASO_OK) {
+    taso_model_free(m);
+    taso_model_init(m, name);
+  }
+  return err;
+}
+
+taso_err_t taso_onnx_import(const char *path, taso_model_t *m) {
+  return taso_onnx_import_bound(path, NULL, 0, m);
+}

@@ -1,0 +1,774 @@
+/*
+ * ONNX import, the operators: one handler per ONNX op type, each mapping a
+ * node onto registry operators through the helpers of onnx_import_impl.h.
+ * A handler returns TASO_ERR_UNSUPPORTED with a short reason ("ceil_mode",
+ * "dilations 2x2", "rank 5") for what taso does not do; the caller lists it.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_import_impl.h"
+
+#define TRY TASO_TRY
+
+static int64_t span(const taso_tensor_t *t, int from, int to) {
+  int64_t n = 1;
+  for (int i = from; i < to; i++)
+    n *= t->dim[i];
+  return n;
+}
+
+/* ---- windows: Conv and the pools ------------------------------------------ */
+
+static taso_err_t window_strides(const Onnx__NodeProto *n, taso_params_t *p) {
+  int64_t v[8];
+  int k = taso_onnx_attr_ints(n, "strides", v, 8);
+  if (k >= 0 && k != 2) return im_unsupported("%d strides, 2-d windows only", k);
+  for (int a = 0; a < 2 && k == 2; a++) {
+    if (v[a] < 1 || v[a] > INT32_MAX) return im_unsupported("stride %lld", (long long)v[a]);
+    p->stride[a] = (int32_t)v[a];
+  }
+  k = taso_onnx_attr_ints(n, "dilations", v, 8);
+  for (int a = 0; a < k && a < 8; a++)
+    if (v[a] != 1)
+      return im_unsupported("dilations %lldx%lld", (long long)v[0], (long long)(k > 1 ? v[1] : 1));
+  return TASO_OK;
+}
+
+/* The padding ONNX asks for, as top, left, bottom, right. */
+static taso_err_t window_pads(const Onnx__NodeProto *n, const taso_tensor_t *x,
+                              const int32_t *kernel, const taso_params_t *p, const int32_t *same,
+                              int32_t *pads) {
+  char buf[32];
+  const char *mode = taso_onnx_attr_string(n, "auto_pad", "NOTSET", buf, sizeof buf);
+  memset(pads, 0, 4 * sizeof *pads);
+  if (!strcmp(mode, "SAME_UPPER")) {
+    memcpy(pads, same, 4 * sizeof *pads);
+  } else if (!strcmp(mode, "SAME_LOWER")) {
+    /* the odd pixel goes before, not after */
+    for (int a = 0; a < 2; a++)
+      pads[a] = same[a + 2], pads[a + 2] = same[a];
+  } else if (!strcmp(mode, "NOTSET")) {
+    int64_t v[8];
+    int k = taso_onnx_attr_ints(n, "pads", v, 8);
+    if (k >= 0 && k != 4) return im_unsupported("%d pads, 2-d windows only", k);
+    for (int i = 0; i < k; i++) {
+      if (v[i] < 0 || v[i] > INT32_MAX) return im_unsupported("padding %lld", (long long)v[i]);
+      pads[i] = (int32_t)v[i];
+    }
+  } else if (strcmp(mode, "VALID")) {
+    return im_unsupported("auto_pad %s", mode);
+  }
+  (void)x, (void)kernel, (void)p;
+  return TASO_OK;
+}
+
+/* Strides and padding of a window operator with kernel kh x kw on x. The
+ * padding becomes SAME or VALID when it equals what those give
+ * (taso_window_out), so that substitutions written with them match. */
+static taso_err_t window_params(const Onnx__NodeProto *n, const taso_tensor_t *x, int32_t kh,
+                                int32_t kw, taso_params_t *p) {
+  TRY(window_strides(n, p));
+  int32_t kernel[2] = {kh, kw}, same[4], pads[4];
+  for (int a = 0; a < 2; a++) {
+    int32_t i = x->dim[2 + a], s = p->stride[a], o = (i + s - 1) / s;
+    int32_t total = (o - 1) * s + kernel[a] - i;
+    if (total < 0) total = 0; /* the window fits without padding: none */
+    same[a] = total / 2;
+    same[a + 2] = total - total / 2;
+  }
+  TRY(window_pads(n, x, kernel, p, same, pads));
+  static const int32_t zero[4] = {0, 0, 0, 0};
+  if (!memcmp(pads, same, sizeof pads)) {
+    p->pad = TASO_PAD_SAME;
+  } else if (!memcmp(pads, zero, sizeof pads)) {
+    p->pad = TASO_PAD_VALID;
+  } else {
+    for (int i = 0; i < 4; i++)
+      if (pads[i] >= kernel[i % 2])
+        return im_unsupported("padding %d not smaller than kernel %d", pads[i], kernel[i % 2]);
+    p->pad = TASO_PAD_EXPLICIT;
+    memcpy(p->pads, pads, sizeof pads);
+  }
+  return TASO_OK;
+}
+
+static taso_err_t need_rank4(const taso_tensor_t *t, const char *what) {
+  if (t->rank != 4) return im_unsupported("rank %d input, %s", t->rank, what);
+  return TASO_OK;
+}
+
+/* Conv's bias B [M] added as a [1,M,1,1] tensor: a weight when B is a
+ * constant (keeping B's name), else a reshape. */
+static taso_err_t conv_bias(importer_t *im, const Onnx__NodeProto *n, taso_ref_t y,
+                            taso_ref_t *out) {
+  int32_t m = im_type(im, y)->dim[1], dim[4] = {1, m, 1, 1};
+  const Onnx__TensorProto *t = im_const(im, n, 2);
+  taso_ref_t b;
+  if (t) {
+    if (t->n_dims != 1 || t->dims[0] != m)
+      return im_unsupported("bias of %zu dims for %d channels", t->n_dims, m);
+    float *v;
+    int64_t count;
+    TRY(im_const_floats(t, &v, &count));
+    taso_err_t err = im_weight(im, n->input[2], 4, dim, v, &b);
+    free(v);
+    TRY(err);
+  } else {
+    TRY(im_tensor(im, n, 2, &b));
+    TRY(im_reshape(im, b, 4, dim, &b));
+  }
+  taso_params_t p = taso_params_default();
+  return im_node(im, TASO_OP_ADD, &p, y, b, -1, out);
+}
+
+static taso_err_t op_conv(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t x, w, y;
+  TRY(im_tensor(im, n, 0, &x));
+  TRY(im_tensor(im, n, 1, &w));
+  const taso_tensor_t *xt = im_type(im, x), *wt = im_type(im, w);
+  TRY(need_rank4(xt, "2-d convolutions only"));
+  TRY(need_rank4(wt, "2-d convolutions only"));
+  int64_t group = taso_onnx_attr_int(n, "group", 1), k[8];
+  if (group < 1 || (int64_t)wt->dim[1] * group != xt->dim[1])
+    return im_unsupported("group %lld does not match %d input and %d weight channels",
+                          (long long)group, xt->dim[1], wt->dim[1]);
+  int nk = taso_onnx_attr_ints(n, "kernel_shape", k, 8);
+  if (nk >= 0 && (nk != 2 || k[0] != wt->dim[2] || k[1] != wt->dim[3]))
+    return im_unsupported("kernel_shape differs from the weight's");
+  taso_params_t p = taso_params_default();
+  TRY(window_params(n, xt, wt->dim[2], wt->dim[3], &p));
+  TRY(im_node(im, TASO_OP_CONV2D, &p, x, w, -1, &y));
+  if (im_has_input(n, 2)) TRY(conv_bias(im, n, y, &y));
+  return im_set(im, n, 0, y);
+}
+
+static taso_err_t op_pool(importer_t *im, const Onnx__NodeProto *n, int is_max) {
+  taso_ref_t x, y;
+  TRY(im_tensor(im, n, 0, &x));
+  const taso_tensor_t *xt = im_type(im, x);
+  TRY(need_rank4(xt, "2-d pooling only"));
+  int64_t k[8];
+  if (taso_onnx_attr_ints(n, "kernel_shape", k, 8) != 2)
+    return im_unsupported("kernel_shape not 2-d");
+  if (k[0] < 1 || k[1] < 1 || k[0] > INT32_MAX || k[1] > INT32_MAX)
+    return im_unsupported("kernel %lldx%lld", (long long)k[0], (long long)k[1]);
+  if (taso_onnx_attr_int(n, "ceil_mode", 0)) return im_unsupported("ceil_mode");
+  if (taso_onnx_attr_int(n, "storage_order", 0)) return im_unsupported("storage_order");
+  if (im_has_output(n, 1)) return im_unsupported("Indices output");
+  taso_params_t p = taso_params_default();
+  p.kernel[0] = (int32_t)k[0];
+  p.kernel[1] = (int32_t)k[1];
+  TRY(window_params(n, xt, p.kernel[0], p.kernel[1], &p));
+  /* ONNX's default divides by the in-bounds count; without padding the two
+   * agree, and the substitutions' form (0) is kept. */
+  if (!is_max && p.pad != TASO_PAD_VALID)
+    p.exclude_pad = !taso_onnx_attr_int(n, "count_include_pad", 0);
+  TRY(im_node(im, is_max ? TASO_OP_POOL_MAX : TASO_OP_POOL_AVG, &p, x, -1, -1, &y));
+  return im_set(im, n, 0, y);
+}
+
+static taso_err_t op_maxpool(importer_t *im, const Onnx__NodeProto *n) {
+  return op_pool(im, n, 1);
+}
+static taso_err_t op_avgpool(importer_t *im, const Onnx__NodeProto *n) {
+  return op_pool(im, n, 0);
+}
+
+static taso_err_t op_global_avgpool(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t x, y;
+  TRY(im_tensor(im, n, 0, &x));
+  const taso_tensor_t *xt = im_type(im, x);
+  TRY(need_rank4(xt, "2-d pooling only"));
+  taso_params_t p = taso_params_default();
+  p.kernel[0] = xt->dim[2];
+  p.kernel[1] = xt->dim[3];
+  p.pad = TASO_PAD_VALID;
+  TRY(im_node(im, TASO_OP_POOL_AVG, &p, x, -1, -1, &y));
+  return im_set(im, n, 0, y);
+}
+
+/* ---- matrix products --------------------------------------------------------- */
+
+/* [..., m, k] x [k, n]: the leading axes fold into rows. */
+static taso_err_t matmul_rows(importer_t *im, taso_ref_t a, taso_ref_t b, taso_ref_t *y) {
+  taso_tensor_t at = *im_type(im, a);
+  int32_t n = im_type(im, b)->dim[1],
+          rows[2] = {(int32_t)span(&at, 0, at.rank - 1), at.dim[at.rank - 1]};
+  taso_params_t p = taso_params_default();
+  TRY(im_reshape(im, a, 2, rows, &a));
+  TRY(im_node(im, TASO_OP_MATMUL, &p, a, b, -1, y));
+  at.dim[at.rank - 1] = n;
+  return im_reshape(im, *y, at.rank, at.dim, y);
+}
+
+/* [..., m, k] x [..., k, n] with equal leading axes: one bmm. */
+static taso_err_t matmul_batched(importer_t *im, taso_ref_t a, taso_ref_t b, taso_ref_t *y) {
+  taso_tensor_t at = *im_type(im, a), bt = *im_type(im, b);
+  int r = at.rank;
+  int32_t batch = (int32_t)span(&at, 0, r - 2);
+  int32_t a3[3] = {batch, at.dim[r - 2], at.dim[r - 1]},
+          b3[3] = {batch, bt.dim[r - 2], bt.dim[r - 1]};
+  taso_params_t p = taso_params_default();
+  TRY(im_reshape(im, a, 3, a3, &a));
+  TRY(im_reshape(im, b, 3, b3, &b));
+  TRY(im_node(im, TASO_OP_BMM, &p, a, b, -1, y));
+  at.dim[r - 1] = bt.dim[r - 1];
+  return im_reshape(im, *y, r, at.dim, y);
+}
+
+static taso_err_t op_matmul(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t a, b, y;
+  TRY(im_tensor(im, n, 0, &a));
+  TRY(im_tensor(im, n, 1, &b));
+  const taso_tensor_t *at = im_type(im, a), *bt = im_type(im, b);
+  taso_params_t p = taso_params_default();
+  if (at->rank == 2 && bt->rank == 2) {
+    TRY(im_node(im, TASO_OP_MATMUL, &p, a, b, -1, &y));
+  } else if (at->rank > 2 && bt->rank == 2) {
+    TRY(matmul_rows(im, a, b, &y));
+  } else if (at->rank > 2 && at->rank == bt->rank &&
+             !memcmp(at->dim, bt->dim, sizeof(int32_t) * (size_t)(at->rank - 2))) {
+    TRY(matmul_batched(im, a, b, &y));
+  } else {
+    return im_unsupported("MatMul of ranks %d and %d: broadcast batch axes or vectors", at->rank,
+                          bt->rank);
+  }
+  return im_set(im, n, 0, y);
+}
+
+/* Gemm's B as a weight with transB and alpha folded in (it is a constant). */
+static taso_err_t gemm_folded_b(importer_t *im, const Onnx__NodeProto *n,
+                                const Onnx__TensorProto *t, int trans, float alpha, taso_ref_t *b) {
+  if (t->n_dims != 2 || t->dims[0] < 1 || t->dims[1] < 1)
+    return im_unsupported("B of rank %zu", t->n_dims);
+  float *v, *w;
+  int64_t count;
+  TRY(im_const_floats(t, &v, &count));
+  int32_t r = (int32_t)t->dims[0], c = (int32_t)t->dims[1];
+  int32_t dim[2] = {trans ? c : r, trans ? r : c};
+  w = malloc(sizeof(float) * (size_t)count);
+  if (!w) {
+    free(v);
+    return taso_error(TASO_ERR_NOMEM, "Gemm B");
+  }
+  for (int32_t i = 0; i < r; i++)
+    for (int32_t j = 0; j < c; j++)
+      w[trans ? (int64_t)j * r + i : (int64_t)i * c + j] = alpha * v[(int64_t)i * c + j];
+  char name[TASO_MODEL_NAME_LEN];
+  snprintf(name, sizeof name, "%.100s%s", n->input[1], trans ? "_T" : "_scaled");
+  taso_err_t err = im_weight(im, name, 2, dim, w, b);
+  free(v);
+  free(w);
+  return err;
+}
+
+static taso_err_t transpose2(importer_t *im, taso_ref_t x, taso_ref_t *y) {
+  taso_params_t p = taso_params_default();
+  if (im_type(im, x)->rank != 2)
+    return im_unsupported("Gemm operand of rank %d", im_type(im, x)->rank);
+  return im_node(im, TASO_OP_TRANSPOSE, &p, x, -1, -1, y);
+}
+
+static taso_err_t scale_by(importer_t *im, const Onnx__NodeProto *n, const char *what, float k,
+                           taso_ref_t *y) {
+  if (k == 1.0f) return TASO_OK;
+  taso_ref_t s;
+  taso_params_t p = taso_params_default();
+  TRY(im_scalar_weight(im, n, what, k, &s));
+  return im_node(im, TASO_OP_SMUL, &p, *y, s, -1, y);
+}
+
+/* Gemm's C, times beta, added to y: same shape as y gives ewadd. */
+static taso_err_t gemm_bias(importer_t *im, const Onnx__NodeProto *n, float beta, taso_ref_t *y) {
+  const Onnx__TensorProto *t = im_const(im, n, 2);
+  taso_ref_t c;
+  taso_params_t p = taso_params_default();
+  if (t && beta != 1.0f) {
+    int rank;
+    int32_t dim[TASO_MAX_RANK];
+    if (t->n_dims > 2) return im_unsupported("C of rank %zu", t->n_dims);
+    rank = (int)t->n_dims;
+    for (int i = 0; i < rank; i++)
+      dim[i] = (int32_t)t->dims[i];
+    float *v;
+    int64_t count;
+    TRY(im_const_floats(t, &v, &count));
+    for (int64_t i = 0; i < count; i++)
+      v[i] *= beta;
+    char name[TASO_MODEL_NAME_LEN];
+    snprintf(name, sizeof name, "%.100s_scaled", n->input[2]);
+    taso_err_t err = im_weight(im, name, rank, dim, v, &c);
+    free(v);
+    TRY(err);
+  } else {
+    TRY(im_tensor(im, n, 2, &c));
+    TRY(scale_by(im, n, "beta", beta, &c));
+  }
+  const taso_tensor_t *yt = im_type(im, *y), *ct = im_type(im, c);
+  int same = yt->rank == ct->rank && !memcmp(yt->dim, ct->dim, sizeof yt->dim);
+  return im_node(im, same ? TASO_OP_EWADD : TASO_OP_ADD, &p, *y, c, -1, y);
+}
+
+static taso_err_t op_gemm(importer_t *im, const Onnx__NodeProto *n) {
+  float alpha = taso_onnx_attr_float(n, "alpha", 1.0f),
+        beta = taso_onnx_attr_float(n, "beta", 1.0f);
+  int trans_a = (int)taso_onnx_attr_int(n, "transA", 0),
+      trans_b = (int)taso_onnx_attr_int(n, "transB", 0);
+  taso_ref_t a, b, y;
+  TRY(im_tensor(im, n, 0, &a));
+  if (trans_a) TRY(transpose2(im, a, &a));
+  const Onnx__TensorProto *bc = im_const(im, n, 1);
+  int folded = bc && (trans_b || alpha != 1.0f);
+  if (folded) {
+    TRY(gemm_folded_b(im, n, bc, trans_b, alpha, &b));
+  } else {
+    TRY(im_tensor(im, n, 1, &b));
+    if (trans_b) TRY(transpose2(im, b, &b));
+  }
+  if (im_type(im, a)->rank != 2 || im_type(im, b)->rank != 2)
+    return im_unsupported("Gemm operands not rank 2");
+  taso_params_t p = taso_params_default();
+  TRY(im_node(im, TASO_OP_MATMUL, &p, a, b, -1, &y));
+  if (!folded) TRY(scale_by(im, n, "alpha", alpha, &y));
+  if (im_has_input(n, 2) && beta != 0.0f) TRY(gemm_bias(im, n, beta, &y));
+  return im_set(im, n, 0, y);
+}
+
+/* ---- element-wise ------------------------------------------------------------- */
+
+static taso_err_t binary(importer_t *im, const Onnx__NodeProto *n, taso_op_kind_t same_kind,
+                         taso_op_kind_t broadcast_kind) {
+  taso_ref_t a, b, y;
+  TRY(im_tensor(im, n, 0, &a));
+  TRY(im_tensor(im, n, 1, &b));
+  const taso_tensor_t *at = im_type(im, a), *bt = im_type(im, b);
+  /* ewadd/ewmul (rank 2 to 4, equal shapes) are what substitutions match. */
+  int same = at->rank >= 2 && at->rank == bt->rank && !memcmp(at->dim, bt->dim, sizeof at->dim);
+  taso_params_t p = taso_params_default();
+  TRY(im_node(im, same ? same_kind : broadcast_kind, &p, a, b, -1, &y));
+  return im_set(im, n, 0, y);
+}
+
+static taso_err_t op_add(importer_t *im, const Onnx__NodeProto *n) {
+  return binary(im, n, TASO_OP_EWADD, TASO_OP_ADD);
+}
+static taso_err_t op_mul(importer_t *im, const Onnx__NodeProto *n) {
+  return binary(im, n, TASO_OP_EWMUL, TASO_OP_MUL);
+}
+
+static taso_err_t unary(importer_t *im, const Onnx__NodeProto *n, taso_op_kind_t kind,
+                        const taso_params_t *p) {
+  taso_ref_t x, y;
+  TRY(im_tensor(im, n, 0, &x));
+  TRY(im_node(im, kind, p, x, -1, -1, &y));
+  return im_set(im, n, 0, y);
+}
+
+static taso_err_t op_relu(importer_t *im, const Onnx__NodeProto *n) {
+  taso_params_t p = taso_params_default();
+  return unary(im, n, TASO_OP_RELU, &p);
+}
+static taso_err_t op_sigmoid(importer_t *im, const Onnx__NodeProto *n) {
+  taso_params_t p = taso_params_default();
+  return unary(im, n, TASO_OP_SIGMOID, &p);
+}
+static taso_err_t op_tanh(importer_t *im, const Onnx__NodeProto *n) {
+  taso_params_t p = taso_params_default();
+  return unary(im, n, TASO_OP_TANH, &p);
+}
+
+/* A float scalar from a constant input (Clip's bounds). */
+static taso_err_t const_scalar(importer_t *im, const Onnx__NodeProto *n, size_t i, float *out) {
+  const Onnx__TensorProto *t = im_const(im, n, i);
+  if (!t) return im_unsupported("input %zu (%s) not a constant", i, n->input[i]);
+  if (taso_onnx_numel(t) != 1) return im_unsupported("input %zu not a scalar", i);
+  float *v;
+  int64_t count;
+  TRY(im_const_floats(t, &v, &count));
+  *out = v[0];
+  free(v);
+  return TASO_OK;
+}
+
+static taso_err_t op_clip(importer_t *im, const Onnx__NodeProto *n) {
+  taso_params_t p = taso_params_default();
+  if (im->opset < 11) {
+    p.bound[0] = taso_onnx_attr_float(n, "min", -FLT_MAX);
+    p.bound[1] = taso_onnx_attr_float(n, "max", FLT_MAX);
+  } else {
+    /* absent bounds do not clip */
+    p.bound[0] = -INFINITY;
+    p.bound[1] = INFINITY;
+    if (im_has_input(n, 1)) TRY(const_scalar(im, n, 1, &p.bound[0]));
+    if (im_has_input(n, 2)) TRY(const_scalar(im, n, 2, &p.bound[1]));
+  }
+  if (!(p.bound[0] <= p.bound[1]))
+    return im_unsupported("min %g above max %g", (double)p.bound[0], (double)p.bound[1]);
+  return unary(im, n, TASO_OP_CLIP, &p);
+}
+
+/* Before opset 13 Softmax works on x flattened to 2-d at axis (default 1):
+ * one softmax over all the axes from axis on. From 13 on, over axis alone
+ * (default -1). */
+static taso_err_t op_softmax(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t x, y;
+  TRY(im_tensor(im, n, 0, &x));
+  taso_tensor_t xt = *im_type(im, x);
+  int axis;
+  if (!im_axis(taso_onnx_attr_int(n, "axis", im->opset >= 13 ? -1 : 1), xt.rank, &axis))
+    return im_unsupported("axis out of range for rank %d", xt.rank);
+  taso_params_t p = taso_params_default();
+  if (im->opset >= 13 || axis == xt.rank - 1) {
+    p.axis = axis;
+    TRY(im_node(im, TASO_OP_SOFTMAX, &p, x, -1, -1, &y));
+    return im_set(im, n, 0, y);
+  }
+  int32_t flat[2] = {(int32_t)span(&xt, 0, axis), (int32_t)span(&xt, axis, xt.rank)};
+  p.axis = 1;
+  TRY(im_reshape(im, x, 2, flat, &x));
+  TRY(im_node(im, TASO_OP_SOFTMAX, &p, x, -1, -1, &y));
+  TRY(im_reshape(im, y, xt.rank, xt.dim, &y));
+  return im_set(im, n, 0, y);
+}
+
+/* ---- batch normalization ----------------------------------------------------- */
+
+/* scale' = scale / sqrt(var + eps), bias' = bias - mean * scale', as new
+ * weights under the scale's and bias's names. */
+static taso_err_t bn_fold(importer_t *im, const Onnx__NodeProto *n, const float *mean,
+                          const float *inv, int32_t c, taso_ref_t *s, taso_ref_t *b) {
+  float *scale, *bias;
+  int64_t ns, nb;
+  TRY(im_const_floats(im_const(im, n, 1), &scale, &ns));
+  taso_err_t err = im_const_floats(im_const(im, n, 2), &bias, &nb);
+  if (err != TASO_OK) {
+    free(scale);
+    return err;
+  }
+  if (ns != c || nb != c) err = im_unsupported("scale or bias not one value per channel");
+  for (int32_t i = 0; err == TASO_OK && i < c; i++) {
+    scale[i] = (float)((double)scale[i] * inv[i]);
+    bias[i] = (float)((double)bias[i] - (double)mean[i] * scale[i]);
+  }
+  if (err == TASO_OK) err = im_weight(im, n->input[1], 1, &c, scale, s);
+  if (err == TASO_OK) err = im_weight(im, n->input[2], 1, &c, bias, b);
+  free(scale);
+  free(bias);
+  return err;
+}
+
+/* The same with computed scale and bias: mul and add nodes, skipped where
+ * the statistics make them the identity. */
+static taso_err_t bn_nodes(importer_t *im, const Onnx__NodeProto *n, float *mean, const float *inv,
+                           int32_t c, taso_ref_t *s, taso_ref_t *b) {
+  int ones = 1, zeros = 1;
+  for (int32_t i = 0; i < c; i++)
+    ones &= inv[i] == 1.0f, zeros &= mean[i] == 0.0f;
+  taso_params_t p = taso_params_default();
+  char name[TASO_MODEL_NAME_LEN];
+  taso_ref_t w;
+  TRY(im_tensor(im, n, 1, s));
+  TRY(im_tensor(im, n, 2, b));
+  if (!ones) {
+    snprintf(name, sizeof name, "%.100s.inv_std", im_label(n));
+    TRY(im_weight(im, name, 1, &c, inv, &w));
+    TRY(im_node(im, TASO_OP_MUL, &p, *s, w, -1, s));
+  }
+  if (!zeros) {
+    for (int32_t i = 0; i < c; i++)
+      mean[i] = -mean[i];
+    snprintf(name, sizeof name, "%.100s.neg_mean", im_label(n));
+    TRY(im_weight(im, name, 1, &c, mean, &w));
+    TRY(im_node(im, TASO_OP_MUL, &p, *s, w, -1, &w));
+    TRY(im_node(im, TASO_OP_ADD, &p, *b, w, -1, b));
+  }
+  return TASO_OK;
+}
+
+static taso_err_t bn_check(importer_t *im, const Onnx__NodeProto *n) {
+  for (size_t k = 1; k < n->n_output; k++)
+    if (im_has_output(n, k)) return im_unsupported("training outputs");
+  if (im->opset >= 14 && taso_onnx_attr_int(n, "training_mode", 0))
+    return im_unsupported("training_mode");
+  if (im->opset < 9 && !taso_onnx_attr_int(n, "spatial", 1)) return im_unsupported("spatial=0");
+  if (!im_const(im, n, 3) || !im_const(im, n, 4))
+    return im_unsupported("mean and var not initializers");
+  return TASO_OK;
+}
+
+static taso_err_t op_batchnorm(importer_t *im, const Onnx__NodeProto *n) {
+  TRY(bn_check(im, n));
+  taso_ref_t x, s, b, y;
+  TRY(im_tensor(im, n, 0, &x));
+  int32_t c = im_type(im, x)->rank >= 2 ? im_type(im, x)->dim[1] : 0;
+  float *mean, *var, eps = taso_onnx_attr_float(n, "epsilon", 1e-5f);
+  int64_t nm, nv;
+  TRY(im_const_floats(im_const(im, n, 3), &mean, &nm));
+  taso_err_t err = im_const_floats(im_const(im, n, 4), &var, &nv);
+  if (err != TASO_OK) {
+    free(mean);
+    return err;
+  }
+  if (c < 1 || nm != c || nv != c) err = im_unsupported("statistics not one value per channel");
+  for (int32_t i = 0; err == TASO_OK && i < c; i++)
+    var[i] = (float)(1.0 / sqrt((double)var[i] + eps));
+  if (err == TASO_OK)
+    err = im_const(im, n, 1) && im_const(im, n, 2) ? bn_fold(im, n, mean, var, c, &s, &b)
+                                                   : bn_nodes(im, n, mean, var, c, &s, &b);
+  free(mean);
+  free(var);
+  TRY(err);
+  taso_params_t p = taso_params_default();
+  TRY(im_node(im, TASO_OP_BATCHNORM, &p, x, s, b, &y));
+  return im_set(im, n, 0, y);
+}
+
+/* ---- shapes: Concat, Split, Reshape, Flatten, Transpose ------------------------ */
+
+static taso_err_t op_concat(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t y, x;
+  if (n->n_input < 1) return im_unsupported("no inputs");
+  TRY(im_tensor(im, n, 0, &y));
+  int axis;
+  if (!taso_onnx_attr(n, "axis") ||
+      !im_axis(taso_onnx_attr_int(n, "axis", 0), im_type(im, y)->rank, &axis))
+    return im_unsupported("axis missing or out of range");
+  taso_params_t p = taso_params_default();
+  p.axis = axis;
+  /* n-ary as a chain of binary concats */
+  for (size_t i = 1; i < n->n_input; i++) {
+    TRY(im_tensor(im, n, i, &x));
+    TRY(im_node(im, TASO_OP_CONCAT, &p, y, x, -1, &y));
+  }
+  return im_set(im, n, 0, y);
+}
+
+/* The sizes of Split's parts: the attribute (before opset 13) or input,
+ * else equal parts. */
+static taso_err_t split_sizes(importer_t *im, const Onnx__NodeProto *n, int32_t whole,
+                              int64_t *sizes) {
+  int parts = (int)n->n_output, got = -1;
+  if (im->opset < 13) {
+    got = taso_onnx_attr_ints(n, "split", sizes, parts);
+  } else if (im_has_input(n, 1)) {
+    const Onnx__TensorProto *t = im_const(im, n, 1);
+    if (!t) return im_unsupported("split sizes not a constant");
+    TRY(im_const_ints(t, sizes, parts, &got));
+  }
+  if (got < 0) {
+    if (whole % parts) return im_unsupported("%d not divisible into %d parts", whole, parts);
+    for (int i = 0; i < parts; i++)
+      sizes[i] = whole / parts;
+    got = parts;
+  }
+  int64_t sum = 0;
+  for (int i = 0; i < got; i++) {
+    if (sizes[i] < 1) return im_unsupported("a part of size %lld", (long long)sizes[i]);
+    sum += sizes[i];
+  }
+  if (got != parts || sum != whole)
+    return im_unsupported("split sizes do not add up to %d in %d parts", whole, parts);
+  return TASO_OK;
+}
+
+static taso_err_t op_split(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t x, rest;
+  TRY(im_tensor(im, n, 0, &x));
+  const taso_tensor_t *xt = im_type(im, x);
+  int axis, parts = (int)n->n_output;
+  if (!im_axis(taso_onnx_attr_int(n, "axis", 0), xt->rank, &axis))
+    return im_unsupported("axis out of range");
+  if (parts < 1 || parts > 64) return im_unsupported("%d outputs", parts);
+  int64_t sizes[64];
+  TRY(split_sizes(im, n, xt->dim[axis], sizes));
+  if (parts == 1) return im_alias(im, n, 0, 0);
+  taso_params_t p = taso_params_default();
+  p.axis = axis;
+  /* n parts as a chain: each split_at cuts the next part off the rest */
+  rest = x;
+  for (int i = 0; i < parts - 1; i++) {
+    taso_ref_t first;
+    p.at = (int32_t)sizes[i];
+    TRY(im_node(im, TASO_OP_SPLIT_AT, &p, rest, -1, -1, &first));
+    TRY(im_set(im, n, (size_t)i, first));
+    rest = first + 1; /* port 1 */
+  }
+  return im_set(im, n, (size_t)parts - 1, rest);
+}
+
+static taso_err_t op_reshape(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t x, y;
+  TRY(im_tensor(im, n, 0, &x));
+  const taso_tensor_t xt = *im_type(im, x);
+  const Onnx__TensorProto *t = im_const(im, n, 1);
+  if (!t) return im_unsupported("shape not a constant");
+  int64_t v[8];
+  int rank, infer = -1;
+  TRY(im_const_ints(t, v, 8, &rank));
+  if (rank > TASO_MAX_RANK) return im_unsupported("rank %d", rank);
+  int allow_zero = (int)taso_onnx_attr_int(n, "allowzero", 0);
+  int32_t dim[TASO_MAX_RANK];
+  int64_t known = 1;
+  for (int i = 0; i < rank; i++) {
+    if (v[i] == 0 && !allow_zero && i < xt.rank) v[i] = xt.dim[i]; /* 0 copies the input's size */
+    if (v[i] == -1 && infer < 0) {
+      infer = i;
+      continue;
+    }
+    if (v[i] < 1 || v[i] > INT32_MAX)
+      return im_unsupported("size %lld in the shape", (long long)v[i]);
+    dim[i] = (int32_t)v[i];
+    known *= v[i];
+  }
+  int64_t total = taso_tensor_size(&xt);
+  if (infer >= 0) {
+    if (known < 1 || total % known) return im_unsupported("-1 cannot be inferred");
+    dim[infer] = (int32_t)(total / known);
+  }
+  TRY(im_reshape(im, x, rank, dim, &y));
+  return im_set(im, n, 0, y);
+}
+
+static taso_err_t op_flatten(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t x, y;
+  TRY(im_tensor(im, n, 0, &x));
+  const taso_tensor_t xt = *im_type(im, x);
+  int64_t a = taso_onnx_attr_int(n, "axis", 1);
+  if (a < 0) a += xt.rank;
+  if (a < 0 || a > xt.rank) return im_unsupported("axis out of range for rank %d", xt.rank);
+  int32_t dim[2] = {(int32_t)span(&xt, 0, (int)a), (int32_t)span(&xt, (int)a, xt.rank)};
+  TRY(im_reshape(im, x, 2, dim, &y));
+  return im_set(im, n, 0, y);
+}
+
+static taso_err_t op_transpose(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t x, y;
+  TRY(im_tensor(im, n, 0, &x));
+  int rank = im_type(im, x)->rank, identity = 1;
+  int64_t perm[8];
+  int k = taso_onnx_attr_ints(n, "perm", perm, 8);
+  if (k < 0)
+    for (int i = 0; i < rank; i++)
+      perm[i] = rank - 1 - i; /* default: reversed */
+  else if (k != rank)
+    return im_unsupported("perm of %d axes for rank %d", k, rank);
+  taso_params_t p = taso_params_default();
+  for (int i = 0; i < rank; i++) {
+    if (perm[i] < 0 || perm[i] >= rank)
+      return im_unsupported("perm entry %lld", (long long)perm[i]);
+    p.perm[i] = (int32_t)perm[i];
+    identity &= perm[i] == i;
+  }
+  if (identity) return im_alias(im, n, 0, 0);
+  /* rank 2: the substitution language's transpose, which has no perm */
+  if (rank == 2) memset(p.perm, 0, sizeof p.perm);
+  TRY(im_node(im, rank == 2 ? TASO_OP_TRANSPOSE : TASO_OP_PERMUTE, &p, x, -1, -1, &y));
+  return im_set(im, n, 0, y);
+}
+
+/* ---- no nodes: Identity, Dropout, Constant ---------------------------------------- */
+
+static taso_err_t op_identity(importer_t *im, const Onnx__NodeProto *n) {
+  return im_alias(im, n, 0, 0);
+}
+
+static taso_err_t op_dropout(importer_t *im, const Onnx__NodeProto *n) {
+  if (im_has_output(n, 1)) return im_unsupported("mask output");
+  if (im_has_input(n, 2)) {
+    const Onnx__TensorProto *t = im_const(im, n, 2);
+    if (!t || taso_onnx_numel(t) != 1) return im_unsupported("training_mode not a constant");
+    /* bool data sits in int32_data or a raw byte */
+    int on = t->has_raw_data ? t->raw_data.len && t->raw_data.data[0]
+                             : t->n_int32_data && t->int32_data[0];
+    if (on) return im_unsupported("training_mode");
+  }
+  return im_alias(im, n, 0, 0);
+}
+
+/* Constant's value_float(s) / value_int(s) as a TensorProto of our own. */
+typedef struct {
+  Onnx__TensorProto t; /* the tensor */
+  int64_t dim;         /* its one dim, for the list forms */
+} owned_tensor_t;
+
+static taso_err_t constant_list(importer_t *im, const Onnx__NodeProto *n,
+                                const Onnx__AttributeProto *a) {
+  owned_tensor_t *o = calloc(1, sizeof *o);
+  void *grown = realloc(im->owned, sizeof *im->owned * (size_t)(im->nowned + 1));
+  if (!o || !grown) {
+    free(o);
+    if (grown) im->owned = grown;
+    return taso_error(TASO_ERR_NOMEM, "constant");
+  }
+  im->owned = grown;
+  im->owned[im->nowned++] = &o->t;
+  onnx__tensor_proto__init(&o->t);
+  o->t.name = n->output[0];
+  o->t.has_data_type = 1;
+  int is_float = !strcmp(a->name, "value_float") || !strcmp(a->name, "value_floats");
+  int is_list = !strcmp(a->name, "value_floats") || !strcmp(a->name, "value_ints");
+  o->t.data_type =
+      is_float ? ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT : ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+  if (is_list) {
+    o->dim = is_float ? (int64_t)a->n_floats : (int64_t)a->n_ints;
+    o->t.n_dims = 1;
+    o->t.dims = &o->dim;
+  }
+  if (is_float) {
+    o->t.n_float_data = is_list ? a->n_floats : 1;
+    o->t.float_data = is_list ? a->floats : (float *)&a->f;
+  } else {
+    o->t.n_int64_data = is_list ? a->n_ints : 1;
+    o->t.int64_data = is_list ? a->ints : (int64_t *)&a->i;
+  }
+  return im_set_const(im, n, 0, &o->t);
+}
+
+static taso_err_t op_constant(importer_t *im, const Onnx__NodeProto *n) {
+  const Onnx__AttributeProto *a = taso_onnx_attr(n, "value");
+  if (a && a->t) return im_set_const(im, n, 0, a->t);
+  static const char *const lists[] = {"value_float", "value_floats", "value_int", "value_ints"};
+  for (int i = 0; i < 4; i++)
+    if ((a = taso_onnx_attr(n, lists[i]))) return constant_list(im, n, a);
+  return im_unsupported("a value that is not a dense tensor or numbers");
+}
+
+/* ---- dispatch ------------------------------------------------------------------ */
+
+static const struct {
+  const char *op;
+  taso_err_t (*fn)(importer_t *im, const Onnx__NodeProto *n);
+} handlers[] = {
+    {"Conv", op_conv},
+    {"MatMul", op_matmul},
+    {"Gemm", op_gemm},
+    {"Add", op_add},
+    {"Mul", op_mul},
+    {"Relu", op_relu},
+    {"Sigmoid", op_sigmoid},
+    {"Tanh", op_tanh},
+    {"Softmax", op_softmax},
+    {"MaxPool", op_maxpool},
+    {"AveragePool", op_avgpool},
+    {"GlobalAveragePool", op_global_avgpool},
+    {"BatchNormalization", op_batchnorm},
+    {"Concat", op_concat},
+    {"Split", op_split},
+    {"Reshape", op_reshape},
+    {"Flatten", op_flatten},
+    {"Transpose", op_transpose},
+    {"Identity", op_identity},
+    {"Dropout", op_dropout},
+    {"Clip", op_clip},
+    {"Constant", op_constant},
+};
+
+taso_err_t taso_onnx_import_op(importer_t *im, const Onnx__NodeProto *n) {
+  for (size_t i = 0; i < sizeof handlers / sizeof *handlers; i++)
+    if (!strcmp(handlers[i].op, n->op_type)) return handlers[i].fn(im, n);
+  return im_unsupported("not an operator taso imports");
+}
