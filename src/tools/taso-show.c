@@ -58,6 +58,8 @@ static const char *const *kind_counts(const char *kind) {
                                            "redundancy_independent",
                                            "redundancy_undecided",
                                            NULL};
+  static const char *const model[] = {"nodes", "weight_values", NULL};
+  if (strcmp(kind, TASO_KIND_MODEL) == 0) return model;
   if (strcmp(kind, TASO_KIND_CANDIDATES) == 0) return candidates;
   if (strcmp(kind, TASO_KIND_SUBSTITUTIONS) == 0) return substitutions;
   if (strcmp(kind, TASO_KIND_VALIDATION) == 0) return validation;
