@@ -24,7 +24,10 @@
 
 #include <stdint.h>
 
+#include <stdbool.h>
+
 #include "graph.h"
+#include "model.h"
 
 /* Layouts of 4-d activations. Rank < 4 tensors are always row-major. */
 typedef enum {
@@ -89,5 +92,70 @@ typedef struct {
   double min, max;
   double spread; /* (max - min) / median */
 } taso_rt_stats_t;
+
+/* The configuration of one model node alone (no fusion): operand and result
+ * types from the model's type table; a conv2d/matmul/bmm with act = RELU
+ * becomes fuse RELU with act NONE, so that one configuration has one
+ * spelling. */
+taso_err_t taso_rt_config_of_node(const taso_model_t *m, int node, taso_rt_config_t *cfg);
+
+/* A short text of a configuration for listings: "conv2d 1x64x56x56 k3x3 s1x1 +bias+relu". */
+int taso_rt_config_format(const taso_rt_config_t *cfg, char *buf, int len);
+
+/* Times one configuration on scratch buffers of seeded random values:
+ * `warmup` untimed runs, then `runs` timed runs, each followed by sync. */
+taso_err_t taso_rt_time_config(const taso_backend_t *be, taso_rt_ctx_t *ctx,
+                               const taso_rt_config_t *cfg, int warmup, int runs,
+                               taso_rt_stats_t *stats);
+
+/* ---- the model runner ----------------------------------------------------
+ * A plan is a model compiled for one backend: one prepared kernel per step
+ * (a node, or a chain of nodes fused into one configuration), a buffer per
+ * tensor, the weights uploaded once. A step whose configuration the backend
+ * does not support runs the reference kernel on host copies. */
+
+typedef struct taso_rt_plan taso_rt_plan_t;
+
+typedef struct {
+  bool no_fusion; /* one step per node: no conv/matmul epilogue fusion */
+  int32_t layout; /* taso_rt_layout_t asked of conv2d steps */
+} taso_rt_options_t;
+
+/* What a listing or profile says about one step. */
+typedef struct {
+  int node;               /* the model node whose result the step computes */
+  int first_node;         /* the head of a fused chain (== node unless fused) */
+  int fused;              /* nodes in the chain: 1 alone, 2-4 with epilogues */
+  bool fallback;          /* runs the reference kernel (the backend said unsupported) */
+  const char *reason;     /* why it fell back; "" otherwise */
+  taso_rt_config_t cfg;   /* its configuration */
+} taso_rt_step_info_t;
+
+/* Plans m (its weights made with taso_model_make_weights if they have no
+ * values) on an open backend context; opt NULL: the defaults (fusion on,
+ * NCHW). The plan refers to m, be and ctx, which must outlive it. */
+taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
+                        const taso_rt_options_t *opt, taso_rt_plan_t **plan);
+void taso_rt_plan_free(taso_rt_plan_t *plan);
+
+int taso_rt_plan_steps(const taso_rt_plan_t *plan);
+void taso_rt_plan_step(const taso_rt_plan_t *plan, int i, taso_rt_step_info_t *info);
+
+/* One inference. inputs[i] holds the values of the model's i-th run-time
+ * (non-weight) input, in input-table order; outputs[j] receives graph
+ * output j (sized by its type). */
+taso_err_t taso_rt_run(taso_rt_plan_t *plan, const float *const *inputs, float *const *outputs);
+
+/* Times whole runs (inputs as for taso_rt_run; outputs discarded). */
+taso_err_t taso_rt_time_model(taso_rt_plan_t *plan, const float *const *inputs, int warmup,
+                              int runs, taso_rt_stats_t *stats);
+
+/* Times each step in isolation on the plan's buffers (after one full run
+ * on inputs): step_ms[i] receives step i's statistics. */
+taso_err_t taso_rt_profile(taso_rt_plan_t *plan, const float *const *inputs, int warmup, int runs,
+                           taso_rt_stats_t *step_stats);
+
+/* Median, min, max and spread of n samples (sorted in place). */
+void taso_rt_stats_of(double *ms, int n, taso_rt_stats_t *stats);
 
 #endif
