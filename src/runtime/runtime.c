@@ -219,6 +219,12 @@ static bool is_bias_shape(int32_t kind, const taso_tensor_t *out, const taso_ten
   return aligned >= 0 && b->dim[aligned] == channels;
 }
 
+/* Shapes only: a model's types carry split trees (a concat's result has
+ * one), which say nothing about the values' layout. */
+static bool same_shape(const taso_tensor_t *a, const taso_tensor_t *b) {
+  return a->rank == b->rank && memcmp(a->dim, b->dim, sizeof a->dim) == 0;
+}
+
 /* The other operand of a two-operand add reading ref, or -1. */
 static taso_ref_t other_operand(const taso_node_t *n, taso_ref_t ref) {
   if (n->kind != TASO_OP_ADD && n->kind != TASO_OP_EWADD) return -1;
@@ -250,7 +256,7 @@ static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed
       cfg->in[cfg->nin] = taso_tensor_make(1, &c);
       s->in[cfg->nin++] = other;
     } else if (other >= 0 && !(cfg->fuse & TASO_FUSE_SUM) &&
-               taso_tensor_equal(&m->types[other], ot)) {
+               same_shape(&m->types[other], ot)) {
       cfg->fuse |= TASO_FUSE_SUM;
       cfg->in[cfg->nin] = taso_tensor_make(ot->rank, ot->dim);
       s->in[cfg->nin++] = other;
