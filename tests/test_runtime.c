@@ -359,8 +359,9 @@ static void build_cnn(taso_model_t *m, bool with_fallback) {
 
 /* Runs m on a backend; out receives both outputs (10 floats each). */
 static void run_model(taso_model_t *m, const taso_backend_t *be, taso_rt_ctx_t *ctx,
-                      bool no_fusion, float out[2][10], int *fused_steps, int *fallbacks) {
-  taso_rt_options_t opt = {.no_fusion = no_fusion, .layout = TASO_RT_NCHW};
+                      bool no_fusion, bool choose, float out[2][10], int *fused_steps,
+                      int *fallbacks) {
+  taso_rt_options_t opt = {.no_fusion = no_fusion, .layout = TASO_RT_NCHW, .choose_layout = choose};
   taso_rt_plan_t *plan = NULL;
   CHECK_OK(taso_rt_plan(be, ctx, m, &opt, &plan));
   if (!plan) return;
@@ -388,19 +389,21 @@ static void test_model(void) {
   for (int fb = 0; fb < 2; fb++) {
     taso_model_t m;
     build_cnn(&m, fb);
-    float want[2][10], got[2][10], plain[2][10];
+    float want[2][10], got[2][10], plain[2][10], chosen[2][10];
     int fused, fallbacks;
-    run_model(&m, ref, ref_ctx, true, want, &fused, &fallbacks);
+    run_model(&m, ref, ref_ctx, true, false, want, &fused, &fallbacks);
     CHECK(fused == 0 && fallbacks == 0);
-    run_model(&m, cpu, cpu_ctx, false, got, &fused, &fallbacks);
+    run_model(&m, cpu, cpu_ctx, false, false, got, &fused, &fallbacks);
     /* conv+bias+relu, conv+bias, conv+bias+sum+relu, matmul+bias+relu */
     CHECK(fused == 4);
     CHECK(fallbacks == fb);
-    run_model(&m, cpu, cpu_ctx, true, plain, &fused, &fallbacks);
+    run_model(&m, cpu, cpu_ctx, true, false, plain, &fused, &fallbacks);
     CHECK(fused == 0);
+    run_model(&m, cpu, cpu_ctx, false, true, chosen, &fused, &fallbacks);
     for (int o = 0; o < 2; o++) {
       CHECK(difference(got[o], want[o], 10) <= 1e-4);
       CHECK(difference(plain[o], want[o], 10) <= 1e-4);
+      CHECK(difference(chosen[o], want[o], 10) <= 1e-4);
     }
     taso_model_free(&m);
   }

@@ -73,6 +73,10 @@ int taso_rt_config_format(const taso_rt_config_t *cfg, char *buf, int len) {
     n += snprintf(buf + n, (size_t)(len - n), " s%dx%d", p->stride[0], p->stride[1]);
   if ((cfg->kind == TASO_OP_POOL_AVG || cfg->kind == TASO_OP_POOL_MAX) && n < len)
     n += snprintf(buf + n, (size_t)(len - n), " k%dx%d", p->kernel[0], p->kernel[1]);
+  if (cfg->layout == TASO_RT_BLOCKED && n < len)
+    n += snprintf(buf + n, (size_t)(len - n), " blocked");
+  else if (cfg->layout == TASO_RT_NHWC && n < len)
+    n += snprintf(buf + n, (size_t)(len - n), " nhwc");
   const char *names[] = {"+bias", "+relu", "+sum"};
   for (int f = 0; f < 3 && n < len; f++)
     if (cfg->fuse & (1u << f)) n += snprintf(buf + n, (size_t)(len - n), "%s", names[f]);
@@ -377,6 +381,25 @@ static taso_err_t prepare_step(taso_rt_plan_t *plan, plan_step_t *s) {
   return ref->prepare(plan->ref_ctx, cfg, &s->k);
 }
 
+/* Layouts are configurations like any other: the faster one measured on
+ * this machine wins. A layout the backend lacks is skipped. */
+static taso_err_t choose_layout(taso_rt_plan_t *plan, plan_step_t *s) {
+  const int32_t layouts[] = {TASO_RT_NCHW, TASO_RT_BLOCKED};
+  double best = -1;
+  int32_t chosen = s->info.cfg.layout;
+  for (int i = 0; i < 2; i++) {
+    taso_rt_config_t cfg = s->info.cfg;
+    cfg.layout = layouts[i];
+    taso_rt_stats_t st;
+    taso_err_t err = taso_rt_time_config(plan->be, plan->ctx, &cfg, 2, 7, &st);
+    if (err == TASO_ERR_UNSUPPORTED) continue;
+    TASO_TRY(err);
+    if (best < 0 || st.median < best) best = st.median, chosen = layouts[i];
+  }
+  s->info.cfg.layout = chosen;
+  return TASO_OK;
+}
+
 taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
                         const taso_rt_options_t *opt, taso_rt_plan_t **out) {
   taso_rt_options_t defaults = {.no_fusion = false, .layout = TASO_RT_NCHW};
@@ -388,6 +411,9 @@ taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model
   plan->buf = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->buf);
   taso_err_t err = plan->buf ? make_steps(plan, opt ? opt : &defaults)
                              : taso_error(TASO_ERR_NOMEM, "buffer table");
+  const taso_rt_options_t *o = opt ? opt : &defaults;
+  for (int s = 0; s < plan->nsteps && err == TASO_OK && o->choose_layout; s++)
+    if (plan->steps[s].info.cfg.kind == TASO_OP_CONV2D) err = choose_layout(plan, &plan->steps[s]);
   if (err == TASO_OK) err = make_buffers(plan);
   for (int s = 0; s < plan->nsteps && err == TASO_OK; s++) err = prepare_step(plan, &plan->steps[s]);
   if (err != TASO_OK) {

@@ -119,6 +119,7 @@ typedef struct taso_rt_plan taso_rt_plan_t;
 typedef struct {
   bool no_fusion; /* one step per node: no conv/matmul epilogue fusion */
   int32_t layout; /* taso_rt_layout_t asked of conv2d steps */
+  bool choose_layout; /* time each conv2d step in NCHW and BLOCKED; keep the faster */
 } taso_rt_options_t;
 
 /* What a listing or profile says about one step. */

@@ -18,7 +18,7 @@
 #include "runtime.h"
 #include "tool.h"
 
-static bool profile, no_fusion, blocked;
+static bool profile, no_fusion, blocked, choose;
 static const char *model_spec, *backend_name = "cpu", *runs_text = "20", *warmup_text = "3",
                   *compare_spec, *tolerance_text = "1e-4", *seed_text = "1", *inputs_dir,
                   *expect_dir;
@@ -27,6 +27,8 @@ static const taso_tool_flag_t flags[] = {
     {"profile", "time each step alone: its share, and the runtime overhead", &profile},
     {"no-fusion", "one step per node (no conv/matmul epilogue fusion)", &no_fusion},
     {"blocked", "let convolutions use oneDNN's blocked layout inside (cpu)", &blocked},
+    {"choose-layout", "time each convolution in both layouts at plan time; keep the faster",
+     &choose},
     {0},
 };
 
@@ -153,7 +155,9 @@ static taso_err_t load(const char *model, const taso_backend_t *be, taso_rt_ctx_
   for (int o = 0; o < l->m.graph.noutputs; o++)
     if (!(l->outputs[o] = malloc(sizeof(float) * (size_t)out_size(&l->m, o))))
       return taso_error(TASO_ERR_NOMEM, "outputs");
-  taso_rt_options_t opt = {.no_fusion = no_fusion, .layout = blocked ? TASO_RT_BLOCKED : TASO_RT_NCHW};
+  taso_rt_options_t opt = {.no_fusion = no_fusion,
+                           .layout = blocked ? TASO_RT_BLOCKED : TASO_RT_NCHW,
+                           .choose_layout = choose};
   TASO_TRY(taso_rt_plan(be, ctx, &l->m, &opt, &l->plan));
   return taso_rt_run(l->plan, (const float *const *)l->inputs, l->outputs);
 }
