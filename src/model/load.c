@@ -78,12 +78,13 @@ static taso_ref_t b_head(builder_t *b, taso_ref_t x, int32_t classes) {
 }
 
 static taso_ref_t bottleneck(builder_t *b, taso_ref_t x, int32_t width, int32_t stride) {
-  const taso_tensor_t *t = b->err == TASO_OK ? taso_model_type(b->m, x) : NULL;
+  /* a copy: the type table moves as nodes are added */
+  int32_t in_channels = b->err == TASO_OK ? taso_model_type(b->m, x)->dim[1] : 0;
   taso_ref_t y = b_conv(b, x, width, 1, 1, true);
   y = b_conv(b, y, width, 3, stride, true);
   y = b_conv(b, y, 4 * width, 1, 1, false);
   taso_ref_t shortcut = x;
-  if (t && (t->dim[1] != 4 * width || stride != 1)) shortcut = b_conv(b, x, 4 * width, 1, stride, false);
+  if (in_channels != 4 * width || stride != 1) shortcut = b_conv(b, x, 4 * width, 1, stride, false);
   y = b_node(b, TASO_OP_EWADD, NULL, y, shortcut);
   return b_node(b, TASO_OP_RELU, NULL, y, -1);
 }
