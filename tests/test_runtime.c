@@ -50,6 +50,8 @@ static void fill(float *x, int64_t n, uint64_t seed) {
 }
 
 /* Runs cfg on one backend with the given host operands; results to host. */
+static bool sum_in_place; /* run_on passes the summand's buffer as the output */
+
 static taso_err_t run_on(const taso_backend_t *be, taso_rt_ctx_t *ctx,
                          const taso_rt_config_t *cfg, float **host_in, float **host_out) {
   void *in[TASO_RT_MAX_IN] = {0}, *out[2] = {0};
@@ -61,10 +63,12 @@ static taso_err_t run_on(const taso_backend_t *be, taso_rt_ctx_t *ctx,
   }
   for (int o = 0; o < cfg->nout && err == TASO_OK; o++)
     err = be->alloc(ctx, taso_tensor_size(&cfg->out[o]), &out[o]);
-  if (err == TASO_OK) err = be->run(ctx, k, in, out);
+  void *run_out[2] = {out[0], out[1]};
+  if (sum_in_place && (cfg->fuse & TASO_FUSE_SUM)) run_out[0] = in[cfg->nin - 1];
+  if (err == TASO_OK) err = be->run(ctx, k, in, run_out);
   if (err == TASO_OK) err = be->sync(ctx);
   for (int o = 0; o < cfg->nout && err == TASO_OK; o++)
-    err = be->download(ctx, host_out[o], out[o], taso_tensor_size(&cfg->out[o]));
+    err = be->download(ctx, host_out[o], run_out[o], taso_tensor_size(&cfg->out[o]));
   if (k) be->destroy(ctx, k);
   for (int i = 0; i < TASO_RT_MAX_IN; i++)
     if (in[i]) be->release(ctx, in[i]);
@@ -134,10 +138,16 @@ static void test_conv2d(void) {
   AGREE("conv bias+relu", fused(c, TASO_FUSE_BIAS | TASO_FUSE_RELU, 16));
   AGREE("conv bias+sum+relu", fused(c, TASO_FUSE_BIAS | TASO_FUSE_SUM | TASO_FUSE_RELU, 16));
   AGREE("conv sum", fused(c, TASO_FUSE_SUM, 16));
+  sum_in_place = true;
+  AGREE("conv bias+sum+relu in place", fused(c, TASO_FUSE_BIAS | TASO_FUSE_SUM | TASO_FUSE_RELU, 16));
+  sum_in_place = false;
   c.layout = TASO_RT_BLOCKED;
   AGREE("conv blocked", c);
   AGREE("conv blocked bias+sum+relu",
         fused(c, TASO_FUSE_BIAS | TASO_FUSE_SUM | TASO_FUSE_RELU, 16));
+  sum_in_place = true;
+  AGREE("conv blocked sum in place", fused(c, TASO_FUSE_SUM | TASO_FUSE_RELU, 16));
+  sum_in_place = false;
   p.act = TASO_ACT_RELU;
   AGREE("conv act=relu", config(TASO_OP_CONV2D, &p, 2, a));
 
@@ -176,6 +186,9 @@ static void test_matmul(void) {
   AGREE("matmul bias", fused(c, TASO_FUSE_BIAS, 9));
   AGREE("matmul bias+relu", fused(c, TASO_FUSE_BIAS | TASO_FUSE_RELU, 9));
   AGREE("matmul sum+relu", fused(c, TASO_FUSE_SUM | TASO_FUSE_RELU, 9));
+  sum_in_place = true;
+  AGREE("matmul sum+relu in place", fused(c, TASO_FUSE_SUM | TASO_FUSE_RELU, 9));
+  sum_in_place = false;
   taso_tensor_t b[2] = {shape(3, 3, 4, 5, 0), shape(3, 3, 5, 6, 0)};
   c = config(TASO_OP_BMM, NULL, 2, b);
   AGREE("bmm", c);
@@ -337,7 +350,11 @@ static void build_cnn(taso_model_t *m, bool with_fallback) {
   p = taso_params_default();
   taso_ref_t r = node(m, TASO_OP_CONV2D, &p, t, weight(m, "cr", 4, 16, 16, 3, 3));
   r = node(m, TASO_OP_ADD, NULL, r, weight(m, "br", 4, 1, 16, 1, 1));
-  r = node(m, TASO_OP_EWADD, NULL, r, t); /* residual */
+  r = node(m, TASO_OP_EWADD, NULL, r, t); /* residual on the conv's own input */
+  taso_ref_t r2 = node(m, TASO_OP_CONV2D, &p, r, weight(m, "c2", 4, 16, 16, 1, 1));
+  r2 = node(m, TASO_OP_RELU, NULL, r2, -1);
+  r2 = node(m, TASO_OP_CONV2D, &p, r2, weight(m, "c3", 4, 16, 16, 3, 3));
+  r = node(m, TASO_OP_EWADD, NULL, r2, r); /* residual written in place */
   t = node(m, TASO_OP_RELU, NULL, r, -1);
   if (with_fallback) /* both operands broadcast: oneDNN's binary cannot */
     t = node(m, TASO_OP_EWADD, NULL, t,
@@ -358,9 +375,12 @@ static void build_cnn(taso_model_t *m, bool with_fallback) {
 }
 
 /* Runs m on a backend; out receives both outputs (10 floats each). */
+static int in_place_steps;
+
 static void run_model(taso_model_t *m, const taso_backend_t *be, taso_rt_ctx_t *ctx,
                       bool no_fusion, bool choose, float out[2][10], int *fused_steps,
                       int *fallbacks) {
+  in_place_steps = 0;
   taso_rt_options_t opt = {.no_fusion = no_fusion, .layout = TASO_RT_NCHW, .choose_layout = choose};
   taso_rt_plan_t *plan = NULL;
   CHECK_OK(taso_rt_plan(be, ctx, m, &opt, &plan));
@@ -376,6 +396,7 @@ static void run_model(taso_model_t *m, const taso_backend_t *be, taso_rt_ctx_t *
     taso_rt_plan_step(plan, s, &info);
     *fused_steps += info.fused > 1;
     *fallbacks += info.fallback;
+    in_place_steps += info.in_place;
   }
   taso_rt_stats_t whole, steps[64];
   CHECK(taso_rt_plan_steps(plan) <= 64);
@@ -394,9 +415,10 @@ static void test_model(void) {
     run_model(&m, ref, ref_ctx, true, false, want, &fused, &fallbacks);
     CHECK(fused == 0 && fallbacks == 0);
     run_model(&m, cpu, cpu_ctx, false, false, got, &fused, &fallbacks);
-    /* conv+bias+relu, conv+bias, conv+bias+sum+relu, matmul+bias+relu */
-    CHECK(fused == 4);
+    /* conv+bias+relu, conv+bias, conv+bias+sum, conv+relu, conv+sum+relu, matmul+bias+relu */
+    CHECK(fused == 6);
     CHECK(fallbacks == fb);
+    CHECK(in_place_steps == 1);
     run_model(&m, cpu, cpu_ctx, true, false, plain, &fused, &fallbacks);
     CHECK(fused == 0);
     run_model(&m, cpu, cpu_ctx, false, true, chosen, &fused, &fallbacks);

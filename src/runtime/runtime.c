@@ -30,6 +30,7 @@ struct taso_rt_plan {
   taso_model_t *m;
   taso_rt_ctx_t *ref_ctx; /* the reference backend, for fallback steps */
   void **buf;             /* per tensor (2 * nnodes): its buffer on be, or NULL */
+  bool *owned;            /* per tensor: buf was allocated for it (not shared in place) */
   plan_step_t *steps;
   int nsteps;
 };
@@ -340,18 +341,53 @@ static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt)
 
 static taso_err_t alloc_tensor(taso_rt_plan_t *plan, taso_ref_t ref) {
   if (plan->buf[ref]) return TASO_OK;
+  plan->owned[ref] = true;
   return plan->be->alloc(plan->ctx, taso_tensor_size(&plan->m->types[ref]), &plan->buf[ref]);
+}
+
+/* The last step reading each tensor; nsteps for graph outputs, which the
+ * caller reads after the run. */
+static int *last_readers(const taso_rt_plan_t *plan) {
+  const taso_graph_t *g = &plan->m->graph;
+  int *last = malloc(sizeof *last * (size_t)(2 * g->nnodes + 1));
+  for (int i = 0; last && i < 2 * g->nnodes; i++) last[i] = -1;
+  for (int s = 0; last && s < plan->nsteps; s++)
+    for (int a = 0; a < plan->steps[s].info.cfg.nin; a++) last[plan->steps[s].in[a]] = s;
+  for (int o = 0; last && o < g->noutputs; o++) last[g->outputs[o]] = plan->nsteps;
+  return last;
+}
+
+/* A residual step that is its summand's last reader writes its result
+ * over the summand: the backend then skips copying the summand into the
+ * result (4 ms of a 45 ms ResNet-50 on 2 cores). Model inputs keep their
+ * values, since a later run reads them again. */
+static bool in_place(const taso_rt_plan_t *plan, const int *last, int s) {
+  const plan_step_t *st = &plan->steps[s];
+  if (!(st->info.cfg.fuse & TASO_FUSE_SUM)) return false;
+  taso_ref_t summand = st->in[st->info.cfg.nin - 1];
+  for (int a = 0; a < st->info.cfg.nin - 1; a++)
+    if (st->in[a] == summand) return false; /* the operator reads it while writing */
+  return last[summand] == s && plan->m->graph.nodes[TASO_REF_NODE(summand)].kind != TASO_OP_INPUT;
 }
 
 /* A buffer for every tensor a step touches; weights uploaded now. */
 static taso_err_t make_buffers(taso_rt_plan_t *plan) {
   taso_model_t *m = plan->m;
   TASO_TRY(taso_model_make_weights(m));
-  for (int s = 0; s < plan->nsteps; s++) {
+  int *last = last_readers(plan);
+  if (!last) return taso_error(TASO_ERR_NOMEM, "buffer plan");
+  taso_err_t err = TASO_OK;
+  for (int s = 0; s < plan->nsteps && err == TASO_OK; s++) {
     plan_step_t *st = &plan->steps[s];
-    for (int a = 0; a < st->info.cfg.nin; a++) TASO_TRY(alloc_tensor(plan, st->in[a]));
-    for (int o = 0; o < st->info.cfg.nout; o++) TASO_TRY(alloc_tensor(plan, st->out[o]));
+    for (int a = 0; a < st->info.cfg.nin && err == TASO_OK; a++) err = alloc_tensor(plan, st->in[a]);
+    if (err == TASO_OK && in_place(plan, last, s)) {
+      plan->buf[st->out[0]] = plan->buf[st->in[st->info.cfg.nin - 1]];
+      st->info.in_place = true;
+    }
+    for (int o = 0; o < st->info.cfg.nout && err == TASO_OK; o++) err = alloc_tensor(plan, st->out[o]);
   }
+  free(last);
+  TASO_TRY(err);
   for (int o = 0; o < m->graph.noutputs; o++) TASO_TRY(alloc_tensor(plan, m->graph.outputs[o]));
   for (int i = 0; i < m->graph.nnodes; i++) {
     const taso_node_t *n = &m->graph.nodes[i];
@@ -409,7 +445,8 @@ taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model
   plan->ctx = ctx;
   plan->m = m;
   plan->buf = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->buf);
-  taso_err_t err = plan->buf ? make_steps(plan, opt ? opt : &defaults)
+  plan->owned = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->owned);
+  taso_err_t err = plan->buf && plan->owned ? make_steps(plan, opt ? opt : &defaults)
                              : taso_error(TASO_ERR_NOMEM, "buffer table");
   const taso_rt_options_t *o = opt ? opt : &defaults;
   for (int s = 0; s < plan->nsteps && err == TASO_OK && o->choose_layout; s++)
@@ -434,9 +471,10 @@ void taso_rt_plan_free(taso_rt_plan_t *plan) {
       if (st->host[i]) ref->release(plan->ref_ctx, st->host[i]);
   }
   for (int i = 0; plan->buf && i < 2 * plan->m->graph.nnodes; i++)
-    if (plan->buf[i]) plan->be->release(plan->ctx, plan->buf[i]);
+    if (plan->buf[i] && plan->owned[i]) plan->be->release(plan->ctx, plan->buf[i]);
   if (plan->ref_ctx) ref->close(plan->ref_ctx);
   free(plan->buf);
+  free(plan->owned);
   free(plan->steps);
   free(plan);
 }

@@ -40,7 +40,8 @@ typedef enum {
 enum {
   TASO_FUSE_BIAS = 1 << 0, /* + bias: one value per output channel (column for matmul) */
   TASO_FUSE_RELU = 1 << 1, /* then max(0, .), after bias and sum */
-  TASO_FUSE_SUM = 1 << 2,  /* + a tensor of the output's shape (a residual) */
+  TASO_FUSE_SUM = 1 << 2,  /* + a tensor of the output's shape (a residual); the
+                              runtime may pass the summand's buffer as out[0] */
 };
 
 #define TASO_RT_MAX_IN 5 /* operands, then bias, then summand */
@@ -128,6 +129,7 @@ typedef struct {
   int first_node;         /* the head of a fused chain (== node unless fused) */
   int fused;              /* nodes in the chain: 1 alone, 2-4 with epilogues */
   bool fallback;          /* runs the reference kernel (the backend said unsupported) */
+  bool in_place;          /* a fused residual writing over its summand's buffer */
   const char *reason;     /* why it fell back; "" otherwise */
   taso_rt_config_t cfg;   /* its configuration */
 } taso_rt_step_info_t;
