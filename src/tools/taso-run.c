@@ -21,7 +21,7 @@
 static bool profile, no_fusion, blocked, choose;
 static const char *model_spec, *backend_name = "cpu", *runs_text = "20", *warmup_text = "3",
                   *compare_spec, *tolerance_text = "1e-4", *seed_text = "1", *inputs_dir,
-                  *expect_dir;
+                  *expect_dir, *save_dir;
 
 static const taso_tool_flag_t flags[] = {
     {"profile", "time each step alone: its share, and the runtime overhead", &profile},
@@ -42,6 +42,7 @@ static const taso_tool_option_t options[] = {
     {"seed", "S", "seed of the weights and random inputs (default 1)", &seed_text},
     {"inputs", "DIR", "read input NAME from DIR/NAME.bin (raw float32) instead", &inputs_dir},
     {"expect", "DIR", "compare output NAME with DIR/NAME.bin (raw float32)", &expect_dir},
+    {"save", "DIR", "write output NAME to DIR/NAME.bin (raw float32)", &save_dir},
     {0},
 };
 
@@ -124,6 +125,22 @@ static taso_err_t read_tensor(const char *dir, const char *name, float *x, int64
   if (got != (size_t)count || longer)
     return taso_error(TASO_ERR_FORMAT, "%s: expected exactly %lld float32 values", path,
                       (long long)count);
+  return TASO_OK;
+}
+
+static taso_err_t write_tensor(const char *dir, const char *name, const float *x, int64_t count) {
+  char path[1024];
+  tensor_path(dir, name, path, sizeof path);
+  FILE *f = fopen(path, "wb");
+  if (!f) return taso_error(TASO_ERR_IO, "%s: %s", path, strerror(errno));
+  bool ok = fwrite(x, sizeof(float), (size_t)count, f) == (size_t)count;
+  ok = fclose(f) == 0 && ok;
+  return ok ? TASO_OK : taso_error(TASO_ERR_IO, "%s: write failed", path);
+}
+
+static taso_err_t save_outputs(const loaded_t *l) {
+  for (int o = 0; o < l->m.graph.noutputs; o++)
+    TASO_TRY(write_tensor(save_dir, l->m.output_names[o], l->outputs[o], out_size(&l->m, o)));
   return TASO_OK;
 }
 
@@ -333,6 +350,7 @@ int main(int argc, char **argv) {
     err = load(model_spec, be, ctx, s.seed, &l);
   }
   if (err == TASO_OK) print_plan(&l);
+  if (err == TASO_OK && save_dir) err = save_outputs(&l);
   if (err == TASO_OK && expect_dir) err = check_expected(&l, s.tolerance);
   if (err == TASO_OK && compare_spec) err = compare_models(&l, be, ctx, &s);
   if (err == TASO_OK && s.runs > 0) err = time_runs(&t, &l, &s);
