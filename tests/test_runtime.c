@@ -87,8 +87,24 @@ static double difference(const float *a, const float *b, int64_t n) {
   return diff / scale;
 }
 
-/* cpu against reference on seeded operands; returns cpu's prepare error. */
-static taso_err_t compare(const char *what, taso_rt_config_t config_copy) {
+static taso_err_t compare_one(const char *what, taso_rt_config_t config_copy);
+
+/* cpu against reference on seeded operands, in the configuration's layout
+ * and, where it has 4-d operands, channels last too; returns the first
+ * error of cpu's. */
+static taso_err_t compare(const char *what, taso_rt_config_t cfg) {
+  taso_err_t err = compare_one(what, cfg);
+  bool four_d = false;
+  for (int i = 0; i < cfg.nin + cfg.nout; i++)
+    four_d |= (i < cfg.nin ? cfg.in[i].rank : cfg.out[i - cfg.nin].rank) == 4;
+  if (err != TASO_OK || cfg.layout != TASO_RT_NCHW || !four_d) return err;
+  cfg.layout = TASO_RT_NHWC;
+  char text[160];
+  snprintf(text, sizeof text, "%s (nhwc)", what);
+  return compare_one(text, cfg);
+}
+
+static taso_err_t compare_one(const char *what, taso_rt_config_t config_copy) {
   const taso_rt_config_t *cfg = &config_copy;
   float *in[TASO_RT_MAX_IN] = {0}, *want[2] = {0}, *got[2] = {0};
   for (int i = 0; i < cfg->nin; i++) {
@@ -284,6 +300,10 @@ static void test_data_movement(void) {
   p = taso_params_default();
   p.rank = 2, p.shape[0] = 6, p.shape[1] = 20;
   AGREE("reshape", config(TASO_OP_RESHAPE, &p, 1, &x));
+  p.rank = 4, p.shape[0] = 2, p.shape[1] = 5, p.shape[2] = 3, p.shape[3] = 4;
+  AGREE("reshape 4-d to 4-d", config(TASO_OP_RESHAPE, &p, 1, &x));
+  taso_tensor_t flat = shape(2, 6, 20, 0, 0);
+  AGREE("reshape 2-d to 4-d", config(TASO_OP_RESHAPE, &p, 1, &flat));
   p = taso_params_default();
   p.perm[0] = 0, p.perm[1] = 2, p.perm[2] = 3, p.perm[3] = 1;
   AGREE("permute nchw->nhwc", config(TASO_OP_PERMUTE, &p, 1, &x));

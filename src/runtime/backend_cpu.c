@@ -152,10 +152,32 @@ static void dims_of(const taso_tensor_t *t, dnnl_dims_t dims) {
   for (int i = 0; i < t->rank; i++) dims[i] = t->dim[i];
 }
 
-static taso_err_t md_tensor(const taso_tensor_t *t, dnnl_memory_desc_t *md) {
-  dnnl_dims_t dims;
+/* Where each logical axis of t steps in its buffer: row-major, or
+ * channels last for a 4-d activation of an NHWC configuration. */
+static bool channels_last(int32_t layout, const taso_tensor_t *t) {
+  return layout == TASO_RT_NHWC && t->rank == 4;
+}
+
+static void strides_of(int32_t layout, const taso_tensor_t *t, dnnl_dims_t strides) {
+  int64_t s = 1;
+  for (int i = t->rank - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= t->dim[i];
+  }
+  if (channels_last(layout, t)) {
+    int64_t c = t->dim[1], w = t->dim[3], h = t->dim[2];
+    strides[1] = 1, strides[3] = c, strides[2] = c * w, strides[0] = c * w * h;
+  }
+}
+
+/* An activation's descriptor under the configuration's layout. */
+static taso_err_t md_tensor(int32_t layout, const taso_tensor_t *t, dnnl_memory_desc_t *md) {
+  dnnl_dims_t dims, strides;
+  if (t->rank == 0) return md_plain(0, dims, md);
   dims_of(t, dims);
-  return md_plain(t->rank, dims, md);
+  strides_of(layout, t, strides);
+  DN(dnnl_memory_desc_init_by_strides(md, t->rank, dims, dnnl_f32, strides));
+  return TASO_OK;
 }
 
 /* t's dims aligned to the trailing axes of rank nd (ONNX broadcasting). */
@@ -181,7 +203,7 @@ static taso_err_t bind(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, const dnnl_memor
 static taso_err_t bind_tensor(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, const taso_tensor_t *t,
                               int slot, dnnl_memory_t *mem) {
   dnnl_memory_desc_t md;
-  TASO_TRY(md_tensor(t, &md));
+  TASO_TRY(md_tensor(k->cfg.layout, t, &md));
   return bind(ctx, k, &md, slot, mem);
 }
 
@@ -333,7 +355,11 @@ static taso_err_t add_relu_in_place(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, dnn
   return add_step(k, pd, 2, args, NULL);
 }
 
-static taso_err_t conv_desc(const taso_rt_config_t *cfg, bool any, dnnl_convolution_desc_t *d) {
+/* Activations: plain for NCHW and NHWC, the library's choice for BLOCKED;
+ * weights: the library's choice unless NCHW (GEMM convolution reads them
+ * as they are). */
+static taso_err_t conv_desc(const taso_rt_config_t *cfg, dnnl_convolution_desc_t *d) {
+  bool any = cfg->layout == TASO_RT_BLOCKED, any_weights = cfg->layout != TASO_RT_NCHW;
   const taso_tensor_t *x = &cfg->in[0], *w = &cfg->in[1], *o = &cfg->out[0];
   int64_t groups = x->dim[1] / w->dim[1];
   dnnl_dims_t src = {x->dim[0], x->dim[1], x->dim[2], x->dim[3]};
@@ -349,13 +375,15 @@ static taso_err_t conv_desc(const taso_rt_config_t *cfg, bool any, dnnl_convolut
   int wnd = groups > 1 ? 5 : 4;
   if (any) {
     DN(dnnl_memory_desc_init_by_tag(&smd, 4, src, dnnl_f32, dnnl_format_tag_any));
-    DN(dnnl_memory_desc_init_by_tag(&wmd, wnd, wdims, dnnl_f32, dnnl_format_tag_any));
     DN(dnnl_memory_desc_init_by_tag(&dmd, 4, dst, dnnl_f32, dnnl_format_tag_any));
   } else {
-    TASO_TRY(md_plain(4, src, &smd));
-    TASO_TRY(md_plain(wnd, wdims, &wmd));
-    TASO_TRY(md_plain(4, dst, &dmd));
+    TASO_TRY(md_tensor(cfg->layout, x, &smd));
+    TASO_TRY(md_tensor(cfg->layout, o, &dmd));
   }
+  if (any_weights)
+    DN(dnnl_memory_desc_init_by_tag(&wmd, wnd, wdims, dnnl_f32, dnnl_format_tag_any));
+  else
+    TASO_TRY(md_plain(wnd, wdims, &wmd));
   TASO_TRY(md_plain(1, bias, &bmd));
   DN(dnnl_convolution_forward_desc_init(d, dnnl_forward_inference, dnnl_convolution_direct, &smd,
                                         &wmd, cfg->fuse & TASO_FUSE_BIAS ? &bmd : NULL, &dmd,
@@ -367,13 +395,12 @@ static taso_err_t build_conv(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   const taso_rt_config_t *cfg = &k->cfg;
   dnnl_convolution_desc_t d;
   dnnl_primitive_desc_t pd;
-  bool blocked = cfg->layout == TASO_RT_BLOCKED;
   /* On plain NCHW oneDNN 2.6 convolves by im2col and GEMM, whose ReLU
    * post-op runs at a third of the speed of a separate in-place eltwise
    * (measured: 7x7/2 stem 4.2 ms against 1.7 ms on 2 cores); the blocked
-   * kernels fuse it for free. */
-  bool separate_relu = wants_relu(cfg) && !blocked;
-  TASO_TRY(conv_desc(cfg, blocked, &d));
+   * and channels-last kernels fuse it for free. */
+  bool separate_relu = wants_relu(cfg) && cfg->layout == TASO_RT_NCHW;
+  TASO_TRY(conv_desc(cfg, &d));
   TASO_TRY(pd_with_epilogue(ctx, cfg, wants_relu(cfg) && !separate_relu, &d, &pd));
   dnnl_memory_t x, w, b = NULL, y, xi, wi, yi;
   dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -414,9 +441,9 @@ static taso_err_t build_matmul(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   dnnl_memory_desc_t amd, bmd, cmd, biasmd;
   dnnl_dims_t bias_dims = {1, 1, 1};
   bias_dims[o->rank - 1] = o->dim[o->rank - 1];
-  TASO_TRY(md_tensor(&cfg->in[0], &amd));
-  TASO_TRY(md_tensor(&cfg->in[1], &bmd));
-  TASO_TRY(md_tensor(o, &cmd));
+  TASO_TRY(md_tensor(TASO_RT_NCHW, &cfg->in[0], &amd));
+  TASO_TRY(md_tensor(TASO_RT_NCHW, &cfg->in[1], &bmd));
+  TASO_TRY(md_tensor(TASO_RT_NCHW, o, &cmd));
   TASO_TRY(md_plain(o->rank, bias_dims, &biasmd));
   bool has_bias = cfg->fuse & TASO_FUSE_BIAS;
   dnnl_matmul_desc_t d;
@@ -459,8 +486,8 @@ static taso_err_t build_pool(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   const taso_params_t *p = &cfg->p;
   const taso_tensor_t *x = &cfg->in[0];
   dnnl_memory_desc_t smd, dmd;
-  TASO_TRY(md_tensor(x, &smd));
-  TASO_TRY(md_tensor(&cfg->out[0], &dmd));
+  TASO_TRY(md_tensor(cfg->layout, x, &smd));
+  TASO_TRY(md_tensor(cfg->layout, &cfg->out[0], &dmd));
   dnnl_dims_t strides = {p->stride[0], p->stride[1]}, kernel = {p->kernel[0], p->kernel[1]};
   dnnl_dims_t dilation = {0, 0}, pl, pr;
   window_pads(p, 0, x->dim[2], p->kernel[0], &pl[0], &pr[0]);
@@ -485,7 +512,7 @@ static taso_err_t build_eltwise(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   float alpha = cfg->kind == TASO_OP_CLIP ? cfg->p.bound[0] : 0.0f;
   float beta = cfg->kind == TASO_OP_CLIP ? cfg->p.bound[1] : 0.0f;
   dnnl_memory_desc_t md;
-  TASO_TRY(md_tensor(&cfg->in[0], &md));
+  TASO_TRY(md_tensor(cfg->layout, &cfg->in[0], &md));
   dnnl_eltwise_desc_t d;
   DN(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, &md, alpha, beta));
   dnnl_primitive_desc_t pd;
@@ -495,7 +522,7 @@ static taso_err_t build_eltwise(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
 
 static taso_err_t build_softmax(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   dnnl_memory_desc_t md;
-  TASO_TRY(md_tensor(&k->cfg.in[0], &md));
+  TASO_TRY(md_tensor(k->cfg.layout, &k->cfg.in[0], &md));
   dnnl_softmax_desc_t d;
   DN(dnnl_softmax_forward_desc_init(&d, dnnl_forward_inference, &md, k->cfg.p.axis));
   dnnl_primitive_desc_t pd;
@@ -509,6 +536,14 @@ static bool dims_equal(int nd, const int64_t *a, const int64_t *b) {
   for (int i = 0; i < nd; i++)
     if (a[i] != b[i]) return false;
   return true;
+}
+
+/* An operand seen with the result's rank: a 4-d activation in the
+ * configuration's layout; a lower-rank one (broadcast) row-major. */
+static taso_err_t md_operand(const taso_rt_config_t *cfg, const taso_tensor_t *t, int nd,
+                             const int64_t *aligned, dnnl_memory_desc_t *md) {
+  if (t->rank == nd && nd == 4) return md_tensor(cfg->layout, t, md);
+  return md_plain(nd, aligned, md);
 }
 
 /* ewadd, ewmul, add, mul, smul. oneDNN broadcasts only its second source,
@@ -530,9 +565,9 @@ static taso_err_t build_binary(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     first = 1;
   }
   dnnl_memory_desc_t md0, md1, dmd;
-  TASO_TRY(md_plain(nd, first ? d1 : d0, &md0));
-  TASO_TRY(md_plain(nd, first ? d0 : d1, &md1));
-  TASO_TRY(md_plain(nd, od, &dmd));
+  TASO_TRY(md_operand(cfg, &cfg->in[first], nd, first ? d1 : d0, &md0));
+  TASO_TRY(md_operand(cfg, &cfg->in[1 - first], nd, first ? d0 : d1, &md1));
+  TASO_TRY(md_operand(cfg, o, nd, od, &dmd));
   bool add = cfg->kind == TASO_OP_EWADD || cfg->kind == TASO_OP_ADD;
   dnnl_binary_desc_t d;
   DN(dnnl_binary_desc_init(&d, add ? dnnl_binary_add : dnnl_binary_mul, &md0, &md1, &dmd));
@@ -557,7 +592,7 @@ static taso_err_t build_batchnorm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   const taso_tensor_t *x = &cfg->in[0];
   dnnl_dims_t cd = {1, x->dim[1], 1, 1};
   dnnl_memory_desc_t xmd, cmd;
-  TASO_TRY(md_tensor(x, &xmd));
+  TASO_TRY(md_tensor(cfg->layout, x, &xmd));
   TASO_TRY(md_plain(x->rank, cd, &cmd));
   dnnl_binary_desc_t d;
   DN(dnnl_binary_desc_init(&d, dnnl_binary_mul, &xmd, &cmd, &xmd));
@@ -594,9 +629,9 @@ static taso_err_t build_batchnorm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
 static taso_err_t build_concat(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   const taso_rt_config_t *cfg = &k->cfg;
   dnnl_memory_desc_t src[2], dmd;
-  TASO_TRY(md_tensor(&cfg->in[0], &src[0]));
-  TASO_TRY(md_tensor(&cfg->in[1], &src[1]));
-  TASO_TRY(md_tensor(&cfg->out[0], &dmd));
+  TASO_TRY(md_tensor(cfg->layout, &cfg->in[0], &src[0]));
+  TASO_TRY(md_tensor(cfg->layout, &cfg->in[1], &src[1]));
+  TASO_TRY(md_tensor(cfg->layout, &cfg->out[0], &dmd));
   dnnl_primitive_desc_t pd;
   DN(dnnl_concat_primitive_desc_create(&pd, &dmd, 2, cfg->p.axis, src, NULL, ctx->engine));
   dnnl_memory_t a, b, y;
@@ -617,7 +652,7 @@ static taso_err_t build_split(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   const taso_rt_config_t *cfg = &k->cfg;
   const taso_tensor_t *x = &cfg->in[0];
   dnnl_memory_desc_t xmd;
-  TASO_TRY(md_tensor(x, &xmd));
+  TASO_TRY(md_tensor(cfg->layout, x, &xmd));
   dnnl_dims_t offsets = {0, 0, 0, 0};
   for (int j = 0; j < 2; j++) {
     dnnl_dims_t dims;
@@ -634,31 +669,55 @@ static taso_err_t build_split(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
 }
 
 /* permute, transpose: a reorder from the input seen through permuted
- * strides (output axis i walks input axis perm[i]). reshape: a plain copy. */
+ * strides (output axis i walks input axis perm[i]). */
 static taso_err_t build_permute(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   const taso_rt_config_t *cfg = &k->cfg;
   const taso_tensor_t *x = &cfg->in[0], *o = &cfg->out[0];
-  int32_t perm[TASO_MAX_RANK] = {0, 1, 2, 3};
-  if (cfg->kind == TASO_OP_TRANSPOSE) perm[0] = 1, perm[1] = 0;
+  int32_t perm[TASO_MAX_RANK] = {1, 0, 2, 3};
   if (cfg->kind == TASO_OP_PERMUTE) memcpy(perm, cfg->p.perm, sizeof perm);
   dnnl_dims_t in_stride, od, strides;
-  int64_t s = 1;
-  for (int i = x->rank - 1; i >= 0; i--) {
-    in_stride[i] = s;
-    s *= x->dim[i];
-  }
+  strides_of(cfg->layout, x, in_stride);
   dims_of(o, od);
-  for (int i = 0; i < o->rank; i++)
-    strides[i] = cfg->kind == TASO_OP_RESHAPE ? 0 : in_stride[perm[i]];
+  for (int i = 0; i < o->rank; i++) strides[i] = in_stride[perm[i]];
   dnnl_memory_desc_t smd;
-  if (cfg->kind == TASO_OP_RESHAPE || o->rank == 0)
-    TASO_TRY(md_tensor(o, &smd));
-  else
-    DN(dnnl_memory_desc_init_by_strides(&smd, o->rank, od, dnnl_f32, strides));
+  DN(dnnl_memory_desc_init_by_strides(&smd, o->rank, od, dnnl_f32, strides));
   dnnl_memory_t from, to;
   TASO_TRY(bind(ctx, k, &smd, 0, &from));
   TASO_TRY(bind_tensor(ctx, k, o, slot_out(k, 0), &to));
   return add_reorder(ctx, k, from, to, NULL);
+}
+
+/* reshape keeps the row-major order of the logical values: a copy, with a
+ * reorder out of (or into) channels-last on each side that has it. */
+static taso_err_t build_reshape(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
+  const taso_rt_config_t *cfg = &k->cfg;
+  const taso_tensor_t *x = &cfg->in[0], *o = &cfg->out[0];
+  dnnl_memory_desc_t xmd, omd, x_plain, o_plain;
+  TASO_TRY(md_tensor(cfg->layout, x, &xmd));
+  TASO_TRY(md_tensor(cfg->layout, o, &omd));
+  TASO_TRY(md_tensor(TASO_RT_NCHW, x, &x_plain));
+  TASO_TRY(md_tensor(TASO_RT_NCHW, o, &o_plain));
+  bool x_last = channels_last(cfg->layout, x), o_last = channels_last(cfg->layout, o);
+  dnnl_memory_t from, to, mid, mid_as_out;
+  TASO_TRY(bind(ctx, k, &xmd, 0, &from));
+  if (!o_last) { /* the result's buffer, seen with the input's dims */
+    TASO_TRY(bind(ctx, k, &x_plain, slot_out(k, 0), &to));
+    return add_reorder(ctx, k, from, to, NULL);
+  }
+  TASO_TRY(bind(ctx, k, &omd, slot_out(k, 0), &to));
+  if (!x_last) { /* the input's buffer, seen with the result's dims */
+    TASO_TRY(bind(ctx, k, &o_plain, 0, &mid_as_out));
+    return add_reorder(ctx, k, mid_as_out, to, NULL);
+  }
+  /* both channels-last: through a row-major copy seen both ways */
+  void *handle = NULL;
+  TASO_TRY(temporary(ctx, k, &x_plain, &mid));
+  DN(dnnl_memory_get_data_handle(mid, &handle));
+  if (k->ntmp == MAX_TMP) return taso_error(TASO_ERR_LIMIT, "cpu: internal memories");
+  DN(dnnl_memory_create(&mid_as_out, &o_plain, ctx->engine, handle));
+  k->tmp[k->ntmp++] = mid_as_out;
+  TASO_TRY(add_reorder(ctx, k, from, mid, NULL));
+  return add_reorder(ctx, k, mid_as_out, to, NULL);
 }
 
 /* ---- the backend's entry points ------------------------------------------- */
@@ -690,8 +749,8 @@ static taso_err_t build(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   case TASO_OP_SPLIT:
   case TASO_OP_SPLIT_AT: return build_split(ctx, k);
   case TASO_OP_TRANSPOSE:
-  case TASO_OP_PERMUTE:
-  case TASO_OP_RESHAPE: return build_permute(ctx, k);
+  case TASO_OP_PERMUTE: return build_permute(ctx, k);
+  case TASO_OP_RESHAPE: return build_reshape(ctx, k);
   default:
     return taso_error(TASO_ERR_UNSUPPORTED, "cpu: no oneDNN call for %s",
                       cfg->kind > TASO_OP_INPUT && cfg->kind < TASO_OP_COUNT

@@ -75,15 +75,34 @@ static taso_err_t ref_prepare(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg,
   return TASO_OK;
 }
 
-static double *to_double(const float *x, int64_t n) {
+/* Slot `slot` of cfg in double, row-major (channels-last slots converted). */
+static double *to_double(const taso_rt_config_t *cfg, int slot, const float *x) {
+  const taso_tensor_t *t = &cfg->in[slot];
+  int64_t n = taso_tensor_size(t);
   double *d = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-  for (int64_t i = 0; d && i < n; i++) d[i] = x[i];
+  float *nchw = taso_rt_channels_last(cfg, slot) ? malloc(sizeof(float) * (size_t)n) : NULL;
+  if (nchw) taso_rt_to_nchw(t, x, nchw);
+  for (int64_t i = 0; d && i < n; i++) d[i] = nchw ? nchw[i] : x[i];
+  free(nchw);
   return d;
+}
+
+/* Result j from double into the caller's buffer, in its layout. */
+static taso_err_t from_double(const taso_rt_config_t *cfg, int j, const double *d, float *f) {
+  const taso_tensor_t *t = &cfg->out[j];
+  int64_t n = taso_tensor_size(t);
+  bool last = taso_rt_channels_last(cfg, cfg->nin + j);
+  float *nchw = last ? malloc(sizeof(float) * (size_t)n) : f;
+  if (!nchw) return TASO_ERR_NOMEM;
+  for (int64_t i = 0; i < n; i++) nchw[i] = (float)d[i];
+  if (last) taso_rt_to_nhwc(t, nchw, f);
+  if (last) free(nchw);
+  return TASO_OK;
 }
 
 /* Bias, summand, ReLU on the operator's result o: the bias indexes axis 1
  * of a convolution's NCHW result and the last axis of a matmul's. */
-static void apply_epilogue(const taso_rt_config_t *cfg, const float *bias, const float *sum,
+static void apply_epilogue(const taso_rt_config_t *cfg, const float *bias, const double *sum,
                            bool relu, double *o) {
   const taso_tensor_t *ot = &cfg->out[0];
   int64_t size = taso_tensor_size(ot), inner = 1, channels = 0;
@@ -110,8 +129,11 @@ static taso_err_t ref_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *
   node.p.act = TASO_ACT_NONE; /* ReLU comes after bias and sum */
   double *din[3] = {NULL, NULL, NULL}, *dout[2] = {NULL, NULL};
   taso_err_t err = TASO_OK;
+  double *summand = NULL;
   for (int a = 0; a < arity; a++)
-    if (!(din[a] = to_double(in[a], taso_tensor_size(&cfg->in[a])))) err = TASO_ERR_NOMEM;
+    if (!(din[a] = to_double(cfg, a, in[a]))) err = TASO_ERR_NOMEM;
+  if ((cfg->fuse & TASO_FUSE_SUM) && !(summand = to_double(cfg, cfg->nin - 1, in[cfg->nin - 1])))
+    err = TASO_ERR_NOMEM;
   for (int o = 0; o < cfg->nout; o++)
     if (!(dout[o] = malloc(sizeof(double) * (size_t)(taso_tensor_size(&cfg->out[o]) + 1))))
       err = TASO_ERR_NOMEM;
@@ -119,13 +141,10 @@ static taso_err_t ref_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *
     err = taso_eval_node_double(NULL, &node, cfg->in, (const double *const *)din, cfg->out, dout);
   if (err == TASO_OK) {
     const float *bias = cfg->fuse & TASO_FUSE_BIAS ? in[arity] : NULL;
-    const float *sum = cfg->fuse & TASO_FUSE_SUM ? in[cfg->nin - 1] : NULL;
-    if (bias || sum || relu) apply_epilogue(cfg, bias, sum, relu, dout[0]);
-    for (int o = 0; o < cfg->nout; o++) {
-      float *f = out[o];
-      for (int64_t i = 0; i < taso_tensor_size(&cfg->out[o]); i++) f[i] = (float)dout[o][i];
-    }
+    if (bias || summand || relu) apply_epilogue(cfg, bias, summand, relu, dout[0]);
+    for (int o = 0; o < cfg->nout && err == TASO_OK; o++) err = from_double(cfg, o, dout[o], out[o]);
   }
+  free(summand);
   for (int a = 0; a < 3; a++) free(din[a]);
   for (int o = 0; o < 2; o++) free(dout[o]);
   return err == TASO_ERR_NOMEM ? taso_error(err, "reference: double copies") : err;

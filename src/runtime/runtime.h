@@ -29,11 +29,19 @@
 #include "graph.h"
 #include "model.h"
 
-/* Layouts of 4-d activations. Rank < 4 tensors are always row-major. */
+/* Layouts of 4-d activations. Rank < 4 tensors are always row-major.
+ * NHWC is a layout of the buffers themselves: every 4-d operand and result
+ * of the configuration except a conv2d's weight (in[1]) is stored
+ * channels last, so that a chain of NHWC steps never reorders; the runner
+ * converts at the model's inputs and outputs (taso_rt_channels_last says
+ * which slots). BLOCKED keeps the buffers row-major and lets the backend
+ * reorder into its own format inside the kernel (oneDNN nChw16c, nhwc);
+ * a BLOCKED or NHWC kernel may reorder a weight once per weight buffer and
+ * keep it, since weights do not change between runs. */
 typedef enum {
   TASO_RT_NCHW = 0,    /* row-major in the logical shape */
-  TASO_RT_NHWC = 1,    /* channels last */
-  TASO_RT_BLOCKED = 2, /* the backend's own blocked format (oneDNN nChw8c/16c) */
+  TASO_RT_NHWC = 1,    /* channels last, in the buffers */
+  TASO_RT_BLOCKED = 2, /* row-major buffers; the backend's own format inside */
 } taso_rt_layout_t;
 
 /* Epilogues fused into one library call (conv2d, matmul, bmm). */
@@ -99,6 +107,15 @@ typedef struct {
  * becomes fuse RELU with act NONE, so that one configuration has one
  * spelling. */
 taso_err_t taso_rt_config_of_node(const taso_model_t *m, int node, taso_rt_config_t *cfg);
+
+/* Whether buffer slot `slot` (inputs 0..nin-1, then outputs) of cfg holds
+ * its values channels last (layout NHWC, 4-d, not a conv2d weight). */
+bool taso_rt_channels_last(const taso_rt_config_t *cfg, int slot);
+
+/* Host conversions of a 4-d tensor of logical shape t between row-major
+ * (NCHW) and channels last (NHWC); dst and src must not overlap. */
+void taso_rt_to_nhwc(const taso_tensor_t *t, const float *nchw, float *nhwc);
+void taso_rt_to_nchw(const taso_tensor_t *t, const float *nhwc, float *nchw);
 
 /* A short text of a configuration for listings: "conv2d 1x64x56x56 k3x3 s1x1 +bias+relu". */
 int taso_rt_config_format(const taso_rt_config_t *cfg, char *buf, int len);
