@@ -28,7 +28,9 @@ grep -q 'relative' "$dir/out" || { echo "FAIL: no difference line"; fail=1; }
 check "cpu profile" 0 "$run" --model tiny --runs 3 --profile --threads 1
 grep -q 'overhead' "$dir/out" || { echo "FAIL: no overhead line"; fail=1; }
 check "compare with itself" 0 "$run" --model tiny --runs 0 --compare tiny --no-fusion
-check "chosen layouts" 0 "$run" --model tiny --runs 0 --choose-layout --expect "$dir/ref"
+check "chosen layouts" 0 "$run" --model tiny --runs 0 --layout choose --expect "$dir/ref"
+check "channels last" 0 "$run" --model tiny --runs 0 --layout nhwc --expect "$dir/ref"
+check "bad --layout" 2 "$run" --model tiny --layout nchwc
 check "another seed differs" 1 "$run" --model tiny --runs 0 --seed 2 --expect "$dir/ref"
 check "unknown model" 1 "$run" --model nosuch
 check "unknown backend" 2 "$run" --model tiny --backend tpu

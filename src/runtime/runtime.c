@@ -31,6 +31,7 @@ struct taso_rt_plan {
   taso_rt_ctx_t *ref_ctx; /* the reference backend, for fallback steps */
   void **buf;             /* per tensor (2 * nnodes): its buffer on be, or NULL */
   bool *owned;            /* per tensor: buf was allocated for it (not shared in place) */
+  bool *nhwc;             /* per tensor: its buffer holds it channels last */
   plan_step_t *steps;
   int nsteps;
 };
@@ -368,6 +369,57 @@ static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt)
   return err;
 }
 
+/* Which tensors are stored channels last: what the steps touching them
+ * say, which must agree (a 4-d weight read both by a convolution and by
+ * another operator cannot be both). */
+static taso_err_t tensor_layouts(taso_rt_plan_t *plan) {
+  int n = 2 * plan->m->graph.nnodes;
+  signed char *seen = calloc((size_t)n + 1, 1); /* 0 unseen, 1 row-major, 2 channels last */
+  if (!seen) return taso_error(TASO_ERR_NOMEM, "layouts");
+  taso_err_t err = TASO_OK;
+  for (int s = 0; s < plan->nsteps && err == TASO_OK; s++) {
+    const plan_step_t *st = &plan->steps[s];
+    const taso_rt_config_t *cfg = &st->info.cfg;
+    for (int slot = 0; slot < cfg->nin + cfg->nout && err == TASO_OK; slot++) {
+      taso_ref_t r = slot < cfg->nin ? st->in[slot] : st->out[slot - cfg->nin];
+      signed char want = taso_rt_channels_last(cfg, slot) ? 2 : 1;
+      if (seen[r] && seen[r] != want)
+        err = taso_error(TASO_ERR_UNSUPPORTED,
+                         "layout NHWC: tensor of node t%d is read both as a convolution "
+                         "weight and as an activation", TASO_REF_NODE(r));
+      seen[r] = want;
+      plan->nhwc[r] = want == 2;
+    }
+  }
+  free(seen);
+  return err;
+}
+
+/* Host values of tensor ref (row-major) into its buffer, in its layout. */
+static taso_err_t put_tensor(taso_rt_plan_t *plan, taso_ref_t ref, const float *values) {
+  const taso_tensor_t *t = &plan->m->types[ref];
+  int64_t n = taso_tensor_size(t);
+  if (!plan->nhwc[ref]) return plan->be->upload(plan->ctx, plan->buf[ref], values, n);
+  float *tmp = malloc(sizeof(float) * (size_t)n);
+  if (!tmp) return taso_error(TASO_ERR_NOMEM, "layout conversion");
+  taso_rt_to_nhwc(t, values, tmp);
+  taso_err_t err = plan->be->upload(plan->ctx, plan->buf[ref], tmp, n);
+  free(tmp);
+  return err;
+}
+
+static taso_err_t get_tensor(taso_rt_plan_t *plan, taso_ref_t ref, float *values) {
+  const taso_tensor_t *t = &plan->m->types[ref];
+  int64_t n = taso_tensor_size(t);
+  if (!plan->nhwc[ref]) return plan->be->download(plan->ctx, values, plan->buf[ref], n);
+  float *tmp = malloc(sizeof(float) * (size_t)n);
+  if (!tmp) return taso_error(TASO_ERR_NOMEM, "layout conversion");
+  taso_err_t err = plan->be->download(plan->ctx, tmp, plan->buf[ref], n);
+  if (err == TASO_OK) taso_rt_to_nchw(t, tmp, values);
+  free(tmp);
+  return err;
+}
+
 static taso_err_t alloc_tensor(taso_rt_plan_t *plan, taso_ref_t ref) {
   if (plan->buf[ref]) return TASO_OK;
   plan->owned[ref] = true;
@@ -423,8 +475,7 @@ static taso_err_t make_buffers(taso_rt_plan_t *plan) {
     if (n->kind != TASO_OP_INPUT) continue;
     TASO_TRY(alloc_tensor(plan, TASO_REF(i, 0)));
     if (m->is_weight[n->p.input])
-      TASO_TRY(plan->be->upload(plan->ctx, plan->buf[TASO_REF(i, 0)], m->data[n->p.input],
-                                taso_tensor_size(&m->types[TASO_REF(i, 0)])));
+      TASO_TRY(put_tensor(plan, TASO_REF(i, 0), m->data[n->p.input]));
   }
   return TASO_OK;
 }
@@ -475,10 +526,15 @@ taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model
   plan->m = m;
   plan->buf = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->buf);
   plan->owned = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->owned);
-  taso_err_t err = plan->buf && plan->owned ? make_steps(plan, opt ? opt : &defaults)
-                             : taso_error(TASO_ERR_NOMEM, "buffer table");
+  plan->nhwc = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->nhwc);
   const taso_rt_options_t *o = opt ? opt : &defaults;
-  for (int s = 0; s < plan->nsteps && err == TASO_OK && o->choose_layout; s++)
+  taso_err_t err = plan->buf && plan->owned && plan->nhwc
+                       ? make_steps(plan, o)
+                       : taso_error(TASO_ERR_NOMEM, "buffer table");
+  if (err == TASO_OK) err = tensor_layouts(plan);
+  /* NHWC is a whole-plan choice: its steps share channels-last buffers */
+  bool choose = o->choose_layout && o->layout != TASO_RT_NHWC;
+  for (int s = 0; s < plan->nsteps && err == TASO_OK && choose; s++)
     if (plan->steps[s].info.cfg.kind == TASO_OP_CONV2D) err = choose_layout(plan, &plan->steps[s]);
   if (err == TASO_OK) err = make_buffers(plan);
   for (int s = 0; s < plan->nsteps && err == TASO_OK; s++) err = prepare_step(plan, &plan->steps[s]);
@@ -504,6 +560,7 @@ void taso_rt_plan_free(taso_rt_plan_t *plan) {
   if (plan->ref_ctx) ref->close(plan->ref_ctx);
   free(plan->buf);
   free(plan->owned);
+  free(plan->nhwc);
   free(plan->steps);
   free(plan);
 }
@@ -546,8 +603,7 @@ static taso_err_t upload_inputs(taso_rt_plan_t *plan, const float *const *inputs
     if (n->kind != TASO_OP_INPUT || m->is_weight[n->p.input]) continue;
     int k = 0; /* its position among the run-time inputs */
     for (int j = 0; j < n->p.input; j++) k += !m->is_weight[j];
-    TASO_TRY(plan->be->upload(plan->ctx, plan->buf[TASO_REF(i, 0)], inputs[k],
-                              taso_tensor_size(&m->types[TASO_REF(i, 0)])));
+    TASO_TRY(put_tensor(plan, TASO_REF(i, 0), inputs[k]));
   }
   return TASO_OK;
 }
@@ -568,7 +624,7 @@ taso_err_t taso_rt_run(taso_rt_plan_t *plan, const float *const *inputs, float *
   const taso_model_t *m = plan->m;
   for (int o = 0; o < m->graph.noutputs && outputs; o++) {
     taso_ref_t r = m->graph.outputs[o];
-    TASO_TRY(plan->be->download(plan->ctx, outputs[o], plan->buf[r], taso_tensor_size(&m->types[r])));
+    TASO_TRY(get_tensor(plan, r, outputs[o]));
   }
   return TASO_OK;
 }

@@ -18,23 +18,24 @@
 #include "runtime.h"
 #include "tool.h"
 
-static bool profile, no_fusion, blocked, choose;
+static bool profile, no_fusion;
 static const char *model_spec, *backend_name = "cpu", *runs_text = "20", *warmup_text = "3",
-                  *compare_spec, *tolerance_text = "1e-4", *seed_text = "1", *inputs_dir,
+                  *compare_spec, *tolerance_text = "1e-4", *layout_text = "nchw", *seed_text = "1", *inputs_dir,
                   *expect_dir, *save_dir;
 
 static const taso_tool_flag_t flags[] = {
     {"profile", "time each step alone: its share, and the runtime overhead", &profile},
     {"no-fusion", "one step per node (no conv/matmul epilogue fusion)", &no_fusion},
-    {"blocked", "let convolutions use oneDNN's blocked layout inside (cpu)", &blocked},
-    {"choose-layout", "time each convolution in both layouts at plan time; keep the faster",
-     &choose},
     {0},
 };
 
 static const taso_tool_option_t options[] = {
     {"model", "M", "the model: a spec for taso_model_load (required)", &model_spec},
     {"backend", "NAME", "reference, cpu or gpu (default cpu)", &backend_name},
+    {"layout", "L",
+     "nchw (default); nhwc: channels-last buffers throughout; blocked: the backend's\n"
+     "                  format inside each conv; choose: per conv, the faster of nchw and blocked",
+     &layout_text},
     {"runs", "N", "timed runs (default 20; 0: run once, no timing)", &runs_text},
     {"warmup", "N", "untimed runs before timing (default 3)", &warmup_text},
     {"compare", "M2", "also run M2 on the same inputs and weights; compare outputs", &compare_spec},
@@ -69,6 +70,8 @@ static bool parse_count(const char *text, long lo, long hi, long *v) {
 }
 
 typedef struct {
+  int32_t layout;     /* taso_rt_layout_t */
+  bool choose_layout; /* --layout choose */
   long runs, warmup;
   double tolerance;
   uint64_t seed;
@@ -88,6 +91,14 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   s->tolerance = strtod(tolerance_text, &end);
   if (end == tolerance_text || *end || !(s->tolerance >= 0))
     taso_tool_usage_error(t, "--tolerance: expected a number >= 0, got '%s'", tolerance_text);
+  const char *layouts[] = {"nchw", "nhwc", "blocked", "choose"};
+  s->layout = -1;
+  for (int i = 0; i < 4; i++)
+    if (strcmp(layout_text, layouts[i]) == 0) s->layout = i == 3 ? TASO_RT_NCHW : i;
+  s->choose_layout = strcmp(layout_text, "choose") == 0;
+  if (s->layout < 0)
+    taso_tool_usage_error(t, "--layout: expected nchw, nhwc, blocked or choose, got '%s'",
+                          layout_text);
   if (!taso_backend_find(backend_name))
     taso_tool_usage_error(t, "--backend: no backend '%s' in this build (reference, cpu%s)",
                           backend_name, taso_backend_find("gpu") ? ", gpu" : "");
@@ -162,7 +173,8 @@ static taso_err_t make_inputs(loaded_t *l, uint64_t seed) {
 }
 
 static taso_err_t load(const char *model, const taso_backend_t *be, taso_rt_ctx_t *ctx,
-                       uint64_t seed, loaded_t *l) {
+                       const settings_t *s, loaded_t *l) {
+  uint64_t seed = s->seed;
   memset(l, 0, sizeof *l);
   TASO_TRY(taso_model_load(model, &l->m));
   l->m.seed = seed;
@@ -172,9 +184,8 @@ static taso_err_t load(const char *model, const taso_backend_t *be, taso_rt_ctx_
   for (int o = 0; o < l->m.graph.noutputs; o++)
     if (!(l->outputs[o] = malloc(sizeof(float) * (size_t)out_size(&l->m, o))))
       return taso_error(TASO_ERR_NOMEM, "outputs");
-  taso_rt_options_t opt = {.no_fusion = no_fusion,
-                           .layout = blocked ? TASO_RT_BLOCKED : TASO_RT_NCHW,
-                           .choose_layout = choose};
+  taso_rt_options_t opt = {
+      .no_fusion = no_fusion, .layout = s->layout, .choose_layout = s->choose_layout};
   TASO_TRY(taso_rt_plan(be, ctx, &l->m, &opt, &l->plan));
   return taso_rt_run(l->plan, (const float *const *)l->inputs, l->outputs);
 }
@@ -316,7 +327,7 @@ static taso_err_t time_runs(taso_tool_t *t, loaded_t *l, const settings_t *s) {
 static taso_err_t compare_models(loaded_t *first, const taso_backend_t *be, taso_rt_ctx_t *ctx,
                                  const settings_t *s) {
   loaded_t second;
-  taso_err_t err = load(compare_spec, be, ctx, s->seed, &second);
+  taso_err_t err = load(compare_spec, be, ctx, s, &second);
   const taso_model_t *a = &first->m, *b = &second.m;
   if (err == TASO_OK && (a->graph.noutputs != b->graph.noutputs || first->nin != second.nin))
     err = taso_error(TASO_ERR_SHAPE, "--compare %s: %d inputs and %d outputs, %s has %d and %d",
@@ -347,7 +358,7 @@ int main(int argc, char **argv) {
   if (err == TASO_OK) err = be->open(t.threads, &ctx);
   if (err == TASO_OK) {
     printf("%s\n", info);
-    err = load(model_spec, be, ctx, s.seed, &l);
+    err = load(model_spec, be, ctx, &s, &l);
   }
   if (err == TASO_OK) print_plan(&l);
   if (err == TASO_OK && save_dir) err = save_outputs(&l);
