@@ -8,12 +8,15 @@
  * of its input). Internal memories (a blocked copy of a convolution's
  * activations) are the library's own allocations.
  *
- * Buffers are plain host memory, row-major at the interface. A convolution
- * configuration with layout BLOCKED lets oneDNN choose its formats (format
- * any) and reorders around the call; its weights are reordered once per
- * weight buffer and kept, since weights do not change between inferences
- * (the runtime uploads them once) and a reorder per run would cost as much
- * as a small convolution.
+ * Buffers are plain host memory: row-major, or channels last for the 4-d
+ * activations of an NHWC configuration (every kernel takes NHWC, through
+ * memory descriptors with those strides). A convolution configuration
+ * with layout BLOCKED lets oneDNN choose its formats (format any) and
+ * reorders around the call. BLOCKED and NHWC convolutions reorder their
+ * weights into the library's format once per weight buffer and keep them,
+ * since weights do not change between inferences (the runtime uploads
+ * them once) and a reorder per run would cost as much as a small
+ * convolution.
  */
 #include <omp.h>
 #include <stdio.h>

@@ -382,6 +382,9 @@ static taso_err_t tensor_layouts(taso_rt_plan_t *plan) {
     const taso_rt_config_t *cfg = &st->info.cfg;
     for (int slot = 0; slot < cfg->nin + cfg->nout && err == TASO_OK; slot++) {
       taso_ref_t r = slot < cfg->nin ? st->in[slot] : st->out[slot - cfg->nin];
+      const taso_tensor_t *t = &plan->m->types[r];
+      /* [1,C,1,1] biases, [N,1,H,W] masks: the same bytes in either layout */
+      if (t->rank == 4 && (t->dim[1] == 1 || (int64_t)t->dim[2] * t->dim[3] == 1)) continue;
       signed char want = taso_rt_channels_last(cfg, slot) ? 2 : 1;
       if (seen[r] && seen[r] != want)
         err = taso_error(TASO_ERR_UNSUPPORTED,
