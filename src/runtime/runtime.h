@@ -15,16 +15,21 @@
  * layout of its activations is a field, so that choosing calls and layouts
  * by measured cost is a search over configurations.
  *
- * Buffers hold float32. At the interface (upload, download) values are
- * row-major in the tensor's logical shape; a backend that keeps another
- * layout inside reorders in its kernels, and the configuration says so.
+ * Buffers hold float32. Upload and download copy bytes as they are: in
+ * a row-major (NCHW, NCHW-BLOCKED) configuration a buffer holds the
+ * tensor row-major in its logical shape; in an NHWC one its 4-d
+ * activations are channels last (see taso_rt_layout_t). A backend that
+ * keeps another layout inside reorders in its kernels.
+ *
+ * The runner (taso_rt_plan and after) is backend-neutral: a fused residual
+ * may get its summand's buffer as its output, and an unsupported step runs
+ * the reference kernel on host copies of its buffers.
  */
 #ifndef TASO_RUNTIME_H
 #define TASO_RUNTIME_H
 
-#include <stdint.h>
-
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "graph.h"
 #include "model.h"
