@@ -355,6 +355,11 @@ int main(int argc, char **argv) {
   memset(&l, 0, sizeof l);
   char info[256] = "";
   taso_err_t err = be->probe(info, sizeof info);
+  bool complete = be->open && be->close && be->alloc && be->release && be->upload &&
+                  be->download && be->prepare && be->run && be->sync && be->destroy;
+  if (err == TASO_OK && !complete)
+    err = taso_error(TASO_ERR_UNSUPPORTED, "backend %s: probe only, it cannot run models yet",
+                     be->name);
   if (err == TASO_OK) err = be->open(t.threads, &ctx);
   if (err == TASO_OK) {
     printf("%s\n", info);
