@@ -422,6 +422,8 @@ static void run_model(taso_model_t *m, const taso_backend_t *be, taso_rt_ctx_t *
   CHECK_OK(taso_rt_time_model(plan, in, 1, 3, &whole));
   CHECK(whole.runs == 3 && whole.min <= whole.median && whole.median <= whole.max);
   CHECK_OK(taso_rt_profile(plan, in, 0, 2, steps));
+  CHECK_OK(taso_rt_profile_in_run(plan, in, 1, 2, steps));
+  CHECK(steps[0].runs == 2);
   taso_rt_plan_free(plan);
 }
 

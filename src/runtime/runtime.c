@@ -688,3 +688,24 @@ taso_err_t taso_rt_profile(taso_rt_plan_t *plan, const float *const *inputs, int
   }
   return TASO_OK;
 }
+
+taso_err_t taso_rt_profile_in_run(taso_rt_plan_t *plan, const float *const *inputs, int warmup,
+                                  int runs, taso_rt_stats_t *step_stats) {
+  if (runs < 1) return taso_error(TASO_ERR_ARG, "timing needs at least one run");
+  double *ms = malloc(sizeof *ms * (size_t)runs * (size_t)(plan->nsteps + 1));
+  if (!ms) return taso_error(TASO_ERR_NOMEM, "timings");
+  taso_err_t err = TASO_OK;
+  for (int r = -warmup; r < runs && err == TASO_OK; r++) {
+    err = upload_inputs(plan, inputs);
+    for (int s = 0; s < plan->nsteps && err == TASO_OK; s++) {
+      double t0 = now_ms();
+      err = run_step(plan, &plan->steps[s]);
+      if (err == TASO_OK) err = plan->be->sync(plan->ctx);
+      if (r >= 0) ms[(size_t)s * (size_t)runs + (size_t)r] = now_ms() - t0;
+    }
+  }
+  for (int s = 0; s < plan->nsteps && err == TASO_OK; s++)
+    taso_rt_stats_of(ms + (size_t)s * (size_t)runs, runs, &step_stats[s]);
+  free(ms);
+  return err;
+}

@@ -180,6 +180,12 @@ taso_err_t taso_rt_time_model(taso_rt_plan_t *plan, const float *const *inputs, 
 taso_err_t taso_rt_profile(taso_rt_plan_t *plan, const float *const *inputs, int warmup, int runs,
                            taso_rt_stats_t *step_stats);
 
+/* Times each step inside whole runs (warm-up runs first): caches as a
+ * real inference leaves them, so that end to end minus the sum of these is
+ * the runner's own cost (uploads, downloads, dispatch). */
+taso_err_t taso_rt_profile_in_run(taso_rt_plan_t *plan, const float *const *inputs, int warmup,
+                                  int runs, taso_rt_stats_t *step_stats);
+
 /* Median, min, max and spread of n samples (sorted in place). */
 void taso_rt_stats_of(double *ms, int n, taso_rt_stats_t *stats);
 
