@@ -21,7 +21,7 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(Z3 REQUIRED IMPORTED_TARGET z3)
 pkg_check_modules(INIH REQUIRED IMPORTED_TARGET inih)
 
-# The model half (src/model, src/search): protobuf-c for ONNX, compiling the
+# The model half (src/model, src/runtime): protobuf-c for ONNX, compiling the
 # onnx.proto that Debian's libonnx-dev installs at build time (nothing of
 # the schema is copied here), and oneDNN for the CPU backend.
 pkg_check_modules(PROTOBUF_C REQUIRED IMPORTED_TARGET libprotobuf-c)

@@ -3,11 +3,15 @@
 
 #include "runtime.h"
 
+extern const taso_backend_t taso_backend_reference;
+extern const taso_backend_t taso_backend_cpu;
 #ifdef TASO_HAVE_CUDA
 extern const taso_backend_t taso_backend_gpu;
 #endif
 
 const taso_backend_t *const taso_backends[] = {
+    &taso_backend_reference,
+    &taso_backend_cpu,
 #ifdef TASO_HAVE_CUDA
     &taso_backend_gpu,
 #endif

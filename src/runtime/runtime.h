@@ -15,29 +15,46 @@
  * layout of its activations is a field, so that choosing calls and layouts
  * by measured cost is a search over configurations.
  *
- * Buffers hold float32. At the interface (upload, download) values are
- * row-major in the tensor's logical shape; a backend that keeps another
- * layout inside reorders in its kernels, and the configuration says so.
+ * Buffers hold float32. Upload and download copy bytes as they are: in
+ * a row-major (NCHW, NCHW-BLOCKED) configuration a buffer holds the
+ * tensor row-major in its logical shape; in an NHWC one its 4-d
+ * activations are channels last (see taso_rt_layout_t). A backend that
+ * keeps another layout inside reorders in its kernels.
+ *
+ * The runner (taso_rt_plan and after) is backend-neutral: a fused residual
+ * may get its summand's buffer as its output, and an unsupported step runs
+ * the reference kernel on host copies of its buffers.
  */
 #ifndef TASO_RUNTIME_H
 #define TASO_RUNTIME_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "graph.h"
+#include "model.h"
 
-/* Layouts of 4-d activations. Rank < 4 tensors are always row-major. */
+/* Layouts of 4-d activations. Rank < 4 tensors are always row-major.
+ * NHWC is a layout of the buffers themselves: every 4-d operand and result
+ * of the configuration except a conv2d's weight (in[1]) is stored
+ * channels last, so that a chain of NHWC steps never reorders; the runner
+ * converts at the model's inputs and outputs (taso_rt_channels_last says
+ * which slots). BLOCKED keeps the buffers row-major and lets the backend
+ * reorder into its own format inside the kernel (oneDNN nChw16c, nhwc);
+ * a BLOCKED or NHWC kernel may reorder a weight once per weight buffer and
+ * keep it, since weights do not change between runs. */
 typedef enum {
   TASO_RT_NCHW = 0,    /* row-major in the logical shape */
-  TASO_RT_NHWC = 1,    /* channels last */
-  TASO_RT_BLOCKED = 2, /* the backend's own blocked format (oneDNN nChw8c/16c) */
+  TASO_RT_NHWC = 1,    /* channels last, in the buffers */
+  TASO_RT_BLOCKED = 2, /* row-major buffers; the backend's own format inside */
 } taso_rt_layout_t;
 
 /* Epilogues fused into one library call (conv2d, matmul, bmm). */
 enum {
   TASO_FUSE_BIAS = 1 << 0, /* + bias: one value per output channel (column for matmul) */
   TASO_FUSE_RELU = 1 << 1, /* then max(0, .), after bias and sum */
-  TASO_FUSE_SUM = 1 << 2,  /* + a tensor of the output's shape (a residual) */
+  TASO_FUSE_SUM = 1 << 2,  /* + a tensor of the output's shape (a residual); the
+                              runtime may pass the summand's buffer as out[0] */
 };
 
 #define TASO_RT_MAX_IN 5 /* operands, then bias, then summand */
@@ -90,5 +107,87 @@ typedef struct {
   double min, max;
   double spread; /* (max - min) / median */
 } taso_rt_stats_t;
+
+/* The configuration of one model node alone (no fusion): operand and result
+ * types from the model's type table; a conv2d/matmul/bmm with act = RELU
+ * becomes fuse RELU with act NONE, so that one configuration has one
+ * spelling. */
+taso_err_t taso_rt_config_of_node(const taso_model_t *m, int node, taso_rt_config_t *cfg);
+
+/* Whether buffer slot `slot` (inputs 0..nin-1, then outputs) of cfg holds
+ * its values channels last (layout NHWC, 4-d, not a conv2d weight). */
+bool taso_rt_channels_last(const taso_rt_config_t *cfg, int slot);
+
+/* Host conversions of a 4-d tensor of logical shape t between row-major
+ * (NCHW) and channels last (NHWC); dst and src must not overlap. */
+void taso_rt_to_nhwc(const taso_tensor_t *t, const float *nchw, float *nhwc);
+void taso_rt_to_nchw(const taso_tensor_t *t, const float *nhwc, float *nchw);
+
+/* A short text of a configuration for listings: "conv2d 1x64x56x56 k3x3 s1x1 +bias+relu". */
+int taso_rt_config_format(const taso_rt_config_t *cfg, char *buf, int len);
+
+/* Times one configuration on scratch buffers of seeded random values:
+ * `warmup` untimed runs, then `runs` timed runs, each followed by sync. */
+taso_err_t taso_rt_time_config(const taso_backend_t *be, taso_rt_ctx_t *ctx,
+                               const taso_rt_config_t *cfg, int warmup, int runs,
+                               taso_rt_stats_t *stats);
+
+/* ---- the model runner ----------------------------------------------------
+ * A plan is a model compiled for one backend: one prepared kernel per step
+ * (a node, or a chain of nodes fused into one configuration), a buffer per
+ * tensor, the weights uploaded once. A step whose configuration the backend
+ * does not support runs the reference kernel on host copies. */
+
+typedef struct taso_rt_plan taso_rt_plan_t;
+
+typedef struct {
+  bool no_fusion; /* one step per node: no conv/matmul epilogue fusion */
+  int32_t layout; /* taso_rt_layout_t asked of conv2d steps */
+  bool choose_layout; /* time each conv2d step in NCHW and BLOCKED; keep the faster */
+} taso_rt_options_t;
+
+/* What a listing or profile says about one step. */
+typedef struct {
+  int node;               /* the model node whose result the step computes */
+  int first_node;         /* the head of a fused chain (== node unless fused) */
+  int fused;              /* nodes in the chain: 1 alone, 2-4 with epilogues */
+  bool fallback;          /* runs the reference kernel (the backend said unsupported) */
+  bool in_place;          /* a fused residual writing over its summand's buffer */
+  const char *reason;     /* why it fell back; "" otherwise */
+  taso_rt_config_t cfg;   /* its configuration */
+} taso_rt_step_info_t;
+
+/* Plans m (its weights made with taso_model_make_weights if they have no
+ * values) on an open backend context; opt NULL: the defaults (fusion on,
+ * NCHW). The plan refers to m, be and ctx, which must outlive it. */
+taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
+                        const taso_rt_options_t *opt, taso_rt_plan_t **plan);
+void taso_rt_plan_free(taso_rt_plan_t *plan);
+
+int taso_rt_plan_steps(const taso_rt_plan_t *plan);
+void taso_rt_plan_step(const taso_rt_plan_t *plan, int i, taso_rt_step_info_t *info);
+
+/* One inference. inputs[i] holds the values of the model's i-th run-time
+ * (non-weight) input, in input-table order; outputs[j] receives graph
+ * output j (sized by its type). */
+taso_err_t taso_rt_run(taso_rt_plan_t *plan, const float *const *inputs, float *const *outputs);
+
+/* Times whole runs (inputs as for taso_rt_run; outputs discarded). */
+taso_err_t taso_rt_time_model(taso_rt_plan_t *plan, const float *const *inputs, int warmup,
+                              int runs, taso_rt_stats_t *stats);
+
+/* Times each step in isolation on the plan's buffers (after one full run
+ * on inputs): step_ms[i] receives step i's statistics. */
+taso_err_t taso_rt_profile(taso_rt_plan_t *plan, const float *const *inputs, int warmup, int runs,
+                           taso_rt_stats_t *step_stats);
+
+/* Times each step inside whole runs (warm-up runs first): caches as a
+ * real inference leaves them, so that end to end minus the sum of these is
+ * the runner's own cost (uploads, downloads, dispatch). */
+taso_err_t taso_rt_profile_in_run(taso_rt_plan_t *plan, const float *const *inputs, int warmup,
+                                  int runs, taso_rt_stats_t *step_stats);
+
+/* Median, min, max and spread of n samples (sorted in place). */
+void taso_rt_stats_of(double *ms, int n, taso_rt_stats_t *stats);
 
 #endif

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# taso-run end to end on the built-in tiny model: the cpu backend agrees
+# with outputs the reference backend saved; --compare; fallback-free plan
+# listing; one clear error line (and the right exit status) for bad input.
+set -uo pipefail
+run=${TASO_BIN_DIR:?}/taso-run
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail=0
+check() { # check WHAT EXPECTED_STATUS COMMAND...: status and, on error, one stderr line
+  local what=$1 want=$2
+  shift 2
+  "$@" >"$dir/out" 2>"$dir/err"
+  local got=$?
+  if [ "$got" != "$want" ]; then
+    echo "FAIL $what: exit $got, expected $want"; cat "$dir/out" "$dir/err"; fail=1
+  elif [ "$want" != 0 ] && [ "$(grep -c 'error:' "$dir/err")" != 1 ]; then
+    echo "FAIL $what: expected one error line"; cat "$dir/err"; fail=1
+  else
+    echo "ok   $what"
+  fi
+}
+
+mkdir -p "$dir/ref" "$dir/in"
+check "reference saves outputs" 0 "$run" --model tiny --backend reference --runs 0 --save "$dir/ref"
+check "cpu agrees with reference" 0 "$run" --model tiny --runs 2 --expect "$dir/ref"
+grep -q 'relative' "$dir/out" || { echo "FAIL: no difference line"; fail=1; }
+check "cpu profile" 0 "$run" --model tiny --runs 3 --profile --threads 1
+grep -q 'overhead' "$dir/out" || { echo "FAIL: no overhead line"; fail=1; }
+check "compare with itself" 0 "$run" --model tiny --runs 0 --compare tiny --no-fusion
+check "chosen layouts" 0 "$run" --model tiny --runs 0 --layout choose --expect "$dir/ref"
+check "channels last" 0 "$run" --model tiny --runs 0 --layout nhwc --expect "$dir/ref"
+check "bad --layout" 2 "$run" --model tiny --layout nchwc
+check "another seed differs" 1 "$run" --model tiny --runs 0 --seed 2 --expect "$dir/ref"
+check "unknown model" 1 "$run" --model nosuch
+check "unknown backend" 2 "$run" --model tiny --backend tpu
+check "missing --model" 2 "$run"
+check "bad --runs" 2 "$run" --model tiny --runs many
+head -c 12 /dev/zero >"$dir/in/image.bin"
+check "short input file" 1 "$run" --model tiny --inputs "$dir/in"
+exit $fail
