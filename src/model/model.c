@@ -140,7 +140,8 @@ taso_err_t taso_model_make_weights(taso_model_t *m) {
     m->data[i] = malloc(sizeof(float) * (size_t)(size ? size : 1));
     if (!m->data[i]) return taso_error(TASO_ERR_NOMEM, "weight '%s'", m->names[i]);
     uint64_t s = name_seed(m->seed, m->names[i]);
-    float scale = (float)(1.0 / sqrt((double)(fan_in > 0 ? fan_in : 1)));
+    /* variance 2 / fan-in (He): activations keep their scale through ReLUs */
+    float scale = (float)sqrt(6.0 / (double)(fan_in > 0 ? fan_in : 1));
     for (int64_t k = 0; k < size; k++) m->data[i][k] = uniform(&s, scale);
   }
   return TASO_OK;

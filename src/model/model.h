@@ -64,8 +64,9 @@ const taso_tensor_t *taso_model_type(const taso_model_t *m, taso_ref_t ref);
 int taso_model_find_input(const taso_model_t *m, const char *name);
 
 /* Gives every weight without values its seeded random values (uniform in
- * +-1/sqrt(fan-in), fan-in = elements / first dim), deterministically from
- * m->seed and the weight's name. */
+ * +-sqrt(6/fan-in), fan-in = elements / first dim: He scaling, so that
+ * activations neither vanish nor explode through deep ReLU networks),
+ * deterministically from m->seed and the weight's name. */
 taso_err_t taso_model_make_weights(taso_model_t *m);
 
 /* Seeded random values for run-time input i (uniform in [-1, 1]); the same
