@@ -471,6 +471,36 @@ static void test_time_config(void) {
   CHECK(strncmp(text, "conv2d 1x16x14x14,16x16x3x3", 27) == 0);
 }
 
+/* The key names everything that makes configurations differ, and only that. */
+static void test_config_key(void) {
+  taso_rt_config_t a, b;
+  memset(&a, 0, sizeof a);
+  a.kind = TASO_OP_CONV2D;
+  a.p = taso_params_default();
+  a.p.stride[0] = a.p.stride[1] = 2;
+  a.nin = 3;
+  a.nout = 1;
+  a.in[0] = taso_tensor_make(4, (int32_t[]){1, 64, 56, 56});
+  a.in[1] = taso_tensor_make(4, (int32_t[]){64, 64, 3, 3});
+  a.in[2] = taso_tensor_make(1, (int32_t[]){64});
+  a.out[0] = taso_tensor_make(4, (int32_t[]){1, 64, 28, 28});
+  a.fuse = TASO_FUSE_BIAS | TASO_FUSE_RELU;
+  char ka[512], kb[512];
+  taso_rt_config_key(&a, ka, sizeof ka);
+  CHECK_STR(ka, "conv2d(s=2x2, a, b) in=1x64x56x56,64x64x3x3,64 out=1x64x28x28 "
+                "fuse=bias+relu layout=nchw");
+  b = a;
+  taso_rt_config_key(&b, kb, sizeof kb);
+  CHECK_STR(ka, kb);
+  b.p.pad = TASO_PAD_VALID;
+  taso_rt_config_key(&b, kb, sizeof kb);
+  CHECK(strcmp(ka, kb) != 0);
+  b = a;
+  b.layout = TASO_RT_NHWC;
+  taso_rt_config_key(&b, kb, sizeof kb);
+  CHECK(strcmp(ka, kb) != 0 && strstr(kb, "layout=nhwc") != NULL);
+}
+
 int main(void) {
   ref = taso_backend_find("reference");
   cpu = taso_backend_find("cpu");
@@ -483,7 +513,7 @@ int main(void) {
   const test_case_t cases[] = {
       TEST(test_probe),    TEST(test_conv2d),         TEST(test_matmul),
       TEST(test_pool),     TEST(test_elementwise),    TEST(test_data_movement),
-      TEST(test_unsupported), TEST(test_model),       TEST(test_time_config),
+      TEST(test_unsupported), TEST(test_model),       TEST(test_time_config), TEST(test_config_key),
   };
   int rc = test_run(cases, (int)(sizeof cases / sizeof cases[0]));
   cpu->close(cpu_ctx);

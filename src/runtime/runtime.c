@@ -62,6 +62,42 @@ taso_err_t taso_rt_config_of_node(const taso_model_t *m, int node, taso_rt_confi
   return TASO_OK;
 }
 
+int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len) {
+  /* The operator's text with operands named a, b, c: the registry's own
+   * spelling of its parameters, defaults omitted. */
+  taso_inputs_t in = {0};
+  taso_graph_t g;
+  taso_graph_init(&g);
+  taso_ref_t args[3] = {-1, -1, -1}, ref;
+  const taso_op_info_t *op = &taso_ops[cfg->kind];
+  char text[256] = "?", shapes[2][192] = {"", ""};
+  bool ok = true;
+  for (int a = 0; a < op->arity && ok; a++) {
+    const char name[2] = {(char)('a' + a), 0};
+    ok = taso_inputs_add(&in, name, cfg->in[a].rank, cfg->in[a].dim) == TASO_OK &&
+         taso_graph_add_input(&g, a, &args[a]) == TASO_OK;
+  }
+  if (ok && taso_graph_add(&g, (taso_op_kind_t)cfg->kind, &cfg->p, args, &ref) == TASO_OK &&
+      taso_graph_add_output(&g, ref) == TASO_OK)
+    taso_graph_format(&g, &in, text, sizeof text);
+  taso_graph_free(&g);
+  taso_inputs_free(&in);
+  for (int side = 0; side < 2; side++) {
+    const taso_tensor_t *t = side ? cfg->out : cfg->in;
+    int n = side ? cfg->nout : cfg->nin, used = 0;
+    for (int i = 0; i < n && used < (int)sizeof shapes[side]; i++) {
+      if (i) shapes[side][used++] = ',';
+      used += taso_shape_format(&t[i], shapes[side] + used, (int)sizeof shapes[side] - used);
+    }
+  }
+  static const char *const layouts[] = {"nchw", "nhwc", "blocked"};
+  return snprintf(buf, (size_t)len, "%s in=%s out=%s fuse=%s%s%s%s layout=%s", text, shapes[0],
+                  shapes[1], cfg->fuse ? "" : "none", cfg->fuse & TASO_FUSE_BIAS ? "bias" : "",
+                  cfg->fuse & TASO_FUSE_SUM ? (cfg->fuse & TASO_FUSE_BIAS ? "+sum" : "sum") : "",
+                  cfg->fuse & TASO_FUSE_RELU ? (cfg->fuse & ~TASO_FUSE_RELU ? "+relu" : "relu") : "",
+                  cfg->layout >= 0 && cfg->layout <= 2 ? layouts[cfg->layout] : "?");
+}
+
 bool taso_rt_channels_last(const taso_rt_config_t *cfg, int slot) {
   const taso_tensor_t *t = slot < cfg->nin ? &cfg->in[slot] : &cfg->out[slot - cfg->nin];
   return cfg->layout == TASO_RT_NHWC && t->rank == 4 && !(cfg->kind == TASO_OP_CONV2D && slot == 1);

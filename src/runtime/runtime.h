@@ -126,6 +126,15 @@ void taso_rt_to_nchw(const taso_tensor_t *t, const float *nhwc, float *nchw);
 /* A short text of a configuration for listings: "conv2d 1x64x56x56 k3x3 s1x1 +bias+relu". */
 int taso_rt_config_format(const taso_rt_config_t *cfg, char *buf, int len);
 
+/* The configuration's complete, canonical key: the operator in the
+ * registry's text form with every parameter, operand and result shapes,
+ * fused epilogue and layout, e.g.
+ * "conv2d(s=2x2, a, b) in=1x64x56x56,64x64x3x3 out=1x64x28x28 fuse=bias+relu layout=nchw".
+ * Equal configurations have equal keys on every machine: the cost
+ * database and the optimizer's cost cache are keyed by it. Returns the
+ * length it needs, like snprintf. */
+int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len);
+
 /* Times one configuration on scratch buffers of seeded random values:
  * `warmup` untimed runs, then `runs` timed runs, each followed by sync. */
 taso_err_t taso_rt_time_config(const taso_backend_t *be, taso_rt_ctx_t *ctx,
