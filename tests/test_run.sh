@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# taso-run end to end on the built-in tiny model: the cpu backend agrees
+# taso-run end to end on a small built-in model (squeezenet at 32x32): the cpu backend agrees
 # with outputs the reference backend saved; --compare; fallback-free plan
 # listing; one clear error line (and the right exit status) for bad input.
 set -uo pipefail
@@ -21,21 +21,38 @@ check() { # check WHAT EXPECTED_STATUS COMMAND...: status and, on error, one std
   fi
 }
 
+tiny=squeezenet:size=32
 mkdir -p "$dir/ref" "$dir/in"
-check "reference saves outputs" 0 "$run" --model tiny --backend reference --runs 0 --save "$dir/ref"
-check "cpu agrees with reference" 0 "$run" --model tiny --runs 2 --expect "$dir/ref"
+check "reference saves outputs" 0 "$run" --model $tiny --backend reference --runs 0 --save "$dir/ref"
+check "cpu agrees with reference" 0 "$run" --model $tiny --runs 2 --expect "$dir/ref"
 grep -q 'relative' "$dir/out" || { echo "FAIL: no difference line"; fail=1; }
-check "cpu profile" 0 "$run" --model tiny --runs 3 --profile --threads 1
+check "cpu profile" 0 "$run" --model $tiny --runs 3 --profile --threads 1
 grep -q 'overhead' "$dir/out" || { echo "FAIL: no overhead line"; fail=1; }
-check "compare with itself" 0 "$run" --model tiny --runs 0 --compare tiny --no-fusion
-check "chosen layouts" 0 "$run" --model tiny --runs 0 --layout choose --expect "$dir/ref"
-check "channels last" 0 "$run" --model tiny --runs 0 --layout nhwc --expect "$dir/ref"
-check "bad --layout" 2 "$run" --model tiny --layout nchwc
-check "another seed differs" 1 "$run" --model tiny --runs 0 --seed 2 --expect "$dir/ref"
+check "compare with itself" 0 "$run" --model $tiny --runs 0 --compare $tiny --no-fusion
+check "chosen layouts" 0 "$run" --model $tiny --runs 0 --layout choose --expect "$dir/ref"
+check "channels last" 0 "$run" --model $tiny --runs 0 --layout nhwc --expect "$dir/ref"
+check "bad --layout" 2 "$run" --model $tiny --layout nchwc
+check "another seed differs" 1 "$run" --model $tiny --runs 0 --seed 2 --expect "$dir/ref"
 check "unknown model" 1 "$run" --model nosuch
-check "unknown backend" 2 "$run" --model tiny --backend tpu
+check "unknown backend" 2 "$run" --model $tiny --backend tpu
 check "missing --model" 2 "$run"
-check "bad --runs" 2 "$run" --model tiny --runs many
-head -c 12 /dev/zero >"$dir/in/image.bin"
-check "short input file" 1 "$run" --model tiny --inputs "$dir/in"
+check "bad --runs" 2 "$run" --model $tiny --runs many
+head -c 12 /dev/zero >"$dir/in/data.bin"
+check "short input file" 1 "$run" --model $tiny --inputs "$dir/in"
+check "a missing input file names it" 1 "$run" --model $tiny --inputs "$dir/nothing"
+
+# ONNX test data (Debian's libonnx-testdata): input_K.pb in, output_K.pb expected.
+node=/usr/share/libonnx-testdata/data/node
+if [ -d "$node" ]; then
+  for t in test_conv_with_strides_padding test_gemm_default_matrix_bias test_softmax_axis_1; do
+    check "ONNX test data: $t" 0 "$run" --model "$node/$t/model.onnx" --runs 0 \
+      --inputs "$node/$t/test_data_set_0" --expect "$node/$t/test_data_set_0"
+  done
+  check "ONNX test data against the wrong outputs" 1 "$run" \
+    --model "$node/test_conv_with_strides_padding/model.onnx" --runs 0 \
+    --inputs "$node/test_conv_with_strides_padding/test_data_set_0" \
+    --expect "$node/test_conv_with_strides_no_padding/test_data_set_0"
+else
+  echo "skip: $node not found (libonnx-testdata): ONNX test data not run"
+fi
 exit $fail

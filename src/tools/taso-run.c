@@ -9,12 +9,16 @@
  * network) on the same seeded inputs and weights and reports how far the
  * outputs differ; --inputs/--expect check against stored values.
  */
+#define _POSIX_C_SOURCE 200809L /* access */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "onnx.h"
 #include "runtime.h"
 #include "tool.h"
 
@@ -41,8 +45,14 @@ static const taso_tool_option_t options[] = {
     {"compare", "M2", "also run M2 on the same inputs and weights; compare outputs", &compare_spec},
     {"tolerance", "T", "largest relative difference accepted (default 1e-4)", &tolerance_text},
     {"seed", "S", "seed of the weights and random inputs (default 1)", &seed_text},
-    {"inputs", "DIR", "read input NAME from DIR/NAME.bin (raw float32) instead", &inputs_dir},
-    {"expect", "DIR", "compare output NAME with DIR/NAME.bin (raw float32)", &expect_dir},
+    {"inputs", "DIR",
+     "read input NAME from DIR/NAME.bin (raw float32), else the K-th from DIR/input_K.pb "
+     "(ONNX test data)",
+     &inputs_dir},
+    {"expect", "DIR",
+     "compare output NAME with DIR/NAME.bin (raw float32), else the K-th with "
+     "DIR/output_K.pb",
+     &expect_dir},
     {"save", "DIR", "write output NAME to DIR/NAME.bin (raw float32)", &save_dir},
     {0},
 };
@@ -125,9 +135,7 @@ static void tensor_path(const char *dir, const char *name, char *path, size_t le
   snprintf(path + n, len - (size_t)n, ".bin");
 }
 
-static taso_err_t read_tensor(const char *dir, const char *name, float *x, int64_t count) {
-  char path[1024];
-  tensor_path(dir, name, path, sizeof path);
+static taso_err_t read_raw(const char *path, float *x, int64_t count) {
   FILE *f = fopen(path, "rb");
   if (!f) return taso_error(TASO_ERR_IO, "%s: %s", path, strerror(errno));
   size_t got = fread(x, sizeof(float), (size_t)count, f);
@@ -137,6 +145,31 @@ static taso_err_t read_tensor(const char *dir, const char *name, float *x, int64
     return taso_error(TASO_ERR_FORMAT, "%s: expected exactly %lld float32 values", path,
                       (long long)count);
   return TASO_OK;
+}
+
+/* Tensor `name`, the index-th input or output ("input"/"output" in role),
+ * from dir: DIR/NAME.bin (raw float32), else the ONNX test-data form
+ * DIR/input_K.pb or DIR/output_K.pb (a TensorProto, as Debian's
+ * libonnx-testdata ships them). */
+static taso_err_t read_tensor(const char *dir, const char *name, const char *role, int index,
+                              float *x, int64_t count) {
+  char path[1024];
+  tensor_path(dir, name, path, sizeof path);
+  if (access(path, F_OK) == 0) return read_raw(path, x, count);
+  char pb[1024];
+  snprintf(pb, sizeof pb, "%s/%s_%d.pb", dir, role, index);
+  if (access(pb, F_OK) != 0)
+    return taso_error(TASO_ERR_IO, "%s: no %s '%s' (neither %s nor %s)", dir, role, name, path, pb);
+  taso_onnx_tensor_t t;
+  TASO_TRY(taso_onnx_read_tensor(pb, &t));
+  taso_err_t err = TASO_OK;
+  if (t.n != count)
+    err = taso_error(TASO_ERR_FORMAT, "%s: %lld values, %s '%s' has %lld", pb, (long long)t.n, role,
+                     name, (long long)count);
+  else
+    memcpy(x, t.data, sizeof(float) * (size_t)count);
+  taso_onnx_tensor_free(&t);
+  return err;
 }
 
 static taso_err_t write_tensor(const char *dir, const char *name, const float *x, int64_t count) {
@@ -165,7 +198,7 @@ static taso_err_t make_inputs(loaded_t *l, uint64_t seed) {
     float *x = l->inputs[l->nin++] = malloc(sizeof(float) * (size_t)(n ? n : 1));
     if (!x) return taso_error(TASO_ERR_NOMEM, "input '%s'", m->names[i]);
     if (inputs_dir)
-      TASO_TRY(read_tensor(inputs_dir, m->names[i], x, n));
+      TASO_TRY(read_tensor(inputs_dir, m->names[i], "input", l->nin - 1, x, n));
     else
       taso_model_random_input(m, i, seed, x);
   }
@@ -252,7 +285,7 @@ static taso_err_t check_expected(const loaded_t *l, double tolerance) {
   taso_err_t err = want ? TASO_OK : taso_error(TASO_ERR_NOMEM, "expected outputs");
   for (int o = 0; o < m->graph.noutputs && err == TASO_OK; o++) {
     want[o] = malloc(sizeof(float) * (size_t)out_size(m, o));
-    err = want[o] ? read_tensor(expect_dir, m->output_names[o], want[o], out_size(m, o))
+    err = want[o] ? read_tensor(expect_dir, m->output_names[o], "output", o, want[o], out_size(m, o))
                   : taso_error(TASO_ERR_NOMEM, "expected outputs");
   }
   double a, r;
