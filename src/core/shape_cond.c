@@ -341,6 +341,14 @@ static const char *atom_name(const taso_shape_cond_t *c, const taso_graph_t *lhs
   return buf;
 }
 
+/* Whether item is already one entry of the comma-separated list. */
+static bool listed(const char *list, const char *item) {
+  size_t k = strlen(item);
+  for (const char *p = strstr(list, item); p; p = strstr(p + 1, item))
+    if ((p == list || p[-1] == ' ') && (p[k] == ',' || p[k] == 0)) return true;
+  return false;
+}
+
 int taso_shape_cond_format(const taso_shape_cond_t *cond, const taso_graph_t *lhs,
                            const taso_graph_t *rhs, const taso_inputs_t *in, char *buf, int len) {
   (void)rhs;
@@ -356,13 +364,17 @@ int taso_shape_cond_format(const taso_shape_cond_t *cond, const taso_graph_t *lh
     const char *y = atom_name(cond, lhs, in, slots, q->b, nb, sizeof nb);
     if (!x || !y) continue;
     const char *op = q->order < 0 ? "<" : q->order > 0 ? ">" : "=";
-    const char *dv = q->divides < 0 || q->order == 0 ? ""
-                     : q->divides & 1                 ? " (divisible)"
-                     : q->divides & 2                 ? " (divides)"
-                                                      : " (neither divides)";
-    int w = snprintf(buf + (n < len ? n : len), (size_t)(n < len ? len - n : 0), "%s%s %s %s%s",
-                     n ? ", " : "", x, op, y, dv);
-    n += w;
+    /* divisibility by a parameter (the literal 1) says nothing */
+    bool dv = q->divides >= 0 && q->order != 0 && slots[q->a] >= 0 && slots[q->b] >= 0;
+    char item[128];
+    snprintf(item, sizeof item, "%s %s %s%s", x, op, y,
+             !dv                 ? ""
+             : q->divides & 1    ? " (divisible)"
+             : q->divides & 2    ? " (divides)"
+                                 : " (neither divides)");
+    if (n < len && listed(buf, item)) continue; /* several parameters of one value */
+    n += snprintf(buf + (n < len ? n : len), (size_t)(n < len ? len - n : 0), "%s%s",
+                  n ? ", " : "", item);
   }
   free(slots);
   return n;
