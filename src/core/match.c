@@ -1,5 +1,7 @@
 #include "match.h"
 
+#include "shape_cond.h"
+
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,8 @@ typedef struct {
   bool any_type;       /* inputs bind to tensors of any shape (typed checks in emit) */
   taso_inputs_t typed; /* any_type: the table with the bound tensors' types */
   taso_tensor_t *rhs_types;
+  const taso_shape_cond_t *cond; /* checked matches: the proved shape relation, else NULL */
+  taso_tensor_t *lhs_types;      /* checked matches: lhs typed on the bound tensors */
   taso_ref_t *bound;   /* per input-table entry: the host tensor, or -1 */
   int *node_map;       /* per lhs node: the host node, or -1 */
   int *trail;          /* undo log: lhs node ids (>= 0) and inputs (-1 - index) */
@@ -53,6 +57,15 @@ static bool rhs_fits(matcher_t *m) {
   for (int o = 0; o < m->rhs->noutputs; o++)
     if (!taso_tensor_equal(&m->rhs_types[m->rhs->outputs[o]], &m->types[m->at[o]])) return false;
   return true;
+}
+
+/* Whether the bound tensors stand in the relation the substitution was
+ * proved under (checked matches; after rhs_fits, which typed rhs). */
+static bool cond_fits(matcher_t *m) {
+  for (int v = 0; v < m->in->n; v++)
+    if (m->bound[v] >= 0) m->typed.v[v].type = m->types[m->bound[v]];
+  if (taso_graph_infer(m->lhs, &m->typed, m->lhs_types) != TASO_OK) return false;
+  return taso_shape_cond_holds(m->cond, m->lhs_types, m->rhs_types);
 }
 
 /* Unifies lhs tensor l with host tensor h, extending the maps. */
@@ -120,6 +133,7 @@ static taso_err_t build_host(matcher_t *m, taso_ref_t h, bool original, taso_ref
 
 static taso_err_t emit(matcher_t *m) {
   if (m->any_type && !rhs_fits(m)) return TASO_OK;
+  if (m->cond && !cond_fits(m)) return TASO_OK;
   taso_graph_clear(&m->out);
   for (int i = 0; i < 2 * m->host->nnodes; i++) m->built[i] = -1;
   for (int o = 0; o < m->host->noutputs; o++) {
@@ -150,40 +164,65 @@ static taso_err_t match_from(matcher_t *m, int o) {
   return TASO_OK;
 }
 
+/* The matcher's buffers; any_type ones only when asked for. */
+static taso_err_t alloc(matcher_t *m) {
+  const taso_inputs_t *in = m->in;
+  if (m->any_type) {
+    m->typed.n = in->n;
+    m->typed.v = malloc(sizeof *m->typed.v * (in->n + 1));
+    m->rhs_types = malloc(sizeof *m->rhs_types * (2 * m->rhs->nnodes + 1));
+    if (m->typed.v) memcpy(m->typed.v, in->v, sizeof *m->typed.v * in->n);
+    if (!m->typed.v || !m->rhs_types) return taso_error(TASO_ERR_NOMEM, "rewrite");
+  }
+  if (m->cond && !(m->lhs_types = malloc(sizeof *m->lhs_types * (2 * m->lhs->nnodes + 1))))
+    return taso_error(TASO_ERR_NOMEM, "rewrite");
+  m->bound = malloc(sizeof *m->bound * (in->n + 1));
+  m->node_map = malloc(sizeof *m->node_map * (m->lhs->nnodes + 1));
+  m->trail = malloc(sizeof *m->trail * (m->lhs->nnodes + in->n + 1));
+  m->at = malloc(sizeof *m->at * (m->lhs->noutputs + 1));
+  m->built = malloc(sizeof *m->built * (2 * m->host->nnodes + 1));
+  if (!m->bound || !m->node_map || !m->trail || !m->at || !m->built)
+    return taso_error(TASO_ERR_NOMEM, "rewrite");
+  return TASO_OK;
+}
+
+static taso_err_t run(matcher_t *m) {
+  if (m->lhs->noutputs != m->rhs->noutputs || m->lhs->noutputs == 0)
+    return taso_error(TASO_ERR_ARG, "rewrite: %d outputs against %d", m->lhs->noutputs,
+                      m->rhs->noutputs);
+  taso_graph_init(&m->out);
+  taso_err_t err = alloc(m);
+  if (err == TASO_OK) {
+    for (int i = 0; i < m->in->n; i++) m->bound[i] = -1;
+    for (int i = 0; i < m->lhs->nnodes; i++) m->node_map[i] = -1;
+    err = match_from(m, 0);
+  }
+  taso_graph_free(&m->out);
+  free(m->bound);
+  free(m->node_map);
+  free(m->trail);
+  free(m->at);
+  free(m->built);
+  free(m->typed.v);
+  free(m->rhs_types);
+  free(m->lhs_types);
+  return err;
+}
+
 taso_err_t taso_rewrite_all(const taso_graph_t *host, const taso_tensor_t *host_types,
                             const taso_graph_t *lhs, const taso_graph_t *rhs,
                             const taso_inputs_t *in, bool any_type, taso_rewrite_fn fn, void *ctx) {
-  if (lhs->noutputs != rhs->noutputs || lhs->noutputs == 0)
-    return taso_error(TASO_ERR_ARG, "rewrite: %d outputs against %d", lhs->noutputs, rhs->noutputs);
   matcher_t m = {.host = host, .lhs = lhs, .rhs = rhs, .types = host_types, .in = in,
                  .any_type = any_type, .fn = fn, .ctx = ctx};
-  if (any_type) {
-    m.typed.n = in->n;
-    m.typed.v = malloc(sizeof *m.typed.v * (in->n + 1));
-    m.rhs_types = malloc(sizeof *m.rhs_types * (2 * rhs->nnodes + 1));
-    if (m.typed.v) memcpy(m.typed.v, in->v, sizeof *m.typed.v * in->n);
-  }
-  m.bound = malloc(sizeof *m.bound * (in->n + 1));
-  m.node_map = malloc(sizeof *m.node_map * (lhs->nnodes + 1));
-  m.trail = malloc(sizeof *m.trail * (lhs->nnodes + in->n + 1));
-  m.at = malloc(sizeof *m.at * (lhs->noutputs + 1));
-  m.built = malloc(sizeof *m.built * (2 * host->nnodes + 1));
-  taso_graph_init(&m.out);
-  taso_err_t err = TASO_OK;
-  if (!m.bound || !m.node_map || !m.trail || !m.at || !m.built || (any_type && (!m.typed.v || !m.rhs_types)))
-    err = taso_error(TASO_ERR_NOMEM, "rewrite");
-  if (err == TASO_OK) {
-    for (int i = 0; i < in->n; i++) m.bound[i] = -1;
-    for (int i = 0; i < lhs->nnodes; i++) m.node_map[i] = -1;
-    err = match_from(&m, 0);
-  }
-  taso_graph_free(&m.out);
-  free(m.bound);
-  free(m.node_map);
-  free(m.trail);
-  free(m.at);
-  free(m.built);
-  free(m.typed.v);
-  free(m.rhs_types);
-  return err;
+  return run(&m);
+}
+
+taso_err_t taso_rewrite_all_checked(const taso_graph_t *host, const taso_tensor_t *host_types,
+                                    const taso_graph_t *lhs, const taso_graph_t *rhs,
+                                    const taso_inputs_t *in, const taso_shape_cond_t *cond,
+                                    taso_rewrite_fn fn, void *ctx) {
+  if (!cond) return taso_error(TASO_ERR_ARG, "rewrite: a checked rewrite needs a condition");
+  matcher_t m = {.host = host, .lhs = lhs, .rhs = rhs, .types = host_types, .in = in,
+                 .any_type = true, .cond = cond, .fn = fn, .ctx = ctx};
+  return run(&m);
 }

@@ -10,6 +10,10 @@
  * trees, and a rewrite counts only where rhs, typed on the bound tensors, is
  * valid and gives each matched tensor its type: a substitution as a pattern
  * over all shapes (constants keep their shapes).
+ * With any_type alone a substitution is applied where its proof may not
+ * hold (shape_cond.h): that is for the generator's pruning, which asks
+ * what the pattern could derive; anything that changes a model must use
+ * taso_rewrite_all_checked.
  * Rewriting replaces the matched tensors by rhs instantiated on the bound
  * tensors, then drops what no output uses; the generator uses it to tell
  * which candidates smaller ones imply, the optimizer to apply substitutions.
@@ -18,6 +22,7 @@
 #define TASO_MATCH_H
 
 #include "graph.h"
+#include "shape_cond.h"
 
 /* Called with each rewritten graph (canonical); a non-OK return stops. */
 typedef taso_err_t (*taso_rewrite_fn)(void *ctx, const taso_graph_t *result);
@@ -27,5 +32,15 @@ typedef taso_err_t (*taso_rewrite_fn)(void *ctx, const taso_graph_t *result);
 taso_err_t taso_rewrite_all(const taso_graph_t *host, const taso_tensor_t *host_types,
                             const taso_graph_t *lhs, const taso_graph_t *rhs,
                             const taso_inputs_t *in, bool any_type, taso_rewrite_fn fn, void *ctx);
+
+/* The rewrite an optimizer may apply: any_type matching, accepting only
+ * matches whose bound tensors stand in the shape relation the substitution
+ * was proved under (cond from taso_shape_cond_of(lhs, rhs, in), with the
+ * same lhs and rhs: compute one per direction used). A match outside it is
+ * skipped, as one whose rhs does not type-check. */
+taso_err_t taso_rewrite_all_checked(const taso_graph_t *host, const taso_tensor_t *host_types,
+                                    const taso_graph_t *lhs, const taso_graph_t *rhs,
+                                    const taso_inputs_t *in, const taso_shape_cond_t *cond,
+                                    taso_rewrite_fn fn, void *ctx);
 
 #endif
