@@ -348,7 +348,9 @@ static taso_err_t collect(const taso_tool_t *t, const settings_t *s, place_t *p,
   for (int i = t->rank; err == TASO_OK && i < s->nmodels; i += t->size)
     err = collect_model(s->models[i], s->be, p->ctx, &mine);
   if (p->dev.held_since > 0) taso_device_let_go(&p->dev, &from, &to);
-  p->dev.holds = 0; /* collecting is not a measurement */
+  /* collecting is not a measurement: the device's figures start after it */
+  p->dev.holds = 0;
+  p->dev.busy = p->dev.waited = 0;
   if (err == TASO_OK) dedup(&mine);
   err = taso_agree(t->comm, err);
   if (err == TASO_OK) err = gather_items(t, &mine, all);
@@ -371,6 +373,8 @@ typedef struct {
   int64_t merged;          /* rows of this rank merged into the database */
   int64_t stop_after;      /* test hook: SIGKILL once this many are merged; -1 never */
   double last_merge;
+  ino_t db_ino;            /* the database file as last read, to see another job's merge */
+  time_t db_mtime;
   taso_provenance_t prov;
 } run_t;
 
@@ -414,14 +418,35 @@ static void fill_row(const run_t *r, const item_t *it, double *ms, int n, taso_e
 static taso_err_t measure_one(run_t *r, const item_t *it, double *ms, taso_cost_row_t *row) {
   const settings_t *s = r->s;
   int n = 0;
-  TASO_TRY(taso_device_hold(&r->p->dev));
   taso_err_t err = taso_rt_time_config_samples(s->be, r->p->ctx, &it->cfg, s->warmup, s->min_runs,
                                                s->max_runs, s->spread, ms, &n);
-  double from, to;
-  taso_device_let_go(&r->p->dev, &from, &to);
   fill_row(r, it, ms, n, err, row);
-  row->held_from = from;
-  row->held_to = to;
+  row->held_from = r->p->dev.held_since;
+  row->held_to = taso_wall_seconds();
+  return TASO_OK;
+}
+
+/* Whether the database file changed since it was last read (another job
+ * merged): a rename gives it a new inode. */
+static bool db_changed(run_t *r) {
+  struct stat st;
+  if (stat(db_path, &st) != 0) return false;
+  bool changed = st.st_ino != r->db_ino || st.st_mtime != r->db_mtime;
+  r->db_ino = st.st_ino;
+  r->db_mtime = st.st_mtime;
+  return changed;
+}
+
+/* Whether another job measured it meanwhile, reading the database again
+ * only when it changed. */
+static taso_err_t known_elsewhere(run_t *r, const item_t *it, bool *known) {
+  *known = false;
+  if (r->t->fresh) return TASO_OK;
+  if (db_changed(r)) {
+    taso_costdb_free(&r->known);
+    TASO_TRY(taso_costdb_read(db_path, true, &r->known));
+  }
+  *known = taso_costdb_find(&r->known, r->p->dev.identity, it->key) != NULL;
   return TASO_OK;
 }
 
@@ -433,6 +458,7 @@ static taso_err_t merge_batch(run_t *r) {
   r->merged += r->nbatch;
   r->nbatch = 0;
   r->last_merge = taso_wall_seconds();
+  db_changed(r); /* what this merge wrote is known */
   if (r->stop_after >= 0 && r->merged >= r->stop_after) raise(SIGKILL);
   return TASO_OK;
 }
@@ -468,12 +494,16 @@ static taso_err_t measure_all(run_t *r) {
     if (i >= r->todo->n) break;
     const item_t *it = &r->todo->v[i];
     taso_cost_row_t row;
-    if (!r->t->fresh && taso_costdb_find(&r->known, r->p->dev.identity, it->key)) {
-      r->reused++;
-      continue;
-    }
-    err = measure_one(r, it, ms, &row);
-    if (err == TASO_OK) err = keep_row(r, &row);
+    bool known = false;
+    double from, to;
+    /* Held from the check to the merge: a job that waited for this device
+     * sees what was measured on it before it measures the same thing. */
+    if ((err = taso_device_hold(&r->p->dev)) != TASO_OK) break;
+    err = known_elsewhere(r, it, &known);
+    if (err == TASO_OK && !known) err = measure_one(r, it, ms, &row);
+    if (err == TASO_OK && !known) err = keep_row(r, &row);
+    taso_device_let_go(&r->p->dev, &from, &to);
+    if (known) r->p->dev.holds--, r->reused++;
     taso_progress_update(&progress, i + 1);
   }
   if (err == TASO_OK && r->nbatch > 0) err = merge_batch(r);
