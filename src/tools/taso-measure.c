@@ -43,6 +43,12 @@
 #define MAX_MODELS 64
 
 static const char *model_last, *db_path = "costs.h5", *backend_name = "cpu";
+static bool estimate;
+
+static const taso_tool_flag_t flags[] = {
+    {"estimate", "then print each model's cost: the sum of its planned steps' medians", &estimate},
+    {0},
+};
 
 static const taso_tool_option_t options[] = {
     {"model", "M",
@@ -73,6 +79,7 @@ static const taso_tool_spec_t spec = {
     .fresh_help = "measure every configuration again (replacing this device's rows), and\n"
                   "                  replace --db if it holds something other than costs",
     .job_required = true,
+    .flags = flags,
     .options = options,
 };
 
@@ -540,6 +547,45 @@ static void report_devices(const run_t *r, double span, int64_t totals[3]) {
   free(all);
 }
 
+/* One model's cost as the optimizer sums it: its planned steps' medians
+ * on this device; steps the database has no figure for are counted. */
+static taso_err_t estimate_model(const char *model, const settings_t *s, place_t *p,
+                                 const taso_costdb_t *db) {
+  taso_model_t m;
+  taso_rt_plan_t *plan = NULL;
+  double sum = 0, ms;
+  int missing = 0, steps = 0;
+  taso_err_t err = taso_model_load(model, &m);
+  if (err == TASO_OK) err = taso_rt_plan(s->be, p->ctx, &m, NULL, &plan);
+  if (err == TASO_OK) steps = taso_rt_plan_steps(plan);
+  for (int i = 0; i < steps; i++) {
+    taso_rt_step_info_t info;
+    taso_rt_plan_step(plan, i, &info);
+    if (taso_costdb_cost(db, p->dev.identity, &info.cfg, &ms) == TASO_OK)
+      sum += ms;
+    else
+      missing++;
+  }
+  if (err == TASO_OK)
+    printf("taso-measure: estimate %s: %.3f ms, the sum of %d steps' medians (%d without a "
+           "figure)\n",
+           model, sum, steps, missing);
+  taso_rt_plan_free(plan);
+  taso_model_free(&m);
+  return err;
+}
+
+/* Rank 0. */
+static taso_err_t print_estimates(const settings_t *s, place_t *p) {
+  taso_costdb_t db;
+  TASO_TRY(taso_costdb_read(db_path, false, &db));
+  taso_err_t err = TASO_OK;
+  for (int i = 0; i < s->nmodels && err == TASO_OK; i++)
+    err = estimate_model(s->models[i], s, p, &db);
+  taso_costdb_free(&db);
+  return err;
+}
+
 int main(int argc, char **argv) {
   settings_t s = {0};
   scan_models(argc, argv, &s);
@@ -602,6 +648,8 @@ int main(int argc, char **argv) {
                       (long long)distinct, (long long)totals[0],
                       (long long)(distinct - totals[0] - totals[1]), (long long)totals[1],
                       db_path);
+  if (err == TASO_OK && estimate)
+    err = taso_tool_agree(&t, t.rank == 0 ? print_estimates(&s, &p) : TASO_OK);
   if (p.ctx) s.be->close(p.ctx);
   taso_device_close(&p.dev);
   taso_costdb_free(&r.known);
