@@ -21,16 +21,24 @@ printf '[job]\nname = bench-measure\n[measure]\nlock_dir = %s/locks\n' "$dir" >"
 echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores available"
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# spreads DB: median of the within-measurement IQR spreads and of (max-min)/median
-spreads() {
-  "$bin/taso-show" "$1" | awk '$1 ~ /^[0-9.]+$/ && $3 ~ /%$/ { s[n] = $3 + 0; q[n++] = $4 + 0 }
-    END { asort(s); asort(q); printf "median spread (max-min)/median %.1f%%, median IQR/median %.1f%% over %d rows\n", s[int((n + 1) / 2)], q[int((n + 1) / 2)], n }'
+# pick Q: the Q-quantile (0.5: median) of numbers on stdin (mawk has no asort)
+pick() { sort -g | awk -v q="$1" '{ v[NR] = $1 } END { i = int(q * NR + 0.5); if (i < 1) i = 1; print v[i] }'; }
+# rows DB: "KEY|MEDIAN|SPREAD|IQR" of every measured row (spreads in %)
+rows() {
+  "$bin/taso-show" "$1" | awk '$1 ~ /^[0-9.]+$/ && $3 ~ /%$/ { k = $0; sub(/  unit=.*/, "", k)
+    sub(/^ *([^ ]+ +)[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +/, "", k); print k "|" $1 "|" $3 + 0 "|" $4 + 0 }' | sort
 }
-# agreement A B: |median_B / median_A - 1| over the keys of both files
+spreads() {
+  echo "median (max-min)/median $(rows "$1" | cut -d'|' -f3 | pick 0.5)%," \
+    "median IQR/median $(rows "$1" | cut -d'|' -f4 | pick 0.5)% over $(rows "$1" | wc -l) rows"
+}
+# agreement A B: |median_B / median_A - 1| over the configurations of both
 agreement() {
-  join -t'|' <("$bin/taso-show" "$1" | awk '$1 ~ /^[0-9.]+$/ { k = $0; sub(/  unit=.*/, "", k); sub(/^ *([^ ]+ +){6}/, "", k); print k "|" $1 }' | sort) \
-    <("$bin/taso-show" "$2" | awk '$1 ~ /^[0-9.]+$/ { k = $0; sub(/  unit=.*/, "", k); sub(/^ *([^ ]+ +){6}/, "", k); print k "|" $1 }' | sort) |
-    awk -F'|' '{ d = $3 / $2 - 1; if (d < 0) d = -d; v[n++] = d } END { asort(v); printf "two measurements of %d configurations: median difference %.1f%%, 90th percentile %.1f%%\n", n, 100 * v[int((n + 1) / 2)], 100 * v[int(0.9 * n) > 0 ? int(0.9 * n) : 1] }'
+  local d
+  d=$(join -t'|' <(rows "$1" | cut -d'|' -f1,2) <(rows "$2" | cut -d'|' -f1,2) |
+    awk -F'|' '{ d = $3 / $2 - 1; print 100 * (d < 0 ? -d : d) }')
+  echo "two measurements of $(echo "$d" | wc -l) configurations differ by $(echo "$d" | pick 0.5)%" \
+    "(median), $(echo "$d" | pick 0.9)% (90th percentile)"
 }
 
 for m in resnet50:stem=1 bert; do
