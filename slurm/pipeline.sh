@@ -24,8 +24,10 @@
 #
 # It prints the three job ids; logs are logs/taso-STAGE-ID.out in the
 # submit directory, results OUT/candidates.h5, substitutions.h5 and
-# validation.h5. A GPU measurement stage (slurm/measure.sh, with
-# --gres=gpu:N) will chain after verify in the same way.
+# validation.h5. When the job file has a [measure] section, the measure
+# stage (slurm/measure.sh: the models' operator costs into OUT/costs.h5)
+# chains after verify too, sized by its script or TASO_MEASURE_ARGS, and
+# its id is printed on a line of its own.
 set -euo pipefail
 
 die() {
@@ -87,10 +89,16 @@ submit() { # submit STAGE EXTRA_ARGS [DEPENDENCY]: prints the job id
 
 submit generate "${TASO_GENERATE_ARGS:-}"
 submit verify "${TASO_VERIFY_ARGS:-}" "${submitted[0]}"
-# Measurement (GPU) goes here: submit measure "${TASO_MEASURE_ARGS:-}" "${submitted[1]}"
 submit validate "${TASO_VALIDATE_ARGS:-}" "${submitted[1]}"
+# Measurement only for jobs that name models to measure ([measure]).
+if grep -q '^[[:space:]]*\[measure\]' "$job"; then
+  [ -x "$bin/taso-measure" ] || die "$bin/taso-measure not found: build first (README), or set TASO_BIN"
+  [ -f "$here/measure.sh" ] || die "$here/measure.sh not found: set TASO_SLURM_DIR to the slurm/ folder"
+  submit measure "${TASO_MEASURE_ARGS:-}" "${submitted[1]}"
+fi
 echo "taso pipeline: job $job -> $out"
 echo "generate ${submitted[0]}, verify ${submitted[1]}, validate ${submitted[2]}"
+[ ${#submitted[@]} -lt 4 ] || echo "measure ${submitted[3]} -> $out/costs.h5"
 echo "logs: $base/logs/taso-{generate,verify,validate}-ID.out; follow with squeue -j $(
   IFS=,
   echo "${submitted[*]}"

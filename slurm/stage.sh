@@ -7,7 +7,8 @@
 # JOB, OUT, TASO_BIN, TASO_LAUNCHER and TASO_SRUN_MPI as the stage scripts'
 # headers say. The files of the stages: generate writes OUT/candidates.h5,
 # verify reads it and writes OUT/substitutions.h5, validate writes
-# OUT/validation.h5.
+# OUT/validation.h5, measure fills OUT/costs.h5 (TASO_MEASURE_BACKEND: cpu
+# or gpu, default cpu).
 
 run_stage() {
   local stage=$1
@@ -35,6 +36,9 @@ run_stage() {
     files=(--in "$out/candidates.h5" --out "$out/substitutions.h5")
     ;;
   validate) files=(--out "$out/validation.h5") ;;
+  # The models are the job's [measure] models; the database is shared by
+  # every job that measures into the same OUT (merged under its lock).
+  measure) files=(--db "$out/costs.h5" --backend "${TASO_MEASURE_BACKEND:-cpu}") ;;
   *) die "unknown stage '$stage'" ;;
   esac
   mkdir -p "$out" || die "cannot create the output folder $out"

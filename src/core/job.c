@@ -294,6 +294,59 @@ static taso_err_t set_validate_memory(taso_job_t *job, const char *value) {
   return parse_memory(value, &job->validate_memory_mb);
 }
 
+/* [measure]: model specs hold ':' and ',' but never blanks, so blanks
+ * separate them; continuation lines append. */
+static taso_err_t set_measure_models(taso_job_t *job, const char *value) {
+  size_t have = strlen(job->measure_models), add = strlen(value);
+  if (have + add + 2 > sizeof job->measure_models)
+    return taso_error(TASO_ERR_LIMIT, "model list longer than %d characters",
+                      (int)sizeof job->measure_models - 1);
+  if (have && add) job->measure_models[have++] = ' ';
+  memcpy(job->measure_models + have, value, add + 1);
+  return TASO_OK;
+}
+
+static taso_err_t set_measure_warmup(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 0, 10000, &job->measure_warmup);
+}
+
+static taso_err_t set_measure_min_runs(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 1, 100000, &job->measure_min_runs);
+}
+
+static taso_err_t set_measure_max_runs(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 1, 100000, &job->measure_max_runs);
+}
+
+/* A fraction of the median: 0.05 is 5 %. */
+static taso_err_t set_measure_spread(taso_job_t *job, const char *value) {
+  char *end;
+  errno = 0;
+  double v = strtod(value, &end);
+  if (end == value || *end != '\0' || errno == ERANGE || !(v >= 0 && v <= 10))
+    return taso_error(TASO_ERR_PARSE, "expected a fraction of the median from 0 to 10, got '%s'",
+                      value);
+  job->measure_spread = v;
+  return TASO_OK;
+}
+
+static taso_err_t set_measure_cores(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 0, 65536, &job->measure_cores_per_device);
+}
+
+static taso_err_t set_measure_lock_dir(taso_job_t *job, const char *value) {
+  size_t len = strlen(value);
+  if (len == 0 || len >= sizeof job->measure_lock_dir)
+    return taso_error(TASO_ERR_LIMIT, "path must have 1 to %d characters",
+                      (int)sizeof job->measure_lock_dir - 1);
+  memcpy(job->measure_lock_dir, value, len + 1);
+  return TASO_OK;
+}
+
+static taso_err_t set_measure_batch(taso_job_t *job, const char *value) {
+  return parse_seconds(value, &job->measure_batch_seconds);
+}
+
 typedef struct {
   const char *section;
   const char *key;
@@ -320,7 +373,16 @@ static const key_spec_t key_specs[] = {
     {"validate", "redundancy_rlimit", set_redundancy_rlimit, false,
      STR(TASO_DEFAULT_REDUNDANCY_RLIMIT)},
     {"validate", "memory_mb", set_validate_memory, false, STR(TASO_DEFAULT_MEMORY_MB)},
+    {"measure", "models", set_measure_models, true, NULL},
+    {"measure", "warmup", set_measure_warmup, false, "3"},
+    {"measure", "min_runs", set_measure_min_runs, false, "5"},
+    {"measure", "max_runs", set_measure_max_runs, false, "50"},
+    {"measure", "spread", set_measure_spread, false, "0.05"},
+    {"measure", "cores_per_device", set_measure_cores, false, "0"},
+    {"measure", "lock_dir", set_measure_lock_dir, false, NULL}, /* derived: $TMPDIR */
+    {"measure", "batch_seconds", set_measure_batch, false, "10"},
 };
+_Static_assert(sizeof key_specs / sizeof key_specs[0] <= 32, "taso_job_t.given has 32 bits");
 #define NKEYS ((int)(sizeof key_specs / sizeof key_specs[0]))
 
 bool taso_job_given(const taso_job_t *job, const char *section, const char *key) {

@@ -10,6 +10,9 @@
  *               units per query), memory_mb (Z3's memory cap per rank)
  *   [validate]  sizes (e.g. "1,2"), timeout (seconds per case),
  *               redundancy_timeout, redundancy_rlimit, memory_mb
+ *   [measure]   models (specs separated by blanks), warmup, min_runs, max_runs,
+ *               spread (target IQR over median), cores_per_device (0: all the
+ *               job's cores on a node), lock_dir, batch_seconds
  * A malformed file gives TASO_ERR_PARSE with "FILE:LINE: problem".
  */
 #ifndef TASO_JOB_H
@@ -55,6 +58,16 @@ typedef struct {
   int verify_memory_mb;       /* [verify] memory_mb, Z3's memory cap per rank; 0 none */
   int redundancy_rlimit;      /* [validate] redundancy_rlimit, per redundancy query */
   int validate_memory_mb;     /* [validate] memory_mb, Z3's memory cap per rank; 0 none */
+  char measure_models[1024];  /* [measure] models: specs separated by blanks; "" none */
+  int measure_warmup;         /* [measure] warmup: untimed runs per configuration */
+  int measure_min_runs;       /* [measure] min_runs: timed runs at least */
+  int measure_max_runs;       /* [measure] max_runs: timed runs at most */
+  double measure_spread;      /* [measure] spread: stop once IQR / median is at most this */
+  int measure_cores_per_device; /* [measure] cores_per_device: CPU cores one measurement
+                                   owns; 0: all the job's cores on the node */
+  char measure_lock_dir[256]; /* [measure] lock_dir; "": $TMPDIR/taso-devices, else
+                                 /tmp/taso-devices */
+  double measure_batch_seconds; /* [measure] batch_seconds: measuring between merges */
   unsigned given;             /* keys the file sets, one bit each (taso_job_given) */
 } taso_job_t;
 

@@ -250,6 +250,52 @@ taso_err_t taso_rt_time_config(const taso_backend_t *be, taso_rt_ctx_t *ctx,
   return err;
 }
 
+double taso_rt_iqr_spread(double *ms, int n) {
+  if (n < 4) return 0;
+  qsort(ms, (size_t)n, sizeof *ms, compare_double);
+  double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  return median > 0 ? (ms[(3 * n) / 4] - ms[n / 4]) / median : 0;
+}
+
+/* Whether the samples so far have settled (on a sorted copy: the caller
+ * keeps them in run order). */
+static bool settled(const double *samples, int n, double target, double *scratch) {
+  memcpy(scratch, samples, sizeof *scratch * (size_t)n);
+  return taso_rt_iqr_spread(scratch, n) <= target;
+}
+
+taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *ctx,
+                                       const taso_rt_config_t *cfg, int warmup, int min_runs,
+                                       int max_runs, double target_spread, double *samples,
+                                       int *n) {
+  *n = 0;
+  if (min_runs < 1 || max_runs < min_runs)
+    return taso_error(TASO_ERR_ARG, "timing needs 1 <= min_runs <= max_runs");
+  double *scratch = malloc(sizeof *scratch * (size_t)max_runs);
+  if (!scratch) return taso_error(TASO_ERR_NOMEM, "timings");
+  config_run_t r = {.be = be, .ctx = ctx};
+  taso_err_t err = config_buffers(&r, cfg);
+  if (err == TASO_OK) err = be->prepare(ctx, cfg, &r.k);
+  for (int i = 0; i < warmup && err == TASO_OK; i++) {
+    err = run_config(&r);
+    if (err == TASO_OK) err = be->sync(ctx);
+  }
+  while (err == TASO_OK && *n < max_runs &&
+         (*n < min_runs || !settled(samples, *n, target_spread, scratch))) {
+    double t0 = now_ms();
+    err = run_config(&r);
+    if (err == TASO_OK) err = be->sync(ctx);
+    samples[(*n)++] = now_ms() - t0;
+  }
+  if (r.k) be->destroy(ctx, r.k);
+  for (int i = 0; i < TASO_RT_MAX_IN; i++)
+    if (r.in[i]) be->release(ctx, r.in[i]);
+  for (int i = 0; i < 2; i++)
+    if (r.out[i]) be->release(ctx, r.out[i]);
+  free(scratch);
+  return err;
+}
+
 /* ---- planning: fusion ------------------------------------------------------ */
 
 /* How many operands and graph outputs read each tensor. */

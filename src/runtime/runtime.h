@@ -141,6 +141,23 @@ taso_err_t taso_rt_time_config(const taso_backend_t *be, taso_rt_ctx_t *ctx,
                                const taso_rt_config_t *cfg, int warmup, int runs,
                                taso_rt_stats_t *stats);
 
+/* Times one configuration until its timings settle: `warmup` untimed runs,
+ * then timed runs (each followed by sync) until at least min_runs were
+ * taken and the interquartile range of all of them is at most
+ * target_spread times their median, or max_runs were taken. The IQR, not
+ * max - min, decides, so that one preempted run does not keep a
+ * configuration running to the cap; the caller still sees every sample.
+ * samples (max_runs entries) receives each run's milliseconds in order;
+ * *n the number taken. */
+taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *ctx,
+                                       const taso_rt_config_t *cfg, int warmup, int min_runs,
+                                       int max_runs, double target_spread, double *samples,
+                                       int *n);
+
+/* The interquartile range of n samples over their median (0 when n < 4);
+ * ms is sorted in place. */
+double taso_rt_iqr_spread(double *ms, int n);
+
 /* ---- the model runner ----------------------------------------------------
  * A plan is a model compiled for one backend: one prepared kernel per step
  * (a node, or a chain of nodes fused into one configuration), a buffer per

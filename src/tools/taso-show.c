@@ -14,11 +14,19 @@
 
 #include <unistd.h>
 
+#include "costdb.h"
 #include "model.h"
 #include "onnx.h"
 #include "tool.h"
 
 static bool list_graphs, list_nodes;
+static const char *device_filter;
+
+static const taso_tool_option_t options[] = {
+    {"device", "TEXT", "cost databases: only the devices whose identity contains TEXT",
+     &device_filter},
+    {0},
+};
 
 static const taso_tool_flag_t flags[] = {
     {"graphs", "list the graphs too, not only the substitutions", &list_graphs},
@@ -36,11 +44,15 @@ static const taso_tool_spec_t spec = {
              "operator and whether taso imports every node. A model (a model .h5 file,\n"
              "an .onnx file or a built-in name such as resnet50 or\n"
              "inception_v3:batch=1) prints its operators by kind, FLOPs and weight\n"
-             "bytes, and with --graph one line per node. Runs on one rank.\n",
+             "bytes, and with --graph one line per node. A cost database (costs.h5)\n"
+             "prints its rows by device: median and minimum in ms, spread (max - min)\n"
+             "and IQR over the median, runs, outliers, the configuration, and the device\n"
+             "unit held with its holding interval (wall-clock seconds). Runs on one rank.\n",
     .in_help = "artifact, ONNX file or built-in model to show",
     .in_positional = true,
     .single_rank = true,
     .flags = flags,
+    .options = options,
 };
 
 /* The counts each kind carries, in the order the writing stage reports
@@ -59,6 +71,8 @@ static const char *const *kind_counts(const char *kind) {
                                            "redundancy_undecided",
                                            NULL};
   static const char *const model[] = {"nodes", "weight_values", NULL};
+  static const char *const costs[] = {"rows", "measured", "unavailable", NULL};
+  if (strcmp(kind, TASO_KIND_COSTS) == 0) return costs;
   if (strcmp(kind, TASO_KIND_MODEL) == 0) return model;
   if (strcmp(kind, TASO_KIND_CANDIDATES) == 0) return candidates;
   if (strcmp(kind, TASO_KIND_SUBSTITUTIONS) == 0) return substitutions;
@@ -299,6 +313,40 @@ static taso_err_t show_onnx(const char *path) {
   return ok ? load_and_show(path) : TASO_OK;
 }
 
+static void show_cost_row(const taso_cost_row_t *r) {
+  if (r->status == TASO_COST_MEASURED)
+    printf("  %10.4f %10.4f %6.1f%% %6.1f%% %5d %3d  %s", r->median, r->min, 100 * r->spread,
+           100 * r->iqr_spread, (int)r->runs, (int)r->outliers, r->key);
+  else
+    printf("  %-51s  %s (%s)", "unavailable", r->key, r->message);
+  printf("  unit=%s held=%.6f-%.6f when=%s\n", r->unit, r->held_from, r->held_to, r->when);
+}
+
+/* Rows by device (the file's order), with a heading per device. */
+static taso_err_t show_costs(const char *path) {
+  taso_costdb_t db;
+  TASO_TRY(taso_costdb_read(path, false, &db));
+  int64_t shown = 0;
+  for (int64_t i = 0; i < db.n; i++) {
+    const taso_cost_row_t *r = &db.rows[i];
+    if (device_filter && !strstr(r->device, device_filter)) continue;
+    if (i == 0 || strcmp(r->device, db.rows[i - 1].device) != 0 || shown == 0) {
+      int64_t n = 0, unavailable = 0;
+      for (int64_t j = i; j < db.n && strcmp(db.rows[j].device, r->device) == 0; j++, n++)
+        unavailable += db.rows[j].status != TASO_COST_MEASURED;
+      printf("device %s: %lld configurations, %lld unavailable\n", r->device, (long long)n,
+             (long long)unavailable);
+      printf("  %10s %10s %7s %7s %5s %3s  %s\n", "median ms", "min ms", "spread", "iqr", "runs",
+             "out", "configuration");
+    }
+    show_cost_row(r);
+    shown++;
+  }
+  if (device_filter && shown == 0) printf("no device matches '%s'\n", device_filter);
+  taso_costdb_free(&db);
+  return TASO_OK;
+}
+
 static bool ends_with(const char *s, const char *tail) {
   size_t n = strlen(s), k = strlen(tail);
   return n >= k && strcmp(s + n - k, tail) == 0;
@@ -346,6 +394,7 @@ int main(int argc, char **argv) {
   err = taso_tool_close(&t, &a, err);
   /* A model reads back through its own reader, which checks every node. */
   if (err == TASO_OK && strcmp(kind, TASO_KIND_MODEL) == 0) err = load_and_show(t.in_path);
+  if (err == TASO_OK && strcmp(kind, TASO_KIND_COSTS) == 0) err = show_costs(t.in_path);
   free(decisions);
   free(rows);
   taso_graphs_free(graphs, ngraphs);

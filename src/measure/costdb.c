@@ -1,0 +1,273 @@
+/*
+ * The cost database (costdb.h): reading, lookup and the locked merge.
+ */
+#define _GNU_SOURCE /* flock, O_CLOEXEC, gethostname */
+
+#include "costdb.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define F(name, kind, size) {#name, offsetof(taso_cost_row_t, name), kind, size}
+static const taso_field_t cost_fields[] = {
+    F(device, TASO_FIELD_STRING, TASO_COST_DEVICE_LEN),
+    F(key, TASO_FIELD_STRING, TASO_COST_KEY_LEN),
+    F(message, TASO_FIELD_STRING, TASO_COST_MESSAGE_LEN),
+    F(unit, TASO_FIELD_STRING, TASO_COST_UNIT_LEN),
+    F(when, TASO_FIELD_STRING, 32),
+    F(median, TASO_FIELD_DOUBLE, 0),
+    F(min, TASO_FIELD_DOUBLE, 0),
+    F(max, TASO_FIELD_DOUBLE, 0),
+    F(spread, TASO_FIELD_DOUBLE, 0),
+    F(iqr_spread, TASO_FIELD_DOUBLE, 0),
+    F(held_from, TASO_FIELD_DOUBLE, 0),
+    F(held_to, TASO_FIELD_DOUBLE, 0),
+    F(flops, TASO_FIELD_DOUBLE, 0),
+    F(runs, TASO_FIELD_INT32, 0),
+    F(outliers, TASO_FIELD_INT32, 0),
+    F(status, TASO_FIELD_INT32, 0),
+    F(pad_, TASO_FIELD_INT32, 0),
+};
+#undef F
+
+_Static_assert(sizeof(taso_cost_row_t) == 960 + 8 * 8 + 4 * 4, "taso_cost_row_t has padding");
+
+const taso_table_t taso_cost_table = {
+    .path = "/costs",
+    .size = sizeof(taso_cost_row_t),
+    .fields = cost_fields,
+    .nfields = (int)(sizeof cost_fields / sizeof cost_fields[0]),
+};
+
+static int compare_rows(const void *a, const void *b) {
+  const taso_cost_row_t *x = a, *y = b;
+  int c = strcmp(x->device, y->device);
+  return c ? c : strcmp(x->key, y->key);
+}
+
+void taso_costdb_free(taso_costdb_t *db) {
+  free(db->rows);
+  db->rows = NULL;
+  db->n = 0;
+}
+
+/* (row, position) pairs: ordering by position among equal rows makes the
+ * sort stable, so the last of each run of equal rows is the one given last. */
+static int compare_positions(const void *a, const void *b, void *rows) {
+  int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+  const taso_cost_row_t *r = rows;
+  int c = compare_rows(&r[i], &r[j]);
+  return c ? c : (i > j) - (i < j);
+}
+
+void taso_costdb_normalize(taso_costdb_t *db) {
+  if (db->n < 2) return;
+  int64_t *order = malloc(sizeof *order * (size_t)db->n);
+  taso_cost_row_t *sorted = malloc(sizeof *sorted * (size_t)db->n);
+  if (!order || !sorted) taso_fatal(__FILE__, __LINE__, "taso", "no memory to sort cost rows");
+  for (int64_t i = 0; i < db->n; i++) order[i] = i;
+  qsort_r(order, (size_t)db->n, sizeof *order, compare_positions, db->rows);
+  int64_t m = 0;
+  for (int64_t i = 0; i < db->n; i++) {
+    const taso_cost_row_t *r = &db->rows[order[i]];
+    if (m > 0 && compare_rows(&sorted[m - 1], r) == 0) m--; /* a later one replaces it */
+    sorted[m++] = *r;
+  }
+  free(order);
+  free(db->rows);
+  db->rows = sorted;
+  db->n = m;
+}
+
+const taso_cost_row_t *taso_costdb_find(const taso_costdb_t *db, const char *device,
+                                        const char *key) {
+  taso_cost_row_t probe;
+  if (strlen(device) >= sizeof probe.device || strlen(key) >= sizeof probe.key) return NULL;
+  strcpy(probe.device, device);
+  strcpy(probe.key, key);
+  return db->n ? bsearch(&probe, db->rows, (size_t)db->n, sizeof probe, compare_rows) : NULL;
+}
+
+taso_err_t taso_costdb_cost(const taso_costdb_t *db, const char *device,
+                            const taso_rt_config_t *cfg, double *ms) {
+  char key[TASO_COST_KEY_LEN];
+  if (taso_rt_config_key(cfg, key, sizeof key) >= (int)sizeof key)
+    return taso_error(TASO_ERR_LIMIT, "configuration key longer than %d characters",
+                      TASO_COST_KEY_LEN - 1);
+  const taso_cost_row_t *r = taso_costdb_find(db, device, key);
+  if (!r) return taso_error(TASO_ERR_UNKNOWN, "no cost of %s on %s", key, device);
+  if (r->status != TASO_COST_MEASURED)
+    return taso_error(TASO_ERR_UNSUPPORTED, "%s is unavailable on %s: %s", key, device,
+                      r->message);
+  *ms = r->median;
+  return TASO_OK;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+static taso_err_t read_rows(taso_artifact_t *a, taso_costdb_t *db) {
+  int64_t n = 0;
+  void *rows = NULL;
+  TASO_TRY(taso_artifact_table_length(a, &taso_cost_table, &n));
+  if (n > 0) TASO_TRY(taso_artifact_read_table(a, &taso_cost_table, 0, n, &rows));
+  db->rows = rows;
+  db->n = n;
+  /* Files are written sorted; normalizing again costs little and makes a
+   * file from elsewhere (h5 tools, an older writer) safe to search. */
+  taso_costdb_normalize(db);
+  return TASO_OK;
+}
+
+taso_err_t taso_costdb_read(const char *path, bool missing_ok, taso_costdb_t *db) {
+  struct stat st;
+  db->rows = NULL;
+  db->n = 0;
+  if (missing_ok && stat(path, &st) != 0 && errno == ENOENT) return TASO_OK;
+  taso_artifact_t *a = NULL;
+  TASO_TRY(taso_artifact_open(MPI_COMM_SELF, path, TASO_KIND_COSTS, &a));
+  taso_err_t err = read_rows(a, db);
+  taso_err_t cerr = taso_artifact_close(a);
+  if (err == TASO_OK) err = cerr;
+  if (err != TASO_OK) taso_costdb_free(db);
+  return err;
+}
+
+/* ---- the merge: lock, read, add, write beside, rename ------------------ */
+
+static char *beside(const char *path, const char *suffix) {
+  size_t n = strlen(path) + strlen(suffix) + 1;
+  char *s = malloc(n);
+  if (s) snprintf(s, n, "%s%s", path, suffix);
+  return s;
+}
+
+/* Waits for an exclusive flock on lock_path. The holder removes the file
+ * when it lets go, so a lock taken on a file that the path no longer
+ * names is taken again (as the tools' OUT.lock, tool.c). *fd: -1 on a file
+ * system without flock, where the merge goes on unprotected. */
+static taso_err_t take_lock(const char *lock_path, int *fd) {
+  for (int attempt = 0; attempt < 1000; attempt++) {
+    struct stat held, named;
+    *fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (*fd < 0)
+      return taso_error(TASO_ERR_IO, "%s: cannot create the lock file: %s", lock_path,
+                        strerror(errno));
+    int rc;
+    while ((rc = flock(*fd, LOCK_EX)) != 0 && errno == EINTR) continue;
+    if (rc != 0) {
+      int e = errno;
+      close(*fd);
+      *fd = -1;
+      if (e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS || e == EINVAL) return TASO_OK;
+      return taso_error(TASO_ERR_IO, "%s: cannot lock it: %s", lock_path, strerror(e));
+    }
+    if (fstat(*fd, &held) == 0 && stat(lock_path, &named) == 0 && held.st_dev == named.st_dev &&
+        held.st_ino == named.st_ino) {
+      char text[256], host[128] = "unknown host", when[32];
+      gethostname(host, sizeof host - 1);
+      taso_now_iso8601(when);
+      int n = snprintf(text, sizeof text, "host %s, pid %ld, since %s (merging)\n", host,
+                       (long)getpid(), when);
+      bool said = ftruncate(*fd, 0) == 0 && pwrite(*fd, text, (size_t)n, 0) == n;
+      (void)said; /* who holds it only helps a person looking; never fatal */
+      return TASO_OK;
+    }
+    close(*fd);
+  }
+  return taso_error(TASO_ERR_IO, "%s: cannot take the lock: it keeps being replaced", lock_path);
+}
+
+static void drop_lock(const char *lock_path, int fd) {
+  if (fd < 0) return;
+  unlink(lock_path);
+  close(fd);
+}
+
+static int sync_path(const char *path, int flags) {
+  int fd = open(path, flags | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int rc = fsync(fd);
+  close(fd);
+  return rc;
+}
+
+static void count_status(const taso_costdb_t *db, int64_t *measured, int64_t *unavailable) {
+  *measured = *unavailable = 0;
+  for (int64_t i = 0; i < db->n; i++)
+    *(db->rows[i].status == TASO_COST_MEASURED ? measured : unavailable) += 1;
+}
+
+/* Writes db whole into tmp, then puts it in place of path. */
+static taso_err_t write_beside(const char *path, const char *tmp, const taso_costdb_t *db,
+                               const taso_provenance_t *prov) {
+  taso_artifact_t *a = NULL;
+  int64_t measured, unavailable;
+  count_status(db, &measured, &unavailable);
+  taso_err_t err = taso_artifact_create(MPI_COMM_SELF, tmp, TASO_KIND_COSTS, prov, &a);
+  if (err == TASO_OK)
+    err = taso_artifact_write_table(a, &taso_cost_table, db->rows, db->n, 0, db->n);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "rows", db->n);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "measured", measured);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "unavailable", unavailable);
+  if (a) {
+    taso_err_t cerr = taso_artifact_close(a);
+    if (err == TASO_OK) err = cerr;
+  }
+  if (err == TASO_OK && sync_path(tmp, O_RDONLY) != 0)
+    err = taso_error(TASO_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
+  if (err == TASO_OK && rename(tmp, path) != 0)
+    err = taso_error(TASO_ERR_IO, "%s: cannot put %s in its place: %s", path, tmp,
+                     strerror(errno));
+  if (err != TASO_OK) {
+    unlink(tmp);
+    return err;
+  }
+  char dir[4096];
+  taso_path_folder(path, dir, sizeof dir);
+  sync_path(dir, O_RDONLY | O_DIRECTORY); /* the rename is durable once the folder is */
+  return TASO_OK;
+}
+
+/* The database as it is now plus rows, the new rows winning. */
+static taso_err_t combine(const char *path, const taso_cost_row_t *rows, int64_t n, bool replace,
+                          taso_costdb_t *db) {
+  taso_err_t err = taso_costdb_read(path, true, db);
+  if (err != TASO_OK && !replace) return err;
+  if (err != TASO_OK) taso_costdb_free(db); /* replace: start from nothing */
+  taso_cost_row_t *all = realloc(db->rows, sizeof *all * (size_t)(db->n + n + 1));
+  if (!all) {
+    taso_costdb_free(db);
+    return taso_error(TASO_ERR_NOMEM, "no memory for %lld cost rows", (long long)(db->n + n));
+  }
+  if (n > 0) memcpy(all + db->n, rows, sizeof *all * (size_t)n);
+  db->rows = all;
+  db->n += n;
+  taso_costdb_normalize(db);
+  return TASO_OK;
+}
+
+taso_err_t taso_costdb_merge(const char *path, const taso_cost_row_t *rows, int64_t n,
+                             const taso_provenance_t *prov, bool replace, taso_costdb_t *after) {
+  char *lock = beside(path, ".lock"), *tmp = beside(path, ".tmp");
+  taso_costdb_t db = {0};
+  int fd = -1;
+  taso_err_t err = lock && tmp ? take_lock(lock, &fd)
+                               : taso_error(TASO_ERR_NOMEM, "no memory for file names");
+  if (err == TASO_OK) err = combine(path, rows, n, replace, &db);
+  if (err == TASO_OK) err = write_beside(path, tmp, &db, prov);
+  if (lock) drop_lock(lock, fd);
+  free(lock);
+  free(tmp);
+  if (err == TASO_OK && after)
+    *after = db;
+  else
+    taso_costdb_free(&db);
+  return err;
+}

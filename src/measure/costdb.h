@@ -1,0 +1,95 @@
+/*
+ * The cost database (costs.h5, kind taso-costs): measured run times of
+ * operator configurations, one row per (device, configuration), shared by
+ * every job that measures on or optimizes for that device.
+ *
+ * A configuration is named by its canonical key (taso_rt_config_key), a
+ * device by its identity (taso_device_identity: backend, hardware, library
+ * version, cores), so that a row measured by one job is found by any other
+ * job on the same kind of device, on any node. Rows are flat fixed-size
+ * records in one table, /costs, sorted by device then key.
+ *
+ * Writers never rewrite the file in place: taso_costdb_merge takes an
+ * exclusive flock on PATH.lock (waiting for it), reads the file as it is
+ * now, adds or replaces its rows, writes PATH.tmp and renames it over
+ * PATH. So several jobs that finish at once lose no row and duplicate
+ * none, and a reader (taso_costdb_read, the optimizer) always sees a whole
+ * file. Everything here runs on one process (MPI_COMM_SELF), whatever the
+ * rank count of the caller.
+ */
+#ifndef TASO_COSTDB_H
+#define TASO_COSTDB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "artifact.h"
+#include "runtime.h"
+
+#define TASO_KIND_COSTS "taso-costs"
+
+#define TASO_COST_DEVICE_LEN 160  /* device identity */
+#define TASO_COST_KEY_LEN 512     /* taso_rt_config_key */
+#define TASO_COST_MESSAGE_LEN 160 /* why a configuration is unavailable */
+#define TASO_COST_UNIT_LEN 96     /* the physical device held: "host:cpu0-15" */
+
+typedef enum {
+  TASO_COST_MEASURED = 0,    /* the figures are timings */
+  TASO_COST_UNAVAILABLE = 1, /* the backend cannot run it; message says why */
+} taso_cost_status_t;
+
+/* One row. Times in milliseconds; wall-clock times in seconds since the
+ * epoch. The record has no padding (HDF5 compound, taso_table_t). */
+typedef struct {
+  char device[TASO_COST_DEVICE_LEN];   /* device identity */
+  char key[TASO_COST_KEY_LEN];         /* configuration key */
+  char message[TASO_COST_MESSAGE_LEN]; /* unavailable: the library's message */
+  char unit[TASO_COST_UNIT_LEN];       /* the device instance that was held */
+  char when[32];                       /* ISO 8601 UTC, end of the measurement */
+  double median, min, max;             /* of the timed runs */
+  double spread;                       /* (max - min) / median */
+  double iqr_spread;                   /* interquartile range / median */
+  double held_from, held_to;           /* the device lock was held in between */
+  double flops;                        /* multiply-adds (conv, matmul) or elements moved */
+  int32_t runs;                        /* timed runs */
+  int32_t outliers;                    /* runs beyond median + 3 IQR (kept in the figures) */
+  int32_t status;                      /* taso_cost_status_t */
+  int32_t pad_;                        /* zero */
+} taso_cost_row_t;
+
+/* A database in memory: rows sorted by (device, key), unique. */
+typedef struct {
+  taso_cost_row_t *rows;
+  int64_t n;
+} taso_costdb_t;
+
+/* Reads path (kind taso-costs). A missing file is an empty database when
+ * missing_ok; anything else that is not a costs artifact is an error that
+ * names the file. */
+taso_err_t taso_costdb_read(const char *path, bool missing_ok, taso_costdb_t *db);
+void taso_costdb_free(taso_costdb_t *db);
+
+/* The row of (device, key); NULL when the database has none. */
+const taso_cost_row_t *taso_costdb_find(const taso_costdb_t *db, const char *device,
+                                        const char *key);
+
+/* The optimizer's lookup: the median run time of cfg on device, in ms.
+ * TASO_OK with *ms; TASO_ERR_UNSUPPORTED (with the library's message) when
+ * the row says unavailable; TASO_ERR_UNKNOWN when there is no row. */
+taso_err_t taso_costdb_cost(const taso_costdb_t *db, const char *device,
+                            const taso_rt_config_t *cfg, double *ms);
+
+/* Sorts rows by (device, key); of equal ones keeps the last given. */
+void taso_costdb_normalize(taso_costdb_t *db);
+
+/* Adds rows (replacing rows of the same device and key) to the database
+ * at path, creating it, under PATH.lock as above; prov describes the
+ * writer. *after, if not NULL, receives the merged database. A file at
+ * path that is not a costs artifact is refused, unless replace. */
+taso_err_t taso_costdb_merge(const char *path, const taso_cost_row_t *rows, int64_t n,
+                             const taso_provenance_t *prov, bool replace, taso_costdb_t *after);
+
+/* The /costs table's description, for taso-show and tests. */
+extern const taso_table_t taso_cost_table;
+
+#endif

@@ -1,0 +1,659 @@
+/*
+ * taso-measure: times every operator configuration of the given models on
+ * a device and keeps the figures in the shared cost database (costdb.h),
+ * which the optimizer reads.
+ *
+ * The configurations are those of the models' nodes alone and those the
+ * runtime's plans really run (fused convolution epilogues), deduplicated
+ * by key; the ones the database already holds for this device are reused.
+ * The ranks of a node share its devices (device.h): on the CPU backend a
+ * device is a set of cores, and the first ranks of a node own one each;
+ * every rank collects the configurations of its share of the models, rank
+ * 0 merges and orders them (longest first, by a FLOP estimate), and the
+ * device ranks take them one at a time from a counter on rank 0, so no
+ * device idles while work is left. Each measurement holds its device
+ * through per-core advisory locks that every job on the node sees, so no
+ * two measurements ever share a core, within a job or between jobs; the
+ * holding interval goes into the row.
+ *
+ * Rows are merged into --db in batches (every [measure] batch_seconds, and
+ * at the end) under the database's own lock, so concurrent jobs lose no
+ * row, and a killed run keeps every batch it merged: started again, it
+ * measures only the rest.
+ */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_* */
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <omp.h>
+
+#include "collective.h"
+#include "costdb.h"
+#include "device.h"
+#include "runtime.h"
+#include "tool.h"
+
+#define MAX_MODELS 64
+
+static const char *model_last, *db_path = "costs.h5", *backend_name = "cpu";
+static bool estimate;
+
+static const taso_tool_flag_t flags[] = {
+    {"estimate", "then print each model's cost: the sum of its planned steps' medians", &estimate},
+    {0},
+};
+
+static const taso_tool_option_t options[] = {
+    {"model", "M",
+     "a model (built-in name with overrides, .onnx or model .h5); repeat for more;\n"
+     "                  default: the job's [measure] models",
+     &model_last},
+    {"db", "FILE", "the cost database to fill and reuse (default costs.h5)", &db_path},
+    {"backend", "NAME", "cpu (default), gpu, or reference", &backend_name},
+    {0},
+};
+
+static const taso_tool_spec_t spec = {
+    .name = "taso-measure",
+    .about = "Times every operator configuration of the models (each node alone, and the\n"
+             "fused steps the runtime runs) on this node's devices and merges the figures\n"
+             "into the cost database (--db): median, minimum and spread of repeated runs,\n"
+             "or unavailable with the library's message. Configurations the database holds\n"
+             "for this device already are reused, not measured again.\n"
+             "\n"
+             "A measurement owns its device: on the cpu backend a set of cores ([measure]\n"
+             "cores_per_device; default all the job's cores on the node), held through\n"
+             "advisory locks in [measure] lock_dir that every job on the node respects.\n"
+             "Under mpirun the first ranks of a node own a device each; the others only\n"
+             "collect configurations. Several jobs may fill one database at once: rows are\n"
+             "merged under COSTS.lock into COSTS.tmp, renamed over the database, in batches,\n"
+             "so that a killed run keeps what it merged and resumes from it.\n",
+    .job_help = "job file: [measure] models, timing settings, devices",
+    .fresh_help = "measure every configuration again (replacing this device's rows), and\n"
+                  "                  replace --db if it holds something other than costs",
+    .job_required = true,
+    .flags = flags,
+    .options = options,
+};
+
+/* ---- settings ---------------------------------------------------------------- */
+
+typedef struct {
+  const char *models[MAX_MODELS];
+  int nmodels;
+  const taso_backend_t *be;
+  char lock_dir[4096];
+  int warmup, min_runs, max_runs, cores_per_device;
+  double spread, batch_seconds;
+} settings_t;
+
+/* The harness keeps one value per option; --model may repeat, so argv is
+ * read for every one before the harness parses it. */
+static void scan_models(int argc, char **argv, settings_t *s) {
+  for (int i = 1; i < argc && s->nmodels < MAX_MODELS; i++) {
+    if (strcmp(argv[i], "--model") == 0 && i + 1 < argc)
+      s->models[s->nmodels++] = argv[++i];
+    else if (strncmp(argv[i], "--model=", 8) == 0)
+      s->models[s->nmodels++] = argv[i] + 8;
+  }
+}
+
+/* The job's blank-separated list, when no --model was given. The strings
+ * live in the job, which outlives the run. */
+static void job_models(taso_job_t *job, settings_t *s) {
+  for (char *save = NULL, *m = strtok_r(job->measure_models, " \t", &save);
+       m && s->nmodels < MAX_MODELS; m = strtok_r(NULL, " \t", &save))
+    s->models[s->nmodels++] = m;
+}
+
+static void settings_of_job(taso_tool_t *t, settings_t *s) {
+  taso_job_t *job = &t->job;
+  if (s->nmodels == 0) job_models(job, s);
+  if (s->nmodels == 0)
+    taso_tool_usage_error(t, "no model: give --model M, or [measure] models in %s", job->path);
+  s->warmup = job->measure_warmup;
+  s->min_runs = job->measure_min_runs;
+  s->max_runs = job->measure_max_runs;
+  s->spread = job->measure_spread;
+  s->cores_per_device = job->measure_cores_per_device;
+  s->batch_seconds = job->measure_batch_seconds;
+  const char *env = getenv("TASO_MEASURE_BATCH_SECONDS"); /* test hook */
+  if (env && *env) s->batch_seconds = atof(env);
+  if (s->max_runs < s->min_runs)
+    taso_tool_usage_error(t, "%s: [measure] max_runs %d is below min_runs %d", job->path,
+                          s->max_runs, s->min_runs);
+  taso_device_lock_dir(job->measure_lock_dir, s->lock_dir, sizeof s->lock_dir);
+}
+
+/* Rank 0, before any work: the database may be written and replaced. It is
+ * shared by concurrent jobs, so it is not claimed for the run as other
+ * tools' outputs are: its lock is taken for each merge only. */
+static taso_err_t check_db(const taso_tool_t *t) {
+  struct stat st;
+  char dir[4096], *kind = NULL;
+  taso_path_folder(db_path, dir, sizeof dir);
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return taso_error(TASO_ERR_IO, "%s: the output folder %s: %s", db_path, dir,
+                      stat(dir, &st) != 0 ? strerror(errno) : "not a folder");
+  if (access(dir, W_OK | X_OK) != 0)
+    return taso_error(TASO_ERR_IO, "%s: cannot write in the output folder %s: %s", db_path, dir,
+                      strerror(errno));
+  if (stat(db_path, &st) != 0) return TASO_OK;
+  if (S_ISDIR(st.st_mode)) return taso_error(TASO_ERR_IO, "%s: is a folder", db_path);
+  struct stat job;
+  if (stat(t->job_path, &job) == 0 && job.st_dev == st.st_dev && job.st_ino == st.st_ino)
+    return taso_error(TASO_ERR_ARG, "%s: is this run's job file (--job), not a database",
+                      db_path);
+  if (t->fresh) return TASO_OK;
+  taso_err_t err = taso_artifact_identify(db_path, &kind);
+  if (err != TASO_OK) {
+    char what[512];
+    const char *d = taso_error_detail();
+    size_t n = strlen(db_path);
+    snprintf(what, sizeof what, "%s", strncmp(d, db_path, n) == 0 && d[n] == ':' ? d + n + 2 : d);
+    return taso_tool_refuse(t, db_path, "something other than a %s artifact (%s)",
+                            TASO_KIND_COSTS, what);
+  }
+  if (strcmp(kind, TASO_KIND_COSTS) != 0)
+    err = taso_tool_refuse(t, db_path, "a %s artifact, not a %s one", kind, TASO_KIND_COSTS);
+  free(kind);
+  return err;
+}
+
+/* ---- configurations -------------------------------------------------------------- */
+
+typedef struct {
+  char key[TASO_COST_KEY_LEN];
+  taso_rt_config_t cfg;
+  double flops; /* the order of measuring: longest first */
+} item_t;
+
+typedef struct {
+  item_t *v;
+  int64_t n, cap;
+} items_t;
+
+/* Multiply-adds of a convolution or product, else elements touched: only
+ * the order of measuring depends on it. */
+static double flops_of(const taso_rt_config_t *c) {
+  double out = (double)taso_tensor_size(&c->out[0]);
+  if (c->kind == TASO_OP_CONV2D)
+    return out * (double)taso_tensor_size(&c->in[1]) / (double)c->in[1].dim[0];
+  if (c->kind == TASO_OP_MATMUL || c->kind == TASO_OP_BMM)
+    return out * (double)c->in[0].dim[c->in[0].rank - 1];
+  double moved = out;
+  for (int i = 0; i < c->nin; i++) moved += (double)taso_tensor_size(&c->in[i]);
+  return moved;
+}
+
+static taso_err_t add_item(items_t *it, const taso_rt_config_t *cfg) {
+  if (it->n == it->cap) {
+    int64_t cap = it->cap ? 2 * it->cap : 64;
+    item_t *grown = realloc(it->v, sizeof *grown * (size_t)cap);
+    if (!grown) return taso_error(TASO_ERR_NOMEM, "no memory for configurations");
+    it->v = grown;
+    it->cap = cap;
+  }
+  item_t *x = &it->v[it->n];
+  memset(x, 0, sizeof *x);
+  if (taso_rt_config_key(cfg, x->key, sizeof x->key) >= (int)sizeof x->key)
+    return taso_error(TASO_ERR_LIMIT, "a configuration key longer than %d characters: %.80s...",
+                      TASO_COST_KEY_LEN - 1, x->key);
+  x->cfg = *cfg;
+  x->flops = flops_of(cfg);
+  it->n++;
+  return TASO_OK;
+}
+
+/* Every node's configuration, then every planned step's (fused). */
+static taso_err_t collect_model(const char *model, const taso_backend_t *be, taso_rt_ctx_t *ctx,
+                                items_t *it) {
+  taso_model_t m;
+  taso_rt_plan_t *plan = NULL;
+  taso_rt_config_t cfg;
+  taso_err_t err = taso_model_load(model, &m);
+  for (int i = 0; err == TASO_OK && i < m.graph.nnodes; i++)
+    if (m.graph.nodes[i].kind != TASO_OP_INPUT) {
+      err = taso_rt_config_of_node(&m, i, &cfg);
+      if (err == TASO_OK) err = add_item(it, &cfg);
+    }
+  if (err == TASO_OK) err = taso_rt_plan(be, ctx, &m, NULL, &plan);
+  for (int s = 0; err == TASO_OK && s < taso_rt_plan_steps(plan); s++) {
+    taso_rt_step_info_t info;
+    taso_rt_plan_step(plan, s, &info);
+    err = add_item(it, &info.cfg);
+  }
+  taso_rt_plan_free(plan);
+  taso_model_free(&m);
+  return err;
+}
+
+static int by_key(const void *a, const void *b) {
+  return strcmp(((const item_t *)a)->key, ((const item_t *)b)->key);
+}
+
+static int longest_first(const void *a, const void *b) {
+  const item_t *x = a, *y = b;
+  if (x->flops != y->flops) return x->flops < y->flops ? 1 : -1;
+  return strcmp(x->key, y->key);
+}
+
+static void dedup(items_t *it) {
+  int64_t m = 0;
+  if (it->n) qsort(it->v, (size_t)it->n, sizeof *it->v, by_key);
+  for (int64_t i = 0; i < it->n; i++)
+    if (m == 0 || strcmp(it->v[m - 1].key, it->v[i].key) != 0) it->v[m++] = it->v[i];
+  it->n = m;
+}
+
+/* Collective: every rank's items, deduplicated, on rank 0. */
+static taso_err_t gather_items(const taso_tool_t *t, items_t *mine, items_t *all) {
+  int bytes = (int)(sizeof(item_t) * (size_t)mine->n), *counts = NULL, *displs = NULL;
+  if (t->rank == 0) {
+    counts = calloc((size_t)t->size, sizeof *counts);
+    displs = calloc((size_t)t->size, sizeof *displs);
+    if (!counts || !displs) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
+  }
+  MPI_Gather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, 0, t->comm);
+  int64_t total = 0;
+  for (int r = 0; t->rank == 0 && r < t->size; r++) {
+    displs[r] = (int)total;
+    total += counts[r];
+  }
+  if (t->rank == 0) {
+    all->n = all->cap = total / (int64_t)sizeof(item_t);
+    all->v = malloc((size_t)total + 1);
+    if (!all->v) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
+  }
+  MPI_Gatherv(mine->v, bytes, MPI_BYTE, all->v, counts, displs, MPI_BYTE, 0, t->comm);
+  if (t->rank == 0) dedup(all);
+  free(counts);
+  free(displs);
+  return TASO_OK;
+}
+
+/* Collective: rank 0's items on every rank. */
+static void broadcast_items(const taso_tool_t *t, items_t *it) {
+  MPI_Bcast(&it->n, 1, MPI_INT64_T, 0, t->comm);
+  if (t->rank != 0) {
+    it->v = malloc(sizeof *it->v * (size_t)(it->n + 1));
+    if (!it->v) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
+  }
+  MPI_Bcast(it->v, (int)(sizeof *it->v * (size_t)it->n), MPI_BYTE, 0, t->comm);
+}
+
+/* ---- devices ------------------------------------------------------------------ */
+
+typedef struct {
+  taso_device_t dev;  /* the cores this rank works on (its device, or its affinity) */
+  bool owns;          /* measures: one of the node's devices is this rank's */
+  int index;          /* the device's number on the node */
+  int ndevices;       /* devices on this node */
+  taso_rt_ctx_t *ctx; /* the backend, on dev's cores */
+} place_t;
+
+static int compare_int(const void *a, const void *b) {
+  return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+/* Collective. The node's cores this job may use (the union of its ranks'
+ * affinities), cut into devices of cores_per_device; local rank i < the
+ * device count owns device i. A rank without a device keeps its own
+ * affinity, which it holds while it collects (planning is CPU load too). */
+static taso_err_t place_rank(const taso_tool_t *t, const settings_t *s, place_t *p) {
+  cpu_set_t mine, all;
+  MPI_Comm node;
+  int lrank, cores[CPU_SETSIZE], ncores = 0, own[CPU_SETSIZE], nown = 0;
+  memset(p, 0, sizeof *p);
+  sched_getaffinity(0, sizeof mine, &mine);
+  MPI_Comm_split_type(t->comm, MPI_COMM_TYPE_SHARED, t->rank, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &lrank);
+  MPI_Allreduce(&mine, &all, sizeof all, MPI_BYTE, MPI_BOR, node);
+  MPI_Comm_free(&node);
+  for (int c = 0; c < CPU_SETSIZE; c++) {
+    if (CPU_ISSET(c, &all)) cores[ncores++] = c;
+    if (CPU_ISSET(c, &mine)) own[nown++] = c;
+  }
+  bool gpu = strcmp(s->be->name, "gpu") == 0;
+  int per = s->cores_per_device ? s->cores_per_device : ncores;
+  if (!gpu && per > ncores)
+    return taso_error(TASO_ERR_ARG, "[measure] cores_per_device is %d, but this job has %d core%s "
+                      "on %s", per, ncores, ncores == 1 ? "" : "s", "this node");
+  /* GPUs: one device per visible GPU (CUDA_VISIBLE_DEVICES, else one). */
+  const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+  int ngpus = 1;
+  for (const char *c = visible; c && *c; c++) ngpus += *c == ',';
+  p->ndevices = gpu ? ngpus : ncores / per;
+  p->owns = lrank < p->ndevices;
+  p->index = p->owns ? lrank : -1;
+  if (gpu) return taso_device_open(&p->dev, s->lock_dir, true, &lrank, 1);
+  if (p->owns) return taso_device_open(&p->dev, s->lock_dir, false, cores + lrank * per, per);
+  qsort(own, (size_t)nown, sizeof *own, compare_int);
+  return taso_device_open(&p->dev, s->lock_dir, false, own, nown);
+}
+
+/* Binds to the device's cores and opens the backend there. */
+static taso_err_t open_place(const settings_t *s, place_t *p) {
+  TASO_TRY(taso_device_bind(&p->dev));
+  TASO_TRY(s->be->open(p->dev.gpu ? 0 : p->dev.nunits, &p->ctx));
+  return taso_device_identify(&p->dev, s->be);
+}
+
+/* Collective. This rank's share of the models, collected while it holds
+ * its cores; then all of them on rank 0. */
+static taso_err_t collect(const taso_tool_t *t, const settings_t *s, place_t *p, items_t *all) {
+  items_t mine = {0};
+  double from, to;
+  taso_err_t err = taso_device_hold(&p->dev);
+  for (int i = t->rank; err == TASO_OK && i < s->nmodels; i += t->size)
+    err = collect_model(s->models[i], s->be, p->ctx, &mine);
+  if (p->dev.held_since > 0) taso_device_let_go(&p->dev, &from, &to);
+  /* collecting is not a measurement: the device's figures start after it */
+  p->dev.holds = 0;
+  p->dev.busy = p->dev.waited = 0;
+  if (err == TASO_OK) dedup(&mine);
+  err = taso_agree(t->comm, err);
+  if (err == TASO_OK) err = gather_items(t, &mine, all);
+  free(mine.v);
+  return err;
+}
+
+/* ---- measuring ------------------------------------------------------------------ */
+
+typedef struct {
+  const taso_tool_t *t;
+  const settings_t *s;
+  place_t *p;
+  const char *identity;    /* rank 0's device identity: what reuse is checked against */
+  items_t *todo;           /* the configurations to measure, longest first */
+  taso_costdb_t known;     /* the database as last merged (or read) */
+  taso_cost_row_t *batch;  /* rows measured since the last merge */
+  int64_t nbatch, cap;
+  int64_t measured, unavailable, reused; /* reused: merged by another job meanwhile */
+  int64_t merged;          /* rows of this rank merged into the database */
+  int64_t stop_after;      /* test hook: SIGKILL once this many are merged; -1 never */
+  double last_merge;
+  ino_t db_ino;            /* the database file as last read, to see another job's merge */
+  time_t db_mtime;
+  taso_provenance_t prov;
+} run_t;
+
+/* Runs beyond median + 3 IQR: reported, but kept in the figures, which
+ * are order statistics and shrug them off. */
+static int count_outliers(double *ms, int n, const taso_rt_stats_t *st, double iqr_spread) {
+  int k = 0;
+  for (int i = 0; i < n; i++) k += ms[i] > st->median * (1 + 3 * iqr_spread) && iqr_spread > 0;
+  return k;
+}
+
+static void fill_row(const run_t *r, const item_t *it, double *ms, int n, taso_err_t err,
+                     taso_cost_row_t *row) {
+  memset(row, 0, sizeof *row);
+  snprintf(row->device, sizeof row->device, "%s", r->p->dev.identity);
+  snprintf(row->key, sizeof row->key, "%s", it->key);
+  snprintf(row->unit, sizeof row->unit, "%s", r->p->dev.unit);
+  taso_now_iso8601(row->when);
+  row->flops = it->flops;
+  if (err != TASO_OK || n == 0) {
+    row->status = TASO_COST_UNAVAILABLE;
+    snprintf(row->message, sizeof row->message, "%s",
+             err != TASO_OK ? taso_error_detail() : "no timed run");
+    return;
+  }
+  taso_rt_stats_t st;
+  double iqr = taso_rt_iqr_spread(ms, n); /* sorts ms: order is not needed past here */
+  taso_rt_stats_of(ms, n, &st);
+  row->median = st.median;
+  row->min = st.min;
+  row->max = st.max;
+  row->spread = st.spread;
+  row->iqr_spread = iqr;
+  row->runs = st.runs;
+  row->outliers = count_outliers(ms, n, &st, iqr);
+}
+
+/* One configuration, timed while this rank holds its device. A failure of
+ * the backend is the configuration's (recorded as unavailable); one of the
+ * lock is the run's. */
+static taso_err_t measure_one(run_t *r, const item_t *it, double *ms, taso_cost_row_t *row) {
+  const settings_t *s = r->s;
+  int n = 0;
+  taso_err_t err = taso_rt_time_config_samples(s->be, r->p->ctx, &it->cfg, s->warmup, s->min_runs,
+                                               s->max_runs, s->spread, ms, &n);
+  fill_row(r, it, ms, n, err, row);
+  row->held_from = r->p->dev.held_since;
+  row->held_to = taso_wall_seconds();
+  return TASO_OK;
+}
+
+/* Whether the database file changed since it was last read (another job
+ * merged): a rename gives it a new inode. */
+static bool db_changed(run_t *r) {
+  struct stat st;
+  if (stat(db_path, &st) != 0) return false;
+  bool changed = st.st_ino != r->db_ino || st.st_mtime != r->db_mtime;
+  r->db_ino = st.st_ino;
+  r->db_mtime = st.st_mtime;
+  return changed;
+}
+
+/* Whether another job measured it meanwhile, reading the database again
+ * only when it changed. */
+static taso_err_t known_elsewhere(run_t *r, const item_t *it, bool *known) {
+  *known = false;
+  if (r->t->fresh) return TASO_OK;
+  if (db_changed(r)) {
+    taso_costdb_free(&r->known);
+    TASO_TRY(taso_costdb_read(db_path, true, &r->known));
+  }
+  *known = taso_costdb_find(&r->known, r->p->dev.identity, it->key) != NULL;
+  return TASO_OK;
+}
+
+static taso_err_t merge_batch(run_t *r) {
+  taso_costdb_t after = {0};
+  TASO_TRY(taso_costdb_merge(db_path, r->batch, r->nbatch, &r->prov, r->t->fresh, &after));
+  taso_costdb_free(&r->known);
+  r->known = after;
+  r->merged += r->nbatch;
+  r->nbatch = 0;
+  r->last_merge = taso_wall_seconds();
+  db_changed(r); /* what this merge wrote is known */
+  if (r->stop_after >= 0 && r->merged >= r->stop_after) raise(SIGKILL);
+  return TASO_OK;
+}
+
+static taso_err_t keep_row(run_t *r, const taso_cost_row_t *row) {
+  if (r->nbatch == r->cap) {
+    int64_t cap = r->cap ? 2 * r->cap : 32;
+    taso_cost_row_t *grown = realloc(r->batch, sizeof *grown * (size_t)cap);
+    if (!grown) return taso_error(TASO_ERR_NOMEM, "no memory for cost rows");
+    r->batch = grown;
+    r->cap = cap;
+  }
+  r->batch[r->nbatch++] = *row;
+  *(row->status == TASO_COST_MEASURED ? &r->measured : &r->unavailable) += 1;
+  if (taso_wall_seconds() - r->last_merge >= r->s->batch_seconds) return merge_batch(r);
+  return TASO_OK;
+}
+
+/* Collective. Device ranks take configurations from the counter, longest
+ * first, until none is left; one that another job merged meanwhile is
+ * reused (unless --fresh). */
+static taso_err_t measure_all(run_t *r) {
+  taso_counter_t counter;
+  taso_progress_t progress;
+  taso_err_t err = TASO_OK;
+  double *ms = malloc(sizeof *ms * (size_t)r->s->max_runs);
+  if (!ms) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
+  taso_counter_open(r->t, &counter);
+  taso_progress_begin(&progress, r->t, "configurations", r->todo->n);
+  r->last_merge = taso_wall_seconds();
+  while (r->p->owns && err == TASO_OK) {
+    int64_t i = taso_counter_take(&counter, 1);
+    if (i >= r->todo->n) break;
+    const item_t *it = &r->todo->v[i];
+    taso_cost_row_t row;
+    bool known = false;
+    double from, to;
+    /* Held from the check to the merge: a job that waited for this device
+     * sees what was measured on it before it measures the same thing. */
+    if ((err = taso_device_hold(&r->p->dev)) != TASO_OK) break;
+    err = known_elsewhere(r, it, &known);
+    if (err == TASO_OK && !known) err = measure_one(r, it, ms, &row);
+    if (err == TASO_OK && !known) err = keep_row(r, &row);
+    taso_device_let_go(&r->p->dev, &from, &to);
+    if (known) r->p->dev.holds--, r->reused++;
+    taso_progress_update(&progress, i + 1);
+  }
+  if (err == TASO_OK && r->nbatch > 0) err = merge_batch(r);
+  free(ms);
+  err = taso_agree(r->t->comm, err);
+  taso_counter_close(&counter);
+  return err;
+}
+
+/* ---- reporting -------------------------------------------------------------------- */
+
+enum { F_OWNS, F_INDEX, F_HOLDS, F_BUSY, F_WAITED, F_SPAN, F_MEASURED, F_UNAVAIL, F_REUSED, NF };
+
+/* Collective. Each device's measurements, busy time (held), time waiting
+ * for another job's hold, and idle time (neither) over the phase. */
+static void report_devices(const run_t *r, double span, int64_t totals[3]) {
+  const taso_tool_t *t = r->t;
+  double mine[NF] = {r->p->owns, r->p->index, r->p->dev.holds, r->p->dev.busy, r->p->dev.waited,
+                     span, (double)r->measured, (double)r->unavailable, (double)r->reused};
+  double *all = t->rank == 0 ? malloc(sizeof *all * NF * (size_t)t->size) : NULL;
+  if (t->rank == 0 && !all) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
+  MPI_Gather(mine, NF, MPI_DOUBLE, all, NF, MPI_DOUBLE, 0, t->comm);
+  char units[TASO_COST_UNIT_LEN];
+  for (int q = 0; t->rank == 0 && q < t->size; q++) {
+    const double *v = all + NF * q;
+    for (int k = 0; k < 3; k++) totals[k] += (int64_t)v[F_MEASURED + k];
+    if (!v[F_OWNS]) continue;
+    snprintf(units, sizeof units, "%s", q == 0 ? r->p->dev.unit : "");
+    printf("taso-measure: device %d (rank %d%s%s): %d measurements, busy %.1f s, waited %.1f s "
+           "for other jobs, idle %.1f s\n",
+           (int)v[F_INDEX], q, units[0] ? ", " : "", units, (int)v[F_HOLDS], v[F_BUSY],
+           v[F_WAITED], v[F_SPAN] - v[F_BUSY] - v[F_WAITED]);
+  }
+  free(all);
+}
+
+/* One model's cost as the optimizer sums it: its planned steps' medians
+ * on this device; steps the database has no figure for are counted. */
+static taso_err_t estimate_model(const char *model, const settings_t *s, place_t *p,
+                                 const taso_costdb_t *db) {
+  taso_model_t m;
+  taso_rt_plan_t *plan = NULL;
+  double sum = 0, ms;
+  int missing = 0, steps = 0;
+  taso_err_t err = taso_model_load(model, &m);
+  if (err == TASO_OK) err = taso_rt_plan(s->be, p->ctx, &m, NULL, &plan);
+  if (err == TASO_OK) steps = taso_rt_plan_steps(plan);
+  for (int i = 0; i < steps; i++) {
+    taso_rt_step_info_t info;
+    taso_rt_plan_step(plan, i, &info);
+    if (taso_costdb_cost(db, p->dev.identity, &info.cfg, &ms) == TASO_OK)
+      sum += ms;
+    else
+      missing++;
+  }
+  if (err == TASO_OK)
+    printf("taso-measure: estimate %s: %.3f ms, the sum of %d steps' medians (%d without a "
+           "figure)\n",
+           model, sum, steps, missing);
+  taso_rt_plan_free(plan);
+  taso_model_free(&m);
+  return err;
+}
+
+/* Rank 0. */
+static taso_err_t print_estimates(const settings_t *s, place_t *p) {
+  taso_costdb_t db;
+  TASO_TRY(taso_costdb_read(db_path, false, &db));
+  taso_err_t err = TASO_OK;
+  for (int i = 0; i < s->nmodels && err == TASO_OK; i++)
+    err = estimate_model(s->models[i], s, p, &db);
+  taso_costdb_free(&db);
+  return err;
+}
+
+int main(int argc, char **argv) {
+  settings_t s = {0};
+  scan_models(argc, argv, &s);
+  taso_tool_t t;
+  taso_tool_init(&t, &spec, &argc, &argv);
+  if (!(s.be = taso_backend_find(backend_name)))
+    taso_tool_usage_error(&t, "--backend: no backend '%s' in this build (reference, cpu%s)",
+                          backend_name, taso_backend_find("gpu") ? ", gpu" : "");
+  place_t p = {.dev.nunits = 0};
+  items_t all = {0};
+  run_t r = {.t = &t, .s = &s, .p = &p, .todo = &all, .stop_after = -1};
+  taso_err_t err = taso_tool_load_job(&t, t.job_path);
+  if (err == TASO_OK) {
+    settings_of_job(&t, &s);
+    taso_tool_note_defaults(&t, "measure", (const char *const[]){"models", NULL});
+  }
+  TASO_TOOL_STEP(&t, err, t.rank == 0 ? check_db(&t) : TASO_OK);
+  TASO_TOOL_STEP(&t, err, place_rank(&t, &s, &p));
+  TASO_TOOL_STEP(&t, err, open_place(&s, &p));
+  char identity[TASO_COST_DEVICE_LEN];
+  snprintf(identity, sizeof identity, "%s", p.dev.identity);
+  MPI_Bcast(identity, sizeof identity, MPI_CHAR, 0, t.comm);
+  r.identity = identity;
+  if (err == TASO_OK)
+    taso_tool_print(&t, "taso-measure: device %s; %d device%s of %d core%s on rank 0's node\n",
+                    identity, p.ndevices, p.ndevices == 1 ? "" : "s", p.dev.nunits,
+                    p.dev.nunits == 1 ? "" : "s");
+  TASO_TOOL_STEP(&t, err, collect(&t, &s, &p, &all));
+  int64_t distinct = all.n;
+  /* What the database holds for this device already is reused. */
+  if (err == TASO_OK && t.rank == 0) {
+    err = taso_costdb_read(db_path, true, &r.known);
+    if (err != TASO_OK && t.fresh) err = TASO_OK; /* a foreign file that --fresh replaces */
+    int64_t m = 0;
+    for (int64_t i = 0; err == TASO_OK && i < all.n; i++)
+      if (t.fresh || !taso_costdb_find(&r.known, identity, all.v[i].key)) all.v[m++] = all.v[i];
+    all.n = m;
+    if (all.n) qsort(all.v, (size_t)all.n, sizeof *all.v, longest_first);
+  }
+  err = taso_tool_agree(&t, err);
+  MPI_Bcast(&distinct, 1, MPI_INT64_T, 0, t.comm);
+  if (err == TASO_OK) broadcast_items(&t, &all);
+  if (err == TASO_OK && all.n == 0)
+    taso_tool_print(&t,
+                    "taso-measure: all %lld configurations are in %s for this device already; "
+                    "nothing to measure\n",
+                    (long long)distinct, db_path);
+  if (err == TASO_OK && all.n > 0)
+    taso_tool_print(&t, "taso-measure: %lld configurations, %lld to measure (longest first)\n",
+                    (long long)distinct, (long long)all.n);
+  const char *stop = getenv("TASO_MEASURE_STOP_AFTER"); /* test hook: a crash */
+  if (stop && *stop) r.stop_after = atoll(stop);
+  taso_tool_provenance(&t, &r.prov);
+  double start = taso_wall_seconds();
+  if (err == TASO_OK && all.n > 0) err = measure_all(&r);
+  int64_t totals[3] = {0};
+  if (err == TASO_OK && all.n > 0) report_devices(&r, taso_wall_seconds() - start, totals);
+  if (err == TASO_OK)
+    taso_tool_summary(&t, "%lld configurations: %lld measured, %lld reused, %lld unavailable -> %s",
+                      (long long)distinct, (long long)totals[0],
+                      (long long)(distinct - totals[0] - totals[1]), (long long)totals[1],
+                      db_path);
+  if (err == TASO_OK && estimate)
+    err = taso_tool_agree(&t, t.rank == 0 ? print_estimates(&s, &p) : TASO_OK);
+  if (p.ctx) s.be->close(p.ctx);
+  taso_device_close(&p.dev);
+  taso_costdb_free(&r.known);
+  free(r.batch);
+  free(all.v);
+  return taso_tool_finish(&t, err);
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# taso-measure and the cost database: two jobs started at once against one
+# database on this node never share a core (checked from the holding
+# intervals recorded in the rows, not by timing), lose no row and
+# duplicate none; a second run measures nothing; a killed run keeps the
+# rows it merged and resumes; two ranks with a core each keep to their own
+# cores; bad input gives one error line naming the file. ctest provides
+# TASO_SOURCE_DIR, TASO_BIN_DIR, MPIEXEC and Open MPI's settings for root.
+set -u
+bin=${TASO_BIN_DIR:?set TASO_BIN_DIR}
+mpiexec=${MPIEXEC:-mpirun}
+dir=$(mktemp -d /tmp/taso-measure.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+failed=0
+ok() { echo "ok: $1"; }
+bad() {
+  echo "FAIL: $1"
+  failed=$((failed + 1))
+}
+models=(--model squeezenet:size=32 --model resnet50:size=14)
+cat >job.ini <<EOF2
+[job]
+name = measure-test
+[measure]
+min_runs = 10
+max_runs = 20
+lock_dir = $dir/locks
+EOF2
+
+# rows FILE: one line per row, "UNIT FROM TO KEY...", from taso-show.
+rows() {
+  "$bin/taso-show" "$1" | sed -n 's/^  .*  \(.*\)  unit=\([^ ]*\) held=\([0-9.]*\)-\([0-9.]*\) when=.*/\2 \3 \4 \1/p'
+}
+# overlaps FILE: holding intervals of rows that share a core and overlap.
+overlaps() {
+  rows "$1" | awk '{
+      split($1, hu, ":"); list = substr(hu[2], 4); n = split(list, parts, ",")
+      for (i = 1; i <= n; i++) {
+        m = split(parts[i], ab, "-"); lo = ab[1]; hi = (m > 1) ? ab[2] : ab[1]
+        for (c = lo; c <= hi; c++) print c, $2, $3
+      }
+    }' | sort -k1,1n -k2,2g | awk '$1 == core && $2 < end { print "core " $1 ": " $2 " < " end; bad++ }
+      { if ($1 != core) end = 0; core = $1; if ($3 > end) end = $3 } END { exit bad > 0 }'
+}
+count() { "$bin/taso-show" "$1" | sed -n 's/.*counts *rows \([0-9]*\),.*/\1/p'; }
+distinct() { sed -n 's/^taso-measure: \([0-9]*\) configurations: .*/\1/p' "$1"; }
+
+# ---- two jobs at once, one database -------------------------------------
+export TASO_MEASURE_BATCH_SECONDS=0 # merge after every row: the most contention
+"$bin/taso-measure" --job job.ini --db costs.h5 "${models[@]}" >a.out 2>&1 &
+pa=$!
+"$bin/taso-measure" --job job.ini --db costs.h5 "${models[@]}" >b.out 2>&1 &
+pb=$!
+wait $pa && wait $pb && ok "two concurrent jobs succeeded" || { bad "concurrent jobs"; cat a.out b.out; }
+n=$(distinct a.out)
+[ -n "$n" ] && [ "$n" = "$(distinct b.out)" ] && [ "$(count costs.h5)" = "$n" ] &&
+  ok "$n configurations, $n rows: none lost, none duplicated" ||
+  { bad "rows $(count costs.h5) against configurations '$n'"; cat a.out b.out; }
+[ "$(rows costs.h5 | cut -d' ' -f4- | sort | uniq -d | wc -l)" = 0 ] ||
+  bad "a configuration appears twice"
+if msg=$(overlaps costs.h5); then
+  ok "no two measurements held a core at the same time ($(rows costs.h5 | wc -l) intervals)"
+else
+  bad "overlapping holds: $msg"
+fi
+grep -h '^taso-measure: device 0' a.out b.out
+
+# ---- a second run measures nothing ----------------------------------------
+"$bin/taso-measure" --job job.ini --db costs.h5 "${models[@]}" >c.out 2>&1 &&
+  grep -q 'nothing to measure' c.out && grep -q ": $n configurations: 0 measured, $n reused" c.out &&
+  ok "a second run measures nothing" || { bad "second run"; cat c.out; }
+
+# ---- kill and resume ------------------------------------------------------
+TASO_MEASURE_STOP_AFTER=7 "$bin/taso-measure" --job job.ini --db killed.h5 "${models[@]}" >k.out 2>&1
+rc=$?
+[ $rc -eq 137 ] && [ "$(count killed.h5)" = 7 ] && ok "a killed run kept its 7 merged rows" ||
+  { bad "killed run: status $rc, $(count killed.h5) rows"; cat k.out; }
+"$bin/taso-measure" --job job.ini --db killed.h5 "${models[@]}" >r.out 2>&1 &&
+  grep -q ": $n configurations, $((n - 7)) to measure" r.out && [ "$(count killed.h5)" = "$n" ] &&
+  ok "the rerun measured only the other $((n - 7))" || { bad "resume"; cat r.out; }
+unset TASO_MEASURE_BATCH_SECONDS
+
+# ---- two ranks, a core each -------------------------------------------------
+cores=$(getconf _NPROCESSORS_ONLN) # nproc would follow OMP_NUM_THREADS
+if [ "$cores" -ge 2 ]; then
+  printf '[job]\nname = two\n[measure]\nmin_runs = 5\ncores_per_device = 1\nlock_dir = %s/locks\n' \
+    "$dir" >two.ini
+  "$mpiexec" -n 2 --bind-to none "$bin/taso-measure" --job two.ini --db two.h5 "${models[@]}" \
+    >t.out 2>&1 && [ "$(count two.h5)" = "$n" ] &&
+    [ "$(rows two.h5 | awk '{ split($1, u, ":"); print u[2] }' | sort -u | wc -l)" = 2 ] &&
+    overlaps two.h5 >/dev/null && ok "2 ranks measured on 2 one-core devices, no overlap" ||
+    { bad "two ranks"; cat t.out; }
+  grep '^taso-measure: device' t.out
+else
+  echo "skip: one core here; the two-device run needs two"
+fi
+
+# ---- bad input: one line naming the file --------------------------------
+one_error() { # one_error WHAT NAME CMD...: status 1, one stderr line naming NAME
+  local what=$1 name=$2
+  shift 2
+  "$@" >/dev/null 2>err.txt
+  local rc=$?
+  if [ $rc -eq 1 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "^taso-measure: error: .*$name" err.txt; then
+    ok "$what: $(cat err.txt)"
+  else
+    bad "$what: status $rc"
+    cat err.txt
+  fi
+}
+one_error "unknown model" nosuchnet "$bin/taso-measure" --job job.ini --db x.h5 --model nosuchnet
+echo "not a database" >foreign.h5
+one_error "foreign --db" foreign.h5 "$bin/taso-measure" --job job.ini --db foreign.h5 --model squeezenet:size=32
+"$bin/taso-show" costs.h5 --device 'AMD\|Intel\|cpu' >/dev/null || bad "taso-show --device"
+
+[ $failed -eq 0 ] && echo "all measure tests passed" || echo "$failed failed"
+exit $((failed > 0))
