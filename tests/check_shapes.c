@@ -178,6 +178,11 @@ static void count_guarded(const direction_t *d, const taso_inputs_t *at, bool ho
   fig.guarded_outside += !holds && grd->results > 0;
   fig.guarded_refused_equal += !holds && any->results > 0 && any->wrong == 0 && grd->results == 0;
   if (grd->wrong) report(d, at, "FAIL (guarded rewrite changed the value)");
+  if (!holds && any->results > 0 && any->wrong == 0 && grd->results == 0 &&
+      fig.guarded_refused_equal <= 5) {
+    report(d, at, "guard refused (any_type is right here)");
+    printf("  because: %s\n", taso_rule_guard_last_refusal(guard));
+  }
 }
 
 /* Rewrites the instance with both engines and counts what they did. */

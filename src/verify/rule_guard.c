@@ -259,7 +259,8 @@ static double eval_cost(const taso_graph_t *g, const taso_inputs_t *in) {
       } else if (n->kind == TASO_OP_POOL_AVG || n->kind == TASO_OP_POOL_MAX) {
         per = (double)n->p.kernel[0] * n->p.kernel[1];
       }
-      cost += out * per + (double)taso_tensor_size(&t[2 * i + 1]) * (taso_ops[n->kind].outputs > 1);
+      if (taso_ops[n->kind].outputs > 1) out += (double)taso_tensor_size(&t[2 * i + 1]);
+      cost += out * per;
     }
   }
   free(t);
@@ -282,18 +283,18 @@ static int64_t gcd64(int64_t a, int64_t b) {
   return a;
 }
 
-/* Sizes up to SMALL stay as they are: they are what kernels, strides and
- * the literal 1 are compared with, and cheap already. */
 #define SMALL 8
 
-/* One candidate map of sizes, try t: even tries divide every size above
- * SMALL by a random divisor of their gcd (order and divisibility among
- * them survive); odd tries map those sizes, in increasing order, to
- * increasing small values with random gaps (order survives, divisibility
- * by chance). Which one worked is checked by the caller. */
-static int32_t shrink(int t, int32_t v, int64_t common, const int32_t *sorted, int nsorted,
-                      const int32_t *gap_to) {
-  if (v <= SMALL) return v;
+/* One candidate size for v, try t: sizes up to keep (the largest
+ * parameter: kernels, strides, the literal 1, which sizes are compared
+ * with) stay as they are; even tries divide the larger ones by a random
+ * divisor of their gcd (order and divisibility among them survive), odd
+ * tries map them, in increasing order, to increasing values just above
+ * keep with random gaps (order survives, divisibility by chance). Which
+ * one worked is checked by the caller. */
+static int32_t shrink(int t, int32_t v, int32_t keep, int64_t common, const int32_t *sorted,
+                      int nsorted, const int32_t *gap_to) {
+  if (v <= keep) return v;
   if (t % 2 == 0) return (int32_t)(v / common);
   for (int k = 0; k < nsorted; k++)
     if (sorted[k] == v) return gap_to[k];
@@ -305,10 +306,10 @@ static int cmp_i32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* The distinct sizes above SMALL of the inputs lhs uses, sorted (at most
+/* The distinct sizes above keep of the inputs lhs uses, sorted (at most
  * cap); their gcd in *common. */
-static int large_sizes(const taso_graph_t *lhs, const taso_inputs_t *at, int32_t *out, int cap,
-                       int64_t *common) {
+static int large_sizes(const taso_graph_t *lhs, const taso_inputs_t *at, int32_t keep,
+                       int32_t *out, int cap, int64_t *common) {
   int n = 0;
   *common = 0;
   for (int i = 0; i < lhs->nnodes; i++) {
@@ -316,7 +317,7 @@ static int large_sizes(const taso_graph_t *lhs, const taso_inputs_t *at, int32_t
     const taso_tensor_t *t = &at->v[lhs->nodes[i].p.input].type;
     for (int a = 0; a < t->rank; a++) {
       int32_t v = t->dim[a];
-      bool seen = v <= SMALL;
+      bool seen = v <= keep;
       for (int k = 0; k < n && !seen; k++) seen = out[k] == v;
       if (seen || n == cap) continue;
       out[n++] = v;
@@ -341,26 +342,33 @@ static int64_t random_divisor(taso_rule_guard_t *g, int64_t common) {
 static taso_err_t realize_small(taso_rule_guard_t *g, const taso_graph_t *lhs,
                                 const taso_graph_t *rhs, const taso_inputs_t *at,
                                 const buf_t *want, taso_inputs_t *small, bool *found) {
-  int32_t sorted[64], gap_to[64];
-  int64_t common;
-  int n = large_sizes(lhs, at, sorted, 64, &common);
+  int32_t sorted[64], gap_to[64], param = 1;
+  taso_shape_cond_t c;
+  if (taso_shape_cond_of(lhs, rhs, at, &c) == TASO_OK) /* the parameters, at the end */
+    for (int a = c.natoms - c.nparams; a < c.natoms; a++)
+      param = c.value[a] > param ? c.value[a] : param;
+  taso_shape_cond_free(&c);
   buf_t k = {0};
   taso_err_t err = TASO_OK;
   *found = false;
   for (int t = 0; t < g->opt.shrink_tries && !*found && err == TASO_OK; t++) {
+    /* half the tries keep every size up to SMALL: more divisibility
+     * survives; the others only up to the largest parameter */
+    int32_t keep = t % 4 < 2 ? SMALL : param;
+    int64_t common;
+    int n = large_sizes(lhs, at, keep, sorted, 64, &common);
     int64_t d = t % 2 == 0 ? random_divisor(g, common) : 1;
-    for (int j = 0, v = SMALL; j < n; j++) gap_to[j] = v += 1 + (int)(next_rand(g) % 4);
+    for (int j = 0, v = keep; j < n; j++) gap_to[j] = v += 1 + (int)(next_rand(g) % 4);
     memcpy(small->v, at->v, sizeof *small->v * (size_t)at->n);
     for (int i = 0; i < lhs->nnodes; i++) {
       if (lhs->nodes[i].kind != TASO_OP_INPUT) continue;
       taso_tensor_t *ty = &small->v[lhs->nodes[i].p.input].type;
       const taso_tensor_t *orig = &at->v[lhs->nodes[i].p.input].type;
       for (int a = 0; a < ty->rank; a++)
-        ty->dim[a] = shrink(t, orig->dim[a], d, sorted, n, gap_to);
+        ty->dim[a] = shrink(t, orig->dim[a], keep, d, sorted, n, gap_to);
     }
     double cost = eval_cost(lhs, small) + eval_cost(rhs, small);
     if (cost < 0 || cost > (double)g->opt.numeric_max_macs) continue;
-    taso_shape_cond_t c;
     if (taso_shape_cond_of(lhs, rhs, small, &c) != TASO_OK) continue; /* no longer types */
     k.n = 0;
     err = key_relation(&k, &c);
