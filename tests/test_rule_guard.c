@@ -6,8 +6,8 @@
 
 #include "match.h"
 #include "rule_guard.h"
-#include "verifier.h"
 #include "test.h"
+#include "verifier.h"
 
 static taso_axioms_t *ax;
 
@@ -44,7 +44,8 @@ static void rule_free(rule_t *r) {
 }
 
 /* The table with other 4-d shapes for some inputs. */
-static taso_inputs_t at(const rule_t *r, int n, const char *const *names, const int32_t (*dims)[4]) {
+static taso_inputs_t at(const rule_t *r, int n, const char *const *names,
+                        const int32_t (*dims)[4]) {
   taso_inputs_t t = {.n = r->table.n, .v = malloc(sizeof *t.v * (size_t)r->table.n)};
   memcpy(t.v, r->table.v, sizeof *t.v * (size_t)r->table.n);
   for (int k = 0; k < n; k++)
@@ -65,8 +66,8 @@ static void rewrites(rule_t *r, const taso_inputs_t *t, int *checked, int *guard
   *checked = *guarded = 0;
   CHECK_OK(taso_graph_infer(&r->lhs, t, types));
   CHECK_OK(taso_shape_cond_of(&r->lhs, &r->rhs, &r->table, &cond));
-  CHECK_OK(taso_rewrite_all_checked(&r->lhs, types, &r->lhs, &r->rhs, &r->table, &cond, count,
-                                    checked));
+  CHECK_OK(
+      taso_rewrite_all_checked(&r->lhs, types, &r->lhs, &r->rhs, &r->table, &cond, count, checked));
   CHECK_OK(taso_rewrite_all_guarded(r->g, 7, 0, &r->lhs, types, &r->lhs, &r->rhs, count, guarded));
   taso_shape_cond_free(&cond);
   free(types);

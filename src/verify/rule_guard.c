@@ -32,7 +32,8 @@ typedef struct {
 
 static uint64_t bytes_hash(const uint8_t *k, size_t len) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (size_t i = 0; i < len; i++) h = (h ^ k[i]) * 1099511628211ull;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ k[i]) * 1099511628211ull;
   return h;
 }
 
@@ -308,8 +309,8 @@ static int cmp_i32(const void *a, const void *b) {
 
 /* The distinct sizes above keep of the inputs lhs uses, sorted (at most
  * cap); their gcd in *common. */
-static int large_sizes(const taso_graph_t *lhs, const taso_inputs_t *at, int32_t keep,
-                       int32_t *out, int cap, int64_t *common) {
+static int large_sizes(const taso_graph_t *lhs, const taso_inputs_t *at, int32_t keep, int32_t *out,
+                       int cap, int64_t *common) {
   int n = 0;
   *common = 0;
   for (int i = 0; i < lhs->nnodes; i++) {
@@ -318,7 +319,8 @@ static int large_sizes(const taso_graph_t *lhs, const taso_inputs_t *at, int32_t
     for (int a = 0; a < t->rank; a++) {
       int32_t v = t->dim[a];
       bool seen = v <= keep;
-      for (int k = 0; k < n && !seen; k++) seen = out[k] == v;
+      for (int k = 0; k < n && !seen; k++)
+        seen = out[k] == v;
       if (seen || n == cap) continue;
       out[n++] = v;
       *common = gcd64(*common, v);
@@ -340,8 +342,8 @@ static int64_t random_divisor(taso_rule_guard_t *g, int64_t common) {
 /* Small sizes for the instance at that stand in its relation (key) and
  * cost at most the cap: *found, with small the table. */
 static taso_err_t realize_small(taso_rule_guard_t *g, const taso_graph_t *lhs,
-                                const taso_graph_t *rhs, const taso_inputs_t *at,
-                                const buf_t *want, taso_inputs_t *small, bool *found) {
+                                const taso_graph_t *rhs, const taso_inputs_t *at, const buf_t *want,
+                                taso_inputs_t *small, bool *found) {
   int32_t sorted[64], gap_to[64], param = 1;
   taso_shape_cond_t c;
   if (taso_shape_cond_of(lhs, rhs, at, &c) == TASO_OK) /* the parameters, at the end */
@@ -358,7 +360,8 @@ static taso_err_t realize_small(taso_rule_guard_t *g, const taso_graph_t *lhs,
     int64_t common;
     int n = large_sizes(lhs, at, keep, sorted, 64, &common);
     int64_t d = t % 2 == 0 ? random_divisor(g, common) : 1;
-    for (int j = 0, v = keep; j < n; j++) gap_to[j] = v += 1 + (int)(next_rand(g) % 4);
+    for (int j = 0, v = keep; j < n; j++)
+      gap_to[j] = v += 1 + (int)(next_rand(g) % 4);
     memcpy(small->v, at->v, sizeof *small->v * (size_t)at->n);
     for (int i = 0; i < lhs->nnodes; i++) {
       if (lhs->nodes[i].kind != TASO_OP_INPUT) continue;
@@ -464,9 +467,8 @@ static taso_err_t decide(taso_rule_guard_t *g, const taso_graph_t *lhs, const ta
 
 /* A match outside the recorded relation: its relation's verdict, from the
  * cache or decided now. */
-static taso_err_t by_relation(taso_rule_guard_t *g, int64_t rule, int dir,
-                              const taso_graph_t *lhs, const taso_graph_t *rhs,
-                              const taso_inputs_t *at, bool *ok) {
+static taso_err_t by_relation(taso_rule_guard_t *g, int64_t rule, int dir, const taso_graph_t *lhs,
+                              const taso_graph_t *rhs, const taso_inputs_t *at, bool *ok) {
   taso_shape_cond_t c;
   taso_err_t err = taso_shape_cond_of(lhs, rhs, at, &c);
   if (err != TASO_OK) { /* a side does not type-check: nothing to apply */
@@ -525,8 +527,7 @@ taso_err_t taso_rewrite_all_guarded(taso_rule_guard_t *g, int64_t rule, int dir,
                                     taso_rewrite_fn fn, void *ctx) {
   call_t c = {.g = g, .rule = rule, .dir = dir, .lhs = lhs, .rhs = rhs};
   TASO_TRY(recorded(g, rule, dir, lhs, rhs, &c.cond));
-  return taso_rewrite_all_accepting(host, host_types, lhs, rhs, &g->in, guard_accepts, &c, fn,
-                                    ctx);
+  return taso_rewrite_all_accepting(host, host_types, lhs, rhs, &g->in, guard_accepts, &c, fn, ctx);
 }
 
 taso_err_t taso_rule_guard_accepts(taso_rule_guard_t *g, int64_t rule, int dir,

@@ -49,18 +49,18 @@ typedef struct {
 } taso_rule_guard_opts_t;
 
 typedef struct {
-  int64_t matches;      /* matches asked about (rhs type-checks on them) */
-  int64_t by_condition; /* accepted: the recorded relation holds */
-  int64_t by_reproof;   /* accepted: another relation, proved (now or cached) */
-  int64_t refused;      /* refused: another relation, not proved */
-  int64_t proofs;       /* relations decided (each ran the numeric check, most a proof) */
-  int64_t cache_hits;   /* outside-condition matches decided by the cache */
-  int64_t proved;       /* relations proved */
-  int64_t numeric_small; /* relations whose numeric check ran at small sizes */
+  int64_t matches;        /* matches asked about (rhs type-checks on them) */
+  int64_t by_condition;   /* accepted: the recorded relation holds */
+  int64_t by_reproof;     /* accepted: another relation, proved (now or cached) */
+  int64_t refused;        /* refused: another relation, not proved */
+  int64_t proofs;         /* relations decided (each ran the numeric check, most a proof) */
+  int64_t cache_hits;     /* outside-condition matches decided by the cache */
+  int64_t proved;         /* relations proved */
+  int64_t numeric_small;  /* relations whose numeric check ran at small sizes */
   int64_t no_realization; /* refused: too costly at the bound shapes, no small sizes found */
-  int64_t numeric_false; /* refused: the numeric check found the sides different */
-  double proof_seconds;  /* total wall time of the decisions */
-  double median_seconds; /* median wall time of one decision */
+  int64_t numeric_false;  /* refused: the numeric check found the sides different */
+  double proof_seconds;   /* total wall time of the decisions */
+  double median_seconds;  /* median wall time of one decision */
 } taso_rule_guard_stats_t;
 
 typedef struct taso_rule_guard taso_rule_guard_t;
