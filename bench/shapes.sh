@@ -4,7 +4,9 @@
 # (about a minute here), then tests/check_shapes rewrites every proved
 # substitution at SAMPLES other shapes per direction in its proved
 # relation (and half as many outside it), with the unchecked engine
-# (taso_rewrite_all, any_type) and the checked one, compared exactly.
+# (taso_rewrite_all, any_type), the checked one and the guarded one
+# (src/verify/rule_guard.h: re-proves outside the recorded relation, once
+# per relation, with data/axioms), compared exactly.
 # Never a timed test: it only reports. Reuses SUBSTITUTIONS.h5 if given.
 #   bench/shapes.sh [SUBSTITUTIONS.h5 [SAMPLES [RANKS]]]   (BIN=build/bin by default)
 set -eu
@@ -23,8 +25,8 @@ if [ -z "$subst" ]; then
   echo "+ mpiexec -n $ranks $bin/taso-verify --in $tmp/c.h5 --out $subst"
   mpiexec -n "$ranks" "$bin/taso-verify" --in "$tmp/c.h5" --out "$subst" 2>&1 | tail -1
 fi
-echo "+ mpiexec -n 1 $bin/../tests/check_shapes $subst $samples"
-mpiexec -n 1 "$bin/../tests/check_shapes" "$subst" "$samples" >"$tmp/out" || true
+echo "+ mpiexec -n 1 $bin/../tests/check_shapes $subst $samples 1 data/axioms"
+mpiexec -n 1 "$bin/../tests/check_shapes" "$subst" "$samples" 1 data/axioms >"$tmp/out" || true
 grep -v '^refused, rightly' "$tmp/out"
 echo "first wrong unchecked rewrites (the checked engine refuses them):"
 grep '^refused, rightly' "$tmp/out" | head -5

@@ -13,10 +13,15 @@
  * integers: shapes, split trees and values). A failure prints the rule,
  * the direction and the shapes.
  *
- * Exits 1 if a checked rewrite changed a value, or if a shape in the
- * proved relation was refused (the check must accept what it was proved
- * at). Prints the figures: rules, instances, failures before and after.
- * Runs on one rank (the artifact layer needs MPI).
+ * With AXIOMS (check_shapes FILE SAMPLES SEED AXIOMS) it rewrites every
+ * instance a third time with the guarded engine (src/verify/rule_guard.h:
+ * outside the recorded relation it proves the rule again at the bound
+ * shapes, once per relation) and checks its results the same way.
+ *
+ * Exits 1 if a checked or guarded rewrite changed a value, or if a shape
+ * in the proved relation was refused (the check must accept what it was
+ * proved at). Prints the figures: rules, instances, failures before and
+ * after. Runs on one rank (the artifact layer needs MPI).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -28,6 +33,8 @@
 #include "artifact.h"
 #include "eval.h"
 #include "match.h"
+#include "rule_guard.h"
+#include "verifier.h"
 #include "shape_cond.h"
 
 typedef struct {
@@ -37,10 +44,14 @@ typedef struct {
   int64_t failed_violating;   /* violating instances where any_type gave a wrong graph */
   int64_t unapplied_satisfying; /* satisfying but the checked engine found nothing */
   int64_t rules_failing_any, rules_failing_checked;
+  int64_t applied_guarded, failed_guarded; /* with AXIOMS: the guarded engine */
+  int64_t guarded_outside;   /* outside the relation, and the guard applied it */
+  int64_t guarded_refused_equal; /* outside, any_type right, the guard refused */
 } figures_t;
 
 static figures_t fig;
 static const taso_inputs_t *table;
+static taso_rule_guard_t *guard; /* with AXIOMS, else NULL */
 static uint64_t rng_state;
 
 static uint64_t rnd(void) {
@@ -145,6 +156,8 @@ static void shapes_text(const taso_graph_t *g, const taso_inputs_t *at, char *bu
 typedef struct {
   const taso_graph_t *lhs, *rhs;
   const taso_shape_cond_t *cond;
+  int64_t rule; /* the artifact row, for the guard */
+  int dir;
   bool failed_any, failed_checked;
 } direction_t;
 
@@ -156,12 +169,28 @@ static void report(const direction_t *d, const taso_inputs_t *at, const char *wh
   printf("%s: %s => %s at %s\n", what, l, r, s);
 }
 
+/* The guarded engine's figures for one instance. */
+static void count_guarded(const direction_t *d, const taso_inputs_t *at, bool holds,
+                          const instance_t *any, const instance_t *grd) {
+  if (!guard) return;
+  fig.applied_guarded += grd->results > 0;
+  fig.failed_guarded += grd->wrong > 0;
+  fig.guarded_outside += !holds && grd->results > 0;
+  fig.guarded_refused_equal += !holds && any->results > 0 && any->wrong == 0 && grd->results == 0;
+  if (grd->wrong) report(d, at, "FAIL (guarded rewrite changed the value)");
+  if (!holds && any->results > 0 && any->wrong == 0 && grd->results == 0 &&
+      fig.guarded_refused_equal <= 5) {
+    report(d, at, "guard refused (any_type is right here)");
+    printf("  because: %s\n", taso_rule_guard_last_refusal(guard));
+  }
+}
+
 /* Rewrites the instance with both engines and counts what they did. */
 static taso_err_t run_instance(direction_t *d, const taso_inputs_t *at, bool holds) {
   taso_tensor_t *types = malloc(sizeof *types * (size_t)(2 * d->lhs->nnodes + 1));
   taso_rat_t **inputs = calloc((size_t)at->n + 1, sizeof *inputs);
   if (!types || !inputs) return taso_error(TASO_ERR_NOMEM, "check_shapes");
-  instance_t any = {.host = d->lhs, .at = at, .inputs = inputs}, chk = any;
+  instance_t any = {.host = d->lhs, .at = at, .inputs = inputs}, chk = any, grd = any;
   taso_err_t err = taso_graph_infer(d->lhs, at, types) == TASO_OK ? random_inputs(at, inputs) : TASO_ERR_SHAPE;
   if (err == TASO_OK) err = evaluate(d->lhs, at, inputs, &any.host_val);
   if (err == TASO_ERR_SHAPE || err == TASO_ERR_OVERFLOW) {
@@ -173,7 +202,12 @@ static taso_err_t run_instance(direction_t *d, const taso_inputs_t *at, bool hol
   if (err == TASO_OK) err = taso_rewrite_all(d->lhs, types, d->lhs, d->rhs, table, true, compare_result, &any);
   if (err == TASO_OK)
     err = taso_rewrite_all_checked(d->lhs, types, d->lhs, d->rhs, table, d->cond, compare_result, &chk);
+  grd.host_val = any.host_val;
+  if (err == TASO_OK && guard)
+    err = taso_rewrite_all_guarded(guard, d->rule, d->dir, d->lhs, types, d->lhs, d->rhs,
+                                   compare_result, &grd);
   if (err != TASO_OK) goto done;
+  count_guarded(d, at, holds, &any, &grd);
   fig.instances++;
   fig.satisfying += holds;
   fig.violating += !holds;
@@ -259,10 +293,11 @@ static int operators(const taso_graph_t *g) {
   return n;
 }
 
-static taso_err_t check_rule(const taso_graph_t *src, const taso_graph_t *dst, int samples) {
+static taso_err_t check_rule(int64_t rule, const taso_graph_t *src, const taso_graph_t *dst,
+                             int samples) {
   bool failed_any = false, failed_checked = false;
   for (int dir = 0; dir < 2; dir++) {
-    direction_t d = {.lhs = dir ? dst : src, .rhs = dir ? src : dst};
+    direction_t d = {.lhs = dir ? dst : src, .rhs = dir ? src : dst, .rule = rule, .dir = dir};
     taso_shape_cond_t cond;
     if (operators(d.lhs) == 0) continue; /* a bare input matches everything: never applied */
     TASO_TRY(taso_shape_cond_of(d.lhs, d.rhs, table, &cond));
@@ -292,12 +327,38 @@ static void print_figures(double seconds) {
          " refused where the sides agree there; proved relation refused: %" PRId64
          "; overflow skipped: %" PRId64 "\n",
          fig.failed_violating, fig.refused_equal, fig.unapplied_satisfying, fig.overflow);
+  if (!guard) return;
+  taso_rule_guard_stats_t st;
+  taso_rule_guard_stats(guard, &st);
+  printf("guarded:  applied at %" PRId64 ", wrong at %" PRId64 "; outside the relation: applied at %" PRId64
+         ", refused where any_type is right at %" PRId64 "\n",
+         fig.applied_guarded, fig.failed_guarded, fig.guarded_outside, fig.guarded_refused_equal);
+  printf("guard:    matches %" PRId64 ": accepted by condition %" PRId64 ", by re-proof %" PRId64
+         ", refused %" PRId64 "; relations decided %" PRId64 " (proved %" PRId64
+         ", numeric false %" PRId64 ", numeric at small sizes %" PRId64 ", no small sizes %" PRId64
+         "), cache hits %" PRId64 ", decision time median %.4f s total %.1f s\n",
+         st.matches, st.by_condition, st.by_reproof, st.refused, st.proofs, st.proved,
+         st.numeric_false, st.numeric_small, st.no_realization, st.cache_hits, st.median_seconds,
+         st.proof_seconds);
+}
+
+/* The guard over the artifact's table and the axioms at path, with the
+ * jobs' [verify] limits (timeout 5 s, rlimit 50000000, 1024 MiB). */
+static void open_guard(const char *path, const taso_inputs_t *in, taso_axioms_t **ax) {
+  taso_limits_t lim = {.timeout_s = 5, .rlimit = 50000000, .memory_mb = 1024};
+  char report[512];
+  int failed = 0;
+  TASO_CHECK(taso_axioms_load(path, ax));
+  TASO_CHECK(taso_axioms_prove_lemmas_limited(*ax, &lim, report, sizeof report, &failed));
+  if (failed) printf("lemmas not proved, left out: %s\n", report);
+  taso_rule_guard_opts_t opt = {.limits = lim, .seed = 1};
+  TASO_CHECK(taso_rule_guard_open(in, *ax, &opt, &guard));
 }
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   if (argc < 2) {
-    fprintf(stderr, "usage: check_shapes SUBSTITUTIONS.h5 [SAMPLES [SEED]]\n");
+    fprintf(stderr, "usage: check_shapes SUBSTITUTIONS.h5 [SAMPLES [SEED [AXIOMS]]]\n");
     return 2;
   }
   int samples = argc > 2 ? atoi(argv[2]) : 8;
@@ -313,12 +374,17 @@ int main(int argc, char **argv) {
   TASO_CHECK(taso_artifact_read_substs(a, &rows, &nrows));
   TASO_CHECK(taso_artifact_close(a));
   table = &in;
+  taso_axioms_t *ax = NULL;
+  if (argc > 4) open_guard(argv[4], &in, &ax);
   double t0 = MPI_Wtime();
   for (int64_t i = 0; i < nrows; i++)
     if (rows[i].verdict == TASO_VERDICT_PROVED)
-      TASO_CHECK(check_rule(&graphs[rows[i].src], &graphs[rows[i].dst], samples));
+      TASO_CHECK(check_rule(i, &graphs[rows[i].src], &graphs[rows[i].dst], samples));
   print_figures(MPI_Wtime() - t0);
-  bool ok = fig.failed_checked == 0 && fig.unapplied_satisfying == 0 && fig.rules > 0;
+  bool ok = fig.failed_checked == 0 && fig.failed_guarded == 0 && fig.unapplied_satisfying == 0 &&
+            fig.rules > 0;
+  taso_rule_guard_close(guard);
+  if (ax) taso_axioms_free(ax);
   printf("%s\n", ok ? "ok" : "FAILED");
   free(rows);
   taso_graphs_free(graphs, ngraphs);

@@ -5,7 +5,9 @@
 # substitution at other shapes with the checked engine and compares
 # exactly. Passes when no checked rewrite changes a value and every shape
 # in the proved relation is accepted; on shapes.ini the unchecked engine
-# must be caught wrong at least once (the test has teeth).
+# must be caught wrong at least once (the test has teeth). The guarded
+# engine (src/verify/rule_guard.h, with data/axioms) is checked the same
+# way, and must apply some instance outside the recorded relation.
 set -u
 
 src=${TASO_SOURCE_DIR:?set TASO_SOURCE_DIR to the source tree}
@@ -24,8 +26,8 @@ run() { # run NAME JOB
   echo "+ $mpiexec -n 2 $bin/taso-verify --in $tmp/$name-c.h5 --out $tmp/$name-s.h5"
   "$mpiexec" -n 2 "$bin/taso-verify" --in "$tmp/$name-c.h5" --out "$tmp/$name-s.h5" >/dev/null 2>"$tmp/err" ||
     { cat "$tmp/err"; return 1; }
-  echo "+ $mpiexec -n 1 $tests/check_shapes $tmp/$name-s.h5 8"
-  "$mpiexec" -n 1 "$tests/check_shapes" "$tmp/$name-s.h5" 8 >"$tmp/$name.txt"
+  echo "+ $mpiexec -n 1 $tests/check_shapes $tmp/$name-s.h5 8 1 data/axioms"
+  "$mpiexec" -n 1 "$tests/check_shapes" "$tmp/$name-s.h5" 8 1 data/axioms >"$tmp/$name.txt"
   local rc=$?
   grep -v '^refused, rightly' "$tmp/$name.txt"
   return $rc
@@ -38,5 +40,11 @@ if ! grep -q '^any_type: applied at [0-9]*, wrong at [1-9]' "$tmp/shapes.txt"; t
   echo "FAIL: shapes.ini: the unchecked engine was never caught wrong; the sampler lost its teeth"
   failed=$((failed + 1))
 fi
+for name in smoke shapes; do
+  if ! grep -q '^guarded: .*outside the relation: applied at [1-9]' "$tmp/$name.txt"; then
+    echo "FAIL: $name: the guard applied nothing outside the recorded relation"
+    failed=$((failed + 1))
+  fi
+done
 echo "$failed failed"
 [ "$failed" -eq 0 ]

@@ -3,6 +3,7 @@
 #include "shape_cond.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,8 +14,9 @@ typedef struct {
   bool any_type;       /* inputs bind to tensors of any shape (typed checks in emit) */
   taso_inputs_t typed; /* any_type: the table with the bound tensors' types */
   taso_tensor_t *rhs_types;
-  const taso_shape_cond_t *cond; /* checked matches: the proved shape relation, else NULL */
-  taso_tensor_t *lhs_types;      /* checked matches: lhs typed on the bound tensors */
+  taso_accept_fn accept;    /* accepting matches: decides each one, else NULL */
+  void *accept_ctx;
+  taso_tensor_t *lhs_types; /* accepting matches: lhs typed on the bound tensors */
   taso_ref_t *bound;   /* per input-table entry: the host tensor, or -1 */
   int *node_map;       /* per lhs node: the host node, or -1 */
   int *trail;          /* undo log: lhs node ids (>= 0) and inputs (-1 - index) */
@@ -59,13 +61,15 @@ static bool rhs_fits(matcher_t *m) {
   return true;
 }
 
-/* Whether the bound tensors stand in the relation the substitution was
- * proved under (checked matches; after rhs_fits, which typed rhs). */
-static bool cond_fits(matcher_t *m) {
+/* Asks the accept callback about the bound instance (after rhs_fits,
+ * which typed rhs). Every input of lhs is bound in a complete match, so
+ * the typed table holds exactly the bound types for them. */
+static taso_err_t accepted(matcher_t *m, bool *ok) {
+  *ok = false;
   for (int v = 0; v < m->in->n; v++)
     if (m->bound[v] >= 0) m->typed.v[v].type = m->types[m->bound[v]];
-  if (taso_graph_infer(m->lhs, &m->typed, m->lhs_types) != TASO_OK) return false;
-  return taso_shape_cond_holds(m->cond, m->lhs_types, m->rhs_types);
+  if (taso_graph_infer(m->lhs, &m->typed, m->lhs_types) != TASO_OK) return TASO_OK;
+  return m->accept(m->accept_ctx, &m->typed, m->lhs_types, m->rhs_types, ok);
 }
 
 /* Unifies lhs tensor l with host tensor h, extending the maps. */
@@ -133,7 +137,11 @@ static taso_err_t build_host(matcher_t *m, taso_ref_t h, bool original, taso_ref
 
 static taso_err_t emit(matcher_t *m) {
   if (m->any_type && !rhs_fits(m)) return TASO_OK;
-  if (m->cond && !cond_fits(m)) return TASO_OK;
+  if (m->accept) {
+    bool ok;
+    TASO_TRY(accepted(m, &ok));
+    if (!ok) return TASO_OK;
+  }
   taso_graph_clear(&m->out);
   for (int i = 0; i < 2 * m->host->nnodes; i++) m->built[i] = -1;
   for (int o = 0; o < m->host->noutputs; o++) {
@@ -174,7 +182,7 @@ static taso_err_t alloc(matcher_t *m) {
     if (m->typed.v) memcpy(m->typed.v, in->v, sizeof *m->typed.v * in->n);
     if (!m->typed.v || !m->rhs_types) return taso_error(TASO_ERR_NOMEM, "rewrite");
   }
-  if (m->cond && !(m->lhs_types = malloc(sizeof *m->lhs_types * (2 * m->lhs->nnodes + 1))))
+  if (m->accept && !(m->lhs_types = malloc(sizeof *m->lhs_types * (2 * m->lhs->nnodes + 1))))
     return taso_error(TASO_ERR_NOMEM, "rewrite");
   m->bound = malloc(sizeof *m->bound * (in->n + 1));
   m->node_map = malloc(sizeof *m->node_map * (m->lhs->nnodes + 1));
@@ -217,12 +225,31 @@ taso_err_t taso_rewrite_all(const taso_graph_t *host, const taso_tensor_t *host_
   return run(&m);
 }
 
+taso_err_t taso_rewrite_all_accepting(const taso_graph_t *host, const taso_tensor_t *host_types,
+                                      const taso_graph_t *lhs, const taso_graph_t *rhs,
+                                      const taso_inputs_t *in, taso_accept_fn accept,
+                                      void *accept_ctx, taso_rewrite_fn fn, void *ctx) {
+  if (!accept) return taso_error(TASO_ERR_ARG, "rewrite: an accepting rewrite needs a callback");
+  matcher_t m = {.host = host, .lhs = lhs, .rhs = rhs, .types = host_types, .in = in,
+                 .any_type = true, .accept = accept, .accept_ctx = accept_ctx, .fn = fn,
+                 .ctx = ctx};
+  return run(&m);
+}
+
+/* The checked rewrite's callback: the recorded relation, nothing else. */
+static taso_err_t cond_accepts(void *ctx, const taso_inputs_t *at, const taso_tensor_t *lhs_types,
+                               const taso_tensor_t *rhs_types, bool *accept) {
+  (void)at;
+  *accept = taso_shape_cond_holds(ctx, lhs_types, rhs_types);
+  return TASO_OK;
+}
+
 taso_err_t taso_rewrite_all_checked(const taso_graph_t *host, const taso_tensor_t *host_types,
                                     const taso_graph_t *lhs, const taso_graph_t *rhs,
                                     const taso_inputs_t *in, const taso_shape_cond_t *cond,
                                     taso_rewrite_fn fn, void *ctx) {
   if (!cond) return taso_error(TASO_ERR_ARG, "rewrite: a checked rewrite needs a condition");
-  matcher_t m = {.host = host, .lhs = lhs, .rhs = rhs, .types = host_types, .in = in,
-                 .any_type = true, .cond = cond, .fn = fn, .ctx = ctx};
-  return run(&m);
+  /* the callback only reads the condition */
+  return taso_rewrite_all_accepting(host, host_types, lhs, rhs, in, cond_accepts,
+                                    (void *)(uintptr_t)cond, fn, ctx);
 }

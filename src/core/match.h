@@ -33,6 +33,24 @@ taso_err_t taso_rewrite_all(const taso_graph_t *host, const taso_tensor_t *host_
                             const taso_graph_t *lhs, const taso_graph_t *rhs,
                             const taso_inputs_t *in, bool any_type, taso_rewrite_fn fn, void *ctx);
 
+/* Decides whether a match (any_type, rhs valid on it) may be rewritten,
+ * from its bound instance: at is the substitution's input table with each
+ * bound input's type, lhs_types and rhs_types both sides typed there (as
+ * taso_graph_infer gives them; valid during the call only). *accept
+ * false skips the match; a non-OK return stops the enumeration. */
+typedef taso_err_t (*taso_accept_fn)(void *ctx, const taso_inputs_t *at,
+                                     const taso_tensor_t *lhs_types,
+                                     const taso_tensor_t *rhs_types, bool *accept);
+
+/* any_type matching where accept decides every match whose rhs
+ * type-checks: the hook under the checked and the guarded rewrites
+ * (src/verify/rule_guard.h, which re-proves a match outside the recorded
+ * relation). */
+taso_err_t taso_rewrite_all_accepting(const taso_graph_t *host, const taso_tensor_t *host_types,
+                                      const taso_graph_t *lhs, const taso_graph_t *rhs,
+                                      const taso_inputs_t *in, taso_accept_fn accept,
+                                      void *accept_ctx, taso_rewrite_fn fn, void *ctx);
+
 /* The rewrite an optimizer may apply: any_type matching, accepting only
  * matches whose bound tensors stand in the shape relation the substitution
  * was proved under (cond from taso_shape_cond_of(lhs, rhs, in), with the

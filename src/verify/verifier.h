@@ -65,6 +65,14 @@ taso_err_t taso_prover_decide(taso_prover_t *p, const taso_inputs_t *in, const t
 taso_err_t taso_prover_prove(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *src,
                              const taso_graph_t *dst, taso_verify_result_t *r);
 
+/* The numeric check alone: both graphs on the same random double inputs
+ * (seed) at the shapes of in; *equal when shapes, split trees and values
+ * agree, else why says what differs. An error where a graph does not
+ * type-check there. */
+taso_err_t taso_verify_numeric(const taso_inputs_t *in, const taso_graph_t *src,
+                               const taso_graph_t *dst, uint64_t seed, bool *equal, char *why,
+                               int len);
+
 /* The Z3 term of every output of g, as the prover builds them; for tests
  * and tools. terms holds g->noutputs entries. Unexpressible parameters
  * give TASO_ERR_UNKNOWN naming the operator. */

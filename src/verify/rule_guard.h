@@ -1,0 +1,98 @@
+/*
+ * The rule guard: applies a substitution outside the shape relation it was
+ * proved under (shape_cond.h) only after proving it again there, and
+ * remembers each verdict, so that an optimizer proves each new relation of
+ * a rule once.
+ *
+ * A match whose bound tensors stand in the recorded relation is accepted
+ * as taso_rewrite_all_checked accepts it. Any other match is decided by
+ * its own relation: the condition computed at the bound instance
+ * (taso_shape_cond_of on the bound input types), whose ranks, orders and
+ * divisibilities form the cache key together with the rule and its
+ * direction. A key not in the cache is decided once:
+ *
+ *  1. The numeric check (verifier.h) at the bound shapes when it is cheap
+ *     (numeric_max_macs), else at small sizes found to stand in the same
+ *     relation (a few deterministic tries; key equality is checked
+ *     exactly). No such sizes, or a difference: refused.
+ *  2. The proof, at the bound shapes themselves. Shapes enter the proof
+ *     only as ground facts, (dim a t) = n and (splits a t) = k for every
+ *     subterm, that the axioms' guards compare with each other and with
+ *     parameters by =, and, for const_one, add (extra.smt2): ground
+ *     integer arithmetic on constants, whose cost does not depend on how
+ *     large they are. So the proof is made at exactly the instance that
+ *     is applied; nothing about the relation is assumed for it. Not
+ *     PROVED within the limits (timeout, rlimit, memory): refused.
+ *
+ * A cached verdict is reused for another instance with the same key: that
+ * rests on the claim of shape_cond.h (every shape-dependent branch of both
+ * sides and every axiom guard goes the same way for instances of one
+ * relation), the same claim taso_rewrite_all_checked rests on.
+ *
+ * A guard owns a Z3 context: one thread at a time.
+ */
+#ifndef TASO_RULE_GUARD_H
+#define TASO_RULE_GUARD_H
+
+#include <stdint.h>
+
+#include "axioms.h"
+#include "graph.h"
+#include "match.h"
+#include "z3ctx.h"
+
+typedef struct {
+  taso_limits_t limits;     /* of every proof query: [verify] timeout, rlimit, memory_mb */
+  int64_t numeric_max_macs; /* numeric check at the bound shapes up to this cost; 0: 1 << 24 */
+  int shrink_tries;         /* small realizations tried past it; 0: 64 */
+  uint64_t seed;            /* the numeric check's inputs and the realization search */
+} taso_rule_guard_opts_t;
+
+typedef struct {
+  int64_t matches;        /* matches asked about (rhs type-checks on them) */
+  int64_t by_condition;   /* accepted: the recorded relation holds */
+  int64_t by_reproof;     /* accepted: another relation, proved (now or cached) */
+  int64_t refused;        /* refused: another relation, not proved */
+  int64_t proofs;         /* relations decided (each ran the numeric check, most a proof) */
+  int64_t cache_hits;     /* outside-condition matches decided by the cache */
+  int64_t proved;         /* relations proved */
+  int64_t numeric_small;  /* relations whose numeric check ran at small sizes */
+  int64_t no_realization; /* refused: too costly at the bound shapes, no small sizes found */
+  int64_t numeric_false;  /* refused: the numeric check found the sides different */
+  double proof_seconds;   /* total wall time of the decisions */
+  double median_seconds;  /* median wall time of one decision */
+} taso_rule_guard_stats_t;
+
+typedef struct taso_rule_guard taso_rule_guard_t;
+
+/* A guard over the substitutions' input table in (copied) and the axioms
+ * ax (kept by pointer, with its lemmas as enabled now: prove them first,
+ * as taso-verify does, with taso_axioms_prove_lemmas_limited). */
+taso_err_t taso_rule_guard_open(const taso_inputs_t *in, const taso_axioms_t *ax,
+                                const taso_rule_guard_opts_t *opts, taso_rule_guard_t **g);
+void taso_rule_guard_close(taso_rule_guard_t *g);
+
+/* Every one-step rewrite of host by lhs => rhs that the guard accepts (the
+ * matches of taso_rewrite_all_accepting). rule and dir name the
+ * substitution and its direction (e.g. its row in the artifact, and 0 for
+ * src => dst, 1 for dst => src): every call with the same rule and dir
+ * must pass the same lhs and rhs, whose recorded condition is computed at
+ * the first call. */
+taso_err_t taso_rewrite_all_guarded(taso_rule_guard_t *g, int64_t rule, int dir,
+                                    const taso_graph_t *host, const taso_tensor_t *host_types,
+                                    const taso_graph_t *lhs, const taso_graph_t *rhs,
+                                    taso_rewrite_fn fn, void *ctx);
+
+/* The decision alone for one instance: lhs => rhs at the input table at
+ * (the guard's table with the bound inputs' types). */
+taso_err_t taso_rule_guard_accepts(taso_rule_guard_t *g, int64_t rule, int dir,
+                                   const taso_graph_t *lhs, const taso_graph_t *rhs,
+                                   const taso_inputs_t *at, bool *accept);
+
+/* The counters so far. */
+void taso_rule_guard_stats(const taso_rule_guard_t *g, taso_rule_guard_stats_t *s);
+
+/* Why the last refused relation was refused ("" if none yet). */
+const char *taso_rule_guard_last_refusal(const taso_rule_guard_t *g);
+
+#endif
