@@ -10,6 +10,8 @@
  *               units per query), memory_mb (Z3's memory cap per rank)
  *   [validate]  sizes (e.g. "1,2"), timeout (seconds per case),
  *               redundancy_timeout, redundancy_rlimit, memory_mb
+ *   [optimize]  search (backtracking), alpha (keep graphs cheaper than alpha
+ *               times the best), budget (graphs expanded), time_limit (seconds)
  * A malformed file gives TASO_ERR_PARSE with "FILE:LINE: problem".
  */
 #ifndef TASO_JOB_H
@@ -55,6 +57,10 @@ typedef struct {
   int verify_memory_mb;       /* [verify] memory_mb, Z3's memory cap per rank; 0 none */
   int redundancy_rlimit;      /* [validate] redundancy_rlimit, per redundancy query */
   int validate_memory_mb;     /* [validate] memory_mb, Z3's memory cap per rank; 0 none */
+  char search[32];            /* [optimize] search: the algorithm, "backtracking" */
+  double alpha;               /* [optimize] alpha, >= 1 */
+  int budget;                 /* [optimize] budget: graphs taken from the queue */
+  double optimize_time_limit; /* [optimize] time_limit, seconds */
   unsigned given;             /* keys the file sets, one bit each (taso_job_given) */
 } taso_job_t;
 
