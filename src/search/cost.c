@@ -2,12 +2,13 @@
  * The cost cache and graph costs (cost.h).
  *
  * The search asks for the cost of thousands of graphs that share almost
- * all their configurations, so the cache is keyed twice: by the
- * configuration's bytes (a fast hash, exact memcmp), and, only on a miss,
- * by its canonical text key, which is what a database and a measurement
- * record. taso_rt_config_of_node and the planner zero every configuration
- * before filling it, and every field is 4 bytes wide, so equal
- * configurations have equal bytes.
+ * all their configurations, so the cache is keyed twice: by a packed form
+ * of the configuration (its words without the split trees, which are empty
+ * in configurations and make up most of their bytes; a fast hash, exact
+ * comparison), and, only on a miss, by its canonical text key, which is
+ * what a database and a measurement record. taso_rt_config_of_node and the
+ * planner zero every configuration before filling it, and every field is
+ * 4 bytes wide, so equal configurations pack equally.
  */
 #include "cost.h"
 
@@ -20,7 +21,35 @@
 
 #define KEY_LEN 512
 
+/* A configuration packed: kind, parameters, counts, fuse, layout, then the
+ * rank and sizes of each operand and result. */
+#define PACKED_WORDS (5 + (int)(sizeof(taso_params_t) / 4) + (TASO_RT_MAX_IN + 2) * (1 + TASO_MAX_RANK))
 typedef struct {
+  int32_t w[PACKED_WORDS];
+} packed_t;
+
+_Static_assert(sizeof(taso_params_t) % 4 == 0, "parameters are 4-byte words");
+
+static void pack(const taso_rt_config_t *cfg, packed_t *k) {
+  int n = 0;
+  memset(k, 0, sizeof *k);
+  k->w[n++] = cfg->kind;
+  k->w[n++] = cfg->nin;
+  k->w[n++] = cfg->nout;
+  k->w[n++] = (int32_t)cfg->fuse;
+  k->w[n++] = cfg->layout;
+  memcpy(&k->w[n], &cfg->p, sizeof cfg->p);
+  n += (int)(sizeof cfg->p / 4);
+  for (int i = 0; i < cfg->nin + cfg->nout && i < TASO_RT_MAX_IN + 2; i++) {
+    const taso_tensor_t *t = i < cfg->nin ? &cfg->in[i] : &cfg->out[i - cfg->nin];
+    k->w[n++] = t->rank;
+    memcpy(&k->w[n], t->dim, sizeof t->dim);
+    n += TASO_MAX_RANK;
+  }
+}
+
+typedef struct {
+  packed_t packed;      /* the configuration, packed */
   taso_rt_config_t cfg; /* the configuration */
   char *key;            /* taso_rt_config_key */
   double ms;            /* its cost */
@@ -94,14 +123,16 @@ void taso_cost_cache_entry(const taso_cost_cache_t *c, int64_t i, const char **k
 
 /* ---- the table ------------------------------------------------------------ */
 
-static uint64_t config_hash(const taso_rt_config_t *cfg) {
-  return taso_mix64(taso_fnv64(TASO_FNV_START, cfg, sizeof *cfg));
+static uint64_t packed_hash(const packed_t *k) {
+  uint64_t h = 0;
+  for (int i = 0; i < PACKED_WORDS; i++) h = taso_mix64(h ^ (uint32_t)k->w[i]);
+  return h;
 }
 
-/* The slot holding cfg, or the empty slot where it belongs. */
-static int64_t find_slot(const taso_cost_cache_t *c, const taso_rt_config_t *cfg) {
-  int64_t mask = c->nslots - 1, s = (int64_t)(config_hash(cfg) & (uint64_t)mask);
-  while (c->slots[s] && memcmp(&c->entries[c->slots[s] - 1].cfg, cfg, sizeof *cfg) != 0)
+/* The slot holding configuration k, or the empty slot where it belongs. */
+static int64_t find_slot(const taso_cost_cache_t *c, const packed_t *k) {
+  int64_t mask = c->nslots - 1, s = (int64_t)(packed_hash(k) & (uint64_t)mask);
+  while (c->slots[s] && memcmp(&c->entries[c->slots[s] - 1].packed, k, sizeof *k) != 0)
     s = (s + 1) & mask;
   return s;
 }
@@ -115,13 +146,13 @@ static taso_err_t grow_table(taso_cost_cache_t *c) {
     c->nslots = nold;
     return taso_error(TASO_ERR_NOMEM, "cost cache of %lld entries", (long long)c->n);
   }
-  for (int64_t i = 0; i < c->n; i++) c->slots[find_slot(c, &c->entries[i].cfg)] = i + 1;
+  for (int64_t i = 0; i < c->n; i++) c->slots[find_slot(c, &c->entries[i].packed)] = i + 1;
   free(old);
   return TASO_OK;
 }
 
-static taso_err_t insert(taso_cost_cache_t *c, const taso_rt_config_t *cfg, const char *key,
-                         double ms) {
+static taso_err_t insert(taso_cost_cache_t *c, const packed_t *k, const taso_rt_config_t *cfg,
+                         const char *key, double ms) {
   if (2 * (c->n + 1) > c->nslots) TASO_TRY(grow_table(c));
   if (c->n == c->cap) {
     int64_t cap = c->cap ? 2 * c->cap : 256;
@@ -131,11 +162,12 @@ static taso_err_t insert(taso_cost_cache_t *c, const taso_rt_config_t *cfg, cons
     c->cap = cap;
   }
   entry_t *e = &c->entries[c->n];
+  e->packed = *k;
   e->cfg = *cfg;
   e->ms = ms;
   if (!(e->key = malloc(strlen(key) + 1))) return taso_error(TASO_ERR_NOMEM, "cost key");
   strcpy(e->key, key);
-  c->slots[find_slot(c, cfg)] = ++c->n;
+  c->slots[find_slot(c, k)] = ++c->n;
   return TASO_OK;
 }
 
@@ -162,7 +194,9 @@ static taso_err_t measure(taso_cost_cache_t *c, const taso_rt_config_t *cfg, con
 }
 
 taso_err_t taso_cost_of_config(taso_cost_cache_t *c, const taso_rt_config_t *cfg, double *ms) {
-  int64_t s = find_slot(c, cfg);
+  packed_t k;
+  pack(cfg, &k);
+  int64_t s = find_slot(c, &k);
   if (c->slots[s]) {
     c->stats.hits++;
     *ms = c->entries[c->slots[s] - 1].ms;
@@ -181,7 +215,7 @@ taso_err_t taso_cost_of_config(taso_cost_cache_t *c, const taso_rt_config_t *cfg
   } else {
     TASO_TRY(measure(c, cfg, key, ms));
   }
-  return insert(c, cfg, key, *ms);
+  return insert(c, &k, cfg, key, *ms);
 }
 
 /* ---- graph costs ------------------------------------------------------------ */

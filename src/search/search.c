@@ -9,6 +9,7 @@
  */
 #include "search.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,6 +128,14 @@ static int64_t seen_slot(const store_t *s, const taso_graph_t *g, uint64_t hash)
   return at;
 }
 
+/* The seen set anew: every graph still held (taken or queued). */
+static taso_err_t rebuild_slots(store_t *s) {
+  memset(s->slots, 0, sizeof *s->slots * (size_t)s->nslots);
+  for (int64_t i = 0; i < s->n; i++)
+    if (s->v[i].g.nodes) s->slots[seen_slot(s, &s->v[i].g, s->v[i].hash)] = i + 1;
+  return TASO_OK;
+}
+
 static taso_err_t grow_slots(store_t *s) {
   int64_t n = s->nslots ? 2 * s->nslots : 4096;
   int64_t *slots = calloc((size_t)n, sizeof *slots);
@@ -134,8 +143,7 @@ static taso_err_t grow_slots(store_t *s) {
   free(s->slots);
   s->slots = slots;
   s->nslots = n;
-  for (int64_t i = 0; i < s->n; i++) s->slots[seen_slot(s, &s->v[i].g, s->v[i].hash)] = i + 1;
-  return TASO_OK;
+  return rebuild_slots(s);
 }
 
 static bool heap_less(const store_t *s, int64_t a, int64_t b) {
@@ -164,6 +172,36 @@ static int64_t heap_pop(store_t *s) {
   }
   if (s->nheap) s->heap[i] = x;
   return top;
+}
+
+/* ---- keeping the queue small ----------------------------------------------------
+ * Only the graphs still to be taken from the queue matter: with r takes
+ * left, a graph with r or more cheaper graphs ahead of it is never taken,
+ * since each take moves it up by one at most and each new cheaper graph
+ * moves it down. So the queue keeps the cheapest r + 1 and forgets the
+ * rest: their graphs are freed and they leave the seen set (one made again
+ * later is again behind too many). Graphs already taken stay in the seen
+ * set, so none is expanded twice. This bounds memory by the budget rather
+ * than by the number of rewrites, and changes no result. */
+
+static const store_t *sort_store; /* qsort has no context argument in C11 */
+
+/* The queue's order: cost, then age. */
+static int heap_order(const void *a, const void *b) {
+  const store_t *s = sort_store;
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  if (s->v[x].cost != s->v[y].cost) return s->v[x].cost < s->v[y].cost ? -1 : 1;
+  return (x > y) - (x < y);
+}
+
+/* Keeps the cheapest `keep` queued graphs; a sorted array is a heap. */
+static taso_err_t trim_queue(store_t *s, int64_t keep) {
+  if (s->nheap <= keep) return TASO_OK;
+  sort_store = s;
+  qsort(s->heap, (size_t)s->nheap, sizeof *s->heap, heap_order);
+  for (int64_t i = keep; i < s->nheap; i++) taso_graph_free(&s->v[s->heap[i]].g);
+  s->nheap = keep;
+  return rebuild_slots(s);
 }
 
 /* Adds g (copied, exactly sized) to the store, the seen set and the queue. */
@@ -246,7 +284,10 @@ static taso_err_t on_rewrite(void *ctx, const taso_graph_t *g) {
   TASO_TRY(err);
   if (!(ms < s->opt->alpha * s->best)) return TASO_OK;
   s->res->queued++;
-  return store_add(&s->store, g, hash, ms, s->parent, s->rule);
+  TASO_TRY(store_add(&s->store, g, hash, ms, s->parent, s->rule));
+  /* trimming costs a sort: only when the queue holds twice what matters */
+  int64_t keep = s->opt->budget - s->res->explored + 1;
+  return s->store.nheap > 2 * keep + 1024 ? trim_queue(&s->store, keep) : TASO_OK;
 }
 
 static bool out_of_time(const search_t *s) {
@@ -345,4 +386,36 @@ void taso_search_result_free(taso_search_result_t *r) {
   taso_graph_free(&r->best);
   free(r->fired);
   r->fired = NULL;
+}
+
+/* ---- the record of fired rules ------------------------------------------------ */
+
+static const taso_field_t fired_fields[] = {
+    {"rule", offsetof(taso_fired_rule_t, text), TASO_FIELD_STRING, TASO_RULE_TEXT},
+    {"row", offsetof(taso_fired_rule_t, row), TASO_FIELD_INT64, 0},
+    {"count", offsetof(taso_fired_rule_t, count), TASO_FIELD_INT64, 0},
+};
+const taso_table_t taso_fired_rules_table = {"/optimize_rules", sizeof(taso_fired_rule_t),
+                                             fired_fields, 3};
+
+taso_err_t taso_fired_rules(const taso_rules_t *rules, const taso_search_result_t *r,
+                            taso_fired_rule_t **out, int64_t *n) {
+  taso_fired_rule_t *rows = calloc((size_t)rules->n + 1, sizeof *rows);
+  if (!rows) return taso_error(TASO_ERR_NOMEM, "rules table");
+  *n = 0;
+  for (int i = 0; i < rules->n; i++) {
+    if (!r->fired[i]) continue;
+    taso_fired_rule_t *f = &rows[(*n)++];
+    taso_rule_format(rules, i, f->text, TASO_RULE_TEXT);
+    f->row = rules->v[i].row;
+    f->count = r->fired[i];
+  }
+  for (int64_t i = 1; i < *n; i++) /* a few rows: insertion sort, stable */
+    for (int64_t j = i; j > 0 && rows[j].count > rows[j - 1].count; j--) {
+      taso_fired_rule_t x = rows[j];
+      rows[j] = rows[j - 1];
+      rows[j - 1] = x;
+    }
+  *out = rows;
+  return TASO_OK;
 }

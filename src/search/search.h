@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "artifact.h"
 #include "cost.h"
 
 /* One directed rule: lhs => rhs over the substitution file's input table. */
@@ -86,6 +87,20 @@ typedef struct {
   int64_t *fired;       /* per rule: times applied on the path to best */
   int steps;            /* rewrites on that path */
 } taso_search_result_t;
+
+/* The optimized model file's record of the rules that fired: the table
+ * /optimize_rules, one row per rule, most often fired first. */
+#define TASO_RULE_TEXT 400
+typedef struct {
+  char text[TASO_RULE_TEXT]; /* "lhs => rhs", as applied */
+  int64_t row;               /* its row in the substitutions file */
+  int64_t count;             /* rewrites by it on the path to the result */
+} taso_fired_rule_t;
+extern const taso_table_t taso_fired_rules_table;
+
+/* The rows of that table for a search result (malloc'd; *n rows). */
+taso_err_t taso_fired_rules(const taso_rules_t *rules, const taso_search_result_t *r,
+                            taso_fired_rule_t **rows, int64_t *n);
 
 /* The baseline search ("backtracking"). result is filled on success; free
  * it with taso_search_result_free. */

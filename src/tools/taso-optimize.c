@@ -16,7 +16,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,41 +175,6 @@ static taso_err_t adopt(taso_model_t *m, const taso_graph_t *best) {
 
 /* ---- the output ------------------------------------------------------------------------ */
 
-/* One row of /optimize/rules: a substitution and how often it fired. */
-#define RULE_TEXT 400
-typedef struct {
-  char text[RULE_TEXT]; /* "lhs => rhs", as applied */
-  int64_t row;          /* its row in the substitutions file */
-  int64_t count;        /* rewrites by it on the path to the result */
-} fired_rec_t;
-
-static const taso_field_t fired_fields[] = {
-    {"rule", offsetof(fired_rec_t, text), TASO_FIELD_STRING, RULE_TEXT},
-    {"row", offsetof(fired_rec_t, row), TASO_FIELD_INT64, 0},
-    {"count", offsetof(fired_rec_t, count), TASO_FIELD_INT64, 0},
-};
-static const taso_table_t fired_table = {"/optimize_rules", sizeof(fired_rec_t), fired_fields, 3};
-
-/* The rules that fired, most often first; *n rows. */
-static fired_rec_t *fired_rows(const taso_rules_t *rules, const taso_search_result_t *r, int64_t *n) {
-  fired_rec_t *rows = calloc((size_t)rules->n + 1, sizeof *rows);
-  *n = 0;
-  for (int i = 0; rows && i < rules->n; i++) {
-    if (!r->fired[i]) continue;
-    fired_rec_t *f = &rows[(*n)++];
-    taso_rule_format(rules, i, f->text, RULE_TEXT);
-    f->row = rules->v[i].row;
-    f->count = r->fired[i];
-  }
-  for (int64_t i = 1; rows && i < *n; i++) /* a few rows: insertion sort */
-    for (int64_t j = i; j > 0 && rows[j].count > rows[j - 1].count; j--) {
-      fired_rec_t x = rows[j];
-      rows[j] = rows[j - 1];
-      rows[j - 1] = x;
-    }
-  return rows;
-}
-
 typedef struct {
   const settings_t *s;
   const taso_rules_t *rules;
@@ -223,8 +187,8 @@ typedef struct {
 static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   const taso_search_result_t *r = rec->r;
   int64_t n = 0;
-  fired_rec_t *rows = fired_rows(rec->rules, r, &n);
-  if (!rows) return taso_error(TASO_ERR_NOMEM, "rules table");
+  taso_fired_rule_t *rows = NULL;
+  TASO_TRY(taso_fired_rules(rec->rules, r, &rows, &n));
   const char *ended = r->timed_out ? "time limit" : r->budget_spent ? "budget" : "queue empty";
   taso_err_t err = taso_artifact_set_string(a, "optimize_search", rec->s->kind);
   if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_substitutions", subst_path);
@@ -241,7 +205,7 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   if (err == TASO_OK) err = taso_artifact_set_count(a, "rewrites_applied", r->steps);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "substitutions_proved", rec->proved);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "configs_measured", rec->costs.measured);
-  if (err == TASO_OK) err = taso_artifact_write_table(a, &fired_table, rows, n, 0, n);
+  if (err == TASO_OK) err = taso_artifact_write_table(a, &taso_fired_rules_table, rows, n, 0, n);
   free(rows);
   return err;
 }
