@@ -56,6 +56,8 @@ for spec in nasrnn:hidden=64,steps=2 squeezenet:size=32 resnet50:size=14; do
   steps=$(sed -n 's/^applied rules (\([0-9]*\) rewrites.*/\1/p' "$tmp/out")
   [ "${steps:-0}" -gt 0 ] && rewritten=$((rewritten + 1))
   sed -n '/^applied rules/,/^model /p' "$tmp/out" | head -8
+  run "$bin/taso-run" --model "$tmp/$name.opt.onnx" --compare "$spec" --runs 0 --threads 1
+  expect "$name optimized, through ONNX, agrees with the original" 0
   for backend in cpu reference; do
     run "$bin/taso-run" --model "$out" --compare "$spec" --runs 0 --backend "$backend" --threads 1
     expect "$name optimized agrees with the original ($backend)" 0
