@@ -11,7 +11,7 @@
 #      three medians.
 # Prints one line per model, then the rules, then every command it ran.
 # Usage: bench/optimize.sh [BUILD_DIR] [SUBSTITUTIONS] [BUDGET] [TIME_LIMIT] [RUNS] [THREADS]
-#   (defaults: build, a workstation set made here, 1000, 300 s, 20, 2)
+#   (defaults: build, a workstation set made here, 1000, 300 s, 20, 1)
 # Without SUBSTITUTIONS it generates and verifies jobs/workstation.ini
 # (about 20 s on 2 ranks); MODELS="spec ..." replaces the model list.
 set -uo pipefail
@@ -20,7 +20,7 @@ subst=${2:-}
 budget=${3:-1000}
 limit=${4:-300}
 runs=${5:-20}
-threads=${6:-2}
+threads=${6:-1}
 bin=$build/bin
 here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)

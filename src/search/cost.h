@@ -3,7 +3,8 @@
  *
  * A graph costs the sum of the steps the runtime would run for it
  * (taso_rt_steps: a convolution or matmul with its fused bias, residual
- * and ReLU is one step), each step the measured time of its configuration.
+ * and ReLU is one step), each step the measured time of its configuration
+ * (the fastest of its timed runs).
  * Nodes computed from weights alone cost nothing: writing a model folds
  * them into new weights (taso_model_fold_weights).
  *
@@ -31,7 +32,7 @@ typedef taso_err_t (*taso_cost_lookup_fn)(void *ctx, const char *key,
 typedef struct {
   bool measure;         /* measure misses on the backend; false: a miss is an error */
   bool fusion;          /* steps as the runtime fuses them; false: one step per node */
-  int warmup, runs;     /* timing of one configuration (median of runs) */
+  int warmup, runs;     /* timing of one configuration (the fastest of runs) */
   taso_cost_lookup_fn lookup; /* consulted on a miss before measuring; NULL: none */
   void *lookup_ctx;     /* passed to lookup */
 } taso_cost_options_t;

@@ -161,7 +161,20 @@ static void on_progress(void *ctx, int64_t explored, int64_t queued, double best
   fflush(stderr);
 }
 
-/* Puts the best graph into m, typed. */
+/* A split takes its sizes from the split tree of its input, which a
+ * concat of weights loses when writing the model folds it into one new
+ * weight. So each split becomes split_at with its sizes spelled out: the
+ * same values, without the tree. */
+static void spell_out_splits(taso_model_t *m) {
+  for (int i = 0; i < m->graph.nnodes; i++) {
+    taso_node_t *n = &m->graph.nodes[i];
+    if (n->kind != TASO_OP_SPLIT) continue;
+    n->kind = TASO_OP_SPLIT_AT;
+    n->p.at = m->types[2 * i].dim[n->p.axis];
+  }
+}
+
+/* Puts the best graph into m, typed, its splits spelled out. */
 static taso_err_t adopt(taso_model_t *m, const taso_graph_t *best) {
   TASO_TRY(taso_graph_copy(&m->graph, best));
   if (2 * m->graph.nnodes > m->types_cap) {
@@ -170,6 +183,8 @@ static taso_err_t adopt(taso_model_t *m, const taso_graph_t *best) {
     m->types = types;
     m->types_cap = 2 * m->graph.nnodes;
   }
+  TASO_TRY(taso_graph_infer(&m->graph, &m->inputs, m->types));
+  spell_out_splits(m);
   return taso_graph_infer(&m->graph, &m->inputs, m->types);
 }
 
