@@ -24,6 +24,9 @@
 
 #include "runtime.h"
 
+/* Seconds on a monotonic clock (timings of the search; no MPI needed). */
+double taso_search_now(void);
+
 /* A source of costs consulted before measuring: *found false when it has
  * none for key. cfg is the configuration the key spells. */
 typedef taso_err_t (*taso_cost_lookup_fn)(void *ctx, const char *key,
