@@ -323,12 +323,24 @@ static taso_err_t expand(search_t *s, int64_t at, taso_graph_t *host) {
   return err;
 }
 
-/* The rules applied on the path from the input graph to stored graph at. */
-static void count_path(search_t *s, int64_t at) {
-  for (; s->store.v[at].parent >= 0; at = s->store.v[at].parent) {
-    s->res->fired[s->store.v[at].rule]++;
-    s->res->steps++;
+/* The path from the input graph to stored graph at: its graphs, and how
+ * often each rule fired on it. Graphs on it were all taken from the queue,
+ * so the store still holds them. */
+static taso_err_t record_path(search_t *s, int64_t at) {
+  taso_search_result_t *r = s->res;
+  for (int64_t i = at; s->store.v[i].parent >= 0; i = s->store.v[i].parent) {
+    r->fired[s->store.v[i].rule]++;
+    r->steps++;
   }
+  r->path = calloc((size_t)r->steps + 1, sizeof *r->path);
+  r->path_rules = calloc((size_t)r->steps + 1, sizeof *r->path_rules);
+  if (!r->path || !r->path_rules) return taso_error(TASO_ERR_NOMEM, "path of %d steps", r->steps);
+  for (int k = r->steps; k >= 0; k--, at = s->store.v[at].parent) {
+    taso_graph_init(&r->path[k]);
+    TASO_TRY(taso_graph_copy(&r->path[k], &s->store.v[at].g));
+    r->path_rules[k] = s->store.v[at].rule;
+  }
+  return TASO_OK;
 }
 
 static taso_err_t run(search_t *s, taso_graph_t *host) {
@@ -358,7 +370,7 @@ static taso_err_t run(search_t *s, taso_graph_t *host) {
     TASO_TRY(expand(s, at, host));
   }
   s->res->cost_after = s->best;
-  count_path(s, best_at);
+  TASO_TRY(record_path(s, best_at));
   return taso_graph_copy(&s->res->best, &s->store.v[best_at].g);
 }
 
@@ -384,7 +396,12 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
 
 void taso_search_result_free(taso_search_result_t *r) {
   taso_graph_free(&r->best);
+  for (int k = 0; r->path && k <= r->steps; k++) taso_graph_free(&r->path[k]);
+  free(r->path);
+  free(r->path_rules);
   free(r->fired);
+  r->path = NULL;
+  r->path_rules = NULL;
   r->fired = NULL;
 }
 

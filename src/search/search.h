@@ -86,6 +86,9 @@ typedef struct {
   bool budget_spent;    /* the budget ended it (else the queue ran empty) */
   int64_t *fired;       /* per rule: times applied on the path to best */
   int steps;            /* rewrites on that path */
+  taso_graph_t *path;   /* steps + 1 graphs: the input (canonical), then each
+                           rewrite's result; path[steps] equals best */
+  int *path_rules;      /* per path graph: the rule that made it; -1 for path[0] */
 } taso_search_result_t;
 
 /* The optimized model file's record of the rules that fired: the table

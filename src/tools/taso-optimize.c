@@ -22,15 +22,17 @@
 
 #include "model.h"
 #include "onnx.h"
+#include "agree.h"
 #include "search.h"
 #include "tool.h"
 
 static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
                   *budget_text, *time_limit_text;
-static bool per_node;
+static bool per_node, no_check;
 
 static const taso_tool_flag_t flags[] = {
     {"cost-per-node", "cost one step per node (no epilogue fusion in the cost model)", &per_node},
+    {"no-check", "skip running the result against the original on seeded inputs", &no_check},
     {0},
 };
 
@@ -56,8 +58,13 @@ static const taso_tool_spec_t spec = {
              "graphs kept while cheaper than alpha times the best, until the queue is\n"
              "empty, the budget is spent or the time limit hits. Settings come from the\n"
              "job's [optimize] section (defaults: backtracking, alpha 1.05, budget 1000,\n"
-             "time_limit 600) and the options. Check the result with\n"
-             "`taso-run --model OUT --compare M`.\n",
+             "time_limit 600) and the options.\n"
+             "\n"
+             "Unless --no-check, the result is run against the original on seeded inputs\n"
+             "(on --backend, as taso-run --compare does); where they differ by more than\n"
+             "1e-4 relative, the first rewrite on the search's path that made them differ\n"
+             "is named with its rule and shapes, the model is still written, and the exit\n"
+             "status is 3.\n",
     .job_help = "job file: the [optimize] settings",
     .out_help = "the optimized model (.h5, kind taso-model; required)",
     .out_kind = TASO_KIND_MODEL,
@@ -196,6 +203,8 @@ typedef struct {
   const taso_search_result_t *r;
   taso_cost_stats_t costs;
   int64_t proved;
+  bool checked;    /* the result was run against the original */
+  double relative; /* then: the largest relative output difference */
 } record_t;
 
 /* The search's record as root attributes and the rules table. */
@@ -220,6 +229,8 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   if (err == TASO_OK) err = taso_artifact_set_count(a, "rewrites_applied", r->steps);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "substitutions_proved", rec->proved);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "configs_measured", rec->costs.measured);
+  if (err == TASO_OK && rec->checked)
+    err = taso_artifact_set_real(a, "check_relative_difference", rec->relative);
   if (err == TASO_OK) err = taso_artifact_write_table(a, &taso_fired_rules_table, rows, n, 0, n);
   free(rows);
   return err;
@@ -259,6 +270,43 @@ typedef struct {
   int64_t proved;
 } run_t;
 
+#define CHECK_TOLERANCE 1e-4 /* taso-run --compare's default: float32 rounding */
+
+/* Runs the result against the original (before it replaces the model's
+ * graph); where they differ, names the first rewrite that made them
+ * differ in t->findings and on stdout. */
+static taso_err_t check(taso_tool_t *t, const settings_t *s, run_t *r, double *relative) {
+  const taso_search_result_t *res = &r->result;
+  int step = 0;
+  TASO_TRY(taso_path_first_difference(s->be, r->ctx, &r->m, res, CHECK_TOLERANCE, &step,
+                                      relative));
+  if (!(*relative <= CHECK_TOLERANCE) && step == 0)
+    *relative = INFINITY; /* no single rewrite differs: say so, never pass */
+  if (*relative <= CHECK_TOLERANCE) {
+    taso_tool_print(t, "taso-optimize: the result agrees with the original (largest relative "
+                    "difference %.3g on seeded inputs, %s backend)\n", *relative, s->be->name);
+    return TASO_OK;
+  }
+  char rule[TASO_RULE_TEXT], made[2048] = "";
+  if (step > 0) {
+    int k = res->path_rules[step];
+    taso_rule_format(&r->rules, k, rule, sizeof rule);
+    taso_path_describe(&r->m, res, step, made, sizeof made);
+    snprintf(t->findings, sizeof t->findings,
+             "rewrite %d of %d (row %lld) changes the outputs by %.3g relative", step, res->steps,
+             (long long)r->rules.v[k].row, *relative);
+    taso_tool_print(t, "taso-optimize: the result differs from the original: rewrite %d of %d "
+                    "changes the outputs by %.3g relative (tolerance %g), by rule\n  %s  [row %lld%s]\n"
+                    "  which made these configurations:\n%s", step, res->steps, *relative,
+                    CHECK_TOLERANCE, rule, (long long)r->rules.v[k].row,
+                    r->rules.v[k].reversed ? ", reversed" : "", made);
+  } else {
+    snprintf(t->findings, sizeof t->findings,
+             "the result differs from the original, but no single rewrite on its path does");
+  }
+  return TASO_OK;
+}
+
 static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   TASO_TRY(load_rules(t, &r->rules, &r->proved));
   TASO_TRY(taso_model_load(model_spec, &r->m));
@@ -277,8 +325,12 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   opt.progress = on_progress;
   opt.progress_ctx = (void *)s;
   TASO_TRY(taso_search_backtracking(&prob, &r->rules, r->costs, &opt, &r->result));
-  TASO_TRY(adopt(&r->m, &r->result.best));
   record_t rec = {.s = s, .rules = &r->rules, .r = &r->result, .proved = r->proved};
+  if (!no_check) {
+    TASO_TRY(check(t, s, r, &rec.relative));
+    rec.checked = true;
+  }
+  TASO_TRY(adopt(&r->m, &r->result.best));
   taso_cost_cache_stats(r->costs, &rec.costs);
   TASO_TRY(write_output(t, &r->m, &rec));
   if (onnx_path) TASO_TRY(write_onnx(&r->m));
