@@ -4,8 +4,9 @@
 #   1. taso-optimize with the proved substitutions (costs measured on the
 #      cpu backend on the spot) -> cost before and after, graphs explored,
 #      search time, the rules that fired most;
-#   2. taso-run --compare: the optimized model must agree with the original
-#      on seeded inputs (float32 tolerance), else the line says DIFFERS;
+#   2. the optimized model must agree with the original on seeded inputs
+#      (taso-optimize's own check, naming the first rewrite that made it
+#      differ, and taso-run --compare; float32 tolerance), else DIFFERS;
 #   3. taso-run latency of the original and of the optimized model in the
 #      same run: RUNS runs each, alternated three times, the median of the
 #      three medians.
@@ -57,18 +58,31 @@ echo "# substitutions $subst, budget $budget, time limit $limit s, $threads thre
 printf '%-24s %10s %10s %6s %9s %9s %6s %8s %8s %-11s %s\n' model "cost ms" "opt ms" "x" \
   "run ms" "opt run" "x" explored "search s" agrees "ended by"
 : >"$tmp/rules"
+: >"$tmp/findings"
 fail=0
 for spec in $specs; do
   name=${spec%%:*}
   out=$tmp/$name.opt.h5
-  step "$spec optimize" "$bin/taso-optimize" --model "$spec" --substitutions "$subst" \
-    --out "$out" --budget "$budget" --time-limit "$limit" --threads "$threads" || { fail=1; continue; }
+  # exit 3: written, but the result differs from the original (its finding
+  # names the rewrite); anything else non-zero: no result
+  agrees=yes
+  echo "+ $bin/taso-optimize --model $spec --substitutions $subst --out $out --budget $budget --time-limit $limit --threads $threads" >>"$tmp/commands"
+  "$bin/taso-optimize" --model "$spec" --substitutions "$subst" --out "$out" --budget "$budget" \
+    --time-limit "$limit" --threads "$threads" >"$tmp/log" 2>&1
+  rc=$?
+  if [ "$rc" = 3 ]; then
+    agrees=DIFFERS
+    fail=1
+    { echo "$spec differs:"; sed -n '/the result differs/,/^taso-optimize: [0-9]* configurations/p' "$tmp/log" |
+      grep -v 'configurations measured'; } >>"$tmp/findings"
+  elif [ "$rc" != 0 ]; then
+    echo "FAIL $spec optimize"; tail -5 "$tmp/log"; fail=1; continue
+  fi
   step "$spec show" "$bin/taso-show" "$out" || { fail=1; continue; }
   read -r before after explored secs <<<"$(sed -n \
     's/^  cost \([^ ]*\) -> \([^ ]*\) ms (x[^)]*); \([0-9]*\) graphs explored in \([^ ]*\) s.*/\1 \2 \3 \4/p' "$tmp/log")"
   ended=$(sed -n 's/.*, ended by \(.*\)$/\1/p' "$tmp/log")
   { echo "$spec:"; sed -n '/^applied rules/,/^model /p' "$tmp/log" | grep ' x  ' | head -5; } >>"$tmp/rules"
-  agrees=yes
   if ! step "$spec compare" "$bin/taso-run" --model "$out" --compare "$spec" --runs 0 --threads "$threads"; then
     agrees=DIFFERS
     fail=1
@@ -90,6 +104,8 @@ for spec in $specs; do
 done
 echo "# rules that fired most, per model (count x rule):"
 sed 's/^/#   /' "$tmp/rules"
+echo "# results that differ from the original, with the first rewrite that made them differ:"
+sed 's/^/#   /' "$tmp/findings"
 echo "# commands:"
 sed 's/^/#   /' "$tmp/commands"
 exit $fail
