@@ -76,6 +76,9 @@ grep -q 'taso-verify' "$tmp/err" || { echo "FAIL: the refusal does not say to ve
 run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/squeezenet.opt.h5" \
   --out "$tmp/x.opt.h5"
 expect "a model refused as substitutions" 1
+run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/nope.h5" --out "$tmp/x.opt.h5"
+expect "a missing substitutions file" 1
+grep -q 'nope.h5: no such file' "$tmp/err" || { echo "FAIL: the missing file is not named"; show; fail=1; }
 run "$bin/taso-optimize" --substitutions "$tmp/substitutions.h5" --out "$tmp/x.opt.h5"
 expect "missing --model" 2
 exit $fail

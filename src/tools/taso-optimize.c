@@ -119,7 +119,7 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
 static taso_err_t check_substitutions(const char *path) {
   char *kind = NULL;
   taso_err_t err = taso_artifact_identify(path, &kind);
-  if (err != TASO_OK) return taso_error(err, "--substitutions %s: %s", path, taso_error_detail());
+  if (err != TASO_OK) return taso_error_prefix(err, "--substitutions: ");
   if (strcmp(kind, TASO_KIND_SUBSTITUTIONS) != 0)
     err = taso_error(TASO_ERR_FORMAT,
                      "--substitutions %s holds a %s artifact, not a %s one%s", path, kind,
