@@ -194,6 +194,29 @@ static void test_defaults(void) {
   taso_job_free(&job);
 }
 
+/* [optimize]: the paper's defaults, values, and values the search cannot
+ * use. */
+static void test_optimize(void) {
+  taso_job_t job;
+  const char *path = write_file("opt_plain.ini", "[inputs]\nx = 3\n");
+  CHECK_OK(taso_job_load(path, &job));
+  CHECK_STR(job.search, "backtracking");
+  CHECK(job.alpha == 1.05 && job.budget == 1000 && job.optimize_time_limit == 600);
+  CHECK(!taso_job_given(&job, "optimize", "alpha"));
+  taso_job_free(&job);
+  path = write_file("opt_set.ini", "[optimize]\nsearch = backtracking\nalpha = 1.0\n"
+                                   "budget = 0\ntime_limit = 2.5\n");
+  CHECK_OK(taso_job_load(path, &job));
+  CHECK(job.alpha == 1.0 && job.budget == 0 && job.optimize_time_limit == 2.5);
+  CHECK(taso_job_given(&job, "optimize", "budget"));
+  taso_job_free(&job);
+  expect_error("opt_alpha.ini", "[optimize]\nalpha = 0.9\n", TASO_ERR_PARSE, 2, "alpha");
+  expect_error("opt_budget.ini", "[optimize]\nbudget = -1\n", TASO_ERR_PARSE, 2, "budget");
+  expect_error("opt_search.ini", "[optimize]\nsearch = greedy\n", TASO_ERR_UNKNOWN, 2,
+               "unknown search 'greedy'");
+  expect_error("opt_key.ini", "[optimize]\nbeam = 3\n", TASO_ERR_UNKNOWN, 2, "beam");
+}
+
 static void test_values(void) {
   taso_job_t job;
   const char *path = write_file("values.ini",
@@ -335,7 +358,7 @@ int main(void) {
       TEST(test_smoke),       TEST(test_workstation),   TEST(test_paper),
       TEST(test_defaults),    TEST(test_values),        TEST(test_parse_sizes),
       TEST(test_syntax_errors), TEST(test_unknown_names), TEST(test_bad_values),
-      TEST(test_missing_file),
+      TEST(test_missing_file), TEST(test_optimize),
   };
   int rc = test_run(cases, (int)(sizeof cases / sizeof cases[0]));
   for (int i = 0; i < nwritten; i++) remove(written[i]);

@@ -941,6 +941,54 @@ taso_err_t taso_artifact_set_count(taso_artifact_t *a, const char *name, int64_t
   return err;
 }
 
+taso_err_t taso_artifact_set_real(taso_artifact_t *a, const char *name, double value) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  taso_err_t err;
+  if (!a->writable)
+    err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot set '%s'", a->path, name);
+  else
+    err = settle(a, put_attr(a, name, H5T_NATIVE_DOUBLE, &value));
+  quiet_end(&q);
+  return err;
+}
+
+taso_err_t taso_artifact_set_string(taso_artifact_t *a, const char *name, const char *value) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  taso_err_t err;
+  if (!a->writable)
+    err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot set '%s'", a->path, name);
+  else
+    err = settle(a, put_string(a, name, value));
+  quiet_end(&q);
+  return err;
+}
+
+/* Reads a floating-point attribute as a double. */
+static taso_err_t get_real(const taso_artifact_t *a, const char *name, double *value) {
+  taso_err_t err;
+  hid_t attr = H5I_INVALID_HID, ftype = H5I_INVALID_HID;
+  if ((err = open_attr(a, a->file, name, &attr)) != TASO_OK) return err;
+  if ((ftype = H5Aget_type(attr)) < 0) {
+    err = h5_fail(a, "inspect attribute '%s'", name);
+  } else if (H5Tget_class(ftype) != H5T_FLOAT) {
+    err = taso_error(TASO_ERR_FORMAT, "%s: attribute '%s' is not a number", a->path, name);
+  } else if (H5Aread(attr, H5T_NATIVE_DOUBLE, value) < 0) {
+    err = h5_fail(a, "read attribute '%s'", name);
+  }
+  err = release(a, ftype, H5Tclose, err);
+  return release(a, attr, H5Aclose, err);
+}
+
+taso_err_t taso_artifact_get_real(taso_artifact_t *a, const char *name, double *value) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  taso_err_t err = get_real(a, name, value);
+  quiet_end(&q);
+  return err;
+}
+
 /* Attribute reads are not collective, so the getters do not taso_agree(): any
  * subset of ranks may call them. */
 taso_err_t taso_artifact_get_count(taso_artifact_t *a, const char *name, int64_t *value) {

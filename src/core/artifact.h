@@ -112,6 +112,12 @@ taso_err_t taso_artifact_close(taso_artifact_t *a);
 taso_err_t taso_artifact_set_count(taso_artifact_t *a, const char *name, int64_t value);
 taso_err_t taso_artifact_get_count(taso_artifact_t *a, const char *name, int64_t *value);
 
+/* Floating-point and string root attributes of a stage's own (the
+ * optimizer's costs and settings); same value on every rank. */
+taso_err_t taso_artifact_set_real(taso_artifact_t *a, const char *name, double value);
+taso_err_t taso_artifact_get_real(taso_artifact_t *a, const char *name, double *value);
+taso_err_t taso_artifact_set_string(taso_artifact_t *a, const char *name, const char *value);
+
 /* A string root attribute ("kind", "tool", "job_text"...); *value is malloc'd. */
 taso_err_t taso_artifact_get_string(taso_artifact_t *a, const char *name, char **value);
 

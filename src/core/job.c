@@ -347,6 +347,37 @@ static taso_err_t set_measure_batch(taso_job_t *job, const char *value) {
   return parse_seconds(value, &job->measure_batch_seconds);
 }
 
+/* The search algorithms taso-optimize knows; the baseline is the
+ * original's. */
+static taso_err_t set_search(taso_job_t *job, const char *value) {
+  static const char *const known[] = {"backtracking"};
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (strcmp(value, known[i]) == 0) {
+      snprintf(job->search, sizeof job->search, "%s", value);
+      return TASO_OK;
+    }
+  return taso_error(TASO_ERR_UNKNOWN, "unknown search '%s' (known: backtracking)", value);
+}
+
+/* Below 1 the search would drop graphs cheaper than the best. */
+static taso_err_t set_alpha(taso_job_t *job, const char *value) {
+  char *end;
+  errno = 0;
+  double v = strtod(value, &end);
+  if (end == value || *end != '\0' || errno == ERANGE || !isfinite(v) || !(v >= 1.0) || v > 100)
+    return taso_error(TASO_ERR_PARSE, "expected a number from 1 to 100, got '%s'", value);
+  job->alpha = v;
+  return TASO_OK;
+}
+
+static taso_err_t set_budget(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 0, 1000000000, &job->budget);
+}
+
+static taso_err_t set_optimize_time_limit(taso_job_t *job, const char *value) {
+  return parse_seconds(value, &job->optimize_time_limit);
+}
+
 typedef struct {
   const char *section;
   const char *key;
@@ -381,6 +412,11 @@ static const key_spec_t key_specs[] = {
     {"measure", "cores_per_device", set_measure_cores, false, "0"},
     {"measure", "lock_dir", set_measure_lock_dir, false, NULL}, /* derived: $TMPDIR */
     {"measure", "batch_seconds", set_measure_batch, false, "10"},
+    /* the paper's settings (optimizer.md, "Search defaults") */
+    {"optimize", "search", set_search, false, "backtracking"},
+    {"optimize", "alpha", set_alpha, false, "1.05"},
+    {"optimize", "budget", set_budget, false, "1000"},
+    {"optimize", "time_limit", set_optimize_time_limit, false, "600"},
 };
 _Static_assert(sizeof key_specs / sizeof key_specs[0] <= 32, "taso_job_t.given has 32 bits");
 #define NKEYS ((int)(sizeof key_specs / sizeof key_specs[0]))

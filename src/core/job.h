@@ -13,6 +13,8 @@
  *   [measure]   models (specs separated by blanks), warmup, min_runs, max_runs,
  *               spread (target IQR over median), cores_per_device (0: all the
  *               job's cores on a node), lock_dir, batch_seconds
+ *   [optimize]  search (backtracking), alpha (keep graphs cheaper than alpha
+ *               times the best), budget (graphs expanded), time_limit (seconds)
  * A malformed file gives TASO_ERR_PARSE with "FILE:LINE: problem".
  */
 #ifndef TASO_JOB_H
@@ -68,6 +70,10 @@ typedef struct {
   char measure_lock_dir[256]; /* [measure] lock_dir; "": $TMPDIR/taso-devices, else
                                  /tmp/taso-devices */
   double measure_batch_seconds; /* [measure] batch_seconds: measuring between merges */
+  char search[32];            /* [optimize] search: the algorithm, "backtracking" */
+  double alpha;               /* [optimize] alpha, >= 1 */
+  int budget;                 /* [optimize] budget: graphs taken from the queue */
+  double optimize_time_limit; /* [optimize] time_limit, seconds */
   unsigned given;             /* keys the file sets, one bit each (taso_job_given) */
 } taso_job_t;
 

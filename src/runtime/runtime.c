@@ -650,6 +650,26 @@ void taso_rt_plan_free(taso_rt_plan_t *plan) {
   free(plan);
 }
 
+taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
+                         taso_rt_step_info_t **steps, int *nsteps) {
+  taso_rt_options_t defaults = {.no_fusion = false, .layout = TASO_RT_NCHW};
+  /* make_steps reads only the plan's model: a plan without buffers. */
+  taso_rt_plan_t plan = {.m = (taso_model_t *)m};
+  *steps = NULL;
+  *nsteps = 0;
+  taso_err_t err = make_steps(&plan, opt ? opt : &defaults);
+  if (err == TASO_OK && plan.nsteps > 0 &&
+      !(*steps = malloc(sizeof **steps * (size_t)plan.nsteps)))
+    err = taso_error(TASO_ERR_NOMEM, "%d steps", plan.nsteps);
+  for (int i = 0; err == TASO_OK && i < plan.nsteps; i++) {
+    (*steps)[i] = plan.steps[i].info;
+    (*steps)[i].reason = "";
+  }
+  if (err == TASO_OK) *nsteps = plan.nsteps;
+  free(plan.steps);
+  return err;
+}
+
 int taso_rt_plan_steps(const taso_rt_plan_t *plan) { return plan->nsteps; }
 
 void taso_rt_plan_step(const taso_rt_plan_t *plan, int i, taso_rt_step_info_t *info) {

@@ -190,6 +190,12 @@ taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model
                         const taso_rt_options_t *opt, taso_rt_plan_t **plan);
 void taso_rt_plan_free(taso_rt_plan_t *plan);
 
+/* The steps a plan of m would have (fusion as taso_rt_plan decides it),
+ * without a backend, buffers or weights: what a cost model sums. m needs
+ * only its graph and types. *steps is malloc'd (NULL when there are none). */
+taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
+                         taso_rt_step_info_t **steps, int *nsteps);
+
 int taso_rt_plan_steps(const taso_rt_plan_t *plan);
 void taso_rt_plan_step(const taso_rt_plan_t *plan, int i, taso_rt_step_info_t *info);
 

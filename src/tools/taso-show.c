@@ -16,6 +16,7 @@
 
 #include "costdb.h"
 #include "model.h"
+#include "search.h"
 #include "onnx.h"
 #include "tool.h"
 
@@ -270,6 +271,45 @@ static void show_model(const taso_model_t *m) {
   if (list_nodes) taso_model_print(m, stdout);
 }
 
+/* What taso-optimize did to a model, when it made this file: its costs,
+ * its search and the rules applied, most often first. */
+static taso_err_t show_optimization(taso_artifact_t *a) {
+  double before, after, seconds, alpha;
+  if (taso_artifact_get_real(a, "cost_before_ms", &before) != TASO_OK) return TASO_OK;
+  char *search = NULL, *backend = NULL, *subst = NULL, *ended = NULL;
+  int64_t explored = 0, budget = 0, steps = 0, n = 0;
+  taso_artifact_get_real(a, "cost_after_ms", &after);
+  taso_artifact_get_real(a, "search_seconds", &seconds);
+  taso_artifact_get_real(a, "alpha", &alpha);
+  taso_artifact_get_count(a, "graphs_explored", &explored);
+  taso_artifact_get_count(a, "budget", &budget);
+  taso_artifact_get_count(a, "rewrites_applied", &steps);
+  taso_artifact_get_string(a, "optimize_search", &search);
+  taso_artifact_get_string(a, "optimize_backend", &backend);
+  taso_artifact_get_string(a, "optimize_substitutions", &subst);
+  taso_artifact_get_string(a, "optimize_ended_by", &ended);
+  printf("optimized: %s search, alpha %g, budget %lld, costs on %s, rules from %s\n",
+         search ? search : "?", alpha, (long long)budget, backend ? backend : "?",
+         subst ? subst : "?");
+  printf("  cost %.4g -> %.4g ms (x%.3f); %lld graphs explored in %.1f s, ended by %s\n", before,
+         after, after > 0 ? before / after : 0.0, (long long)explored, seconds, ended ? ended : "?");
+  free(search);
+  free(backend);
+  free(subst);
+  free(ended);
+  taso_fired_rule_t *rows = NULL;
+  taso_err_t err = taso_artifact_table_length(a, &taso_fired_rules_table, &n);
+  if (err == TASO_OK) err = taso_artifact_read_table(a, &taso_fired_rules_table, 0, n, (void **)&rows);
+  if (err == TASO_OK) printf("applied rules (%lld rewrites by %lld rules):\n", (long long)steps, (long long)n);
+  for (int64_t i = 0; err == TASO_OK && i < n; i++) {
+    rows[i].text[TASO_RULE_TEXT - 1] = '\0';
+    printf("  %4lld x  %s  [row %lld]\n", (long long)rows[i].count, rows[i].text,
+           (long long)rows[i].row);
+  }
+  free(rows);
+  return err;
+}
+
 static taso_err_t load_and_show(const char *spec) {
   taso_model_t m;
   taso_err_t err = taso_model_load(spec, &m);
@@ -383,6 +423,7 @@ int main(int argc, char **argv) {
   }
   if (err == TASO_OK) {
     print_header(a, t.in_path, kind);
+    if (strcmp(kind, TASO_KIND_MODEL) == 0) err = show_optimization(a);
     if (has_graphs) {
       show_inputs(&inputs);
       err = show_substs(t.in_path, rows, nrows, graphs, ngraphs, &inputs,

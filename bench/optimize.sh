@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# taso-optimize on every built-in model (issue 15's table, the baseline):
+# for each model, at a size this machine optimizes in minutes,
+#   1. taso-optimize with the proved substitutions (costs measured on the
+#      cpu backend on the spot) -> cost before and after, graphs explored,
+#      search time, the rules that fired most;
+#   2. the optimized model must agree with the original on seeded inputs
+#      (taso-optimize's own check, naming the first rewrite that made it
+#      differ, and taso-run --compare; float32 tolerance), else DIFFERS;
+#   3. taso-run latency of the original and of the optimized model in the
+#      same run: RUNS runs each, alternated three times, the median of the
+#      three medians.
+# Prints one line per model, then the rules, then every command it ran.
+# Usage: bench/optimize.sh [BUILD_DIR] [SUBSTITUTIONS] [BUDGET] [TIME_LIMIT] [RUNS] [THREADS]
+#   (defaults: build, a workstation set made here, 1000, 300 s, 20, 1)
+# Without SUBSTITUTIONS it generates and verifies jobs/workstation.ini
+# (about 20 s on 2 ranks); MODELS="spec ..." replaces the model list.
+set -uo pipefail
+build=${1:-build}
+subst=${2:-}
+budget=${3:-1000}
+limit=${4:-300}
+runs=${5:-20}
+threads=${6:-1}
+bin=$build/bin
+here=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -x "$bin/taso-optimize" ] || { echo "optimize.sh: $bin/taso-optimize not built" >&2; exit 2; }
+mpiexec=${MPIEXEC:-mpirun}
+
+step() { # step LABEL CMD...: runs, echoes, keeps its output in $tmp/log
+  local label=$1
+  shift
+  echo "+ $*" >>"$tmp/commands"
+  if ! "$@" >"$tmp/log" 2>&1; then
+    echo "FAIL $label: $*"
+    sed 's/^/  /' "$tmp/log" | tail -5
+    return 1
+  fi
+}
+
+median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > 0 ? a / b : 0) }'; }
+
+if [ -z "$subst" ]; then
+  subst=$tmp/substitutions.h5
+  (cd "$here" && step "generate" "$mpiexec" -n 2 "$bin/taso-generate" --job jobs/workstation.ini \
+    --out "$tmp/candidates.h5" && step "verify" "$mpiexec" -n 2 "$bin/taso-verify" \
+    --in "$tmp/candidates.h5" --out "$subst") || exit 1
+fi
+
+specs=${MODELS:-"nasrnn squeezenet:size=64 resnet50:size=28 resnext50:size=64 bert:layers=2
+  inception_v3:size=75 mobilenet_v2:size=64 nasnet_a:size=64"}
+
+echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# substitutions $subst, budget $budget, time limit $limit s, $threads threads, $runs runs"
+printf '%-24s %10s %10s %6s %9s %9s %6s %8s %8s %-11s %s\n' model "cost ms" "opt ms" "x" \
+  "run ms" "opt run" "x" explored "search s" agrees "ended by"
+: >"$tmp/rules"
+: >"$tmp/findings"
+fail=0
+for spec in $specs; do
+  name=${spec%%:*}
+  out=$tmp/$name.opt.h5
+  # exit 3: written, but the result differs from the original (its finding
+  # names the rewrite); anything else non-zero: no result
+  agrees=yes
+  echo "+ $bin/taso-optimize --model $spec --substitutions $subst --out $out --budget $budget --time-limit $limit --threads $threads" >>"$tmp/commands"
+  "$bin/taso-optimize" --model "$spec" --substitutions "$subst" --out "$out" --budget "$budget" \
+    --time-limit "$limit" --threads "$threads" >"$tmp/log" 2>&1
+  rc=$?
+  if [ "$rc" = 3 ]; then
+    agrees=DIFFERS
+    fail=1
+    { echo "$spec differs:"; sed -n '/the result differs/,/^taso-optimize: [0-9]* configurations/p' "$tmp/log" |
+      grep -v 'configurations measured'; } >>"$tmp/findings"
+  elif [ "$rc" != 0 ]; then
+    echo "FAIL $spec optimize"; tail -5 "$tmp/log"; fail=1; continue
+  fi
+  step "$spec show" "$bin/taso-show" "$out" || { fail=1; continue; }
+  read -r before after explored secs <<<"$(sed -n \
+    's/^  cost \([^ ]*\) -> \([^ ]*\) ms (x[^)]*); \([0-9]*\) graphs explored in \([^ ]*\) s.*/\1 \2 \3 \4/p' "$tmp/log")"
+  ended=$(sed -n 's/.*, ended by \(.*\)$/\1/p' "$tmp/log")
+  { echo "$spec:"; sed -n '/^applied rules/,/^model /p' "$tmp/log" | grep ' x  ' | head -5; } >>"$tmp/rules"
+  if ! step "$spec compare" "$bin/taso-run" --model "$out" --compare "$spec" --runs 0 --threads "$threads"; then
+    agrees=DIFFERS
+    fail=1
+  fi
+  # Alternated, three times each, median of the medians: a shared
+  # machine's load then weighs on both alike.
+  lat=() olat=()
+  for i in 1 2 3; do
+    step "$spec latency" "$bin/taso-run" --model "$spec" --runs "$runs" --threads "$threads" || continue 2
+    lat+=("$(sed -n 's/^end to end: median \([^ ]*\) ms.*/\1/p' "$tmp/log")")
+    step "$spec opt latency" "$bin/taso-run" --model "$out" --runs "$runs" --threads "$threads" || continue 2
+    olat+=("$(sed -n 's/^end to end: median \([^ ]*\) ms.*/\1/p' "$tmp/log")")
+  done
+  lat=$(median "${lat[@]}")
+  olat=$(median "${olat[@]}")
+  printf '%-24s %10s %10s %6.3f %9s %9s %6.3f %8s %8s %-11s %s\n' "$spec" "$before" "$after" \
+    "$(ratio "$before" "$after")" "$lat" "$olat" "$(ratio "$lat" "$olat")" \
+    "$explored" "$secs" "$agrees" "$ended"
+done
+echo "# rules that fired most, per model (count x rule):"
+sed 's/^/#   /' "$tmp/rules"
+echo "# results that differ from the original, with the first rewrite that made them differ:"
+sed 's/^/#   /' "$tmp/findings"
+echo "# commands:"
+sed 's/^/#   /' "$tmp/commands"
+exit $fail

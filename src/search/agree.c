@@ -1,0 +1,161 @@
+/*
+ * Running rewritten graphs of a model against the model (agree.h).
+ *
+ * A rewritten graph is run through a shallow view of the model: the same
+ * input table, names, weights and seed, another graph and its types. The
+ * runtime reads only those, so no model is copied.
+ */
+#include "agree.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  float **in, **out;
+  int nin, nout;
+} buffers_t;
+
+static void buffers_free(buffers_t *b) {
+  for (int i = 0; b->in && i < b->nin; i++) free(b->in[i]);
+  for (int o = 0; b->out && o < b->nout; o++) free(b->out[o]);
+  free(b->in);
+  free(b->out);
+  memset(b, 0, sizeof *b);
+}
+
+/* Runs view (m's inputs and weights, its own graph and types) once. */
+static taso_err_t run_view(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *view,
+                           buffers_t *b) {
+  memset(b, 0, sizeof *b);
+  b->in = calloc((size_t)view->inputs.n + 1, sizeof *b->in);
+  b->out = calloc((size_t)view->graph.noutputs + 1, sizeof *b->out);
+  if (!b->in || !b->out) return taso_error(TASO_ERR_NOMEM, "run buffers");
+  for (int i = 0; i < view->inputs.n; i++) {
+    if (view->is_weight[i]) continue;
+    int64_t n = taso_tensor_size(&view->inputs.v[i].type);
+    if (!(b->in[b->nin] = malloc(sizeof(float) * (size_t)(n ? n : 1))))
+      return taso_error(TASO_ERR_NOMEM, "input '%s'", view->names[i]);
+    taso_model_random_input(view, i, view->seed, b->in[b->nin++]);
+  }
+  for (int o = 0; o < view->graph.noutputs; o++, b->nout++) {
+    int64_t n = taso_tensor_size(&view->types[view->graph.outputs[o]]);
+    if (!(b->out[o] = malloc(sizeof(float) * (size_t)(n ? n : 1))))
+      return taso_error(TASO_ERR_NOMEM, "output %d", o);
+  }
+  taso_rt_plan_t *plan = NULL;
+  TASO_TRY(taso_rt_plan(be, ctx, view, NULL, &plan));
+  taso_err_t err = taso_rt_run(plan, (const float *const *)b->in, b->out);
+  taso_rt_plan_free(plan);
+  return err;
+}
+
+/* m with graph g and g's types (malloc'd into *types). */
+static taso_err_t view_of(taso_model_t *m, const taso_graph_t *g, taso_model_t *view,
+                          taso_tensor_t **types) {
+  *view = *m;
+  view->graph = *g;
+  *types = malloc(sizeof **types * 2 * (size_t)(g->nnodes + 1));
+  if (!*types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", g->nnodes);
+  view->types = *types;
+  view->types_cap = 2 * g->nnodes;
+  return taso_graph_infer(g, &m->inputs, *types);
+}
+
+static double relative_difference(const taso_model_t *m, const buffers_t *a, const buffers_t *b) {
+  double worst = 0;
+  for (int o = 0; o < m->graph.noutputs; o++) {
+    double d = 0, scale = 0;
+    for (int64_t i = 0; i < taso_tensor_size(&m->types[m->graph.outputs[o]]); i++) {
+      if (isnan(a->out[o][i]) != isnan(b->out[o][i])) d = INFINITY;
+      d = fmax(d, fabs((double)a->out[o][i] - b->out[o][i]));
+      scale = fmax(scale, fabs((double)b->out[o][i]));
+    }
+    worst = fmax(worst, scale > 0 ? d / scale : d);
+  }
+  return worst;
+}
+
+/* g's difference against the outputs ref of m's own graph. */
+static taso_err_t difference_to(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
+                                const taso_graph_t *g, const buffers_t *ref, double *relative) {
+  taso_model_t view;
+  taso_tensor_t *types = NULL;
+  buffers_t got = {0};
+  taso_err_t err = view_of(m, g, &view, &types);
+  if (err == TASO_OK) err = run_view(be, ctx, &view, &got);
+  if (err == TASO_OK) *relative = relative_difference(&view, &got, ref);
+  buffers_free(&got);
+  free(types);
+  return err;
+}
+
+taso_err_t taso_graph_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
+                                 const taso_graph_t *g, double *relative) {
+  TASO_TRY(taso_model_make_weights(m));
+  buffers_t ref = {0};
+  taso_err_t err = run_view(be, ctx, m, &ref);
+  if (err == TASO_OK) err = difference_to(be, ctx, m, g, &ref, relative);
+  buffers_free(&ref);
+  return err;
+}
+
+taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx,
+                                      taso_model_t *m, const taso_search_result_t *r,
+                                      double tolerance, int *step, double *relative) {
+  TASO_TRY(taso_model_make_weights(m));
+  buffers_t ref = {0};
+  *step = 0;
+  taso_err_t err = run_view(be, ctx, m, &ref);
+  if (err == TASO_OK) err = difference_to(be, ctx, m, &r->path[r->steps], &ref, relative);
+  /* the result differs: which rewrite made it so? */
+  bool differs = err == TASO_OK && !(*relative <= tolerance);
+  for (int k = 1; differs && err == TASO_OK && k <= r->steps && !*step; k++) {
+    err = difference_to(be, ctx, m, &r->path[k], &ref, relative);
+    if (err == TASO_OK && !(*relative <= tolerance)) *step = k;
+  }
+  buffers_free(&ref);
+  return err;
+}
+
+/* The configuration keys of g's operators (types from m's inputs). */
+static char **keys_of(const taso_model_t *m, const taso_graph_t *g, int *n) {
+  taso_model_t view;
+  taso_tensor_t *types = NULL;
+  char **keys = calloc((size_t)g->nnodes + 1, sizeof *keys);
+  *n = 0;
+  if (keys && view_of((taso_model_t *)m, g, &view, &types) == TASO_OK) {
+    for (int i = 0; i < g->nnodes; i++) {
+      taso_rt_config_t cfg;
+      char key[512];
+      if (g->nodes[i].kind == TASO_OP_INPUT || taso_rt_config_of_node(&view, i, &cfg) != TASO_OK)
+        continue;
+      taso_rt_config_key(&cfg, key, sizeof key);
+      if ((keys[*n] = malloc(strlen(key) + 1))) strcpy(keys[(*n)++], key);
+    }
+  }
+  free(types);
+  return keys;
+}
+
+void taso_path_describe(const taso_model_t *m, const taso_search_result_t *r, int step, char *buf,
+                        int len) {
+  int nparent = 0, nchild = 0, used = 0;
+  char **parent = keys_of(m, &r->path[step - 1], &nparent);
+  char **child = keys_of(m, &r->path[step], &nchild);
+  buf[0] = '\0';
+  for (int i = 0; child && i < nchild && used < len; i++) {
+    bool old = false;
+    for (int j = 0; parent && j < nparent && !old; j++)
+      if (parent[j] && strcmp(parent[j], child[i]) == 0) {
+        free(parent[j]); /* matched once: a second equal one is new */
+        parent[j] = NULL;
+        old = true;
+      }
+    if (!old) used += snprintf(buf + used, (size_t)(len - used), "    %s\n", child[i]);
+  }
+  for (int i = 0; parent && i < nparent; i++) free(parent[i]);
+  for (int i = 0; child && i < nchild; i++) free(child[i]);
+  free(parent);
+  free(child);
+}

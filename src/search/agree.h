@@ -1,0 +1,34 @@
+/*
+ * Whether rewritten graphs of a model still compute what the model does.
+ *
+ * Until the matcher checks each substitution's proved shape conditions,
+ * the optimizer applies rules as patterns over every shape, so a rewrite
+ * can change a model's outputs where a rule does not hold. This runs
+ * graphs of a model on seeded inputs and weights (as taso-run --compare
+ * does) and, when the result differs, finds the first rewrite on the
+ * search's path that changed the outputs, to name its rule and shapes.
+ */
+#ifndef TASO_AGREE_H
+#define TASO_AGREE_H
+
+#include "search.h"
+
+/* Largest relative output difference (max |a - b| over max |b|, per
+ * output) of graph g, over m's inputs, against m's own graph, both run on
+ * be on m's seeded inputs and weights (made here if m has none). */
+taso_err_t taso_graph_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
+                                 const taso_graph_t *g, double *relative);
+
+/* The first rewrite on r's path whose result differs from m by more than
+ * tolerance: *step (1 to r->steps), or 0 when the result agrees;
+ * *relative is that graph's difference (the result's when it agrees). */
+taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx,
+                                      taso_model_t *m, const taso_search_result_t *r,
+                                      double tolerance, int *step, double *relative);
+
+/* What rewrite `step` of r's path made that its parent lacks: one line per
+ * new operator configuration, "conv2d(...) in=... out=...", to buf. */
+void taso_path_describe(const taso_model_t *m, const taso_search_result_t *r, int step, char *buf,
+                        int len);
+
+#endif

@@ -1,0 +1,336 @@
+/*
+ * The cost cache and graph costs (cost.h).
+ *
+ * The search asks for the cost of thousands of graphs that share almost
+ * all their configurations, so the cache is keyed twice: by a packed form
+ * of the configuration (its words without the split trees, which are empty
+ * in configurations and make up most of their bytes; a fast hash, exact
+ * comparison), and, only on a miss, by its canonical text key, which is
+ * what a database and a measurement record. taso_rt_config_of_node and the
+ * planner zero every configuration before filling it, and every field is
+ * 4 bytes wide, so equal configurations pack equally.
+ */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+
+#include "cost.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hash.h"
+
+#define KEY_LEN 512
+
+/* A configuration packed: kind, parameters, counts, fuse, layout, then the
+ * rank and sizes of each operand and result. */
+#define PACKED_WORDS (5 + (int)(sizeof(taso_params_t) / 4) + (TASO_RT_MAX_IN + 2) * (1 + TASO_MAX_RANK))
+typedef struct {
+  int32_t w[PACKED_WORDS];
+} packed_t;
+
+_Static_assert(sizeof(taso_params_t) % 4 == 0, "parameters are 4-byte words");
+
+static void pack(const taso_rt_config_t *cfg, packed_t *k) {
+  int n = 0;
+  memset(k, 0, sizeof *k);
+  k->w[n++] = cfg->kind;
+  k->w[n++] = cfg->nin;
+  k->w[n++] = cfg->nout;
+  k->w[n++] = (int32_t)cfg->fuse;
+  k->w[n++] = cfg->layout;
+  memcpy(&k->w[n], &cfg->p, sizeof cfg->p);
+  n += (int)(sizeof cfg->p / 4);
+  for (int i = 0; i < cfg->nin + cfg->nout && i < TASO_RT_MAX_IN + 2; i++) {
+    const taso_tensor_t *t = i < cfg->nin ? &cfg->in[i] : &cfg->out[i - cfg->nin];
+    k->w[n++] = t->rank;
+    memcpy(&k->w[n], t->dim, sizeof t->dim);
+    n += TASO_MAX_RANK;
+  }
+}
+
+typedef struct {
+  packed_t packed;      /* the configuration, packed */
+  taso_rt_config_t cfg; /* the configuration */
+  char *key;            /* taso_rt_config_key */
+  double ms;            /* its cost */
+} entry_t;
+
+struct taso_cost_cache {
+  const taso_backend_t *be;
+  taso_rt_ctx_t *ctx;
+  taso_rt_ctx_t *ref_ctx; /* the reference backend, opened on the first fallback */
+  taso_cost_options_t opt;
+  entry_t *entries;
+  int64_t n, cap;
+  int64_t *slots; /* open addressing: entry index + 1, 0 empty */
+  int64_t nslots; /* a power of two, at least twice n */
+  taso_cost_stats_t stats;
+  /* scratch of taso_cost_of_graph, kept between calls */
+  taso_graph_t folded;
+  taso_tensor_t *types;
+  int types_cap;
+  int *map;
+  taso_ref_t *holder;
+  bool *constant;
+  int scratch_cap;
+};
+
+double taso_search_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+taso_cost_options_t taso_cost_options_default(void) {
+  return (taso_cost_options_t){.measure = true, .fusion = true, .warmup = 2, .runs = 10};
+}
+
+taso_err_t taso_cost_cache_new(const taso_backend_t *be, taso_rt_ctx_t *ctx,
+                               const taso_cost_options_t *opt, taso_cost_cache_t **out) {
+  taso_cost_cache_t *c = calloc(1, sizeof *c);
+  if (!c) return taso_error(TASO_ERR_NOMEM, "cost cache");
+  c->be = be;
+  c->ctx = ctx;
+  c->opt = opt ? *opt : taso_cost_options_default();
+  c->nslots = 1024;
+  c->slots = calloc((size_t)c->nslots, sizeof *c->slots);
+  if (!c->slots) {
+    free(c);
+    return taso_error(TASO_ERR_NOMEM, "cost cache");
+  }
+  taso_graph_init(&c->folded);
+  *out = c;
+  return TASO_OK;
+}
+
+void taso_cost_cache_free(taso_cost_cache_t *c) {
+  if (!c) return;
+  for (int64_t i = 0; i < c->n; i++) free(c->entries[i].key);
+  if (c->ref_ctx) taso_backend_find("reference")->close(c->ref_ctx);
+  free(c->entries);
+  free(c->slots);
+  taso_graph_free(&c->folded);
+  free(c->types);
+  free(c->map);
+  free(c->holder);
+  free(c->constant);
+  free(c);
+}
+
+void taso_cost_cache_stats(const taso_cost_cache_t *c, taso_cost_stats_t *s) {
+  *s = c->stats;
+  s->configs = c->n;
+}
+
+void taso_cost_cache_entry(const taso_cost_cache_t *c, int64_t i, const char **key, double *ms) {
+  *key = c->entries[i].key;
+  *ms = c->entries[i].ms;
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+static uint64_t packed_hash(const packed_t *k) {
+  uint64_t h = 0;
+  for (int i = 0; i < PACKED_WORDS; i++) h = taso_mix64(h ^ (uint32_t)k->w[i]);
+  return h;
+}
+
+/* The slot holding configuration k, or the empty slot where it belongs. */
+static int64_t find_slot(const taso_cost_cache_t *c, const packed_t *k) {
+  int64_t mask = c->nslots - 1, s = (int64_t)(packed_hash(k) & (uint64_t)mask);
+  while (c->slots[s] && memcmp(&c->entries[c->slots[s] - 1].packed, k, sizeof *k) != 0)
+    s = (s + 1) & mask;
+  return s;
+}
+
+static taso_err_t grow_table(taso_cost_cache_t *c) {
+  int64_t *old = c->slots, nold = c->nslots;
+  c->nslots *= 2;
+  c->slots = calloc((size_t)c->nslots, sizeof *c->slots);
+  if (!c->slots) {
+    c->slots = old;
+    c->nslots = nold;
+    return taso_error(TASO_ERR_NOMEM, "cost cache of %lld entries", (long long)c->n);
+  }
+  for (int64_t i = 0; i < c->n; i++) c->slots[find_slot(c, &c->entries[i].packed)] = i + 1;
+  free(old);
+  return TASO_OK;
+}
+
+static taso_err_t insert(taso_cost_cache_t *c, const packed_t *k, const taso_rt_config_t *cfg,
+                         const char *key, double ms) {
+  if (2 * (c->n + 1) > c->nslots) TASO_TRY(grow_table(c));
+  if (c->n == c->cap) {
+    int64_t cap = c->cap ? 2 * c->cap : 256;
+    entry_t *e = realloc(c->entries, sizeof *e * (size_t)cap);
+    if (!e) return taso_error(TASO_ERR_NOMEM, "cost cache of %lld entries", (long long)c->n);
+    c->entries = e;
+    c->cap = cap;
+  }
+  entry_t *e = &c->entries[c->n];
+  e->packed = *k;
+  e->cfg = *cfg;
+  e->ms = ms;
+  if (!(e->key = malloc(strlen(key) + 1))) return taso_error(TASO_ERR_NOMEM, "cost key");
+  strcpy(e->key, key);
+  c->slots[find_slot(c, k)] = ++c->n;
+  return TASO_OK;
+}
+
+/* ---- measuring ------------------------------------------------------------ */
+
+/* Times cfg on the backend, or on the reference backend when the backend
+ * has no call for it (the runtime runs that one then). */
+static taso_err_t measure(taso_cost_cache_t *c, const taso_rt_config_t *cfg, const char *key,
+                          double *ms) {
+  taso_rt_stats_t st;
+  double t0 = taso_search_now();
+  taso_err_t err = taso_rt_time_config(c->be, c->ctx, cfg, c->opt.warmup, c->opt.runs, &st);
+  if (err == TASO_ERR_UNSUPPORTED) {
+    const taso_backend_t *ref = taso_backend_find("reference");
+    err = c->ref_ctx ? TASO_OK : ref->open(0, &c->ref_ctx);
+    if (err == TASO_OK) err = taso_rt_time_config(ref, c->ref_ctx, cfg, 1, 3, &st);
+    c->stats.fallbacks++;
+  }
+  c->stats.measure_s += taso_search_now() - t0;
+  if (err != TASO_OK) return taso_error_prefix(err, "measuring %s: ", key);
+  c->stats.measured++;
+  /* The fastest run: on a shared machine the load only ever adds time
+   * (a descheduled OpenMP thread makes a 20 us matmul take 10 ms), and a
+   * median of ten is still inflated when most runs meet it. */
+  *ms = st.min;
+  return TASO_OK;
+}
+
+taso_err_t taso_cost_of_config(taso_cost_cache_t *c, const taso_rt_config_t *cfg, double *ms) {
+  packed_t k;
+  pack(cfg, &k);
+  int64_t s = find_slot(c, &k);
+  if (c->slots[s]) {
+    c->stats.hits++;
+    *ms = c->entries[c->slots[s] - 1].ms;
+    return TASO_OK;
+  }
+  char key[KEY_LEN];
+  if (taso_rt_config_key(cfg, key, sizeof key) >= (int)sizeof key)
+    return taso_error(TASO_ERR_LIMIT, "configuration key longer than %d characters: %s",
+                      KEY_LEN - 1, key);
+  bool found = false;
+  if (c->opt.lookup) TASO_TRY(c->opt.lookup(c->opt.lookup_ctx, key, cfg, ms, &found));
+  if (found) {
+    c->stats.looked_up++;
+  } else if (!c->opt.measure) {
+    return taso_error(TASO_ERR_UNKNOWN, "no cost for configuration %s (measuring is off)", key);
+  } else {
+    TASO_TRY(measure(c, cfg, key, ms));
+  }
+  return insert(c, &k, cfg, key, *ms);
+}
+
+/* ---- graph costs ------------------------------------------------------------ */
+
+static taso_err_t fit_scratch(taso_cost_cache_t *c, int nnodes) {
+  if (nnodes <= c->scratch_cap) return TASO_OK;
+  int cap = c->scratch_cap ? c->scratch_cap : 256;
+  while (cap < nnodes) cap *= 2;
+  void *t = realloc(c->types, sizeof *c->types * 2 * (size_t)cap);
+  if (t) c->types = t;
+  void *m = realloc(c->map, sizeof *c->map * (size_t)cap);
+  if (m) c->map = m;
+  void *h = realloc(c->holder, sizeof *c->holder * 2 * (size_t)cap);
+  if (h) c->holder = h;
+  void *k = realloc(c->constant, sizeof *c->constant * (size_t)cap);
+  if (k) c->constant = k;
+  void *n = realloc(c->folded.nodes, sizeof *c->folded.nodes * (size_t)cap);
+  if (n) c->folded.nodes = n, c->folded.node_cap = cap;
+  if (!t || !m || !h || !k || !n) return taso_error(TASO_ERR_NOMEM, "cost of %d nodes", nnodes);
+  c->scratch_cap = cap;
+  return TASO_OK;
+}
+
+/* Whether each node computes from weights alone (constants included). */
+static void mark_constant(const taso_graph_t *g, const bool *is_weight, bool *constant) {
+  for (int i = 0; i < g->nnodes; i++) {
+    const taso_node_t *n = &g->nodes[i];
+    if (n->kind == TASO_OP_INPUT) {
+      constant[i] = is_weight[n->p.input];
+      continue;
+    }
+    constant[i] = true;
+    for (int a = 0; a < taso_ops[n->kind].arity; a++)
+      constant[i] = constant[i] && constant[TASO_REF_NODE(n->in[a])];
+  }
+}
+
+/* Appends a node with its two result types to the folded graph. */
+static taso_ref_t append(taso_cost_cache_t *c, const taso_node_t *n, const taso_tensor_t *t) {
+  int j = c->folded.nnodes++;
+  c->folded.nodes[j] = *n;
+  c->types[2 * j] = t[0];
+  c->types[2 * j + 1] = t[1];
+  return TASO_REF(j, 0);
+}
+
+/* The folded graph's tensor for g's tensor ref: a constant result becomes
+ * a weight-like input of its type, made once. */
+static taso_ref_t folded_ref(taso_cost_cache_t *c, const taso_graph_t *g,
+                             const taso_tensor_t *types, taso_ref_t ref) {
+  int node = TASO_REF_NODE(ref);
+  if (!c->constant[node] || g->nodes[node].kind == TASO_OP_INPUT)
+    return TASO_REF(c->map[node], TASO_REF_PORT(ref));
+  if (c->holder[ref] < 0) {
+    taso_node_t in = {.kind = TASO_OP_INPUT, .in = {-1, -1, -1}};
+    in.p.input = -1 - ref; /* unique, and no entry of the input table */
+    taso_tensor_t t[2] = {types[ref], taso_tensor_make(0, NULL)};
+    c->holder[ref] = append(c, &in, t);
+  }
+  return c->holder[ref];
+}
+
+/* g as the runtime would see it once the model is written: every node
+ * computed from weights alone replaced by a weight. Nodes are appended
+ * directly (no search for an equal node): g has none twice. */
+static taso_err_t fold(taso_cost_cache_t *c, const taso_graph_t *g, const taso_tensor_t *types,
+                       const bool *is_weight) {
+  TASO_TRY(fit_scratch(c, 2 * g->nnodes + 1));
+  mark_constant(g, is_weight, c->constant);
+  for (int i = 0; i < 2 * g->nnodes; i++) c->holder[i] = -1;
+  c->folded.nnodes = 0;
+  c->folded.noutputs = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const taso_node_t *n = &g->nodes[i];
+    c->map[i] = -1;
+    if (c->constant[i] && n->kind != TASO_OP_INPUT) continue;
+    taso_node_t copy = *n;
+    for (int a = 0; n->kind != TASO_OP_INPUT && a < taso_ops[n->kind].arity; a++)
+      copy.in[a] = folded_ref(c, g, types, n->in[a]);
+    c->map[i] = TASO_REF_NODE(append(c, &copy, &types[2 * i]));
+  }
+  for (int o = 0; o < g->noutputs; o++)
+    TASO_TRY(taso_graph_add_output(&c->folded, folded_ref(c, g, types, g->outputs[o])));
+  return TASO_OK;
+}
+
+taso_err_t taso_cost_of_graph(taso_cost_cache_t *c, const taso_graph_t *g,
+                              const taso_tensor_t *types, const bool *is_weight, double *ms) {
+  TASO_TRY(fold(c, g, types, is_weight));
+  /* The planner reads a model's graph and types only. */
+  taso_model_t view;
+  memset(&view, 0, sizeof view);
+  view.graph = c->folded;
+  view.types = c->types;
+  taso_rt_options_t opt = {.no_fusion = !c->opt.fusion, .layout = TASO_RT_NCHW};
+  taso_rt_step_info_t *steps = NULL;
+  int nsteps = 0;
+  taso_err_t err = taso_rt_steps(&view, &opt, &steps, &nsteps);
+  double sum = 0;
+  for (int s = 0; s < nsteps && err == TASO_OK; s++) {
+    double step_ms = 0;
+    err = taso_cost_of_config(c, &steps[s].cfg, &step_ms);
+    sum += step_ms;
+  }
+  free(steps);
+  *ms = sum;
+  return err;
+}

@@ -1,0 +1,75 @@
+/*
+ * The optimizer's cost model: what a model graph costs to run.
+ *
+ * A graph costs the sum of the steps the runtime would run for it
+ * (taso_rt_steps: a convolution or matmul with its fused bias, residual
+ * and ReLU is one step), each step the measured time of its configuration
+ * (the fastest of its timed runs).
+ * Nodes computed from weights alone cost nothing: writing a model folds
+ * them into new weights (taso_model_fold_weights).
+ *
+ * Configuration costs come from a cache keyed by taso_rt_config_key. A
+ * miss asks the lookup source first (a cost database reader, when one is
+ * plugged in), then measures the configuration on the backend on the spot
+ * (taso_rt_time_config), unless measuring is off, which makes a miss an
+ * error naming the configuration. A missing cost is never taken as zero.
+ * A configuration the backend cannot run is timed on the reference
+ * backend, since that is what the runtime falls back to.
+ */
+#ifndef TASO_COST_H
+#define TASO_COST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime.h"
+
+/* Seconds on a monotonic clock (timings of the search; no MPI needed). */
+double taso_search_now(void);
+
+/* A source of costs consulted before measuring: *found false when it has
+ * none for key. cfg is the configuration the key spells. */
+typedef taso_err_t (*taso_cost_lookup_fn)(void *ctx, const char *key,
+                                          const taso_rt_config_t *cfg, double *ms, bool *found);
+
+typedef struct {
+  bool measure;         /* measure misses on the backend; false: a miss is an error */
+  bool fusion;          /* steps as the runtime fuses them; false: one step per node */
+  int warmup, runs;     /* timing of one configuration (the fastest of runs) */
+  taso_cost_lookup_fn lookup; /* consulted on a miss before measuring; NULL: none */
+  void *lookup_ctx;     /* passed to lookup */
+} taso_cost_options_t;
+
+/* Defaults: measure, fusion, 2 warm-up and 10 timed runs, no lookup. */
+taso_cost_options_t taso_cost_options_default(void);
+
+typedef struct {
+  int64_t configs;      /* distinct configurations in the cache */
+  int64_t measured;     /* of them measured here */
+  int64_t looked_up;    /* of them from the lookup source */
+  int64_t fallbacks;    /* of the measured, timed on the reference backend */
+  int64_t hits;         /* cost queries answered by the cache */
+  double measure_s;     /* seconds spent measuring */
+} taso_cost_stats_t;
+
+typedef struct taso_cost_cache taso_cost_cache_t;
+
+/* A cache measuring on be (open context ctx; both outlive the cache). */
+taso_err_t taso_cost_cache_new(const taso_backend_t *be, taso_rt_ctx_t *ctx,
+                               const taso_cost_options_t *opt, taso_cost_cache_t **out);
+void taso_cost_cache_free(taso_cost_cache_t *c);
+void taso_cost_cache_stats(const taso_cost_cache_t *c, taso_cost_stats_t *s);
+
+/* The cost of one configuration in milliseconds. */
+taso_err_t taso_cost_of_config(taso_cost_cache_t *c, const taso_rt_config_t *cfg, double *ms);
+
+/* Entry i (0 <= i < stats.configs) of the cache: its key and cost, so that
+ * a tool can record what it measured. */
+void taso_cost_cache_entry(const taso_cost_cache_t *c, int64_t i, const char **key, double *ms);
+
+/* The cost of graph g (types: taso_graph_infer's, for g) whose input
+ * table entry k is a weight when is_weight[k]. */
+taso_err_t taso_cost_of_graph(taso_cost_cache_t *c, const taso_graph_t *g,
+                              const taso_tensor_t *types, const bool *is_weight, double *ms);
+
+#endif

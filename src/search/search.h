@@ -1,0 +1,115 @@
+/*
+ * Cost-based search over rewrites of a model graph by proved substitutions.
+ *
+ * The baseline is the original TASO's search (../shared/reference/
+ * optimizer.md section 1): a priority queue of graphs ordered by cost;
+ * take the cheapest, make it the best if it beats the best so far, stop
+ * when the budget of taken graphs is spent, else apply every rule at every
+ * match and queue each result that costs less than alpha times the best
+ * cost and was not seen before. Unlike the original, a graph hash is
+ * backed by an exact comparison (taso_graph_compare), so no graph is
+ * dropped by a collision; like it, a result with twice the input's node
+ * count or more is not queued.
+ *
+ * Rules come from a taso-substitutions file: each proved row, in both
+ * directions (a proof of equality holds both ways; the generator's
+ * direction is only its canonical order). They are applied as patterns
+ * over every shape (taso_rewrite_all with any_type), so the result must be
+ * checked on the model (taso-run --compare) until the matcher checks each
+ * rule's shape conditions.
+ */
+#ifndef TASO_SEARCH_H
+#define TASO_SEARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "artifact.h"
+#include "cost.h"
+
+/* One directed rule: lhs => rhs over the substitution file's input table. */
+typedef struct {
+  taso_graph_t lhs, rhs;
+  int64_t row;    /* the substitution's row in the file */
+  bool reversed;  /* rhs => lhs of that row */
+  uint32_t kinds; /* bit k: lhs has an operator of kind k (a quick pre-filter) */
+} taso_rule_t;
+
+typedef struct {
+  taso_inputs_t inputs; /* the file's /inputs: the rules' pattern variables */
+  taso_rule_t *v;
+  int n;
+} taso_rules_t;
+
+/* The rules of the proved rows (both directions; a direction whose lhs has
+ * no operator, or whose rhs reads an input its lhs lacks, is left out).
+ * graphs/rows as taso_artifact_read_graphs/_substs give them; inputs is
+ * copied. */
+taso_err_t taso_rules_make(const taso_inputs_t *inputs, const taso_graph_t *graphs,
+                           int64_t ngraphs, const taso_subst_t *rows, int64_t nrows,
+                           taso_rules_t *rules);
+void taso_rules_free(taso_rules_t *rules);
+
+/* "lhs => rhs" in the registry's text form; returns the length it needs. */
+int taso_rule_format(const taso_rules_t *rules, int i, char *buf, int len);
+
+/* Called about every progress_interval seconds during a search. */
+typedef void (*taso_search_progress_fn)(void *ctx, int64_t explored, int64_t queued,
+                                        double best_ms, double seconds);
+
+typedef struct {
+  double alpha;       /* keep results cheaper than alpha * best */
+  int64_t budget;     /* graphs taken from the queue and expanded */
+  double time_limit;  /* seconds; <= 0: none */
+  taso_search_progress_fn progress; /* may be NULL */
+  void *progress_ctx;
+} taso_search_options_t;
+
+/* What a search is run on: the model graph, its input table (the model's)
+ * and which of its inputs are weights. */
+typedef struct {
+  const taso_graph_t *graph;
+  const taso_inputs_t *inputs;
+  const bool *is_weight;
+} taso_search_problem_t;
+
+typedef struct {
+  taso_graph_t best;    /* canonical */
+  double cost_before;   /* ms, of the input graph */
+  double cost_after;    /* ms, of best */
+  int64_t explored;     /* graphs taken from the queue and expanded */
+  int64_t generated;    /* rewrites produced by the matcher */
+  int64_t invalid;      /* of them, with a type error downstream of the rewrite */
+  int64_t queued;       /* of them, new and cheap enough to queue */
+  double seconds;       /* search time */
+  bool timed_out;       /* the time limit ended it */
+  bool budget_spent;    /* the budget ended it (else the queue ran empty) */
+  int64_t *fired;       /* per rule: times applied on the path to best */
+  int steps;            /* rewrites on that path */
+  taso_graph_t *path;   /* steps + 1 graphs: the input (canonical), then each
+                           rewrite's result; path[steps] equals best */
+  int *path_rules;      /* per path graph: the rule that made it; -1 for path[0] */
+} taso_search_result_t;
+
+/* The optimized model file's record of the rules that fired: the table
+ * /optimize_rules, one row per rule, most often fired first. */
+#define TASO_RULE_TEXT 400
+typedef struct {
+  char text[TASO_RULE_TEXT]; /* "lhs => rhs", as applied */
+  int64_t row;               /* its row in the substitutions file */
+  int64_t count;             /* rewrites by it on the path to the result */
+} taso_fired_rule_t;
+extern const taso_table_t taso_fired_rules_table;
+
+/* The rows of that table for a search result (malloc'd; *n rows). */
+taso_err_t taso_fired_rules(const taso_rules_t *rules, const taso_search_result_t *r,
+                            taso_fired_rule_t **rows, int64_t *n);
+
+/* The baseline search ("backtracking"). result is filled on success; free
+ * it with taso_search_result_free. */
+taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const taso_rules_t *rules,
+                                    taso_cost_cache_t *costs, const taso_search_options_t *opt,
+                                    taso_search_result_t *result);
+void taso_search_result_free(taso_search_result_t *r);
+
+#endif

@@ -1,0 +1,385 @@
+/*
+ * taso-optimize: rewrites a model with the proved substitutions into a
+ * cheaper one that computes the same function.
+ *
+ * The graph's cost is the sum of the runtime's steps, each measured on the
+ * chosen backend the first time it is seen (src/search/cost.h); the search
+ * is the original TASO's (src/search/search.h). The result is a model
+ * file (taso-model) with root attributes that say what the search did:
+ * cost before and after, graphs explored, search time, and the table
+ * /optimize/rules of which substitution fired how many times on the way
+ * to the result. Rules are applied as patterns over every shape until the
+ * matcher checks each rule's proved shape conditions, so check the result
+ * with `taso-run --model OUT --compare M`.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "onnx.h"
+#include "agree.h"
+#include "search.h"
+#include "tool.h"
+
+static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
+                  *budget_text, *time_limit_text;
+static bool per_node, no_check;
+
+static const taso_tool_flag_t flags[] = {
+    {"cost-per-node", "cost one step per node (no epilogue fusion in the cost model)", &per_node},
+    {"no-check", "skip running the result against the original on seeded inputs", &no_check},
+    {0},
+};
+
+static const taso_tool_option_t options[] = {
+    {"model", "M", "the model: a spec for taso_model_load (required)", &model_spec},
+    {"substitutions", "FILE", "a taso-substitutions artifact (taso-verify's output; required)",
+     &subst_path},
+    {"backend", "NAME", "where costs are measured: reference, cpu or gpu (default cpu)",
+     &backend_name},
+    {"onnx", "FILE", "also write the optimized model as ONNX", &onnx_path},
+    {"alpha", "A", "keep graphs cheaper than A times the best (job: [optimize] alpha)", &alpha_text},
+    {"budget", "N", "graphs taken from the queue (job: [optimize] budget)", &budget_text},
+    {"time-limit", "S", "seconds of search (job: [optimize] time_limit)", &time_limit_text},
+    {0},
+};
+
+static const taso_tool_spec_t spec = {
+    .name = "taso-optimize",
+    .about = "Rewrites a model with the proved substitutions of a taso-substitutions file\n"
+             "into a cheaper model that computes the same function. Costs are the\n"
+             "runtime's steps measured on --backend as they are first met. The search is\n"
+             "the original TASO's: a queue of graphs by cost, every rule at every match,\n"
+             "graphs kept while cheaper than alpha times the best, until the queue is\n"
+             "empty, the budget is spent or the time limit hits. Settings come from the\n"
+             "job's [optimize] section (defaults: backtracking, alpha 1.05, budget 1000,\n"
+             "time_limit 600) and the options.\n"
+             "\n"
+             "Unless --no-check, the result is run against the original on seeded inputs\n"
+             "(on --backend, as taso-run --compare does); where they differ by more than\n"
+             "1e-4 relative, the first rewrite on the search's path that made them differ\n"
+             "is named with its rule and shapes, the model is still written, and the exit\n"
+             "status is 3.\n",
+    .job_help = "job file: the [optimize] settings",
+    .out_help = "the optimized model (.h5, kind taso-model; required)",
+    .out_kind = TASO_KIND_MODEL,
+    .fresh_help = "replace OUT whatever it holds",
+    .threads = true,
+    .single_rank = true,
+    .flags = flags,
+    .options = options,
+};
+
+/* ---- settings ------------------------------------------------------------------ */
+
+typedef struct {
+  taso_search_options_t search;
+  const char *kind; /* "backtracking" */
+  const taso_backend_t *be;
+} settings_t;
+
+static bool parse_real(const char *text, double lo, double hi, double *v) {
+  char *end;
+  errno = 0;
+  *v = strtod(text, &end);
+  return end != text && !*end && errno == 0 && isfinite(*v) && *v >= lo && *v <= hi;
+}
+
+/* The job's [optimize] settings (its defaults without a job), then the
+ * options over them. */
+static void parse_settings(taso_tool_t *t, settings_t *s) {
+  if (!model_spec) taso_tool_usage_error(t, "--model M is required");
+  if (!subst_path) taso_tool_usage_error(t, "--substitutions FILE is required");
+  if (!t->out_path) taso_tool_usage_error(t, "--out FILE is required");
+  s->search.alpha = t->have_job ? t->job.alpha : 1.05;
+  s->search.budget = t->have_job ? t->job.budget : 1000;
+  s->search.time_limit = t->have_job ? t->job.optimize_time_limit : 600;
+  s->kind = t->have_job ? t->job.search : "backtracking";
+  double v;
+  if (alpha_text && !parse_real(alpha_text, 1, 100, &s->search.alpha))
+    taso_tool_usage_error(t, "--alpha: expected a number from 1 to 100, got '%s'", alpha_text);
+  if (budget_text && !(parse_real(budget_text, 0, 1e9, &v) && v == floor(v)))
+    taso_tool_usage_error(t, "--budget: expected a whole number from 0, got '%s'", budget_text);
+  if (budget_text) s->search.budget = (int64_t)v;
+  if (time_limit_text && !parse_real(time_limit_text, 1e-3, 1e9, &s->search.time_limit))
+    taso_tool_usage_error(t, "--time-limit: expected seconds > 0, got '%s'", time_limit_text);
+  if (!(s->be = taso_backend_find(backend_name)))
+    taso_tool_usage_error(t, "--backend: no backend '%s' in this build (reference, cpu%s)",
+                          backend_name, taso_backend_find("gpu") ? ", gpu" : "");
+}
+
+/* ---- the substitutions ------------------------------------------------------------ */
+
+/* Refuses anything but a verified substitution set, saying what it is. */
+static taso_err_t check_substitutions(const char *path) {
+  char *kind = NULL;
+  taso_err_t err = taso_artifact_identify(path, &kind);
+  if (err != TASO_OK) return taso_error_prefix(err, "--substitutions: ");
+  if (strcmp(kind, TASO_KIND_SUBSTITUTIONS) != 0)
+    err = taso_error(TASO_ERR_FORMAT,
+                     "--substitutions %s holds a %s artifact, not a %s one%s", path, kind,
+                     TASO_KIND_SUBSTITUTIONS,
+                     strcmp(kind, TASO_KIND_CANDIDATES) == 0
+                         ? " (unverified candidates: run taso-verify on it first)"
+                         : "");
+  free(kind);
+  return err;
+}
+
+static taso_err_t load_rules(taso_tool_t *t, taso_rules_t *rules, int64_t *proved) {
+  taso_artifact_t *a = NULL;
+  taso_inputs_t inputs = {0};
+  taso_graph_t *graphs = NULL;
+  taso_subst_t *rows = NULL;
+  int64_t ngraphs = 0, nrows = 0;
+  taso_err_t err = check_substitutions(subst_path);
+  if (err == TASO_OK) err = taso_artifact_open(t->comm, subst_path, TASO_KIND_SUBSTITUTIONS, &a);
+  if (err == TASO_OK) err = taso_artifact_read_inputs(a, &inputs);
+  if (err == TASO_OK) err = taso_artifact_read_graphs(a, &graphs, &ngraphs);
+  if (err == TASO_OK) err = taso_artifact_read_substs(a, &rows, &nrows);
+  if (a) {
+    taso_err_t closed = taso_artifact_close(a);
+    if (err == TASO_OK) err = closed;
+  }
+  *proved = 0;
+  for (int64_t i = 0; err == TASO_OK && i < nrows; i++) *proved += rows[i].verdict == TASO_VERDICT_PROVED;
+  if (err == TASO_OK && *proved == 0)
+    err = taso_error(TASO_ERR_FORMAT, "--substitutions %s: none of its %lld rows is proved",
+                     subst_path, (long long)nrows);
+  if (err == TASO_OK) err = taso_rules_make(&inputs, graphs, ngraphs, rows, nrows, rules);
+  free(rows);
+  taso_graphs_free(graphs, ngraphs);
+  taso_inputs_free(&inputs);
+  return err;
+}
+
+/* ---- the search ---------------------------------------------------------------------- */
+
+static void on_progress(void *ctx, int64_t explored, int64_t queued, double best_ms,
+                        double seconds) {
+  const settings_t *s = ctx;
+  fprintf(stderr, "taso-optimize: %lld/%lld graphs explored, %lld queued, best %.4g ms (%.1f s)\n",
+          (long long)explored, (long long)s->search.budget, (long long)queued, best_ms, seconds);
+  fflush(stderr);
+}
+
+/* A split takes its sizes from the split tree of its input, which a
+ * concat of weights loses when writing the model folds it into one new
+ * weight. So each split becomes split_at with its sizes spelled out: the
+ * same values, without the tree. */
+static void spell_out_splits(taso_model_t *m) {
+  for (int i = 0; i < m->graph.nnodes; i++) {
+    taso_node_t *n = &m->graph.nodes[i];
+    if (n->kind != TASO_OP_SPLIT) continue;
+    n->kind = TASO_OP_SPLIT_AT;
+    n->p.at = m->types[2 * i].dim[n->p.axis];
+  }
+}
+
+/* Puts the best graph into m, typed, its splits spelled out. */
+static taso_err_t adopt(taso_model_t *m, const taso_graph_t *best) {
+  TASO_TRY(taso_graph_copy(&m->graph, best));
+  if (2 * m->graph.nnodes > m->types_cap) {
+    taso_tensor_t *types = realloc(m->types, sizeof *types * 2 * (size_t)m->graph.nnodes);
+    if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", m->graph.nnodes);
+    m->types = types;
+    m->types_cap = 2 * m->graph.nnodes;
+  }
+  TASO_TRY(taso_graph_infer(&m->graph, &m->inputs, m->types));
+  spell_out_splits(m);
+  return taso_graph_infer(&m->graph, &m->inputs, m->types);
+}
+
+/* ---- the output ------------------------------------------------------------------------ */
+
+typedef struct {
+  const settings_t *s;
+  const taso_rules_t *rules;
+  const taso_search_result_t *r;
+  taso_cost_stats_t costs;
+  int64_t proved;
+  bool checked;    /* the result was run against the original */
+  double relative; /* then: the largest relative output difference */
+} record_t;
+
+/* The search's record as root attributes and the rules table. */
+static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
+  const taso_search_result_t *r = rec->r;
+  int64_t n = 0;
+  taso_fired_rule_t *rows = NULL;
+  TASO_TRY(taso_fired_rules(rec->rules, r, &rows, &n));
+  const char *ended = r->timed_out ? "time limit" : r->budget_spent ? "budget" : "queue empty";
+  taso_err_t err = taso_artifact_set_string(a, "optimize_search", rec->s->kind);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_substitutions", subst_path);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_backend", rec->s->be->name);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_ended_by", ended);
+  if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_before_ms", r->cost_before);
+  if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_after_ms", r->cost_after);
+  if (err == TASO_OK) err = taso_artifact_set_real(a, "search_seconds", r->seconds);
+  if (err == TASO_OK) err = taso_artifact_set_real(a, "alpha", rec->s->search.alpha);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "budget", rec->s->search.budget);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_explored", r->explored);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_generated", r->generated);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_queued", r->queued);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "rewrites_applied", r->steps);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "substitutions_proved", rec->proved);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "configs_measured", rec->costs.measured);
+  if (err == TASO_OK && rec->checked)
+    err = taso_artifact_set_real(a, "check_relative_difference", rec->relative);
+  if (err == TASO_OK) err = taso_artifact_write_table(a, &taso_fired_rules_table, rows, n, 0, n);
+  free(rows);
+  return err;
+}
+
+/* The model into OUT.tmp, then the search's record into the same file. */
+static taso_err_t write_output(taso_tool_t *t, taso_model_t *m, const record_t *rec) {
+  taso_provenance_t prov;
+  taso_tool_provenance(t, &prov);
+  TASO_TRY(taso_model_write_h5(m, t->tmp_path, &prov));
+  taso_artifact_t *a = NULL;
+  TASO_TRY(taso_artifact_open_rw(MPI_COMM_SELF, t->tmp_path, TASO_KIND_MODEL, &a));
+  taso_err_t err = write_record(a, rec);
+  taso_err_t closed = taso_artifact_close(a);
+  return err != TASO_OK ? err : closed;
+}
+
+/* ONNX beside the model, through a temporary file renamed into place. */
+static taso_err_t write_onnx(const taso_model_t *m) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.tmp", onnx_path);
+  taso_err_t err = taso_onnx_export(m, tmp);
+  if (err == TASO_OK && rename(tmp, onnx_path) != 0)
+    err = taso_error(TASO_ERR_IO, "%s: cannot rename into place: %s", onnx_path, strerror(errno));
+  if (err != TASO_OK) remove(tmp);
+  return err;
+}
+
+/* ---- main ---------------------------------------------------------------------------------- */
+
+typedef struct {
+  taso_model_t m;
+  taso_rules_t rules;
+  taso_rt_ctx_t *ctx;
+  taso_cost_cache_t *costs;
+  taso_search_result_t result;
+  int64_t proved;
+} run_t;
+
+#define CHECK_TOLERANCE 1e-4 /* taso-run --compare's default: float32 rounding */
+
+/* Runs the result against the original (before it replaces the model's
+ * graph); where they differ, names the first rewrite that made them
+ * differ in t->findings and on stdout. */
+static taso_err_t check(taso_tool_t *t, const settings_t *s, run_t *r, double *relative) {
+  const taso_search_result_t *res = &r->result;
+  int step = 0;
+  TASO_TRY(taso_path_first_difference(s->be, r->ctx, &r->m, res, CHECK_TOLERANCE, &step,
+                                      relative));
+  if (!(*relative <= CHECK_TOLERANCE) && step == 0)
+    *relative = INFINITY; /* no single rewrite differs: say so, never pass */
+  if (*relative <= CHECK_TOLERANCE) {
+    taso_tool_print(t, "taso-optimize: the result agrees with the original (largest relative "
+                    "difference %.3g on seeded inputs, %s backend)\n", *relative, s->be->name);
+    return TASO_OK;
+  }
+  char rule[TASO_RULE_TEXT], made[2048] = "";
+  if (step > 0) {
+    int k = res->path_rules[step];
+    taso_rule_format(&r->rules, k, rule, sizeof rule);
+    taso_path_describe(&r->m, res, step, made, sizeof made);
+    snprintf(t->findings, sizeof t->findings,
+             "rewrite %d of %d (row %lld) changes the outputs by %.3g relative", step, res->steps,
+             (long long)r->rules.v[k].row, *relative);
+    taso_tool_print(t, "taso-optimize: the result differs from the original: rewrite %d of %d "
+                    "changes the outputs by %.3g relative (tolerance %g), by rule\n  %s  [row %lld%s]\n"
+                    "  which made these configurations:\n%s", step, res->steps, *relative,
+                    CHECK_TOLERANCE, rule, (long long)r->rules.v[k].row,
+                    r->rules.v[k].reversed ? ", reversed" : "", made);
+  } else {
+    snprintf(t->findings, sizeof t->findings,
+             "the result differs from the original, but no single rewrite on its path does");
+  }
+  return TASO_OK;
+}
+
+static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
+  TASO_TRY(load_rules(t, &r->rules, &r->proved));
+  TASO_TRY(taso_model_load(model_spec, &r->m));
+  char info[256];
+  TASO_TRY(s->be->probe(info, sizeof info));
+  TASO_TRY(s->be->open(t->threads, &r->ctx));
+  taso_cost_options_t copt = taso_cost_options_default();
+  copt.fusion = !per_node;
+  TASO_TRY(taso_cost_cache_new(s->be, r->ctx, &copt, &r->costs));
+  taso_tool_print(t, "taso-optimize: %s (%d nodes), %d rules from %lld proved substitutions; "
+                  "costs on %s (%s)\n", r->m.name, r->m.graph.nnodes, r->rules.n,
+                  (long long)r->proved, s->be->name, info);
+  taso_search_problem_t prob = {.graph = &r->m.graph, .inputs = &r->m.inputs,
+                                .is_weight = r->m.is_weight};
+  taso_search_options_t opt = s->search;
+  opt.progress = on_progress;
+  opt.progress_ctx = (void *)s;
+  TASO_TRY(taso_search_backtracking(&prob, &r->rules, r->costs, &opt, &r->result));
+  record_t rec = {.s = s, .rules = &r->rules, .r = &r->result, .proved = r->proved};
+  if (!no_check) {
+    TASO_TRY(check(t, s, r, &rec.relative));
+    rec.checked = true;
+  }
+  TASO_TRY(adopt(&r->m, &r->result.best));
+  taso_cost_cache_stats(r->costs, &rec.costs);
+  TASO_TRY(write_output(t, &r->m, &rec));
+  if (onnx_path) TASO_TRY(write_onnx(&r->m));
+  return taso_tool_commit_output(t);
+}
+
+static void summarize(taso_tool_t *t, const run_t *r) {
+  const taso_search_result_t *res = &r->result;
+  taso_cost_stats_t cs;
+  taso_cost_cache_stats(r->costs, &cs);
+  int distinct = 0;
+  for (int i = 0; i < r->rules.n; i++) distinct += res->fired[i] > 0;
+  taso_tool_print(t, "taso-optimize: %lld configurations measured (%.1f s, %lld on the reference "
+                  "backend); search ended by %s\n", (long long)cs.measured, cs.measure_s,
+                  (long long)cs.fallbacks,
+                  res->timed_out ? "the time limit" : res->budget_spent ? "the budget" : "an empty queue");
+  taso_tool_summary(t,
+                    "%s: cost %.4g -> %.4g ms (x%.3f), %lld graphs explored, %lld generated, "
+                    "%.1f s search, %d rewrites by %d rules -> %s",
+                    r->m.name, res->cost_before, res->cost_after,
+                    res->cost_after > 0 ? res->cost_before / res->cost_after : 0.0,
+                    (long long)res->explored, (long long)res->generated, res->seconds, res->steps,
+                    distinct, t->out_path);
+}
+
+int main(int argc, char **argv) {
+  taso_tool_t t;
+  taso_tool_init(&t, &spec, &argc, &argv);
+  taso_err_t err = TASO_OK;
+  if (t.job_path) TASO_TOOL_STEP(&t, err, taso_tool_load_job(&t, t.job_path));
+  /* keys an option set are not defaults the run took */
+  const char *skip[4] = {NULL};
+  int nskip = 0;
+  if (alpha_text) skip[nskip++] = "alpha";
+  if (budget_text) skip[nskip++] = "budget";
+  if (time_limit_text) skip[nskip++] = "time_limit";
+  if (err == TASO_OK && t.have_job) taso_tool_note_defaults(&t, "optimize", skip);
+  settings_t s = {0};
+  if (err == TASO_OK) parse_settings(&t, &s);
+  TASO_TOOL_STEP(&t, err, taso_tool_claim_output(&t));
+  run_t r;
+  memset(&r, 0, sizeof r);
+  taso_model_init(&r.m, NULL);
+  if (err == TASO_OK) err = taso_tool_agree(&t, optimize(&t, &s, &r));
+  if (err == TASO_OK) summarize(&t, &r);
+  taso_search_result_free(&r.result);
+  taso_cost_cache_free(r.costs);
+  if (r.ctx) s.be->close(r.ctx);
+  taso_rules_free(&r.rules);
+  taso_model_free(&r.m);
+  return taso_tool_finish(&t, err);
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# taso-optimize end to end (issue 15, the baseline): a small substitution
+# set is generated and verified (tests/data/optimize_test.ini, seconds),
+# three small built-in models are optimized with it, and each optimized
+# model must compute what the original computes on seeded random inputs
+# (taso-run --compare, its float32 tolerance, on the cpu and the reference
+# backends). At least one model must be rewritten, or the test would prove
+# nothing. Bad input: a candidates file (unverified) and a model file as
+# --substitutions, a missing --model. No assertion on time.
+#
+# ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
+set -u
+src=${TASO_SOURCE_DIR:?set TASO_SOURCE_DIR}
+bin=${TASO_BIN_DIR:?set TASO_BIN_DIR}
+mpiexec=${MPIEXEC:-mpirun}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$src" || exit 1 # the job names its axioms relative to the tree
+fail=0
+rc=0
+
+run() { # echoed, so a failure can be repeated; 124 means a hang
+  echo "+ $*"
+  timeout 300 "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+show() { sed 's/^/  out: /' "$tmp/out"; sed 's/^/  err: /' "$tmp/err"; }
+expect() { # expect DESCRIPTION STATUS: the last run's status, and one error line on failure
+  if [ "$rc" != "$2" ]; then
+    echo "FAIL: $1 (exit status $rc, expected $2)"; show; fail=1
+  elif [ "$2" != 0 ] && [ "$(grep -c 'error:' "$tmp/err")" != 1 ]; then
+    echo "FAIL: $1: expected one error line"; show; fail=1
+  else
+    echo "ok: $1"
+  fi
+}
+
+job=tests/data/optimize_test.ini
+run "$mpiexec" -n 1 "$bin/taso-generate" --job "$job" --out "$tmp/candidates.h5"
+expect "generate the test set" 0
+run "$mpiexec" -n 1 "$bin/taso-verify" --in "$tmp/candidates.h5" --out "$tmp/substitutions.h5"
+expect "verify the test set" 0
+
+rewritten=0
+for spec in nasrnn:hidden=64,steps=2 squeezenet:size=32 resnet50:size=14; do
+  name=${spec%%:*}
+  out=$tmp/$name.opt.h5
+  run "$bin/taso-optimize" --job "$job" --model "$spec" --substitutions "$tmp/substitutions.h5" \
+    --out "$out" --onnx "$tmp/$name.opt.onnx" --threads 1
+  expect "optimize $spec" 0
+  grep -q "cost .* -> .* ms" "$tmp/out" || { echo "FAIL: $spec: no cost summary"; show; fail=1; }
+  [ -s "$tmp/$name.opt.onnx" ] || { echo "FAIL: $spec: no ONNX file"; fail=1; }
+  run "$bin/taso-show" "$out"
+  expect "show $name.opt.h5" 0
+  grep -q '^optimized: backtracking' "$tmp/out" || { echo "FAIL: $name: no search record"; show; fail=1; }
+  steps=$(sed -n 's/^applied rules (\([0-9]*\) rewrites.*/\1/p' "$tmp/out")
+  [ "${steps:-0}" -gt 0 ] && rewritten=$((rewritten + 1))
+  sed -n '/^applied rules/,/^model /p' "$tmp/out" | head -8
+  run "$bin/taso-run" --model "$tmp/$name.opt.onnx" --compare "$spec" --runs 0 --threads 1
+  expect "$name optimized, through ONNX, agrees with the original" 0
+  for backend in cpu reference; do
+    run "$bin/taso-run" --model "$out" --compare "$spec" --runs 0 --backend "$backend" --threads 1
+    expect "$name optimized agrees with the original ($backend)" 0
+    grep -h 'compare' "$tmp/out" "$tmp/err"
+  done
+done
+if [ "$rewritten" -eq 0 ]; then
+  echo "FAIL: no model was rewritten: the agreement checks above prove nothing"
+  fail=1
+fi
+
+run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/candidates.h5" \
+  --out "$tmp/x.opt.h5"
+expect "candidates refused as substitutions" 1
+grep -q 'taso-verify' "$tmp/err" || { echo "FAIL: the refusal does not say to verify"; show; fail=1; }
+run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/squeezenet.opt.h5" \
+  --out "$tmp/x.opt.h5"
+expect "a model refused as substitutions" 1
+run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/nope.h5" --out "$tmp/x.opt.h5"
+expect "a missing substitutions file" 1
+grep -q 'nope.h5: no such file' "$tmp/err" || { echo "FAIL: the missing file is not named"; show; fail=1; }
+run "$bin/taso-optimize" --substitutions "$tmp/substitutions.h5" --out "$tmp/x.opt.h5"
+expect "missing --model" 2
+exit $fail

@@ -1,0 +1,162 @@
+/*
+ * The optimizer's library without measuring (src/search): costs from a
+ * plugged-in lookup (a stand-in for the cost database), fused steps,
+ * weight-only nodes at no cost, a miss with measuring off as an error that
+ * names the configuration, and the search applying a rule where it pays.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "search.h"
+#include "test.h"
+
+/* Every configuration costs 1 ms, except those whose key starts with
+ * `expensive` (10 ms); keys seen are counted, and ones starting with
+ * `missing` are not found. */
+typedef struct {
+  int calls;
+  int concats;
+  const char *expensive;
+  const char *missing;
+} table_t;
+
+static taso_err_t lookup(void *ctx, const char *key, const taso_rt_config_t *cfg, double *ms,
+                         bool *found) {
+  (void)cfg;
+  table_t *t = ctx;
+  t->calls++;
+  t->concats += strncmp(key, "concat", 6) == 0;
+  *found = !(t->missing && strncmp(key, t->missing, strlen(t->missing)) == 0);
+  *ms = t->expensive && strncmp(key, t->expensive, strlen(t->expensive)) == 0 ? 10 : 1;
+  return TASO_OK;
+}
+
+static taso_cost_cache_t *cache_of(table_t *t) {
+  taso_cost_options_t opt = taso_cost_options_default();
+  opt.measure = false;
+  opt.lookup = lookup;
+  opt.lookup_ctx = t;
+  taso_cost_cache_t *c = NULL;
+  CHECK_OK(taso_cost_cache_new(taso_backend_find("reference"), NULL, &opt, &c));
+  return c;
+}
+
+static const int32_t act[4] = {1, 4, 8, 8}, kernel[4] = {4, 4, 3, 3};
+
+/* relu(conv2d(x, concat(0, w1, w2)))... with a weight-only concat. */
+static void conv_model(taso_model_t *m) {
+  taso_model_init(m, "conv");
+  taso_ref_t x, w1, w2, wc, y, r;
+  const int32_t half[4] = {2, 4, 3, 3};
+  taso_params_t p = taso_params_default();
+  CHECK_OK(taso_model_input(m, "x", false, 4, act, NULL, &x));
+  CHECK_OK(taso_model_input(m, "w1", true, 4, half, NULL, &w1));
+  CHECK_OK(taso_model_input(m, "w2", true, 4, half, NULL, &w2));
+  p.axis = 0;
+  CHECK_OK(taso_model_node(m, TASO_OP_CONCAT, &p, (taso_ref_t[]){w1, w2}, &wc));
+  p = taso_params_default();
+  CHECK_OK(taso_model_node(m, TASO_OP_CONV2D, &p, (taso_ref_t[]){x, wc}, &y));
+  CHECK_OK(taso_model_node(m, TASO_OP_RELU, &p, (taso_ref_t[]){y}, &r));
+  CHECK_OK(taso_model_output(m, r, NULL));
+}
+
+static void test_graph_cost(void) {
+  taso_model_t m;
+  conv_model(&m);
+  table_t t = {0};
+  taso_cost_cache_t *c = cache_of(&t);
+  double ms = -1;
+  /* conv2d with its relu is one step; the weight concat is folded away */
+  CHECK_OK(taso_cost_of_graph(c, &m.graph, m.types, m.is_weight, &ms));
+  CHECK(ms == 1.0);
+  CHECK(t.calls == 1 && t.concats == 0);
+  CHECK_OK(taso_cost_of_graph(c, &m.graph, m.types, m.is_weight, &ms));
+  CHECK(ms == 1.0 && t.calls == 1); /* the second time from the cache */
+  taso_cost_stats_t st;
+  taso_cost_cache_stats(c, &st);
+  CHECK(st.configs == 1 && st.looked_up == 1 && st.measured == 0 && st.hits == 1);
+  const char *key;
+  taso_cost_cache_entry(c, 0, &key, &ms);
+  CHECK(strstr(key, "fuse=relu") != NULL);
+  taso_cost_cache_free(c);
+  taso_model_free(&m);
+}
+
+static void test_missing_cost(void) {
+  taso_model_t m;
+  conv_model(&m);
+  table_t t = {.missing = "conv2d"};
+  taso_cost_cache_t *c = cache_of(&t);
+  double ms;
+  CHECK_ERR(taso_cost_of_graph(c, &m.graph, m.types, m.is_weight, &ms), TASO_ERR_UNKNOWN);
+  CHECK(strstr(taso_error_detail(), "no cost for configuration conv2d") != NULL);
+  taso_cost_cache_free(c);
+  taso_model_free(&m);
+}
+
+/* concat(1, relu(x), relu(y)): with relu at 10 ms, the rule that pulls
+ * the relu past the concat halves the relus' cost. */
+static void test_search(void) {
+  taso_model_t m;
+  taso_model_init(&m, "two");
+  taso_ref_t x, y, rx, ry, cat;
+  taso_params_t p = taso_params_default();
+  CHECK_OK(taso_model_input(&m, "x", false, 4, act, NULL, &x));
+  CHECK_OK(taso_model_input(&m, "y", false, 4, act, NULL, &y));
+  CHECK_OK(taso_model_node(&m, TASO_OP_RELU, &p, (taso_ref_t[]){x}, &rx));
+  CHECK_OK(taso_model_node(&m, TASO_OP_RELU, &p, (taso_ref_t[]){y}, &ry));
+  p.axis = 1;
+  CHECK_OK(taso_model_node(&m, TASO_OP_CONCAT, &p, (taso_ref_t[]){rx, ry}, &cat));
+  CHECK_OK(taso_model_output(&m, cat, NULL));
+
+  /* the rule, as a substitution file holds it (pattern inputs of another
+   * shape: rules apply at any shape), stored in the other direction */
+  taso_inputs_t in = {0};
+  CHECK_OK(taso_inputs_add(&in, "i1", 4, kernel));
+  CHECK_OK(taso_inputs_add(&in, "i2", 4, kernel));
+  taso_graph_t graphs[2];
+  taso_graph_init(&graphs[0]);
+  taso_graph_init(&graphs[1]);
+  CHECK_OK(taso_subst_parse("relu(concat(1, i1, i2)) => concat(1, relu(i1), relu(i2))", &in,
+                            &graphs[0], &graphs[1]));
+  taso_subst_t rows[2] = {{.src = 0, .dst = 1, .verdict = TASO_VERDICT_PROVED},
+                          {.src = 1, .dst = 0, .verdict = TASO_VERDICT_UNKNOWN}};
+  taso_rules_t rules;
+  CHECK_OK(taso_rules_make(&in, graphs, 2, rows, 2, &rules));
+  CHECK(rules.n == 2); /* the proved row, both ways; not the unknown one */
+
+  table_t t = {.expensive = "relu"};
+  taso_cost_cache_t *c = cache_of(&t);
+  taso_search_problem_t prob = {.graph = &m.graph, .inputs = &m.inputs, .is_weight = m.is_weight};
+  taso_search_options_t opt = {.alpha = 1.05, .budget = 10};
+  taso_search_result_t res;
+  CHECK_OK(taso_search_backtracking(&prob, &rules, c, &opt, &res));
+  CHECK(res.cost_before == 21.0 && res.cost_after == 11.0);
+  CHECK(res.steps == 1 && res.fired[1] == 1 && res.fired[0] == 0);
+  CHECK(res.explored >= 1 && !res.timed_out);
+  char text[256];
+  taso_fired_rule_t *fired = NULL;
+  int64_t n = 0;
+  CHECK_OK(taso_fired_rules(&rules, &res, &fired, &n));
+  CHECK(n == 1 && fired && fired[0].count == 1 && fired[0].row == 0);
+  taso_rule_format(&rules, 1, text, sizeof text);
+  CHECK_STR(text, "concat(1, relu(i1), relu(i2)) => relu(concat(1, i1, i2))");
+  if (fired) CHECK_STR(fired[0].text, text);
+  free(fired);
+  taso_search_result_free(&res);
+  taso_cost_cache_free(c);
+  taso_rules_free(&rules);
+  taso_graph_free(&graphs[0]);
+  taso_graph_free(&graphs[1]);
+  taso_inputs_free(&in);
+  taso_model_free(&m);
+}
+
+int main(void) {
+  static const test_case_t cases[] = {
+      TEST(test_graph_cost),
+      TEST(test_missing_cost),
+      TEST(test_search),
+  };
+  return test_run(cases, (int)(sizeof cases / sizeof cases[0]));
+}
