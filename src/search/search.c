@@ -50,7 +50,8 @@ static taso_err_t add_rule(taso_rules_t *r, const taso_graph_t *lhs, const taso_
   rule->kinds = kinds_of(lhs);
   r->n++;
   TASO_TRY(taso_graph_copy(&rule->lhs, lhs));
-  return taso_graph_copy(&rule->rhs, rhs);
+  TASO_TRY(taso_graph_copy(&rule->rhs, rhs));
+  return taso_shape_cond_of(&rule->lhs, &rule->rhs, &r->inputs, &rule->cond);
 }
 
 taso_err_t taso_rules_make(const taso_inputs_t *inputs, const taso_graph_t *graphs,
@@ -77,6 +78,7 @@ void taso_rules_free(taso_rules_t *rules) {
   for (int i = 0; i < rules->n; i++) {
     taso_graph_free(&rules->v[i].lhs);
     taso_graph_free(&rules->v[i].rhs);
+    taso_shape_cond_free(&rules->v[i].cond);
   }
   free(rules->v);
   taso_inputs_free(&rules->inputs);
@@ -314,8 +316,12 @@ static taso_err_t expand(search_t *s, int64_t at, taso_graph_t *host) {
     const taso_rule_t *rule = &s->rules->v[r];
     if (rule->kinds & ~kinds) continue; /* an lhs operator the host lacks */
     s->rule = r;
-    err = taso_rewrite_all(host, types, &rule->lhs, &rule->rhs, &s->rules->inputs, true,
-                           on_rewrite, s);
+    if (s->opt->guard)
+      err = taso_rewrite_all_guarded(s->opt->guard, r, 0, host, types, &rule->lhs, &rule->rhs,
+                                     on_rewrite, s);
+    else
+      err = taso_rewrite_all_checked(host, types, &rule->lhs, &rule->rhs, &s->rules->inputs,
+                                     &rule->cond, on_rewrite, s);
     s->res->timed_out = out_of_time(s);
     progress(s);
   }

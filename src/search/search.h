@@ -26,6 +26,8 @@
 
 #include "artifact.h"
 #include "cost.h"
+#include "rule_guard.h"
+#include "shape_cond.h"
 
 /* One directed rule: lhs => rhs over the substitution file's input table. */
 typedef struct {
@@ -33,6 +35,7 @@ typedef struct {
   int64_t row;    /* the substitution's row in the file */
   bool reversed;  /* rhs => lhs of that row */
   uint32_t kinds; /* bit k: lhs has an operator of kind k (a quick pre-filter) */
+  taso_shape_cond_t cond; /* the shape relation it was proved at (shape_cond.h) */
 } taso_rule_t;
 
 typedef struct {
@@ -61,6 +64,10 @@ typedef struct {
   double alpha;       /* keep results cheaper than alpha * best */
   int64_t budget;     /* graphs taken from the queue and expanded */
   double time_limit;  /* seconds; <= 0: none */
+  /* A rule applies only where it is proved: with a guard, where its
+   * recorded shape relation holds or the guard proves it at the match's
+   * relation (cached); without one (NULL), only where the relation holds. */
+  taso_rule_guard_t *guard;
   taso_search_progress_fn progress; /* may be NULL */
   void *progress_ctx;
 } taso_search_options_t;

@@ -24,10 +24,11 @@
 #include "onnx.h"
 #include "agree.h"
 #include "search.h"
+#include "verifier.h"
 #include "tool.h"
 
 static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
-                  *budget_text, *time_limit_text;
+                  *budget_text, *time_limit_text, *axioms_path;
 static bool per_node, no_check;
 
 static const taso_tool_flag_t flags[] = {
@@ -46,6 +47,10 @@ static const taso_tool_option_t options[] = {
     {"alpha", "A", "keep graphs cheaper than A times the best (job: [optimize] alpha)", &alpha_text},
     {"budget", "N", "graphs taken from the queue (job: [optimize] budget)", &budget_text},
     {"time-limit", "S", "seconds of search (job: [optimize] time_limit)", &time_limit_text},
+    {"axioms", "PATH",
+     "axioms that re-prove a rule at a match outside the shapes it was proved at (job: "
+     "[verify] axioms; default data/axioms)",
+     &axioms_path},
     {0},
 };
 
@@ -59,6 +64,11 @@ static const taso_tool_spec_t spec = {
              "empty, the budget is spent or the time limit hits. Settings come from the\n"
              "job's [optimize] section (defaults: backtracking, alpha 1.05, budget 1000,\n"
              "time_limit 600) and the options.\n"
+             "\n"
+             "A rule applies only where it is proved: at a match whose shapes stand in the\n"
+             "relation its proof had (shape_cond.h), or where the axioms prove it again at\n"
+             "the match's relation (each relation once, within the job's [verify] limits);\n"
+             "everywhere else it is refused.\n"
              "\n"
              "Unless --no-check, the result is run against the original on seeded inputs\n"
              "(on --backend, as taso-run --compare does); where they differ by more than\n"
@@ -268,7 +278,30 @@ typedef struct {
   taso_cost_cache_t *costs;
   taso_search_result_t result;
   int64_t proved;
+  taso_axioms_t *ax;        /* for the rule guard */
+  taso_rule_guard_t *guard; /* re-proves rules at new shape relations */
 } run_t;
+
+/* The guard that keeps every rewrite inside what is proved: the axioms
+ * with their lemmas (each proved, as taso-verify does), and the job's
+ * [verify] limits for each re-proof. */
+static taso_err_t open_guard(const taso_tool_t *t, run_t *r) {
+  char path[1024];
+  const char *rel = axioms_path ? axioms_path : t->have_job ? t->job.axioms : "data/axioms";
+  taso_tool_job_relative(t, rel, path, sizeof path);
+  taso_err_t err = taso_axioms_load(path, &r->ax);
+  if (err != TASO_OK) return taso_error_prefix(err, "--axioms: ");
+  taso_rule_guard_opts_t opt = {0};
+  opt.limits.timeout_s = t->have_job ? t->job.verify_timeout : 5;
+  opt.limits.rlimit = t->have_job ? (unsigned)t->job.verify_rlimit : TASO_DEFAULT_VERIFY_RLIMIT;
+  opt.limits.memory_mb = t->have_job ? (unsigned)t->job.verify_memory_mb : TASO_DEFAULT_MEMORY_MB;
+  opt.seed = 1;
+  char report[512];
+  int failed = 0;
+  TASO_TRY(taso_axioms_prove_lemmas_limited(r->ax, &opt.limits, report, sizeof report, &failed));
+  if (failed) taso_tool_warn(t, "lemmas not proved, left out of re-proofs: %s", report);
+  return taso_rule_guard_open(&r->rules.inputs, r->ax, &opt, &r->guard);
+}
 
 #define CHECK_TOLERANCE 1e-4 /* taso-run --compare's default: float32 rounding */
 
@@ -309,6 +342,7 @@ static taso_err_t check(taso_tool_t *t, const settings_t *s, run_t *r, double *r
 
 static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   TASO_TRY(load_rules(t, &r->rules, &r->proved));
+  TASO_TRY(open_guard(t, r));
   TASO_TRY(taso_model_load(model_spec, &r->m));
   char info[256];
   TASO_TRY(s->be->probe(info, sizeof info));
@@ -322,6 +356,7 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   taso_search_problem_t prob = {.graph = &r->m.graph, .inputs = &r->m.inputs,
                                 .is_weight = r->m.is_weight};
   taso_search_options_t opt = s->search;
+  opt.guard = r->guard;
   opt.progress = on_progress;
   opt.progress_ctx = (void *)s;
   TASO_TRY(taso_search_backtracking(&prob, &r->rules, r->costs, &opt, &r->result));
@@ -347,6 +382,14 @@ static void summarize(taso_tool_t *t, const run_t *r) {
                   "backend); search ended by %s\n", (long long)cs.measured, cs.measure_s,
                   (long long)cs.fallbacks,
                   res->timed_out ? "the time limit" : res->budget_spent ? "the budget" : "an empty queue");
+  if (r->guard) {
+    taso_rule_guard_stats_t g;
+    taso_rule_guard_stats(r->guard, &g);
+    taso_tool_print(t, "taso-optimize: %lld matches: %lld at their proved shapes, %lld re-proved at "
+                    "new shapes (%lld proofs, %.1f s), %lld refused\n", (long long)g.matches,
+                    (long long)g.by_condition, (long long)g.by_reproof, (long long)g.proofs,
+                    g.proof_seconds, (long long)g.refused);
+  }
   taso_tool_summary(t,
                     "%s: cost %.4g -> %.4g ms (x%.3f), %lld graphs explored, %lld generated, "
                     "%.1f s search, %d rewrites by %d rules -> %s",
@@ -379,6 +422,8 @@ int main(int argc, char **argv) {
   taso_search_result_free(&r.result);
   taso_cost_cache_free(r.costs);
   if (r.ctx) s.be->close(r.ctx);
+  if (r.guard) taso_rule_guard_close(r.guard);
+  if (r.ax) taso_axioms_free(r.ax);
   taso_rules_free(&r.rules);
   taso_model_free(&r.m);
   return taso_tool_finish(&t, err);

@@ -87,22 +87,9 @@ static bool exists(const char *path) {
   return stat(path, &st) == 0;
 }
 
-/* The job's axiom path as given, else relative to the job file's folder
- * or the folder above it (jobs/ sits next to data/). */
 static taso_err_t load_axioms(const taso_tool_t *t, taso_axioms_t **ax) {
-  const char *rel = t->job.axioms;
   char path[1024];
-  snprintf(path, sizeof path, "%s", rel);
-  if (!exists(path) && rel[0] != '/') {
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s", t->job.path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    else snprintf(dir, sizeof dir, ".");
-    snprintf(path, sizeof path, "%s/%s", dir, rel);
-    if (!exists(path)) snprintf(path, sizeof path, "%s/../%s", dir, rel);
-    if (!exists(path)) snprintf(path, sizeof path, "%s", rel);
-  }
+  taso_tool_job_relative(t, t->job.axioms, path, sizeof path);
   taso_err_t err = taso_axioms_load(path, ax);
   if (err != TASO_OK) return taso_error_prefix(err, "axioms of %s: ", t->job.path);
   return TASO_OK;

@@ -521,6 +521,26 @@ static void release_output(taso_tool_t *t, bool remove_tmp) {
   t->lock_path = t->tmp_path = t->resume_path = NULL;
 }
 
+static bool path_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+void taso_tool_job_relative(const taso_tool_t *t, const char *rel, char *path, size_t len) {
+  snprintf(path, len, "%s", rel);
+  if (path_exists(path) || rel[0] == '/' || !t->have_job) return;
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s", t->job.path);
+  char *slash = strrchr(dir, '/');
+  if (slash)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  snprintf(path, len, "%s/%s", dir, rel);
+  if (!path_exists(path)) snprintf(path, len, "%s/../%s", dir, rel);
+  if (!path_exists(path)) snprintf(path, len, "%s", rel);
+}
+
 void taso_tool_provenance(const taso_tool_t *t, taso_provenance_t *prov) {
   memset(prov, 0, sizeof *prov);
   prov->tool = t->spec->name;

@@ -144,6 +144,11 @@ taso_err_t taso_tool_refuse(const taso_tool_t *t, const char *path, const char *
  * to disk first, then renamed) and removes OUT.resume. */
 taso_err_t taso_tool_commit_output(taso_tool_t *t);
 
+/* A path the job file names (data/axioms): as given where it exists or is
+ * absolute, else relative to the job file's folder or the folder above it
+ * (jobs/ sits next to data/), else as given. */
+void taso_tool_job_relative(const taso_tool_t *t, const char *rel, char *path, size_t len);
+
 /* Provenance of this run; the job fields are empty without a loaded job. */
 void taso_tool_provenance(const taso_tool_t *t, taso_provenance_t *prov);
 
