@@ -81,4 +81,19 @@ expect "a missing substitutions file" 1
 grep -q 'nope.h5: no such file' "$tmp/err" || { echo "FAIL: the missing file is not named"; show; fail=1; }
 run "$bin/taso-optimize" --substitutions "$tmp/substitutions.h5" --out "$tmp/x.opt.h5"
 expect "missing --model" 2
+
+# Costs from taso-measure's database: its rows are read, not measured again;
+# with --no-measure a configuration it lacks is an error that names it.
+printf '[measure]\nmodels = squeezenet:size=32\nlock_dir = %s/locks\n' "$tmp" >"$tmp/measure.ini"
+run "$bin/taso-measure" --job "$tmp/measure.ini" --db "$tmp/costs.h5"
+expect "taso-measure fills a cost database" 0
+run "$bin/taso-optimize" --job "$job" --model squeezenet:size=32 --substitutions "$tmp/substitutions.h5" \
+  --costs "$tmp/costs.h5" --out "$tmp/c.opt.h5" --threads 1
+expect "optimize with the cost database" 0
+grep -Eq '^taso-optimize: [1-9][0-9]* configurations from the cost database' "$tmp/out" ||
+  { echo "FAIL: no cost was read from the database"; show; fail=1; }
+run "$bin/taso-optimize" --job "$job" --model squeezenet:size=32 --substitutions "$tmp/substitutions.h5" \
+  --costs "$tmp/costs.h5" --device "gpu: none" --out "$tmp/c.opt.h5" --fresh
+expect "a device the database lacks" 1
+grep -q 'devices: "cpu: ' "$tmp/err" || { echo "FAIL: the devices it has are not listed"; show; fail=1; }
 exit $fail

@@ -23,17 +23,20 @@
 #include "model.h"
 #include "onnx.h"
 #include "agree.h"
+#include "costdb.h"
 #include "search.h"
 #include "verifier.h"
 #include "tool.h"
 
 static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
-                  *budget_text, *time_limit_text, *axioms_path;
-static bool per_node, no_check;
+                  *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text;
+static bool per_node, no_check, no_measure;
 
 static const taso_tool_flag_t flags[] = {
     {"cost-per-node", "cost one step per node (no epilogue fusion in the cost model)", &per_node},
     {"no-check", "skip running the result against the original on seeded inputs", &no_check},
+    {"no-measure", "a configuration the cost database lacks is an error naming it, not measured",
+     &no_measure},
     {0},
 };
 
@@ -47,9 +50,15 @@ static const taso_tool_option_t options[] = {
     {"alpha", "A", "keep graphs cheaper than A times the best (job: [optimize] alpha)", &alpha_text},
     {"budget", "N", "graphs taken from the queue (job: [optimize] budget)", &budget_text},
     {"time-limit", "S", "seconds of search (job: [optimize] time_limit)", &time_limit_text},
+    {"costs", "FILE", "a cost database (taso-measure's costs.h5) consulted before measuring",
+     &costs_path},
+    {"device", "TEXT",
+     "the database's device to read (as taso-show FILE.h5 lists them); default: its only device "
+     "of --backend",
+     &device_text},
     {"axioms", "PATH",
      "axioms that re-prove a rule at a match outside the shapes it was proved at (job: "
-     "[verify] axioms; default data/axioms)",
+     "[verify] axioms; default $TASO_DATA_DIR/axioms, else the source tree's data/axioms)",
      &axioms_path},
     {0},
 };
@@ -278,17 +287,56 @@ typedef struct {
   taso_cost_cache_t *costs;
   taso_search_result_t result;
   int64_t proved;
+  taso_costdb_t db;         /* --costs, or empty */
+  char device[TASO_COST_DEVICE_LEN]; /* the database's device whose rows are read */
   taso_axioms_t *ax;        /* for the rule guard */
   taso_rule_guard_t *guard; /* re-proves rules at new shape relations */
 } run_t;
+
+/* The database's device for --backend: --device, else its only device
+ * whose identity starts with the backend's name. */
+static taso_err_t pick_device(const settings_t *s, run_t *r) {
+  int found = 0;
+  char names[512] = "";
+  for (int64_t i = 0; i < r->db.n; i++) {
+    const char *d = r->db.rows[i].device;
+    if (i > 0 && strcmp(d, r->db.rows[i - 1].device) == 0) continue; /* rows sorted by device */
+    bool wanted = device_text ? strcmp(d, device_text) == 0
+                              : strncmp(d, s->be->name, strlen(s->be->name)) == 0 &&
+                                    d[strlen(s->be->name)] == ':';
+    size_t used = strlen(names);
+    snprintf(names + used, sizeof names - used, "%s\"%s\"", used ? ", " : "", d);
+    if (wanted && found++ == 0) snprintf(r->device, sizeof r->device, "%s", d);
+  }
+  if (found == 1) return TASO_OK;
+  return taso_error(TASO_ERR_ARG, "--costs %s: %s (devices: %s); name one with --device", costs_path,
+                    found ? "several devices of this backend" : "no rows of the device asked for",
+                    names[0] ? names : "none");
+}
+
+/* The database as the cost cache's lookup: an unavailable configuration
+ * costs so much that no graph needing it is ever chosen. */
+static taso_err_t lookup(void *ctx, const char *key, const taso_rt_config_t *cfg, double *ms,
+                         bool *found) {
+  (void)key;
+  const run_t *r = ctx;
+  taso_err_t err = taso_costdb_cost(&r->db, r->device, cfg, ms);
+  *found = err == TASO_OK || err == TASO_ERR_UNSUPPORTED;
+  if (err == TASO_ERR_UNSUPPORTED) *ms = 1e12;
+  return err == TASO_ERR_UNKNOWN || err == TASO_ERR_UNSUPPORTED ? TASO_OK : err;
+}
 
 /* The guard that keeps every rewrite inside what is proved: the axioms
  * with their lemmas (each proved, as taso-verify does), and the job's
  * [verify] limits for each re-proof. */
 static taso_err_t open_guard(const taso_tool_t *t, run_t *r) {
   char path[1024];
-  const char *rel = axioms_path ? axioms_path : t->have_job ? t->job.axioms : "data/axioms";
-  taso_tool_job_relative(t, rel, path, sizeof path);
+  if (axioms_path || t->have_job) {
+    taso_tool_job_relative(t, axioms_path ? axioms_path : t->job.axioms, path, sizeof path);
+  } else { /* the installation's: TASO_DATA_DIR (as for built-in models), else the source tree */
+    const char *data = getenv("TASO_DATA_DIR");
+    snprintf(path, sizeof path, "%s/axioms", data && *data ? data : TASO_DEFAULT_DATA_DIR);
+  }
   taso_err_t err = taso_axioms_load(path, &r->ax);
   if (err != TASO_OK) return taso_error_prefix(err, "--axioms: ");
   taso_rule_guard_opts_t opt = {0};
@@ -349,6 +397,13 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   TASO_TRY(s->be->open(t->threads, &r->ctx));
   taso_cost_options_t copt = taso_cost_options_default();
   copt.fusion = !per_node;
+  copt.measure = !no_measure;
+  if (costs_path) {
+    TASO_TRY(taso_costdb_read(costs_path, false, &r->db));
+    TASO_TRY(pick_device(s, r));
+    copt.lookup = lookup;
+    copt.lookup_ctx = r;
+  }
   TASO_TRY(taso_cost_cache_new(s->be, r->ctx, &copt, &r->costs));
   taso_tool_print(t, "taso-optimize: %s (%d nodes), %d rules from %lld proved substitutions; "
                   "costs on %s (%s)\n", r->m.name, r->m.graph.nnodes, r->rules.n,
@@ -378,8 +433,9 @@ static void summarize(taso_tool_t *t, const run_t *r) {
   taso_cost_cache_stats(r->costs, &cs);
   int distinct = 0;
   for (int i = 0; i < r->rules.n; i++) distinct += res->fired[i] > 0;
-  taso_tool_print(t, "taso-optimize: %lld configurations measured (%.1f s, %lld on the reference "
-                  "backend); search ended by %s\n", (long long)cs.measured, cs.measure_s,
+  taso_tool_print(t, "taso-optimize: %lld configurations from the cost database, %lld measured "
+                  "(%.1f s, %lld on the reference backend); search ended by %s\n",
+                  (long long)cs.looked_up, (long long)cs.measured, cs.measure_s,
                   (long long)cs.fallbacks,
                   res->timed_out ? "the time limit" : res->budget_spent ? "the budget" : "an empty queue");
   if (r->guard) {
@@ -422,6 +478,7 @@ int main(int argc, char **argv) {
   taso_search_result_free(&r.result);
   taso_cost_cache_free(r.costs);
   if (r.ctx) s.be->close(r.ctx);
+  taso_costdb_free(&r.db);
   if (r.guard) taso_rule_guard_close(r.guard);
   if (r.ax) taso_axioms_free(r.ax);
   taso_rules_free(&r.rules);
