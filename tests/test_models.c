@@ -64,14 +64,16 @@ static const expected_t expected[] = {
       {TASO_OP_SIGMOID, 25},
       {TASO_OP_TANH, 40}}},
     /* original 48 matmul, 32 reshape, 32 transpose, 1 relu = 113; here the
-     * per-head products are bmm (matmul is rank 2) and transposes permute */
+     * per-head products are bmm (matmul is rank 2), transposes permute, and
+     * each layer has its softmax (8): 121 */
     {"bert",
      "64x1024",
-     113,
+     121,
      {{TASO_OP_MATMUL, 32},
       {TASO_OP_BMM, 16},
       {TASO_OP_RESHAPE, 32},
       {TASO_OP_PERMUTE, 32},
+      {TASO_OP_SOFTMAX, 8},
       {TASO_OP_RELU, 1}}},
     /* original 94 conv, 4 maxpool, 10 avgpool, 11 concat = 119; here 35
      * binary concats: 143 */

@@ -256,6 +256,16 @@ static void print_plan(const loaded_t *l) {
 static taso_err_t differ(const taso_model_t *m, float *const *a, float *const *b, double *abs_diff,
                          double *rel_diff) {
   *abs_diff = *rel_diff = 0;
+  /* NaN or infinite outputs make every difference vacuous (inf - inf is
+   * NaN, which fmax ignores): refuse to call that agreement. */
+  int64_t bad = 0, all = 0;
+  for (int o = 0; o < m->graph.noutputs; o++)
+    for (int64_t i = 0; i < out_size(m, o); i++, all++) bad += !isfinite(a[o][i]) || !isfinite(b[o][i]);
+  if (bad)
+    return taso_error(TASO_ERR_ARG,
+                      "%lld of %lld output values are NaN or infinite: no comparison can tell "
+                      "whether the outputs agree",
+                      (long long)bad, (long long)all);
   for (int o = 0; o < m->graph.noutputs; o++) {
     double d = 0, scale = 0;
     for (int64_t i = 0; i < out_size(m, o); i++) {
