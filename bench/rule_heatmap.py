@@ -85,11 +85,14 @@ def main(argv):
                 ax.text(j, i, str(x), ha="center", va="center", fontsize=7,
                         color="white" if x > top ** 0.6 else "black")
     ax.set_title("times each substitution fired, per model", fontsize=9)
-    bar = fig.colorbar(im, ax=ax, label="times fired", fraction=0.04, pad=0.02,
-                       format=matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    bar = fig.colorbar(im, ax=ax, label="times fired", fraction=0.04, pad=0.02)
+    # Whole counts on the log scale, no 4x10^0 labels.
+    bar.set_ticks([t for t in (1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000) if t <= max(top, 2)])
+    bar.ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%d"))
+    bar.ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     bar.ax.tick_params(labelsize=7)
     fig.tight_layout()
-    fig.savefig(prefix + ".png", dpi=80)
+    fig.savefig(prefix + ".png", dpi=100)
     print(f"# wrote {prefix}.csv and {prefix}.png ({len(order)} rules x {len(names)} models)")
 
 
