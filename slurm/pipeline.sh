@@ -116,7 +116,7 @@ echo "taso pipeline: job $job -> $out"
 echo "generate ${submitted[0]}, verify ${submitted[1]}, validate ${submitted[2]}"
 [ ${#submitted[@]} -lt 4 ] || echo "measure ${submitted[3]} -> $out/costs.h5"
 [ ${#submitted[@]} -lt 5 ] || echo "optimize ${submitted[4]} ($nmodels array tasks) -> $out/NAME.opt.h5"
-echo "logs: $base/logs/taso-{generate,verify,validate}-ID.out; follow with squeue -j $(
+echo "logs: $base/logs/taso-STAGE-ID.out; follow with squeue -j $(
   IFS=,
   echo "${submitted[*]}"
 )"
