@@ -27,7 +27,9 @@
 # validation.h5. When the job file has a [measure] section, the measure
 # stage (slurm/measure.sh: the models' operator costs into OUT/costs.h5)
 # chains after verify too, sized by its script or TASO_MEASURE_ARGS, and
-# its id is printed on a line of its own.
+# after it the optimize stage (slurm/optimize.sh: a job array, one task
+# per [measure] model or TASO_MODELS spec, each writing OUT/NAME.opt.h5;
+# TASO_OPTIMIZE_ARGS); their ids are printed on lines of their own.
 set -euo pipefail
 
 die() {
@@ -56,6 +58,19 @@ for s in generate verify validate; do
   [ -x "$bin/taso-$s" ] || die "$bin/taso-$s not found: build first (README), or set TASO_BIN"
   [ -f "$here/$s.sh" ] || die "$here/$s.sh not found: set TASO_SLURM_DIR to the slurm/ folder"
 done
+measure=
+if grep -q '^[[:space:]]*\[measure\]' "$job"; then
+  measure=yes
+  for s in measure optimize; do
+    [ -x "$bin/taso-$s" ] || die "$bin/taso-$s not found: build first (README), or set TASO_BIN"
+    [ -f "$here/$s.sh" ] || die "$here/$s.sh not found: set TASO_SLURM_DIR to the slurm/ folder"
+  done
+  # shellcheck source=slurm/stage.sh
+  source "$here/stage.sh" # job_models: the optimize array has one task per model
+  # shellcheck disable=SC2086 # TASO_MODELS is a word list
+  nmodels=$(if [ -n "${TASO_MODELS:-}" ]; then printf '%s\n' $TASO_MODELS; else job_models "$job"; fi | wc -l)
+  [ "$(job_models "$job" | wc -l)" -gt 0 ] || die "$job has a [measure] section but no models in it"
+fi
 case ${TASO_LAUNCHER:-srun} in srun | mpirun) ;; *) die "TASO_LAUNCHER must be srun or mpirun" ;; esac
 command -v sbatch >/dev/null || die "sbatch not found: this needs a Slurm cluster (README: plain mpirun)"
 mkdir -p logs "$out" || die "cannot create logs/ or $out in $base"
@@ -90,16 +105,18 @@ submit() { # submit STAGE EXTRA_ARGS [DEPENDENCY]: prints the job id
 submit generate "${TASO_GENERATE_ARGS:-}"
 submit verify "${TASO_VERIFY_ARGS:-}" "${submitted[0]}"
 submit validate "${TASO_VALIDATE_ARGS:-}" "${submitted[1]}"
-# Measurement only for jobs that name models to measure ([measure]).
-if grep -q '^[[:space:]]*\[measure\]' "$job"; then
-  [ -x "$bin/taso-measure" ] || die "$bin/taso-measure not found: build first (README), or set TASO_BIN"
-  [ -f "$here/measure.sh" ] || die "$here/measure.sh not found: set TASO_SLURM_DIR to the slurm/ folder"
+# Measurement, then optimization of the measured models (one array task
+# each, after measure: they read its costs.h5), only for jobs that name
+# models to measure ([measure]).
+if [ -n "$measure" ]; then
   submit measure "${TASO_MEASURE_ARGS:-}" "${submitted[1]}"
+  submit optimize "--array=0-$((nmodels - 1)) ${TASO_OPTIMIZE_ARGS:-}" "${submitted[3]}"
 fi
 echo "taso pipeline: job $job -> $out"
 echo "generate ${submitted[0]}, verify ${submitted[1]}, validate ${submitted[2]}"
 [ ${#submitted[@]} -lt 4 ] || echo "measure ${submitted[3]} -> $out/costs.h5"
-echo "logs: $base/logs/taso-{generate,verify,validate}-ID.out; follow with squeue -j $(
+[ ${#submitted[@]} -lt 5 ] || echo "optimize ${submitted[4]} ($nmodels array tasks) -> $out/NAME.opt.h5"
+echo "logs: $base/logs/taso-STAGE-ID.out; follow with squeue -j $(
   IFS=,
   echo "${submitted[*]}"
 )"

@@ -1,6 +1,8 @@
-# The body every stage script shares (sourced by generate.sh, verify.sh and
-# validate.sh; not a job of its own): paths, checks, the launcher, the
-# launch line echoed into the log, the run and its exit status.
+# shellcheck shell=bash
+# The body every stage script shares (sourced by generate.sh, verify.sh,
+# validate.sh, measure.sh and optimize.sh; not a job of its own): paths,
+# checks, the launcher, the launch line echoed into the log, the run and its
+# exit status.
 #
 #   run_stage STAGE [JOB [OUT]]
 #
@@ -8,7 +10,35 @@
 # headers say. The files of the stages: generate writes OUT/candidates.h5,
 # verify reads it and writes OUT/substitutions.h5, validate writes
 # OUT/validation.h5, measure fills OUT/costs.h5 (TASO_MEASURE_BACKEND: cpu
-# or gpu, default cpu).
+# or gpu, default cpu), optimize reads OUT/substitutions.h5 (and
+# OUT/costs.h5 when there is one) and writes OUT/NAME.opt.h5 per model.
+
+# job_models JOB: the [measure] models of a job file, one per line. The
+# tools read job files with inih; this follows its rules for the one key
+# (';' or '#' comment lines, indented continuation lines that append, ' ;'
+# inline comments), because the shell must know the models before any tool
+# runs: pipeline.sh sizes the optimize job array by them.
+job_models() {
+  awk '
+    function emit(v) { sub(/[ \t];.*$/, "", v); n = split(v, w, /[ \t]+/)
+                       for (i = 1; i <= n; i++) if (w[i] != "") print w[i] }
+    { sub(/\r$/, "") }
+    /^[ \t]*[;#]/ { next }
+    key && /^[ \t]+[^ \t]/ { emit($0); next }
+    /^[ \t]*\[/ { sec = $0; sub(/^[ \t]*\[/, "", sec); sub(/\].*$/, "", sec); key = 0; next }
+    sec == "measure" && /^[ \t]*models[ \t]*[=:]/ { sub(/^[^=:]*[=:]/, ""); key = 1; emit($0); next }
+    /[^ \t]/ { key = 0 }
+  ' "$1"
+}
+
+# model_name SPEC: the file name an optimized model gets, NAME.opt.h5:
+# the built-in name before any ':' overrides, or an .onnx/.h5 file's base.
+model_name() {
+  local n=${1##*/}
+  n=${n%%:*}
+  n=${n%.onnx}
+  echo "${n%.h5}"
+}
 
 run_stage() {
   local stage=$1
@@ -28,7 +58,7 @@ run_stage() {
   tool=$bin/taso-$stage
   [ -f "$job" ] && [ -r "$job" ] || die "job file $job not found (or not readable)"
   [ -x "$tool" ] || die "$tool not found: build first (README), or set TASO_BIN to the folder of the executables"
-  local files
+  local files models=("")
   case $stage in
   generate) files=(--out "$out/candidates.h5") ;;
   verify)
@@ -39,12 +69,35 @@ run_stage() {
   # The models are the job's [measure] models; the database is shared by
   # every job that measures into the same OUT (merged under its lock).
   measure) files=(--db "$out/costs.h5" --backend "${TASO_MEASURE_BACKEND:-cpu}") ;;
+  # One run per model: the array task's model, or (outside an array, e.g.
+  # by hand) every model in turn. The backend must be the one measure
+  # timed, so that costs.h5's rows are the ones looked up.
+  optimize)
+    [ -f "$out/substitutions.h5" ] || die "$out/substitutions.h5 not found: run slurm/verify.sh first"
+    files=(--substitutions "$out/substitutions.h5" --backend "${TASO_OPTIMIZE_BACKEND:-${TASO_MEASURE_BACKEND:-cpu}}")
+    [ ! -f "$out/costs.h5" ] || files+=(--costs "$out/costs.h5")
+    [ -z "${TASO_OPTIMIZE_DEVICE:-}" ] || files+=(--device "$TASO_OPTIMIZE_DEVICE")
+    local m
+    # shellcheck disable=SC2207,SC2086 # specs never hold blanks
+    models=($(if [ -n "${TASO_MODELS:-}" ]; then printf '%s\n' $TASO_MODELS; else job_models "$job"; fi))
+    [ ${#models[@]} -gt 0 ] || die "no models: give [measure] models in $job, or TASO_MODELS"
+    local dup
+    dup=$(for m in "${models[@]}"; do model_name "$m"; done | sort | uniq -d | head -1)
+    [ -z "$dup" ] || die "two of the models would both write $out/$dup.opt.h5"
+    if [ -n "${SLURM_ARRAY_TASK_ID:-}" ]; then
+      [ "$SLURM_ARRAY_TASK_ID" -lt ${#models[@]} ] ||
+        die "array task $SLURM_ARRAY_TASK_ID, but there are ${#models[@]} models: submit with --array=0-$((${#models[@]} - 1))"
+      models=("${models[$SLURM_ARRAY_TASK_ID]}")
+    fi
+    ;;
   *) die "unknown stage '$stage'" ;;
   esac
   mkdir -p "$out" || die "cannot create the output folder $out"
 
   # One OpenMP thread per CPU Slurm gave each task.
   local cpus=${SLURM_CPUS_PER_TASK:-1} ntasks=${SLURM_NTASKS:-1} launcher=${TASO_LAUNCHER:-srun} launch mpi
+  # taso-optimize runs on one rank; its parallelism is the task's CPUs.
+  [ "$stage" != optimize ] || ntasks=1
   export OMP_NUM_THREADS=$cpus
   [ -n "${SLURM_JOB_ID:-}" ] || launcher=mpirun # run by hand, outside Slurm
   case $launcher in
@@ -59,15 +112,22 @@ run_stage() {
   *) die "TASO_LAUNCHER must be srun or mpirun, not '$launcher'" ;;
   esac
 
-  local cmd=("${launch[@]}" "$tool" --job "$job" "${files[@]}")
   echo "taso $stage: Slurm job ${SLURM_JOB_ID:-none} (${SLURM_JOB_NAME:-by hand}) on $(hostname)," \
     "$ntasks tasks x $cpus CPUs, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "job $job; output $out"
-  printf '+'
-  printf ' %q' "${cmd[@]}"
-  echo
-  local start=$SECONDS status=0
-  "${cmd[@]}" || status=$?
-  echo "taso $stage: exit status $status after $((SECONDS - start)) s"
+  # One run, or one per model for optimize; the exit status is the last
+  # failure's, so that afterok holds back what follows a failed model.
+  local spec cmd start status=0 s
+  for spec in "${models[@]}"; do
+    cmd=("${launch[@]}" "$tool" --job "$job" "${files[@]}")
+    [ -z "$spec" ] || cmd+=(--model "$spec" --out "$out/$(model_name "$spec").opt.h5")
+    printf '+'
+    printf ' %q' "${cmd[@]}"
+    echo
+    start=$SECONDS s=0
+    "${cmd[@]}" || s=$?
+    echo "taso $stage: exit status $s after $((SECONDS - start)) s"
+    [ $s -eq 0 ] || status=$s
+  done
   exit $status
 }
