@@ -7,7 +7,7 @@
  * is the original TASO's (src/search/search.h). The result is a model
  * file (taso-model) with root attributes that say what the search did:
  * cost before and after, graphs explored, search time, and the table
- * /optimize/rules of which substitution fired how many times on the way
+ * /optimize_rules of which substitution fired how many times on the way
  * to the result. Rules are applied as patterns over every shape until the
  * matcher checks each rule's proved shape conditions, so check the result
  * with `taso-run --model OUT --compare M`.
