@@ -3,7 +3,9 @@
 #
 #   bash scripts/setup.sh pipeline   install what is missing, build (Release) into build/,
 #                                    run generate, verify and validate on
-#                                    jobs/workstation.ini with 2 ranks into out/, show them
+#                                    jobs/workstation.ini with 2 ranks into out/, show them,
+#                                    then optimize BERT with the proved rules and measure it
+#                                    before and after
 #   bash scripts/setup.sh test       install what is missing (with Slurm and munge), build
 #                                    build/ (Release, as the pipeline mode) and build-asan/
 #                                    (RelWithDebInfo, plus ASan and UBSan), warnings as errors in
@@ -99,6 +101,15 @@ pipeline() {
     echo "... ($(wc -l <"out/$f.txt") lines in out/$f.txt)"
     echo
   done
+  # What the rules are for: a real model rewritten with them, measured
+  # before and after on the cpu backend, and its outputs compared.
+  local model=bert
+  run "$bin/taso-optimize" --job "$job" --model "$model" --substitutions out/substitutions.h5 \
+    --budget 100 --out "out/$model.opt.h5"
+  run "$bin/taso-show" "out/$model.opt.h5"
+  run "$bin/taso-run" --model "$model" --runs 30
+  run "$bin/taso-run" --model "out/$model.opt.h5" --runs 30
+  run "$bin/taso-run" --model "out/$model.opt.h5" --compare "$model" --runs 0
 }
 
 tests() {
