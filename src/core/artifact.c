@@ -929,28 +929,25 @@ static taso_err_t no_handle(void) {
 /* Counts and strings                                                       */
 /* ------------------------------------------------------------------------ */
 
-taso_err_t taso_artifact_set_count(taso_artifact_t *a, const char *name, int64_t value) {
+/* One numeric root attribute of type type at value. */
+static taso_err_t set_number(taso_artifact_t *a, const char *name, hid_t type, const void *value) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
   taso_err_t err;
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot set '%s'", a->path, name);
   else
-    err = settle(a, put_attr(a, name, H5T_NATIVE_INT64, &value));
+    err = settle(a, put_attr(a, name, type, value));
   quiet_end(&q);
   return err;
 }
 
+taso_err_t taso_artifact_set_count(taso_artifact_t *a, const char *name, int64_t value) {
+  return set_number(a, name, H5T_NATIVE_INT64, &value);
+}
+
 taso_err_t taso_artifact_set_real(taso_artifact_t *a, const char *name, double value) {
-  if (!a) return no_handle();
-  quiet_t q = quiet_begin();
-  taso_err_t err;
-  if (!a->writable)
-    err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot set '%s'", a->path, name);
-  else
-    err = settle(a, put_attr(a, name, H5T_NATIVE_DOUBLE, &value));
-  quiet_end(&q);
-  return err;
+  return set_number(a, name, H5T_NATIVE_DOUBLE, &value);
 }
 
 taso_err_t taso_artifact_set_string(taso_artifact_t *a, const char *name, const char *value) {

@@ -181,20 +181,7 @@ static void axiom_path(const taso_tool_t *t, char *path, size_t len) {
     return;
   }
   if (t->have_job) {
-    const char *rel = t->job.axioms;
-    snprintf(path, len, "%s", rel);
-    if (!exists(path) && rel[0] != '/') {
-      char dir[512];
-      snprintf(dir, sizeof dir, "%s", t->job.path);
-      char *slash = strrchr(dir, '/');
-      if (slash)
-        *slash = '\0';
-      else
-        snprintf(dir, sizeof dir, ".");
-      snprintf(path, len, "%s/%s", dir, rel);
-      if (!exists(path)) snprintf(path, len, "%s/../%s", dir, rel);
-      if (!exists(path)) snprintf(path, len, "%s", rel);
-    }
+    taso_tool_job_relative(t, t->job.axioms, path, len);
     return;
   }
   snprintf(path, len, "data/axioms");
