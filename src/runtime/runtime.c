@@ -7,6 +7,7 @@
  * plan: a ResNet-50 at batch 1 holds about 100 MB of activations, and a
  * plan whose buffers all stay valid lets the profile time any step alone.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -60,6 +61,29 @@ taso_err_t taso_rt_config_of_node(const taso_model_t *m, int node, taso_rt_confi
     cfg->p.act = TASO_ACT_NONE;
   }
   return TASO_OK;
+}
+
+taso_err_t taso_rt_output_difference(const taso_model_t *m, float *const *a, float *const *b,
+                                     double *abs_diff, double *rel_diff) {
+  *abs_diff = *rel_diff = 0;
+  int64_t bad = 0, all = 0;
+  for (int o = 0; o < m->graph.noutputs; o++) {
+    int64_t n = taso_tensor_size(&m->types[m->graph.outputs[o]]);
+    double d = 0, scale = 0;
+    for (int64_t i = 0; i < n; i++) {
+      bad += !isfinite(a[o][i]) || !isfinite(b[o][i]);
+      d = fmax(d, fabs((double)a[o][i] - b[o][i]));
+      scale = fmax(scale, fabs((double)b[o][i]));
+    }
+    all += n;
+    *abs_diff = fmax(*abs_diff, d);
+    *rel_diff = fmax(*rel_diff, scale > 0 ? d / scale : d);
+  }
+  if (!bad) return TASO_OK;
+  return taso_error(TASO_ERR_ARG,
+                    "%lld of %lld output values are NaN or infinite: no comparison can tell "
+                    "whether the outputs agree",
+                    (long long)bad, (long long)all);
 }
 
 int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len) {

@@ -219,6 +219,13 @@ taso_err_t taso_rt_profile(taso_rt_plan_t *plan, const float *const *inputs, int
 taso_err_t taso_rt_profile_in_run(taso_rt_plan_t *plan, const float *const *inputs, int warmup,
                                   int runs, taso_rt_stats_t *step_stats);
 
+/* The largest absolute and relative (over the largest |b| of the output)
+ * difference between two runs' outputs a and b of m. NaN or infinite
+ * values make every difference vacuous (inf - inf is NaN, which a max
+ * ignores), so they are an error that counts them, never agreement. */
+taso_err_t taso_rt_output_difference(const taso_model_t *m, float *const *a, float *const *b,
+                                     double *abs_diff, double *rel_diff);
+
 /* Median, min, max and spread of n samples (sorted in place). */
 void taso_rt_stats_of(double *ms, int n, taso_rt_stats_t *stats);
 

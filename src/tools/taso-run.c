@@ -11,7 +11,6 @@
  */
 #define _POSIX_C_SOURCE 200809L /* access */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,33 +251,6 @@ static void print_plan(const loaded_t *l) {
          nodes, steps, fused, fallback);
 }
 
-/* Largest absolute and relative difference of every output of a against b. */
-static taso_err_t differ(const taso_model_t *m, float *const *a, float *const *b, double *abs_diff,
-                         double *rel_diff) {
-  *abs_diff = *rel_diff = 0;
-  /* NaN or infinite outputs make every difference vacuous (inf - inf is
-   * NaN, which fmax ignores): refuse to call that agreement. */
-  int64_t bad = 0, all = 0;
-  for (int o = 0; o < m->graph.noutputs; o++)
-    for (int64_t i = 0; i < out_size(m, o); i++, all++) bad += !isfinite(a[o][i]) || !isfinite(b[o][i]);
-  if (bad)
-    return taso_error(TASO_ERR_ARG,
-                      "%lld of %lld output values are NaN or infinite: no comparison can tell "
-                      "whether the outputs agree",
-                      (long long)bad, (long long)all);
-  for (int o = 0; o < m->graph.noutputs; o++) {
-    double d = 0, scale = 0;
-    for (int64_t i = 0; i < out_size(m, o); i++) {
-      if (isnan(a[o][i]) != isnan(b[o][i])) d = INFINITY;
-      d = fmax(d, fabs((double)a[o][i] - b[o][i]));
-      scale = fmax(scale, fabs((double)b[o][i]));
-    }
-    *abs_diff = fmax(*abs_diff, d);
-    *rel_diff = fmax(*rel_diff, scale > 0 ? d / scale : d);
-  }
-  return TASO_OK;
-}
-
 static taso_err_t check_difference(const char *what, double abs_diff, double rel_diff,
                                    double tolerance) {
   printf("%s: largest difference %.3g absolute, %.3g relative (tolerance %.3g)\n", what, abs_diff,
@@ -299,7 +271,7 @@ static taso_err_t check_expected(const loaded_t *l, double tolerance) {
                   : taso_error(TASO_ERR_NOMEM, "expected outputs");
   }
   double a, r;
-  if (err == TASO_OK) err = differ(m, l->outputs, want, &a, &r);
+  if (err == TASO_OK) err = taso_rt_output_difference(m, l->outputs, want, &a, &r);
   if (err == TASO_OK) err = check_difference("--expect", a, r, tolerance);
   for (int o = 0; want && o < m->graph.noutputs; o++) free(want[o]);
   free(want);
@@ -395,7 +367,8 @@ static taso_err_t compare_models(loaded_t *first, const taso_backend_t *be, taso
       err = taso_error(TASO_ERR_SHAPE, "--compare %s: output %d has %lld values, not %lld",
                        compare_spec, o, (long long)out_size(b, o), (long long)out_size(a, o));
   double abs_diff, rel_diff;
-  if (err == TASO_OK) err = differ(a, second.outputs, first->outputs, &abs_diff, &rel_diff);
+  if (err == TASO_OK)
+    err = taso_rt_output_difference(a, second.outputs, first->outputs, &abs_diff, &rel_diff);
   if (err == TASO_OK) err = check_difference("--compare", abs_diff, rel_diff, s->tolerance);
   unload(&second);
   return err;
