@@ -46,7 +46,7 @@ for spec in nasrnn:hidden=64,steps=2 squeezenet:size=32 resnet50:size=14; do
   name=${spec%%:*}
   out=$tmp/$name.opt.h5
   run "$bin/taso-optimize" --job "$job" --model "$spec" --substitutions "$tmp/substitutions.h5" \
-    --out "$out" --onnx "$tmp/$name.opt.onnx" --threads 1
+    --out "$out" --onnx "$tmp/$name.opt.onnx" --threads 1 --keep-slower --confirm-runs 1
   expect "optimize $spec" 0
   grep -q "cost .* -> .* ms" "$tmp/out" || { echo "FAIL: $spec: no cost summary"; show; fail=1; }
   [ -s "$tmp/$name.opt.onnx" ] || { echo "FAIL: $spec: no ONNX file"; fail=1; }
@@ -67,6 +67,29 @@ done
 if [ "$rewritten" -eq 0 ]; then
   echo "FAIL: no model was rewritten: the agreement checks above prove nothing"
   fail=1
+fi
+
+# The end-to-end confirmation: the file holds the result only when it was
+# measured faster than the input, else the input graph, and says which.
+run "$bin/taso-optimize" --job "$job" --model squeezenet:size=32 --threads 1 \
+  --substitutions "$tmp/substitutions.h5" --out "$tmp/confirm.opt.h5" --confirm-runs 3
+expect "optimize with the end-to-end confirmation" 0
+run "$bin/taso-show" "$tmp/confirm.opt.h5"
+line=$(grep '^  measured end to end' "$tmp/out")
+read -r before after <<<"$(echo "$line" | sed -n 's/.*end to end \([0-9.e+-]*\) -> \([0-9.e+-]*\) ms.*/\1 \2/p')"
+faster=$(awk -v a="$before" -v b="$after" 'BEGIN { print (b < a) ? 1 : 0 }')
+kept=$(grep -c 'holds the input graph' "$tmp/out")
+if [ -z "$before" ] || [ "$faster" = "$kept" ]; then
+  echo "FAIL: confirmation: '$line' but kept input $kept"; show; fail=1
+else
+  echo "ok: confirmation consistent ($line)"
+fi
+if [ "$kept" = 1 ]; then # the input graph: it has the original's operator counts
+  run "$bin/taso-show" squeezenet:size=32
+  grep '^operators:' "$tmp/out" >"$tmp/ops.in"
+  run "$bin/taso-show" "$tmp/confirm.opt.h5"
+  grep '^operators:' "$tmp/out" | cmp -s - "$tmp/ops.in" ||
+    { echo "FAIL: kept input, but the operators differ from the input's"; fail=1; }
 fi
 
 run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/candidates.h5" \

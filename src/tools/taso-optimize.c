@@ -29,14 +29,17 @@
 #include "tool.h"
 
 static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
-                  *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text;
-static bool per_node, no_check, no_measure;
+                  *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text,
+                  *confirm_text;
+static bool per_node, no_check, no_measure, keep_slower;
 
 static const taso_tool_flag_t flags[] = {
     {"cost-per-node", "cost one step per node (no epilogue fusion in the cost model)", &per_node},
     {"no-check", "skip running the result against the original on seeded inputs", &no_check},
     {"no-measure", "a configuration the cost database lacks is an error naming it, not measured",
      &no_measure},
+    {"keep-slower", "write the result even when it is measured no faster than the input",
+     &keep_slower},
     {0},
 };
 
@@ -50,6 +53,10 @@ static const taso_tool_option_t options[] = {
     {"alpha", "A", "keep graphs cheaper than A times the best (job: [optimize] alpha)", &alpha_text},
     {"budget", "N", "graphs taken from the queue (job: [optimize] budget)", &budget_text},
     {"time-limit", "S", "seconds of search (job: [optimize] time_limit)", &time_limit_text},
+    {"confirm-runs", "N",
+     "timed runs of the input and of the result, alternated 3 times, that confirm the result "
+     "is faster end to end (default 20; 0: no confirmation)",
+     &confirm_text},
     {"costs", "FILE", "a cost database (taso-measure's costs.h5) consulted before measuring",
      &costs_path},
     {"device", "TEXT",
@@ -83,7 +90,11 @@ static const taso_tool_spec_t spec = {
              "(on --backend, as taso-run --compare does); where they differ by more than\n"
              "1e-4 relative, the first rewrite on the search's path that made them differ\n"
              "is named with its rule and shapes, the model is still written, and the exit\n"
-             "status is 3.\n",
+             "status is 3.\n"
+             "\n"
+             "Then both are timed end to end on --backend (--confirm-runs): a result that\n"
+             "is not measured faster than the input is not written; the input graph is,\n"
+             "and the root attribute kept_input says so (unless --keep-slower).\n",
     .job_help = "job file: the [optimize] settings",
     .out_help = "the optimized model (.h5, kind taso-model; required)",
     .out_kind = TASO_KIND_MODEL,
@@ -100,6 +111,7 @@ typedef struct {
   taso_search_options_t search;
   const char *kind; /* "backtracking" */
   const taso_backend_t *be;
+  int confirm_runs; /* end-to-end runs of input and result per round; 0: none */
 } settings_t;
 
 static bool parse_real(const char *text, double lo, double hi, double *v) {
@@ -127,6 +139,11 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   if (budget_text) s->search.budget = (int64_t)v;
   if (time_limit_text && !parse_real(time_limit_text, 1e-3, 1e9, &s->search.time_limit))
     taso_tool_usage_error(t, "--time-limit: expected seconds > 0, got '%s'", time_limit_text);
+  s->confirm_runs = 20;
+  if (confirm_text && !(parse_real(confirm_text, 0, 1e6, &v) && v == floor(v)))
+    taso_tool_usage_error(t, "--confirm-runs: expected a whole number from 0, got '%s'",
+                          confirm_text);
+  if (confirm_text) s->confirm_runs = (int)v;
   if (!(s->be = taso_backend_find(backend_name)))
     taso_tool_usage_error(t, "--backend: no backend '%s' in this build (reference, cpu%s)",
                           backend_name, taso_backend_find("gpu") ? ", gpu" : "");
@@ -224,6 +241,9 @@ typedef struct {
   int64_t proved;
   bool checked;    /* the result was run against the original */
   double relative; /* then: the largest relative output difference */
+  bool timed;      /* input and result were timed end to end */
+  double latency_before, latency_after; /* then: their medians, ms */
+  bool kept_input; /* the result was not faster: the input graph was written */
 } record_t;
 
 /* The search's record as root attributes and the rules table. */
@@ -250,6 +270,11 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   if (err == TASO_OK) err = taso_artifact_set_count(a, "configs_measured", rec->costs.measured);
   if (err == TASO_OK && rec->checked)
     err = taso_artifact_set_real(a, "check_relative_difference", rec->relative);
+  if (err == TASO_OK && rec->timed)
+    err = taso_artifact_set_real(a, "latency_before_ms", rec->latency_before);
+  if (err == TASO_OK && rec->timed)
+    err = taso_artifact_set_real(a, "latency_after_ms", rec->latency_after);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "kept_input", rec->kept_input);
   if (err == TASO_OK) err = taso_artifact_write_table(a, &taso_fired_rules_table, rows, n, 0, n);
   free(rows);
   return err;
@@ -291,6 +316,7 @@ typedef struct {
   char device[TASO_COST_DEVICE_LEN]; /* the database's device whose rows are read */
   taso_axioms_t *ax;        /* for the rule guard */
   taso_rule_guard_t *guard; /* re-proves rules at new shape relations */
+  bool kept_input;          /* the result was measured no faster: the input was written */
 } run_t;
 
 /* The database's device for --backend: --device, else its only device
@@ -388,6 +414,24 @@ static taso_err_t check(taso_tool_t *t, const settings_t *s, run_t *r, double *r
   return TASO_OK;
 }
 
+/* Times the input and the result end to end; a result that is not faster
+ * gives way to the input (unless --keep-slower): the cost model is a sum
+ * of steps timed alone, and only the whole run says what a user gets. */
+static taso_err_t confirm(taso_tool_t *t, const settings_t *s, run_t *r, record_t *rec) {
+  enum { ROUNDS = 3 };
+  TASO_TRY(taso_graph_latencies(s->be, r->ctx, &r->m, &r->result.best, s->confirm_runs, ROUNDS,
+                                &rec->latency_before, &rec->latency_after));
+  rec->timed = true;
+  double before = rec->latency_before, after = rec->latency_after;
+  rec->kept_input = !(after < before) && !keep_slower;
+  taso_tool_print(t, "taso-optimize: measured end to end %.4g ms -> %.4g ms (x%.3f; medians of "
+                  "%d x %d runs, %s backend)%s\n", before, after, after > 0 ? before / after : 0.0,
+                  ROUNDS, s->confirm_runs, s->be->name,
+                  rec->kept_input ? ": not faster, the input graph is written (--keep-slower "
+                                    "writes the result)" : "");
+  return TASO_OK;
+}
+
 static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   TASO_TRY(load_rules(t, &r->rules, &r->proved));
   TASO_TRY(open_guard(t, r));
@@ -420,7 +464,9 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
     TASO_TRY(check(t, s, r, &rec.relative));
     rec.checked = true;
   }
-  TASO_TRY(adopt(&r->m, &r->result.best));
+  if (s->confirm_runs > 0 && r->result.steps > 0) TASO_TRY(confirm(t, s, r, &rec));
+  r->kept_input = rec.kept_input;
+  TASO_TRY(adopt(&r->m, rec.kept_input ? &r->result.path[0] : &r->result.best));
   taso_cost_cache_stats(r->costs, &rec.costs);
   TASO_TRY(write_output(t, &r->m, &rec));
   if (onnx_path) TASO_TRY(write_onnx(&r->m));
@@ -448,11 +494,12 @@ static void summarize(taso_tool_t *t, const run_t *r) {
   }
   taso_tool_summary(t,
                     "%s: cost %.4g -> %.4g ms (x%.3f), %lld graphs explored, %lld generated, "
-                    "%.1f s search, %d rewrites by %d rules -> %s",
+                    "%.1f s search, %d rewrites by %d rules%s -> %s",
                     r->m.name, res->cost_before, res->cost_after,
                     res->cost_after > 0 ? res->cost_before / res->cost_after : 0.0,
                     (long long)res->explored, (long long)res->generated, res->seconds, res->steps,
-                    distinct, t->out_path);
+                    distinct, r->kept_input ? " (measured no faster: the input graph written)" : "",
+                    t->out_path);
 }
 
 int main(int argc, char **argv) {
