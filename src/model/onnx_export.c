@@ -326,6 +326,20 @@ static void export_batchnorm(exporter_t *ex, const taso_tensor_t *x, char **in, 
   if (n) attr_float(ex, n, "epsilon", 0.0f);
 }
 
+/* chmul, chadd: Mul or Add by the vector reshaped to [len, 1, ...] so that
+ * ONNX broadcasting lays it along axis a. */
+static void export_channel(exporter_t *ex, const taso_node_t *nd, const taso_tensor_t *x,
+                           char **in, char *out) {
+  int64_t shape[TASO_MAX_RANK];
+  int rank = x->rank - nd->p.axis;
+  for (int k = 0; k < rank; k++) shape[k] = k ? 1 : x->dim[nd->p.axis];
+  char *vec = fresh_name(ex, "channel_vector");
+  char *args[2] = {in[1], const_ints(ex, "channel_shape", shape, rank)};
+  if (!vec || !args[1] || !node(ex, "Reshape", args, 2, &vec, 1)) return;
+  char *operands[2] = {in[0], vec};
+  node(ex, nd->kind == TASO_OP_CHMUL ? "Mul" : "Add", operands, 2, &out, 1);
+}
+
 static void export_clip(exporter_t *ex, const taso_params_t *p, char **in, char *out) {
   char *args[3] = {in[0], const_floats(ex, "clip_min", 0, NULL, &p->bound[0], 1),
                    const_floats(ex, "clip_max", 0, NULL, &p->bound[1], 1)};
@@ -424,6 +438,10 @@ static void export_node(exporter_t *ex, int i, char **in) {
     break;
   case TASO_OP_BATCHNORM:
     export_batchnorm(ex, &in_t[0], in, out);
+    break;
+  case TASO_OP_CHMUL:
+  case TASO_OP_CHADD:
+    export_channel(ex, nd, &in_t[0], in, out);
     break;
   case TASO_OP_ENLARGE: {
     /* Of a weight (as substitutions make it): the enlarged weight itself,
