@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Batch normalization folded by proved rules (issue 15, no hand-written
+# rules): jobs/batchnorm.ini is generated and verified, and the rule that
+# moves a channel scale into a convolution's weight must be among its
+# proved substitutions; its axiom C1 must pass the small-tensor check and
+# the wrong-axis fixture (bad/chmul_axis.smt2) must be caught there. A
+# conv-BN-relu ONNX model (tests/conv_bn_model.py, python3-onnx) is then
+# optimized with that file and the smoke job's together: every chmul must
+# be gone, the rules table must name the folding rule, each conv2d must run
+# as one fused step with its bias, sum and relu, and the result must agree
+# with the original on the cpu and reference backends. No assertion on time.
+#
+# ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
+set -u
+src=${TASO_SOURCE_DIR:?set TASO_SOURCE_DIR}
+bin=${TASO_BIN_DIR:?set TASO_BIN_DIR}
+mpiexec=${MPIEXEC:-mpirun}
+py=/usr/bin/python3
+"$py" -c 'import onnx' 2>/dev/null || { echo "python3-onnx not found: skipping"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$src" || exit 1 # the jobs name their axioms relative to the tree
+fail=0
+rc=0
+
+run() { # echoed, so a failure can be repeated; 124 means a hang
+  echo "+ $*"
+  timeout 300 "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+show() { sed 's/^/  out: /' "$tmp/out"; sed 's/^/  err: /' "$tmp/err"; }
+expect() { # expect DESCRIPTION STATUS
+  if [ "$rc" != "$2" ]; then
+    echo "FAIL: $1 (exit status $rc, expected $2)"; show; fail=1
+  else
+    echo "ok: $1"
+  fi
+}
+has() { # has DESCRIPTION PATTERN FILE: a fixed string that must be there
+  if grep -qF -- "$2" "$3"; then echo "ok: $1"; else echo "FAIL: $1"; show; fail=1; fi
+}
+
+fold='chmul(1, conv2d(i1, w4), v1) => conv2d(i1, chmul(0, w4, v1))'
+for job in batchnorm smoke; do
+  run "$mpiexec" -n 2 "$bin/taso-generate" --job "jobs/$job.ini" --out "$tmp/$job.c.h5"
+  expect "generate $job" 0
+  run "$mpiexec" -n 2 "$bin/taso-verify" --in "$tmp/$job.c.h5" --out "$tmp/$job.h5"
+  expect "verify $job" 0
+done
+run "$bin/taso-show" "$tmp/batchnorm.h5"
+has "the folding rule is proved" "$fold  [proved]" "$tmp/out"
+
+run "$mpiexec" -n 2 "$bin/taso-validate" --sizes 1,2 --only C1 --no-redundancy --out "$tmp/v.h5"
+expect "C1 passes the small-tensor check" 0
+has "C1 has no counterexample" " 0 counterexamples" "$tmp/out"
+run "$mpiexec" -n 2 "$bin/taso-validate" --sizes 1,2 --add data/axioms/bad/chmul_axis.smt2 \
+  --only BAD4 --no-redundancy --out "$tmp/b.h5"
+expect "the wrong-axis fixture is refuted" 3
+has "BAD4 has a counterexample" "BAD4 counterexample" "$tmp/out"
+
+run "$py" tests/conv_bn_model.py "$tmp/m.onnx"
+expect "write the conv-BN-relu model" 0
+run "$bin/taso-show" "$tmp/m.onnx"
+has "BatchNormalization imports as chmul and chadd" "chmul 3 chadd 3" "$tmp/out"
+
+subs="$tmp/smoke.h5,$tmp/batchnorm.h5"
+run "$bin/taso-optimize" --job jobs/batchnorm.ini --model "$tmp/m.onnx" --substitutions "$subs" \
+  --out "$tmp/m.opt.h5" --threads 1
+expect "optimize with two substitution files" 0
+run "$bin/taso-show" "$tmp/m.opt.h5" --graph
+expect "show the optimized model" 0
+has "the rules came from both files" "rules from $subs" "$tmp/out"
+# smoke.ini's i1 and w4 have other shapes: the batchnorm file's are renamed
+has "the folding rule fired three times" \
+  "3 x  chmul(1, conv2d(i1_2, w4_2), v1) => conv2d(i1_2, chmul(0, w4_2, v1))" "$tmp/out"
+if grep -q 'chmul' <(sed -n '/^model /,$p' "$tmp/out"); then
+  echo "FAIL: a chmul is left in the optimized model"; show; fail=1
+fi
+for backend in cpu reference; do
+  run "$bin/taso-run" --model "$tmp/m.opt.h5" --compare "$tmp/m.onnx" --runs 0 \
+    --backend "$backend" --threads 1
+  expect "the optimized model agrees with the original ($backend)" 0
+  has "each conv2d is one step with its bias ($backend)" "10 operators in 3 steps (3 fused)" "$tmp/out"
+done
+
+run "$bin/taso-optimize" --model "$tmp/m.onnx" --substitutions "$tmp/batchnorm.h5,$tmp/nope.h5" \
+  --out "$tmp/x.opt.h5"
+expect "a missing second substitutions file" 1
+has "the error names it" "nope.h5" "$tmp/err"
+run "$bin/taso-optimize" --model "$tmp/m.onnx" --substitutions "$tmp/batchnorm.h5,$tmp/smoke.c.h5" \
+  --out "$tmp/x.opt.h5"
+expect "candidates refused as a second substitutions file" 1
+exit $fail
