@@ -20,6 +20,8 @@
 
 /* ---- rules ------------------------------------------------------------------ */
 
+_Static_assert(TASO_OP_COUNT <= 32, "taso_rule_t.kinds holds one bit per operator kind");
+
 static uint32_t kinds_of(const taso_graph_t *g) {
   uint32_t k = 0;
   for (int i = 0; i < g->nnodes; i++)
