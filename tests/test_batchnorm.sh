@@ -8,7 +8,8 @@
 # optimized with that file and the smoke job's together: the rules table
 # must name the folding rule, each fold must have removed its chmul and
 # made its conv2d one fused step with its bias (and sum) and relu, and the
-# result must agree with the original on the cpu and reference backends.
+# result (and its ONNX export) must agree with the original on the cpu and
+# reference backends.
 # Bad input: a missing or unverified second file. No assertion on time.
 #
 # ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
@@ -42,7 +43,7 @@ has "BatchNormalization imports as chmul and chadd" "chmul 3 chadd 3" "$tmp/out"
 
 subs="$tmp/smoke.h5,$tmp/batchnorm.h5"
 run "$bin/taso-optimize" --job jobs/batchnorm.ini --model "$tmp/m.onnx" --substitutions "$subs" \
-  --out "$tmp/m.opt.h5" --threads 1
+  --out "$tmp/m.opt.h5" --onnx "$tmp/m.opt.onnx" --threads 1
 expect "optimize with two substitution files" 0
 run "$bin/taso-show" "$tmp/m.opt.h5" --graph
 expect "show the optimized model" 0
@@ -57,10 +58,13 @@ echo "folds: ${folds:-0}"
 if [ "${folds:-0}" -lt 1 ]; then echo "FAIL: the folding rule never fired"; show; fail=1; fi
 left=$(sed -n '/^model /,$p' "$tmp/out" | grep -c ' = chmul(')
 [ "$left" -eq $((3 - ${folds:-0})) ] || { echo "FAIL: $left chmul left after ${folds:-0} folds"; show; fail=1; }
-for backend in cpu reference; do
-  run "$bin/taso-run" --model "$tmp/m.opt.h5" --compare "$tmp/m.onnx" --runs 0 \
+# through ONNX too: a chadd of a weight is written as an Add of a [C,1,1]
+# initializer, which reads back as the convolution's bias
+for spec in cpu:m.opt.h5 reference:m.opt.h5 cpu:m.opt.onnx; do
+  backend=${spec%%:*}
+  run "$bin/taso-run" --model "$tmp/${spec#*:}" --compare "$tmp/m.onnx" --runs 0 \
     --backend "$backend" --threads 1
-  expect "the optimized model agrees with the original ($backend)" 0
+  expect "the optimized ${spec#*:} agrees with the original ($backend)" 0
   fused=$(sed -n 's/.* steps (\([0-9]*\) fused).*/\1/p' "$tmp/out")
   [ "${fused:-0}" -ge "${folds:-0}" ] || { echo "FAIL: $fused fused steps after $folds folds"; show; fail=1; }
 done
