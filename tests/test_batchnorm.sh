@@ -76,4 +76,6 @@ has "the error names it" "nope.h5" "$tmp/err"
 run "$bin/taso-optimize" --model "$tmp/m.onnx" --substitutions "$tmp/batchnorm.h5,$tmp/smoke.c.h5" \
   --out "$tmp/x.opt.h5"
 expect "candidates refused as a second substitutions file" 1
+run "$bin/taso-optimize" --model "$tmp/m.onnx" --substitutions "," --out "$tmp/x.opt.h5"
+expect "a list that names no file" 1
 exit $fail

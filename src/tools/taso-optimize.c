@@ -194,10 +194,13 @@ static taso_err_t load_rules(taso_tool_t *t, taso_rules_t *rules, int64_t *prove
   *proved = 0;
   memset(rules, 0, sizeof *rules);
   taso_err_t err = TASO_OK;
+  int files = 0;
   for (char *path = strtok_r(list, ",", &save); path && err == TASO_OK;
-       path = strtok_r(NULL, ",", &save))
+       path = strtok_r(NULL, ",", &save), files++)
     err = load_file_rules(t, path, rules, &row_base, proved);
   free(list);
+  if (err == TASO_OK && files == 0)
+    err = taso_error(TASO_ERR_ARG, "--substitutions '%s' names no file", subst_path);
   return err;
 }
 
