@@ -10,30 +10,7 @@
 #
 # ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
 set -u
-src=${TASO_SOURCE_DIR:?set TASO_SOURCE_DIR}
-bin=${TASO_BIN_DIR:?set TASO_BIN_DIR}
-mpiexec=${MPIEXEC:-mpirun}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$src" || exit 1 # the job names its axioms relative to the tree
-fail=0
-rc=0
-
-run() { # echoed, so a failure can be repeated; 124 means a hang
-  echo "+ $*"
-  timeout 300 "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
-show() { sed 's/^/  out: /' "$tmp/out"; sed 's/^/  err: /' "$tmp/err"; }
-expect() { # expect DESCRIPTION STATUS: the last run's status, and one error line on failure
-  if [ "$rc" != "$2" ]; then
-    echo "FAIL: $1 (exit status $rc, expected $2)"; show; fail=1
-  elif [ "$2" != 0 ] && [ "$(grep -c 'error:' "$tmp/err")" != 1 ]; then
-    echo "FAIL: $1: expected one error line"; show; fail=1
-  else
-    echo "ok: $1"
-  fi
-}
+source "$(dirname "$0")/script_helpers.sh"
 
 job=tests/data/optimize_test.ini
 run "$mpiexec" -n 1 "$bin/taso-generate" --job "$job" --out "$tmp/candidates.h5"

@@ -588,43 +588,51 @@ static taso_err_t build_binary(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   return add_step(k, pd, 3, args, NULL);
 }
 
-/* Inference batch normalization x * scale[c] + bias[c]: one binary multiply
- * by the per-channel scale with the bias add as its binary post-op. */
-static taso_err_t build_batchnorm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
+/* The per-channel operators, one oneDNN binary each with the vector
+ * broadcast along its axis: chmul and chadd (x * v[i] or x + v[i] on axis
+ * a), and inference batch normalization x * scale[c] + bias[c] on axis 1,
+ * whose bias add is the multiply's binary post-op. */
+static taso_err_t build_channel(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   const taso_rt_config_t *cfg = &k->cfg;
   const taso_tensor_t *x = &cfg->in[0];
-  dnnl_dims_t cd = {1, x->dim[1], 1, 1};
+  bool bn = cfg->kind == TASO_OP_BATCHNORM;
+  int axis = bn ? 1 : cfg->p.axis;
+  dnnl_dims_t cd;
+  for (int i = 0; i < x->rank; i++) cd[i] = i == axis ? x->dim[i] : 1;
   dnnl_memory_desc_t xmd, cmd;
   TASO_TRY(md_tensor(cfg->layout, x, &xmd));
   TASO_TRY(md_plain(x->rank, cd, &cmd));
   dnnl_binary_desc_t d;
-  DN(dnnl_binary_desc_init(&d, dnnl_binary_mul, &xmd, &cmd, &xmd));
-  dnnl_post_ops_t po;
-  dnnl_primitive_attr_t attr;
-  DN(dnnl_post_ops_create(&po));
-  dnnl_status_t st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &cmd);
-  if (st == dnnl_success) st = dnnl_primitive_attr_create(&attr);
-  if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
-  dnnl_post_ops_destroy(po);
-  if (st != dnnl_success) return dn_error(st, "batchnorm post-op");
+  DN(dnnl_binary_desc_init(&d, cfg->kind == TASO_OP_CHADD ? dnnl_binary_add : dnnl_binary_mul,
+                           &xmd, &cmd, &xmd));
+  dnnl_primitive_attr_t attr = NULL;
+  if (bn) {
+    dnnl_post_ops_t po;
+    DN(dnnl_post_ops_create(&po));
+    dnnl_status_t st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &cmd);
+    if (st == dnnl_success) st = dnnl_primitive_attr_create(&attr);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
+    dnnl_post_ops_destroy(po);
+    if (st != dnnl_success) return dn_error(st, "batchnorm post-op");
+  }
   dnnl_primitive_desc_t pd;
   taso_err_t err = make_pd(ctx, &d, attr, &pd);
-  dnnl_primitive_attr_destroy(attr);
+  if (attr) dnnl_primitive_attr_destroy(attr);
   TASO_TRY(err);
-  dnnl_memory_t xm, scale, bias, y;
+  dnnl_memory_t xm, vec, bias = NULL, y;
   err = bind(ctx, k, &xmd, 0, &xm);
-  if (err == TASO_OK) err = bind(ctx, k, &cmd, 1, &scale);
-  if (err == TASO_OK) err = bind(ctx, k, &cmd, 2, &bias);
+  if (err == TASO_OK) err = bind(ctx, k, &cmd, 1, &vec);
+  if (err == TASO_OK && bn) err = bind(ctx, k, &cmd, 2, &bias);
   if (err == TASO_OK) err = bind(ctx, k, &xmd, slot_out(k, 0), &y);
   if (err != TASO_OK) {
     dnnl_primitive_desc_destroy(pd);
     return err;
   }
   dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC_0, xm},
-                            {DNNL_ARG_SRC_1, scale},
-                            {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, bias},
-                            {DNNL_ARG_DST, y}};
-  return add_step(k, pd, 4, args, NULL);
+                            {DNNL_ARG_SRC_1, vec},
+                            {DNNL_ARG_DST, y},
+                            {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, bias}};
+  return add_step(k, pd, bn ? 4 : 3, args, NULL);
 }
 
 /* ---- data movement --------------------------------------------------------- */
@@ -747,7 +755,9 @@ static taso_err_t build(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   case TASO_OP_ADD:
   case TASO_OP_MUL:
   case TASO_OP_SMUL: return build_binary(ctx, k);
-  case TASO_OP_BATCHNORM: return build_batchnorm(ctx, k);
+  case TASO_OP_BATCHNORM:
+  case TASO_OP_CHMUL:
+  case TASO_OP_CHADD: return build_channel(ctx, k);
   case TASO_OP_CONCAT: return build_concat(ctx, k);
   case TASO_OP_SPLIT:
   case TASO_OP_SPLIT_AT: return build_split(ctx, k);

@@ -374,6 +374,20 @@ static taso_ref_t other_operand(const taso_node_t *n, taso_ref_t ref) {
   return -1;
 }
 
+/* The per-channel operand of node n when it adds a bias to ref, a result
+ * of type out of a head of this kind: chadd's vector on the head's channel
+ * axis, or the other operand of an add that broadcasts like one; -1 if
+ * neither. */
+static taso_ref_t bias_operand(const taso_model_t *m, const taso_node_t *n, taso_ref_t ref,
+                               int32_t kind, const taso_tensor_t *out) {
+  if (n->kind == TASO_OP_CHADD) {
+    int axis = kind == TASO_OP_CONV2D ? 1 : out->rank - 1;
+    return n->in[0] == ref && n->in[1] != ref && n->p.axis == axis ? n->in[1] : -1;
+  }
+  taso_ref_t other = other_operand(n, ref);
+  return other >= 0 && is_bias_shape(kind, out, &m->types[other]) ? other : -1;
+}
+
 /* Extends the step of node head (a conv2d or matmul) over the nodes that
  * apply its epilogue: add(bias), add(residual), relu, in that order, each
  * the sole reader of the one before and not in another chain. Returns the
@@ -388,14 +402,16 @@ static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed
     const taso_node_t *n = &m->graph.nodes[next];
     taso_ref_t other = other_operand(n, TASO_REF(last, 0));
     const taso_tensor_t *ot = &m->types[TASO_REF(last, 0)];
+    taso_ref_t bias = cfg->kind == TASO_OP_BMM || (cfg->fuse & (TASO_FUSE_BIAS | TASO_FUSE_SUM))
+                          ? -1
+                          : bias_operand(m, n, TASO_REF(last, 0), cfg->kind, ot);
     if (n->kind == TASO_OP_RELU) {
       cfg->fuse |= TASO_FUSE_RELU;
-    } else if (other >= 0 && !(cfg->fuse & (TASO_FUSE_BIAS | TASO_FUSE_SUM)) &&
-               cfg->kind != TASO_OP_BMM && is_bias_shape(cfg->kind, ot, &m->types[other])) {
+    } else if (bias >= 0) {
       cfg->fuse |= TASO_FUSE_BIAS;
-      int32_t c = (int32_t)taso_tensor_size(&m->types[other]);
+      int32_t c = (int32_t)taso_tensor_size(&m->types[bias]);
       cfg->in[cfg->nin] = taso_tensor_make(1, &c);
-      s->in[cfg->nin++] = other;
+      s->in[cfg->nin++] = bias;
     } else if (other >= 0 && !(cfg->fuse & TASO_FUSE_SUM) &&
                same_shape(&m->types[other], ot)) {
       cfg->fuse |= TASO_FUSE_SUM;

@@ -51,6 +51,13 @@ typedef struct {
 taso_err_t taso_rules_make(const taso_inputs_t *inputs, const taso_graph_t *graphs,
                            int64_t ngraphs, const taso_subst_t *rows, int64_t nrows,
                            taso_rules_t *rules);
+/* Appends the rules of one more substitutions file: its inputs join
+ * rules->inputs (one entry per name and shape; a name another file gave
+ * another shape becomes NAME_2, NAME_3...), its rows are numbered from
+ * row_base on (the files' rows in order, one numbering). */
+taso_err_t taso_rules_add(taso_rules_t *rules, const taso_inputs_t *inputs,
+                          const taso_graph_t *graphs, int64_t ngraphs, const taso_subst_t *rows,
+                          int64_t nrows, int64_t row_base);
 void taso_rules_free(taso_rules_t *rules);
 
 /* "lhs => rhs" in the registry's text form; returns the length it needs. */

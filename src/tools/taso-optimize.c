@@ -45,7 +45,9 @@ static const taso_tool_flag_t flags[] = {
 
 static const taso_tool_option_t options[] = {
     {"model", "M", "the model: a spec for taso_model_load (required)", &model_spec},
-    {"substitutions", "FILE", "a taso-substitutions artifact (taso-verify's output; required)",
+    {"substitutions", "FILE[,FILE...]",
+     "taso-substitutions artifacts (taso-verify's outputs; required): the proved rules of "
+     "each, their rows numbered across the files in order",
      &subst_path},
     {"backend", "NAME", "where costs are measured: reference, cpu or gpu (default cpu)",
      &backend_name},
@@ -72,7 +74,7 @@ static const taso_tool_option_t options[] = {
 
 static const taso_tool_spec_t spec = {
     .name = "taso-optimize",
-    .about = "Rewrites a model with the proved substitutions of a taso-substitutions file\n"
+    .about = "Rewrites a model with the proved substitutions of taso-substitutions files\n"
              "into a cheaper model that computes the same function. Costs are the\n"
              "runtime's steps measured on --backend as they are first met. The search is\n"
              "the original TASO's: a queue of graphs by cost, every rule at every match,\n"
@@ -167,14 +169,17 @@ static taso_err_t check_substitutions(const char *path) {
   return err;
 }
 
-static taso_err_t load_rules(taso_tool_t *t, taso_rules_t *rules, int64_t *proved) {
+/* Adds the proved rules of one substitutions file, its rows numbered from
+ * *row_base on (which then moves past them). */
+static taso_err_t load_file_rules(taso_tool_t *t, const char *path, taso_rules_t *rules,
+                                  int64_t *row_base, int64_t *proved) {
   taso_artifact_t *a = NULL;
   taso_inputs_t inputs = {0};
   taso_graph_t *graphs = NULL;
   taso_subst_t *rows = NULL;
-  int64_t ngraphs = 0, nrows = 0;
-  taso_err_t err = check_substitutions(subst_path);
-  if (err == TASO_OK) err = taso_artifact_open(t->comm, subst_path, TASO_KIND_SUBSTITUTIONS, &a);
+  int64_t ngraphs = 0, nrows = 0, file_proved = 0;
+  taso_err_t err = check_substitutions(path);
+  if (err == TASO_OK) err = taso_artifact_open(t->comm, path, TASO_KIND_SUBSTITUTIONS, &a);
   if (err == TASO_OK) err = taso_artifact_read_inputs(a, &inputs);
   if (err == TASO_OK) err = taso_artifact_read_graphs(a, &graphs, &ngraphs);
   if (err == TASO_OK) err = taso_artifact_read_substs(a, &rows, &nrows);
@@ -182,15 +187,37 @@ static taso_err_t load_rules(taso_tool_t *t, taso_rules_t *rules, int64_t *prove
     taso_err_t closed = taso_artifact_close(a);
     if (err == TASO_OK) err = closed;
   }
-  *proved = 0;
-  for (int64_t i = 0; err == TASO_OK && i < nrows; i++) *proved += rows[i].verdict == TASO_VERDICT_PROVED;
-  if (err == TASO_OK && *proved == 0)
-    err = taso_error(TASO_ERR_FORMAT, "--substitutions %s: none of its %lld rows is proved",
-                     subst_path, (long long)nrows);
-  if (err == TASO_OK) err = taso_rules_make(&inputs, graphs, ngraphs, rows, nrows, rules);
+  for (int64_t i = 0; err == TASO_OK && i < nrows; i++)
+    file_proved += rows[i].verdict == TASO_VERDICT_PROVED;
+  if (err == TASO_OK && file_proved == 0)
+    err = taso_error(TASO_ERR_FORMAT, "--substitutions %s: none of its %lld rows is proved", path,
+                     (long long)nrows);
+  if (err == TASO_OK &&
+      (err = taso_rules_add(rules, &inputs, graphs, ngraphs, rows, nrows, *row_base)) != TASO_OK)
+    err = taso_error_prefix(err, "--substitutions %s: ", path);
+  *row_base += nrows;
+  *proved += file_proved;
   free(rows);
   taso_graphs_free(graphs, ngraphs);
   taso_inputs_free(&inputs);
+  return err;
+}
+
+/* The rules of every file of --substitutions A.h5,B.h5,..., in order. */
+static taso_err_t load_rules(taso_tool_t *t, taso_rules_t *rules, int64_t *proved) {
+  char *list = strdup(subst_path), *save = NULL;
+  if (!list) return taso_error(TASO_ERR_NOMEM, "--substitutions");
+  int64_t row_base = 0;
+  *proved = 0;
+  memset(rules, 0, sizeof *rules);
+  taso_err_t err = TASO_OK;
+  int files = 0;
+  for (char *path = strtok_r(list, ",", &save); path && err == TASO_OK;
+       path = strtok_r(NULL, ",", &save), files++)
+    err = load_file_rules(t, path, rules, &row_base, proved);
+  free(list);
+  if (err == TASO_OK && files == 0)
+    err = taso_error(TASO_ERR_ARG, "--substitutions '%s' names no file", subst_path);
   return err;
 }
 

@@ -273,6 +273,10 @@ static taso_err_t gpu_prepare(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg,
   case TASO_OP_ENLARGE:
     err = gpu_prepare_movement(ctx, k);
     break;
+  case TASO_OP_CHMUL:
+  case TASO_OP_CHADD: /* a fold leaves chadd fused into its conv2d as the bias */
+    err = GPU_UNSUPPORTED(cfg, "no kernel of its own yet");
+    break;
   default:
     err = GPU_UNSUPPORTED(cfg, "constants are computed once on the host");
     break;
