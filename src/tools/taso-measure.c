@@ -425,9 +425,12 @@ static void fill_row(const run_t *r, const item_t *it, double *ms, int n, taso_e
 static taso_err_t measure_one(run_t *r, const item_t *it, double *ms, taso_cost_row_t *row) {
   const settings_t *s = r->s;
   int n = 0;
+  char algorithm[TASO_COST_ALGORITHM_LEN];
   taso_err_t err = taso_rt_time_config_samples(s->be, r->p->ctx, &it->cfg, s->warmup, s->min_runs,
-                                               s->max_runs, s->spread, ms, &n);
+                                               s->max_runs, s->spread, ms, &n, algorithm,
+                                               sizeof algorithm);
   fill_row(r, it, ms, n, err, row);
+  memcpy(row->algorithm, algorithm, sizeof algorithm);
   row->held_from = r->p->dev.held_since;
   row->held_to = taso_wall_seconds();
   return TASO_OK;

@@ -290,6 +290,13 @@ static taso_err_t gpu_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *
   return k->run(ctx, k, in, out);
 }
 
+static void gpu_describe(const taso_rt_kernel_t *k, char *buf, int len) {
+  if (k->cfg.kind == TASO_OP_CONV2D)
+    gpu_describe_conv(k, buf, len);
+  else
+    snprintf(buf, (size_t)len, "%s", k->call ? k->call : "unnamed");
+}
+
 const taso_backend_t taso_backend_gpu = {
     .name = "gpu",
     .probe = gpu_probe,
@@ -303,4 +310,5 @@ const taso_backend_t taso_backend_gpu = {
     .run = gpu_run,
     .sync = gpu_sync,
     .destroy = gpu_destroy,
+    .describe = gpu_describe,
 };
