@@ -129,6 +129,29 @@ else
   echo "skip: one core here; the two-device run needs two"
 fi
 
+# ---- working elsewhere: core 0 held by another job ------------------------
+# This shell stands in for another job: it holds core 0's lock (flock(1)
+# takes the same advisory lock); a one-rank job whose own device is core 0
+# measures on core 1.
+if [ "$cores" -ge 2 ] && command -v flock >/dev/null; then
+  printf '[job]\nname = elsewhere\n[measure]\nmin_runs = 3\nmax_runs = 5\ncores_per_device = 1\nlock_dir = %s/locks\n' \
+    "$dir" >else.ini
+  host=$(hostname | cut -d. -f1)
+  mkdir -p locks
+  exec 9>"locks/$host-cpu0.lock"
+  flock 9
+  timeout 300 taskset -c 0,1 "$bin/taso-measure" --job else.ini --db else.h5 \
+    --model squeezenet:size=32 >e.out 2>&1
+  rc=$?
+  flock -u 9
+  exec 9>&-
+  units=$(rows else.h5 | awk '{ split($1, u, ":"); print u[2] }' | sort -u | tr '\n' ' ')
+  [ $rc -eq 0 ] && [ "$units" = "cpu1 " ] && grep -q "measurements ([1-9][0-9]* on another device" e.out &&
+    ok "with core 0 held by another job, every measurement ran on core 1" ||
+    { bad "working elsewhere: status $rc, units '$units'"; cat e.out; }
+  grep '^taso-measure: device' e.out
+fi
+
 # ---- bad input: one line naming the file --------------------------------
 one_error() { # one_error WHAT NAME CMD...: status 1, one stderr line naming NAME
   local what=$1 name=$2

@@ -96,6 +96,10 @@ typedef struct taso_backend {
   /* The library's own name for what a prepared kernel runs (oneDNN's
    * implementation, cuDNN's algorithm), for the cost database's rows. */
   void (*describe)(const taso_rt_kernel_t *k, char *buf, int len);
+  /* Devices of an accelerator backend (NULL for host ones): *count, the
+   * devices this process sees; device's UUID ("GPU-...") when device <
+   * *count. Which one open() takes is the backend's own setting. */
+  taso_err_t (*device_uuid)(int device, int *count, char *uuid, int len);
 } taso_backend_t;
 
 /* The compiled-in backends, NULL-terminated: reference, cpu, then gpu

@@ -378,28 +378,25 @@ static taso_err_t expand_model(const settings_t *s, taso_model_t *m, items_t *it
   return err;
 }
 
-/* Every node's configuration, then every planned step's (fused), then
- * with --expand those of the rewritten graphs. */
-static taso_err_t collect_model(const char *model, const settings_t *s, taso_rt_ctx_t *ctx,
-                                items_t *it, int64_t *graphs) {
-  const taso_backend_t *be = s->be;
+/* Every node's configuration, then every step's (fused) as a plan would
+ * run it (taso_rt_steps: no backend, so that ranks without a device
+ * collect too), then with --expand those of the rewritten graphs. */
+static taso_err_t collect_model(const char *model, const settings_t *s, items_t *it,
+                                int64_t *graphs) {
   taso_model_t m;
-  taso_rt_plan_t *plan = NULL;
   taso_rt_config_t cfg;
+  taso_rt_step_info_t *steps = NULL;
+  int nsteps = 0;
   taso_err_t err = taso_model_load(model, &m);
   for (int i = 0; err == TASO_OK && i < m.graph.nnodes; i++)
     if (m.graph.nodes[i].kind != TASO_OP_INPUT) {
       err = taso_rt_config_of_node(&m, i, &cfg);
       if (err == TASO_OK) err = add_item(it, &cfg, false);
     }
-  if (err == TASO_OK) err = taso_rt_plan(be, ctx, &m, NULL, &plan);
-  for (int k = 0; err == TASO_OK && k < taso_rt_plan_steps(plan); k++) {
-    taso_rt_step_info_t info;
-    taso_rt_plan_step(plan, k, &info);
-    err = add_item(it, &info.cfg, false);
-  }
+  if (err == TASO_OK) err = taso_rt_steps(&m, NULL, &steps, &nsteps);
+  for (int k = 0; err == TASO_OK && k < nsteps; k++) err = add_item(it, &steps[k].cfg, false);
   if (err == TASO_OK && s->depth > 0) err = expand_model(s, &m, it, graphs);
-  taso_rt_plan_free(plan);
+  free(steps);
   taso_model_free(&m);
   return err;
 }
@@ -470,11 +467,37 @@ typedef struct {
   bool owns;          /* measures: one of the node's devices is this rank's */
   int index;          /* the device's number on the node */
   int ndevices;       /* devices on this node */
-  taso_rt_ctx_t *ctx; /* the backend, on dev's cores */
+  taso_rt_ctx_t *ctx; /* the backend, on dev's cores; NULL on a gpu rank without a GPU */
+  taso_device_t *others; /* cpu: the node's other devices, where this rank measures
+                            while another job holds its own (working elsewhere) */
+  int nothers;
+  const taso_device_t *bound; /* the device whose cores the threads run on */
 } place_t;
 
 static int compare_int(const void *a, const void *b) {
   return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+/* The gpu backend: one rank per GPU measures, the node's local rank i on
+ * GPU i (i < the device count: local rank % count, without a repeat);
+ * the other ranks only collect configurations, on no device. The GPU is
+ * held through a lock named after its UUID, which every job on the node
+ * sees whatever its CUDA_VISIBLE_DEVICES numbering. */
+static taso_err_t place_gpu(const settings_t *s, int lrank, place_t *p) {
+  char uuid[64] = "";
+  int count = 0;
+  if (!s->be->device_uuid)
+    return taso_error(TASO_ERR_UNSUPPORTED, "the %s backend names no devices", s->be->name);
+  TASO_TRY(s->be->device_uuid(0, &count, uuid, sizeof uuid));
+  p->ndevices = count;
+  p->owns = lrank < count;
+  p->index = p->owns ? lrank % count : -1;
+  if (!p->owns) return taso_device_open_gpu(&p->dev, s->lock_dir, -1, "");
+  TASO_TRY(s->be->device_uuid(p->index, &count, uuid, sizeof uuid));
+  char ordinal[16];
+  snprintf(ordinal, sizeof ordinal, "%d", p->index);
+  setenv("TASO_GPU_DEVICE", ordinal, 1); /* the backend opens this one */
+  return taso_device_open_gpu(&p->dev, s->lock_dir, p->index, uuid);
 }
 
 /* Collective. The node's cores this job may use (the union of its ranks'
@@ -496,28 +519,66 @@ static taso_err_t place_rank(const taso_tool_t *t, const settings_t *s, place_t 
     if (CPU_ISSET(c, &mine)) own[nown++] = c;
   }
   bool gpu = strcmp(s->be->name, "gpu") == 0;
+  if (gpu) return place_gpu(s, lrank, p);
   int per = s->cores_per_device ? s->cores_per_device : ncores;
-  if (!gpu && per > ncores)
+  if (per > ncores)
     return taso_error(TASO_ERR_ARG, "[measure] cores_per_device is %d, but this job has %d core%s "
                       "on %s", per, ncores, ncores == 1 ? "" : "s", "this node");
-  /* GPUs: one device per visible GPU (CUDA_VISIBLE_DEVICES, else one). */
-  const char *visible = getenv("CUDA_VISIBLE_DEVICES");
-  int ngpus = 1;
-  for (const char *c = visible; c && *c; c++) ngpus += *c == ',';
-  p->ndevices = gpu ? ngpus : ncores / per;
+  p->ndevices = ncores / per;
   p->owns = lrank < p->ndevices;
   p->index = p->owns ? lrank : -1;
-  if (gpu) return taso_device_open(&p->dev, s->lock_dir, true, &lrank, 1);
-  if (p->owns) return taso_device_open(&p->dev, s->lock_dir, false, cores + lrank * per, per);
-  qsort(own, (size_t)nown, sizeof *own, compare_int);
-  return taso_device_open(&p->dev, s->lock_dir, false, own, nown);
+  if (!p->owns) {
+    qsort(own, (size_t)nown, sizeof *own, compare_int);
+    return taso_device_open(&p->dev, s->lock_dir, false, own, nown);
+  }
+  TASO_TRY(taso_device_open(&p->dev, s->lock_dir, false, cores + lrank * per, per));
+  if (p->ndevices > 1 && !(p->others = calloc((size_t)p->ndevices - 1, sizeof *p->others)))
+    return taso_error(TASO_ERR_NOMEM, "no memory for devices");
+  for (int j = 0; j < p->ndevices; j++)
+    if (j != lrank)
+      TASO_TRY(taso_device_open(&p->others[p->nothers++], s->lock_dir, false, cores + j * per, per));
+  return TASO_OK;
 }
 
-/* Binds to the device's cores and opens the backend there. */
+/* Binds to the device's cores and opens the backend there (on the gpu
+ * backend, only a rank with a GPU opens it). The node's other devices are
+ * of the same kind and size: they share the identity. */
 static taso_err_t open_place(const settings_t *s, place_t *p) {
+  if (p->dev.gpu && !p->owns) return TASO_OK;
   TASO_TRY(taso_device_bind(&p->dev));
+  p->bound = &p->dev;
   TASO_TRY(s->be->open(p->dev.gpu ? 0 : p->dev.nunits, &p->ctx));
-  return taso_device_identify(&p->dev, s->be);
+  TASO_TRY(taso_device_identify(&p->dev, s->be));
+  for (int j = 0; j < p->nothers; j++) memcpy(p->others[j].identity, p->dev.identity,
+                                              sizeof p->dev.identity);
+  return TASO_OK;
+}
+
+static void close_place(const settings_t *s, place_t *p) {
+  if (p->ctx) s->be->close(p->ctx);
+  taso_device_close(&p->dev);
+  for (int j = 0; j < p->nothers; j++) taso_device_close(&p->others[j]);
+  free(p->others);
+}
+
+/* Holds this rank's own device, or while another job holds that, another
+ * of the node's (working elsewhere), its threads moved onto that device's
+ * cores; *held: the one held. */
+static taso_err_t hold_device(place_t *p, taso_device_t **held) {
+  taso_device_t *devs[1 + CPU_SETSIZE];
+  int n = 0, which = 0;
+  devs[n++] = &p->dev;
+  for (int j = 0; j < p->nothers; j++) devs[n++] = &p->others[j];
+  TASO_TRY(taso_device_hold_any(devs, n, &which));
+  *held = devs[which];
+  if (p->bound == *held || (*held)->gpu) return TASO_OK;
+  p->bound = *held;
+  taso_err_t err = taso_device_bind(*held);
+  if (err != TASO_OK) {
+    double from, to;
+    taso_device_let_go(*held, &from, &to);
+  }
+  return err;
 }
 
 /* Collective. This rank's share of the models, collected while it holds
@@ -528,15 +589,20 @@ static taso_err_t collect(const taso_tool_t *t, const settings_t *s, place_t *p,
   items_t mine = {0};
   double from, to;
   int64_t my_graphs = 0;
-  taso_err_t err = taso_device_hold(&p->dev);
+  taso_device_t *held = NULL;
+  taso_err_t err = hold_device(p, &held);
   for (int i = t->rank; err == TASO_OK && i < s->nmodels; i += t->size)
-    err = collect_model(s->models[i], s, p->ctx, &mine, &my_graphs);
-  if (p->dev.held_since > 0) taso_device_let_go(&p->dev, &from, &to);
+    err = collect_model(s->models[i], s, &mine, &my_graphs);
+  if (held && held->held_since > 0) taso_device_let_go(held, &from, &to);
   /* only after letting go: another rank may wait for these cores */
   MPI_Reduce(&my_graphs, graphs, 1, MPI_INT64_T, MPI_SUM, 0, t->comm);
-  /* collecting is not a measurement: the device's figures start after it */
+  /* collecting is not a measurement: the devices' figures start after it */
   p->dev.holds = 0;
   p->dev.busy = p->dev.waited = 0;
+  for (int j = 0; j < p->nothers; j++) {
+    p->others[j].holds = 0;
+    p->others[j].busy = p->others[j].waited = 0;
+  }
   if (err == TASO_OK) dedup(&mine);
   err = taso_agree(t->comm, err);
   if (err == TASO_OK) err = gather_items(t, &mine, all);
@@ -551,6 +617,7 @@ typedef struct {
   const settings_t *s;
   place_t *p;
   const char *identity;    /* rank 0's device identity: what reuse is checked against */
+  taso_device_t *held;     /* the device of the measurement under way */
   items_t *todo;           /* the configurations to measure, longest first */
   taso_costdb_t known;     /* the database as last merged (or read) */
   taso_cost_row_t *batch;  /* rows measured since the last merge */
@@ -575,9 +642,9 @@ static int count_outliers(double *ms, int n, const taso_rt_stats_t *st, double i
 static void fill_row(const run_t *r, const item_t *it, double *ms, int n, taso_err_t err,
                      taso_cost_row_t *row) {
   memset(row, 0, sizeof *row);
-  snprintf(row->device, sizeof row->device, "%s", r->p->dev.identity);
+  snprintf(row->device, sizeof row->device, "%s", r->held->identity);
   snprintf(row->key, sizeof row->key, "%s", it->key);
-  snprintf(row->unit, sizeof row->unit, "%s", r->p->dev.unit);
+  snprintf(row->unit, sizeof row->unit, "%s", r->held->unit);
   taso_now_iso8601(row->when);
   row->flops = it->flops;
   if (err != TASO_OK || n == 0) {
@@ -610,7 +677,7 @@ static taso_err_t measure_one(run_t *r, const item_t *it, double *ms, taso_cost_
                                                sizeof algorithm);
   fill_row(r, it, ms, n, err, row);
   memcpy(row->algorithm, algorithm, sizeof algorithm);
-  row->held_from = r->p->dev.held_since;
+  row->held_from = r->held->held_since;
   row->held_to = taso_wall_seconds();
   return TASO_OK;
 }
@@ -635,7 +702,7 @@ static taso_err_t known_elsewhere(run_t *r, const item_t *it, bool *known) {
     taso_costdb_free(&r->known);
     TASO_TRY(taso_costdb_read(db_path, true, &r->known));
   }
-  *known = taso_costdb_find(&r->known, r->p->dev.identity, it->key) != NULL;
+  *known = taso_costdb_find(&r->known, r->held->identity, it->key) != NULL;
   return TASO_OK;
 }
 
@@ -687,12 +754,12 @@ static taso_err_t measure_all(run_t *r) {
     double from, to;
     /* Held from the check to the merge: a job that waited for this device
      * sees what was measured on it before it measures the same thing. */
-    if ((err = taso_device_hold(&r->p->dev)) != TASO_OK) break;
+    if ((err = hold_device(r->p, &r->held)) != TASO_OK) break;
     err = known_elsewhere(r, it, &known);
     if (err == TASO_OK && !known) err = measure_one(r, it, ms, &row);
     if (err == TASO_OK && !known) err = keep_row(r, &row);
-    taso_device_let_go(&r->p->dev, &from, &to);
-    if (known) r->p->dev.holds--, r->reused++;
+    taso_device_let_go(r->held, &from, &to);
+    if (known) r->held->holds--, r->reused++;
     taso_progress_update(&progress, i + 1);
   }
   if (err == TASO_OK && r->nbatch > 0) err = merge_batch(r);
@@ -704,14 +771,25 @@ static taso_err_t measure_all(run_t *r) {
 
 /* ---- reporting -------------------------------------------------------------------- */
 
-enum { F_OWNS, F_INDEX, F_HOLDS, F_BUSY, F_WAITED, F_SPAN, F_MEASURED, F_UNAVAIL, F_REUSED, NF };
+enum {
+  F_OWNS, F_INDEX, F_HOLDS, F_ELSEWHERE, F_BUSY, F_WAITED, F_SPAN, F_MEASURED, F_UNAVAIL, F_REUSED,
+  NF
+};
 
-/* Collective. Each device's measurements, busy time (held), time waiting
- * for another job's hold, and idle time (neither) over the phase. */
+/* Collective. Each device rank's measurements (those on another of the
+ * node's devices among them), busy time (held), time waiting for another
+ * job's hold, and idle time (neither) over the phase. */
 static void report_devices(const run_t *r, double span, int64_t totals[3]) {
   const taso_tool_t *t = r->t;
-  double mine[NF] = {r->p->owns, r->p->index, r->p->dev.holds, r->p->dev.busy, r->p->dev.waited,
+  const place_t *p = r->p;
+  double mine[NF] = {p->owns, p->index, p->dev.holds, 0, p->dev.busy, p->dev.waited,
                      span, (double)r->measured, (double)r->unavailable, (double)r->reused};
+  for (int j = 0; j < p->nothers; j++) {
+    mine[F_HOLDS] += p->others[j].holds;
+    mine[F_ELSEWHERE] += p->others[j].holds;
+    mine[F_BUSY] += p->others[j].busy;
+    mine[F_WAITED] += p->others[j].waited;
+  }
   double *all = t->rank == 0 ? malloc(sizeof *all * NF * (size_t)t->size) : NULL;
   if (t->rank == 0 && !all) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
   MPI_Gather(mine, NF, MPI_DOUBLE, all, NF, MPI_DOUBLE, 0, t->comm);
@@ -721,10 +799,10 @@ static void report_devices(const run_t *r, double span, int64_t totals[3]) {
     for (int k = 0; k < 3; k++) totals[k] += (int64_t)v[F_MEASURED + k];
     if (!v[F_OWNS]) continue;
     snprintf(units, sizeof units, "%s", q == 0 ? r->p->dev.unit : "");
-    printf("taso-measure: device %d (rank %d%s%s): %d measurements, busy %.1f s, waited %.1f s "
-           "for other jobs, idle %.1f s\n",
-           (int)v[F_INDEX], q, units[0] ? ", " : "", units, (int)v[F_HOLDS], v[F_BUSY],
-           v[F_WAITED], v[F_SPAN] - v[F_BUSY] - v[F_WAITED]);
+    printf("taso-measure: device %d (rank %d%s%s): %d measurements (%d on another device while "
+           "this one was held), busy %.1f s, waited %.1f s for other jobs, idle %.1f s\n",
+           (int)v[F_INDEX], q, units[0] ? ", " : "", units, (int)v[F_HOLDS], (int)v[F_ELSEWHERE],
+           v[F_BUSY], v[F_WAITED], v[F_SPAN] - v[F_BUSY] - v[F_WAITED]);
   }
   free(all);
 }
@@ -850,8 +928,7 @@ int main(int argc, char **argv) {
                       db_path, s.depth ? expansion_note(added, graphs) : "");
   if (err == TASO_OK && estimate)
     err = taso_tool_agree(&t, t.rank == 0 ? print_estimates(&s, &p) : TASO_OK);
-  if (p.ctx) s.be->close(p.ctx);
-  taso_device_close(&p.dev);
+  close_place(&s, &p);
   taso_costdb_free(&r.known);
   free(r.batch);
   items_free(&all);
