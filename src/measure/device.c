@@ -119,6 +119,14 @@ void taso_device_close(taso_device_t *d) {
   d->nunits = 0;
 }
 
+void taso_device_unlock(taso_device_t *d) {
+  for (int i = 0; i < d->nunits; i++)
+    if (d->fds[i] >= 0) {
+      close(d->fds[i]);
+      d->fds[i] = -1;
+    }
+}
+
 taso_err_t taso_device_bind(const taso_device_t *d) {
   if (d->gpu) return TASO_OK;
   cpu_set_t set;
@@ -172,6 +180,7 @@ taso_err_t taso_device_hold(taso_device_t *d) {
   double start = taso_wall_seconds();
   for (int i = 0; i < d->nunits; i++) {
     int rc;
+    if (d->fds[i] < 0) continue; /* unlocked (taso_device_unlock) */
     while ((rc = flock(d->fds[i], LOCK_EX)) != 0 && errno == EINTR) continue;
     if (rc != 0 && errno != ENOLCK && errno != EOPNOTSUPP && errno != ENOSYS) {
       int e = errno;
@@ -190,6 +199,7 @@ static taso_err_t try_hold(taso_device_t *d, bool *held) {
   *held = true;
   for (int i = 0; i < d->nunits && *held; i++) {
     int rc;
+    if (d->fds[i] < 0) continue; /* unlocked (taso_device_unlock) */
     while ((rc = flock(d->fds[i], LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) continue;
     if (rc == 0 || errno == ENOLCK || errno == EOPNOTSUPP || errno == ENOSYS) continue;
     int e = errno;
@@ -224,7 +234,8 @@ void taso_device_let_go(taso_device_t *d, double *from, double *to) {
    * unit never overlap, not even by the unlock's own time. */
   *from = d->held_since;
   *to = taso_wall_seconds();
-  for (int i = d->nunits - 1; i >= 0; i--) flock(d->fds[i], LOCK_UN);
+  for (int i = d->nunits - 1; i >= 0; i--)
+    if (d->fds[i] >= 0) flock(d->fds[i], LOCK_UN);
   d->busy += *to - *from;
   d->holds++;
   d->held_since = 0;

@@ -58,6 +58,10 @@ taso_err_t taso_device_open(taso_device_t *d, const char *dir, bool gpu, const i
 taso_err_t taso_device_open_gpu(taso_device_t *d, const char *dir, int ordinal, const char *uuid);
 void taso_device_close(taso_device_t *d);
 
+/* For benchmarks only: closes d's lock files, so that holding it waits for
+ * nobody and excludes nobody (the scheduler switched off). */
+void taso_device_unlock(taso_device_t *d);
+
 /* Runs this process's OpenMP threads on the device's cores, one thread
  * per core, so that a measurement uses what it holds and nothing else.
  * A no-op for a GPU device. */
