@@ -60,6 +60,7 @@ struct taso_rt_kernel {
   dnnl_memory_t tmp[MAX_TMP];
   int nsteps;
   step_t steps[MAX_STEPS];
+  char impl[160]; /* the steps' oneDNN implementations, "+" between */
 };
 
 /* oneDNN's "unimplemented" means no implementation for this configuration
@@ -219,6 +220,16 @@ static taso_err_t temporary(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, const dnnl_
   return TASO_OK;
 }
 
+/* Adds pd's implementation name ("brg:avx2", "jit:uni") to the kernel's:
+ * what oneDNN chose is what the cost database records with the timing. */
+static void note_impl(taso_rt_kernel_t *k, const_dnnl_primitive_desc_t pd) {
+  const char *name = NULL;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name) != dnnl_success || !name)
+    name = "unknown";
+  size_t at = strlen(k->impl);
+  snprintf(k->impl + at, sizeof k->impl - at, "%s%s", at ? "+" : "", name);
+}
+
 /* Appends a step running the primitive of pd (which it destroys). */
 static taso_err_t add_step(taso_rt_kernel_t *k, dnnl_primitive_desc_t pd, int nargs,
                            const dnnl_exec_arg_t *args, step_t **out) {
@@ -228,6 +239,7 @@ static taso_err_t add_step(taso_rt_kernel_t *k, dnnl_primitive_desc_t pd, int na
   }
   step_t *s = &k->steps[k->nsteps];
   memset(s, 0, sizeof *s);
+  note_impl(k, pd);
   dnnl_status_t st = dnnl_primitive_create(&s->prim, pd);
   dnnl_primitive_desc_destroy(pd);
   if (st != dnnl_success) return dn_error(st, "dnnl_primitive_create");
@@ -795,6 +807,10 @@ static taso_err_t cpu_prepare(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg,
   return TASO_OK;
 }
 
+static void cpu_describe(const taso_rt_kernel_t *k, char *buf, int len) {
+  snprintf(buf, (size_t)len, "%s", k->nsteps ? k->impl : "none (no oneDNN call)");
+}
+
 static bool skip_step(step_t *s, void *const *slots) {
   if (s->when == RUN_UNLESS_SAME) return slots[s->slot_a] == slots[s->slot_b];
   if (s->when == RUN_ONCE_PER_BUFFER) {
@@ -837,4 +853,5 @@ const taso_backend_t taso_backend_cpu = {
     .run = cpu_run,
     .sync = cpu_sync,
     .destroy = cpu_destroy,
+    .describe = cpu_describe,
 };

@@ -291,8 +291,9 @@ static bool settled(const double *samples, int n, double target, double *scratch
 taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *ctx,
                                        const taso_rt_config_t *cfg, int warmup, int min_runs,
                                        int max_runs, double target_spread, double *samples,
-                                       int *n) {
+                                       int *n, char *algorithm, int algorithm_len) {
   *n = 0;
+  if (algorithm && algorithm_len > 0) algorithm[0] = '\0';
   if (min_runs < 1 || max_runs < min_runs)
     return taso_error(TASO_ERR_ARG, "timing needs 1 <= min_runs <= max_runs");
   double *scratch = malloc(sizeof *scratch * (size_t)max_runs);
@@ -300,6 +301,7 @@ taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *
   config_run_t r = {.be = be, .ctx = ctx};
   taso_err_t err = config_buffers(&r, cfg);
   if (err == TASO_OK) err = be->prepare(ctx, cfg, &r.k);
+  if (err == TASO_OK && algorithm && algorithm_len > 0) be->describe(r.k, algorithm, algorithm_len);
   for (int i = 0; i < warmup && err == TASO_OK; i++) {
     err = run_config(&r);
     if (err == TASO_OK) err = be->sync(ctx);

@@ -22,7 +22,7 @@
 
 _Static_assert(TASO_OP_COUNT <= 32, "taso_rule_t.kinds holds one bit per operator kind");
 
-static uint32_t kinds_of(const taso_graph_t *g) {
+uint32_t taso_graph_kinds(const taso_graph_t *g) {
   uint32_t k = 0;
   for (int i = 0; i < g->nnodes; i++)
     if (g->nodes[i].kind != TASO_OP_INPUT) k |= 1u << g->nodes[i].kind;
@@ -44,13 +44,14 @@ static bool inputs_bound(const taso_graph_t *lhs, const taso_graph_t *rhs) {
 
 static taso_err_t add_rule(taso_rules_t *r, const taso_graph_t *lhs, const taso_graph_t *rhs,
                            int64_t row, bool reversed) {
-  if (!kinds_of(lhs) || !inputs_bound(lhs, rhs) || lhs->noutputs != rhs->noutputs) return TASO_OK;
+  if (!taso_graph_kinds(lhs) || !inputs_bound(lhs, rhs) || lhs->noutputs != rhs->noutputs)
+    return TASO_OK;
   taso_rule_t *rule = &r->v[r->n];
   taso_graph_init(&rule->lhs);
   taso_graph_init(&rule->rhs);
   rule->row = row;
   rule->reversed = reversed;
-  rule->kinds = kinds_of(lhs);
+  rule->kinds = taso_graph_kinds(lhs);
   r->n++;
   TASO_TRY(taso_graph_copy(&rule->lhs, lhs));
   TASO_TRY(taso_graph_copy(&rule->rhs, rhs));
@@ -361,7 +362,7 @@ static taso_err_t expand(search_t *s, int64_t at, taso_graph_t *host) {
   taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(host->nnodes + 1));
   if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", host->nnodes);
   taso_err_t err = taso_graph_infer(host, s->prob->inputs, types);
-  uint32_t kinds = kinds_of(host);
+  uint32_t kinds = taso_graph_kinds(host);
   s->parent = at;
   for (int r = 0; r < s->rules->n && err == TASO_OK && !s->res->timed_out; r++) {
     const taso_rule_t *rule = &s->rules->v[r];

@@ -369,7 +369,8 @@ static void show_cost_row(const taso_cost_row_t *r) {
            100 * r->iqr_spread, (int)r->runs, (int)r->outliers, r->key);
   else
     printf("  %-51s  %s (%s)", "unavailable", r->key, r->message);
-  printf("  unit=%s held=%.6f-%.6f when=%s\n", r->unit, r->held_from, r->held_to, r->when);
+  printf("  unit=%s held=%.6f-%.6f when=%s algorithm=%s\n", r->unit, r->held_from, r->held_to,
+         r->when, r->algorithm[0] ? r->algorithm : "-");
 }
 
 /* Rows by device (the file's order), with a heading per device. */
