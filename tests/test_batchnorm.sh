@@ -43,7 +43,7 @@ has "BatchNormalization imports as chmul and chadd" "chmul 3 chadd 3" "$tmp/out"
 
 subs="$tmp/smoke.h5,$tmp/batchnorm.h5"
 run "$bin/taso-optimize" --job jobs/batchnorm.ini --model "$tmp/m.onnx" --substitutions "$subs" \
-  --out "$tmp/m.opt.h5" --onnx "$tmp/m.opt.onnx" --threads 1
+  --out "$tmp/m.opt.h5" --onnx "$tmp/m.opt.onnx" --threads 1 --keep-slower --confirm-runs 1
 expect "optimize with two substitution files" 0
 run "$bin/taso-show" "$tmp/m.opt.h5" --graph
 expect "show the optimized model" 0
