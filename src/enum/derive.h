@@ -1,0 +1,68 @@
+/*
+ * Derivations: whether the rewrite engine the optimizer uses turns one side
+ * of a candidate into the other with kept substitutions, and in how many
+ * steps.
+ *
+ * Pruning drops a candidate because smaller kept ones imply it; that is
+ * only true if the engine can perform the rewrites. So the implication
+ * stage of taso-generate and the completeness check (taso-derive) both ask
+ * this search, with the engine as the optimizer applies rules: any-shape
+ * matches accepted only inside the shape relation each kept substitution
+ * was proved under (taso_rewrite_all_checked), each rule in both
+ * directions where its side has an operator.
+ *
+ * The search is a bidirectional breadth-first search over canonical
+ * graphs: layers from src and from dst, the smaller frontier grown first,
+ * until they meet (equal canonical graphs) or the layers together reach
+ * max_steps. Intermediate graphs have at most extra_ops more operators than
+ * the larger side, and each side at most max_nodes graphs, so that one
+ * search stays bounded; a search cut by max_nodes reports failure (the
+ * candidate is kept, which is the safe side).
+ */
+#ifndef TASO_DERIVE_H
+#define TASO_DERIVE_H
+
+#include <stdint.h>
+
+#include "artifact.h"
+#include "candidates.h"
+#include "shape_cond.h"
+
+/* Why the generator dropped a pair (the /pruned rows of candidates.h5). */
+enum { TASO_PRUNED_COMMON = 0, TASO_PRUNED_INDEPENDENT = 1, TASO_PRUNED_IMPLIED = 2 };
+#define TASO_PRUNED_TEXT 512
+
+/* One dropped pair: one per pattern at any shapes (the smallest text). */
+typedef struct {
+  int32_t reason;                /* TASO_PRUNED_* */
+  int32_t steps;                 /* rewrites the generator derived it in; -1: not derived there */
+  char text[TASO_PRUNED_TEXT];   /* "SRC => DST", the pair as found */
+} taso_pruned_t;
+
+/* The /pruned table of candidates.h5 (absent in files of older generators). */
+extern const taso_table_t taso_pruned_table;
+
+/* "common subgraph", "independent parts", "implied" */
+const char *taso_pruned_reason(int32_t reason);
+
+typedef struct {
+  int max_steps; /* rewrites in all, both sides together; 0: 4 */
+  int extra_ops; /* operators past the larger side in intermediate graphs; 0: 1, -1: none */
+  int max_nodes; /* graphs per side; 0: 20000 */
+} taso_derive_opts_t;
+
+typedef struct taso_deriver taso_deriver_t;
+
+taso_err_t taso_deriver_create(const taso_inputs_t *in, const taso_derive_opts_t *opts,
+                               taso_deriver_t **d);
+void taso_deriver_free(taso_deriver_t *d);
+
+/* The fewest rewrites by rules[0, nrules) that turn src into dst (canonical
+ * graphs over the deriver's input table; src's and dst's types from
+ * taso_graph_infer), or -1 when the bounded search finds none. Successive
+ * calls must pass the same rules, in the same places, possibly more at the
+ * end: their shape conditions are computed once, on first use. */
+taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules,
+                       const taso_graph_t *src, const taso_graph_t *dst, int *steps);
+
+#endif
