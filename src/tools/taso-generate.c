@@ -1034,6 +1034,77 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
   return err;
 }
 
+/* Derives this rank's block of the pruned rows not derived yet (the
+ * common subgraphs and independent parts) from the kept set: steps[i],
+ * -1 where the search fails, 0 outside the block. */
+static taso_err_t derive_pruned(gen_t *c, const taso_cand_t *cands, int64_t kept,
+                                const pruned_list_t *pruned, int32_t *steps) {
+  int64_t lo, hi;
+  taso_tool_block(c->t, pruned->n, &lo, &hi);
+  taso_deriver_t *d = NULL;
+  taso_derive_opts_t opts = {.max_steps = DERIVE_STEPS};
+  taso_err_t err = taso_deriver_create(&c->t->job.inputs, &opts, &d);
+  for (int64_t i = lo; i < hi && err == TASO_OK; i++) {
+    steps[i] = pruned->v[i].steps;
+    if (steps[i] >= 0) continue;
+    taso_cand_t p;
+    char *text = malloc(strlen(pruned->v[i].text) + 1);
+    if (!text) err = taso_error(TASO_ERR_NOMEM, "pruned pair");
+    else err = taso_cand_parse(&c->t->job.inputs, strcpy(text, pruned->v[i].text), &p);
+    if (err == TASO_OK) err = taso_derive(d, cands, kept, &p.src, &p.dst, &steps[i]);
+    taso_cand_free(&p);
+  }
+  taso_deriver_free(d);
+  return err;
+}
+
+/* The pruned pairs that the kept set does not re-derive go back into it,
+ * re-checked like the others: pruning is only sound where the optimizer's
+ * engine can redo it. The others keep their step counts in pruned. */
+static taso_err_t keep_underived(gen_t *c, const taso_fp_inputs_t *rnd, taso_cand_t **cands,
+                                 int64_t *cap, int64_t *kept, pruned_list_t *pruned, int64_t *nback) {
+  int64_t n = pruned->n, nnew = 0, k = 0;
+  int32_t *steps = calloc((size_t)n + 1, sizeof *steps);
+  taso_cand_t *back = calloc((size_t)n + 1, sizeof *back);
+  taso_err_t err = steps && back ? TASO_OK : taso_error(TASO_ERR_NOMEM, "pruned pairs");
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK) err = taso_tool_agree(c->t, derive_pruned(c, *cands, *kept, pruned, steps));
+  if (err == TASO_OK && n > 0)
+    MPI_Allreduce(MPI_IN_PLACE, steps, (int)n, MPI_INT32_T, MPI_SUM, c->t->comm);
+  for (int64_t i = 0; i < n && err == TASO_OK; i++) {
+    if (steps[i] >= 0) {
+      pruned->v[k] = pruned->v[i];
+      pruned->v[k++].steps = steps[i];
+      continue;
+    }
+    char *text = malloc(strlen(pruned->v[i].text) + 1);
+    if (!text) err = taso_error(TASO_ERR_NOMEM, "pruned pair");
+    else err = taso_cand_parse(&c->t->job.inputs, strcpy(text, pruned->v[i].text), &back[nnew++]);
+  }
+  if (err == TASO_OK) pruned->n = k;
+  err = taso_tool_agree(c->t, err);
+  int64_t ok = 0;
+  if (err == TASO_OK) err = recheck(c, rnd, back, nnew, &ok);
+  /* cands[kept, cap) are free (moved out or freed) */
+  taso_cand_t *all = *cands;
+  if (err == TASO_OK && *kept + ok > *cap) {
+    if (!(all = realloc(*cands, sizeof *all * (size_t)(*kept + ok + 1))))
+      err = taso_error(TASO_ERR_NOMEM, "candidates");
+    else *cap = *kept + ok;
+  }
+  if (err == TASO_OK) {
+    *cands = all;
+    memcpy(all + *kept, back, sizeof *all * (size_t)ok);
+    *kept += ok;
+    memset(back, 0, sizeof *back * (size_t)ok); /* moved */
+  }
+  for (int64_t i = 0; i < nnew; i++) taso_cand_free(&back[i]);
+  *nback = err == TASO_OK ? nnew : 0;
+  free(back);
+  free(steps);
+  return taso_tool_agree(c->t, err);
+}
+
 /* Writes the kept candidates: graphs 2k and 2k + 1 are candidate k's source
  * and target; each rank writes a block. */
 static taso_err_t write_output(gen_t *c, const taso_fp_inputs_t *rnd, const taso_cand_t *cands,
@@ -1271,7 +1342,10 @@ int main(int argc, char **argv) {
   err = taso_tool_agree(&t, err);
   if (err == TASO_OK) err = recheck(&c, &rnd, cands, npatterns, &nchecked);
   laps[LAP_RENAMING + 1] = MPI_Wtime(); cpu[LAP_RENAMING + 1] = cpu_seconds();
+  int64_t nback = 0;
   if (err == TASO_OK) err = prune_implied(&c, cands, nchecked, &kept, &pruned);
+  int64_t kept_implied = kept, ncands = npatterns;
+  if (err == TASO_OK) err = keep_underived(&c, &rnd, &cands, &ncands, &kept, &pruned, &nback);
   laps[LAP_IMPLIED + 1] = MPI_Wtime(); cpu[LAP_IMPLIED + 1] = cpu_seconds();
   double t_total = MPI_Wtime() - t0;
 
@@ -1284,10 +1358,11 @@ int main(int argc, char **argv) {
                          "graphs_equal_outputs", "tensor_classes_shared", "fingerprint_classes",
                          "candidate_pairs", "fingerprint_collisions", "pruned_common_subgraph",
                          "pruned_independent_parts", "pruned_input_renaming", "pruned_implied",
-                         "substitutions"};
+                         "kept_not_derived", "substitutions"};
   int64_t counts[] = {sums[GRAPHS], input_graphs_n, sums[EXCHANGED], sums[BUILT], sums[EQUAL_OUTPUTS], nshared,
                       sums[CLASSES], sums[PAIRS], npatterns - nchecked, sums[COMMON], sums[INDEPENDENT],
-                      sums[PAIRS] - sums[COMMON] - sums[INDEPENDENT] - npatterns, nchecked - kept, kept};
+                      sums[PAIRS] - sums[COMMON] - sums[INDEPENDENT] - npatterns, nchecked - kept_implied,
+                      nback, kept};
   if (err == TASO_OK)
     err = write_output(&c, &rnd, cands, kept, &pruned, counts, names, (int)(sizeof counts / sizeof *counts));
   if (err == TASO_OK) {
@@ -1304,7 +1379,7 @@ int main(int argc, char **argv) {
     taso_tool_summary(&t, "%lld graphs, %lld candidate pairs, %lld substitutions -> %s",
                       (long long)sums[GRAPHS], (long long)sums[PAIRS], (long long)kept, t.out_path);
   }
-  for (int64_t i = 0; i < npatterns; i++) taso_cand_free(&cands[i]);
+  for (int64_t i = 0; i < ncands; i++) taso_cand_free(&cands[i]);
   free(cands);
   free(pruned.v);
   taso_memo_free(c.m);
