@@ -1,5 +1,6 @@
 #include "derive.h"
 
+#include "job.h"
 #include "match.h"
 
 #include <stddef.h>
@@ -50,10 +51,10 @@ taso_err_t taso_deriver_create(const taso_inputs_t *in, const taso_derive_opts_t
   taso_deriver_t *d = calloc(1, sizeof *d);
   if (!d) return taso_error(TASO_ERR_NOMEM, "deriver");
   if (opts) d->o = *opts;
-  if (d->o.max_steps <= 0) d->o.max_steps = 4;
-  if (d->o.extra_ops == 0) d->o.extra_ops = 1;
+  if (d->o.max_steps <= 0) d->o.max_steps = TASO_DEFAULT_DERIVE_STEPS;
+  if (d->o.extra_ops == 0) d->o.extra_ops = TASO_DEFAULT_DERIVE_EXTRA_OPS;
   if (d->o.extra_ops < 0) d->o.extra_ops = 0;
-  if (d->o.max_nodes <= 0) d->o.max_nodes = 20000;
+  if (d->o.max_nodes <= 0) d->o.max_nodes = TASO_DEFAULT_DERIVE_NODES;
   d->in.n = in->n;
   d->in.v = malloc(sizeof *d->in.v * (size_t)(in->n + 1));
   if (!d->in.v) {
@@ -212,8 +213,11 @@ static taso_err_t expand(layer_t *l, const taso_cand_t *rules, int64_t nrules, i
       if (!d->has_cond[2 * k + dir] || !fits(rules[k].kinds[dir], host.kinds)) continue;
       const taso_graph_t *lhs = dir ? &rules[k].dst : &rules[k].src;
       const taso_graph_t *rhs = dir ? &rules[k].src : &rules[k].dst;
-      TASO_TRY(taso_rewrite_all_checked(&host.g, host.types, lhs, rhs, &d->in,
-                                        &d->cond[2 * k + dir], reached, l));
+      if (d->o.rewrite)
+        TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, k, dir, &host.g, host.types, lhs, rhs, reached, l));
+      else
+        TASO_TRY(taso_rewrite_all_checked(&host.g, host.types, lhs, rhs, &d->in,
+                                          &d->cond[2 * k + dir], reached, l));
     }
   return TASO_OK;
 }
@@ -235,19 +239,24 @@ taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrul
   int depth[2] = {0, 0};
   int64_t layer_start[2] = {0, 0}; /* first graph of each side's frontier */
   int max_ops = max_int(taso_graph_ops(src), taso_graph_ops(dst)) + d->o.extra_ops;
-  while (depth[0] + depth[1] < d->o.max_steps) {
+  /* a side stops growing when a layer adds nothing (its closure: a bare
+   * input, say, which no rule's side matches) or when it is full; the
+   * other goes on, since a rewrite one way is not always one the other */
+  bool stopped[2] = {false, false};
+  while (depth[0] + depth[1] < d->o.max_steps && !(stopped[0] && stopped[1])) {
     /* grow the side with the smaller frontier: fewer expansions per layer */
-    int me = d->side[0].n - layer_start[0] <= d->side[1].n - layer_start[1] ? 0 : 1;
+    int me = stopped[0] ? 1 : stopped[1] ? 0
+           : d->side[0].n - layer_start[0] <= d->side[1].n - layer_start[1] ? 0 : 1;
     layer_t l = {.d = d, .me = me, .depth = depth[me] + 1, .max_ops = max_ops, .best = -1};
     int64_t from = layer_start[me], to = d->side[me].n;
     for (int64_t i = from; i < to; i++) TASO_TRY(expand(&l, rules, nrules, i));
     layer_start[me] = to;
-    depth[me]++;
     if (l.best >= 0) {
       *steps = l.best;
       return TASO_OK;
     }
-    if (d->side[me].n == to || l.full) return TASO_OK; /* nothing new, or cut: not derived */
+    stopped[me] = d->side[me].n == to || l.full;
+    if (d->side[me].n > to) depth[me]++; /* an empty layer costs no step */
   }
   return TASO_OK;
 }

@@ -4,7 +4,11 @@
  * implied by kept ones; the /pruned rows of candidates.h5) must be one the
  * optimizer's rewrite engine re-derives from the kept substitutions: the
  * bounded search of derive.h, with each kept rule applied in both
- * directions and only inside the shape relation it was proved under.
+ * directions as the optimizer applies it: inside the shape relation it was
+ * proved under, or where the rule guard proves it at the match's own
+ * relation (derive_guard.h; --no-guard: the recorded relation only). The
+ * job (--job, else the one the candidates were generated from) gives the
+ * axioms, the [verify] limits and the [generate] derive_* bounds.
  *
  * Prints the histogram of derivation steps per reason and every pair not
  * derived; exits TASO_EXIT_FINDINGS when there is one. Ranks share the
@@ -14,13 +18,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "derive.h"
+#include "derive_guard.h"
 #include "tool.h"
 
-static const char *steps_opt, *extra_opt;
+static const char *steps_opt, *extra_opt, *nodes_opt;
+static bool no_guard;
 static const taso_tool_option_t options[] = {
-    {"steps", "N", "rewrites a derivation may take, both sides together (default 4)", &steps_opt},
-    {"extra-ops", "N", "operators past the larger side in intermediate graphs (default 1)", &extra_opt},
+    {"steps", "N", "rewrites a derivation may take, both sides together (default: the job's "
+     "derive_steps)", &steps_opt},
+    {"extra-ops", "N", "operators past the larger side in intermediate graphs (default: the job's "
+     "derive_extra_ops)", &extra_opt},
+    {"nodes", "N", "graphs per side of one search (default: the job's derive_nodes)", &nodes_opt},
+    {0},
+};
+static const taso_tool_flag_t flags[] = {
+    {"no-guard", "rules only inside their recorded shape relations (no re-proofs)", &no_guard},
     {0},
 };
 
@@ -28,16 +40,34 @@ static const taso_tool_spec_t spec = {
     .name = "taso-derive",
     .about = "Checks that every pair taso-generate pruned (common subgraph, independent\n"
              "parts, implied) is re-derived from the kept substitutions by the optimizer's\n"
-             "rewrite engine (both directions, only inside each rule's proved shape\n"
-             "relation), by a bounded bidirectional search. Prints the histogram of steps\n"
-             "and the pairs not derived (exit 3 when there are any).\n",
+             "rewrite engine (both directions; inside each rule's proved shape relation,\n"
+             "or where the optimizer's rule guard re-proves it), by a bounded bidirectional\n"
+             "search. Prints the histogram of steps and the pairs not derived (exit 3 when\n"
+             "there are any).\n",
+    .job_help = "job file: axioms, [verify] limits, [generate] derive_* (default: the one "
+                "the candidates were generated from)",
     .in_help = "candidates artifact of taso-generate (with its /pruned rows)",
     .default_in = "candidates.h5",
     .in_positional = true,
     .options = options,
+    .flags = flags,
 };
 
-#define MAX_STEPS 16
+#define MAX_STEPS TASO_MAX_DERIVE_STEPS
+
+/* The job given, else the one the candidates were generated from. */
+static taso_err_t load_job(taso_tool_t *t, taso_artifact_t *a) {
+  if (t->job_path) return taso_tool_load_job(t, t->job_path);
+  char *recorded = NULL;
+  taso_err_t err = taso_artifact_get_string(a, "job_path", &recorded);
+  if (err == TASO_OK && !recorded[0])
+    err = taso_error(TASO_ERR_FORMAT, "%s records no job file; pass --job FILE", t->in_path);
+  if (err == TASO_OK && (err = taso_tool_load_job(t, recorded)) != TASO_OK)
+    err = taso_error_prefix(err, "no --job given, and the job %s was generated from cannot be loaded: ",
+                            t->in_path);
+  free(recorded);
+  return err;
+}
 
 /* Reads the kept candidates, in their order, and every pruned row. */
 static taso_err_t load(taso_tool_t *t, taso_inputs_t *in, taso_cand_t **cands, int64_t *ncands,
@@ -48,6 +78,7 @@ static taso_err_t load(taso_tool_t *t, taso_inputs_t *in, taso_cand_t **cands, i
   int64_t ngraphs = 0, nrows = 0;
   taso_err_t err = TASO_OK;
   TASO_TOOL_STEP(t, err, taso_artifact_open(t->comm, t->in_path, TASO_KIND_CANDIDATES, &a));
+  TASO_TOOL_STEP(t, err, load_job(t, a));
   TASO_TOOL_STEP(t, err, taso_artifact_read_inputs(a, in));
   TASO_TOOL_STEP(t, err, taso_artifact_read_graphs(a, &graphs, &ngraphs));
   TASO_TOOL_STEP(t, err, taso_artifact_read_substs(a, &rows, &nrows));
@@ -100,11 +131,11 @@ static taso_err_t derive_block(taso_tool_t *t, const taso_inputs_t *in, const ta
   return err;
 }
 
-static int option_int(taso_tool_t *t, const char *name, const char *text, int dflt, int lo) {
+static int option_int(taso_tool_t *t, const char *name, const char *text, int dflt, int lo, int hi) {
   if (!text) return dflt;
   char *end;
   long v = strtol(text, &end, 10);
-  if (*end || v < lo || v > MAX_STEPS) taso_tool_usage_error(t, "--%s %s: give a number from %d to %d", name, text, lo, MAX_STEPS);
+  if (*end || v < lo || v > hi) taso_tool_usage_error(t, "--%s %s: give a number from %d to %d", name, text, lo, hi);
   return (int)v;
 }
 
@@ -133,14 +164,25 @@ static int64_t report(taso_tool_t *t, const taso_pruned_t *pruned, const int32_t
 int main(int argc, char **argv) {
   taso_tool_t t;
   taso_tool_init(&t, &spec, &argc, &argv);
-  taso_derive_opts_t opts = {.max_steps = option_int(&t, "steps", steps_opt, 4, 1),
-                             .extra_ops = option_int(&t, "extra-ops", extra_opt, 1, 0)};
-  if (opts.extra_ops == 0) opts.extra_ops = -1; /* derive.h: -1 for none */
   taso_inputs_t in = {0};
   taso_cand_t *cands = NULL;
   taso_pruned_t *pruned = NULL;
   int64_t ncands = 0, npruned = 0, lo = 0, hi = 0, failed = 0;
+  taso_axioms_t *ax = NULL;
+  taso_rule_guard_t *guard = NULL;
   taso_err_t err = load(&t, &in, &cands, &ncands, &pruned, &npruned);
+  if (err == TASO_OK && !no_guard) {
+    char path[1024];
+    taso_tool_job_relative(&t, t.job.axioms, path, sizeof path);
+    err = taso_tool_agree(&t, taso_tool_guard_open(&t, path, &in, &ax, &guard));
+  }
+  /* the job's bounds, then the command line's */
+  taso_derive_opts_t opts;
+  taso_tool_derive_opts(&t, guard, &opts);
+  opts.max_steps = option_int(&t, "steps", steps_opt, opts.max_steps, 1, MAX_STEPS);
+  opts.extra_ops = option_int(&t, "extra-ops", extra_opt, opts.extra_ops, 0, 8);
+  if (extra_opt && opts.extra_ops == 0) opts.extra_ops = -1; /* derive.h: -1 for none */
+  opts.max_nodes = option_int(&t, "nodes", nodes_opt, opts.max_nodes, 1, 100000000);
   int32_t *steps = err == TASO_OK ? calloc((size_t)npruned + 1, sizeof *steps) : NULL;
   if (err == TASO_OK && !steps) err = taso_error(TASO_ERR_NOMEM, "steps");
   err = taso_tool_agree(&t, err);
@@ -156,12 +198,18 @@ int main(int argc, char **argv) {
       MPI_Allreduce(MPI_IN_PLACE, steps + at, (int)(npruned - at < (1 << 28) ? npruned - at : 1 << 28),
                     MPI_INT32_T, MPI_SUM, t.comm);
     failed = report(&t, pruned, steps, npruned, opts.max_steps);
+    if (guard) {
+      taso_rule_guard_stats_t g;
+      taso_rule_guard_stats(guard, &g);
+      taso_tool_guard_print(&t, "rule guard (rank 0)", &g);
+    }
     if (failed)
       snprintf(t.findings, sizeof t.findings, "%lld of %lld pruned pairs not derived", (long long)failed,
                (long long)npruned);
     taso_tool_summary(&t, "%lld pruned pairs, %lld derived from %lld kept substitutions", (long long)npruned,
                       (long long)(npruned - failed), (long long)ncands);
   }
+  taso_tool_guard_close(ax, guard);
   for (int64_t i = 0; i < ncands; i++) taso_cand_free(&cands[i]);
   free(cands);
   free(pruned);

@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "candidates.h"
-#include "derive.h"
+#include "derive_guard.h"
 #include "enumerate.h"
 #include "memo.h"
 #include "tool.h"
@@ -129,6 +129,7 @@ typedef struct {
   taso_fingerprint_t *outputs; /* their outputs' fingerprints */
   int64_t noutputs, outputs_cap;
   taso_progress_t progress;
+  taso_derive_opts_t derive; /* the derivation search: job bounds, the rule guard */
 } gen_t;
 
 /* ---- the walks --------------------------------------------------------- */
@@ -983,11 +984,6 @@ static taso_err_t gather_pruned(gen_t *c, const lines_t *mine, pruned_list_t *ou
   return taso_tool_agree(c->t, err);
 }
 
-/* How many rewrites an implication may take (derive.h): the generator
- * prunes with the completeness check's own search, so a pruned candidate
- * is one the optimizer's engine re-derives. */
-#define DERIVE_STEPS 4
-
 /* Drops the candidates that smaller kept ones imply, size by size; each rank
  * checks a block of every size and the flags are combined. The dropped
  * ones join pruned with their step counts. */
@@ -995,9 +991,8 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
                                 pruned_list_t *pruned) {
   uint8_t *implied = calloc((size_t)n + 1, 1); /* steps of the derivation; 0: none */
   taso_deriver_t *d = NULL;
-  taso_derive_opts_t opts = {.max_steps = DERIVE_STEPS};
   taso_err_t err = implied ? TASO_OK : taso_error(TASO_ERR_NOMEM, "implication flags");
-  if (err == TASO_OK) err = taso_deriver_create(&c->t->job.inputs, &opts, &d);
+  if (err == TASO_OK) err = taso_deriver_create(&c->t->job.inputs, &c->derive, &d);
   err = taso_tool_agree(c->t, err);
   int64_t kept = 0; /* cands[0, kept) are the kept ones so far, in order */
   taso_progress_t progress;
@@ -1042,8 +1037,7 @@ static taso_err_t derive_pruned(gen_t *c, const taso_cand_t *cands, int64_t kept
   int64_t lo, hi;
   taso_tool_block(c->t, pruned->n, &lo, &hi);
   taso_deriver_t *d = NULL;
-  taso_derive_opts_t opts = {.max_steps = DERIVE_STEPS};
-  taso_err_t err = taso_deriver_create(&c->t->job.inputs, &opts, &d);
+  taso_err_t err = taso_deriver_create(&c->t->job.inputs, &c->derive, &d);
   for (int64_t i = lo; i < hi && err == TASO_OK; i++) {
     steps[i] = pruned->v[i].steps;
     if (steps[i] >= 0) continue;
@@ -1343,10 +1337,23 @@ int main(int argc, char **argv) {
   if (err == TASO_OK) err = recheck(&c, &rnd, cands, npatterns, &nchecked);
   laps[LAP_RENAMING + 1] = MPI_Wtime(); cpu[LAP_RENAMING + 1] = cpu_seconds();
   int64_t nback = 0;
+  /* the implication stage derives as the optimizer rewrites: through the
+   * rule guard (rule ids: places in cands, the same in both stages) */
+  taso_axioms_t *ax = NULL;
+  taso_rule_guard_t *guard = NULL;
+  if (err == TASO_OK) {
+    char path[1024];
+    taso_tool_job_relative(&t, t.job.axioms, path, sizeof path);
+    err = taso_tool_agree(&t, taso_tool_guard_open(&t, path, &t.job.inputs, &ax, &guard));
+  }
+  taso_tool_derive_opts(&t, guard, &c.derive);
   if (err == TASO_OK) err = prune_implied(&c, cands, nchecked, &kept, &pruned);
   int64_t kept_implied = kept, ncands = npatterns;
   if (err == TASO_OK) err = keep_underived(&c, &rnd, &cands, &ncands, &kept, &pruned, &nback);
   laps[LAP_IMPLIED + 1] = MPI_Wtime(); cpu[LAP_IMPLIED + 1] = cpu_seconds();
+  taso_rule_guard_stats_t gst = {0};
+  if (guard) taso_rule_guard_stats(guard, &gst);
+  taso_tool_guard_close(ax, guard);
   double t_total = MPI_Wtime() - t0;
 
   double cpu_max[NLAPS];
@@ -1376,6 +1383,7 @@ int main(int argc, char **argv) {
       at += snprintf(line + at, sizeof line - (size_t)at, "%s%s %.2f/%.2f/%.2f", i ? ", " : "", lap_names[i],
                      cpu[i + 1] - cpu[i], cpu_max[i], laps[i + 1] - laps[i]);
     taso_tool_print(&t, "  seconds (CPU rank 0/CPU max/wall): %s\n", line);
+    taso_tool_guard_print(&t, "  rule guard (rank 0)", &gst);
     taso_tool_summary(&t, "%lld graphs, %lld candidate pairs, %lld substitutions -> %s",
                       (long long)sums[GRAPHS], (long long)sums[PAIRS], (long long)kept, t.out_path);
   }

@@ -25,6 +25,7 @@
 #include "agree.h"
 #include "costdb.h"
 #include "search.h"
+#include "derive_guard.h"
 #include "verifier.h"
 #include "tool.h"
 
@@ -337,18 +338,7 @@ static taso_err_t open_guard(const taso_tool_t *t, run_t *r) {
     const char *data = getenv("TASO_DATA_DIR");
     snprintf(path, sizeof path, "%s/axioms", data && *data ? data : TASO_DEFAULT_DATA_DIR);
   }
-  taso_err_t err = taso_axioms_load(path, &r->ax);
-  if (err != TASO_OK) return taso_error_prefix(err, "--axioms: ");
-  taso_rule_guard_opts_t opt = {0};
-  opt.limits.timeout_s = t->have_job ? t->job.verify_timeout : 5;
-  opt.limits.rlimit = t->have_job ? (unsigned)t->job.verify_rlimit : TASO_DEFAULT_VERIFY_RLIMIT;
-  opt.limits.memory_mb = t->have_job ? (unsigned)t->job.verify_memory_mb : TASO_DEFAULT_MEMORY_MB;
-  opt.seed = 1;
-  char report[512];
-  int failed = 0;
-  TASO_TRY(taso_axioms_prove_lemmas_limited(r->ax, &opt.limits, report, sizeof report, &failed));
-  if (failed) taso_tool_warn(t, "lemmas not proved, left out of re-proofs: %s", report);
-  return taso_rule_guard_open(&r->rules.inputs, r->ax, &opt, &r->guard);
+  return taso_tool_guard_open(t, path, &r->rules.inputs, &r->ax, &r->guard);
 }
 
 #define CHECK_TOLERANCE 1e-4 /* taso-run --compare's default: float32 rounding */
@@ -479,8 +469,7 @@ int main(int argc, char **argv) {
   taso_cost_cache_free(r.costs);
   if (r.ctx) s.be->close(r.ctx);
   taso_costdb_free(&r.db);
-  if (r.guard) taso_rule_guard_close(r.guard);
-  if (r.ax) taso_axioms_free(r.ax);
+  taso_tool_guard_close(r.ax, r.guard);
   taso_rules_free(&r.rules);
   taso_model_free(&r.m);
   return taso_tool_finish(&t, err);
