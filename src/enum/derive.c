@@ -10,9 +10,10 @@
 static const taso_field_t pruned_fields[] = {
     {"reason", offsetof(taso_pruned_t, reason), TASO_FIELD_INT32, 0},
     {"steps", offsetof(taso_pruned_t, steps), TASO_FIELD_INT32, 0},
+    {"rules", offsetof(taso_pruned_t, rules), TASO_FIELD_INT64, 0},
     {"text", offsetof(taso_pruned_t, text), TASO_FIELD_STRING, TASO_PRUNED_TEXT},
 };
-const taso_table_t taso_pruned_table = {"/pruned", sizeof(taso_pruned_t), pruned_fields, 3};
+const taso_table_t taso_pruned_table = {"/pruned", sizeof(taso_pruned_t), pruned_fields, 4};
 
 const char *taso_pruned_reason(int32_t reason) {
   static const char *const names[] = {"common subgraph", "independent parts", "implied"};

@@ -40,10 +40,16 @@
 enum { TASO_PRUNED_COMMON = 0, TASO_PRUNED_INDEPENDENT = 1, TASO_PRUNED_IMPLIED = 2 };
 #define TASO_PRUNED_TEXT 512
 
-/* One dropped pair: one per pattern at any shapes (the smallest text). */
+/* One dropped pair: one per pattern at any shapes (the smallest text).
+ * The generator derives each from a prefix of the kept substitutions (the
+ * ones kept when it decided), and the search is not monotone in the rules
+ * (which side grows depends on the frontiers, and a fuller side may hit
+ * max_nodes), so the check repeats the search with that prefix: a
+ * derivation from some kept substitutions is one from the kept set. */
 typedef struct {
   int32_t reason;                /* TASO_PRUNED_* */
   int32_t steps;                 /* rewrites the generator derived it in; -1: not derived there */
+  int64_t rules;                 /* from the first this many kept substitutions (rows) */
   char text[TASO_PRUNED_TEXT];   /* "SRC => DST", the pair as found */
 } taso_pruned_t;
 

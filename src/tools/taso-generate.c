@@ -949,7 +949,8 @@ typedef struct {
   int64_t n, cap;
 } pruned_list_t;
 
-static taso_err_t add_pruned(pruned_list_t *l, int32_t reason, int32_t steps, const char *text) {
+static taso_err_t add_pruned(pruned_list_t *l, int32_t reason, int32_t steps, int64_t rules,
+                             const char *text) {
   if (strlen(text) >= TASO_PRUNED_TEXT)
     return taso_error(TASO_ERR_LIMIT, "pruned pair over %d characters: %s", TASO_PRUNED_TEXT - 1, text);
   if (l->n == l->cap) {
@@ -963,6 +964,7 @@ static taso_err_t add_pruned(pruned_list_t *l, int32_t reason, int32_t steps, co
   memset(r, 0, sizeof *r);
   r->reason = reason;
   r->steps = steps;
+  r->rules = rules;
   strcpy(r->text, text);
   return TASO_OK;
 }
@@ -977,7 +979,7 @@ static taso_err_t gather_pruned(gen_t *c, const lines_t *mine, pruned_list_t *ou
   for (int64_t i = 0; i < n; i++) {
     char *reason = strchr(lines[i], '\t'), *pair = reason ? strchr(reason + 1, '\t') : NULL;
     if (err == TASO_OK && !pair) err = taso_error(TASO_ERR_PARSE, "pruned pair line '%s'", lines[i]);
-    if (err == TASO_OK) err = add_pruned(out, (int32_t)atoi(reason + 1), -1, pair + 1);
+    if (err == TASO_OK) err = add_pruned(out, (int32_t)atoi(reason + 1), -1, 0, pair + 1);
     free(lines[i]);
   }
   free(lines);
@@ -1011,9 +1013,10 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
     err = taso_tool_agree(c->t, err);
     if (err != TASO_OK) break;
     MPI_Allreduce(MPI_IN_PLACE, implied + lo, (int)(hi - lo), MPI_UINT8_T, MPI_MAX, c->t->comm);
+    int64_t rules = kept; /* the ones this size's derivations used */
     for (int64_t i = lo; i < hi; i++) {
       if (implied[i]) {
-        if (err == TASO_OK) err = add_pruned(pruned, TASO_PRUNED_IMPLIED, implied[i], cands[i].key);
+        if (err == TASO_OK) err = add_pruned(pruned, TASO_PRUNED_IMPLIED, implied[i], rules, cands[i].key);
         taso_cand_free(&cands[i]);
         continue;
       }
@@ -1068,7 +1071,9 @@ static taso_err_t keep_underived(gen_t *c, const taso_fp_inputs_t *rnd, taso_can
   for (int64_t i = 0; i < n && err == TASO_OK; i++) {
     if (steps[i] >= 0) {
       pruned->v[k] = pruned->v[i];
-      pruned->v[k++].steps = steps[i];
+      pruned->v[k].steps = steps[i];
+      if (pruned->v[k].rules == 0) pruned->v[k].rules = *kept;
+      k++;
       continue;
     }
     char *text = malloc(strlen(pruned->v[i].text) + 1);
