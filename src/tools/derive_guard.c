@@ -1,6 +1,25 @@
+#define _POSIX_C_SOURCE 200809L
 #include "derive_guard.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "verifier.h"
+
+void taso_tool_axioms_path(const taso_tool_t *t, const char *option, char *path, size_t len) {
+  if (option || t->have_job) {
+    taso_tool_job_relative(t, option ? option : t->job.axioms, path, len);
+    if (option || access(path, F_OK) == 0) return;
+  }
+  /* the installation's, as for built-in models */
+  const char *data = getenv("TASO_DATA_DIR");
+  char missing[1024];
+  snprintf(missing, sizeof missing, "%s", path);
+  snprintf(path, len, "%s/axioms", data && *data ? data : TASO_DEFAULT_DATA_DIR);
+  if (t->have_job)
+    taso_tool_warn(t, "the job's axioms %s not found; using %s", missing, path);
+}
 
 taso_err_t taso_tool_guard_open(const taso_tool_t *t, const char *path, const taso_inputs_t *in,
                                 taso_axioms_t **ax, taso_rule_guard_t **guard) {

@@ -17,6 +17,13 @@
 #include "rule_guard.h"
 #include "tool.h"
 
+/* The axioms to open: option (a tool's --axioms) when given, else the
+ * job's [verify] axioms (relative to the job file, taso_tool_job_relative)
+ * where they exist, else (with a warning when the job names others) the
+ * installation's: $TASO_DATA_DIR/axioms, else the source tree's
+ * data/axioms. A job file copied elsewhere still generates. */
+void taso_tool_axioms_path(const taso_tool_t *t, const char *option, char *path, size_t len);
+
 /* Loads the axioms at path (resolved by the caller), proves their lemmas
  * (warning about those not proved, which are left out) and opens a guard
  * over the input table in. Free with taso_tool_guard_close. */

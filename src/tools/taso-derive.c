@@ -184,7 +184,7 @@ int main(int argc, char **argv) {
   taso_err_t err = load(&t, &in, &cands, &ncands, &pruned, &npruned);
   if (err == TASO_OK && !no_guard) {
     char path[1024];
-    taso_tool_job_relative(&t, t.job.axioms, path, sizeof path);
+    taso_tool_axioms_path(&t, NULL, path, sizeof path);
     err = taso_tool_agree(&t, taso_tool_guard_open(&t, path, &in, &ax, &guard));
   }
   /* the job's bounds, then the command line's */
@@ -212,7 +212,7 @@ int main(int argc, char **argv) {
     if (guard) {
       taso_rule_guard_stats_t g;
       taso_rule_guard_stats(guard, &g);
-      taso_tool_guard_print(&t, "rule guard (rank 0)", &g);
+      taso_tool_guard_print(&t, "taso-derive: rule guard (rank 0)", &g);
     }
     if (failed)
       snprintf(t.findings, sizeof t.findings, "%lld of %lld pruned pairs not derived", (long long)failed,

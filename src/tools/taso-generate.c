@@ -1348,7 +1348,7 @@ int main(int argc, char **argv) {
   taso_rule_guard_t *guard = NULL;
   if (err == TASO_OK) {
     char path[1024];
-    taso_tool_job_relative(&t, t.job.axioms, path, sizeof path);
+    taso_tool_axioms_path(&t, NULL, path, sizeof path);
     err = taso_tool_agree(&t, taso_tool_guard_open(&t, path, &t.job.inputs, &ax, &guard));
   }
   taso_tool_derive_opts(&t, guard, &c.derive);

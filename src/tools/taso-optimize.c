@@ -332,12 +332,7 @@ static taso_err_t lookup(void *ctx, const char *key, const taso_rt_config_t *cfg
  * [verify] limits for each re-proof. */
 static taso_err_t open_guard(const taso_tool_t *t, run_t *r) {
   char path[1024];
-  if (axioms_path || t->have_job) {
-    taso_tool_job_relative(t, axioms_path ? axioms_path : t->job.axioms, path, sizeof path);
-  } else { /* the installation's: TASO_DATA_DIR (as for built-in models), else the source tree */
-    const char *data = getenv("TASO_DATA_DIR");
-    snprintf(path, sizeof path, "%s/axioms", data && *data ? data : TASO_DEFAULT_DATA_DIR);
-  }
+  taso_tool_axioms_path(t, axioms_path, path, sizeof path);
   return taso_tool_guard_open(t, path, &r->rules.inputs, &r->ax, &r->guard);
 }
 
