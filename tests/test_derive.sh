@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Completeness of the generator's pruning (issue 12, section 2): every pair
 # taso-generate pruned on jobs/smoke.ini is re-derived by the optimizer's
-# checked rewrite engine from the kept set (taso-derive exits 0), the same
-# on 1 and 2 ranks; a file without /pruned rows is refused by name.
+# rewrite engine as the optimizer applies rules (the rule guard) from the
+# kept set (taso-derive exits 0), in the step counts the generator
+# recorded, the same on 1 and 2 ranks; a shallower search ([generate]
+# derive_steps = 1) keeps more and still derives every pair it prunes; a
+# bad derive_steps and a file without /pruned rows are refused by name.
 set -u
 src=${TASO_SOURCE_DIR:?set TASO_SOURCE_DIR to the source tree}
 bin=${TASO_BIN_DIR:?set TASO_BIN_DIR to the bin folder of a build}
@@ -23,6 +26,30 @@ for n in 1 2; do
   grep -v '^taso-derive:' "$tmp/d$n" >"$tmp/h$n"
 done
 cmp -s "$tmp/h1" "$tmp/h2" && echo "ok: the same histogram on 1 and 2 ranks" || fail "histograms differ"
+grep -q "^0 derived in another number of steps" "$tmp/h1" &&
+  echo "ok: the generator's step counts reproduced" || { cat "$tmp/h1"; fail "step counts differ from the generator's"; }
+# the search's depth is a job key: one step prunes less, and what it prunes is derived
+sed "s/^derive_steps = .*/derive_steps = 1/" "$src/jobs/smoke.ini" >"$tmp/one.ini"
+sed -i "s|^axioms = .*|axioms = $src/data/axioms|" "$tmp/one.ini"
+"$mpiexec" -n 2 "$bin/taso-generate" --job "$tmp/one.ini" --out "$tmp/one.h5" >"$tmp/gen1" 2>&1 ||
+  { cat "$tmp/gen1"; fail "generate with derive_steps = 1"; }
+kept4=$(awk '$1 == "substitutions" {print $2}' "$tmp/gen")
+kept1=$(awk '$1 == "substitutions" {print $2}' "$tmp/gen1")
+[ -n "$kept1" ] && [ -n "$kept4" ] && [ "$kept1" -gt "$kept4" ] &&
+  echo "ok: derive_steps = 1 keeps $kept1 substitutions, 4 steps $kept4" ||
+  fail "derive_steps = 1 kept '$kept1', 4 steps '$kept4'"
+"$mpiexec" -n 2 "$bin/taso-derive" "$tmp/one.h5" >"$tmp/d1s" 2>&1 &&
+  grep -q "derivation steps per pruned pair (one per pattern), at most 1:" "$tmp/d1s" &&
+  echo "ok: taso-derive takes the job's derive_steps and derives every pair" ||
+  { cat "$tmp/d1s"; fail "taso-derive on the derive_steps = 1 set"; }
+sed "s/^derive_steps = .*/derive_steps = 99/" "$src/jobs/smoke.ini" >"$tmp/bad.ini"
+if "$mpiexec" -n 1 "$bin/taso-generate" --job "$tmp/bad.ini" --out "$tmp/bad.h5" >"$tmp/b" 2>&1; then
+  fail "derive_steps = 99 accepted"
+elif grep -q "bad.ini:[0-9]*:.*derive_steps\|bad.ini:[0-9]*:.*99" "$tmp/b"; then
+  echo "ok: derive_steps = 99 refused naming the file and line"
+else
+  cat "$tmp/b"; fail "message for derive_steps = 99"
+fi
 # pairs were pruned and derived, some in more than one step
 rows=$(awk '$1 == "common" || $1 == "implied" {for (i = 3; i <= NF; i++) s += $i} END {print s + 0}' "$tmp/h1")
 [ "$rows" -gt 0 ] && echo "ok: $rows pruned pairs checked" || fail "no pruned pairs in the histogram"
