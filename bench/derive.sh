@@ -2,7 +2,8 @@
 # Completeness of pruning on the workstation job (issue 12, section 2):
 # generates jobs/workstation.ini and runs taso-derive on the result, which
 # prints the histogram of derivation steps per reason and every pruned pair
-# the checked rewrite engine does not re-derive (exit 3 if any).
+# the optimizer's rewrite engine (with the rule guard's re-proofs) does not
+# re-derive (exit 3 if any).
 # Usage: bench/derive.sh [BUILD_BIN [OUT_DIR [RANKS]]]
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
