@@ -971,9 +971,12 @@ static taso_err_t add_pruned(pruned_list_t *l, int32_t reason, int32_t steps, in
 
 /* The pruned pairs of every rank, one per pattern ("PATTERN\tREASON\tPAIR"
  * lines, the smallest of each pattern), on every rank. */
-static taso_err_t gather_pruned(gen_t *c, const lines_t *mine, pruned_list_t *out) {
+static taso_err_t gather_pruned(gen_t *c, lines_t *mine, pruned_list_t *out) {
   char **lines = NULL;
   int64_t n = 0;
+  /* each rank's smallest of each pattern first: the smallest of those is
+   * the smallest of all, and far fewer lines travel */
+  mine->n = unique(mine->v, mine->n, str_cmp, same_pattern);
   taso_err_t err = gather_keys(c, mine, &lines, &n);
   n = err == TASO_OK ? unique(lines, n, str_cmp, same_pattern) : n;
   for (int64_t i = 0; i < n; i++) {
