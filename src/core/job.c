@@ -188,6 +188,18 @@ static taso_err_t set_max_ops(taso_job_t *job, const char *value) {
   return parse_int_range(value, 1, JOB_MAX_OPS, &job->max_ops);
 }
 
+static taso_err_t set_derive_steps(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 1, TASO_MAX_DERIVE_STEPS, &job->derive_steps);
+}
+
+static taso_err_t set_derive_extra_ops(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 0, JOB_MAX_OPS, &job->derive_extra_ops);
+}
+
+static taso_err_t set_derive_nodes(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 1, 100000000, &job->derive_nodes);
+}
+
 static bool same_template(const taso_op_template_t *a, const taso_op_template_t *b) {
   /* Unused parameter fields are zeroed, so memcmp is exact. */
   return a->kind == b->kind && memcmp(&a->p, &b->p, sizeof a->p) == 0;
@@ -394,6 +406,9 @@ static const key_spec_t key_specs[] = {
     {"job", "seed", set_seed, false, "1"},
     {"generate", "max_ops", set_max_ops, false, "3"},
     {"generate", "operators", set_operators, true, NULL},
+    {"generate", "derive_steps", set_derive_steps, false, STR(TASO_DEFAULT_DERIVE_STEPS)},
+    {"generate", "derive_extra_ops", set_derive_extra_ops, false, STR(TASO_DEFAULT_DERIVE_EXTRA_OPS)},
+    {"generate", "derive_nodes", set_derive_nodes, false, STR(TASO_DEFAULT_DERIVE_NODES)},
     {"verify", "axioms", set_axioms, false, "data/axioms"},
     {"verify", "timeout", set_verify_timeout, false, "5"},
     {"verify", "rlimit", set_verify_rlimit, false, STR(TASO_DEFAULT_VERIFY_RLIMIT)},

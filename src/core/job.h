@@ -5,7 +5,9 @@
  *   [job]       name, seed
  *   [inputs]    one line per graph input: NAME = 2x4 (or "scalar")
  *   [generate]  max_ops, operators (operator templates in graph-text syntax,
- *               separated by spaces, e.g. "conv2d conv2d(act=relu) pool_avg(k=3x3)")
+ *               separated by spaces, e.g. "conv2d conv2d(act=relu) pool_avg(k=3x3)"),
+ *               derive_steps, derive_extra_ops, derive_nodes (the bounds of the
+ *               derivation search that prunes and checks pruning: derive.h)
  *   [verify]    axioms (path), timeout (seconds per query), rlimit (Z3 resource
  *               units per query), memory_mb (Z3's memory cap per rank)
  *   [validate]  sizes (e.g. "1,2"), timeout (seconds per case),
@@ -35,6 +37,12 @@
 #define TASO_DEFAULT_REDUNDANCY_RLIMIT 3000000
 #define TASO_DEFAULT_MEMORY_MB 1024
 #define TASO_MAX_TEMPLATES 64
+/* Defaults of the derivation search's bounds (derive.h): what the
+ * workstation job needs to re-derive every pair it prunes (README). */
+#define TASO_DEFAULT_DERIVE_STEPS 4
+#define TASO_DEFAULT_DERIVE_EXTRA_OPS 1
+#define TASO_DEFAULT_DERIVE_NODES 20000
+#define TASO_MAX_DERIVE_STEPS 16
 
 typedef struct {
   taso_op_kind_t kind; /* operator */
@@ -50,6 +58,9 @@ typedef struct {
   int max_ops;                /* [generate] max_ops */
   taso_op_template_t ops[TASO_MAX_TEMPLATES]; /* [generate] operators */
   int nops;
+  int derive_steps;           /* [generate] derive_steps: rewrites per derivation */
+  int derive_extra_ops;       /* [generate] derive_extra_ops: operators past the larger side */
+  int derive_nodes;           /* [generate] derive_nodes: graphs per side of a search */
   char axioms[256];           /* [verify] axioms: path of the axiom file or folder */
   double verify_timeout;      /* [verify] timeout, seconds */
   int32_t sizes[TASO_MAX_SIZES]; /* [validate] sizes */

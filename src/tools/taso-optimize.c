@@ -25,6 +25,7 @@
 #include "agree.h"
 #include "costdb.h"
 #include "search.h"
+#include "derive_guard.h"
 #include "verifier.h"
 #include "tool.h"
 
@@ -314,24 +315,8 @@ static taso_err_t lookup(void *ctx, const char *key, const taso_rt_config_t *cfg
  * [verify] limits for each re-proof. */
 static taso_err_t open_guard(const taso_tool_t *t, run_t *r) {
   char path[1024];
-  if (axioms_path || t->have_job) {
-    taso_tool_job_relative(t, axioms_path ? axioms_path : t->job.axioms, path, sizeof path);
-  } else { /* the installation's: TASO_DATA_DIR (as for built-in models), else the source tree */
-    const char *data = getenv("TASO_DATA_DIR");
-    snprintf(path, sizeof path, "%s/axioms", data && *data ? data : TASO_DEFAULT_DATA_DIR);
-  }
-  taso_err_t err = taso_axioms_load(path, &r->ax);
-  if (err != TASO_OK) return taso_error_prefix(err, "--axioms: ");
-  taso_rule_guard_opts_t opt = {0};
-  opt.limits.timeout_s = t->have_job ? t->job.verify_timeout : 5;
-  opt.limits.rlimit = t->have_job ? (unsigned)t->job.verify_rlimit : TASO_DEFAULT_VERIFY_RLIMIT;
-  opt.limits.memory_mb = t->have_job ? (unsigned)t->job.verify_memory_mb : TASO_DEFAULT_MEMORY_MB;
-  opt.seed = 1;
-  char report[512];
-  int failed = 0;
-  TASO_TRY(taso_axioms_prove_lemmas_limited(r->ax, &opt.limits, report, sizeof report, &failed));
-  if (failed) taso_tool_warn(t, "lemmas not proved, left out of re-proofs: %s", report);
-  return taso_rule_guard_open(&r->rules.inputs, r->ax, &opt, &r->guard);
+  taso_tool_axioms_path(t, axioms_path, path, sizeof path);
+  return taso_tool_guard_open(t, path, &r->rules.inputs, &r->ax, &r->guard);
 }
 
 #define CHECK_TOLERANCE 1e-4 /* taso-run --compare's default: float32 rounding */
@@ -483,8 +468,7 @@ int main(int argc, char **argv) {
   taso_cost_cache_free(r.costs);
   if (r.ctx) s.be->close(r.ctx);
   taso_costdb_free(&r.db);
-  if (r.guard) taso_rule_guard_close(r.guard);
-  if (r.ax) taso_axioms_free(r.ax);
+  taso_tool_guard_close(r.ax, r.guard);
   taso_rules_free(&r.rules);
   taso_model_free(&r.m);
   return taso_tool_finish(&t, err);
