@@ -15,11 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expand.h"
 #include "match.h"
 
 /* ---- rules ------------------------------------------------------------------ */
 
-static uint32_t kinds_of(const taso_graph_t *g) {
+uint32_t taso_graph_kinds(const taso_graph_t *g) {
   uint32_t k = 0;
   for (int i = 0; i < g->nnodes; i++)
     if (g->nodes[i].kind != TASO_OP_INPUT) k |= 1u << g->nodes[i].kind;
@@ -41,13 +42,13 @@ static bool inputs_bound(const taso_graph_t *lhs, const taso_graph_t *rhs) {
 
 static taso_err_t add_rule(taso_rules_t *r, const taso_graph_t *lhs, const taso_graph_t *rhs,
                            int64_t row, bool reversed) {
-  if (!kinds_of(lhs) || !inputs_bound(lhs, rhs) || lhs->noutputs != rhs->noutputs) return TASO_OK;
+  if (!taso_graph_kinds(lhs) || !inputs_bound(lhs, rhs) || lhs->noutputs != rhs->noutputs) return TASO_OK;
   taso_rule_t *rule = &r->v[r->n];
   taso_graph_init(&rule->lhs);
   taso_graph_init(&rule->rhs);
   rule->row = row;
   rule->reversed = reversed;
-  rule->kinds = kinds_of(lhs);
+  rule->kinds = taso_graph_kinds(lhs);
   r->n++;
   TASO_TRY(taso_graph_copy(&rule->lhs, lhs));
   TASO_TRY(taso_graph_copy(&rule->rhs, rhs));
@@ -240,33 +241,13 @@ typedef struct {
   taso_cost_cache_t *costs;
   const taso_search_options_t *opt;
   store_t store;
-  taso_tensor_t *types; /* scratch: types of a rewrite */
-  int types_cap;
+  taso_expander_t x;
   int max_nodes;        /* results with this many nodes or more are not queued */
   double best;          /* the best cost taken from the queue */
   int64_t parent;       /* the graph being expanded */
-  int rule;             /* the rule being applied */
   double start, last_progress;
   taso_search_result_t *res;
 } search_t;
-
-static taso_err_t fit_types(search_t *s, int nnodes) {
-  if (2 * nnodes <= s->types_cap) return TASO_OK;
-  int cap = s->types_cap ? s->types_cap : 512;
-  while (cap < 2 * nnodes) cap *= 2;
-  taso_tensor_t *t = realloc(s->types, sizeof *t * (size_t)cap);
-  if (!t) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", nnodes);
-  s->types = t;
-  s->types_cap = cap;
-  return TASO_OK;
-}
-
-/* The cost of g (typed here, into the scratch types). */
-static taso_err_t cost_of(search_t *s, const taso_graph_t *g, double *ms) {
-  TASO_TRY(fit_types(s, g->nnodes + 1));
-  TASO_TRY(taso_graph_infer(g, s->prob->inputs, s->types));
-  return taso_cost_of_graph(s->costs, g, s->types, s->prob->is_weight, ms);
-}
 
 /* One rewrite: queued when new, small enough and cheaper than alpha * best. */
 static taso_err_t on_rewrite(void *ctx, const taso_graph_t *g) {
@@ -276,7 +257,7 @@ static taso_err_t on_rewrite(void *ctx, const taso_graph_t *g) {
   uint64_t hash = taso_graph_hash(g);
   if (s->store.nslots && s->store.slots[seen_slot(&s->store, g, hash)]) return TASO_OK;
   double ms;
-  taso_err_t err = cost_of(s, g, &ms);
+  taso_err_t err = taso_expander_cost(&s->x, g, &ms);
   if (err == TASO_ERR_SHAPE) {
     /* The matcher typed the rule's rhs alone; a consumer of its results
      * can still refuse them (a split whose input lost its split tree). */
@@ -286,7 +267,7 @@ static taso_err_t on_rewrite(void *ctx, const taso_graph_t *g) {
   TASO_TRY(err);
   if (!(ms < s->opt->alpha * s->best)) return TASO_OK;
   s->res->queued++;
-  TASO_TRY(store_add(&s->store, g, hash, ms, s->parent, s->rule));
+  TASO_TRY(store_add(&s->store, g, hash, ms, s->parent, s->x.rule));
   /* trimming costs a sort: only when the queue holds twice what matters */
   int64_t keep = s->opt->budget - s->res->explored + 1;
   return s->store.nheap > 2 * keep + 1024 ? trim_queue(&s->store, keep) : TASO_OK;
@@ -303,30 +284,19 @@ static void progress(search_t *s) {
   s->opt->progress(s->opt->progress_ctx, s->res->explored, s->store.nheap, s->best, now - s->start);
 }
 
+static bool stop_now(void *ctx) {
+  search_t *s = ctx;
+  s->res->timed_out = out_of_time(s);
+  progress(s);
+  return s->res->timed_out;
+}
+
 /* Applies every rule at every match of the stored graph `at`. The graph
  * is copied out: queuing results may move the store. */
 static taso_err_t expand(search_t *s, int64_t at, taso_graph_t *host) {
   TASO_TRY(taso_graph_copy(host, &s->store.v[at].g));
-  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(host->nnodes + 1));
-  if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", host->nnodes);
-  taso_err_t err = taso_graph_infer(host, s->prob->inputs, types);
-  uint32_t kinds = kinds_of(host);
   s->parent = at;
-  for (int r = 0; r < s->rules->n && err == TASO_OK && !s->res->timed_out; r++) {
-    const taso_rule_t *rule = &s->rules->v[r];
-    if (rule->kinds & ~kinds) continue; /* an lhs operator the host lacks */
-    s->rule = r;
-    if (s->opt->guard)
-      err = taso_rewrite_all_guarded(s->opt->guard, r, 0, host, types, &rule->lhs, &rule->rhs,
-                                     on_rewrite, s);
-    else
-      err = taso_rewrite_all_checked(host, types, &rule->lhs, &rule->rhs, &s->rules->inputs,
-                                     &rule->cond, on_rewrite, s);
-    s->res->timed_out = out_of_time(s);
-    progress(s);
-  }
-  free(types);
-  return err;
+  return taso_expand(&s->x, host, on_rewrite, stop_now, s);
 }
 
 /* The path from the input graph to stored graph at: its graphs, and how
@@ -352,10 +322,8 @@ static taso_err_t record_path(search_t *s, int64_t at) {
 static taso_err_t run(search_t *s, taso_graph_t *host) {
   taso_graph_t start;
   taso_graph_init(&start);
-  taso_err_t err = taso_graph_copy(&start, s->prob->graph);
-  if (err == TASO_OK) err = taso_graph_canonicalize(&start);
   double cost = 0;
-  if (err == TASO_OK) err = cost_of(s, &start, &cost);
+  taso_err_t err = taso_expander_start(&s->x, &start, &cost);
   if (err == TASO_OK) err = store_add(&s->store, &start, taso_graph_hash(&start), cost, -1, -1);
   s->max_nodes = 2 * start.nnodes;
   taso_graph_free(&start);
@@ -388,6 +356,7 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
   result->fired = calloc((size_t)rules->n + 1, sizeof *result->fired);
   if (!result->fired) return taso_error(TASO_ERR_NOMEM, "rule counts");
   search_t s = {.prob = prob, .rules = rules, .costs = costs, .opt = opt, .res = result};
+  s.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard};
   s.start = s.last_progress = taso_search_now();
   taso_graph_t host;
   taso_graph_init(&host);
@@ -395,7 +364,7 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
   result->seconds = taso_search_now() - s.start;
   taso_graph_free(&host);
   store_free(&s.store);
-  free(s.types);
+  taso_expander_free(&s.x);
   if (err != TASO_OK) taso_search_result_free(result);
   return err;
 }
