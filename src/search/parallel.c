@@ -1,0 +1,480 @@
+/*
+ * The parallel search (search.h): bulk-synchronous rounds over the ranks.
+ *
+ * A round: every rank offers its cheapest queued graphs; all ranks agree
+ * on the round's picks, the width cheapest offers in the queue's order
+ * (cost, hash, then arrival on the owner; graphs of equal hash share an
+ * owner, so the order never depends on the rank count); each owner
+ * expands its picks; every result cheaper than alpha times the best
+ * expanded cost goes to the rank owning its hash; each owner adds what
+ * it receives in the order of (the parent's place among the round's
+ * picks, the result's place in that parent's expansion), so the first
+ * maker of a graph, which becomes its parent, is the same whatever the
+ * rank count. Graphs travel as their node arrays: canonical graphs are
+ * plain words.
+ */
+#include "search.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "expand.h"
+#include "store.h"
+
+/* A queued graph offered for a round. */
+typedef struct {
+  double cost;
+  uint64_t hash;
+  int64_t index; /* in its owner's store */
+  int32_t rank;  /* its owner */
+  int32_t pos;   /* its place among its owner's offers (the owner's order) */
+} offer_t;
+
+/* A result on its way to its owner: this header, then its nodes and outputs. */
+typedef struct {
+  double cost;
+  uint64_t hash;
+  int64_t parent;     /* the parent's index in its owner's store */
+  int32_t parent_rank;
+  int32_t pick;       /* the parent's place among the round's picks */
+  int32_t seq;        /* the result's place in its parent's expansion */
+  int32_t rule;
+  int32_t nnodes, noutputs;
+} child_t;
+
+typedef struct {
+  char *v;
+  size_t n, cap;
+} bytes_t;
+
+typedef struct {
+  MPI_Comm comm;
+  int rank, size;
+  const taso_search_options_t *opt;
+  taso_store_t store;
+  taso_expander_t x;
+  taso_search_result_t *res;
+  bytes_t *out;      /* per destination rank: results for it */
+  int max_nodes;     /* results with this many nodes or more are not kept */
+  double best;       /* the best expanded cost */
+  int64_t parent;    /* the graph being expanded, its pick and results so far */
+  int32_t pick, seq;
+  double start, last_progress;
+} par_t;
+
+static taso_err_t put(bytes_t *b, const void *p, size_t n) {
+  if (b->n + n > b->cap) {
+    size_t cap = b->cap ? 2 * b->cap : 1 << 16;
+    while (cap < b->n + n) cap *= 2;
+    char *v = realloc(b->v, cap);
+    if (!v) return taso_error(TASO_ERR_NOMEM, "%zu bytes of results to send", cap);
+    b->v = v;
+    b->cap = cap;
+  }
+  memcpy(b->v + b->n, p, n);
+  b->n += n;
+  return TASO_OK;
+}
+
+static int owner(const par_t *p, uint64_t hash) { return (int)(hash % (uint64_t)p->size); }
+
+static bool out_of_time(const par_t *p) {
+  return p->opt->time_limit > 0 && taso_search_now() - p->start >= p->opt->time_limit;
+}
+
+static bool stop_now(void *ctx) {
+  par_t *p = ctx;
+  if (out_of_time(p)) p->res->timed_out = true;
+  return p->res->timed_out;
+}
+
+/* One result of an expansion: kept for its owner when small and cheap
+ * enough (and, when this rank owns it, not seen here before). */
+static taso_err_t on_child(void *ctx, const taso_graph_t *g) {
+  par_t *p = ctx;
+  p->res->generated++;
+  int32_t seq = p->seq++;
+  if (g->nnodes >= p->max_nodes) return TASO_OK;
+  uint64_t hash = taso_graph_hash(g);
+  int to = owner(p, hash);
+  if (to == p->rank && p->store.nslots && p->store.slots[taso_seen_slot(&p->store, g, hash)])
+    return TASO_OK;
+  double ms;
+  taso_err_t err = taso_expander_cost(&p->x, g, &ms);
+  if (err == TASO_ERR_SHAPE) {
+    p->res->invalid++;
+    return TASO_OK;
+  }
+  TASO_TRY(err);
+  if (!(ms < p->opt->alpha * p->best)) return TASO_OK;
+  child_t c = {.cost = ms, .hash = hash, .parent = p->parent, .parent_rank = p->rank,
+               .pick = p->pick, .seq = seq, .rule = p->x.rule, .nnodes = g->nnodes,
+               .noutputs = g->noutputs};
+  TASO_TRY(put(&p->out[to], &c, sizeof c));
+  TASO_TRY(put(&p->out[to], g->nodes, sizeof *g->nodes * (size_t)g->nnodes));
+  return put(&p->out[to], g->outputs, sizeof *g->outputs * (size_t)g->noutputs);
+}
+
+/* ---- choosing a round's picks ----------------------------------------------- */
+
+static int offer_order(const void *a, const void *b) {
+  const offer_t *x = a, *y = b;
+  if (x->cost != y->cost) return x->cost < y->cost ? -1 : 1;
+  if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Every rank's cheapest `want` queued graphs, in the queue's order
+ * (malloc'd in *all, *n of them). This rank's are taken off its queue. */
+static taso_err_t gather_offers(par_t *p, int want, offer_t **all, int *n) {
+  int mine = 0;
+  offer_t *own = malloc(sizeof *own * (size_t)(want + 1));
+  int *counts = malloc(sizeof *counts * (size_t)p->size);
+  int *displs = malloc(sizeof *displs * (size_t)p->size);
+  *all = NULL;
+  taso_err_t err = own && counts && displs ? TASO_OK : taso_error(TASO_ERR_NOMEM, "offers");
+  while (err == TASO_OK && mine < want && p->store.nheap > 0) {
+    int64_t at = taso_heap_pop(&p->store);
+    own[mine] = (offer_t){.cost = p->store.v[at].cost, .hash = p->store.v[at].hash, .index = at,
+                          .rank = p->rank, .pos = mine};
+    mine++;
+  }
+  int bytes = mine * (int)sizeof *own;
+  if (err == TASO_OK) MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, p->comm);
+  int total = 0;
+  for (int r = 0; err == TASO_OK && r < p->size; r++) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  if (err == TASO_OK && !(*all = malloc((size_t)total + sizeof **all)))
+    err = taso_error(TASO_ERR_NOMEM, "offers");
+  if (err == TASO_OK) {
+    MPI_Allgatherv(own, bytes, MPI_BYTE, *all, counts, displs, MPI_BYTE, p->comm);
+    *n = total / (int)sizeof **all;
+    qsort(*all, (size_t)*n, sizeof **all, offer_order);
+  }
+  free(own);
+  free(counts);
+  free(displs);
+  return err;
+}
+
+/* ---- exchanging results ----------------------------------------------------- */
+
+typedef struct {
+  const child_t *c; /* in the receive buffer, maybe unaligned: read by memcpy */
+  const char *body; /* its nodes, then its outputs */
+} received_t;
+
+static int received_order(const void *a, const void *b) {
+  child_t x, y;
+  memcpy(&x, ((const received_t *)a)->c, sizeof x);
+  memcpy(&y, ((const received_t *)b)->c, sizeof y);
+  if (x.pick != y.pick) return x.pick < y.pick ? -1 : 1;
+  return (x.seq > y.seq) - (x.seq < y.seq);
+}
+
+/* Room in g for nnodes nodes and noutputs outputs (contents undefined). */
+static taso_err_t fit_graph(taso_graph_t *g, int64_t nnodes, int64_t noutputs) {
+  if (nnodes > g->node_cap) {
+    taso_node_t *n = realloc(g->nodes, sizeof *n * (size_t)nnodes);
+    if (!n) return taso_error(TASO_ERR_NOMEM, "a graph of %lld nodes", (long long)nnodes);
+    g->nodes = n;
+    g->node_cap = (int)nnodes;
+  }
+  if (noutputs > g->out_cap) {
+    taso_ref_t *o = realloc(g->outputs, sizeof *o * (size_t)noutputs);
+    if (!o) return taso_error(TASO_ERR_NOMEM, "a graph of %lld outputs", (long long)noutputs);
+    g->outputs = o;
+    g->out_cap = (int)noutputs;
+  }
+  g->nnodes = (int)nnodes;
+  g->noutputs = (int)noutputs;
+  return TASO_OK;
+}
+
+/* Adds one received result unless seen: its parent is the first maker. */
+static taso_err_t add_received(par_t *p, const received_t *r, taso_graph_t *g) {
+  child_t c;
+  memcpy(&c, r->c, sizeof c);
+  TASO_TRY(fit_graph(g, c.nnodes, c.noutputs));
+  size_t nodes = sizeof *g->nodes * (size_t)c.nnodes;
+  memcpy(g->nodes, r->body, nodes);
+  memcpy(g->outputs, r->body + nodes, sizeof *g->outputs * (size_t)c.noutputs);
+  if (p->store.slots && p->store.slots[taso_seen_slot(&p->store, g, c.hash)]) return TASO_OK;
+  p->res->queued++;
+  TASO_TRY(taso_store_add(&p->store, g, c.hash, c.cost, c.parent, c.rule));
+  p->store.v[p->store.n - 1].parent_rank = c.parent_rank;
+  return TASO_OK;
+}
+
+/* Splits a received buffer into results. */
+static taso_err_t parse_received(const char *buf, size_t n, received_t **out, int64_t *count) {
+  int64_t k = 0, cap = 64;
+  received_t *v = malloc(sizeof *v * (size_t)cap);
+  for (size_t at = 0; v && at < n; k++) {
+    child_t c;
+    memcpy(&c, buf + at, sizeof c);
+    if (k == cap) {
+      received_t *w = realloc(v, sizeof *v * (size_t)(cap *= 2));
+      if (!w) break;
+      v = w;
+    }
+    v[k] = (received_t){.c = (const child_t *)(const void *)(buf + at), .body = buf + at + sizeof c};
+    at += sizeof c + sizeof(taso_node_t) * (size_t)c.nnodes + sizeof(taso_ref_t) * (size_t)c.noutputs;
+  }
+  if (!v || k > cap) {
+    free(v);
+    return taso_error(TASO_ERR_NOMEM, "received results");
+  }
+  *out = v;
+  *count = k;
+  return TASO_OK;
+}
+
+/* Sends every kept result to its owner, which adds the new ones. */
+static taso_err_t exchange(par_t *p) {
+  int *sc = calloc((size_t)p->size * 4, sizeof *sc), *sd = sc + p->size, *rc = sd + p->size,
+      *rd = rc + p->size;
+  if (!sc) return taso_error(TASO_ERR_NOMEM, "exchange");
+  taso_err_t err = TASO_OK;
+  bytes_t send = {0};
+  for (int r = 0; r < p->size && err == TASO_OK; r++) {
+    if (p->out[r].n > INT_MAX - send.n) err = taso_error(TASO_ERR_LIMIT, "over 2 GiB of results");
+    sd[r] = (int)send.n;
+    sc[r] = (int)p->out[r].n;
+    if (err == TASO_OK && p->out[r].n) err = put(&send, p->out[r].v, p->out[r].n);
+    p->out[r].n = 0;
+  }
+  /* every rank reaches the collectives: an error travels with the counts */
+  int bad = err != TASO_OK, any_bad = 0;
+  MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, p->comm);
+  if (any_bad) {
+    free(sc);
+    free(send.v);
+    return err != TASO_OK ? err : taso_error(TASO_ERR_NOMEM, "another rank's exchange failed");
+  }
+  MPI_Alltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, p->comm);
+  size_t total = 0;
+  for (int r = 0; r < p->size; r++) {
+    rd[r] = (int)total;
+    total += (size_t)rc[r];
+  }
+  char *recv = malloc(total + 1);
+  if (!recv) err = taso_error(TASO_ERR_NOMEM, "%zu bytes of received results", total);
+  MPI_Alltoallv(send.v, sc, sd, MPI_BYTE, recv ? recv : send.v, rc, rd, MPI_BYTE, p->comm);
+  free(send.v);
+  free(sc);
+  received_t *v = NULL;
+  int64_t n = 0;
+  if (err == TASO_OK) err = parse_received(recv, total, &v, &n);
+  if (err == TASO_OK) qsort(v, (size_t)n, sizeof *v, received_order);
+  taso_graph_t g;
+  taso_graph_init(&g);
+  for (int64_t i = 0; i < n && err == TASO_OK; i++) err = add_received(p, &v[i], &g);
+  taso_graph_free(&g);
+  free(v);
+  free(recv);
+  return err;
+}
+
+/* ---- rounds ----------------------------------------------------------------- */
+
+static void progress(par_t *p) {
+  double now = taso_search_now();
+  if (p->rank != 0 || !p->opt->progress || now - p->last_progress < 2.0) return;
+  p->last_progress = now;
+  p->opt->progress(p->opt->progress_ctx, p->res->explored, p->store.nheap, p->best,
+                   now - p->start);
+}
+
+/* Expands this rank's picks among the round's. */
+static taso_err_t expand_picks(par_t *p, const offer_t *picks, int npicks, int64_t *mine) {
+  taso_graph_t host;
+  taso_graph_init(&host);
+  taso_err_t err = TASO_OK;
+  for (int i = 0; i < npicks && err == TASO_OK && !p->res->timed_out; i++) {
+    if (picks[i].rank != p->rank) continue;
+    err = taso_graph_copy(&host, &p->store.v[picks[i].index].g);
+    p->parent = picks[i].index;
+    p->pick = i;
+    p->seq = 0;
+    (*mine)++;
+    if (err == TASO_OK) err = taso_expand(&p->x, &host, on_child, stop_now, p);
+  }
+  taso_graph_free(&host);
+  return err;
+}
+
+/* One round; *done when the queue is empty everywhere, the budget is
+ * spent or the time is up. */
+static taso_err_t round_(par_t *p, int64_t *mine, bool *done) {
+  int64_t queued = p->store.nheap, total = 0;
+  int late = out_of_time(p) || p->res->timed_out, any_late = 0;
+  MPI_Allreduce(&queued, &total, 1, MPI_INT64_T, MPI_SUM, p->comm);
+  MPI_Allreduce(&late, &any_late, 1, MPI_INT, MPI_MAX, p->comm);
+  p->res->timed_out = any_late;
+  p->res->budget_spent = total > 0 && p->res->explored >= p->opt->budget;
+  *done = total == 0 || any_late || p->res->budget_spent;
+  if (*done) return TASO_OK;
+  int64_t left = p->opt->budget - p->res->explored;
+  int want = (int)(left < p->opt->width ? left : p->opt->width);
+  offer_t *all = NULL;
+  int n = 0;
+  TASO_TRY(gather_offers(p, want, &all, &n));
+  int picks = n < want ? n : want;
+  for (int i = 0; i < picks; i++)
+    if (all[i].cost < p->best) p->best = all[i].cost;
+  for (int i = picks; i < n; i++) /* not picked: back in the queue */
+    if (all[i].rank == p->rank) taso_heap_push(&p->store, all[i].index);
+  p->res->explored += picks;
+  p->res->rounds++;
+  taso_err_t err = expand_picks(p, all, picks, mine);
+  free(all);
+  /* a failure on one rank must not leave the others in the exchange */
+  int bad = err != TASO_OK, any_bad = 0;
+  MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, p->comm);
+  if (any_bad) return err != TASO_OK ? err : taso_error(TASO_ERR_ARG, "another rank failed");
+  TASO_TRY(exchange(p));
+  progress(p);
+  int64_t keep = p->opt->budget - p->res->explored + 1;
+  return p->store.nheap > 2 * keep + 1024 ? taso_trim_queue(&p->store, keep) : TASO_OK;
+}
+
+/* ---- the result ------------------------------------------------------------- */
+
+/* The cheapest graph held anywhere (queue order), as (rank, index). */
+static void find_best(par_t *p, int *rank, int64_t *index) {
+  offer_t mine = {.cost = 1e300, .index = -1, .rank = p->rank};
+  for (int64_t i = 0; i < p->store.n; i++) {
+    const stored_t *e = &p->store.v[i];
+    if (!e->g.nodes) continue; /* trimmed */
+    if (mine.index < 0 || e->cost < mine.cost || (e->cost == mine.cost && e->hash < mine.hash))
+      mine = (offer_t){.cost = e->cost, .hash = e->hash, .index = i, .rank = p->rank};
+  }
+  offer_t *all = malloc(sizeof *all * (size_t)p->size);
+  MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, p->comm);
+  offer_t best = mine;
+  for (int r = 0; r < p->size; r++)
+    if (all[r].index >= 0 && (best.index < 0 || offer_order(&all[r], &best) < 0)) best = all[r];
+  free(all);
+  *rank = best.rank;
+  *index = best.index;
+}
+
+/* One graph of the path, from the rank that holds it to every rank. */
+static taso_err_t share_step(par_t *p, int rank, int64_t index, taso_graph_t *g, int *rule,
+                             int *parent_rank, int64_t *parent) {
+  int64_t head[5] = {0};
+  if (p->rank == rank) {
+    const stored_t *e = &p->store.v[index];
+    head[0] = e->g.nnodes, head[1] = e->g.noutputs, head[2] = e->rule, head[3] = e->parent_rank,
+    head[4] = e->parent;
+    TASO_TRY(taso_graph_copy(g, &e->g));
+  }
+  MPI_Bcast(head, 5, MPI_INT64_T, rank, p->comm);
+  if (p->rank != rank) TASO_TRY(fit_graph(g, head[0], head[1]));
+  MPI_Bcast(g->nodes, (int)(sizeof *g->nodes * (size_t)head[0]), MPI_BYTE, rank, p->comm);
+  MPI_Bcast(g->outputs, (int)(sizeof *g->outputs * (size_t)head[1]), MPI_BYTE, rank, p->comm);
+  *rule = (int)head[2];
+  *parent_rank = (int)head[3];
+  *parent = head[4];
+  return TASO_OK;
+}
+
+/* The best graph and the path to it, on every rank. */
+static taso_err_t record_result(par_t *p, int rank, int64_t index) {
+  taso_search_result_t *r = p->res;
+  int cap = 16;
+  r->path = calloc((size_t)cap, sizeof *r->path);
+  r->path_rules = calloc((size_t)cap, sizeof *r->path_rules);
+  if (!r->path || !r->path_rules) return taso_error(TASO_ERR_NOMEM, "path");
+  int k = 0;
+  for (; index >= 0; k++) {
+    if (k == cap) {
+      taso_graph_t *g = realloc(r->path, sizeof *g * (size_t)(cap * 2));
+      if (g) r->path = g;
+      int *rules = realloc(r->path_rules, sizeof *rules * (size_t)(cap * 2));
+      if (rules) r->path_rules = rules;
+      if (!g || !rules) return taso_error(TASO_ERR_NOMEM, "path");
+      cap *= 2;
+    }
+    taso_graph_init(&r->path[k]);
+    r->steps = k; /* so that a failure frees what is held */
+    TASO_TRY(share_step(p, rank, index, &r->path[k], &r->path_rules[k], &rank, &index));
+  }
+  r->steps = k - 1;
+  for (int i = 0, j = r->steps; i < j; i++, j--) { /* input first */
+    taso_graph_t g = r->path[i];
+    r->path[i] = r->path[j], r->path[j] = g;
+    int x = r->path_rules[i];
+    r->path_rules[i] = r->path_rules[j], r->path_rules[j] = x;
+  }
+  for (int i = 1; i <= r->steps; i++) r->fired[r->path_rules[i]]++;
+  return taso_graph_copy(&r->best, &r->path[r->steps]);
+}
+
+/* Sums of the per-rank counts, and each rank's expansions. */
+static taso_err_t gather_counts(par_t *p, int64_t mine) {
+  taso_search_result_t *r = p->res;
+  int64_t local[3] = {r->generated, r->invalid, r->queued}, sum[3];
+  MPI_Allreduce(local, sum, 3, MPI_INT64_T, MPI_SUM, p->comm);
+  r->generated = sum[0], r->invalid = sum[1], r->queued = sum[2];
+  if (!(r->rank_explored = malloc(sizeof *r->rank_explored * (size_t)p->size)))
+    return taso_error(TASO_ERR_NOMEM, "counts");
+  MPI_Allgather(&mine, 1, MPI_INT64_T, r->rank_explored, 1, MPI_INT64_T, p->comm);
+  return TASO_OK;
+}
+
+static taso_err_t run(par_t *p) {
+  taso_graph_t start;
+  taso_graph_init(&start);
+  double cost = 0;
+  taso_err_t err = taso_expander_start(&p->x, &start, &cost);
+  uint64_t hash = taso_graph_hash(&start);
+  if (err == TASO_OK && owner(p, hash) == p->rank)
+    err = taso_store_add(&p->store, &start, hash, cost, -1, -1);
+  p->max_nodes = 2 * start.nnodes;
+  taso_graph_free(&start);
+  TASO_TRY(err);
+  p->res->cost_before = p->best = cost;
+  int64_t mine = 0;
+  for (bool done = false; !done;) TASO_TRY(round_(p, &mine, &done));
+  TASO_TRY(gather_counts(p, mine));
+  int rank;
+  int64_t index;
+  find_best(p, &rank, &index);
+  TASO_TRY(record_result(p, rank, index));
+  p->res->cost_after = 0;
+  if (p->rank == rank) p->res->cost_after = p->store.v[index].cost;
+  MPI_Bcast(&p->res->cost_after, 1, MPI_DOUBLE, rank, p->comm);
+  return TASO_OK;
+}
+
+taso_err_t taso_search_parallel(MPI_Comm comm, const taso_search_problem_t *prob,
+                                const taso_rules_t *rules, taso_cost_cache_t *costs,
+                                const taso_search_options_t *opt, taso_search_result_t *result) {
+  memset(result, 0, sizeof *result);
+  taso_graph_init(&result->best);
+  if (opt->width < 1) return taso_error(TASO_ERR_ARG, "parallel search: width %d", opt->width);
+  par_t p = {.comm = comm, .opt = opt, .res = result};
+  MPI_Comm_rank(comm, &p.rank);
+  MPI_Comm_size(comm, &p.size);
+  result->ranks = p.size;
+  p.store.by_hash = true;
+  p.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard};
+  result->fired = calloc((size_t)rules->n + 1, sizeof *result->fired);
+  p.out = calloc((size_t)p.size, sizeof *p.out);
+  taso_err_t err = result->fired && p.out ? TASO_OK : taso_error(TASO_ERR_NOMEM, "search");
+  p.start = p.last_progress = taso_search_now();
+  if (err == TASO_OK) err = run(&p);
+  result->seconds = taso_search_now() - p.start;
+  for (int r = 0; p.out && r < p.size; r++) free(p.out[r].v);
+  free(p.out);
+  taso_store_free(&p.store);
+  taso_expander_free(&p.x);
+  if (err != TASO_OK) taso_search_result_free(result);
+  return err;
+}

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "expand.h"
+#include "store.h"
 #include "match.h"
 
 /* ---- rules ------------------------------------------------------------------ */
@@ -95,144 +96,6 @@ int taso_rule_format(const taso_rules_t *rules, int i, char *buf, int len) {
   return n + taso_graph_format(&r->rhs, &rules->inputs, buf + at, len - at > 0 ? len - at : 0);
 }
 
-/* ---- the store of graphs and the seen set ---------------------------------- */
-
-typedef struct {
-  taso_graph_t g;   /* canonical, exactly sized */
-  double cost;      /* ms */
-  uint64_t hash;    /* taso_graph_hash */
-  int64_t parent;   /* store index of the graph it was rewritten from; -1 */
-  int rule;         /* the rule that did it */
-} stored_t;
-
-typedef struct {
-  stored_t *v;
-  int64_t n, cap;
-  int64_t *slots;   /* open addressing by hash: index + 1, 0 empty */
-  int64_t nslots;
-  int64_t *heap;    /* store indices, cheapest first */
-  int64_t nheap;
-} store_t;
-
-static void store_free(store_t *s) {
-  for (int64_t i = 0; i < s->n; i++) taso_graph_free(&s->v[i].g);
-  free(s->v);
-  free(s->slots);
-  free(s->heap);
-}
-
-/* The slot of a stored graph equal to g, or the empty slot for it. */
-static int64_t seen_slot(const store_t *s, const taso_graph_t *g, uint64_t hash) {
-  int64_t mask = s->nslots - 1, at = (int64_t)(hash & (uint64_t)mask);
-  for (; s->slots[at]; at = (at + 1) & mask) {
-    const stored_t *e = &s->v[s->slots[at] - 1];
-    if (e->hash == hash && taso_graph_compare(&e->g, g) == 0) break;
-  }
-  return at;
-}
-
-/* The seen set anew: every graph still held (taken or queued). */
-static taso_err_t rebuild_slots(store_t *s) {
-  memset(s->slots, 0, sizeof *s->slots * (size_t)s->nslots);
-  for (int64_t i = 0; i < s->n; i++)
-    if (s->v[i].g.nodes) s->slots[seen_slot(s, &s->v[i].g, s->v[i].hash)] = i + 1;
-  return TASO_OK;
-}
-
-static taso_err_t grow_slots(store_t *s) {
-  int64_t n = s->nslots ? 2 * s->nslots : 4096;
-  int64_t *slots = calloc((size_t)n, sizeof *slots);
-  if (!slots) return taso_error(TASO_ERR_NOMEM, "seen set of %lld graphs", (long long)s->n);
-  free(s->slots);
-  s->slots = slots;
-  s->nslots = n;
-  return rebuild_slots(s);
-}
-
-static bool heap_less(const store_t *s, int64_t a, int64_t b) {
-  /* ties by age, so that the order does not depend on the heap's shape */
-  return s->v[a].cost < s->v[b].cost || (s->v[a].cost == s->v[b].cost && a < b);
-}
-
-static void heap_push(store_t *s, int64_t x) {
-  int64_t i = s->nheap++;
-  while (i > 0 && heap_less(s, x, s->heap[(i - 1) / 2])) {
-    s->heap[i] = s->heap[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  s->heap[i] = x;
-}
-
-static int64_t heap_pop(store_t *s) {
-  int64_t top = s->heap[0], x = s->heap[--s->nheap], i = 0;
-  for (;;) {
-    int64_t c = 2 * i + 1;
-    if (c >= s->nheap) break;
-    if (c + 1 < s->nheap && heap_less(s, s->heap[c + 1], s->heap[c])) c++;
-    if (!heap_less(s, s->heap[c], x)) break;
-    s->heap[i] = s->heap[c];
-    i = c;
-  }
-  if (s->nheap) s->heap[i] = x;
-  return top;
-}
-
-/* ---- keeping the queue small ----------------------------------------------------
- * Only the graphs still to be taken from the queue matter: with r takes
- * left, a graph with r or more cheaper graphs ahead of it is never taken,
- * since each take moves it up by one at most and each new cheaper graph
- * moves it down. So the queue keeps the cheapest r + 1 and forgets the
- * rest: their graphs are freed and they leave the seen set (one made again
- * later is again behind too many). Graphs already taken stay in the seen
- * set, so none is expanded twice. This bounds memory by the budget rather
- * than by the number of rewrites, and changes no result. */
-
-static const store_t *sort_store; /* qsort has no context argument in C11 */
-
-/* The queue's order: cost, then age. */
-static int heap_order(const void *a, const void *b) {
-  const store_t *s = sort_store;
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  if (s->v[x].cost != s->v[y].cost) return s->v[x].cost < s->v[y].cost ? -1 : 1;
-  return (x > y) - (x < y);
-}
-
-/* Keeps the cheapest `keep` queued graphs; a sorted array is a heap. */
-static taso_err_t trim_queue(store_t *s, int64_t keep) {
-  if (s->nheap <= keep) return TASO_OK;
-  sort_store = s;
-  qsort(s->heap, (size_t)s->nheap, sizeof *s->heap, heap_order);
-  for (int64_t i = keep; i < s->nheap; i++) taso_graph_free(&s->v[s->heap[i]].g);
-  s->nheap = keep;
-  return rebuild_slots(s);
-}
-
-/* Adds g (copied, exactly sized) to the store, the seen set and the queue. */
-static taso_err_t store_add(store_t *s, const taso_graph_t *g, uint64_t hash, double cost,
-                            int64_t parent, int rule) {
-  if (2 * (s->n + 1) > s->nslots) TASO_TRY(grow_slots(s));
-  if (s->n == s->cap) {
-    int64_t cap = s->cap ? 2 * s->cap : 1024;
-    stored_t *v = realloc(s->v, sizeof *v * (size_t)cap);
-    int64_t *heap = realloc(s->heap, sizeof *heap * (size_t)cap);
-    if (v) s->v = v;
-    if (heap) s->heap = heap;
-    if (!v || !heap) return taso_error(TASO_ERR_NOMEM, "store of %lld graphs", (long long)s->n);
-    s->cap = cap;
-  }
-  stored_t *e = &s->v[s->n];
-  taso_graph_init(&e->g);
-  TASO_TRY(taso_graph_copy(&e->g, g));
-  e->cost = cost;
-  e->hash = hash;
-  e->parent = parent;
-  e->rule = rule;
-  s->slots[seen_slot(s, g, hash)] = s->n + 1;
-  heap_push(s, s->n);
-  s->n++;
-  return TASO_OK;
-}
-
 /* ---- the search --------------------------------------------------------------- */
 
 typedef struct {
@@ -240,7 +103,7 @@ typedef struct {
   const taso_rules_t *rules;
   taso_cost_cache_t *costs;
   const taso_search_options_t *opt;
-  store_t store;
+  taso_store_t store;
   taso_expander_t x;
   int max_nodes;        /* results with this many nodes or more are not queued */
   double best;          /* the best cost taken from the queue */
@@ -255,7 +118,7 @@ static taso_err_t on_rewrite(void *ctx, const taso_graph_t *g) {
   s->res->generated++;
   if (g->nnodes >= s->max_nodes) return TASO_OK;
   uint64_t hash = taso_graph_hash(g);
-  if (s->store.nslots && s->store.slots[seen_slot(&s->store, g, hash)]) return TASO_OK;
+  if (s->store.nslots && s->store.slots[taso_seen_slot(&s->store, g, hash)]) return TASO_OK;
   double ms;
   taso_err_t err = taso_expander_cost(&s->x, g, &ms);
   if (err == TASO_ERR_SHAPE) {
@@ -267,10 +130,10 @@ static taso_err_t on_rewrite(void *ctx, const taso_graph_t *g) {
   TASO_TRY(err);
   if (!(ms < s->opt->alpha * s->best)) return TASO_OK;
   s->res->queued++;
-  TASO_TRY(store_add(&s->store, g, hash, ms, s->parent, s->x.rule));
+  TASO_TRY(taso_store_add(&s->store, g, hash, ms, s->parent, s->x.rule));
   /* trimming costs a sort: only when the queue holds twice what matters */
   int64_t keep = s->opt->budget - s->res->explored + 1;
-  return s->store.nheap > 2 * keep + 1024 ? trim_queue(&s->store, keep) : TASO_OK;
+  return s->store.nheap > 2 * keep + 1024 ? taso_trim_queue(&s->store, keep) : TASO_OK;
 }
 
 static bool out_of_time(const search_t *s) {
@@ -324,14 +187,14 @@ static taso_err_t run(search_t *s, taso_graph_t *host) {
   taso_graph_init(&start);
   double cost = 0;
   taso_err_t err = taso_expander_start(&s->x, &start, &cost);
-  if (err == TASO_OK) err = store_add(&s->store, &start, taso_graph_hash(&start), cost, -1, -1);
+  if (err == TASO_OK) err = taso_store_add(&s->store, &start, taso_graph_hash(&start), cost, -1, -1);
   s->max_nodes = 2 * start.nnodes;
   taso_graph_free(&start);
   TASO_TRY(err);
   s->res->cost_before = s->best = cost;
   int64_t best_at = 0;
   while (s->store.nheap > 0 && !s->res->timed_out) {
-    int64_t at = heap_pop(&s->store);
+    int64_t at = taso_heap_pop(&s->store);
     if (s->store.v[at].cost < s->best) {
       s->best = s->store.v[at].cost;
       best_at = at;
@@ -355,6 +218,7 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
   taso_graph_init(&result->best);
   result->fired = calloc((size_t)rules->n + 1, sizeof *result->fired);
   if (!result->fired) return taso_error(TASO_ERR_NOMEM, "rule counts");
+  result->ranks = 1;
   search_t s = {.prob = prob, .rules = rules, .costs = costs, .opt = opt, .res = result};
   s.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard};
   s.start = s.last_progress = taso_search_now();
@@ -363,7 +227,7 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
   taso_err_t err = run(&s, &host);
   result->seconds = taso_search_now() - s.start;
   taso_graph_free(&host);
-  store_free(&s.store);
+  taso_store_free(&s.store);
   taso_expander_free(&s.x);
   if (err != TASO_OK) taso_search_result_free(result);
   return err;
@@ -375,6 +239,8 @@ void taso_search_result_free(taso_search_result_t *r) {
   free(r->path);
   free(r->path_rules);
   free(r->fired);
+  free(r->rank_explored);
+  r->rank_explored = NULL;
   r->path = NULL;
   r->path_rules = NULL;
   r->fired = NULL;

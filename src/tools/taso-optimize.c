@@ -24,19 +24,23 @@
 #include "onnx.h"
 #include "agree.h"
 #include "costdb.h"
+#include "device.h"
 #include "search.h"
 #include "verifier.h"
 #include "tool.h"
 
 static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
-                  *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text;
-static bool per_node, no_check, no_measure;
+                  *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text,
+                  *search_text, *width_text;
+static bool per_node, no_check, no_measure, costs_record;
 
 static const taso_tool_flag_t flags[] = {
     {"cost-per-node", "cost one step per node (no epilogue fusion in the cost model)", &per_node},
     {"no-check", "skip running the result against the original on seeded inputs", &no_check},
     {"no-measure", "a configuration the cost database lacks is an error naming it, not measured",
      &no_measure},
+    {"record-costs", "merge the configurations measured here into --costs (created if absent), "
+     "so that later runs find them", &costs_record},
     {0},
 };
 
@@ -47,6 +51,9 @@ static const taso_tool_option_t options[] = {
     {"backend", "NAME", "where costs are measured: reference, cpu or gpu (default cpu)",
      &backend_name},
     {"onnx", "FILE", "also write the optimized model as ONNX", &onnx_path},
+    {"search", "KIND", "backtracking (the original's, one rank) or parallel (over the ranks; "
+     "job: [optimize] search)", &search_text},
+    {"width", "K", "parallel: graphs expanded per round over all ranks (default 8)", &width_text},
     {"alpha", "A", "keep graphs cheaper than A times the best (job: [optimize] alpha)", &alpha_text},
     {"budget", "N", "graphs taken from the queue (job: [optimize] budget)", &budget_text},
     {"time-limit", "S", "seconds of search (job: [optimize] time_limit)", &time_limit_text},
@@ -74,6 +81,15 @@ static const taso_tool_spec_t spec = {
              "job's [optimize] section (defaults: backtracking, alpha 1.05, budget 1000,\n"
              "time_limit 600) and the options.\n"
              "\n"
+             "The parallel search (--search parallel, under mpirun) expands, round by round,\n"
+             "the --width cheapest graphs of the whole queue, each on the rank owning its\n"
+             "hash, and sends each result to its hash's owner, which drops duplicates. With\n"
+             "costs from --costs (every configuration in it) or --no-measure, its result\n"
+             "does not depend on the rank count unless the time limit ended it (root\n"
+             "attribute search_complete). On-the-spot measurements are each rank's own;\n"
+             "fill the database first (--record-costs) for a result that does not\n"
+             "depend on the rank count.\n"
+             "\n"
              "A rule applies only where it is proved: at a match whose shapes stand in the\n"
              "relation its proof had (shape_cond.h), or where the axioms prove it again at\n"
              "the match's relation (each relation once, within the job's [verify] limits);\n"
@@ -89,7 +105,7 @@ static const taso_tool_spec_t spec = {
     .out_kind = TASO_KIND_MODEL,
     .fresh_help = "replace OUT whatever it holds",
     .threads = true,
-    .single_rank = true,
+    .single_rank = false, /* the parallel search; the baseline refuses more ranks */
     .flags = flags,
     .options = options,
 };
@@ -98,7 +114,7 @@ static const taso_tool_spec_t spec = {
 
 typedef struct {
   taso_search_options_t search;
-  const char *kind; /* "backtracking" */
+  const char *kind; /* "backtracking" or "parallel" */
   const taso_backend_t *be;
 } settings_t;
 
@@ -115,11 +131,22 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   if (!model_spec) taso_tool_usage_error(t, "--model M is required");
   if (!subst_path) taso_tool_usage_error(t, "--substitutions FILE is required");
   if (!t->out_path) taso_tool_usage_error(t, "--out FILE is required");
+  if (costs_record && !costs_path) taso_tool_usage_error(t, "--record-costs needs --costs FILE");
   s->search.alpha = t->have_job ? t->job.alpha : 1.05;
   s->search.budget = t->have_job ? t->job.budget : 1000;
   s->search.time_limit = t->have_job ? t->job.optimize_time_limit : 600;
   s->kind = t->have_job ? t->job.search : "backtracking";
+  if (search_text) s->kind = search_text;
+  if (strcmp(s->kind, "backtracking") != 0 && strcmp(s->kind, "parallel") != 0)
+    taso_tool_usage_error(t, "--search: expected backtracking or parallel, got '%s'", s->kind);
+  if (strcmp(s->kind, "backtracking") == 0 && t->size > 1)
+    taso_tool_usage_error(t, "the backtracking search runs on one rank (%d given); use --search "
+                          "parallel", t->size);
   double v;
+  s->search.width = 8;
+  if (width_text && !(parse_real(width_text, 1, 1e6, &v) && v == floor(v)))
+    taso_tool_usage_error(t, "--width: expected a whole number from 1, got '%s'", width_text);
+  if (width_text) s->search.width = (int)v;
   if (alpha_text && !parse_real(alpha_text, 1, 100, &s->search.alpha))
     taso_tool_usage_error(t, "--alpha: expected a number from 1 to 100, got '%s'", alpha_text);
   if (budget_text && !(parse_real(budget_text, 0, 1e9, &v) && v == floor(v)))
@@ -243,6 +270,11 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   if (err == TASO_OK) err = taso_artifact_set_real(a, "alpha", rec->s->search.alpha);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "budget", rec->s->search.budget);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_explored", r->explored);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "ranks", r->ranks);
+  /* complete: the result is the search's own, not where the clock cut it */
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "search_complete", !r->timed_out);
+  if (err == TASO_OK && r->rank_explored)
+    err = taso_artifact_set_count(a, "search_width", rec->s->search.width);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_generated", r->generated);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_queued", r->queued);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "rewrites_applied", r->steps);
@@ -326,6 +358,58 @@ static taso_err_t lookup(void *ctx, const char *key, const taso_rt_config_t *cfg
   return err == TASO_ERR_UNKNOWN || err == TASO_ERR_UNSUPPORTED ? TASO_OK : err;
 }
 
+/* One measured cache entry as a database row (the fastest run: the
+ * cache's figure for it). */
+static void fill_row(const run_t *r, const char *key, double ms, taso_cost_row_t *row) {
+  memset(row, 0, sizeof *row);
+  snprintf(row->device, sizeof row->device, "%s", r->device);
+  snprintf(row->key, sizeof row->key, "%s", key);
+  snprintf(row->unit, sizeof row->unit, "taso-optimize");
+  taso_now_iso8601(row->when);
+  row->median = row->min = row->max = ms;
+  row->runs = 1;
+  row->status = TASO_COST_MEASURED;
+}
+
+/* --record-costs: what this rank's cache has that the database lacks,
+ * merged into the database. */
+static taso_err_t record_costs(taso_tool_t *t, const settings_t *s, run_t *r) {
+  (void)s;
+  taso_cost_stats_t st;
+  taso_cost_cache_stats(r->costs, &st);
+  taso_cost_row_t *rows = calloc((size_t)st.configs + 1, sizeof *rows);
+  if (!rows) return taso_error(TASO_ERR_NOMEM, "%lld cost rows", (long long)st.configs);
+  int64_t n = 0;
+  for (int64_t i = 0; i < st.configs; i++) {
+    const char *key;
+    double ms;
+    taso_cost_cache_entry(r->costs, i, &key, &ms);
+    if (!taso_costdb_find(&r->db, r->device, key)) fill_row(r, key, ms, &rows[n++]);
+  }
+  taso_provenance_t prov;
+  taso_tool_provenance(t, &prov);
+  taso_err_t err = n ? taso_costdb_merge(costs_path, rows, n, &prov, false, NULL) : TASO_OK;
+  free(rows);
+  if (err == TASO_OK)
+    taso_tool_print(t, "taso-optimize: %lld measured configurations recorded in %s\n",
+                    (long long)n, costs_path);
+  return err;
+}
+
+/* The device whose rows are read and recorded: the database's (--device,
+ * or its only one of --backend), else, when recording into a database
+ * without one, this machine's identity as taso-measure writes it. */
+static taso_err_t choose_device(const taso_tool_t *t, const settings_t *s, run_t *r) {
+  taso_err_t err = pick_device(s, r);
+  if (err == TASO_OK || !costs_record || device_text) return err;
+  taso_device_t d;
+  memset(&d, 0, sizeof d);
+  d.nunits = t->threads;
+  TASO_TRY(taso_device_identify(&d, s->be));
+  snprintf(r->device, sizeof r->device, "%s", d.identity);
+  return TASO_OK;
+}
+
 /* The guard that keeps every rewrite inside what is proved: the axioms
  * with their lemmas (each proved, as taso-verify does), and the job's
  * [verify] limits for each re-proof. */
@@ -388,6 +472,19 @@ static taso_err_t check(taso_tool_t *t, const settings_t *s, run_t *r, double *r
   return TASO_OK;
 }
 
+/* Rank 0: the check against the original, the model file and ONNX. */
+static taso_err_t finish_rank0(taso_tool_t *t, const settings_t *s, run_t *r, record_t *rec) {
+  if (!no_check) {
+    TASO_TRY(check(t, s, r, &rec->relative));
+    rec->checked = true;
+  }
+  TASO_TRY(adopt(&r->m, &r->result.best));
+  TASO_TRY(write_output(t, &r->m, rec));
+  if (onnx_path) TASO_TRY(write_onnx(&r->m));
+  if (costs_record) TASO_TRY(record_costs(t, s, r));
+  return TASO_OK;
+}
+
 static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   TASO_TRY(load_rules(t, &r->rules, &r->proved));
   TASO_TRY(open_guard(t, r));
@@ -399,8 +496,8 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   copt.fusion = !per_node;
   copt.measure = !no_measure;
   if (costs_path) {
-    TASO_TRY(taso_costdb_read(costs_path, false, &r->db));
-    TASO_TRY(pick_device(s, r));
+    TASO_TRY(taso_costdb_read(costs_path, costs_record, &r->db));
+    TASO_TRY(choose_device(t, s, r));
     copt.lookup = lookup;
     copt.lookup_ctx = r;
   }
@@ -414,16 +511,17 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   opt.guard = r->guard;
   opt.progress = on_progress;
   opt.progress_ctx = (void *)s;
-  TASO_TRY(taso_search_backtracking(&prob, &r->rules, r->costs, &opt, &r->result));
+  if (strcmp(s->kind, "parallel") == 0)
+    TASO_TRY(taso_tool_agree(t, taso_search_parallel(t->comm, &prob, &r->rules, r->costs, &opt,
+                                                     &r->result)));
+  else
+    TASO_TRY(taso_search_backtracking(&prob, &r->rules, r->costs, &opt, &r->result));
   record_t rec = {.s = s, .rules = &r->rules, .r = &r->result, .proved = r->proved};
-  if (!no_check) {
-    TASO_TRY(check(t, s, r, &rec.relative));
-    rec.checked = true;
-  }
-  TASO_TRY(adopt(&r->m, &r->result.best));
   taso_cost_cache_stats(r->costs, &rec.costs);
-  TASO_TRY(write_output(t, &r->m, &rec));
-  if (onnx_path) TASO_TRY(write_onnx(&r->m));
+  /* rank 0 checks and writes; the others wait for its verdict */
+  taso_err_t err = TASO_OK;
+  if (t->rank == 0) err = finish_rank0(t, s, r, &rec);
+  TASO_TRY(taso_tool_agree(t, err));
   return taso_tool_commit_output(t);
 }
 
