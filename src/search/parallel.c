@@ -58,6 +58,7 @@ typedef struct {
   bytes_t *out;      /* per destination rank: results for it */
   int max_nodes;     /* results with this many nodes or more are not kept */
   double best;       /* the best expanded cost */
+  double found;      /* the cheapest graph this rank has received */
   int64_t parent;    /* the graph being expanded, its pick and results so far */
   int32_t pick, seq;
   double start, last_progress;
@@ -205,6 +206,7 @@ static taso_err_t add_received(par_t *p, const received_t *r, taso_graph_t *g) {
   memcpy(g->outputs, r->body + nodes, sizeof *g->outputs * (size_t)c.noutputs);
   if (p->store.slots && p->store.slots[taso_seen_slot(&p->store, g, c.hash)]) return TASO_OK;
   p->res->queued++;
+  if (c.cost < p->found) p->found = c.cost;
   TASO_TRY(taso_store_add(&p->store, g, c.hash, c.cost, c.parent, c.rule));
   p->store.v[p->store.n - 1].parent_rank = c.parent_rank;
   return TASO_OK;
@@ -308,6 +310,14 @@ static taso_err_t expand_picks(par_t *p, const offer_t *picks, int npicks, int64
   return err;
 }
 
+/* Notes when the cheapest graph found anywhere first reaches the target. */
+static void note_target(par_t *p) {
+  if (p->opt->target <= 0 || p->res->target_seconds >= 0) return;
+  double found = p->found;
+  MPI_Allreduce(&p->found, &found, 1, MPI_DOUBLE, MPI_MIN, p->comm);
+  if (found <= p->opt->target) p->res->target_seconds = taso_search_now() - p->start;
+}
+
 /* One round; *done when the queue is empty everywhere, the budget is
  * spent or the time is up. */
 static taso_err_t round_(par_t *p, int64_t *mine, bool *done) {
@@ -338,6 +348,7 @@ static taso_err_t round_(par_t *p, int64_t *mine, bool *done) {
   MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, p->comm);
   if (any_bad) return err != TASO_OK ? err : taso_error(TASO_ERR_ARG, "another rank failed");
   TASO_TRY(exchange(p));
+  note_target(p);
   progress(p);
   int64_t keep = p->opt->budget - p->res->explored + 1;
   return p->store.nheap > 2 * keep + 1024 ? taso_trim_queue(&p->store, keep) : TASO_OK;
@@ -439,7 +450,9 @@ static taso_err_t run(par_t *p) {
   p->max_nodes = 2 * start.nnodes;
   taso_graph_free(&start);
   TASO_TRY(err);
-  p->res->cost_before = p->best = cost;
+  p->res->cost_before = p->best = p->found = cost;
+  p->res->target_seconds = -1;
+  note_target(p);
   int64_t mine = 0;
   for (bool done = false; !done;) TASO_TRY(round_(p, &mine, &done));
   TASO_TRY(gather_counts(p, mine));

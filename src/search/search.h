@@ -71,6 +71,7 @@ typedef struct {
    * relation (cached); without one (NULL), only where the relation holds. */
   taso_rule_guard_t *guard;
   int width;          /* parallel: graphs expanded per round, over all ranks (>= 1) */
+  double target;      /* parallel: note when a graph this cheap is found; <= 0: none */
   taso_search_progress_fn progress; /* may be NULL */
   void *progress_ctx;
 } taso_search_options_t;
@@ -102,6 +103,8 @@ typedef struct {
   int ranks;            /* the ranks that searched (1 for the baseline) */
   int64_t *rank_explored; /* per rank: graphs it expanded (parallel search; else NULL) */
   int64_t rounds;       /* parallel: rounds run */
+  double target_seconds; /* parallel: when a graph of cost <= opt->target was
+                            first found (end of its round); -1: never */
 } taso_search_result_t;
 
 /* The optimized model file's record of the rules that fired: the table

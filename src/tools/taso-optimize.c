@@ -31,7 +31,7 @@
 
 static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
                   *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text,
-                  *search_text, *width_text;
+                  *search_text, *width_text, *target_text;
 static bool per_node, no_check, no_measure, costs_record;
 
 static const taso_tool_flag_t flags[] = {
@@ -54,6 +54,8 @@ static const taso_tool_option_t options[] = {
     {"search", "KIND", "backtracking (the original's, one rank) or parallel (over the ranks; "
      "job: [optimize] search)", &search_text},
     {"width", "K", "parallel: graphs expanded per round over all ranks (default 8)", &width_text},
+    {"target-cost", "MS", "parallel: record when a graph this cheap was first found (root "
+     "attribute target_seconds; for benchmarks)", &target_text},
     {"alpha", "A", "keep graphs cheaper than A times the best (job: [optimize] alpha)", &alpha_text},
     {"budget", "N", "graphs taken from the queue (job: [optimize] budget)", &budget_text},
     {"time-limit", "S", "seconds of search (job: [optimize] time_limit)", &time_limit_text},
@@ -147,6 +149,8 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   if (width_text && !(parse_real(width_text, 1, 1e6, &v) && v == floor(v)))
     taso_tool_usage_error(t, "--width: expected a whole number from 1, got '%s'", width_text);
   if (width_text) s->search.width = (int)v;
+  if (target_text && !parse_real(target_text, 1e-12, 1e12, &s->search.target))
+    taso_tool_usage_error(t, "--target-cost: expected milliseconds > 0, got '%s'", target_text);
   if (alpha_text && !parse_real(alpha_text, 1, 100, &s->search.alpha))
     taso_tool_usage_error(t, "--alpha: expected a number from 1 to 100, got '%s'", alpha_text);
   if (budget_text && !(parse_real(budget_text, 0, 1e9, &v) && v == floor(v)))
@@ -275,6 +279,8 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   if (err == TASO_OK) err = taso_artifact_set_count(a, "search_complete", !r->timed_out);
   if (err == TASO_OK && r->rank_explored)
     err = taso_artifact_set_count(a, "search_width", rec->s->search.width);
+  if (err == TASO_OK && r->rank_explored && rec->s->search.target > 0)
+    err = taso_artifact_set_real(a, "target_seconds", r->target_seconds);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_generated", r->generated);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_queued", r->queued);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "rewrites_applied", r->steps);
@@ -323,6 +329,7 @@ typedef struct {
   char device[TASO_COST_DEVICE_LEN]; /* the database's device whose rows are read */
   taso_axioms_t *ax;        /* for the rule guard */
   taso_rule_guard_t *guard; /* re-proves rules at new shape relations */
+  int width;                /* the parallel search's round width */
 } run_t;
 
 /* The database's device for --backend: --device, else its only device
@@ -508,6 +515,7 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   taso_search_problem_t prob = {.graph = &r->m.graph, .inputs = &r->m.inputs,
                                 .is_weight = r->m.is_weight};
   taso_search_options_t opt = s->search;
+  r->width = opt.width;
   opt.guard = r->guard;
   opt.progress = on_progress;
   opt.progress_ctx = (void *)s;
@@ -543,6 +551,14 @@ static void summarize(taso_tool_t *t, const run_t *r) {
                     "new shapes (%lld proofs, %.1f s), %lld refused\n", (long long)g.matches,
                     (long long)g.by_condition, (long long)g.by_reproof, (long long)g.proofs,
                     g.proof_seconds, (long long)g.refused);
+  }
+  if (res->rank_explored) { /* the balance: graphs each rank expanded */
+    char line[1024];
+    int n = 0;
+    for (int i = 0; i < res->ranks && n < (int)sizeof line - 24; i++)
+      n += snprintf(line + n, sizeof line - (size_t)n, " %lld", (long long)res->rank_explored[i]);
+    taso_tool_print(t, "taso-optimize: parallel search: %lld rounds of width %d; graphs expanded "
+                    "per rank:%s\n", (long long)res->rounds, r->width, line);
   }
   taso_tool_summary(t,
                     "%s: cost %.4g -> %.4g ms (x%.3f), %lld graphs explored, %lld generated, "
