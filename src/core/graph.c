@@ -88,12 +88,7 @@ taso_err_t taso_graph_copy(taso_graph_t *dst, const taso_graph_t *src) {
 _Static_assert(sizeof(taso_node_t) % 4 == 0, "a node is 4-byte words");
 
 /* The hash of a node's words, for taso_graph_index_t. */
-static uint64_t node_hash(const taso_node_t *n) {
-  const uint32_t *w = (const uint32_t *)n;
-  uint64_t h = 0;
-  for (size_t i = 0; i < sizeof *n / 4; i++) h = taso_mix64(h ^ w[i]);
-  return h;
-}
+static uint64_t node_hash(const taso_node_t *n) { return taso_hash_words(n, sizeof *n / 4); }
 
 /* The index slot holding a node equal to n, or the empty slot for it. */
 static int index_slot(const taso_graph_t *g, const taso_graph_index_t *ix, const taso_node_t *n) {

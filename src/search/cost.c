@@ -130,11 +130,7 @@ void taso_cost_cache_entry(const taso_cost_cache_t *c, int64_t i, const char **k
 
 /* ---- the table ------------------------------------------------------------ */
 
-static uint64_t packed_hash(const packed_t *k) {
-  uint64_t h = 0;
-  for (int i = 0; i < PACKED_WORDS; i++) h = taso_mix64(h ^ (uint32_t)k->w[i]);
-  return h;
-}
+static uint64_t packed_hash(const packed_t *k) { return taso_hash_words(k->w, PACKED_WORDS); }
 
 /* The slot holding configuration k, or the empty slot where it belongs. */
 static int64_t find_slot(const taso_cost_cache_t *c, const packed_t *k) {
