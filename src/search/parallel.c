@@ -62,6 +62,8 @@ typedef struct {
   int64_t parent;    /* the graph being expanded, its pick and results so far */
   int32_t pick, seq;
   double start, last_progress;
+  bool defer;        /* the cost cache defers misses: they are measured between rounds */
+  bytes_t stash;     /* results whose cost waits for a pending configuration */
 } par_t;
 
 static taso_err_t put(bytes_t *b, const void *p, size_t n) {
@@ -90,31 +92,160 @@ static bool stop_now(void *ctx) {
   return p->res->timed_out;
 }
 
-/* One result of an expansion: kept for its owner when small and cheap
- * enough (and, when this rank owns it, not seen here before). */
-static taso_err_t on_child(void *ctx, const taso_graph_t *g) {
-  par_t *p = ctx;
-  p->res->generated++;
-  int32_t seq = p->seq++;
-  if (g->nnodes >= p->max_nodes) return TASO_OK;
-  uint64_t hash = taso_graph_hash(g);
-  int to = owner(p, hash);
-  if (to == p->rank && p->store.nslots && p->store.slots[taso_seen_slot(&p->store, g, hash)])
-    return TASO_OK;
+static taso_err_t fit_graph(taso_graph_t *g, int64_t nnodes, int64_t noutputs);
+
+/* What a result needs to be kept once costed. */
+typedef struct {
+  uint64_t hash;
+  int64_t parent;
+  int32_t pick, seq, rule, nnodes, noutputs;
+} stashed_t;
+
+static taso_err_t stash(par_t *p, const taso_graph_t *g, uint64_t hash) {
+  stashed_t h = {.hash = hash, .parent = p->parent, .pick = p->pick, .seq = p->seq - 1,
+                 .rule = p->x.rule, .nnodes = g->nnodes, .noutputs = g->noutputs};
+  TASO_TRY(put(&p->stash, &h, sizeof h));
+  TASO_TRY(put(&p->stash, g->nodes, sizeof *g->nodes * (size_t)g->nnodes));
+  return put(&p->stash, g->outputs, sizeof *g->outputs * (size_t)g->noutputs);
+}
+
+/* Costs a result and keeps it for its owner when cheaper than alpha times
+ * the best; *pending when its cost waits for a deferred measurement. */
+static taso_err_t keep(par_t *p, const taso_graph_t *g, uint64_t hash, child_t c, bool *pending) {
   double ms;
+  *pending = false;
   taso_err_t err = taso_expander_cost(&p->x, g, &ms);
+  if (err == TASO_ERR_UNKNOWN && p->defer) {
+    *pending = true;
+    return TASO_OK;
+  }
   if (err == TASO_ERR_SHAPE) {
     p->res->invalid++;
     return TASO_OK;
   }
   TASO_TRY(err);
   if (!(ms < p->opt->alpha * p->best)) return TASO_OK;
-  child_t c = {.cost = ms, .hash = hash, .parent = p->parent, .parent_rank = p->rank,
-               .pick = p->pick, .seq = seq, .rule = p->x.rule, .nnodes = g->nnodes,
-               .noutputs = g->noutputs};
+  c.cost = ms;
+  c.hash = hash;
+  c.nnodes = g->nnodes;
+  c.noutputs = g->noutputs;
+  int to = owner(p, hash);
   TASO_TRY(put(&p->out[to], &c, sizeof c));
   TASO_TRY(put(&p->out[to], g->nodes, sizeof *g->nodes * (size_t)g->nnodes));
   return put(&p->out[to], g->outputs, sizeof *g->outputs * (size_t)g->noutputs);
+}
+
+/* One result of an expansion: kept for its owner when small and cheap
+ * enough (and, when this rank owns it, not seen here before). */
+static taso_err_t on_child(void *ctx, const taso_graph_t *g) {
+  par_t *p = ctx;
+  p->res->generated++;
+  p->seq++;
+  if (g->nnodes >= p->max_nodes) return TASO_OK;
+  uint64_t hash = taso_graph_hash(g);
+  if (owner(p, hash) == p->rank && p->store.nslots &&
+      p->store.slots[taso_seen_slot(&p->store, g, hash)])
+    return TASO_OK;
+  child_t c = {.parent = p->parent, .parent_rank = p->rank, .pick = p->pick, .seq = p->seq - 1,
+               .rule = p->x.rule};
+  bool pending;
+  TASO_TRY(keep(p, g, hash, c, &pending));
+  return pending ? stash(p, g, hash) : TASO_OK;
+}
+
+/* ---- measuring deferred configurations --------------------------------------- */
+
+/* The stashed results costed again; those still pending stay. */
+static taso_err_t restash(par_t *p) {
+  bytes_t old = p->stash;
+  p->stash = (bytes_t){0};
+  taso_err_t err = TASO_OK;
+  taso_graph_t g;
+  taso_graph_init(&g);
+  for (size_t at = 0; at < old.n && err == TASO_OK;) {
+    stashed_t h;
+    memcpy(&h, old.v + at, sizeof h);
+    at += sizeof h;
+    err = fit_graph(&g, h.nnodes, h.noutputs);
+    if (err != TASO_OK) break;
+    memcpy(g.nodes, old.v + at, sizeof *g.nodes * (size_t)h.nnodes);
+    at += sizeof *g.nodes * (size_t)h.nnodes;
+    memcpy(g.outputs, old.v + at, sizeof *g.outputs * (size_t)h.noutputs);
+    at += sizeof *g.outputs * (size_t)h.noutputs;
+    child_t c = {.parent = h.parent, .parent_rank = p->rank, .pick = h.pick, .seq = h.seq,
+                 .rule = h.rule};
+    bool pending;
+    err = keep(p, &g, h.hash, c, &pending);
+    if (err == TASO_OK && pending) {
+      p->parent = h.parent, p->pick = h.pick, p->seq = h.seq + 1, p->x.rule = h.rule;
+      err = stash(p, &g, h.hash);
+    }
+  }
+  taso_graph_free(&g);
+  free(old.v);
+  return err;
+}
+
+/* Every rank's pending configurations, measured once on rank 0 (one at a
+ * time, as a measurement must be) and added to every rank's cache; *any
+ * false when no rank had one. */
+static taso_err_t settle(par_t *p, bool *any) {
+  {
+    const taso_rt_config_t *mine;
+    int n = (int)taso_cost_pending(p->x.costs, &mine), bytes = n * (int)sizeof *mine;
+    int *counts = malloc(sizeof *counts * 2 * (size_t)p->size), *displs = counts + p->size;
+    if (!counts) return taso_error(TASO_ERR_NOMEM, "pending configurations");
+    MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, p->comm);
+    int total = 0;
+    for (int r = 0; r < p->size; r++) displs[r] = total, total += counts[r];
+    *any = total > 0;
+    if (total == 0) {
+      free(counts);
+      return TASO_OK;
+    }
+    int k = total / (int)sizeof *mine;
+    taso_rt_config_t *all = malloc((size_t)total);
+    double *ms = malloc(sizeof *ms * (size_t)k + 1);
+    int bad = !all || !ms;
+    taso_err_t err = TASO_OK;
+    if (!bad) MPI_Allgatherv(mine, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, p->comm);
+    free(counts);
+    if (p->rank == 0 && !bad) { /* a configuration twice is measured once: the cache has it */
+      taso_cost_cache_set_defer(p->x.costs, false);
+      for (int i = 0; i < k && err == TASO_OK; i++) err = taso_cost_of_config(p->x.costs, &all[i], &ms[i]);
+      taso_cost_cache_set_defer(p->x.costs, true);
+      bad = err != TASO_OK;
+    }
+    MPI_Bcast(&bad, 1, MPI_INT, 0, p->comm);
+    if (!bad) MPI_Bcast(ms, k, MPI_DOUBLE, 0, p->comm);
+    for (int i = 0; i < k && !bad && err == TASO_OK; i++)
+      err = taso_cost_cache_put(p->x.costs, &all[i], ms[i]);
+    free(all);
+    free(ms);
+    if (bad) return err != TASO_OK ? err : taso_error(TASO_ERR_ARG, "measuring on rank 0 failed");
+    taso_cost_pending_clear(p->x.costs);
+    return err;
+  }
+}
+
+/* Settles, then costs the results that waited; until none is pending (a
+ * result may wait for several). */
+static taso_err_t settle_pending(par_t *p) {
+  for (bool any = true; any;) {
+    TASO_TRY(settle(p, &any));
+    if (any) TASO_TRY(restash(p));
+  }
+  return TASO_OK;
+}
+
+/* The input graph and its cost, its configurations measured once too. */
+static taso_err_t start_graph(par_t *p, taso_graph_t *start, double *cost) {
+  for (bool any = true; any;) {
+    taso_err_t err = taso_expander_start(&p->x, start, cost);
+    if (err != TASO_ERR_UNKNOWN || !p->defer) return err;
+    TASO_TRY(settle(p, &any));
+  }
+  return taso_error(TASO_ERR_UNKNOWN, "the input graph's costs stay pending");
 }
 
 /* ---- choosing a round's picks ----------------------------------------------- */
@@ -347,6 +478,7 @@ static taso_err_t round_(par_t *p, int64_t *mine, bool *done) {
   int bad = err != TASO_OK, any_bad = 0;
   MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, p->comm);
   if (any_bad) return err != TASO_OK ? err : taso_error(TASO_ERR_ARG, "another rank failed");
+  if (p->defer) TASO_TRY(settle_pending(p));
   TASO_TRY(exchange(p));
   note_target(p);
   progress(p);
@@ -443,7 +575,7 @@ static taso_err_t run(par_t *p) {
   taso_graph_t start;
   taso_graph_init(&start);
   double cost = 0;
-  taso_err_t err = taso_expander_start(&p->x, &start, &cost);
+  taso_err_t err = start_graph(p, &start, &cost);
   uint64_t hash = taso_graph_hash(&start);
   if (err == TASO_OK && owner(p, hash) == p->rank)
     err = taso_store_add(&p->store, &start, hash, cost, -1, -1);
@@ -477,6 +609,8 @@ taso_err_t taso_search_parallel(MPI_Comm comm, const taso_search_problem_t *prob
   MPI_Comm_size(comm, &p.size);
   result->ranks = p.size;
   p.store.by_hash = true;
+  p.defer = opt->defer_costs;
+  taso_cost_cache_set_defer(costs, p.defer);
   p.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard};
   result->fired = calloc((size_t)rules->n + 1, sizeof *result->fired);
   p.out = calloc((size_t)p.size, sizeof *p.out);
@@ -486,6 +620,8 @@ taso_err_t taso_search_parallel(MPI_Comm comm, const taso_search_problem_t *prob
   result->seconds = taso_search_now() - p.start;
   for (int r = 0; p.out && r < p.size; r++) free(p.out[r].v);
   free(p.out);
+  free(p.stash.v);
+  taso_cost_cache_set_defer(costs, false);
   taso_store_free(&p.store);
   taso_expander_free(&p.x);
   if (err != TASO_OK) taso_search_result_free(result);

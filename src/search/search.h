@@ -72,6 +72,8 @@ typedef struct {
   taso_rule_guard_t *guard;
   int width;          /* parallel: graphs expanded per round, over all ranks (>= 1) */
   double target;      /* parallel: note when a graph this cheap is found; <= 0: none */
+  bool defer_costs;   /* parallel, measuring on: misses measured once, on rank 0, between
+                         a round's expansions and its exchange, and shared */
   taso_search_progress_fn progress; /* may be NULL */
   void *progress_ctx;
 } taso_search_options_t;
@@ -140,8 +142,11 @@ void taso_search_result_free(taso_search_result_t *r);
  * measuring off), the best graph, its cost, its path and the counts of
  * expanded graphs do not depend on the rank count, unless the time
  * limit (decided between rounds, and within a rank's expansion after each
- * rule) ends the search: result->timed_out says so. Every rank receives
- * the whole result. */
+ * rule) ends the search: result->timed_out says so. With measuring on
+ * and opt->defer_costs, a configuration met for the first time is
+ * measured once, on rank 0, and its figure shared before any result that
+ * needs it is judged, so the ranks always agree on every cost. Every rank
+ * receives the whole result. */
 taso_err_t taso_search_parallel(MPI_Comm comm, const taso_search_problem_t *prob,
                                 const taso_rules_t *rules, taso_cost_cache_t *costs,
                                 const taso_search_options_t *opt, taso_search_result_t *result);

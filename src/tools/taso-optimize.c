@@ -88,9 +88,11 @@ static const taso_tool_spec_t spec = {
              "hash, and sends each result to its hash's owner, which drops duplicates. With\n"
              "costs from --costs (every configuration in it) or --no-measure, its result\n"
              "does not depend on the rank count unless the time limit ended it (root\n"
-             "attribute search_complete). On-the-spot measurements are each rank's own;\n"
-             "fill the database first (--record-costs) for a result that does not\n"
-             "depend on the rank count.\n"
+             "attribute search_complete). A configuration the database lacks is measured\n"
+             "once, on rank 0, between a round's expansions and its exchange, and shared:\n"
+             "the ranks agree on every cost, but measurements differ from run to run, so\n"
+             "fill the database first (--record-costs) for a result that does not depend\n"
+             "on the rank count.\n"
              "\n"
              "A rule applies only where it is proved: at a match whose shapes stand in the\n"
              "relation its proof had (shape_cond.h), or where the axioms prove it again at\n"
@@ -517,6 +519,7 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   taso_search_options_t opt = s->search;
   r->width = opt.width;
   opt.guard = r->guard;
+  opt.defer_costs = !no_measure; /* the parallel search measures each miss once, on rank 0 */
   opt.progress = on_progress;
   opt.progress_ctx = (void *)s;
   if (strcmp(s->kind, "parallel") == 0)
