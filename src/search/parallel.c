@@ -40,6 +40,7 @@ typedef struct {
   int32_t pick;       /* the parent's place among the round's picks */
   int32_t seq;        /* the result's place in its parent's expansion */
   int32_t rule;
+  int32_t depth;      /* rewrites from the input graph */
   int32_t nnodes, noutputs;
 } child_t;
 
@@ -61,6 +62,7 @@ typedef struct {
   double found;      /* the cheapest graph this rank has received */
   int64_t parent;    /* the graph being expanded, its pick and results so far */
   int32_t pick, seq;
+  int32_t depth;     /* of the results of the graph being expanded */
   double start, last_progress;
   bool defer;        /* the cost cache defers misses: they are measured between rounds */
   bytes_t stash;     /* results whose cost waits for a pending configuration */
@@ -98,12 +100,13 @@ static taso_err_t fit_graph(taso_graph_t *g, int64_t nnodes, int64_t noutputs);
 typedef struct {
   uint64_t hash;
   int64_t parent;
-  int32_t pick, seq, rule, nnodes, noutputs;
+  int32_t pick, seq, rule, depth, nnodes, noutputs;
 } stashed_t;
 
 static taso_err_t stash(par_t *p, const taso_graph_t *g, uint64_t hash) {
   stashed_t h = {.hash = hash, .parent = p->parent, .pick = p->pick, .seq = p->seq - 1,
-                 .rule = p->x.rule, .nnodes = g->nnodes, .noutputs = g->noutputs};
+                 .rule = p->x.rule, .depth = p->depth, .nnodes = g->nnodes,
+                 .noutputs = g->noutputs};
   TASO_TRY(put(&p->stash, &h, sizeof h));
   TASO_TRY(put(&p->stash, g->nodes, sizeof *g->nodes * (size_t)g->nnodes));
   return put(&p->stash, g->outputs, sizeof *g->outputs * (size_t)g->noutputs);
@@ -147,7 +150,7 @@ static taso_err_t on_child(void *ctx, const taso_graph_t *g) {
       p->store.slots[taso_seen_slot(&p->store, g, hash)])
     return TASO_OK;
   child_t c = {.parent = p->parent, .parent_rank = p->rank, .pick = p->pick, .seq = p->seq - 1,
-               .rule = p->x.rule};
+               .rule = p->x.rule, .depth = p->depth};
   bool pending;
   TASO_TRY(keep(p, g, hash, c, &pending));
   return pending ? stash(p, g, hash) : TASO_OK;
@@ -173,11 +176,12 @@ static taso_err_t restash(par_t *p) {
     memcpy(g.outputs, old.v + at, sizeof *g.outputs * (size_t)h.noutputs);
     at += sizeof *g.outputs * (size_t)h.noutputs;
     child_t c = {.parent = h.parent, .parent_rank = p->rank, .pick = h.pick, .seq = h.seq,
-                 .rule = h.rule};
+                 .rule = h.rule, .depth = h.depth};
     bool pending;
     err = keep(p, &g, h.hash, c, &pending);
     if (err == TASO_OK && pending) {
       p->parent = h.parent, p->pick = h.pick, p->seq = h.seq + 1, p->x.rule = h.rule;
+      p->depth = h.depth;
       err = stash(p, &g, h.hash);
     }
   }
@@ -340,6 +344,7 @@ static taso_err_t add_received(par_t *p, const received_t *r, taso_graph_t *g) {
   if (c.cost < p->found) p->found = c.cost;
   TASO_TRY(taso_store_add(&p->store, g, c.hash, c.cost, c.parent, c.rule));
   p->store.v[p->store.n - 1].parent_rank = c.parent_rank;
+  p->store.v[p->store.n - 1].depth = c.depth;
   return TASO_OK;
 }
 
@@ -434,6 +439,7 @@ static taso_err_t expand_picks(par_t *p, const offer_t *picks, int npicks, int64
     p->parent = picks[i].index;
     p->pick = i;
     p->seq = 0;
+    p->depth = p->store.v[picks[i].index].depth + 1;
     (*mine)++;
     if (err == TASO_OK) err = taso_expand(&p->x, &host, on_child, stop_now, p);
   }
@@ -488,22 +494,40 @@ static taso_err_t round_(par_t *p, int64_t *mine, bool *done) {
 
 /* ---- the result ------------------------------------------------------------- */
 
-/* The cheapest graph held anywhere (queue order), as (rank, index). */
+/* A candidate for the result: of equal costs, the one fewest rewrites
+ * away (cost-neutral rewrites are churn), then the smaller hash. */
+typedef struct {
+  double cost;
+  int64_t depth;
+  uint64_t hash;
+  int64_t index; /* in its owner's store; -1: none */
+  int64_t rank;
+} candidate_t;
+
+static bool better(const candidate_t *a, const candidate_t *b) {
+  if (b->index < 0) return a->index >= 0;
+  if (a->index < 0) return false;
+  if (a->cost != b->cost) return a->cost < b->cost;
+  if (a->depth != b->depth) return a->depth < b->depth;
+  if (a->hash != b->hash) return a->hash < b->hash;
+  return a->rank < b->rank || (a->rank == b->rank && a->index < b->index);
+}
+
+/* The best graph held anywhere, as (rank, index). */
 static void find_best(par_t *p, int *rank, int64_t *index) {
-  offer_t mine = {.cost = 1e300, .index = -1, .rank = p->rank};
+  candidate_t mine = {.index = -1, .rank = p->rank};
   for (int64_t i = 0; i < p->store.n; i++) {
     const stored_t *e = &p->store.v[i];
-    if (!e->g.nodes) continue; /* trimmed */
-    if (mine.index < 0 || e->cost < mine.cost || (e->cost == mine.cost && e->hash < mine.hash))
-      mine = (offer_t){.cost = e->cost, .hash = e->hash, .index = i, .rank = p->rank};
+    candidate_t c = {.cost = e->cost, .depth = e->depth, .hash = e->hash, .index = i,
+                     .rank = p->rank};
+    if (e->g.nodes && better(&c, &mine)) mine = c; /* trimmed ones have no graph */
   }
-  offer_t *all = malloc(sizeof *all * (size_t)p->size);
+  candidate_t *all = malloc(sizeof *all * (size_t)p->size), best = mine;
   MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, p->comm);
-  offer_t best = mine;
   for (int r = 0; r < p->size; r++)
-    if (all[r].index >= 0 && (best.index < 0 || offer_order(&all[r], &best) < 0)) best = all[r];
+    if (better(&all[r], &best)) best = all[r];
   free(all);
-  *rank = best.rank;
+  *rank = (int)best.rank;
   *index = best.index;
 }
 

@@ -137,7 +137,8 @@ void taso_search_result_free(taso_search_result_t *r);
  * than alpha times the best expanded cost to the rank owning its hash,
  * which drops the ones it has seen. The budget counts expanded graphs, as
  * the baseline's does; the result is the cheapest graph found (which the
- * baseline's is too: the cheapest expanded, or the next in the queue).
+ * baseline's is too: the cheapest expanded, or the next in the queue), of
+ * equal costs the one fewest rewrites away.
  * With costs that do not change during the search (a database, or
  * measuring off), the best graph, its cost, its path and the counts of
  * expanded graphs do not depend on the rank count, unless the time

@@ -121,6 +121,7 @@ taso_err_t taso_store_add(taso_store_t *s, const taso_graph_t *g, uint64_t hash,
   e->parent = parent;
   e->rule = rule;
   e->parent_rank = 0;
+  e->depth = 0;
   s->slots[taso_seen_slot(s, g, hash)] = s->n + 1;
   taso_heap_push(s, s->n);
   s->n++;

@@ -19,6 +19,7 @@ typedef struct {
   uint64_t hash;    /* taso_graph_hash */
   int64_t parent;   /* store index of the graph it was rewritten from; -1 */
   int parent_rank;  /* the rank holding the parent (parallel search; else 0) */
+  int depth;        /* rewrites from the input graph (parallel search; else 0) */
   int rule;         /* the rule that did it */
 } stored_t;
 
