@@ -81,7 +81,7 @@ for spec in $specs; do
       { fail=1; continue; }
     per=$(sed -n 's/.*graphs expanded per rank: *//p' "$tmp/log")
     to=$(attr "$out" target_seconds)
-    awk -v t="$to" 'BEGIN { exit !(t < 0) }' && to="-"
+    to=$(awk -v t="$to" 'BEGIN { if (t == "" || t < 0) print "-"; else printf "%.2f", t }')
     [ "$(attr "$out" search_complete)" = 1 ] || per="$per (time limit)"
     printf '%-22s %-9s %10.5g %9.2f %9s %8s  %s\n' "" "par $n" "$(attr "$out" cost_after_ms)" \
       "$(attr "$out" search_seconds)" "$to" "$(attr "$out" graphs_explored)" "$per"
