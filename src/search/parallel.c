@@ -64,6 +64,9 @@ typedef struct {
   int32_t pick, seq;
   int32_t depth;     /* of the results of the graph being expanded */
   double start, last_progress;
+  int64_t *sent;     /* this round's results kept, by hash: (offset in out[to]) * size
+                        + to, + 1; 0 empty (open addressing) */
+  int64_t nsent, sent_slots;
   bool defer;        /* the cost cache defers misses: they are measured between rounds */
   bytes_t stash;     /* results whose cost waits for a pending configuration */
 } par_t;
@@ -112,6 +115,58 @@ static taso_err_t stash(par_t *p, const taso_graph_t *g, uint64_t hash) {
   return put(&p->stash, g->outputs, sizeof *g->outputs * (size_t)g->noutputs);
 }
 
+/* ---- this round's kept results -------------------------------------------------
+ * A result made twice in a round is judged once: the owner would keep
+ * only the first maker's anyway, and on one rank the first made is the
+ * first in the owner's order (picks are expanded in order). */
+
+/* The sent-set slot of a kept result equal to g, or the empty slot for it. */
+static int64_t sent_slot(const par_t *p, const taso_graph_t *g, uint64_t hash) {
+  int64_t mask = p->sent_slots - 1, at = (int64_t)(hash & (uint64_t)mask);
+  for (; p->sent[at]; at = (at + 1) & mask) {
+    int64_t code = p->sent[at] - 1, to = code % p->size;
+    child_t c;
+    const char *v = p->out[to].v + code / p->size;
+    memcpy(&c, v, sizeof c);
+    size_t nodes = sizeof *g->nodes * (size_t)g->nnodes;
+    if (c.hash == hash && c.nnodes == g->nnodes && c.noutputs == g->noutputs &&
+        memcmp(v + sizeof c, g->nodes, nodes) == 0 &&
+        memcmp(v + sizeof c + nodes, g->outputs, sizeof *g->outputs * (size_t)g->noutputs) == 0)
+      break;
+  }
+  return at;
+}
+
+static taso_err_t remember_sent(par_t *p, uint64_t hash, int to, size_t offset) {
+  if (2 * (p->nsent + 1) > p->sent_slots) { /* grow, rehashing from the buffers */
+    int64_t n = p->sent_slots ? 2 * p->sent_slots : 4096, *old = p->sent, nold = p->sent_slots;
+    if (!(p->sent = calloc((size_t)n, sizeof *p->sent))) {
+      p->sent = old;
+      return taso_error(TASO_ERR_NOMEM, "a set of %lld results", (long long)p->nsent);
+    }
+    p->sent_slots = n;
+    for (int64_t i = 0; i < nold; i++) {
+      if (!old[i]) continue;
+      child_t c;
+      memcpy(&c, p->out[(old[i] - 1) % p->size].v + (old[i] - 1) / p->size, sizeof c);
+      int64_t at = (int64_t)(c.hash & (uint64_t)(n - 1));
+      while (p->sent[at]) at = (at + 1) & (n - 1);
+      p->sent[at] = old[i];
+    }
+    free(old);
+  }
+  int64_t at = (int64_t)(hash & (uint64_t)(p->sent_slots - 1));
+  while (p->sent[at]) at = (at + 1) & (p->sent_slots - 1);
+  p->sent[at] = (int64_t)offset * p->size + to + 1;
+  p->nsent++;
+  return TASO_OK;
+}
+
+static void forget_sent(par_t *p) {
+  if (p->sent) memset(p->sent, 0, sizeof *p->sent * (size_t)p->sent_slots);
+  p->nsent = 0;
+}
+
 /* Costs a result and keeps it for its owner when cheaper than alpha times
  * the best; *pending when its cost waits for a deferred measurement. */
 static taso_err_t keep(par_t *p, const taso_graph_t *g, uint64_t hash, child_t c, bool *pending) {
@@ -133,6 +188,7 @@ static taso_err_t keep(par_t *p, const taso_graph_t *g, uint64_t hash, child_t c
   c.nnodes = g->nnodes;
   c.noutputs = g->noutputs;
   int to = owner(p, hash);
+  TASO_TRY(remember_sent(p, hash, to, p->out[to].n));
   TASO_TRY(put(&p->out[to], &c, sizeof c));
   TASO_TRY(put(&p->out[to], g->nodes, sizeof *g->nodes * (size_t)g->nnodes));
   return put(&p->out[to], g->outputs, sizeof *g->outputs * (size_t)g->noutputs);
@@ -149,6 +205,7 @@ static taso_err_t on_child(void *ctx, const taso_graph_t *g) {
   if (owner(p, hash) == p->rank && p->store.nslots &&
       p->store.slots[taso_seen_slot(&p->store, g, hash)])
     return TASO_OK;
+  if (p->nsent && p->sent[sent_slot(p, g, hash)]) return TASO_OK; /* judged this round */
   child_t c = {.parent = p->parent, .parent_rank = p->rank, .pick = p->pick, .seq = p->seq - 1,
                .rule = p->x.rule, .depth = p->depth};
   bool pending;
@@ -386,6 +443,7 @@ static taso_err_t exchange(par_t *p) {
     if (err == TASO_OK && p->out[r].n) err = put(&send, p->out[r].v, p->out[r].n);
     p->out[r].n = 0;
   }
+  forget_sent(p);
   /* every rank reaches the collectives: an error travels with the counts */
   int bad = err != TASO_OK, any_bad = 0;
   MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, p->comm);
@@ -645,6 +703,7 @@ taso_err_t taso_search_parallel(MPI_Comm comm, const taso_search_problem_t *prob
   for (int r = 0; p.out && r < p.size; r++) free(p.out[r].v);
   free(p.out);
   free(p.stash.v);
+  free(p.sent);
   taso_cost_cache_set_defer(costs, false);
   taso_store_free(&p.store);
   taso_expander_free(&p.x);
