@@ -4,8 +4,9 @@
  * A round: every rank offers its cheapest queued graphs; all ranks agree
  * on the round's picks, the width cheapest offers in the queue's order
  * (cost, hash, then arrival on the owner; graphs of equal hash share an
- * owner, so the order never depends on the rank count); each owner
- * expands its picks; every result cheaper than alpha times the best
+ * owner, so the order never depends on the rank count); the owners send
+ * the picked graphs round, and pick i is expanded by rank i modulo the
+ * rank count, so every rank has its share of the work; every result cheaper than alpha times the best
  * expanded cost goes to the rank owning its hash; each owner adds what
  * it receives in the order of (the parent's place among the round's
  * picks, the result's place in that parent's expansion), so the first
@@ -60,7 +61,9 @@ typedef struct {
   int max_nodes;     /* results with this many nodes or more are not kept */
   double best;       /* the best expanded cost */
   double found;      /* the cheapest graph this rank has received */
-  int64_t parent;    /* the graph being expanded, its pick and results so far */
+  int64_t parent;    /* the graph being expanded (its owner's index), its owner,
+                        its pick and results so far */
+  int32_t parent_rank;
   int32_t pick, seq;
   int32_t depth;     /* of the results of the graph being expanded */
   double start, last_progress;
@@ -103,11 +106,12 @@ static taso_err_t fit_graph(taso_graph_t *g, int64_t nnodes, int64_t noutputs);
 typedef struct {
   uint64_t hash;
   int64_t parent;
-  int32_t pick, seq, rule, depth, nnodes, noutputs;
+  int32_t parent_rank, pick, seq, rule, depth, nnodes, noutputs;
 } stashed_t;
 
 static taso_err_t stash(par_t *p, const taso_graph_t *g, uint64_t hash) {
-  stashed_t h = {.hash = hash, .parent = p->parent, .pick = p->pick, .seq = p->seq - 1,
+  stashed_t h = {.hash = hash, .parent = p->parent, .parent_rank = p->parent_rank,
+                 .pick = p->pick, .seq = p->seq - 1,
                  .rule = p->x.rule, .depth = p->depth, .nnodes = g->nnodes,
                  .noutputs = g->noutputs};
   TASO_TRY(put(&p->stash, &h, sizeof h));
@@ -206,8 +210,8 @@ static taso_err_t on_child(void *ctx, const taso_graph_t *g) {
       p->store.slots[taso_seen_slot(&p->store, g, hash)])
     return TASO_OK;
   if (p->nsent && p->sent[sent_slot(p, g, hash)]) return TASO_OK; /* judged this round */
-  child_t c = {.parent = p->parent, .parent_rank = p->rank, .pick = p->pick, .seq = p->seq - 1,
-               .rule = p->x.rule, .depth = p->depth};
+  child_t c = {.parent = p->parent, .parent_rank = p->parent_rank, .pick = p->pick,
+               .seq = p->seq - 1, .rule = p->x.rule, .depth = p->depth};
   bool pending;
   TASO_TRY(keep(p, g, hash, c, &pending));
   return pending ? stash(p, g, hash) : TASO_OK;
@@ -232,12 +236,13 @@ static taso_err_t restash(par_t *p) {
     at += sizeof *g.nodes * (size_t)h.nnodes;
     memcpy(g.outputs, old.v + at, sizeof *g.outputs * (size_t)h.noutputs);
     at += sizeof *g.outputs * (size_t)h.noutputs;
-    child_t c = {.parent = h.parent, .parent_rank = p->rank, .pick = h.pick, .seq = h.seq,
+    child_t c = {.parent = h.parent, .parent_rank = h.parent_rank, .pick = h.pick, .seq = h.seq,
                  .rule = h.rule, .depth = h.depth};
     bool pending;
     err = keep(p, &g, h.hash, c, &pending);
     if (err == TASO_OK && pending) {
-      p->parent = h.parent, p->pick = h.pick, p->seq = h.seq + 1, p->x.rule = h.rule;
+      p->parent = h.parent, p->parent_rank = h.parent_rank, p->pick = h.pick;
+      p->seq = h.seq + 1, p->x.rule = h.rule;
       p->depth = h.depth;
       err = stash(p, &g, h.hash);
     }
@@ -486,22 +491,79 @@ static void progress(par_t *p) {
                    now - p->start);
 }
 
-/* Expands this rank's picks among the round's. */
+/* A picked graph on its way to the rank expanding it: this header, then
+ * its nodes and outputs. */
+typedef struct {
+  int32_t pick, depth, nnodes, noutputs;
+} picked_t;
+
+/* Every picked graph, from its owner to every rank (*v: headers and
+ * graphs in pick order, *n bytes). */
+static taso_err_t share_picks(par_t *p, const offer_t *picks, int npicks, char **v, int *n) {
+  bytes_t mine = {0};
+  taso_err_t err = TASO_OK;
+  for (int i = 0; i < npicks && err == TASO_OK; i++) {
+    if (picks[i].rank != p->rank) continue;
+    const stored_t *e = &p->store.v[picks[i].index];
+    picked_t h = {.pick = i, .depth = e->depth, .nnodes = e->g.nnodes, .noutputs = e->g.noutputs};
+    err = put(&mine, &h, sizeof h);
+    if (err == TASO_OK) err = put(&mine, e->g.nodes, sizeof *e->g.nodes * (size_t)e->g.nnodes);
+    if (err == TASO_OK)
+      err = put(&mine, e->g.outputs, sizeof *e->g.outputs * (size_t)e->g.noutputs);
+  }
+  int bytes = (int)mine.n, *counts = malloc(sizeof *counts * 2 * (size_t)p->size);
+  if (!counts) err = taso_error(TASO_ERR_NOMEM, "picked graphs");
+  int bad = err != TASO_OK, any_bad = 0;
+  MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, p->comm);
+  *v = NULL;
+  if (!any_bad) {
+    int *displs = counts + p->size, total = 0;
+    MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, p->comm);
+    for (int r = 0; r < p->size; r++) displs[r] = total, total += counts[r];
+    *v = malloc((size_t)total + 1); /* a failure here is this rank's: it still joins */
+    MPI_Allgatherv(mine.v, bytes, MPI_BYTE, *v ? *v : mine.v, counts, displs, MPI_BYTE, p->comm);
+    *n = total;
+    if (!*v) err = taso_error(TASO_ERR_NOMEM, "%d bytes of picked graphs", total);
+  } else if (err == TASO_OK) {
+    err = taso_error(TASO_ERR_NOMEM, "another rank's picked graphs");
+  }
+  free(counts);
+  free(mine.v);
+  return err;
+}
+
+/* Expands this rank's share of the round's picks: pick i falls to rank i
+ * modulo the rank count, whoever owns it, so the ranks share the work
+ * evenly. Who expands a graph changes nothing in its results. */
 static taso_err_t expand_picks(par_t *p, const offer_t *picks, int npicks, int64_t *mine) {
+  char *v = NULL;
+  int n = 0;
+  TASO_TRY(share_picks(p, picks, npicks, &v, &n));
   taso_graph_t host;
   taso_graph_init(&host);
   taso_err_t err = TASO_OK;
-  for (int i = 0; i < npicks && err == TASO_OK && !p->res->timed_out; i++) {
-    if (picks[i].rank != p->rank) continue;
-    err = taso_graph_copy(&host, &p->store.v[picks[i].index].g);
-    p->parent = picks[i].index;
-    p->pick = i;
+  for (int at = 0; at < n && err == TASO_OK && !p->res->timed_out;) {
+    picked_t h;
+    memcpy(&h, v + at, sizeof h);
+    const char *body = v + at + sizeof h;
+    at += (int)(sizeof h + sizeof *host.nodes * (size_t)h.nnodes +
+                sizeof *host.outputs * (size_t)h.noutputs);
+    if (h.pick % p->size != p->rank) continue;
+    err = fit_graph(&host, h.nnodes, h.noutputs);
+    if (err != TASO_OK) break;
+    memcpy(host.nodes, body, sizeof *host.nodes * (size_t)h.nnodes);
+    memcpy(host.outputs, body + sizeof *host.nodes * (size_t)h.nnodes,
+           sizeof *host.outputs * (size_t)h.noutputs);
+    p->parent = picks[h.pick].index;
+    p->parent_rank = picks[h.pick].rank;
+    p->pick = h.pick;
     p->seq = 0;
-    p->depth = p->store.v[picks[i].index].depth + 1;
+    p->depth = h.depth + 1;
     (*mine)++;
-    if (err == TASO_OK) err = taso_expand(&p->x, &host, on_child, stop_now, p);
+    err = taso_expand(&p->x, &host, on_child, stop_now, p);
   }
   taso_graph_free(&host);
+  free(v);
   return err;
 }
 

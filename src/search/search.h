@@ -132,9 +132,9 @@ void taso_search_result_free(taso_search_result_t *r);
 
 /* The parallel search ("parallel"), collective over comm, in rounds:
  * each round expands the opt->width cheapest graphs of the whole queue
- * (ordered by cost, then graph hash, then arrival), each on the rank that
- * owns it (hash modulo the rank count), and sends every result cheaper
- * than alpha times the best expanded cost to the rank owning its hash,
+ * (ordered by cost, then graph hash, then arrival), spread evenly over
+ * the ranks, and sends every result cheaper than alpha times the best
+ * expanded cost to the rank owning its hash (hash modulo the rank count),
  * which drops the ones it has seen. The budget counts expanded graphs, as
  * the baseline's does; the result is the cheapest graph found (which the
  * baseline's is too: the cheapest expanded, or the next in the queue), of
