@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
+
 /* ---- input tables ------------------------------------------------------- */
 
 void taso_inputs_free(taso_inputs_t *in) {
@@ -83,21 +85,69 @@ taso_err_t taso_graph_copy(taso_graph_t *dst, const taso_graph_t *src) {
   return TASO_OK;
 }
 
-static taso_err_t add_node(taso_graph_t *g, const taso_node_t *n, taso_ref_t *ref) {
-  for (int i = 0; i < g->nnodes; i++)
-    if (memcmp(&g->nodes[i], n, sizeof *n) == 0) {
-      *ref = TASO_REF(i, 0);
+_Static_assert(sizeof(taso_node_t) % 4 == 0, "a node is 4-byte words");
+
+/* The hash of a node's words, for taso_graph_index_t. */
+static uint64_t node_hash(const taso_node_t *n) { return taso_hash_words(n, sizeof *n / 4); }
+
+/* The index slot holding a node equal to n, or the empty slot for it. */
+static int index_slot(const taso_graph_t *g, const taso_graph_index_t *ix, const taso_node_t *n) {
+  int mask = ix->nslots - 1, at = (int)(node_hash(n) & (uint64_t)mask);
+  while (ix->slots[at] && memcmp(&g->nodes[ix->slots[at] - 1], n, sizeof *n) != 0)
+    at = (at + 1) & mask;
+  return at;
+}
+
+/* Rehashes every node of g into an index of at least twice its size. */
+static taso_err_t index_fit(const taso_graph_t *g, taso_graph_index_t *ix, int need) {
+  if (ix->nslots >= 2 * need && ix->indexed == g->nnodes) return TASO_OK;
+  if (ix->nslots < 2 * need) {
+    int n = ix->nslots ? ix->nslots : 256;
+    while (n < 2 * need) n *= 2;
+    int32_t *slots = realloc(ix->slots, sizeof *slots * (size_t)n);
+    if (!slots) return taso_error(TASO_ERR_NOMEM, "node index of %d nodes", need);
+    ix->slots = slots;
+    ix->nslots = n;
+  }
+  memset(ix->slots, 0, sizeof *ix->slots * (size_t)ix->nslots);
+  for (int i = 0; i < g->nnodes; i++) ix->slots[index_slot(g, ix, &g->nodes[i])] = i + 1;
+  ix->indexed = g->nnodes;
+  return TASO_OK;
+}
+
+void taso_graph_index_free(taso_graph_index_t *ix) {
+  free(ix->slots);
+  memset(ix, 0, sizeof *ix);
+}
+
+/* Adds n unless g has it; with an index, found in constant time. */
+static taso_err_t add_node(taso_graph_t *g, taso_graph_index_t *ix, const taso_node_t *n,
+                           taso_ref_t *ref) {
+  int slot = -1;
+  if (ix) {
+    TASO_TRY(index_fit(g, ix, g->nnodes + 1));
+    slot = index_slot(g, ix, n);
+    if (ix->slots[slot]) {
+      *ref = TASO_REF(ix->slots[slot] - 1, 0);
       return TASO_OK;
     }
+  } else {
+    for (int i = 0; i < g->nnodes; i++)
+      if (memcmp(&g->nodes[i], n, sizeof *n) == 0) {
+        *ref = TASO_REF(i, 0);
+        return TASO_OK;
+      }
+  }
   TASO_TRY(grow((void **)&g->nodes, &g->node_cap, g->nnodes + 1, sizeof *g->nodes));
   g->nodes[g->nnodes] = *n;
   *ref = TASO_REF(g->nnodes, 0);
   g->nnodes++;
+  if (ix) ix->slots[slot] = g->nnodes, ix->indexed = g->nnodes;
   return TASO_OK;
 }
 
-taso_err_t taso_graph_add(taso_graph_t *g, taso_op_kind_t kind, const taso_params_t *p,
-                          const taso_ref_t *in, taso_ref_t *ref) {
+taso_err_t taso_graph_add_indexed(taso_graph_t *g, taso_graph_index_t *ix, taso_op_kind_t kind,
+                                  const taso_params_t *p, const taso_ref_t *in, taso_ref_t *ref) {
   if (kind <= TASO_OP_INPUT || kind >= TASO_OP_COUNT)
     return taso_error(TASO_ERR_UNKNOWN, "operator kind %d", (int)kind);
   const taso_op_info_t *op = &taso_ops[kind];
@@ -129,16 +179,26 @@ taso_err_t taso_graph_add(taso_graph_t *g, taso_op_kind_t kind, const taso_param
       return taso_error(TASO_ERR_ARG, "%s: operand %d refers to no tensor", op->name, i);
     n.in[i] = in[i];
   }
-  return add_node(g, &n, ref);
+  return add_node(g, ix, &n, ref);
 }
 
-taso_err_t taso_graph_add_input(taso_graph_t *g, int input, taso_ref_t *ref) {
+taso_err_t taso_graph_add(taso_graph_t *g, taso_op_kind_t kind, const taso_params_t *p,
+                          const taso_ref_t *in, taso_ref_t *ref) {
+  return taso_graph_add_indexed(g, NULL, kind, p, in, ref);
+}
+
+taso_err_t taso_graph_add_input_indexed(taso_graph_t *g, taso_graph_index_t *ix, int input,
+                                        taso_ref_t *ref) {
   taso_node_t n;
   memset(&n, 0, sizeof n);
   n.kind = TASO_OP_INPUT;
   n.p.input = input;
   n.in[0] = n.in[1] = n.in[2] = -1;
-  return add_node(g, &n, ref);
+  return add_node(g, ix, &n, ref);
+}
+
+taso_err_t taso_graph_add_input(taso_graph_t *g, int input, taso_ref_t *ref) {
+  return taso_graph_add_input_indexed(g, NULL, input, ref);
 }
 
 taso_err_t taso_graph_add_output(taso_graph_t *g, taso_ref_t ref) {

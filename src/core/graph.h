@@ -63,6 +63,21 @@ taso_err_t taso_graph_add(taso_graph_t *g, taso_op_kind_t kind, const taso_param
 taso_err_t taso_graph_add_input(taso_graph_t *g, int input, taso_ref_t *ref);
 taso_err_t taso_graph_add_output(taso_graph_t *g, taso_ref_t ref);
 
+/* An index over a graph's nodes that finds an equal node in constant
+ * time, so that building a graph of n nodes by the _indexed adds costs
+ * O(n), not O(n^2). Zero-initialize it; it follows the graph as long as
+ * nodes are added only through it (else it is rebuilt on the next add). */
+typedef struct {
+  int32_t *slots; /* open addressing: node + 1, 0 empty */
+  int nslots;     /* a power of two, at least twice the nodes */
+  int indexed;    /* the graph's node count when last in step */
+} taso_graph_index_t;
+void taso_graph_index_free(taso_graph_index_t *ix);
+taso_err_t taso_graph_add_indexed(taso_graph_t *g, taso_graph_index_t *ix, taso_op_kind_t kind,
+                                  const taso_params_t *p, const taso_ref_t *in, taso_ref_t *ref);
+taso_err_t taso_graph_add_input_indexed(taso_graph_t *g, taso_graph_index_t *ix, int input,
+                                        taso_ref_t *ref);
+
 /* Types of every node output: types[2*node + port]. Errors name the operator. */
 taso_err_t taso_graph_infer(const taso_graph_t *g, const taso_inputs_t *in,
                             taso_tensor_t *types);

@@ -17,6 +17,18 @@ static inline uint64_t taso_mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+/* A hash-table hash of n 32-bit words (not stable: never stored): a
+ * multiply and a shift per word, then the mixer. */
+static inline uint64_t taso_hash_words(const void *p, size_t n) {
+  const uint32_t *w = p;
+  uint64_t h = 0x9e3779b97f4a7c15ULL;
+  for (size_t i = 0; i < n; i++) {
+    h = (h ^ w[i]) * 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
+  }
+  return taso_mix64(h);
+}
+
 /* Digests of what a result depends on (resume keys): FNV-1a over bytes,
  * chained from TASO_FNV_START. Stable across runs and machines of one
  * byte order, which is all a resume key needs. */

@@ -362,13 +362,13 @@ static taso_err_t set_measure_batch(taso_job_t *job, const char *value) {
 /* The search algorithms taso-optimize knows; the baseline is the
  * original's. */
 static taso_err_t set_search(taso_job_t *job, const char *value) {
-  static const char *const known[] = {"backtracking"};
+  static const char *const known[] = {"backtracking", "parallel"};
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
     if (strcmp(value, known[i]) == 0) {
       snprintf(job->search, sizeof job->search, "%s", value);
       return TASO_OK;
     }
-  return taso_error(TASO_ERR_UNKNOWN, "unknown search '%s' (known: backtracking)", value);
+  return taso_error(TASO_ERR_UNKNOWN, "unknown search '%s' (known: backtracking, parallel)", value);
 }
 
 /* Below 1 the search would drop graphs cheaper than the best. */

@@ -15,7 +15,7 @@
  *   [measure]   models (specs separated by blanks), warmup, min_runs, max_runs,
  *               spread (target IQR over median), cores_per_device (0: all the
  *               job's cores on a node), lock_dir, batch_seconds
- *   [optimize]  search (backtracking), alpha (keep graphs cheaper than alpha
+ *   [optimize]  search (backtracking|parallel), alpha (keep graphs cheaper than alpha
  *               times the best), budget (graphs expanded), time_limit (seconds)
  * A malformed file gives TASO_ERR_PARSE with "FILE:LINE: problem".
  */
@@ -81,7 +81,7 @@ typedef struct {
   char measure_lock_dir[256]; /* [measure] lock_dir; "": $TMPDIR/taso-devices, else
                                  /tmp/taso-devices */
   double measure_batch_seconds; /* [measure] batch_seconds: measuring between merges */
-  char search[32];            /* [optimize] search: the algorithm, "backtracking" */
+  char search[32];            /* [optimize] search: "backtracking" or "parallel" */
   double alpha;               /* [optimize] alpha, >= 1 */
   int budget;                 /* [optimize] budget: graphs taken from the queue */
   double optimize_time_limit; /* [optimize] time_limit, seconds */

@@ -24,6 +24,7 @@ typedef struct {
   taso_ref_t *at;      /* per lhs output: the host tensor it matched */
   taso_ref_t *built;   /* per host node and mode (2 * node + original): its ref in the result, or -1 */
   taso_graph_t out;
+  taso_graph_index_t out_index; /* finds equal nodes of out in constant time */
   taso_rewrite_fn fn;
   void *ctx;
 } matcher_t;
@@ -106,7 +107,7 @@ static taso_err_t build_rhs(matcher_t *m, taso_ref_t r, taso_ref_t *out) {
   if (n->kind == TASO_OP_INPUT) return build_host(m, m->bound[n->p.input], true, out);
   taso_ref_t in[3] = {-1, -1, -1};
   for (int a = 0; a < taso_ops[n->kind].arity; a++) TASO_TRY(build_rhs(m, n->in[a], &in[a]));
-  TASO_TRY(taso_graph_add(&m->out, n->kind, &n->p, in, out));
+  TASO_TRY(taso_graph_add_indexed(&m->out, &m->out_index, n->kind, &n->p, in, out));
   *out += TASO_REF_PORT(r);
   return TASO_OK;
 }
@@ -121,12 +122,12 @@ static taso_err_t build_host(matcher_t *m, taso_ref_t h, bool original, taso_ref
     const taso_node_t *n = &m->host->nodes[node];
     taso_ref_t ref;
     if (n->kind == TASO_OP_INPUT) {
-      TASO_TRY(taso_graph_add_input(&m->out, n->p.input, &ref));
+      TASO_TRY(taso_graph_add_input_indexed(&m->out, &m->out_index, n->p.input, &ref));
     } else {
       taso_ref_t in[3] = {-1, -1, -1};
       for (int a = 0; a < taso_ops[n->kind].arity; a++)
         TASO_TRY(build_host(m, n->in[a], original, &in[a]));
-      TASO_TRY(taso_graph_add(&m->out, n->kind, &n->p, in, &ref));
+      TASO_TRY(taso_graph_add_indexed(&m->out, &m->out_index, n->kind, &n->p, in, &ref));
     }
     m->built[slot] = ref;
   }
@@ -205,6 +206,7 @@ static taso_err_t run(matcher_t *m) {
     err = match_from(m, 0);
   }
   taso_graph_free(&m->out);
+  taso_graph_index_free(&m->out_index);
   free(m->bound);
   free(m->node_map);
   free(m->trail);

@@ -66,6 +66,10 @@ struct taso_cost_cache {
   int64_t *slots; /* open addressing: entry index + 1, 0 empty */
   int64_t nslots; /* a power of two, at least twice n */
   taso_cost_stats_t stats;
+  taso_rt_config_t *pending; /* deferred misses, distinct */
+  packed_t *pending_keys;    /* theirs, packed */
+  int64_t npending, pending_cap;
+  int64_t deferrals; /* queries answered "pending" */
   /* scratch of taso_cost_of_graph, kept between calls */
   taso_graph_t folded;
   taso_tensor_t *types;
@@ -109,6 +113,8 @@ void taso_cost_cache_free(taso_cost_cache_t *c) {
   for (int64_t i = 0; i < c->n; i++) free(c->entries[i].key);
   if (c->ref_ctx) taso_backend_find("reference")->close(c->ref_ctx);
   free(c->entries);
+  free(c->pending);
+  free(c->pending_keys);
   free(c->slots);
   taso_graph_free(&c->folded);
   free(c->types);
@@ -130,11 +136,7 @@ void taso_cost_cache_entry(const taso_cost_cache_t *c, int64_t i, const char **k
 
 /* ---- the table ------------------------------------------------------------ */
 
-static uint64_t packed_hash(const packed_t *k) {
-  uint64_t h = 0;
-  for (int i = 0; i < PACKED_WORDS; i++) h = taso_mix64(h ^ (uint32_t)k->w[i]);
-  return h;
-}
+static uint64_t packed_hash(const packed_t *k) { return taso_hash_words(k->w, PACKED_WORDS); }
 
 /* The slot holding configuration k, or the empty slot where it belongs. */
 static int64_t find_slot(const taso_cost_cache_t *c, const packed_t *k) {
@@ -203,6 +205,48 @@ static taso_err_t measure(taso_cost_cache_t *c, const taso_rt_config_t *cfg, con
   return TASO_OK;
 }
 
+/* Notes a deferred miss once. */
+static taso_err_t defer(taso_cost_cache_t *c, const taso_rt_config_t *cfg, const packed_t *k,
+                        const char *key) {
+  c->deferrals++;
+  for (int64_t i = 0; i < c->npending; i++) /* a few per round: a list will do */
+    if (memcmp(&c->pending_keys[i], k, sizeof *k) == 0)
+      return taso_error(TASO_ERR_UNKNOWN, "pending: %s", key);
+  if (c->npending == c->pending_cap) {
+    int64_t cap = c->pending_cap ? 2 * c->pending_cap : 16;
+    taso_rt_config_t *v = realloc(c->pending, sizeof *v * (size_t)cap);
+    if (v) c->pending = v;
+    packed_t *pk = realloc(c->pending_keys, sizeof *pk * (size_t)cap);
+    if (pk) c->pending_keys = pk;
+    if (!v || !pk) return taso_error(TASO_ERR_NOMEM, "pending configurations");
+    c->pending_cap = cap;
+  }
+  c->pending_keys[c->npending] = *k;
+  c->pending[c->npending++] = *cfg;
+  return taso_error(TASO_ERR_UNKNOWN, "pending: %s", key);
+}
+
+int64_t taso_cost_pending(const taso_cost_cache_t *c, const taso_rt_config_t **cfgs) {
+  *cfgs = c->pending;
+  return c->npending;
+}
+
+void taso_cost_pending_clear(taso_cost_cache_t *c) { c->npending = 0; }
+
+void taso_cost_cache_set_defer(taso_cost_cache_t *c, bool defer) { c->opt.defer = defer; }
+
+taso_err_t taso_cost_cache_put(taso_cost_cache_t *c, const taso_rt_config_t *cfg, double ms) {
+  packed_t k;
+  pack(cfg, &k);
+  if (c->slots[find_slot(c, &k)]) return TASO_OK;
+  char key[KEY_LEN];
+  if (taso_rt_config_key(cfg, key, sizeof key) >= (int)sizeof key)
+    return taso_error(TASO_ERR_LIMIT, "configuration key longer than %d characters: %s",
+                      KEY_LEN - 1, key);
+  c->stats.measured++; /* measured for this search, on another rank or this one */
+  return insert(c, &k, cfg, key, ms);
+}
+
 taso_err_t taso_cost_of_config(taso_cost_cache_t *c, const taso_rt_config_t *cfg, double *ms) {
   packed_t k;
   pack(cfg, &k);
@@ -222,6 +266,8 @@ taso_err_t taso_cost_of_config(taso_cost_cache_t *c, const taso_rt_config_t *cfg
     c->stats.looked_up++;
   } else if (!c->opt.measure) {
     return taso_error(TASO_ERR_UNKNOWN, "no cost for configuration %s (measuring is off)", key);
+  } else if (c->opt.defer) {
+    return defer(c, cfg, &k, key);
   } else {
     TASO_TRY(measure(c, cfg, key, ms));
   }
@@ -325,11 +371,19 @@ taso_err_t taso_cost_of_graph(taso_cost_cache_t *c, const taso_graph_t *g,
   int nsteps = 0;
   taso_err_t err = taso_rt_steps(&view, &opt, &steps, &nsteps);
   double sum = 0;
+  bool deferred = false; /* a deferred miss: the other steps still note theirs */
   for (int s = 0; s < nsteps && err == TASO_OK; s++) {
     double step_ms = 0;
+    int64_t before = c->deferrals;
     err = taso_cost_of_config(c, &steps[s].cfg, &step_ms);
+    if (err == TASO_ERR_UNKNOWN && c->deferrals > before) {
+      deferred = true;
+      err = TASO_OK;
+    }
     sum += step_ms;
   }
+  if (err == TASO_OK && deferred)
+    err = taso_error(TASO_ERR_UNKNOWN, "%lld configurations pending", (long long)c->npending);
   free(steps);
   *ms = sum;
   return err;

@@ -36,6 +36,7 @@ typedef struct {
   bool measure;         /* measure misses on the backend; false: a miss is an error */
   bool fusion;          /* steps as the runtime fuses them; false: one step per node */
   int warmup, runs;     /* timing of one configuration (the fastest of runs) */
+  bool defer;           /* a miss is noted as pending, not measured (see below) */
   taso_cost_lookup_fn lookup; /* consulted on a miss before measuring; NULL: none */
   void *lookup_ctx;     /* passed to lookup */
 } taso_cost_options_t;
@@ -71,5 +72,19 @@ void taso_cost_cache_entry(const taso_cost_cache_t *c, int64_t i, const char **k
  * table entry k is a weight when is_weight[k]. */
 taso_err_t taso_cost_of_graph(taso_cost_cache_t *c, const taso_graph_t *g,
                               const taso_tensor_t *types, const bool *is_weight, double *ms);
+
+/* Deferred misses, so that the ranks of a parallel search measure each
+ * configuration once and agree on its cost. With opt.defer (and
+ * measuring on), a configuration neither cached nor looked up is noted as
+ * pending and its query fails with TASO_ERR_UNKNOWN; a graph cost goes on
+ * through its other steps first, so that it notes every miss at once.
+ * The caller measures the pending configurations somewhere (on one rank:
+ * taso_cost_of_config with defer off), shares the figures, and adds them
+ * to every cache with taso_cost_cache_put. */
+int64_t taso_cost_pending(const taso_cost_cache_t *c, const taso_rt_config_t **cfgs);
+void taso_cost_pending_clear(taso_cost_cache_t *c);
+void taso_cost_cache_set_defer(taso_cost_cache_t *c, bool defer);
+/* Adds cfg at ms unless the cache has it (then its figure stays). */
+taso_err_t taso_cost_cache_put(taso_cost_cache_t *c, const taso_rt_config_t *cfg, double ms);
 
 #endif

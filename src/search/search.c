@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expand.h"
+#include "store.h"
 #include "match.h"
 
 /* ---- rules ------------------------------------------------------------------ */
@@ -146,144 +148,6 @@ int taso_rule_format(const taso_rules_t *rules, int i, char *buf, int len) {
   return n + taso_graph_format(&r->rhs, &rules->inputs, buf + at, len - at > 0 ? len - at : 0);
 }
 
-/* ---- the store of graphs and the seen set ---------------------------------- */
-
-typedef struct {
-  taso_graph_t g;   /* canonical, exactly sized */
-  double cost;      /* ms */
-  uint64_t hash;    /* taso_graph_hash */
-  int64_t parent;   /* store index of the graph it was rewritten from; -1 */
-  int rule;         /* the rule that did it */
-} stored_t;
-
-typedef struct {
-  stored_t *v;
-  int64_t n, cap;
-  int64_t *slots;   /* open addressing by hash: index + 1, 0 empty */
-  int64_t nslots;
-  int64_t *heap;    /* store indices, cheapest first */
-  int64_t nheap;
-} store_t;
-
-static void store_free(store_t *s) {
-  for (int64_t i = 0; i < s->n; i++) taso_graph_free(&s->v[i].g);
-  free(s->v);
-  free(s->slots);
-  free(s->heap);
-}
-
-/* The slot of a stored graph equal to g, or the empty slot for it. */
-static int64_t seen_slot(const store_t *s, const taso_graph_t *g, uint64_t hash) {
-  int64_t mask = s->nslots - 1, at = (int64_t)(hash & (uint64_t)mask);
-  for (; s->slots[at]; at = (at + 1) & mask) {
-    const stored_t *e = &s->v[s->slots[at] - 1];
-    if (e->hash == hash && taso_graph_compare(&e->g, g) == 0) break;
-  }
-  return at;
-}
-
-/* The seen set anew: every graph still held (taken or queued). */
-static taso_err_t rebuild_slots(store_t *s) {
-  memset(s->slots, 0, sizeof *s->slots * (size_t)s->nslots);
-  for (int64_t i = 0; i < s->n; i++)
-    if (s->v[i].g.nodes) s->slots[seen_slot(s, &s->v[i].g, s->v[i].hash)] = i + 1;
-  return TASO_OK;
-}
-
-static taso_err_t grow_slots(store_t *s) {
-  int64_t n = s->nslots ? 2 * s->nslots : 4096;
-  int64_t *slots = calloc((size_t)n, sizeof *slots);
-  if (!slots) return taso_error(TASO_ERR_NOMEM, "seen set of %lld graphs", (long long)s->n);
-  free(s->slots);
-  s->slots = slots;
-  s->nslots = n;
-  return rebuild_slots(s);
-}
-
-static bool heap_less(const store_t *s, int64_t a, int64_t b) {
-  /* ties by age, so that the order does not depend on the heap's shape */
-  return s->v[a].cost < s->v[b].cost || (s->v[a].cost == s->v[b].cost && a < b);
-}
-
-static void heap_push(store_t *s, int64_t x) {
-  int64_t i = s->nheap++;
-  while (i > 0 && heap_less(s, x, s->heap[(i - 1) / 2])) {
-    s->heap[i] = s->heap[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  s->heap[i] = x;
-}
-
-static int64_t heap_pop(store_t *s) {
-  int64_t top = s->heap[0], x = s->heap[--s->nheap], i = 0;
-  for (;;) {
-    int64_t c = 2 * i + 1;
-    if (c >= s->nheap) break;
-    if (c + 1 < s->nheap && heap_less(s, s->heap[c + 1], s->heap[c])) c++;
-    if (!heap_less(s, s->heap[c], x)) break;
-    s->heap[i] = s->heap[c];
-    i = c;
-  }
-  if (s->nheap) s->heap[i] = x;
-  return top;
-}
-
-/* ---- keeping the queue small ----------------------------------------------------
- * Only the graphs still to be taken from the queue matter: with r takes
- * left, a graph with r or more cheaper graphs ahead of it is never taken,
- * since each take moves it up by one at most and each new cheaper graph
- * moves it down. So the queue keeps the cheapest r + 1 and forgets the
- * rest: their graphs are freed and they leave the seen set (one made again
- * later is again behind too many). Graphs already taken stay in the seen
- * set, so none is expanded twice. This bounds memory by the budget rather
- * than by the number of rewrites, and changes no result. */
-
-static const store_t *sort_store; /* qsort has no context argument in C11 */
-
-/* The queue's order: cost, then age. */
-static int heap_order(const void *a, const void *b) {
-  const store_t *s = sort_store;
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  if (s->v[x].cost != s->v[y].cost) return s->v[x].cost < s->v[y].cost ? -1 : 1;
-  return (x > y) - (x < y);
-}
-
-/* Keeps the cheapest `keep` queued graphs; a sorted array is a heap. */
-static taso_err_t trim_queue(store_t *s, int64_t keep) {
-  if (s->nheap <= keep) return TASO_OK;
-  sort_store = s;
-  qsort(s->heap, (size_t)s->nheap, sizeof *s->heap, heap_order);
-  for (int64_t i = keep; i < s->nheap; i++) taso_graph_free(&s->v[s->heap[i]].g);
-  s->nheap = keep;
-  return rebuild_slots(s);
-}
-
-/* Adds g (copied, exactly sized) to the store, the seen set and the queue. */
-static taso_err_t store_add(store_t *s, const taso_graph_t *g, uint64_t hash, double cost,
-                            int64_t parent, int rule) {
-  if (2 * (s->n + 1) > s->nslots) TASO_TRY(grow_slots(s));
-  if (s->n == s->cap) {
-    int64_t cap = s->cap ? 2 * s->cap : 1024;
-    stored_t *v = realloc(s->v, sizeof *v * (size_t)cap);
-    int64_t *heap = realloc(s->heap, sizeof *heap * (size_t)cap);
-    if (v) s->v = v;
-    if (heap) s->heap = heap;
-    if (!v || !heap) return taso_error(TASO_ERR_NOMEM, "store of %lld graphs", (long long)s->n);
-    s->cap = cap;
-  }
-  stored_t *e = &s->v[s->n];
-  taso_graph_init(&e->g);
-  TASO_TRY(taso_graph_copy(&e->g, g));
-  e->cost = cost;
-  e->hash = hash;
-  e->parent = parent;
-  e->rule = rule;
-  s->slots[seen_slot(s, g, hash)] = s->n + 1;
-  heap_push(s, s->n);
-  s->n++;
-  return TASO_OK;
-}
-
 /* ---- the search --------------------------------------------------------------- */
 
 typedef struct {
@@ -291,34 +155,14 @@ typedef struct {
   const taso_rules_t *rules;
   taso_cost_cache_t *costs;
   const taso_search_options_t *opt;
-  store_t store;
-  taso_tensor_t *types; /* scratch: types of a rewrite */
-  int types_cap;
+  taso_store_t store;
+  taso_expander_t x;
   int max_nodes;        /* results with this many nodes or more are not queued */
   double best;          /* the best cost taken from the queue */
   int64_t parent;       /* the graph being expanded */
-  int rule;             /* the rule being applied */
   double start, last_progress;
   taso_search_result_t *res;
 } search_t;
-
-static taso_err_t fit_types(search_t *s, int nnodes) {
-  if (2 * nnodes <= s->types_cap) return TASO_OK;
-  int cap = s->types_cap ? s->types_cap : 512;
-  while (cap < 2 * nnodes) cap *= 2;
-  taso_tensor_t *t = realloc(s->types, sizeof *t * (size_t)cap);
-  if (!t) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", nnodes);
-  s->types = t;
-  s->types_cap = cap;
-  return TASO_OK;
-}
-
-/* The cost of g (typed here, into the scratch types). */
-static taso_err_t cost_of(search_t *s, const taso_graph_t *g, double *ms) {
-  TASO_TRY(fit_types(s, g->nnodes + 1));
-  TASO_TRY(taso_graph_infer(g, s->prob->inputs, s->types));
-  return taso_cost_of_graph(s->costs, g, s->types, s->prob->is_weight, ms);
-}
 
 /* One rewrite: queued when new, small enough and cheaper than alpha * best. */
 static taso_err_t on_rewrite(void *ctx, const taso_graph_t *g) {
@@ -326,9 +170,9 @@ static taso_err_t on_rewrite(void *ctx, const taso_graph_t *g) {
   s->res->generated++;
   if (g->nnodes >= s->max_nodes) return TASO_OK;
   uint64_t hash = taso_graph_hash(g);
-  if (s->store.nslots && s->store.slots[seen_slot(&s->store, g, hash)]) return TASO_OK;
+  if (s->store.nslots && s->store.slots[taso_seen_slot(&s->store, g, hash)]) return TASO_OK;
   double ms;
-  taso_err_t err = cost_of(s, g, &ms);
+  taso_err_t err = taso_expander_cost(&s->x, g, &ms);
   if (err == TASO_ERR_SHAPE) {
     /* The matcher typed the rule's rhs alone; a consumer of its results
      * can still refuse them (a split whose input lost its split tree). */
@@ -338,10 +182,10 @@ static taso_err_t on_rewrite(void *ctx, const taso_graph_t *g) {
   TASO_TRY(err);
   if (!(ms < s->opt->alpha * s->best)) return TASO_OK;
   s->res->queued++;
-  TASO_TRY(store_add(&s->store, g, hash, ms, s->parent, s->rule));
+  TASO_TRY(taso_store_add(&s->store, g, hash, ms, s->parent, s->x.rule));
   /* trimming costs a sort: only when the queue holds twice what matters */
   int64_t keep = s->opt->budget - s->res->explored + 1;
-  return s->store.nheap > 2 * keep + 1024 ? trim_queue(&s->store, keep) : TASO_OK;
+  return s->store.nheap > 2 * keep + 1024 ? taso_trim_queue(&s->store, keep) : TASO_OK;
 }
 
 static bool out_of_time(const search_t *s) {
@@ -355,30 +199,19 @@ static void progress(search_t *s) {
   s->opt->progress(s->opt->progress_ctx, s->res->explored, s->store.nheap, s->best, now - s->start);
 }
 
+static bool stop_now(void *ctx) {
+  search_t *s = ctx;
+  s->res->timed_out = out_of_time(s);
+  progress(s);
+  return s->res->timed_out;
+}
+
 /* Applies every rule at every match of the stored graph `at`. The graph
  * is copied out: queuing results may move the store. */
 static taso_err_t expand(search_t *s, int64_t at, taso_graph_t *host) {
   TASO_TRY(taso_graph_copy(host, &s->store.v[at].g));
-  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(host->nnodes + 1));
-  if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", host->nnodes);
-  taso_err_t err = taso_graph_infer(host, s->prob->inputs, types);
-  uint32_t kinds = taso_graph_kinds(host);
   s->parent = at;
-  for (int r = 0; r < s->rules->n && err == TASO_OK && !s->res->timed_out; r++) {
-    const taso_rule_t *rule = &s->rules->v[r];
-    if (rule->kinds & ~kinds) continue; /* an lhs operator the host lacks */
-    s->rule = r;
-    if (s->opt->guard)
-      err = taso_rewrite_all_guarded(s->opt->guard, r, 0, host, types, &rule->lhs, &rule->rhs,
-                                     on_rewrite, s);
-    else
-      err = taso_rewrite_all_checked(host, types, &rule->lhs, &rule->rhs, &s->rules->inputs,
-                                     &rule->cond, on_rewrite, s);
-    s->res->timed_out = out_of_time(s);
-    progress(s);
-  }
-  free(types);
-  return err;
+  return taso_expand(&s->x, host, on_rewrite, stop_now, s);
 }
 
 /* The path from the input graph to stored graph at: its graphs, and how
@@ -404,18 +237,16 @@ static taso_err_t record_path(search_t *s, int64_t at) {
 static taso_err_t run(search_t *s, taso_graph_t *host) {
   taso_graph_t start;
   taso_graph_init(&start);
-  taso_err_t err = taso_graph_copy(&start, s->prob->graph);
-  if (err == TASO_OK) err = taso_graph_canonicalize(&start);
   double cost = 0;
-  if (err == TASO_OK) err = cost_of(s, &start, &cost);
-  if (err == TASO_OK) err = store_add(&s->store, &start, taso_graph_hash(&start), cost, -1, -1);
+  taso_err_t err = taso_expander_start(&s->x, &start, &cost);
+  if (err == TASO_OK) err = taso_store_add(&s->store, &start, taso_graph_hash(&start), cost, -1, -1);
   s->max_nodes = 2 * start.nnodes;
   taso_graph_free(&start);
   TASO_TRY(err);
   s->res->cost_before = s->best = cost;
   int64_t best_at = 0;
   while (s->store.nheap > 0 && !s->res->timed_out) {
-    int64_t at = heap_pop(&s->store);
+    int64_t at = taso_heap_pop(&s->store);
     if (s->store.v[at].cost < s->best) {
       s->best = s->store.v[at].cost;
       best_at = at;
@@ -439,15 +270,17 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
   taso_graph_init(&result->best);
   result->fired = calloc((size_t)rules->n + 1, sizeof *result->fired);
   if (!result->fired) return taso_error(TASO_ERR_NOMEM, "rule counts");
+  result->ranks = 1;
   search_t s = {.prob = prob, .rules = rules, .costs = costs, .opt = opt, .res = result};
+  s.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard};
   s.start = s.last_progress = taso_search_now();
   taso_graph_t host;
   taso_graph_init(&host);
   taso_err_t err = run(&s, &host);
   result->seconds = taso_search_now() - s.start;
   taso_graph_free(&host);
-  store_free(&s.store);
-  free(s.types);
+  taso_store_free(&s.store);
+  taso_expander_free(&s.x);
   if (err != TASO_OK) taso_search_result_free(result);
   return err;
 }
@@ -458,6 +291,8 @@ void taso_search_result_free(taso_search_result_t *r) {
   free(r->path);
   free(r->path_rules);
   free(r->fired);
+  free(r->rank_explored);
+  r->rank_explored = NULL;
   r->path = NULL;
   r->path_rules = NULL;
   r->fired = NULL;

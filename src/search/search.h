@@ -24,6 +24,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <mpi.h>
+
 #include "artifact.h"
 #include "cost.h"
 #include "match.h"
@@ -93,6 +95,10 @@ typedef struct {
    * recorded shape relation holds or the guard proves it at the match's
    * relation (cached); without one (NULL), only where the relation holds. */
   taso_rule_guard_t *guard;
+  int width;          /* parallel: graphs expanded per round, over all ranks (>= 1) */
+  double target;      /* parallel: note when a graph this cheap is found; <= 0: none */
+  bool defer_costs;   /* parallel, measuring on: misses measured once, on rank 0, between
+                         a round's expansions and its exchange, and shared */
   taso_search_progress_fn progress; /* may be NULL */
   void *progress_ctx;
 } taso_search_options_t;
@@ -121,6 +127,11 @@ typedef struct {
   taso_graph_t *path;   /* steps + 1 graphs: the input (canonical), then each
                            rewrite's result; path[steps] equals best */
   int *path_rules;      /* per path graph: the rule that made it; -1 for path[0] */
+  int ranks;            /* the ranks that searched (1 for the baseline) */
+  int64_t *rank_explored; /* per rank: graphs it expanded (parallel search; else NULL) */
+  int64_t rounds;       /* parallel: rounds run */
+  double target_seconds; /* parallel: when a graph of cost <= opt->target was
+                            first found (end of its round); -1: never */
 } taso_search_result_t;
 
 /* The optimized model file's record of the rules that fired: the table
@@ -143,5 +154,27 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
                                     taso_cost_cache_t *costs, const taso_search_options_t *opt,
                                     taso_search_result_t *result);
 void taso_search_result_free(taso_search_result_t *r);
+
+/* The parallel search ("parallel"), collective over comm, in rounds:
+ * each round expands the opt->width cheapest graphs of the whole queue
+ * (ordered by cost, then graph hash, then arrival), spread evenly over
+ * the ranks, and sends every result cheaper than alpha times the best
+ * expanded cost to the rank owning its hash (hash modulo the rank count),
+ * which drops the ones it has seen. The budget counts expanded graphs, as
+ * the baseline's does; the result is the cheapest graph found (which the
+ * baseline's is too: the cheapest expanded, or the next in the queue), of
+ * equal costs the one fewest rewrites away.
+ * With costs that do not change during the search (a database, or
+ * measuring off), the best graph, its cost, its path and the counts of
+ * expanded graphs do not depend on the rank count, unless the time
+ * limit (decided between rounds, and within a rank's expansion after each
+ * rule) ends the search: result->timed_out says so. With measuring on
+ * and opt->defer_costs, a configuration met for the first time is
+ * measured once, on rank 0, and its figure shared before any result that
+ * needs it is judged, so the ranks always agree on every cost. Every rank
+ * receives the whole result. */
+taso_err_t taso_search_parallel(MPI_Comm comm, const taso_search_problem_t *prob,
+                                const taso_rules_t *rules, taso_cost_cache_t *costs,
+                                const taso_search_options_t *opt, taso_search_result_t *result);
 
 #endif

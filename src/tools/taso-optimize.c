@@ -24,6 +24,7 @@
 #include "onnx.h"
 #include "agree.h"
 #include "costdb.h"
+#include "device.h"
 #include "search.h"
 #include "derive_guard.h"
 #include "verifier.h"
@@ -31,8 +32,8 @@
 
 static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
                   *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text,
-                  *confirm_text;
-static bool per_node, no_check, no_measure, keep_slower;
+                  *confirm_text, *search_text, *width_text, *target_text;
+static bool per_node, no_check, no_measure, keep_slower, costs_record;
 
 static const taso_tool_flag_t flags[] = {
     {"cost-per-node", "cost one step per node (no epilogue fusion in the cost model)", &per_node},
@@ -41,6 +42,8 @@ static const taso_tool_flag_t flags[] = {
      &no_measure},
     {"keep-slower", "write the result even when it is measured no faster than the input",
      &keep_slower},
+    {"record-costs", "merge the configurations measured here into --costs (created if absent), "
+     "so that later runs find them", &costs_record},
     {0},
 };
 
@@ -53,6 +56,11 @@ static const taso_tool_option_t options[] = {
     {"backend", "NAME", "where costs are measured: reference, cpu or gpu (default cpu)",
      &backend_name},
     {"onnx", "FILE", "also write the optimized model as ONNX", &onnx_path},
+    {"search", "KIND", "backtracking (the original's, one rank) or parallel (over the ranks; "
+     "job: [optimize] search)", &search_text},
+    {"width", "K", "parallel: graphs expanded per round over all ranks (default 8)", &width_text},
+    {"target-cost", "MS", "parallel: record when a graph this cheap was first found (root "
+     "attribute target_seconds; for benchmarks)", &target_text},
     {"alpha", "A", "keep graphs cheaper than A times the best (job: [optimize] alpha)", &alpha_text},
     {"budget", "N", "graphs taken from the queue (job: [optimize] budget)", &budget_text},
     {"time-limit", "S", "seconds of search (job: [optimize] time_limit)", &time_limit_text},
@@ -84,6 +92,17 @@ static const taso_tool_spec_t spec = {
              "job's [optimize] section (defaults: backtracking, alpha 1.05, budget 1000,\n"
              "time_limit 600) and the options.\n"
              "\n"
+             "The parallel search (--search parallel, under mpirun) expands, round by round,\n"
+             "the --width cheapest graphs of the whole queue, spread evenly over the ranks,\n"
+             "and sends each result to the rank owning its hash, which drops duplicates. With\n"
+             "costs from --costs (every configuration in it) or --no-measure, its result\n"
+             "does not depend on the rank count unless the time limit ended it (root\n"
+             "attribute search_complete). A configuration the database lacks is measured\n"
+             "once, on rank 0, between a round's expansions and its exchange, and shared:\n"
+             "the ranks agree on every cost, but measurements differ from run to run, so\n"
+             "fill the database first (--record-costs) for a result that does not depend\n"
+             "on the rank count.\n"
+             "\n"
              "A rule applies only where it is proved: at a match whose shapes stand in the\n"
              "relation its proof had (shape_cond.h), or where the axioms prove it again at\n"
              "the match's relation (each relation once, within the job's [verify] limits);\n"
@@ -103,7 +122,7 @@ static const taso_tool_spec_t spec = {
     .out_kind = TASO_KIND_MODEL,
     .fresh_help = "replace OUT whatever it holds",
     .threads = true,
-    .single_rank = true,
+    .single_rank = false, /* the parallel search; the baseline refuses more ranks */
     .flags = flags,
     .options = options,
 };
@@ -112,7 +131,7 @@ static const taso_tool_spec_t spec = {
 
 typedef struct {
   taso_search_options_t search;
-  const char *kind; /* "backtracking" */
+  const char *kind; /* "backtracking" or "parallel" */
   const taso_backend_t *be;
   int confirm_runs; /* end-to-end runs of input and result per round; 0: none */
 } settings_t;
@@ -130,11 +149,24 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   if (!model_spec) taso_tool_usage_error(t, "--model M is required");
   if (!subst_path) taso_tool_usage_error(t, "--substitutions FILE is required");
   if (!t->out_path) taso_tool_usage_error(t, "--out FILE is required");
+  if (costs_record && !costs_path) taso_tool_usage_error(t, "--record-costs needs --costs FILE");
   s->search.alpha = t->have_job ? t->job.alpha : 1.05;
   s->search.budget = t->have_job ? t->job.budget : 1000;
   s->search.time_limit = t->have_job ? t->job.optimize_time_limit : 600;
   s->kind = t->have_job ? t->job.search : "backtracking";
+  if (search_text) s->kind = search_text;
+  if (strcmp(s->kind, "backtracking") != 0 && strcmp(s->kind, "parallel") != 0)
+    taso_tool_usage_error(t, "--search: expected backtracking or parallel, got '%s'", s->kind);
+  if (strcmp(s->kind, "backtracking") == 0 && t->size > 1)
+    taso_tool_usage_error(t, "the backtracking search runs on one rank (%d given); use --search "
+                          "parallel", t->size);
   double v;
+  s->search.width = 8;
+  if (width_text && !(parse_real(width_text, 1, 1e6, &v) && v == floor(v)))
+    taso_tool_usage_error(t, "--width: expected a whole number from 1, got '%s'", width_text);
+  if (width_text) s->search.width = (int)v;
+  if (target_text && !parse_real(target_text, 1e-12, 1e12, &s->search.target))
+    taso_tool_usage_error(t, "--target-cost: expected milliseconds > 0, got '%s'", target_text);
   if (alpha_text && !parse_real(alpha_text, 1, 100, &s->search.alpha))
     taso_tool_usage_error(t, "--alpha: expected a number from 1 to 100, got '%s'", alpha_text);
   if (budget_text && !(parse_real(budget_text, 0, 1e9, &v) && v == floor(v)))
@@ -221,6 +253,13 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   if (err == TASO_OK) err = taso_artifact_set_real(a, "alpha", rec->s->search.alpha);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "budget", rec->s->search.budget);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_explored", r->explored);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "ranks", r->ranks);
+  /* complete: the result is the search's own, not where the clock cut it */
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "search_complete", !r->timed_out);
+  if (err == TASO_OK && r->rank_explored)
+    err = taso_artifact_set_count(a, "search_width", rec->s->search.width);
+  if (err == TASO_OK && r->rank_explored && rec->s->search.target > 0)
+    err = taso_artifact_set_real(a, "target_seconds", r->target_seconds);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_generated", r->generated);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_queued", r->queued);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "rewrites_applied", r->steps);
@@ -275,6 +314,7 @@ typedef struct {
   taso_axioms_t *ax;        /* for the rule guard */
   taso_rule_guard_t *guard; /* re-proves rules at new shape relations */
   bool kept_input;          /* the result was measured no faster: the input was written */
+  int width;                /* the parallel search's round width */
 } run_t;
 
 /* The database's device for --backend: --device, else its only device
@@ -308,6 +348,58 @@ static taso_err_t lookup(void *ctx, const char *key, const taso_rt_config_t *cfg
   *found = err == TASO_OK || err == TASO_ERR_UNSUPPORTED;
   if (err == TASO_ERR_UNSUPPORTED) *ms = 1e12;
   return err == TASO_ERR_UNKNOWN || err == TASO_ERR_UNSUPPORTED ? TASO_OK : err;
+}
+
+/* One measured cache entry as a database row (the fastest run: the
+ * cache's figure for it). */
+static void fill_row(const run_t *r, const char *key, double ms, taso_cost_row_t *row) {
+  memset(row, 0, sizeof *row);
+  snprintf(row->device, sizeof row->device, "%s", r->device);
+  snprintf(row->key, sizeof row->key, "%s", key);
+  snprintf(row->unit, sizeof row->unit, "taso-optimize");
+  taso_now_iso8601(row->when);
+  row->median = row->min = row->max = ms;
+  row->runs = 1;
+  row->status = TASO_COST_MEASURED;
+}
+
+/* --record-costs: what this rank's cache has that the database lacks,
+ * merged into the database. */
+static taso_err_t record_costs(taso_tool_t *t, const settings_t *s, run_t *r) {
+  (void)s;
+  taso_cost_stats_t st;
+  taso_cost_cache_stats(r->costs, &st);
+  taso_cost_row_t *rows = calloc((size_t)st.configs + 1, sizeof *rows);
+  if (!rows) return taso_error(TASO_ERR_NOMEM, "%lld cost rows", (long long)st.configs);
+  int64_t n = 0;
+  for (int64_t i = 0; i < st.configs; i++) {
+    const char *key;
+    double ms;
+    taso_cost_cache_entry(r->costs, i, &key, &ms);
+    if (!taso_costdb_find(&r->db, r->device, key)) fill_row(r, key, ms, &rows[n++]);
+  }
+  taso_provenance_t prov;
+  taso_tool_provenance(t, &prov);
+  taso_err_t err = n ? taso_costdb_merge(costs_path, rows, n, &prov, false, NULL) : TASO_OK;
+  free(rows);
+  if (err == TASO_OK)
+    taso_tool_print(t, "taso-optimize: %lld measured configurations recorded in %s\n",
+                    (long long)n, costs_path);
+  return err;
+}
+
+/* The device whose rows are read and recorded: the database's (--device,
+ * or its only one of --backend), else, when recording into a database
+ * without one, this machine's identity as taso-measure writes it. */
+static taso_err_t choose_device(const taso_tool_t *t, const settings_t *s, run_t *r) {
+  taso_err_t err = pick_device(s, r);
+  if (err == TASO_OK || !costs_record || device_text) return err;
+  taso_device_t d;
+  memset(&d, 0, sizeof d);
+  d.nunits = t->threads;
+  TASO_TRY(taso_device_identify(&d, s->be));
+  snprintf(r->device, sizeof r->device, "%s", d.identity);
+  return TASO_OK;
 }
 
 /* The guard that keeps every rewrite inside what is proved: the axioms
@@ -374,6 +466,22 @@ static taso_err_t confirm(taso_tool_t *t, const settings_t *s, run_t *r, record_
   return TASO_OK;
 }
 
+/* Rank 0: the check against the original, the end-to-end confirmation,
+ * the model file and ONNX. */
+static taso_err_t finish_rank0(taso_tool_t *t, const settings_t *s, run_t *r, record_t *rec) {
+  if (!no_check) {
+    TASO_TRY(check(t, s, r, &rec->relative));
+    rec->checked = true;
+  }
+  if (s->confirm_runs > 0 && r->result.steps > 0) TASO_TRY(confirm(t, s, r, rec));
+  r->kept_input = rec->kept_input;
+  TASO_TRY(adopt(&r->m, rec->kept_input ? &r->result.path[0] : &r->result.best));
+  TASO_TRY(write_output(t, &r->m, rec));
+  if (onnx_path) TASO_TRY(write_onnx(&r->m));
+  if (costs_record) TASO_TRY(record_costs(t, s, r));
+  return TASO_OK;
+}
+
 static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   TASO_TRY(taso_rules_load(t->comm, subst_path, &r->rules, &r->proved));
   TASO_TRY(open_guard(t, r));
@@ -385,8 +493,8 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   copt.fusion = !per_node;
   copt.measure = !no_measure;
   if (costs_path) {
-    TASO_TRY(taso_costdb_read(costs_path, false, &r->db));
-    TASO_TRY(pick_device(s, r));
+    TASO_TRY(taso_costdb_read(costs_path, costs_record, &r->db));
+    TASO_TRY(choose_device(t, s, r));
     copt.lookup = lookup;
     copt.lookup_ctx = r;
   }
@@ -397,21 +505,22 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   taso_search_problem_t prob = {.graph = &r->m.graph, .inputs = &r->m.inputs,
                                 .is_weight = r->m.is_weight};
   taso_search_options_t opt = s->search;
+  r->width = opt.width;
   opt.guard = r->guard;
+  opt.defer_costs = !no_measure; /* the parallel search measures each miss once, on rank 0 */
   opt.progress = on_progress;
   opt.progress_ctx = (void *)s;
-  TASO_TRY(taso_search_backtracking(&prob, &r->rules, r->costs, &opt, &r->result));
+  if (strcmp(s->kind, "parallel") == 0)
+    TASO_TRY(taso_tool_agree(t, taso_search_parallel(t->comm, &prob, &r->rules, r->costs, &opt,
+                                                     &r->result)));
+  else
+    TASO_TRY(taso_search_backtracking(&prob, &r->rules, r->costs, &opt, &r->result));
   record_t rec = {.s = s, .rules = &r->rules, .r = &r->result, .proved = r->proved};
-  if (!no_check) {
-    TASO_TRY(check(t, s, r, &rec.relative));
-    rec.checked = true;
-  }
-  if (s->confirm_runs > 0 && r->result.steps > 0) TASO_TRY(confirm(t, s, r, &rec));
-  r->kept_input = rec.kept_input;
-  TASO_TRY(adopt(&r->m, rec.kept_input ? &r->result.path[0] : &r->result.best));
   taso_cost_cache_stats(r->costs, &rec.costs);
-  TASO_TRY(write_output(t, &r->m, &rec));
-  if (onnx_path) TASO_TRY(write_onnx(&r->m));
+  /* rank 0 checks and writes; the others wait for its verdict */
+  taso_err_t err = TASO_OK;
+  if (t->rank == 0) err = finish_rank0(t, s, r, &rec);
+  TASO_TRY(taso_tool_agree(t, err));
   return taso_tool_commit_output(t);
 }
 
@@ -433,6 +542,14 @@ static void summarize(taso_tool_t *t, const run_t *r) {
                     "new shapes (%lld proofs, %.1f s), %lld refused\n", (long long)g.matches,
                     (long long)g.by_condition, (long long)g.by_reproof, (long long)g.proofs,
                     g.proof_seconds, (long long)g.refused);
+  }
+  if (res->rank_explored) { /* the balance: graphs each rank expanded */
+    char line[1024];
+    int n = 0;
+    for (int i = 0; i < res->ranks && n < (int)sizeof line - 24; i++)
+      n += snprintf(line + n, sizeof line - (size_t)n, " %lld", (long long)res->rank_explored[i]);
+    taso_tool_print(t, "taso-optimize: parallel search: %lld rounds of width %d; graphs expanded "
+                    "per rank:%s\n", (long long)res->rounds, r->width, line);
   }
   taso_tool_summary(t,
                     "%s: cost %.4g -> %.4g ms (x%.3f), %lld graphs explored, %lld generated, "

@@ -1,0 +1,58 @@
+/* Expanding one graph (expand.h). */
+#include "expand.h"
+
+#include <stdlib.h>
+
+#include "match.h"
+
+void taso_expander_free(taso_expander_t *x) {
+  free(x->types);
+  x->types = NULL;
+  x->types_cap = 0;
+}
+
+static taso_err_t fit_types(taso_expander_t *x, int nnodes) {
+  if (2 * nnodes <= x->types_cap) return TASO_OK;
+  int cap = x->types_cap ? x->types_cap : 512;
+  while (cap < 2 * nnodes) cap *= 2;
+  taso_tensor_t *t = realloc(x->types, sizeof *t * (size_t)cap);
+  if (!t) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", nnodes);
+  x->types = t;
+  x->types_cap = cap;
+  return TASO_OK;
+}
+
+taso_err_t taso_expander_cost(taso_expander_t *x, const taso_graph_t *g, double *ms) {
+  TASO_TRY(fit_types(x, g->nnodes + 1));
+  TASO_TRY(taso_graph_infer(g, x->prob->inputs, x->types));
+  return taso_cost_of_graph(x->costs, g, x->types, x->prob->is_weight, ms);
+}
+
+taso_err_t taso_expander_start(taso_expander_t *x, taso_graph_t *start, double *ms) {
+  TASO_TRY(taso_graph_copy(start, x->prob->graph));
+  TASO_TRY(taso_graph_canonicalize(start));
+  return taso_expander_cost(x, start, ms);
+}
+
+taso_err_t taso_expand(taso_expander_t *x, const taso_graph_t *host, taso_child_fn fn,
+                       taso_stop_fn stop, void *ctx) {
+  /* the host's types stay while results are costed in x->types */
+  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(host->nnodes + 1));
+  if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", host->nnodes);
+  taso_err_t err = taso_graph_infer(host, x->prob->inputs, types);
+  uint32_t kinds = taso_graph_kinds(host);
+  bool stopped = false;
+  for (int r = 0; r < x->rules->n && err == TASO_OK && !stopped; r++) {
+    const taso_rule_t *rule = &x->rules->v[r];
+    if (rule->kinds & ~kinds) continue; /* an lhs operator the host lacks */
+    x->rule = r;
+    if (x->guard)
+      err = taso_rewrite_all_guarded(x->guard, r, 0, host, types, &rule->lhs, &rule->rhs, fn, ctx);
+    else
+      err = taso_rewrite_all_checked(host, types, &rule->lhs, &rule->rhs, &x->rules->inputs,
+                                     &rule->cond, fn, ctx);
+    stopped = stop(ctx);
+  }
+  free(types);
+  return err;
+}

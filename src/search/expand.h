@@ -1,0 +1,43 @@
+/*
+ * What every search does to one graph (internal to src/search): apply
+ * every rule at every match where it is proved, and cost the results. The
+ * baseline and the parallel search differ only in what they keep.
+ */
+#ifndef TASO_SEARCH_EXPAND_H
+#define TASO_SEARCH_EXPAND_H
+
+#include "search.h"
+
+/* Called with each rewrite of the host; x->rule is the rule applied. */
+typedef taso_err_t (*taso_child_fn)(void *ctx, const taso_graph_t *child);
+/* Called after each rule; true stops the expansion (time is up). */
+typedef bool (*taso_stop_fn)(void *ctx);
+
+typedef struct {
+  const taso_search_problem_t *prob;
+  const taso_rules_t *rules;
+  taso_cost_cache_t *costs;
+  taso_rule_guard_t *guard; /* NULL: each rule's recorded relation only */
+  int rule;                 /* the rule being applied */
+  taso_tensor_t *types;     /* scratch: a result's types */
+  int types_cap;
+} taso_expander_t;
+
+void taso_expander_free(taso_expander_t *x);
+
+/* Bit k: g has an operator of kind k. */
+uint32_t taso_graph_kinds(const taso_graph_t *g);
+
+/* The cost of g; TASO_ERR_SHAPE when a consumer of a rewrite's results
+ * refuses them (the matcher typed the rule's rhs alone). */
+taso_err_t taso_expander_cost(taso_expander_t *x, const taso_graph_t *g, double *ms);
+
+/* Applies every rule whose operators the host has at every proved match,
+ * calling fn with each result, and stop after each rule. */
+taso_err_t taso_expand(taso_expander_t *x, const taso_graph_t *host, taso_child_fn fn,
+                       taso_stop_fn stop, void *ctx);
+
+/* The canonical input graph and its cost. */
+taso_err_t taso_expander_start(taso_expander_t *x, taso_graph_t *start, double *ms);
+
+#endif

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# taso-optimize --search parallel (issue 15): on 1, 2 and 4 ranks, with one
+# fixed cost database and measuring off, the search must return the same
+# best graph (the /graphs datasets of the written models), the same cost
+# and the same number of graphs expanded, record search_complete = 1 and
+# its rank count. With the same budget (both count graphs expanded) and
+# one graph per round (--width 1: the baseline's order, rounds of one),
+# on 1 and 4 ranks, it must reach a cost at most the baseline's; wider
+# rounds (the default 8) trade depth for parallelism and may end a little
+# above it with a budget this small. The database is filled first by runs
+# that measure what they meet (--record-costs). Then the result must agree with the original model,
+# and the baseline must refuse more than one rank. No assertion on time.
+#
+# ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
+set -u
+src=${TASO_SOURCE_DIR:?set TASO_SOURCE_DIR}
+bin=${TASO_BIN_DIR:?set TASO_BIN_DIR}
+mpiexec=${MPIEXEC:-mpirun}
+py=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$src" || exit 1 # the job names its axioms relative to the tree
+fail=0
+rc=0
+
+run() { # echoed, so a failure can be repeated; 124 means a hang
+  echo "+ $*"
+  timeout 300 "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+show() { sed 's/^/  out: /' "$tmp/out"; sed 's/^/  err: /' "$tmp/err"; }
+expect() { # expect DESCRIPTION STATUS
+  if [ "$rc" != "$2" ]; then
+    echo "FAIL: $1 (exit status $rc, expected $2)"; show; fail=1
+  else
+    echo "ok: $1"
+  fi
+}
+attr() { h5dump -a "/$2" "$1" | sed -n 's/^ *(0): *//p'; }
+
+job=tests/data/optimize_test.ini
+run "$mpiexec" -n 1 "$bin/taso-generate" --job "$job" --out "$tmp/candidates.h5"
+expect "generate the test set" 0
+run "$mpiexec" -n 1 "$bin/taso-verify" --in "$tmp/candidates.h5" --out "$tmp/substitutions.h5"
+expect "verify the test set" 0
+
+model=squeezenet:size=32
+common=(--job "$job" --model "$model" --substitutions "$tmp/substitutions.h5" --budget 24
+  --costs "$tmp/costs.h5" --no-check --threads 1)
+run "$bin/taso-optimize" "${common[@]}" --record-costs --out "$tmp/fill.h5"
+expect "baseline, filling the cost database" 0
+for w in 8 1; do
+  run "$mpiexec" -n 1 "$bin/taso-optimize" "${common[@]}" --search parallel --width $w \
+    --record-costs --out "$tmp/fill$w.h5"
+  expect "parallel on 1 rank, width $w, filling the cost database" 0
+done
+
+run "$bin/taso-optimize" "${common[@]}" --no-measure --out "$tmp/base.h5"
+expect "baseline on the fixed database" 0
+base=$(attr "$tmp/base.h5" cost_after_ms)
+for n in 1 2 4; do
+  run "$mpiexec" --oversubscribe -n $n "$bin/taso-optimize" "${common[@]}" --no-measure \
+    --search parallel --out "$tmp/p$n.h5"
+  expect "parallel on $n ranks" 0
+  [ "$(attr "$tmp/p$n.h5" ranks)" = "$n" ] || { echo "FAIL: p$n.h5 does not record $n ranks"; fail=1; }
+  [ "$(attr "$tmp/p$n.h5" search_complete)" = 1 ] || { echo "FAIL: p$n.h5 not complete"; fail=1; }
+  echo "  $n ranks: cost $(attr "$tmp/p$n.h5" cost_after_ms) ms (baseline $base), $(attr "$tmp/p$n.h5" graphs_explored) expanded"
+done
+for n in 2 4; do
+  for a in cost_after_ms graphs_explored rewrites_applied; do
+    [ "$(attr "$tmp/p$n.h5" $a)" = "$(attr "$tmp/p1.h5" $a)" ] ||
+      { echo "FAIL: $a on $n ranks differs from 1 rank"; fail=1; }
+  done
+  "$py" - "$tmp/p1.h5" "$tmp/p$n.h5" <<'PY' || { echo "FAIL: the best graph on $n ranks differs from 1 rank"; fail=1; }
+import sys, h5py
+a, b = (h5py.File(p, "r") for p in sys.argv[1:])
+for d in ("graphs/nodes", "graphs/outputs", "optimize_rules"):
+    if a[d].shape != b[d].shape or (a[d][()] != b[d][()]).any():
+        sys.exit(f"{d} differs")
+PY
+done
+for n in 1 4; do
+  run "$mpiexec" --oversubscribe -n $n "$bin/taso-optimize" "${common[@]}" --no-measure \
+    --search parallel --width 1 --out "$tmp/w$n.h5"
+  expect "parallel on $n ranks, width 1" 0
+  cost=$(attr "$tmp/w$n.h5" cost_after_ms)
+  echo "  width 1, $n ranks: cost $cost ms (baseline $base)"
+  awk -v p="$cost" -v b="$base" 'BEGIN { exit !(p <= b) }' ||
+    { echo "FAIL: width 1 on $n ranks: cost $cost above the baseline's $base"; fail=1; }
+done
+[ "$(attr "$tmp/p1.h5" rewrites_applied)" -gt 0 ] || { echo "FAIL: nothing rewritten: the comparison proves little"; fail=1; }
+
+run "$bin/taso-run" --model "$tmp/p4.h5" --compare "$model" --runs 0 --threads 1
+expect "the 4-rank result agrees with the original" 0
+run "$mpiexec" --oversubscribe -n 2 "$bin/taso-optimize" "${common[@]}" --out "$tmp/x.h5"
+expect "the baseline refuses two ranks" 2
+exit $fail
