@@ -63,7 +63,7 @@ fail=0
 for spec in $specs; do
   name=${spec%%:*}
   common=(--model "$spec" --substitutions "$subst" --time-limit "$limit" --costs "$costs"
-    --no-check --threads 1 --fresh)
+    --no-check --threads 1 --fresh --confirm-runs 0)
   par=(--search parallel --width "$width" --budget "$pbudget")
   step "$spec fill" "$bin/taso-optimize" "${common[@]}" --budget "$budget" --record-costs \
     --out "$tmp/fill.h5" &&

@@ -46,7 +46,7 @@ expect "verify the test set" 0
 
 model=squeezenet:size=32
 common=(--job "$job" --model "$model" --substitutions "$tmp/substitutions.h5" --budget 24
-  --costs "$tmp/costs.h5" --no-check --threads 1)
+  --costs "$tmp/costs.h5" --no-check --threads 1 --confirm-runs 0)
 run "$bin/taso-optimize" "${common[@]}" --record-costs --out "$tmp/fill.h5"
 expect "baseline, filling the cost database" 0
 for w in 8 1; do
