@@ -10,32 +10,10 @@
 # above it with a budget this small. The database is filled first by runs
 # that measure what they meet (--record-costs). Then the result must agree with the original model,
 # and the baseline must refuse more than one rank. No assertion on time.
-#
-# ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
 set -u
-src=${TASO_SOURCE_DIR:?set TASO_SOURCE_DIR}
-bin=${TASO_BIN_DIR:?set TASO_BIN_DIR}
-mpiexec=${MPIEXEC:-mpirun}
+source "$(dirname "$0")/script_helpers.sh"
 py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$src" || exit 1 # the job names its axioms relative to the tree
-fail=0
-rc=0
 
-run() { # echoed, so a failure can be repeated; 124 means a hang
-  echo "+ $*"
-  timeout 300 "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
-show() { sed 's/^/  out: /' "$tmp/out"; sed 's/^/  err: /' "$tmp/err"; }
-expect() { # expect DESCRIPTION STATUS
-  if [ "$rc" != "$2" ]; then
-    echo "FAIL: $1 (exit status $rc, expected $2)"; show; fail=1
-  else
-    echo "ok: $1"
-  fi
-}
 attr() { h5dump -a "/$2" "$1" | sed -n 's/^ *(0): *//p'; }
 
 job=tests/data/optimize_test.ini
