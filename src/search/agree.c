@@ -117,35 +117,33 @@ static int compare_ms(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-taso_err_t taso_graph_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
-                                const taso_graph_t *g, int runs, int rounds, double *before_ms,
-                                double *after_ms) {
+taso_err_t taso_model_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *a,
+                                taso_model_t *b, int runs, int rounds, double *a_ms,
+                                double *b_ms) {
   enum { MAX_ROUNDS = 15 };
   if (runs < 1 || rounds < 1 || rounds > MAX_ROUNDS)
     return taso_error(TASO_ERR_ARG, "latency: 1 to %d rounds of at least one run", MAX_ROUNDS);
-  TASO_TRY(taso_model_make_weights(m));
-  taso_model_t view;
-  taso_tensor_t *types = NULL;
-  buffers_t b = {0};
+  TASO_TRY(taso_model_make_weights(a));
+  TASO_TRY(taso_model_make_weights(b));
+  buffers_t in = {0};
   taso_rt_plan_t *plan[2] = {NULL, NULL};
   double med[2][MAX_ROUNDS];
-  taso_err_t err = view_of(m, g, &view, &types);
-  if (err == TASO_OK) err = make_buffers(m, &b); /* the same inputs for both */
-  if (err == TASO_OK) err = taso_rt_plan(be, ctx, m, NULL, &plan[0]);
-  if (err == TASO_OK) err = taso_rt_plan(be, ctx, &view, NULL, &plan[1]);
+  taso_err_t err = make_buffers(a, &in); /* b reads the same run-time inputs */
+  if (err == TASO_OK) err = taso_rt_plan(be, ctx, a, NULL, &plan[0]);
+  if (err == TASO_OK) err = taso_rt_plan(be, ctx, b, NULL, &plan[1]);
   /* alternated, so that a change of load weighs on both alike */
   for (int k = 0; k < rounds && err == TASO_OK; k++)
     for (int w = 0; w < 2 && err == TASO_OK; w++) {
       taso_rt_stats_t st;
-      err = taso_rt_time_model(plan[w], (const float *const *)b.in, 3, runs, &st);
+      err = taso_rt_time_model(plan[w], (const float *const *)in.in, 3, runs, &st);
       med[w][k] = st.median;
     }
-  for (int w = 0; w < 2 && err == TASO_OK; w++) qsort(med[w], (size_t)rounds, sizeof(double), compare_ms);
-  if (err == TASO_OK) *before_ms = med[0][rounds / 2], *after_ms = med[1][rounds / 2];
+  for (int w = 0; w < 2 && err == TASO_OK; w++)
+    qsort(med[w], (size_t)rounds, sizeof(double), compare_ms);
+  if (err == TASO_OK) *a_ms = med[0][rounds / 2], *b_ms = med[1][rounds / 2];
   taso_rt_plan_free(plan[0]);
   taso_rt_plan_free(plan[1]);
-  buffers_free(&b);
-  free(types);
+  buffers_free(&in);
   return err;
 }
 

@@ -448,13 +448,21 @@ static taso_err_t check(taso_tool_t *t, const settings_t *s, run_t *r, double *r
   return TASO_OK;
 }
 
-/* Times the input and the result end to end; a result that is not faster
- * gives way to the input (unless --keep-slower): the cost model is a sum
- * of steps timed alone, and only the whole run says what a user gets. */
+/* Times the input model and r->m (the result, adopted and folded) end to
+ * end; a result that is not faster gives way to the input (unless
+ * --keep-slower), which then replaces r->m: the cost model is a sum of
+ * steps timed alone, and only the whole run says what a user gets. */
 static taso_err_t confirm(taso_tool_t *t, const settings_t *s, run_t *r, record_t *rec) {
   enum { ROUNDS = 3 };
-  TASO_TRY(taso_graph_latencies(s->be, r->ctx, &r->m, &r->result.best, s->confirm_runs, ROUNDS,
-                                &rec->latency_before, &rec->latency_after));
+  taso_model_t input;
+  taso_err_t err = taso_model_load(model_spec, &input);
+  if (err == TASO_OK)
+    err = taso_model_latencies(s->be, r->ctx, &input, &r->m, s->confirm_runs, ROUNDS,
+                               &rec->latency_before, &rec->latency_after);
+  if (err != TASO_OK) {
+    taso_model_free(&input);
+    return err;
+  }
   rec->timed = true;
   double before = rec->latency_before, after = rec->latency_after;
   rec->kept_input = !(after < before) && !keep_slower;
@@ -463,6 +471,12 @@ static taso_err_t confirm(taso_tool_t *t, const settings_t *s, run_t *r, record_
                   ROUNDS, s->confirm_runs, s->be->name,
                   rec->kept_input ? ": not faster, the input graph is written (--keep-slower "
                                     "writes the result)" : "");
+  if (rec->kept_input) { /* the input, as it was given */
+    taso_model_free(&r->m);
+    r->m = input;
+  } else {
+    taso_model_free(&input);
+  }
   return TASO_OK;
 }
 
@@ -473,9 +487,10 @@ static taso_err_t finish_rank0(taso_tool_t *t, const settings_t *s, run_t *r, re
     TASO_TRY(check(t, s, r, &rec->relative));
     rec->checked = true;
   }
+  TASO_TRY(adopt(&r->m, &r->result.best));
+  TASO_TRY(taso_model_fold_weights(&r->m)); /* as it will be written and run */
   if (s->confirm_runs > 0 && r->result.steps > 0) TASO_TRY(confirm(t, s, r, rec));
   r->kept_input = rec->kept_input;
-  TASO_TRY(adopt(&r->m, rec->kept_input ? &r->result.path[0] : &r->result.best));
   TASO_TRY(write_output(t, &r->m, rec));
   if (onnx_path) TASO_TRY(write_onnx(&r->m));
   if (costs_record) TASO_TRY(record_costs(t, s, r));
