@@ -188,6 +188,25 @@ static taso_err_t set_max_ops(taso_job_t *job, const char *value) {
   return parse_int_range(value, 1, JOB_MAX_OPS, &job->max_ops);
 }
 
+static taso_err_t set_method(taso_job_t *job, const char *value) {
+  if (strcmp(value, "representatives") && strcmp(value, "exhaustive"))
+    return taso_error(TASO_ERR_UNKNOWN,
+                      "unknown method '%s' (known: representatives, exhaustive)", value);
+  snprintf(job->method, sizeof job->method, "%s", value);
+  return TASO_OK;
+}
+
+/* Input names, checked against [inputs] by the generator (the sections
+ * may come in any order). */
+static taso_err_t set_weights(taso_job_t *job, const char *value) {
+  size_t at = strlen(job->weights);
+  if (at + strlen(value) + 2 > sizeof job->weights)
+    return taso_error(TASO_ERR_LIMIT, "weights: more than %d characters",
+                      (int)sizeof job->weights - 2);
+  snprintf(job->weights + at, sizeof job->weights - at, "%s%s", at ? " " : "", value);
+  return TASO_OK;
+}
+
 static bool same_template(const taso_op_template_t *a, const taso_op_template_t *b) {
   /* Unused parameter fields are zeroed, so memcmp is exact. */
   return a->kind == b->kind && memcmp(&a->p, &b->p, sizeof a->p) == 0;
@@ -394,6 +413,8 @@ static const key_spec_t key_specs[] = {
     {"job", "seed", set_seed, false, "1"},
     {"generate", "max_ops", set_max_ops, false, "3"},
     {"generate", "operators", set_operators, true, NULL},
+    {"generate", "method", set_method, false, "representatives"},
+    {"generate", "weights", set_weights, true, NULL}, /* derived: every input */
     {"verify", "axioms", set_axioms, false, "data/axioms"},
     {"verify", "timeout", set_verify_timeout, false, "5"},
     {"verify", "rlimit", set_verify_rlimit, false, STR(TASO_DEFAULT_VERIFY_RLIMIT)},
