@@ -186,11 +186,11 @@ static taso_err_t visit_count(void *ctx, const taso_enum_graph_t *g) {
   return TASO_OK;
 }
 
-/* Whether the leaf that adds `variant` on `in` to g has outputs that share
- * no operator (the leaf's own output is one of them); *shared: whether
- * every sink it keeps has an equal tensor elsewhere. */
-static bool leaf_disjoint(const gen_t *c, const taso_enum_graph_t *g, int32_t variant, const taso_ref_t *in,
-                          bool *shared) {
+/* Walk 2 skips the leaves that would keep a sink no other expression
+ * equals, and those whose outputs would share no operator (the leaf's own
+ * output is one of them). */
+static bool want(void *ctx, const taso_enum_graph_t *g, int32_t variant, const taso_ref_t *in) {
+  gen_t *c = ctx;
   const taso_op_info_t *op = &taso_ops[c->vars[variant].kind];
   unsigned seen = 1u << g->nops; /* the leaf's cone */
   for (int a = 0; a < op->arity; a++)
@@ -198,28 +198,15 @@ static bool leaf_disjoint(const gen_t *c, const taso_enum_graph_t *g, int32_t va
   bool disjoint = op->outputs == 1, kept = false;
   for (int s = 0; s < g->nsinks; s++) {
     if (in[0] == g->sinks[s] || in[1] == g->sinks[s]) continue;
-    *shared = *shared && taso_memo_marked(c->m, c->tid[g->sinks[s]], SHARED);
+    if (!taso_memo_marked(c->m, c->tid[g->sinks[s]], SHARED)) return false;
     unsigned cone = g->cone[TASO_REF_NODE(g->sinks[s]) - c->ninputs];
     disjoint = disjoint && !(seen & cone);
     seen |= cone;
     kept = true;
   }
-  return disjoint && kept;
+  return !(disjoint && kept);
 }
 
-/* Walk 2 skips the leaves that would keep a sink no other expression
- * equals, and those whose outputs would share no operator. */
-static bool want(void *ctx, const taso_enum_graph_t *g, int32_t variant, const taso_ref_t *in) {
-  bool shared = true;
-  return !leaf_disjoint(ctx, g, variant, in, &shared) && shared;
-}
-
-/* The last level skips the leaves whose outputs would share no operator:
- * such a graph pairs only as built from its parts (disjoint_graphs). */
-static bool want_joined(void *ctx, const taso_enum_graph_t *g, int32_t variant, const taso_ref_t *in) {
-  bool shared = true;
-  return !leaf_disjoint(ctx, g, variant, in, &shared);
-}
 
 typedef struct {
   taso_fingerprint_t fp;
@@ -319,6 +306,51 @@ static taso_err_t add_record(gen_t *c, const taso_grec_t *r) {
   TASO_TRY(grow((void **)&c->recs, c->nrecs, &c->recs_cap, sizeof *c->recs, "graph records"));
   c->recs[c->nrecs++] = *r;
   return TASO_OK;
+}
+
+/* The groups of outputs under "share an operator" (cones[i]: output i's
+ * operators). */
+static int output_groups(int n, const unsigned *cones) {
+  unsigned group[2 * TASO_ENUM_MAX_OPS + 2];
+  int ng = 0;
+  for (int i = 0; i < n; i++) {
+    unsigned merged = cones[i];
+    int keep = 0;
+    for (int k = 0; k < ng; k++) { /* fold every group it touches into it */
+      if (group[k] & merged) merged |= group[k];
+      else group[keep++] = group[k];
+    }
+    group[keep] = merged;
+    ng = keep + 1;
+  }
+  return ng;
+}
+
+/* Whether a graph of nops operators whose outputs form `groups` groups can
+ * still become one group within max_ops: each operator joins at most two.
+ * Graphs of several groups pair only as built from their parts
+ * (disjoint_graphs), so level by level they matter only as prefixes. */
+static bool joinable(const gen_t *c, int nops, int groups) {
+  return groups - 1 <= c->t->job.max_ops - nops;
+}
+
+/* Level by level, a leaf is visited only if joinable. */
+static bool want_joinable(void *ctx, const taso_enum_graph_t *g, int32_t variant, const taso_ref_t *in) {
+  gen_t *c = ctx;
+  const taso_op_info_t *op = &taso_ops[c->vars[variant].kind];
+  unsigned cones[2 * TASO_ENUM_MAX_OPS + 2], leaf = 1u << g->nops;
+  int n = 0;
+  for (int a = 0; a < op->arity; a++)
+    if (TASO_REF_NODE(in[a]) >= c->ninputs) leaf |= g->cone[TASO_REF_NODE(in[a]) - c->ninputs];
+  cones[n++] = leaf;
+  for (int s = 0; s < g->nsinks; s++)
+    if (in[0] != g->sinks[s] && in[1] != g->sinks[s]) cones[n++] = g->cone[TASO_REF_NODE(g->sinks[s]) - c->ninputs];
+  return joinable(c, g->nops + 1, output_groups(n, cones));
+}
+
+/* Walk 2 level by level: both. */
+static bool want_level(void *ctx, const taso_enum_graph_t *g, int32_t variant, const taso_ref_t *in) {
+  return want_joinable(ctx, g, variant, in) && want(ctx, g, variant, in);
 }
 
 /* A record of a graph whose outputs all have equal tensors elsewhere and
@@ -1120,7 +1152,10 @@ static uint64_t graph_hash(const taso_grec_t *r) {
 static bool expand(void *ctx, const taso_enum_graph_t *g) {
   gen_t *c = ctx;
   taso_fingerprint_t fps[2 * TASO_ENUM_MAX_OPS + 2];
+  unsigned cones[2 * TASO_ENUM_MAX_OPS + 2];
   taso_grec_t r;
+  for (int s = 0; s < g->nsinks; s++) cones[s] = g->cone[TASO_REF_NODE(g->sinks[s]) - c->ninputs];
+  if (!joinable(c, g->nops, output_groups(g->nsinks, cones))) return false;
   if (!fill_record(c, g->nops, g->variant, g->in, g->nsinks, g->sinks, &r, fps)) return false;
   const class_t *k = classes_get(&c->reps, &r.fp);
   return !k || k->rep == graph_hash(&r);
@@ -1198,7 +1233,7 @@ static taso_err_t one_level(gen_t *c, int k, int64_t *graphs, int64_t *nshared, 
   int64_t vol = 0, n[3] = {0, 0, 0}; /* graphs, records, told classes */
   c->visited = 0;
   taso_enum_visitor_t v = {.ctx = c, .push = push, .visit = visit_count, .expand = expand};
-  if (k == t->job.max_ops) v.want = want_joined;
+  v.want = want_joinable;
   taso_err_t err = taso_tool_agree(t, taso_enum_level(c->e, k, t->rank, t->size, &v));
   n[0] = c->visited;
   *graphs += n[0]; /* this rank's */
@@ -1250,7 +1285,7 @@ static taso_err_t generate_levels(gen_t *c, int64_t *graphs, int64_t *nshared, i
 
 /* Walk 2 of the representative tree (after generate_levels). */
 static taso_err_t record_levels(gen_t *c) {
-  taso_enum_visitor_t v = {.ctx = c, .push = push, .visit = visit_record, .want = want, .expand = expand};
+  taso_enum_visitor_t v = {.ctx = c, .push = push, .visit = visit_record, .want = want_level, .expand = expand};
   taso_err_t err = TASO_OK;
   for (int k = 1; k <= c->t->job.max_ops && err == TASO_OK; k++)
     err = taso_enum_level(c->e, k, c->t->rank, c->t->size, &v);
