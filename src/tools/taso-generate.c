@@ -115,7 +115,8 @@ typedef struct {
 typedef struct {
   taso_fingerprint_t fp;
   uint64_t rep;
-  uint64_t told; /* owner's table: every rank knows this class */
+  int32_t ops;  /* the representative's operators */
+  int32_t told; /* owner's table: every rank knows this class */
 } class_t;
 
 typedef struct {
@@ -1148,7 +1149,9 @@ static uint64_t graph_hash(const taso_grec_t *r) {
 
 /* Whether a graph of the walk has children: it is its class's
  * representative and no two of its outputs are equal (a graph holding a
- * tensor twice extends into graphs that a smaller one implies). */
+ * tensor twice extends into graphs that a smaller one implies). A graph
+ * smaller than the class's known representative is one the owner never
+ * saw (its outputs were not yet shared at its level): the true one. */
 static bool expand(void *ctx, const taso_enum_graph_t *g) {
   gen_t *c = ctx;
   taso_fingerprint_t fps[2 * TASO_ENUM_MAX_OPS + 2];
@@ -1158,7 +1161,7 @@ static bool expand(void *ctx, const taso_enum_graph_t *g) {
   if (!joinable(c, g->nops, output_groups(g->nsinks, cones))) return false;
   if (!fill_record(c, g->nops, g->variant, g->in, g->nsinks, g->sinks, &r, fps)) return false;
   const class_t *k = classes_get(&c->reps, &r.fp);
-  return !k || k->rep == graph_hash(&r);
+  return !k || g->nops < k->ops || k->rep == graph_hash(&r);
 }
 
 /* Level walk 2: a record of every graph whose outputs are all shared (its
@@ -1196,6 +1199,7 @@ static taso_err_t classify(gen_t *c, taso_grec_t *r, int64_t n, class_t **tell, 
       for (int64_t x = 0; m && x < j - i; x++) taso_graph_free(&m[x].g);
       free(m);
       k->rep = graph_hash(&r[i + rep]);
+      k->ops = r[i + rep].nops;
     }
     if ((known || j - i > 1) && !k->told) {
       k->told = 1;
@@ -1213,7 +1217,10 @@ static taso_err_t tell_classes(gen_t *c, const class_t *tell, int64_t n) {
   for (int64_t i = 0; i < total && err == TASO_OK; i++) {
     class_t *k;
     err = classes_put(&c->reps, &all[i].fp, &k);
-    if (err == TASO_OK) k->rep = all[i].rep;
+    if (err == TASO_OK) {
+      k->rep = all[i].rep;
+      k->ops = all[i].ops;
+    }
   }
   free(all);
   return taso_tool_agree(c->t, err);
