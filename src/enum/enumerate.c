@@ -50,6 +50,7 @@ struct taso_enum {
   int64_t nstates, states_cap;
   int part, nparts; /* the share of the count pass this process weighs */
   int64_t units;    /* units met by the count pass so far */
+  int64_t level_units; /* units met by the current level walk so far */
   /* the walk's state */
   int32_t variant[TASO_ENUM_MAX_OPS];
   unsigned cone[TASO_ENUM_MAX_OPS]; /* operators each one depends on, itself included */
@@ -559,6 +560,7 @@ static taso_err_t level_walk(taso_enum_t *e, int d, level_t *w) {
     return leaves(e, l, &r);
   }
   for (int i = 0; i < l->n; i++) {
+    if (d + 1 == w->unit) e->level_units = w->units + 1;
     if (d + 1 == w->unit && w->units++ % w->nparts != w->part) continue;
     place(e, &l->v[i]);
     taso_err_t err = enter(e, w->v, false);
@@ -577,8 +579,13 @@ taso_err_t taso_enum_level(taso_enum_t *e, int level, int part, int nparts, cons
     return taso_error(TASO_ERR_LIMIT, "level %d out of range 1..%d", level, e->max_ops);
   level_t w = {.level = level, .unit = level >= 3 ? level - 2 : level - 1, .part = part,
                .nparts = nparts, .v = v};
+  e->level_units = 0;
   if (w.unit == 0 && part != 0) return TASO_OK; /* level 1: the root is the only unit */
   return level_walk(e, 0, &w);
+}
+
+int64_t taso_enum_level_units(const taso_enum_t *e) {
+  return e->level_units;
 }
 
 /* ---- variants ------------------------------------------------------------ */

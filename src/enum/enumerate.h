@@ -126,6 +126,11 @@ taso_err_t taso_enum_run(taso_enum_t *e, int64_t begin, int64_t end, const taso_
  * pass: taso_enum_create with max_ops >= level. */
 taso_err_t taso_enum_level(taso_enum_t *e, int level, int part, int nparts, const taso_enum_visitor_t *v);
 
+/* The units the current (or last) level walk has met so far, its own and
+ * the other parts': from 3 on, the units of level k are the graphs of
+ * level k - 2 before any cut, so this counts its progress. */
+int64_t taso_enum_level_units(const taso_enum_t *e);
+
 /* Whether an input is a weight (its name starts with 'w'): conv2d never takes
  * a weight input as its data input (semantics.md section 3). */
 bool taso_enum_is_weight(const taso_inputs_t *in, int input);

@@ -86,8 +86,9 @@ static bool fpset_has(const fpset_t *s, const taso_fingerprint_t *fp) {
 }
 
 /* The memo's marks: tensors whose class holds two different expressions;
- * tensors that are an output of a connected multi-output graph. */
-enum { SHARED, TWIN_OUTPUT };
+ * tensors that are an output of a connected multi-output graph; (level by
+ * level) tensors whose class holds an expression of fewer operators. */
+enum { SHARED, TWIN_OUTPUT, NOT_SMALLEST };
 
 /* A connected multi-output graph's fingerprint and its sorted output
  * fingerprints: the twin of the graphs of op-disjoint outputs that have
@@ -148,6 +149,9 @@ typedef struct {
   /* method = representatives: the classes whose representative every rank
    * knows; the classes this rank owns, of every level so far */
   classes_t reps, owned;
+  classes_t smallest; /* tensor classes with expressions of different sizes: the fewest operators */
+  bool levels;                               /* progress counts the level's units */
+  int64_t level_graphs[TASO_ENUM_MAX_OPS + 1]; /* graphs of each level, all ranks */
 } gen_t;
 
 /* ---- the walks --------------------------------------------------------- */
@@ -178,7 +182,8 @@ static double cpu_seconds(void) {
 }
 
 static void tick(gen_t *c) {
-  if ((++c->visited & 0xfff) == 0) taso_progress_update(&c->progress, c->visited);
+  if ((++c->visited & 0xfff) == 0)
+    taso_progress_update(&c->progress, c->levels ? taso_enum_level_units(c->e) : c->visited);
 }
 
 static taso_err_t visit_count(void *ctx, const taso_enum_graph_t *g) {
@@ -477,7 +482,27 @@ static taso_err_t exchange_by_owner(gen_t *c, const void *items, int64_t n, size
 typedef struct {
   taso_fingerprint_t fp;
   uint64_t shash;
+  int64_t ops; /* level by level: the expression's operators */
 } tensor_rec_t;
+
+/* The operators of expression e (seen: the n met so far, up to
+ * TASO_ENUM_MAX_OPS); returns the new n. */
+static int expr_ops(const taso_memo_t *m, int32_t e, int32_t *seen, int n) {
+  int32_t in[3];
+  if (taso_memo_expr(m, e, in) < 0) return n; /* an input */
+  for (int i = 0; i < n; i++)
+    if (seen[i] == e) return n;
+  if (n == TASO_ENUM_MAX_OPS) return n + 1; /* not from an enumeration; never smaller */
+  seen[n++] = e;
+  for (int a = 0; a < 3 && n <= TASO_ENUM_MAX_OPS; a++)
+    if (in[a] >= 0) n = expr_ops(m, in[a] / 2, seen, n);
+  return n;
+}
+
+static int64_t tensor_ops(const gen_t *c, int32_t tid) {
+  int32_t seen[TASO_ENUM_MAX_OPS];
+  return c->levels ? expr_ops(c->m, tid / 2, seen, 0) : 0;
+}
 
 static int tensor_rec_cmp(const void *a, const void *b) {
   const tensor_rec_t *x = a, *y = b;
@@ -572,6 +597,36 @@ static void mark_tensors(gen_t *c, const fpset_t *set, int mark) {
     }
 }
 
+static taso_err_t classes_put(classes_t *m, const taso_fingerprint_t *fp, class_t **at);
+static const class_t *classes_get(const classes_t *m, const taso_fingerprint_t *fp);
+
+/* Collective, level by level: every rank learns the tensor classes whose
+ * expressions differ in size (the owners' n of them) and marks the
+ * tensors of more operators than the fewest. */
+static taso_err_t mark_larger(gen_t *c, const class_t *mine, int64_t n) {
+  class_t *all = NULL;
+  int64_t total = 0;
+  free(c->smallest.slot);
+  memset(&c->smallest, 0, sizeof c->smallest);
+  taso_err_t err = allgather(c, mine, n, sizeof *mine, (void **)&all, &total);
+  for (int64_t i = 0; i < total && err == TASO_OK; i++) {
+    class_t *k;
+    err = classes_put(&c->smallest, &all[i].fp, &k);
+    if (err == TASO_OK) k->ops = all[i].ops;
+  }
+  free(all);
+  err = taso_tool_agree(c->t, err);
+  int64_t nexpr = taso_memo_count(c->m);
+  for (int64_t e = 0; e < nexpr && err == TASO_OK; e++)
+    for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) {
+      int32_t tid = (int32_t)(2 * e + p);
+      taso_fingerprint_t fp = taso_memo_fp(c->m, tid);
+      const class_t *k = classes_get(&c->smallest, &fp);
+      taso_memo_mark(c->m, tid, NOT_SMALLEST, k && tensor_ops(c, tid) > k->ops);
+    }
+  return err;
+}
+
 /* Marks every tensor of the memo whose class holds two or more different
  * expressions, across all ranks. */
 static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
@@ -581,28 +636,37 @@ static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
   for (int64_t e = 0; err == TASO_OK && e < nexpr; e++)
     for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) {
       int32_t tid = (int32_t)(2 * e + p);
-      send[nsend++] = (tensor_rec_t){taso_memo_fp(c->m, tid), taso_memo_shash(c->m, tid)};
+      send[nsend++] = (tensor_rec_t){taso_memo_fp(c->m, tid), taso_memo_shash(c->m, tid), tensor_ops(c, tid)};
     }
   tensor_rec_t *recv = NULL;
   int64_t nrecv = 0;
   err = taso_tool_agree(c->t, err);
   if (err == TASO_OK)
     err = exchange_by_owner(c, send, nsend, sizeof *send, (void **)&recv, &nrecv, volume);
-  /* classes with two different expressions */
+  /* classes with two different expressions; of different sizes */
   taso_fingerprint_t *mine = NULL;
-  int nmine = 0;
+  class_t *sizes = NULL;
+  int64_t nmine = 0, nsizes = 0;
   if (err == TASO_OK) {
     qsort(recv, (size_t)nrecv, sizeof *recv, tensor_rec_cmp);
     mine = malloc(sizeof *mine * (size_t)(nrecv + 1));
-    if (!mine) err = taso_error(TASO_ERR_NOMEM, "tensor classes");
+    sizes = calloc((size_t)(nrecv + 1), sizeof *sizes);
+    if (!mine || !sizes) err = taso_error(TASO_ERR_NOMEM, "tensor classes");
     for (int64_t i = 0; err == TASO_OK && i < nrecv;) {
-      int64_t j = i, distinct = 0;
-      for (; j < nrecv && !taso_fingerprint_cmp(&recv[j].fp, &recv[i].fp); j++)
+      int64_t j = i, distinct = 0, lo = recv[i].ops, hi = recv[i].ops;
+      for (; j < nrecv && !taso_fingerprint_cmp(&recv[j].fp, &recv[i].fp); j++) {
         distinct += j == i || recv[j].shash != recv[j - 1].shash;
+        lo = recv[j].ops < lo ? recv[j].ops : lo;
+        hi = recv[j].ops > hi ? recv[j].ops : hi;
+      }
       if (distinct > 1) mine[nmine++] = recv[i].fp;
+      if (hi > lo) sizes[nsizes++] = (class_t){.fp = recv[i].fp, .ops = (int32_t)lo};
       i = j;
     }
   }
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK && c->levels) err = mark_larger(c, sizes, nsizes);
+  free(sizes);
   /* everyone learns every shared class */
   fpset_t shared = {0};
   err = taso_tool_agree(c->t, err);
@@ -1159,6 +1223,13 @@ static bool expand(void *ctx, const taso_enum_graph_t *g) {
   taso_grec_t r;
   for (int s = 0; s < g->nsinks; s++) cones[s] = g->cone[TASO_REF_NODE(g->sinks[s]) - c->ninputs];
   if (!joinable(c, g->nops, output_groups(g->nsinks, cones))) return false;
+  /* an output that fewer operators compute, its operators its own: the
+   * graph with those instead is smaller and in the same class */
+  for (int s = 0; s < g->nsinks; s++) {
+    unsigned others = 0;
+    for (int o = 0; o < g->nsinks; o++) others |= o == s ? 0 : cones[o];
+    if (!(cones[s] & others) && taso_memo_marked(c->m, c->tid[g->sinks[s]], NOT_SMALLEST)) return false;
+  }
   if (!fill_record(c, g->nops, g->variant, g->in, g->nsinks, g->sinks, &r, fps)) return false;
   const class_t *k = classes_get(&c->reps, &r.fp);
   return !k || g->nops < k->ops || k->rep == graph_hash(&r);
@@ -1239,6 +1310,9 @@ static taso_err_t one_level(gen_t *c, int k, int64_t *graphs, int64_t *nshared, 
   double t0 = MPI_Wtime();
   int64_t vol = 0, n[3] = {0, 0, 0}; /* graphs, records, told classes */
   c->visited = 0;
+  /* from level 3 on, the units are the graphs of level k - 2 (uncut) */
+  taso_progress_begin(&c->progress, t, "units of the level (graphs of 2 operators fewer)",
+                      k >= 3 ? c->level_graphs[k - 2] : -1);
   taso_enum_visitor_t v = {.ctx = c, .push = push, .visit = visit_count, .expand = expand};
   v.want = want_joinable;
   taso_err_t err = taso_tool_agree(t, taso_enum_level(c->e, k, t->rank, t->size, &v));
@@ -1266,6 +1340,7 @@ static taso_err_t one_level(gen_t *c, int k, int64_t *graphs, int64_t *nshared, 
   double mib[2] = {peak_mib(), 0}, all[2];
   if (err == TASO_OK) {
     MPI_Allreduce(MPI_IN_PLACE, n, 3, MPI_INT64_T, MPI_SUM, t->comm);
+    c->level_graphs[k] = n[0];
     mib[1] = -mib[0];
     MPI_Allreduce(mib, all, 2, MPI_DOUBLE, MPI_MAX, t->comm);
     char classes[160] = "the last: its classes form with the pairs";
@@ -1399,8 +1474,8 @@ int main(int argc, char **argv) {
     taso_enum_variants(c.e, &nv);
     taso_tool_print(&t, "generating graphs of up to %d operators (%d operator variants) level by level "
                     "from class representatives on %d ranks\n", t.job.max_ops, nv, t.size);
-    taso_progress_begin(&c.progress, &t, "graphs of the level (rank 0's share)", -1);
     int64_t graphs = 0;
+    c.levels = true;
     err = generate_levels(&c, &graphs, &nshared, &vol1);
     c.visited = graphs;
   } else if (err == TASO_OK) {
