@@ -30,6 +30,13 @@
  *      write the result collectively.
  * The output does not depend on the rank count: shards only change who
  * finds a graph, and every later choice is made on sorted, global data.
+ *
+ * With [generate] method = representatives (the default), steps 1 to 3 go
+ * level by level instead (generate_levels below): the graphs of k
+ * operators are the class representatives of k - 1 operators extended by
+ * one operator, each level's tensor and graph classes formed by one
+ * exchange each; walk 2 then runs over the tree so kept, and steps 4 on
+ * are the same.
  */
 #define _POSIX_C_SOURCE 200809L /* access */
 
