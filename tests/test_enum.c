@@ -406,16 +406,17 @@ static void test_weights_and_identities(void) {
   taso_op_template_t t[3];
   const char *names[] = {"conv2d", "enlarge(k=3x3)", "relu"};
   for (int n = 0; n < 3; n++) TASO_CHECK(taso_op_template_parse(names[n], &t[n].kind, &t[n].p));
-  for (int restrict_weights = 0; restrict_weights < 2; restrict_weights++) {
-    taso_enum_opts_t opts = {.weights = restrict_weights ? 6 : ~0ull}; /* w4, w7 */
+  for (int restrict_weights = 0; restrict_weights < 3; restrict_weights++) {
+    /* 0: defaults; 1: weights w4, w7 only; 2: identities kept */
+    taso_enum_opts_t opts = {.weights = restrict_weights == 1 ? 6 : ~0ull, .keep_identities = restrict_weights == 2};
     taso_enum_t *e;
     CHECK_OK(taso_enum_create_opts(&in, t, 3, 3, 0, 1, &opts, &e));
     opts_ctx_t c = {.e = e, .not_weights = 1, .ninputs = in.n};
     taso_enum_visitor_t v = {.ctx = &c, .visit = visit_opts};
     CHECK_OK(taso_enum_run(e, 0, taso_enum_total(e), &v));
     CHECK(c.graphs > 0 && c.enlarges > 0); /* enlarge(w7) and on */
-    CHECK(c.identities == 0);
-    CHECK(restrict_weights ? c.image_weights == 0 : c.image_weights > 0);
+    CHECK(restrict_weights == 2 ? c.identities > 0 : c.identities == 0);
+    CHECK(restrict_weights == 1 ? c.image_weights == 0 : c.image_weights > 0);
     taso_enum_free(e);
   }
   taso_inputs_free(&in);

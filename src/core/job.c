@@ -207,6 +207,13 @@ static taso_err_t set_weights(taso_job_t *job, const char *value) {
   return TASO_OK;
 }
 
+static taso_err_t set_identities(taso_job_t *job, const char *value) {
+  if (strcmp(value, "skip") && strcmp(value, "keep"))
+    return taso_error(TASO_ERR_UNKNOWN, "identities must be skip or keep, not '%s'", value);
+  job->keep_identities = !strcmp(value, "keep");
+  return TASO_OK;
+}
+
 static bool same_template(const taso_op_template_t *a, const taso_op_template_t *b) {
   /* Unused parameter fields are zeroed, so memcmp is exact. */
   return a->kind == b->kind && memcmp(&a->p, &b->p, sizeof a->p) == 0;
@@ -415,6 +422,7 @@ static const key_spec_t key_specs[] = {
     {"generate", "operators", set_operators, true, NULL},
     {"generate", "method", set_method, false, "representatives"},
     {"generate", "weights", set_weights, true, NULL}, /* derived: every input */
+    {"generate", "identities", set_identities, false, "skip"},
     {"verify", "axioms", set_axioms, false, "data/axioms"},
     {"verify", "timeout", set_verify_timeout, false, "5"},
     {"verify", "rlimit", set_verify_rlimit, false, STR(TASO_DEFAULT_VERIFY_RLIMIT)},

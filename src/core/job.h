@@ -7,7 +7,8 @@
  *   [generate]  max_ops, operators (operator templates in graph-text syntax,
  *               separated by spaces, e.g. "conv2d conv2d(act=relu) pool_avg(k=3x3)"),
  *               method (representatives or exhaustive), weights (the inputs a
- *               conv2d weight may depend on; default all)
+ *               conv2d weight may depend on; default all), identities (skip
+ *               or keep operators where they are the identity)
  *   [verify]    axioms (path), timeout (seconds per query), rlimit (Z3 resource
  *               units per query), memory_mb (Z3's memory cap per rank)
  *   [validate]  sizes (e.g. "1,2"), timeout (seconds per case),
@@ -54,6 +55,8 @@ typedef struct {
   int nops;
   char method[16];            /* [generate] method: "representatives" or "exhaustive" */
   char weights[1024];         /* [generate] weights: input names; "" every input */
+  bool keep_identities;       /* [generate] identities = keep: enumerate operators where
+                                 they are the identity (skip: not, the default) */
   char axioms[256];           /* [verify] axioms: path of the axiom file or folder */
   double verify_timeout;      /* [verify] timeout, seconds */
   int32_t sizes[TASO_MAX_SIZES]; /* [validate] sizes */

@@ -34,6 +34,7 @@ struct taso_enum {
   const taso_inputs_t *in;
   int ninputs, max_ops, unit_depth;
   uint64_t weights; /* inputs allowed in a conv2d weight (taso_enum_opts_t) */
+  bool keep_identities;
   taso_variant_t *variants;
   int nvariants;
   /* type table */
@@ -244,7 +245,7 @@ static uint64_t reads_of(const taso_enum_t *e, taso_ref_t r) {
  * already has): the input itself is the smaller graph. */
 static bool allowed(const taso_enum_t *e, const valid_t *v, taso_ref_t a, taso_ref_t b) {
   taso_op_kind_t kind = e->variants[v->variant].kind;
-  if (kind == TASO_OP_ENLARGE && v->out[0] == e->ref_type[a]) return false;
+  if (kind == TASO_OP_ENLARGE && v->out[0] == e->ref_type[a] && !e->keep_identities) return false;
   if (kind != TASO_OP_CONV2D) return true;
   if (reads_of(e, b) & ~e->weights) return false;
   return TASO_REF_NODE(a) >= e->ninputs || !taso_enum_is_weight(e->in, TASO_REF_NODE(a));
@@ -734,6 +735,7 @@ taso_err_t taso_enum_create_opts(const taso_inputs_t *in, const taso_op_template
   e->in = in;
   e->ninputs = in->n;
   e->weights = opts->weights;
+  e->keep_identities = opts->keep_identities;
   e->max_ops = max_ops;
   e->unit_depth = max_ops - 1;
   int nrefs = 2 * (in->n + max_ops);

@@ -78,6 +78,9 @@ typedef struct {
   /* Bit i set: input i may be read, directly or through operators, as a
    * conv2d weight. Inputs 64 and up are always allowed. */
   uint64_t weights;
+  /* Also enumerate operators where they are the identity (enlarge to the
+   * kernel a weight already has); by default they are not. */
+  bool keep_identities;
   /* No count pass: the enumeration serves taso_enum_level only (its totals
    * are 0 and taso_enum_run visits nothing). */
   bool no_count;

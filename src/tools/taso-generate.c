@@ -1442,7 +1442,7 @@ int main(int argc, char **argv) {
   TASO_TOOL_STEP(&t, err, check_plan(&t));
   double t_count = MPI_Wtime(), cpu_count = cpu_seconds();
   bool levels = !strcmp(t.job.method, "representatives");
-  taso_enum_opts_t opts = {.no_count = levels};
+  taso_enum_opts_t opts = {.no_count = levels, .keep_identities = t.job.keep_identities};
   TASO_TOOL_STEP(&t, err, weights_mask(&t.job, &opts.weights));
   if (err == TASO_OK) {
     /* the count pass that weighs the shards, shared by the ranks (none
