@@ -5,11 +5,19 @@
 # configurations; then the cost model: for each built-in model the sum of
 # its planned steps' costs from the database against its end-to-end time
 # (taso-run --runs 10), as a ratio.
-# Usage: bench/measure.sh [BUILD_DIR] [quick]   (quick: the second part on
-# small sizes). Each command is echoed so that a run can be repeated.
+# Usage: bench/measure.sh [BUILD_DIR] [quick] [--against OLD.h5]
+# (quick: the second part on small sizes; --against: also compare with a
+# database measured earlier, e.g. on another day, for the rows of both).
+# Each command is echoed so that a run can be repeated.
 set -euo pipefail
-build=${1:-build}
-quick=${2:-}
+build=build quick= against= positional=0
+while [ $# -gt 0 ]; do
+  case $1 in
+  --against) against=${2:?--against needs a cost database}; shift ;;
+  *) if [ $positional = 0 ]; then build=$1; else quick=$1; fi; positional=$((positional + 1)) ;;
+  esac
+  shift
+done
 bin=$build/bin
 for t in taso-measure taso-run taso-show; do
   [ -x "$bin/$t" ] || { echo "measure.sh: $bin/$t not built (cmake --build $build)" >&2; exit 2; }
@@ -21,26 +29,11 @@ printf '[job]\nname = bench-measure\n[measure]\nlock_dir = %s/locks\n' "$dir" >"
 echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores available"
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# pick Q: the Q-quantile (0.5: median) of numbers on stdin (mawk has no asort)
-pick() { sort -g | awk -v q="$1" '{ v[NR] = $1 } END { i = int(q * NR + 0.5); if (i < 1) i = 1; print v[i] }'; }
-# rows DB: "KEY|MEDIAN|SPREAD|IQR" of every measured row (spreads in %)
-rows() {
-  "$bin/taso-show" "$1" | awk '$1 ~ /^[0-9.]+$/ && $3 ~ /%$/ { k = $0; sub(/  unit=.*/, "", k)
-    sub(/^ *([^ ]+ +)[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +/, "", k); print k "|" $1 "|" $3 + 0 "|" $4 + 0 }' | sort
-}
+. "$(dirname "$0")/measure_lib.sh"
 spreads() {
   echo "median (max-min)/median $(rows "$1" | cut -d'|' -f3 | pick 0.5)%," \
     "median IQR/median $(rows "$1" | cut -d'|' -f4 | pick 0.5)% over $(rows "$1" | wc -l) rows"
 }
-# agreement A B: |median_B / median_A - 1| over the configurations of both
-agreement() {
-  local d
-  d=$(join -t'|' <(rows "$1" | cut -d'|' -f1,2) <(rows "$2" | cut -d'|' -f1,2) |
-    awk -F'|' '{ d = $3 / $2 - 1; print 100 * (d < 0 ? -d : d) }')
-  echo "two measurements of $(echo "$d" | wc -l) configurations differ by $(echo "$d" | pick 0.5)%" \
-    "(median), $(echo "$d" | pick 0.9)% (90th percentile)"
-}
-
 for m in resnet50:stem=1 bert; do
   for pass in 1 2; do
     cmd="$bin/taso-measure --job $dir/job.ini --db $dir/$pass.h5 --model $m"
@@ -48,7 +41,9 @@ for m in resnet50:stem=1 bert; do
     $cmd | grep -E '^taso-measure: [0-9]+ configurations:'
   done
   echo "$m: $(spreads "$dir/1.h5")"
-  echo "$m: $(agreement "$dir/1.h5" "$dir/2.h5")"
+  echo "$m: two measurements: $(agreement "$dir/1.h5" "$dir/2.h5")"
+  [ -z "$against" ] || echo "$m: against $against ($(date -r "$against" -u +%Y-%m-%dT%H:%MZ)):" \
+    "$(agreement "$against" "$dir/1.h5")"
   rm -f "$dir"/[12].h5
 done
 

@@ -10,7 +10,11 @@
 #   3. taso-run latency of the original and of the optimized model in the
 #      same run: RUNS runs each, alternated three times, the median of the
 #      three medians.
-# Prints one line per model, then the rules, then every command it ran.
+# Prints one line per model, beside the published speedups over the input
+# graph and search times of the original TASO and of Tensat (Tensat's
+# Table 1, on an NVIDIA T4: a comparison of kind, not of number), then the
+# rules, then every command it ran. COSTS=costs.h5 reads a taso-measure
+# database (rows it lacks are still measured on the spot).
 # Usage: bench/optimize.sh [BUILD_DIR] [SUBSTITUTIONS] [BUDGET] [TIME_LIMIT] [RUNS] [THREADS]
 #   (defaults: build, a workstation set made here, 1000, 300 s, 20, 1)
 # Without SUBSTITUTIONS it generates and verifies jobs/workstation.ini
@@ -42,6 +46,22 @@ step() { # step LABEL CMD...: runs, echoes, keeps its output in $tmp/log
 
 median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > 0 ? a / b : 0) }'; }
+# Published (optimizer.md section 4, Tensat Table 1): TASO %, Tensat %,
+# TASO search s, Tensat search s; "-" where the model was not in the table.
+published() {
+  case $1 in
+    bert) echo "8.5 9.2 13.6 1.4" ;;
+    resnext50) echo "5.5 8.8 25.3 0.7" ;;
+    nasnet_a) echo "1.9 7.3 1226 10.6" ;;
+    nasrnn) echo "45.4 68.9 177.3 0.5" ;;
+    inception_v3) echo "6.3 10.0 68.6 5.1" ;;
+    squeezenet) echo "6.7 24.5 16.4 0.3" ;;
+    resnet50) echo "0 - - -" ;;
+    *) echo "- - - -" ;;
+  esac
+}
+costs=()
+[ -n "${COSTS:-}" ] && costs=(--costs "$COSTS")
 
 if [ -z "$subst" ]; then
   subst=$tmp/substitutions.h5
@@ -55,8 +75,9 @@ specs=${MODELS:-"nasrnn squeezenet:size=64 resnet50:size=28 resnext50:size=64 be
 
 echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# substitutions $subst, budget $budget, time limit $limit s, $threads threads, $runs runs"
-printf '%-24s %10s %10s %6s %9s %9s %6s %8s %8s %-11s %s\n' model "cost ms" "opt ms" "x" \
-  "run ms" "opt run" "x" explored "search s" agrees "ended by"
+printf '%-24s %10s %10s %6s %9s %9s %6s %8s %8s %-11s %-12s %6s %6s %7s %7s\n' model "cost ms" \
+  "opt ms" "x" "run ms" "opt run" "x" explored "search s" agrees "ended by" "TASO%" "Tensat%" \
+  "TASO s" "Tensat s"
 : >"$tmp/rules"
 : >"$tmp/findings"
 fail=0
@@ -66,9 +87,9 @@ for spec in $specs; do
   # exit 3: written, but the result differs from the original (its finding
   # names the rewrite); anything else non-zero: no result
   agrees=yes
-  echo "+ $bin/taso-optimize --model $spec --substitutions $subst --out $out --budget $budget --time-limit $limit --threads $threads" >>"$tmp/commands"
+  echo "+ $bin/taso-optimize --model $spec --substitutions $subst --out $out --budget $budget --time-limit $limit --threads $threads ${costs[*]}" >>"$tmp/commands"
   "$bin/taso-optimize" --model "$spec" --substitutions "$subst" --out "$out" --budget "$budget" \
-    --time-limit "$limit" --threads "$threads" >"$tmp/log" 2>&1
+    --time-limit "$limit" --threads "$threads" "${costs[@]}" >"$tmp/log" 2>&1
   rc=$?
   if [ "$rc" = 3 ]; then
     agrees=DIFFERS
@@ -98,9 +119,11 @@ for spec in $specs; do
   done
   lat=$(median "${lat[@]}")
   olat=$(median "${olat[@]}")
-  printf '%-24s %10s %10s %6.3f %9s %9s %6.3f %8s %8s %-11s %s\n' "$spec" "$before" "$after" \
-    "$(ratio "$before" "$after")" "$lat" "$olat" "$(ratio "$lat" "$olat")" \
-    "$explored" "$secs" "$agrees" "$ended"
+  grep -q 'holds the input graph' "$tmp/log" && ended="$ended, kept input"
+  read -r taso_pct tensat_pct taso_s tensat_s <<<"$(published "$name")"
+  printf '%-24s %10s %10s %6.3f %9s %9s %6.3f %8s %8s %-11s %-12s %6s %6s %7s %7s\n' "$spec" \
+    "$before" "$after" "$(ratio "$before" "$after")" "$lat" "$olat" "$(ratio "$lat" "$olat")" \
+    "$explored" "$secs" "$agrees" "$ended" "$taso_pct" "$tensat_pct" "$taso_s" "$tensat_s"
 done
 echo "# rules that fired most, per model (count x rule):"
 sed 's/^/#   /' "$tmp/rules"

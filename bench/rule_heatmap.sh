@@ -66,7 +66,7 @@ for spec in $specs; do
   name=${spec%%:*}
   out=$outdir/$name.opt.h5
   run "$outdir/$name.log" "$bin/taso-optimize" --model "$spec" --substitutions "$subst" --out "$out" \
-    --budget "$budget" --time-limit "$limit" --threads "$threads" "${extra[@]}"
+    --budget "$budget" --time-limit "$limit" --threads "$threads" --confirm-runs 0 "${extra[@]}"
   rc=$?
   # Exit 3: written, but differs from the original; the rules it used are
   # still counted, and the table says so.

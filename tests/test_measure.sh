@@ -66,6 +66,39 @@ else
 fi
 grep -h '^taso-measure: device 0' a.out b.out
 
+# ---- the library's algorithm in every measured row -------------------------
+noalg=$("$bin/taso-show" costs.h5 | grep ' when=' | grep -v unavailable | grep -c 'algorithm=-$')
+[ "$noalg" = 0 ] && "$bin/taso-show" costs.h5 | grep -q 'algorithm=[a-z_0-9]*:' &&
+  ok "every measured row names oneDNN's implementation ($("$bin/taso-show" costs.h5 |
+    sed -n 's/.* algorithm=//p' | sort -u | head -3 | tr '\n' ' '))" ||
+  bad "$noalg measured rows without an algorithm"
+
+# ---- a database of format 1 (before the algorithm column) is still read --
+python=
+for p in python3 /usr/bin/python3; do
+  if command -v "$p" >/dev/null && "$p" -c 'import h5py' 2>/dev/null; then python=$p && break; fi
+done
+if [ -n "$python" ]; then
+  cp costs.h5 old.h5
+  "$python" - <<'EOF2'
+import h5py, numpy as np
+with h5py.File("old.h5", "r+") as f:
+    d = f["costs"][...]
+    names = [n for n in d.dtype.names if n != "algorithm"]
+    old = np.empty(d.shape, dtype=[(n, d.dtype[n]) for n in names])
+    for n in names: old[n] = d[n]
+    del f["costs"]
+    f.create_dataset("costs", data=old)
+    del f.attrs["costs_format"]
+EOF2
+  "$bin/taso-measure" --job job.ini --db old.h5 "${models[@]}" >o.out 2>&1 &&
+    grep -q 'nothing to measure' o.out && [ "$("$bin/taso-show" old.h5 | grep -c 'algorithm=-$')" = "$n" ] &&
+    ok "a format-1 database is read (no algorithm shown as -) and reused" ||
+    { bad "format-1 database"; cat o.out; }
+else
+  echo "skip: no python with h5py to write a format-1 database"
+fi
+
 # ---- a second run measures nothing ----------------------------------------
 "$bin/taso-measure" --job job.ini --db costs.h5 "${models[@]}" >c.out 2>&1 &&
   grep -q 'nothing to measure' c.out && grep -q ": $n configurations: 0 measured, $n reused" c.out &&
@@ -94,6 +127,29 @@ if [ "$cores" -ge 2 ]; then
   grep '^taso-measure: device' t.out
 else
   echo "skip: one core here; the two-device run needs two"
+fi
+
+# ---- working elsewhere: core 0 held by another job ------------------------
+# This shell stands in for another job: it holds core 0's lock (flock(1)
+# takes the same advisory lock); a one-rank job whose own device is core 0
+# measures on core 1.
+if [ "$cores" -ge 2 ] && command -v flock >/dev/null; then
+  printf '[job]\nname = elsewhere\n[measure]\nmin_runs = 3\nmax_runs = 5\ncores_per_device = 1\nlock_dir = %s/locks\n' \
+    "$dir" >else.ini
+  host=$(hostname | cut -d. -f1)
+  mkdir -p locks
+  exec 9>"locks/$host-cpu0.lock"
+  flock 9
+  timeout 300 taskset -c 0,1 "$bin/taso-measure" --job else.ini --db else.h5 \
+    --model squeezenet:size=32 >e.out 2>&1
+  rc=$?
+  flock -u 9
+  exec 9>&-
+  units=$(rows else.h5 | awk '{ split($1, u, ":"); print u[2] }' | sort -u | tr '\n' ' ')
+  [ $rc -eq 0 ] && [ "$units" = "cpu1 " ] && grep -q "measurements ([1-9][0-9]* on another device" e.out &&
+    ok "with core 0 held by another job, every measurement ran on core 1" ||
+    { bad "working elsewhere: status $rc, units '$units'"; cat e.out; }
+  grep '^taso-measure: device' e.out
 fi
 
 # ---- bad input: one line naming the file --------------------------------

@@ -202,6 +202,24 @@ static void test_overrides(void) {
   CHECK_OK(load("resnet50", "size=14", &m));
   CHECK_STR(m.graph.noutputs ? output_shape(&m, 0, shape, sizeof shape) : "", "1x2048x2x2");
   taso_model_free(&m);
+  /* bn=1: a chmul and a chadd after each of the body's 52 convolutions,
+   * a ReLU after each normalized one that had it fused, the same output;
+   * its scales are seeded near 1 and its shifts near 0 */
+  const expected_t bn = {"resnet50", "1x2048x2x2", 224,
+                         {{TASO_OP_CONV2D, 52}, {TASO_OP_CHMUL, 52}, {TASO_OP_CHADD, 52},
+                          {TASO_OP_EWADD, 16}, {TASO_OP_RELU, 52}}};
+  CHECK_OK(load("resnet50", "size=14,bn=1", &m));
+  check_counts(&bn, &m);
+  CHECK_STR(m.graph.noutputs ? output_shape(&m, 0, shape, sizeof shape) : "", "1x2048x2x2");
+  CHECK_OK(taso_model_make_weights(&m));
+  for (int i = 0; i < m.inputs.n; i++) {
+    if (!m.is_weight[i] || m.inputs.v[i].type.rank != 1) continue;
+    bool scale = strstr(m.names[i], "scale") != NULL;
+    for (int64_t k = 0; k < m.inputs.v[i].type.dim[0]; k++)
+      CHECK(scale ? m.data[i][k] >= 0.5f && m.data[i][k] <= 1.5f
+                  : m.data[i][k] >= -0.1f && m.data[i][k] <= 0.1f);
+  }
+  taso_model_free(&m);
   CHECK_OK(load("inception_v3", "batch=2,size=75", &m));
   CHECK_STR(m.graph.noutputs ? output_shape(&m, 0, shape, sizeof shape) : "", "2x2048x1x1");
   taso_model_free(&m);

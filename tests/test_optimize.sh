@@ -10,30 +10,7 @@
 #
 # ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
 set -u
-src=${TASO_SOURCE_DIR:?set TASO_SOURCE_DIR}
-bin=${TASO_BIN_DIR:?set TASO_BIN_DIR}
-mpiexec=${MPIEXEC:-mpirun}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$src" || exit 1 # the job names its axioms relative to the tree
-fail=0
-rc=0
-
-run() { # echoed, so a failure can be repeated; 124 means a hang
-  echo "+ $*"
-  timeout 300 "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
-show() { sed 's/^/  out: /' "$tmp/out"; sed 's/^/  err: /' "$tmp/err"; }
-expect() { # expect DESCRIPTION STATUS: the last run's status, and one error line on failure
-  if [ "$rc" != "$2" ]; then
-    echo "FAIL: $1 (exit status $rc, expected $2)"; show; fail=1
-  elif [ "$2" != 0 ] && [ "$(grep -c 'error:' "$tmp/err")" != 1 ]; then
-    echo "FAIL: $1: expected one error line"; show; fail=1
-  else
-    echo "ok: $1"
-  fi
-}
+source "$(dirname "$0")/script_helpers.sh"
 
 job=tests/data/optimize_test.ini
 run "$mpiexec" -n 1 "$bin/taso-generate" --job "$job" --out "$tmp/candidates.h5"
@@ -46,7 +23,7 @@ for spec in nasrnn:hidden=64,steps=2 squeezenet:size=32 resnet50:size=14; do
   name=${spec%%:*}
   out=$tmp/$name.opt.h5
   run "$bin/taso-optimize" --job "$job" --model "$spec" --substitutions "$tmp/substitutions.h5" \
-    --out "$out" --onnx "$tmp/$name.opt.onnx" --threads 1
+    --out "$out" --onnx "$tmp/$name.opt.onnx" --threads 1 --keep-slower --confirm-runs 1
   expect "optimize $spec" 0
   grep -q "cost .* -> .* ms" "$tmp/out" || { echo "FAIL: $spec: no cost summary"; show; fail=1; }
   [ -s "$tmp/$name.opt.onnx" ] || { echo "FAIL: $spec: no ONNX file"; fail=1; }
@@ -67,6 +44,32 @@ done
 if [ "$rewritten" -eq 0 ]; then
   echo "FAIL: no model was rewritten: the agreement checks above prove nothing"
   fail=1
+fi
+
+# The end-to-end confirmation: the file holds the result only when it was
+# measured faster than the input, else the input graph, and says which.
+run "$bin/taso-optimize" --job "$job" --model squeezenet:size=32 --threads 1 \
+  --substitutions "$tmp/substitutions.h5" --out "$tmp/confirm.opt.h5" --confirm-runs 3
+expect "optimize with the end-to-end confirmation" 0
+run "$bin/taso-show" "$tmp/confirm.opt.h5"
+# the attributes themselves (the listing rounds to 4 digits)
+verdict=$(/usr/bin/python3 -c '
+import sys, h5py
+a = h5py.File(sys.argv[1], "r").attrs
+before, after, kept = a["latency_before_ms"], a["latency_after_ms"], int(a["kept_input"])
+print("ok" if kept == (0 if after < before else 1) else "bad", before, after, kept)
+' "$tmp/confirm.opt.h5" 2>&1)
+kept=$(echo "$verdict" | awk '{ print $4 }')
+case $verdict in
+  ok*) echo "ok: confirmation consistent (before, after, kept: ${verdict#ok })" ;;
+  *) echo "FAIL: confirmation: $verdict"; show; fail=1 ;;
+esac
+if [ "$kept" = 1 ]; then # the input graph: it has the original's operator counts
+  run "$bin/taso-show" squeezenet:size=32
+  grep '^operators:' "$tmp/out" >"$tmp/ops.in"
+  run "$bin/taso-show" "$tmp/confirm.opt.h5"
+  grep '^operators:' "$tmp/out" | cmp -s - "$tmp/ops.in" ||
+    { echo "FAIL: kept input, but the operators differ from the input's"; fail=1; }
 fi
 
 run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/candidates.h5" \

@@ -265,6 +265,16 @@ static void test_elementwise(void) {
   AGREE("batchnorm", config(TASO_OP_BATCHNORM, NULL, 3, bn));
   taso_tensor_t bn2[3] = {shape(2, 4, 6, 0, 0), shape(1, 6, 0, 0, 0), shape(1, 6, 0, 0, 0)};
   AGREE("batchnorm rank 2", config(TASO_OP_BATCHNORM, NULL, 3, bn2));
+  /* chmul and chadd on every axis, rank 4 and rank 2 */
+  taso_params_t q = taso_params_default();
+  for (int k = TASO_OP_CHMUL; k <= TASO_OP_CHADD; k++)
+    for (q.axis = 0; q.axis < 4; q.axis++) {
+      taso_tensor_t cv[2] = {x, shape(1, x.dim[q.axis], 0, 0, 0)};
+      AGREE(taso_ops[k].name, config((taso_op_kind_t)k, &q, 2, cv));
+      if (q.axis >= 2) continue;
+      taso_tensor_t cv2[2] = {bn2[0], shape(1, bn2[0].dim[q.axis], 0, 0, 0)};
+      AGREE(taso_ops[k].name, config((taso_op_kind_t)k, &q, 2, cv2));
+    }
   p = taso_params_default();
   for (p.axis = 0; p.axis < 4; p.axis += 3) AGREE("softmax", config(TASO_OP_SOFTMAX, &p, 1, &x));
   p.axis = 1;

@@ -43,6 +43,7 @@ static void make_inputs(taso_inputs_t *in) {
       {"w1", 4, {2, 2, 3, 3}}, {"w2", 4, {2, 2, 3, 3}}, {"w4", 4, {2, 2, 1, 3}},
       {"w5", 4, {2, 2, 1, 3}}, {"i3", 4, {1, 2, 3, 1}}, {"w7", 4, {2, 2, 3, 1}},
       {"i4", 4, {1, 2, 1, 3}}, {"w8", 4, {2, 2, 1, 1}}, {"w9", 4, {2, 1, 1, 1}},
+      {"c1", 1, {2}},
   };
   memset(in, 0, sizeof *in);
   for (size_t i = 0; i < sizeof t / sizeof *t; i++)
@@ -151,6 +152,7 @@ static const struct {
     {"X25", "ewadd(concat(1, const_one(shape=2x1), const_one(shape=2x2)), a1) => "
             "ewadd(const_one(shape=2x3), a1)",
      true},
+    {"C1", "chmul(1, conv2d(s=2x2, i1, w1), c1) => conv2d(s=2x2, i1, chmul(0, w1, c1))", true},
 };
 #define NINSTANCES ((int)(sizeof instances / sizeof *instances))
 

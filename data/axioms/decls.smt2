@@ -32,6 +32,9 @@
 (declare-fun const_imm (Int) T)
 ; rank d0 d1 d2 d3 (0 past the rank)
 (declare-fun const_one (Int Int Int Int Int) T)
+; axis (x, then the vector with one value per slice of that axis)
+(declare-fun chmul (Int T T) T)
+(declare-fun chadd (Int T T) T)
 ; Type functions, not operators: (dim a x) is the size of axis a of x and
 ; (splits a x) the number of concats in x's split tree on axis a (0: the
 ; tree is empty). The verifier states both for every subterm of the two

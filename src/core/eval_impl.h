@@ -268,6 +268,16 @@ taso_err_t EV_FN(taso_eval_node_)(NUM_CTX_T c, const taso_node_t *node,
     }
     break;
   }
+  case TASO_OP_CHMUL:
+  case TASO_OP_CHADD: {
+    int64_t len = in_types[0].dim[p->axis];
+    int64_t inner = EV_FN(ev_span_)(&in_types[0], p->axis + 1, in_types[0].rank);
+    for (int64_t i = 0; i < size; i++) {
+      NUM_T v = in[1][(i / inner) % len];
+      o[i] = node->kind == TASO_OP_CHMUL ? NUM_MUL(c, in[0][i], v) : NUM_ADD(c, in[0][i], v);
+    }
+    break;
+  }
   case TASO_OP_RESHAPE:
     for (int64_t i = 0; i < size; i++) o[i] = in[0][i];
     break;

@@ -9,6 +9,8 @@
  *               method (representatives or exhaustive), weights (the inputs a
  *               conv2d weight may depend on; default all), identities (skip
  *               or keep operators where they are the identity)
+ *               derive_steps, derive_extra_ops, derive_nodes (the bounds of the
+ *               derivation search that prunes and checks pruning: derive.h)
  *   [verify]    axioms (path), timeout (seconds per query), rlimit (Z3 resource
  *               units per query), memory_mb (Z3's memory cap per rank)
  *   [validate]  sizes (e.g. "1,2"), timeout (seconds per case),
@@ -38,6 +40,12 @@
 #define TASO_DEFAULT_REDUNDANCY_RLIMIT 3000000
 #define TASO_DEFAULT_MEMORY_MB 1024
 #define TASO_MAX_TEMPLATES 64
+/* Defaults of the derivation search's bounds (derive.h): what the
+ * workstation job needs to re-derive every pair it prunes (README). */
+#define TASO_DEFAULT_DERIVE_STEPS 4
+#define TASO_DEFAULT_DERIVE_EXTRA_OPS 1
+#define TASO_DEFAULT_DERIVE_NODES 20000
+#define TASO_MAX_DERIVE_STEPS 16
 
 typedef struct {
   taso_op_kind_t kind; /* operator */
@@ -57,6 +65,9 @@ typedef struct {
   char weights[1024];         /* [generate] weights: input names; "" every input */
   bool keep_identities;       /* [generate] identities = keep: enumerate operators where
                                  they are the identity (skip: not, the default) */
+  int derive_steps;           /* [generate] derive_steps: rewrites per derivation */
+  int derive_extra_ops;       /* [generate] derive_extra_ops: operators past the larger side */
+  int derive_nodes;           /* [generate] derive_nodes: graphs per side of a search */
   char axioms[256];           /* [verify] axioms: path of the axiom file or folder */
   double verify_timeout;      /* [verify] timeout, seconds */
   int32_t sizes[TASO_MAX_SIZES]; /* [validate] sizes */
@@ -81,7 +92,7 @@ typedef struct {
   double alpha;               /* [optimize] alpha, >= 1 */
   int budget;                 /* [optimize] budget: graphs taken from the queue */
   double optimize_time_limit; /* [optimize] time_limit, seconds */
-  unsigned given;             /* keys the file sets, one bit each (taso_job_given) */
+  uint64_t given;             /* keys the file sets, one bit each (taso_job_given) */
 } taso_job_t;
 
 taso_err_t taso_job_load(const char *path, taso_job_t *job);

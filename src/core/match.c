@@ -38,13 +38,6 @@ static void undo(matcher_t *m, int to) {
   }
 }
 
-/* Whether a tensor has no split trees, as the inputs of a pattern have. */
-static bool plain(const taso_tensor_t *t) {
-  for (int a = 0; a < t->rank; a++)
-    if (!taso_tree_empty(&t->tree[a])) return false;
-  return true;
-}
-
 /* Whether rhs, on the bound tensors' types, is valid and gives every
  * matched tensor its type (any_type matches only; lhs needs no check: the
  * host computes it). */
@@ -78,8 +71,14 @@ static bool unify(matcher_t *m, taso_ref_t l, taso_ref_t h) {
   if (ln->kind == TASO_OP_INPUT) {
     int v = ln->p.input;
     if (m->bound[v] >= 0) return m->bound[v] == h;
-    if (m->any_type ? !plain(&m->types[h]) : !taso_tensor_equal(&m->types[h], &m->in->v[v].type))
-      return false;
+    /* Any type: whatever the tensor's split trees. The proof (at empty
+     * input trees) does not constrain them: values read no tree but a
+     * split's, and a split valid in the proved instance splits a node that
+     * a concat of the substitution made, at the same size whatever trees
+     * lie below it (semantics.md section 1); what trees can change, which
+     * splits are defined and the trees of the results, rhs_fits checks on
+     * the bound types, and the host's lhs is valid as it stands. */
+    if (!m->any_type && !taso_tensor_equal(&m->types[h], &m->in->v[v].type)) return false;
     m->bound[v] = h;
     m->trail[m->ntrail++] = -1 - v;
     return true;

@@ -6,10 +6,10 @@
  * tensor of a host graph: lhs operators to host operators of the same kind
  * and parameters, lhs inputs to host tensors of exactly the input's type
  * (shape, empty split trees), the same input always to the same tensor.
- * With any_type, an input binds to a tensor of any shape without split
- * trees, and a rewrite counts only where rhs, typed on the bound tensors, is
- * valid and gives each matched tensor its type: a substitution as a pattern
- * over all shapes (constants keep their shapes).
+ * With any_type, an input binds to a tensor of any shape and split trees,
+ * and a rewrite counts only where rhs, typed on the bound tensors, is
+ * valid and gives each matched tensor its type (trees included): a
+ * substitution as a pattern over all shapes (constants keep their shapes).
  * With any_type alone a substitution is applied where its proof may not
  * hold (shape_cond.h): that is for the generator's pruning, which asks
  * what the pattern could derive; anything that changes a model must use

@@ -217,6 +217,19 @@ static taso_err_t shape_const_one(const taso_params_t *p, const taso_tensor_t *i
   return shape_constant(p, out);
 }
 
+/* chmul, chadd: x of rank 2 to 4 and a vector with one value per slice of
+ * axis a (rank 2 as for ewadd: the vectors themselves stay operands). */
+static taso_err_t shape_channel(const taso_params_t *p, const taso_tensor_t *in,
+                                taso_tensor_t *out) {
+  if (in[0].rank < 2) return taso_error(TASO_ERR_SHAPE, "needs rank 2 to 4, got %d", in[0].rank);
+  if (p->axis < 0 || p->axis >= in[0].rank)
+    return taso_error(TASO_ERR_SHAPE, "axis %d out of range for rank %d", p->axis, in[0].rank);
+  if (in[1].rank != 1 || in[1].dim[0] != in[0].dim[p->axis])
+    return taso_error(TASO_ERR_SHAPE, "needs one value per slice of axis %d (%d)", p->axis,
+                      in[0].dim[p->axis]);
+  return shape_unary(p, in, out);
+}
+
 /* ---- model-only shape rules --------------------------------------------- */
 
 /* ONNX multidirectional broadcasting: axes aligned from the right, each
@@ -440,6 +453,8 @@ const taso_op_info_t taso_ops[TASO_OP_COUNT] = {
     [TASO_OP_PERMUTE] = {"permute", 1, 1, TASO_P_PERM, shape_permute, trees_model},
     [TASO_OP_BMM] = {"bmm", 2, 1, TASO_P_ACT, shape_bmm, trees_model},
     [TASO_OP_SPLIT_AT] = {"split_at", 1, 2, TASO_P_AXIS | TASO_P_AT, shape_split_at, trees_model},
+    [TASO_OP_CHMUL] = {"chmul", 2, 1, TASO_P_AXIS, shape_channel, trees_first},
+    [TASO_OP_CHADD] = {"chadd", 2, 1, TASO_P_AXIS, shape_channel, trees_first},
 };
 
 taso_op_kind_t taso_op_lookup(const char *name) {

@@ -47,12 +47,20 @@ typedef enum {
   TASO_OP_PERMUTE,   /* output axis i is input axis perm[i] */
   TASO_OP_BMM,       /* batched matmul [b,m,k] x [b,k,n] */
   TASO_OP_SPLIT_AT,  /* split at a given size on axis, without a split tree */
+  /* Substitution language again: per-channel affine maps (batch
+   * normalization is chmul then chadd on axis 1). Appended after the
+   * model-only kinds so that every kind keeps the number model and
+   * substitution files store. */
+  TASO_OP_CHMUL, /* x * v[i] on axis a: v has one value per slice i of that axis */
+  TASO_OP_CHADD, /* x + v[i] on axis a */
   TASO_OP_COUNT
 } taso_op_kind_t;
 
-/* Kinds below this one form the substitution language. */
+/* The substitution language: the kinds below TASO_OP_SUBST_END and those
+ * from TASO_OP_CHMUL on; the kinds between are model-only. */
 #define TASO_OP_SUBST_END TASO_OP_ADD
-#define taso_op_is_model_only(k) ((k) >= TASO_OP_SUBST_END && (k) < TASO_OP_COUNT)
+#define taso_op_is_model_only(k) ((k) >= TASO_OP_SUBST_END && (k) < TASO_OP_CHMUL)
+#define taso_op_in_subst(k) ((k) > TASO_OP_INPUT && (k) < TASO_OP_COUNT && !taso_op_is_model_only(k))
 
 /* EXPLICIT (model graphs only): pads[] gives the padding of each side. */
 enum { TASO_PAD_SAME = 0, TASO_PAD_VALID = 1, TASO_PAD_EXPLICIT = 2 };
@@ -61,7 +69,7 @@ enum { TASO_LAYOUT_MATERIALIZED = 0, TASO_LAYOUT_VIEW = 1 };
 
 /* Which parameters an operator takes (taso_op_info_t.params). */
 enum {
-  TASO_P_AXIS = 1 << 0,   /* concat, split: the axis */
+  TASO_P_AXIS = 1 << 0,   /* concat, split, chmul, chadd: the axis */
   TASO_P_STRIDE = 1 << 1, /* conv2d, pools: (sh, sw), default 1x1 */
   TASO_P_PAD = 1 << 2,    /* conv2d, pools: SAME (default) or VALID */
   TASO_P_ACT = 1 << 3,    /* conv2d, matmul: fused NONE (default) or RELU */
@@ -77,7 +85,7 @@ enum {
 
 /* Operator parameters. Unused fields are 0 so that nodes compare field-wise. */
 typedef struct {
-  int32_t axis;      /* concat/split axis */
+  int32_t axis;      /* concat/split/chmul/chadd axis */
   int32_t stride[2]; /* (sh, sw) */
   int32_t pad;       /* TASO_PAD_* */
   int32_t act;       /* TASO_ACT_* */

@@ -1,7 +1,6 @@
 #include "candidates.h"
 
 #include "hash.h"
-#include "match.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -69,28 +68,37 @@ static taso_err_t node_hashes(const taso_graph_t *g, uint64_t **out) {
   return TASO_OK;
 }
 
-static bool same_top(const taso_graph_t *a, const uint64_t *ha, const taso_graph_t *b,
-                     const uint64_t *hb) {
+/* Both end in the same operator, all its arguments equal but one, which
+ * has the same type on both sides: then the smaller candidate between the
+ * differing arguments does the same work. An operator's parameters do not
+ * say everything about its arguments' shapes (conv2d's kernel comes from
+ * its weight), and conv2d(i1, w7) with conv2d(i1, enlarge(w7)) is no
+ * instance of w7 => enlarge(w7), which changes the shape. */
+static bool same_top(const taso_graph_t *a, const uint64_t *ha, const taso_tensor_t *ta,
+                     const taso_graph_t *b, const uint64_t *hb, const taso_tensor_t *tb) {
   if (a->noutputs != 1 || b->noutputs != 1) return false;
   const taso_node_t *x = &a->nodes[TASO_REF_NODE(a->outputs[0])];
   const taso_node_t *y = &b->nodes[TASO_REF_NODE(b->outputs[0])];
   if (x->kind == TASO_OP_INPUT || x->kind != y->kind || memcmp(&x->p, &y->p, sizeof x->p) ||
       TASO_REF_PORT(a->outputs[0]) != TASO_REF_PORT(b->outputs[0]))
     return false;
-  int arity = taso_ops[x->kind].arity, equal = 0;
-  for (int i = 0; i < arity; i++)
+  int arity = taso_ops[x->kind].arity, equal = 0, typed = 0;
+  for (int i = 0; i < arity; i++) {
     equal += ha[TASO_REF_NODE(x->in[i])] == hb[TASO_REF_NODE(y->in[i])] &&
              TASO_REF_PORT(x->in[i]) == TASO_REF_PORT(y->in[i]);
-  return arity > 0 && equal >= arity - 1;
+    typed += taso_tensor_equal(&ta[x->in[i]], &tb[y->in[i]]);
+  }
+  return arity > 0 && equal >= arity - 1 && typed == arity;
 }
 
-bool taso_cand_common(const taso_graph_t *src, const taso_graph_t *dst) {
+bool taso_cand_common(const taso_graph_t *src, const taso_tensor_t *tsrc, const taso_graph_t *dst,
+                      const taso_tensor_t *tdst) {
   uint64_t *hs = NULL, *hd = NULL;
   if (node_hashes(src, &hs) != TASO_OK || node_hashes(dst, &hd) != TASO_OK) {
     free(hs);
     return false; /* out of memory: keep the candidate */
   }
-  bool common = same_top(src, hs, dst, hd);
+  bool common = same_top(src, hs, tsrc, dst, hd, tdst);
   for (int i = 0; i < src->nnodes && !common; i++)
     for (int j = 0; j < dst->nnodes && !common; j++)
       common = src->nodes[i].kind != TASO_OP_INPUT && hs[i] == hd[j];
@@ -415,72 +423,4 @@ void taso_cand_free(taso_cand_t *c) {
   free(c->tsrc);
   free(c->tdst);
   memset(c, 0, sizeof *c);
-}
-
-typedef struct {
-  uint64_t *v;
-  int64_t n, cap;
-} hashes_t;
-
-static taso_err_t note_result(void *ctx, const taso_graph_t *g) {
-  hashes_t *h = ctx;
-  if (h->n == h->cap) {
-    int64_t cap = h->cap ? 2 * h->cap : 64;
-    uint64_t *p = realloc(h->v, sizeof *p * (size_t)cap);
-    if (!p) return taso_error(TASO_ERR_NOMEM, "rewrites");
-    h->v = p;
-    h->cap = cap;
-  }
-  h->v[h->n++] = taso_graph_hash(g);
-  return TASO_OK;
-}
-
-static bool fits(const uint8_t *pattern, const uint8_t *host) {
-  for (int k = 0; k < TASO_OP_COUNT; k++)
-    if (pattern[k] > host[k]) return false;
-  return true;
-}
-
-static int u64_cmp(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* Hashes of every graph one rewrite by a kept candidate makes of side. */
-static taso_err_t neighbours(const taso_inputs_t *in, const taso_cand_t *c, int side,
-                             const taso_cand_t *kept, int64_t nkept, hashes_t *out) {
-  const taso_graph_t *g = side ? &c->dst : &c->src;
-  const taso_tensor_t *types = side ? c->tdst : c->tsrc;
-  for (int64_t k = 0; k < nkept; k++)
-    for (int dir = 0; dir < 2; dir++) {
-      const taso_graph_t *lhs = dir ? &kept[k].dst : &kept[k].src;
-      const taso_graph_t *rhs = dir ? &kept[k].src : &kept[k].dst;
-      if (taso_graph_ops(lhs) == 0 || !fits(kept[k].kinds[dir], c->kinds[side])) continue;
-      TASO_TRY(taso_rewrite_all(g, types, lhs, rhs, in, true, note_result, out));
-    }
-  if (out->n > 1) qsort(out->v, (size_t)out->n, sizeof *out->v, u64_cmp);
-  return TASO_OK;
-}
-
-static bool contains(const hashes_t *h, uint64_t x) {
-  return h->n > 0 && bsearch(&x, h->v, (size_t)h->n, sizeof x, u64_cmp) != NULL;
-}
-
-taso_err_t taso_cand_implied(const taso_inputs_t *in, const taso_cand_t *c, const taso_cand_t *kept,
-                             int64_t nkept, bool *implied) {
-  hashes_t a = {0}, b = {0};
-  taso_err_t err = neighbours(in, c, 0, kept, nkept, &a);
-  if (err == TASO_OK) err = neighbours(in, c, 1, kept, nkept, &b);
-  *implied = false;
-  if (err == TASO_OK) {
-    *implied = contains(&a, taso_graph_hash(&c->dst)) || contains(&b, taso_graph_hash(&c->src));
-    for (int64_t i = 0, j = 0; !*implied && i < a.n && j < b.n;) {
-      if (a.v[i] == b.v[j]) *implied = true;
-      else if (a.v[i] < b.v[j]) i++;
-      else j++;
-    }
-  }
-  free(a.v);
-  free(b.v);
-  return err;
 }

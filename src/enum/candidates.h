@@ -14,8 +14,8 @@
  *      - input renaming: candidates equal up to a consistent renaming of
  *        inputs, of these or other shapes, are one pattern (taso_cand_key
  *        with any_type), kept once;
- *      - implied: at most two rewrites with kept candidates
- *        (src/core/match.h) turn one side into the other;
+ *      - implied: rewrites with kept candidates, as the optimizer applies
+ *        them, turn one side into the other (derive.h);
  *   the caller re-checks the kept ones exactly (a fingerprint collision
  *   cannot pass).
  * Pure C: no MPI, no output.
@@ -52,8 +52,10 @@ int taso_graph_ops(const taso_graph_t *g);
 
 /* Common-subgraph pruning: whether src and dst share an operator applied to
  * the same inputs, or (single outputs) end in the same operator with all
- * inputs but one equal. */
-bool taso_cand_common(const taso_graph_t *src, const taso_graph_t *dst);
+ * inputs but one equal and that one of the same type on both sides (types
+ * from taso_graph_infer). */
+bool taso_cand_common(const taso_graph_t *src, const taso_tensor_t *tsrc, const taso_graph_t *dst,
+                      const taso_tensor_t *tdst);
 
 /* Whether the outputs split into groups whose operators neither side shares
  * between groups: then the candidate is the parallel composition of smaller
@@ -72,7 +74,7 @@ bool taso_cand_independent(const taso_graph_t *src, const taso_graph_t *dst);
 taso_err_t taso_cand_key(const taso_inputs_t *in, const taso_graph_t *src, const taso_graph_t *dst,
                          bool any_type, char **key);
 
-/* A candidate with what implication checks need. */
+/* A candidate with what derivations (derive.h) need. */
 typedef struct {
   char *key;             /* canonical text "SRC => DST" */
   taso_graph_t src, dst; /* canonical graphs, outputs aligned */
@@ -85,12 +87,5 @@ typedef struct {
 /* Parses a canonical text (taking ownership of key). */
 taso_err_t taso_cand_parse(const taso_inputs_t *in, char *key, taso_cand_t *c);
 void taso_cand_free(taso_cand_t *c);
-
-/* Whether the kept candidates (all before c in the caller's order) imply c
- * in at most two rewrites: one side rewrites into the other, or both into
- * one graph. The kept ones apply as patterns at any shapes
- * (taso_rewrite_all's any_type). */
-taso_err_t taso_cand_implied(const taso_inputs_t *in, const taso_cand_t *c, const taso_cand_t *kept,
-                             int64_t nkept, bool *implied);
 
 #endif

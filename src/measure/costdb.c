@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #define F(name, kind, size) {#name, offsetof(taso_cost_row_t, name), kind, size}
+/* The algorithm column comes last, so that the fields before it are the
+ * whole of format 1. */
 static const taso_field_t cost_fields[] = {
     F(device, TASO_FIELD_STRING, TASO_COST_DEVICE_LEN),
     F(key, TASO_FIELD_STRING, TASO_COST_KEY_LEN),
@@ -34,16 +36,29 @@ static const taso_field_t cost_fields[] = {
     F(outliers, TASO_FIELD_INT32, 0),
     F(status, TASO_FIELD_INT32, 0),
     F(pad_, TASO_FIELD_INT32, 0),
+    F(algorithm, TASO_FIELD_STRING, TASO_COST_ALGORITHM_LEN),
 };
 #undef F
 
-_Static_assert(sizeof(taso_cost_row_t) == 960 + 8 * 8 + 4 * 4, "taso_cost_row_t has padding");
+_Static_assert(sizeof(taso_cost_row_t) == 960 + TASO_COST_ALGORITHM_LEN + 8 * 8 + 4 * 4,
+               "taso_cost_row_t has padding");
+
+#define NFIELDS (int)(sizeof cost_fields / sizeof cost_fields[0])
 
 const taso_table_t taso_cost_table = {
     .path = "/costs",
     .size = sizeof(taso_cost_row_t),
     .fields = cost_fields,
-    .nfields = (int)(sizeof cost_fields / sizeof cost_fields[0]),
+    .nfields = NFIELDS,
+};
+
+/* Format 1's rows: every field but the algorithm, read into the same
+ * records (HDF5 converts by field name). */
+static const taso_table_t cost_table_format1 = {
+    .path = "/costs",
+    .size = sizeof(taso_cost_row_t),
+    .fields = cost_fields,
+    .nfields = NFIELDS - 1,
 };
 
 static int compare_rows(const void *a, const void *b) {
@@ -112,13 +127,30 @@ taso_err_t taso_costdb_cost(const taso_costdb_t *db, const char *device,
 
 /* ---- reading ------------------------------------------------------------ */
 
-static taso_err_t read_rows(taso_artifact_t *a, taso_costdb_t *db) {
+/* The file's layout: 1 when it has no "costs_format" count (written before the
+ * algorithm column); a newer one than this build knows is refused. */
+static taso_err_t table_of(taso_artifact_t *a, const char *path, const taso_table_t **t) {
+  int64_t format = 1;
+  if (taso_artifact_get_count(a, "costs_format", &format) != TASO_OK) format = 1;
+  if (format > TASO_COSTS_FORMAT)
+    return taso_error(TASO_ERR_FORMAT,
+                      "%s: a cost database of format %lld; this build reads up to format %d",
+                      path, (long long)format, TASO_COSTS_FORMAT);
+  *t = format == 1 ? &cost_table_format1 : &taso_cost_table;
+  return TASO_OK;
+}
+
+static taso_err_t read_rows(taso_artifact_t *a, const char *path, taso_costdb_t *db) {
   int64_t n = 0;
   void *rows = NULL;
-  TASO_TRY(taso_artifact_table_length(a, &taso_cost_table, &n));
-  if (n > 0) TASO_TRY(taso_artifact_read_table(a, &taso_cost_table, 0, n, &rows));
+  const taso_table_t *t = NULL;
+  TASO_TRY(table_of(a, path, &t));
+  TASO_TRY(taso_artifact_table_length(a, t, &n));
+  if (n > 0) TASO_TRY(taso_artifact_read_table(a, t, 0, n, &rows));
   db->rows = rows;
   db->n = n;
+  /* format 1 has no algorithm: the read left those bytes as malloc gave them */
+  for (int64_t i = 0; t != &taso_cost_table && i < n; i++) db->rows[i].algorithm[0] = '\0';
   /* Files are written sorted; normalizing again costs little and makes a
    * file from elsewhere (h5 tools, an older writer) safe to search. */
   taso_costdb_normalize(db);
@@ -132,7 +164,7 @@ taso_err_t taso_costdb_read(const char *path, bool missing_ok, taso_costdb_t *db
   if (missing_ok && stat(path, &st) != 0 && errno == ENOENT) return TASO_OK;
   taso_artifact_t *a = NULL;
   TASO_TRY(taso_artifact_open(MPI_COMM_SELF, path, TASO_KIND_COSTS, &a));
-  taso_err_t err = read_rows(a, db);
+  taso_err_t err = read_rows(a, path, db);
   taso_err_t cerr = taso_artifact_close(a);
   if (err == TASO_OK) err = cerr;
   if (err != TASO_OK) taso_costdb_free(db);
@@ -213,6 +245,7 @@ static taso_err_t write_beside(const char *path, const char *tmp, const taso_cos
   taso_err_t err = taso_artifact_create(MPI_COMM_SELF, tmp, TASO_KIND_COSTS, prov, &a);
   if (err == TASO_OK)
     err = taso_artifact_write_table(a, &taso_cost_table, db->rows, db->n, 0, db->n);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "costs_format", TASO_COSTS_FORMAT);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "rows", db->n);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "measured", measured);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "unavailable", unavailable);

@@ -32,6 +32,11 @@
 #define TASO_COST_KEY_LEN 512     /* taso_rt_config_key */
 #define TASO_COST_MESSAGE_LEN 160 /* why a configuration is unavailable */
 #define TASO_COST_UNIT_LEN 96     /* the physical device held: "host:cpu0-15" */
+#define TASO_COST_ALGORITHM_LEN 128 /* the library's implementation: "brg:avx2" */
+
+/* The /costs layout version, the file's "costs_format" count. Format 1 (no such
+ * count) had no algorithm column; it is still read, with "" there. */
+#define TASO_COSTS_FORMAT 2
 
 typedef enum {
   TASO_COST_MEASURED = 0,    /* the figures are timings */
@@ -45,6 +50,7 @@ typedef struct {
   char key[TASO_COST_KEY_LEN];         /* configuration key */
   char message[TASO_COST_MESSAGE_LEN]; /* unavailable: the library's message */
   char unit[TASO_COST_UNIT_LEN];       /* the device instance that was held */
+  char algorithm[TASO_COST_ALGORITHM_LEN]; /* the library's choice (taso_rt_describe) */
   char when[32];                       /* ISO 8601 UTC, end of the measurement */
   double median, min, max;             /* of the timed runs */
   double spread;                       /* (max - min) / median */

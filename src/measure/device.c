@@ -57,11 +57,17 @@ static taso_err_t make_dir(const char *dir) {
                     errno == EEXIST ? "not a folder" : strerror(errno));
 }
 
-static taso_err_t open_unit(const char *dir, bool gpu, int unit, int *fd) {
-  char host[64] = "localhost", path[4200];
-  gethostname(host, sizeof host - 1);
+static void short_host(char host[64]) {
+  snprintf(host, 64, "localhost");
+  gethostname(host, 63);
   host[strcspn(host, ".")] = '\0';
-  snprintf(path, sizeof path, "%s/%s-%s%d.lock", dir, host, gpu ? "gpu" : "cpu", unit);
+}
+
+/* The lock file dir/HOST-NAME.lock of one unit ("cpu3", a GPU's UUID). */
+static taso_err_t open_unit(const char *dir, const char *name, int *fd) {
+  char host[64], path[4200];
+  short_host(host);
+  snprintf(path, sizeof path, "%s/%s-%s.lock", dir, host, name);
   *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (*fd < 0)
     return taso_error(TASO_ERR_IO, "%s: cannot open the device lock: %s", path, strerror(errno));
@@ -77,20 +83,48 @@ taso_err_t taso_device_open(taso_device_t *d, const char *dir, bool gpu, const i
   d->gpu = gpu;
   d->nunits = n;
   memcpy(d->units, units, sizeof *units * (size_t)n);
-  char host[64] = "localhost", list[64];
-  gethostname(host, sizeof host - 1);
-  host[strcspn(host, ".")] = '\0';
+  char host[64], list[64], name[32];
+  short_host(host);
   taso_format_units(units, n, list, sizeof list);
-  snprintf(d->unit, sizeof d->unit, "%s:%s%s", host, gpu ? "gpu" : "cpu", list);
+  snprintf(d->unit, sizeof d->unit, "%.40s:%s%.48s", host, gpu ? "gpu" : "cpu", list);
   TASO_TRY(make_dir(dir));
-  for (int i = 0; i < n; i++) TASO_TRY(open_unit(dir, gpu, units[i], &d->fds[i]));
+  for (int i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "%s%d", gpu ? "gpu" : "cpu", units[i]);
+    TASO_TRY(open_unit(dir, name, &d->fds[i]));
+  }
   return TASO_OK;
+}
+
+taso_err_t taso_device_open_gpu(taso_device_t *d, const char *dir, int ordinal, const char *uuid) {
+  char host[64];
+  memset(d, 0, sizeof *d);
+  for (int i = 0; i < TASO_DEVICE_MAX_UNITS; i++) d->fds[i] = -1;
+  d->gpu = true;
+  short_host(host);
+  if (ordinal < 0) {
+    snprintf(d->unit, sizeof d->unit, "%.40s:no device", host);
+    return TASO_OK;
+  }
+  d->nunits = 1;
+  d->units[0] = ordinal;
+  snprintf(d->uuid, sizeof d->uuid, "%s", uuid);
+  snprintf(d->unit, sizeof d->unit, "%.32s:gpu%d %.47s", host, ordinal, uuid);
+  TASO_TRY(make_dir(dir));
+  return open_unit(dir, uuid, &d->fds[0]);
 }
 
 void taso_device_close(taso_device_t *d) {
   for (int i = 0; i < d->nunits; i++)
     if (d->fds[i] >= 0) close(d->fds[i]); /* closing drops a lock still held */
   d->nunits = 0;
+}
+
+void taso_device_unlock(taso_device_t *d) {
+  for (int i = 0; i < d->nunits; i++)
+    if (d->fds[i] >= 0) {
+      close(d->fds[i]);
+      d->fds[i] = -1;
+    }
 }
 
 taso_err_t taso_device_bind(const taso_device_t *d) {
@@ -130,7 +164,7 @@ taso_err_t taso_device_identify(taso_device_t *d, const taso_backend_t *be) {
   TASO_TRY(be->probe(probe, sizeof probe));
   cpu_model(model, sizeof model);
   if (d->gpu)
-    snprintf(text, sizeof text, "%s", probe);
+    snprintf(text, sizeof text, "%s | %s", probe, d->uuid);
   else
     snprintf(text, sizeof text, "%s | %s | %d core%s", probe, model, d->nunits,
              d->nunits == 1 ? "" : "s");
@@ -146,6 +180,7 @@ taso_err_t taso_device_hold(taso_device_t *d) {
   double start = taso_wall_seconds();
   for (int i = 0; i < d->nunits; i++) {
     int rc;
+    if (d->fds[i] < 0) continue; /* unlocked (taso_device_unlock) */
     while ((rc = flock(d->fds[i], LOCK_EX)) != 0 && errno == EINTR) continue;
     if (rc != 0 && errno != ENOLCK && errno != EOPNOTSUPP && errno != ENOSYS) {
       int e = errno;
@@ -158,12 +193,49 @@ taso_err_t taso_device_hold(taso_device_t *d) {
   return TASO_OK;
 }
 
+/* Every unit of d without waiting: *held false (and nothing held) when
+ * another process holds one of them. */
+static taso_err_t try_hold(taso_device_t *d, bool *held) {
+  *held = true;
+  for (int i = 0; i < d->nunits && *held; i++) {
+    int rc;
+    if (d->fds[i] < 0) continue; /* unlocked (taso_device_unlock) */
+    while ((rc = flock(d->fds[i], LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) continue;
+    if (rc == 0 || errno == ENOLCK || errno == EOPNOTSUPP || errno == ENOSYS) continue;
+    int e = errno;
+    for (int j = 0; j < i; j++) flock(d->fds[j], LOCK_UN);
+    if (e != EWOULDBLOCK)
+      return taso_error(TASO_ERR_IO, "cannot lock device %s: %s", d->unit, strerror(e));
+    *held = false;
+  }
+  return TASO_OK;
+}
+
+taso_err_t taso_device_hold_any(taso_device_t *const *devs, int n, int *which) {
+  double start = taso_wall_seconds(), pause = 0.001;
+  for (;;) {
+    for (int k = 0; k < n; k++) {
+      bool held;
+      TASO_TRY(try_hold(devs[k], &held));
+      if (!held) continue;
+      devs[k]->held_since = taso_wall_seconds();
+      devs[k]->waited += devs[k]->held_since - start;
+      *which = k;
+      return TASO_OK;
+    }
+    struct timespec ts = {0, (long)(pause * 1e9)};
+    nanosleep(&ts, NULL);
+    if (pause < 0.05) pause *= 2;
+  }
+}
+
 void taso_device_let_go(taso_device_t *d, double *from, double *to) {
   /* The end is read before the first unlock, so that intervals of one
    * unit never overlap, not even by the unlock's own time. */
   *from = d->held_since;
   *to = taso_wall_seconds();
-  for (int i = d->nunits - 1; i >= 0; i--) flock(d->fds[i], LOCK_UN);
+  for (int i = d->nunits - 1; i >= 0; i--)
+    if (d->fds[i] >= 0) flock(d->fds[i], LOCK_UN);
   d->busy += *to - *from;
   d->holds++;
   d->held_since = 0;

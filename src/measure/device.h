@@ -29,6 +29,7 @@ typedef struct {
   char identity[TASO_COST_DEVICE_LEN]; /* the cost database's device column */
   char unit[TASO_COST_UNIT_LEN];       /* this instance: "host:cpu0-7", "host:gpu0" */
   bool gpu;                            /* units are GPUs, not CPU cores */
+  char uuid[48];                       /* the GPU's UUID ("GPU-..."); "" for cores */
   int nunits;                          /* cores (or 1 GPU) */
   int units[TASO_DEVICE_MAX_UNITS];    /* core (or GPU) numbers, ascending */
   int fds[TASO_DEVICE_MAX_UNITS];      /* open lock file per unit; -1 without flock */
@@ -50,7 +51,16 @@ void taso_device_lock_dir(const char *lock_dir, char *dir, int len);
  * all) and one lock file per unit. The identity is filled by
  * taso_device_identify. */
 taso_err_t taso_device_open(taso_device_t *d, const char *dir, bool gpu, const int *units, int n);
+/* Opens GPU `ordinal` (in this process's CUDA numbering) of the given
+ * UUID, whose lock file is named after the UUID, so that jobs numbering
+ * the node's GPUs differently still exclude each other. ordinal -1: no
+ * device (a rank that only collects); holding it holds nothing. */
+taso_err_t taso_device_open_gpu(taso_device_t *d, const char *dir, int ordinal, const char *uuid);
 void taso_device_close(taso_device_t *d);
+
+/* For benchmarks only: closes d's lock files, so that holding it waits for
+ * nobody and excludes nobody (the scheduler switched off). */
+void taso_device_unlock(taso_device_t *d);
 
 /* Runs this process's OpenMP threads on the device's cores, one thread
  * per core, so that a measurement uses what it holds and nothing else.
@@ -59,11 +69,18 @@ taso_err_t taso_device_bind(const taso_device_t *d);
 
 /* The identity of the device on backend be (after taso_device_bind, so
  * that the probe sees the thread count): "cpu: oneDNN 3.5.3, 4 OpenMP
- * threads | AMD EPYC 7B13 | 4 cores". */
+ * threads | AMD EPYC 7B13 | 4 cores"; a GPU's ends with its UUID. */
 taso_err_t taso_device_identify(taso_device_t *d, const taso_backend_t *be);
 
 /* Waits until this process holds every unit of the device. */
 taso_err_t taso_device_hold(taso_device_t *d);
+/* Working elsewhere: holds the first of devs[0..n) whose units are all
+ * free, trying each without waiting (devs[0], a rank's own, first); while
+ * every one is held by others, waits with a growing pause (1 to 50 ms) and
+ * tries again. *which: the index of the device held. The wait counts in
+ * that device's waited. */
+taso_err_t taso_device_hold_any(taso_device_t *const *devs, int n, int *which);
+
 /* Lets go; *from and *to receive the holding interval. */
 void taso_device_let_go(taso_device_t *d, double *from, double *to);
 

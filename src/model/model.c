@@ -131,6 +131,29 @@ static uint64_t name_seed(uint64_t seed, const char *name) {
   return taso_fnv64(seed ^ TASO_FNV_START, name, strlen(name));
 }
 
+/* What a weight is to its first reader: a normalization's per-channel
+ * scale or shift (chmul's or batchnorm's scale; chadd's or batchnorm's
+ * bias), or a plain weight. */
+typedef enum { ROLE_WEIGHT, ROLE_SCALE, ROLE_SHIFT } weight_role_t;
+
+static weight_role_t role_of(const taso_model_t *m, int input) {
+  const taso_graph_t *g = &m->graph;
+  for (int i = 0; i < g->nnodes; i++) {
+    const taso_node_t *n = &g->nodes[i];
+    if (n->kind == TASO_OP_INPUT) continue;
+    for (int a = 0; a < taso_ops[n->kind].arity; a++) {
+      const taso_node_t *in = &g->nodes[TASO_REF_NODE(n->in[a])];
+      if (in->kind != TASO_OP_INPUT || in->p.input != input) continue;
+      if ((n->kind == TASO_OP_CHMUL && a == 1) || (n->kind == TASO_OP_BATCHNORM && a == 1))
+        return ROLE_SCALE;
+      if ((n->kind == TASO_OP_CHADD && a == 1) || (n->kind == TASO_OP_BATCHNORM && a == 2))
+        return ROLE_SHIFT;
+      return ROLE_WEIGHT;
+    }
+  }
+  return ROLE_WEIGHT;
+}
+
 taso_err_t taso_model_make_weights(taso_model_t *m) {
   for (int i = 0; i < m->inputs.n; i++) {
     if (!m->is_weight[i] || m->data[i]) continue;
@@ -140,9 +163,15 @@ taso_err_t taso_model_make_weights(taso_model_t *m) {
     m->data[i] = malloc(sizeof(float) * (size_t)(size ? size : 1));
     if (!m->data[i]) return taso_error(TASO_ERR_NOMEM, "weight '%s'", m->names[i]);
     uint64_t s = name_seed(m->seed, m->names[i]);
-    /* variance 2 / fan-in (He): activations keep their scale through ReLUs */
-    float scale = (float)sqrt(6.0 / (double)(fan_in > 0 ? fan_in : 1));
-    for (int64_t k = 0; k < size; k++) m->data[i][k] = uniform(&s, scale);
+    /* variance 2 / fan-in (He): activations keep their scale through
+     * ReLUs; a normalization's scale near 1 and shift near 0, as trained
+     * ones are, so that deep models neither vanish nor blow up */
+    weight_role_t role = role_of(m, i);
+    float scale = role == ROLE_SCALE   ? 0.5f
+                  : role == ROLE_SHIFT ? 0.1f
+                                       : (float)sqrt(6.0 / (double)(fan_in > 0 ? fan_in : 1));
+    float offset = role == ROLE_SCALE ? 1.0f : 0.0f;
+    for (int64_t k = 0; k < size; k++) m->data[i][k] = offset + uniform(&s, scale);
   }
   return TASO_OK;
 }

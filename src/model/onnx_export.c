@@ -326,6 +326,34 @@ static void export_batchnorm(exporter_t *ex, const taso_tensor_t *x, char **in, 
   if (n) attr_float(ex, n, "epsilon", 0.0f);
 }
 
+/* The weight index of tensor ref when a weight holds it, else -1. */
+static int weight_of(const exporter_t *ex, taso_ref_t ref) {
+  const taso_node_t *src = &ex->m->graph.nodes[TASO_REF_NODE(ref)];
+  return src->kind == TASO_OP_INPUT && ex->m->is_weight[src->p.input] ? src->p.input : -1;
+}
+
+/* chmul, chadd: Mul or Add by the vector shaped [len, 1, ...] so that ONNX
+ * broadcasting lays it along axis a: a weight's values written so (an Add
+ * after a Conv then reads back as the convolution's bias), anything else
+ * through a Reshape. */
+static void export_channel(exporter_t *ex, const taso_node_t *nd, const taso_tensor_t *x,
+                           char **in, char *out) {
+  int64_t shape[TASO_MAX_RANK];
+  int rank = x->rank - nd->p.axis, w = weight_of(ex, nd->in[1]);
+  for (int k = 0; k < rank; k++) shape[k] = k ? 1 : x->dim[nd->p.axis];
+  char *vec = NULL;
+  if (w >= 0) {
+    vec = const_floats(ex, "channel_vector", rank, shape, ex->m->data[w], shape[0]);
+  } else {
+    char *args[2] = {in[1], const_ints(ex, "channel_shape", shape, rank)};
+    vec = fresh_name(ex, "channel_vector");
+    if (!vec || !args[1] || !node(ex, "Reshape", args, 2, &vec, 1)) return;
+  }
+  if (!vec) return;
+  char *operands[2] = {in[0], vec};
+  node(ex, nd->kind == TASO_OP_CHMUL ? "Mul" : "Add", operands, 2, &out, 1);
+}
+
 static void export_clip(exporter_t *ex, const taso_params_t *p, char **in, char *out) {
   char *args[3] = {in[0], const_floats(ex, "clip_min", 0, NULL, &p->bound[0], 1),
                    const_floats(ex, "clip_max", 0, NULL, &p->bound[1], 1)};
@@ -425,11 +453,14 @@ static void export_node(exporter_t *ex, int i, char **in) {
   case TASO_OP_BATCHNORM:
     export_batchnorm(ex, &in_t[0], in, out);
     break;
+  case TASO_OP_CHMUL:
+  case TASO_OP_CHADD:
+    export_channel(ex, nd, &in_t[0], in, out);
+    break;
   case TASO_OP_ENLARGE: {
     /* Of a weight (as substitutions make it): the enlarged weight itself,
      * which import reads back; of anything else a Pad, which it does not. */
-    const taso_node_t *src = &ex->m->graph.nodes[TASO_REF_NODE(nd->in[0])];
-    int w = src->kind == TASO_OP_INPUT && ex->m->is_weight[src->p.input] ? src->p.input : -1;
+    int w = weight_of(ex, nd->in[0]);
     if (w >= 0)
       export_values(ex, nd, in_t, ex->m->data[w], t, out);
     else

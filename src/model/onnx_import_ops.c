@@ -522,8 +522,13 @@ static taso_err_t op_batchnorm(importer_t *im, const Onnx__NodeProto *n) {
   free(mean);
   free(var);
   TRY(err);
+  /* As the per-channel operators of the substitution language, so that
+   * proved rules fold the scale into a convolution before it and the shift
+   * into its bias (the cpu backend runs each as one oneDNN binary). */
   taso_params_t p = taso_params_default();
-  TRY(im_node(im, TASO_OP_BATCHNORM, &p, x, s, b, &y));
+  p.axis = 1;
+  TRY(im_node(im, TASO_OP_CHMUL, &p, x, s, -1, &y));
+  TRY(im_node(im, TASO_OP_CHADD, &p, y, b, -1, &y));
   return im_set(im, n, 0, y);
 }
 

@@ -60,6 +60,7 @@ struct taso_rt_kernel {
   dnnl_memory_t tmp[MAX_TMP];
   int nsteps;
   step_t steps[MAX_STEPS];
+  char impl[160]; /* the steps' oneDNN implementations, "+" between */
 };
 
 /* oneDNN's "unimplemented" means no implementation for this configuration
@@ -219,6 +220,16 @@ static taso_err_t temporary(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, const dnnl_
   return TASO_OK;
 }
 
+/* Adds pd's implementation name ("brg:avx2", "jit:uni") to the kernel's:
+ * what oneDNN chose is what the cost database records with the timing. */
+static void note_impl(taso_rt_kernel_t *k, const_dnnl_primitive_desc_t pd) {
+  const char *name = NULL;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name) != dnnl_success || !name)
+    name = "unknown";
+  size_t at = strlen(k->impl);
+  snprintf(k->impl + at, sizeof k->impl - at, "%s%s", at ? "+" : "", name);
+}
+
 /* Appends a step running the primitive of pd (which it destroys). */
 static taso_err_t add_step(taso_rt_kernel_t *k, dnnl_primitive_desc_t pd, int nargs,
                            const dnnl_exec_arg_t *args, step_t **out) {
@@ -228,6 +239,7 @@ static taso_err_t add_step(taso_rt_kernel_t *k, dnnl_primitive_desc_t pd, int na
   }
   step_t *s = &k->steps[k->nsteps];
   memset(s, 0, sizeof *s);
+  note_impl(k, pd);
   dnnl_status_t st = dnnl_primitive_create(&s->prim, pd);
   dnnl_primitive_desc_destroy(pd);
   if (st != dnnl_success) return dn_error(st, "dnnl_primitive_create");
@@ -588,43 +600,51 @@ static taso_err_t build_binary(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   return add_step(k, pd, 3, args, NULL);
 }
 
-/* Inference batch normalization x * scale[c] + bias[c]: one binary multiply
- * by the per-channel scale with the bias add as its binary post-op. */
-static taso_err_t build_batchnorm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
+/* The per-channel operators, one oneDNN binary each with the vector
+ * broadcast along its axis: chmul and chadd (x * v[i] or x + v[i] on axis
+ * a), and inference batch normalization x * scale[c] + bias[c] on axis 1,
+ * whose bias add is the multiply's binary post-op. */
+static taso_err_t build_channel(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   const taso_rt_config_t *cfg = &k->cfg;
   const taso_tensor_t *x = &cfg->in[0];
-  dnnl_dims_t cd = {1, x->dim[1], 1, 1};
+  bool bn = cfg->kind == TASO_OP_BATCHNORM;
+  int axis = bn ? 1 : cfg->p.axis;
+  dnnl_dims_t cd;
+  for (int i = 0; i < x->rank; i++) cd[i] = i == axis ? x->dim[i] : 1;
   dnnl_memory_desc_t xmd, cmd;
   TASO_TRY(md_tensor(cfg->layout, x, &xmd));
   TASO_TRY(md_plain(x->rank, cd, &cmd));
   dnnl_binary_desc_t d;
-  DN(dnnl_binary_desc_init(&d, dnnl_binary_mul, &xmd, &cmd, &xmd));
-  dnnl_post_ops_t po;
-  dnnl_primitive_attr_t attr;
-  DN(dnnl_post_ops_create(&po));
-  dnnl_status_t st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &cmd);
-  if (st == dnnl_success) st = dnnl_primitive_attr_create(&attr);
-  if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
-  dnnl_post_ops_destroy(po);
-  if (st != dnnl_success) return dn_error(st, "batchnorm post-op");
+  DN(dnnl_binary_desc_init(&d, cfg->kind == TASO_OP_CHADD ? dnnl_binary_add : dnnl_binary_mul,
+                           &xmd, &cmd, &xmd));
+  dnnl_primitive_attr_t attr = NULL;
+  if (bn) {
+    dnnl_post_ops_t po;
+    DN(dnnl_post_ops_create(&po));
+    dnnl_status_t st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &cmd);
+    if (st == dnnl_success) st = dnnl_primitive_attr_create(&attr);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
+    dnnl_post_ops_destroy(po);
+    if (st != dnnl_success) return dn_error(st, "batchnorm post-op");
+  }
   dnnl_primitive_desc_t pd;
   taso_err_t err = make_pd(ctx, &d, attr, &pd);
-  dnnl_primitive_attr_destroy(attr);
+  if (attr) dnnl_primitive_attr_destroy(attr);
   TASO_TRY(err);
-  dnnl_memory_t xm, scale, bias, y;
+  dnnl_memory_t xm, vec, bias = NULL, y;
   err = bind(ctx, k, &xmd, 0, &xm);
-  if (err == TASO_OK) err = bind(ctx, k, &cmd, 1, &scale);
-  if (err == TASO_OK) err = bind(ctx, k, &cmd, 2, &bias);
+  if (err == TASO_OK) err = bind(ctx, k, &cmd, 1, &vec);
+  if (err == TASO_OK && bn) err = bind(ctx, k, &cmd, 2, &bias);
   if (err == TASO_OK) err = bind(ctx, k, &xmd, slot_out(k, 0), &y);
   if (err != TASO_OK) {
     dnnl_primitive_desc_destroy(pd);
     return err;
   }
   dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC_0, xm},
-                            {DNNL_ARG_SRC_1, scale},
-                            {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, bias},
-                            {DNNL_ARG_DST, y}};
-  return add_step(k, pd, 4, args, NULL);
+                            {DNNL_ARG_SRC_1, vec},
+                            {DNNL_ARG_DST, y},
+                            {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, bias}};
+  return add_step(k, pd, bn ? 4 : 3, args, NULL);
 }
 
 /* ---- data movement --------------------------------------------------------- */
@@ -747,7 +767,9 @@ static taso_err_t build(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   case TASO_OP_ADD:
   case TASO_OP_MUL:
   case TASO_OP_SMUL: return build_binary(ctx, k);
-  case TASO_OP_BATCHNORM: return build_batchnorm(ctx, k);
+  case TASO_OP_BATCHNORM:
+  case TASO_OP_CHMUL:
+  case TASO_OP_CHADD: return build_channel(ctx, k);
   case TASO_OP_CONCAT: return build_concat(ctx, k);
   case TASO_OP_SPLIT:
   case TASO_OP_SPLIT_AT: return build_split(ctx, k);
@@ -783,6 +805,10 @@ static taso_err_t cpu_prepare(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg,
   }
   *out = k;
   return TASO_OK;
+}
+
+static void cpu_describe(const taso_rt_kernel_t *k, char *buf, int len) {
+  snprintf(buf, (size_t)len, "%s", k->nsteps ? k->impl : "none (no oneDNN call)");
 }
 
 static bool skip_step(step_t *s, void *const *slots) {
@@ -827,4 +853,5 @@ const taso_backend_t taso_backend_cpu = {
     .run = cpu_run,
     .sync = cpu_sync,
     .destroy = cpu_destroy,
+    .describe = cpu_describe,
 };

@@ -160,6 +160,11 @@ static void ref_destroy(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   free(k);
 }
 
+static void ref_describe(const taso_rt_kernel_t *k, char *buf, int len) {
+  (void)k;
+  snprintf(buf, (size_t)len, "reference");
+}
+
 const taso_backend_t taso_backend_reference = {
     .name = "reference",
     .probe = ref_probe,
@@ -173,4 +178,5 @@ const taso_backend_t taso_backend_reference = {
     .run = ref_run,
     .sync = ref_sync,
     .destroy = ref_destroy,
+    .describe = ref_describe,
 };

@@ -291,8 +291,9 @@ static bool settled(const double *samples, int n, double target, double *scratch
 taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *ctx,
                                        const taso_rt_config_t *cfg, int warmup, int min_runs,
                                        int max_runs, double target_spread, double *samples,
-                                       int *n) {
+                                       int *n, char *algorithm, int algorithm_len) {
   *n = 0;
+  if (algorithm && algorithm_len > 0) algorithm[0] = '\0';
   if (min_runs < 1 || max_runs < min_runs)
     return taso_error(TASO_ERR_ARG, "timing needs 1 <= min_runs <= max_runs");
   double *scratch = malloc(sizeof *scratch * (size_t)max_runs);
@@ -300,6 +301,7 @@ taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *
   config_run_t r = {.be = be, .ctx = ctx};
   taso_err_t err = config_buffers(&r, cfg);
   if (err == TASO_OK) err = be->prepare(ctx, cfg, &r.k);
+  if (err == TASO_OK && algorithm && algorithm_len > 0) be->describe(r.k, algorithm, algorithm_len);
   for (int i = 0; i < warmup && err == TASO_OK; i++) {
     err = run_config(&r);
     if (err == TASO_OK) err = be->sync(ctx);
@@ -374,6 +376,20 @@ static taso_ref_t other_operand(const taso_node_t *n, taso_ref_t ref) {
   return -1;
 }
 
+/* The per-channel operand of node n when it adds a bias to ref, a result
+ * of type out of a head of this kind: chadd's vector on the head's channel
+ * axis, or the other operand of an add that broadcasts like one; -1 if
+ * neither. */
+static taso_ref_t bias_operand(const taso_model_t *m, const taso_node_t *n, taso_ref_t ref,
+                               int32_t kind, const taso_tensor_t *out) {
+  if (n->kind == TASO_OP_CHADD) {
+    int axis = kind == TASO_OP_CONV2D ? 1 : out->rank - 1;
+    return n->in[0] == ref && n->in[1] != ref && n->p.axis == axis ? n->in[1] : -1;
+  }
+  taso_ref_t other = other_operand(n, ref);
+  return other >= 0 && is_bias_shape(kind, out, &m->types[other]) ? other : -1;
+}
+
 /* Extends the step of node head (a conv2d or matmul) over the nodes that
  * apply its epilogue: add(bias), add(residual), relu, in that order, each
  * the sole reader of the one before and not in another chain. Returns the
@@ -388,14 +404,16 @@ static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed
     const taso_node_t *n = &m->graph.nodes[next];
     taso_ref_t other = other_operand(n, TASO_REF(last, 0));
     const taso_tensor_t *ot = &m->types[TASO_REF(last, 0)];
+    taso_ref_t bias = cfg->kind == TASO_OP_BMM || (cfg->fuse & (TASO_FUSE_BIAS | TASO_FUSE_SUM))
+                          ? -1
+                          : bias_operand(m, n, TASO_REF(last, 0), cfg->kind, ot);
     if (n->kind == TASO_OP_RELU) {
       cfg->fuse |= TASO_FUSE_RELU;
-    } else if (other >= 0 && !(cfg->fuse & (TASO_FUSE_BIAS | TASO_FUSE_SUM)) &&
-               cfg->kind != TASO_OP_BMM && is_bias_shape(cfg->kind, ot, &m->types[other])) {
+    } else if (bias >= 0) {
       cfg->fuse |= TASO_FUSE_BIAS;
-      int32_t c = (int32_t)taso_tensor_size(&m->types[other]);
+      int32_t c = (int32_t)taso_tensor_size(&m->types[bias]);
       cfg->in[cfg->nin] = taso_tensor_make(1, &c);
-      s->in[cfg->nin++] = other;
+      s->in[cfg->nin++] = bias;
     } else if (other >= 0 && !(cfg->fuse & TASO_FUSE_SUM) &&
                same_shape(&m->types[other], ot)) {
       cfg->fuse |= TASO_FUSE_SUM;

@@ -93,6 +93,13 @@ typedef struct taso_backend {
   taso_err_t (*run)(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in, void *const *out);
   taso_err_t (*sync)(taso_rt_ctx_t *ctx); /* waits for every run issued */
   void (*destroy)(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k);
+  /* The library's own name for what a prepared kernel runs (oneDNN's
+   * implementation, cuDNN's algorithm), for the cost database's rows. */
+  void (*describe)(const taso_rt_kernel_t *k, char *buf, int len);
+  /* Devices of an accelerator backend (NULL for host ones): *count, the
+   * devices this process sees; device's UUID ("GPU-...") when device <
+   * *count. Which one open() takes is the backend's own setting. */
+  taso_err_t (*device_uuid)(int device, int *count, char *uuid, int len);
 } taso_backend_t;
 
 /* The compiled-in backends, NULL-terminated: reference, cpu, then gpu
@@ -148,11 +155,12 @@ taso_err_t taso_rt_time_config(const taso_backend_t *be, taso_rt_ctx_t *ctx,
  * max - min, decides, so that one preempted run does not keep a
  * configuration running to the cap; the caller still sees every sample.
  * samples (max_runs entries) receives each run's milliseconds in order;
- * *n the number taken. */
+ * *n the number taken; algorithm (if not NULL, algorithm_len bytes) what
+ * the backend chose for it (its describe). */
 taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *ctx,
                                        const taso_rt_config_t *cfg, int warmup, int min_runs,
                                        int max_runs, double target_spread, double *samples,
-                                       int *n);
+                                       int *n, char *algorithm, int algorithm_len);
 
 /* The interquartile range of n samples over their median (0 when n < 4);
  * ms is sorted in place. */

@@ -23,9 +23,8 @@ static void buffers_free(buffers_t *b) {
   memset(b, 0, sizeof *b);
 }
 
-/* Runs view (m's inputs and weights, its own graph and types) once. */
-static taso_err_t run_view(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *view,
-                           buffers_t *b) {
+/* view's seeded run-time inputs and room for its outputs. */
+static taso_err_t make_buffers(taso_model_t *view, buffers_t *b) {
   memset(b, 0, sizeof *b);
   b->in = calloc((size_t)view->inputs.n + 1, sizeof *b->in);
   b->out = calloc((size_t)view->graph.noutputs + 1, sizeof *b->out);
@@ -42,6 +41,13 @@ static taso_err_t run_view(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_mo
     if (!(b->out[o] = malloc(sizeof(float) * (size_t)(n ? n : 1))))
       return taso_error(TASO_ERR_NOMEM, "output %d", o);
   }
+  return TASO_OK;
+}
+
+/* Runs view (m's inputs and weights, its own graph and types) once. */
+static taso_err_t run_view(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *view,
+                           buffers_t *b) {
+  TASO_TRY(make_buffers(view, b));
   taso_rt_plan_t *plan = NULL;
   TASO_TRY(taso_rt_plan(be, ctx, view, NULL, &plan));
   taso_err_t err = taso_rt_run(plan, (const float *const *)b->in, b->out);
@@ -103,6 +109,43 @@ taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *c
     if (err == TASO_OK && !(*relative <= tolerance)) *step = k;
   }
   buffers_free(&ref);
+  return err;
+}
+
+static int compare_ms(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+taso_err_t taso_graph_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
+                                const taso_graph_t *g, int runs, int rounds, double *before_ms,
+                                double *after_ms) {
+  enum { MAX_ROUNDS = 15 };
+  if (runs < 1 || rounds < 1 || rounds > MAX_ROUNDS)
+    return taso_error(TASO_ERR_ARG, "latency: 1 to %d rounds of at least one run", MAX_ROUNDS);
+  TASO_TRY(taso_model_make_weights(m));
+  taso_model_t view;
+  taso_tensor_t *types = NULL;
+  buffers_t b = {0};
+  taso_rt_plan_t *plan[2] = {NULL, NULL};
+  double med[2][MAX_ROUNDS];
+  taso_err_t err = view_of(m, g, &view, &types);
+  if (err == TASO_OK) err = make_buffers(m, &b); /* the same inputs for both */
+  if (err == TASO_OK) err = taso_rt_plan(be, ctx, m, NULL, &plan[0]);
+  if (err == TASO_OK) err = taso_rt_plan(be, ctx, &view, NULL, &plan[1]);
+  /* alternated, so that a change of load weighs on both alike */
+  for (int k = 0; k < rounds && err == TASO_OK; k++)
+    for (int w = 0; w < 2 && err == TASO_OK; w++) {
+      taso_rt_stats_t st;
+      err = taso_rt_time_model(plan[w], (const float *const *)b.in, 3, runs, &st);
+      med[w][k] = st.median;
+    }
+  for (int w = 0; w < 2 && err == TASO_OK; w++) qsort(med[w], (size_t)rounds, sizeof(double), compare_ms);
+  if (err == TASO_OK) *before_ms = med[0][rounds / 2], *after_ms = med[1][rounds / 2];
+  taso_rt_plan_free(plan[0]);
+  taso_rt_plan_free(plan[1]);
+  buffers_free(&b);
+  free(types);
   return err;
 }
 

@@ -26,6 +26,14 @@ taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *c
                                       taso_model_t *m, const taso_search_result_t *r,
                                       double tolerance, int *step, double *relative);
 
+/* End-to-end latency of m's own graph (*before_ms) and of graph g
+ * (*after_ms) on be, with m's seeded inputs and weights: `runs` timed runs
+ * after 3 warm-up runs, alternated between the two `rounds` times (1 to
+ * 15); each is the median of its rounds' medians. */
+taso_err_t taso_graph_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
+                                const taso_graph_t *g, int runs, int rounds, double *before_ms,
+                                double *after_ms);
+
 /* What rewrite `step` of r's path made that its parent lacks: one line per
  * new operator configuration, "conv2d(...) in=... out=...", to buf. */
 void taso_path_describe(const taso_model_t *m, const taso_search_result_t *r, int step, char *buf,

@@ -26,6 +26,7 @@
 
 #include "artifact.h"
 #include "cost.h"
+#include "match.h"
 #include "rule_guard.h"
 #include "shape_cond.h"
 
@@ -51,7 +52,31 @@ typedef struct {
 taso_err_t taso_rules_make(const taso_inputs_t *inputs, const taso_graph_t *graphs,
                            int64_t ngraphs, const taso_subst_t *rows, int64_t nrows,
                            taso_rules_t *rules);
+/* Appends the rules of one more substitutions file: its inputs join
+ * rules->inputs (one entry per name and shape; a name another file gave
+ * another shape becomes NAME_2, NAME_3...), its rows are numbered from
+ * row_base on (the files' rows in order, one numbering). */
+taso_err_t taso_rules_add(taso_rules_t *rules, const taso_inputs_t *inputs,
+                          const taso_graph_t *graphs, int64_t ngraphs, const taso_subst_t *rows,
+                          int64_t nrows, int64_t row_base);
 void taso_rules_free(taso_rules_t *rules);
+
+/* The rules of taso-substitutions files (taso-verify's output), paths a
+ * comma-separated list ("A.h5,B.h5": taso_rules_add in that order), read
+ * on every rank of comm (collective); *proved counts their proved rows.
+ * Any other file, or one with no proved row, is an error naming it. */
+taso_err_t taso_rules_load(MPI_Comm comm, const char *paths, taso_rules_t *rules,
+                           int64_t *proved);
+
+/* Bit k set: g has an operator of kind k (a rule's quick pre-filter). */
+uint32_t taso_graph_kinds(const taso_graph_t *g);
+
+/* Every rewrite of host (types from taso_graph_infer over the rules'
+ * inputs' shapes as bound) by every rule at every match, each accepted
+ * only where its proof holds (taso_rewrite_all_checked): one step of
+ * what the optimizer may make of host. */
+taso_err_t taso_rules_rewrite_all(const taso_rules_t *rules, const taso_graph_t *host,
+                                  const taso_tensor_t *types, taso_rewrite_fn fn, void *ctx);
 
 /* "lhs => rhs" in the registry's text form; returns the length it needs. */
 int taso_rule_format(const taso_rules_t *rules, int i, char *buf, int len);

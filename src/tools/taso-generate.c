@@ -31,7 +31,7 @@
  * The output does not depend on the rank count: shards only change who
  * finds a graph, and every later choice is made on sorted, global data.
  *
- * With [generate] method = representatives (the default), steps 1 to 3 go
+ * With [generate] method = representatives (the default is exhaustive), steps 1 to 3 go
  * level by level instead (generate_levels below): the graphs of k
  * operators are the class representatives of k - 1 operators extended by
  * one operator, each level's tensor and graph classes formed by one
@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "candidates.h"
+#include "derive_guard.h"
 #include "enumerate.h"
 #include "hash.h"
 #include "memo.h"
@@ -159,6 +160,7 @@ typedef struct {
   classes_t smallest; /* tensor classes with expressions of different sizes: the fewest operators */
   bool levels;                               /* progress counts the level's units */
   int64_t level_graphs[TASO_ENUM_MAX_OPS + 1]; /* graphs of each level, all ranks */
+  taso_derive_opts_t derive; /* the derivation search: job bounds, the rule guard */
 } gen_t;
 
 /* ---- the walks --------------------------------------------------------- */
@@ -858,29 +860,42 @@ static taso_err_t disjoint_graphs(gen_t *c, int64_t *built, int64_t *volume) {
 
 /* ---- pairing on the owner ---------------------------------------------- */
 
+/* Lines of text, owned. */
+typedef struct {
+  char **v;
+  int64_t n, cap;
+} lines_t;
+
 typedef struct {
   int64_t classes, pairs, common, independent;
-  char **keys; /* canonical texts of the surviving candidates */
-  int64_t nkeys, keys_cap;
+  lines_t keys;   /* "PATTERN\tSRC => DST" of the surviving candidates */
+  lines_t pruned; /* "PATTERN\tREASON\tSRC => DST" of the pruned ones */
 } pairing_t;
 
-static taso_err_t add_key(pairing_t *p, char *key) {
-  if (p->nkeys == p->keys_cap) {
-    int64_t cap = p->keys_cap ? 2 * p->keys_cap : 256;
-    char **k = realloc(p->keys, sizeof *k * (size_t)cap);
+static taso_err_t add_key(lines_t *p, char *key) {
+  if (p->n == p->cap) {
+    int64_t cap = p->cap ? 2 * p->cap : 256;
+    char **k = realloc(p->v, sizeof *k * (size_t)cap);
     if (!k) {
       free(key);
       return taso_error(TASO_ERR_NOMEM, "candidate texts");
     }
-    p->keys = k;
-    p->keys_cap = cap;
+    p->v = k;
+    p->cap = cap;
   }
-  p->keys[p->nkeys++] = key;
+  p->v[p->n++] = key;
   return TASO_OK;
+}
+
+static void lines_free(lines_t *p) {
+  for (int64_t i = 0; i < p->n; i++) free(p->v[i]);
+  free(p->v);
+  memset(p, 0, sizeof *p);
 }
 
 typedef struct {
   taso_graph_t g;
+  taso_tensor_t *t; /* g's types */
   int ops;
 } member_t;
 
@@ -901,6 +916,27 @@ static taso_err_t class_members(const gen_t *c, const taso_grec_t *r, int64_t n,
   return err;
 }
 
+/* "PATTERN\t[REASON\t]SRC => DST": the canonical form at any shapes, then
+ * the pair as found (outputs aligned by fingerprint); reason < 0: none. */
+static taso_err_t pair_line(const taso_inputs_t *in, const taso_graph_t *src, const taso_graph_t *dst,
+                            int reason, lines_t *out) {
+  char *pattern = NULL, *key = NULL;
+  int ls = taso_graph_format(src, in, NULL, 0), ld = taso_graph_format(dst, in, NULL, 0);
+  taso_err_t err = taso_cand_key(in, src, dst, true, &pattern);
+  if (err == TASO_OK && !(key = malloc(strlen(pattern) + (size_t)(ls + ld) + 16)))
+    err = taso_error(TASO_ERR_NOMEM, "candidate text");
+  if (err == TASO_OK) {
+    char *at = key + sprintf(key, "%s\t", pattern);
+    if (reason >= 0) at += sprintf(at, "%d\t", reason);
+    at += taso_graph_format(src, in, at, ls + 1);
+    at += sprintf(at, " => ");
+    taso_graph_format(dst, in, at, ld + 1);
+    err = add_key(out, key);
+  }
+  free(pattern);
+  return err;
+}
+
 /* Pairs one class of records with equal fingerprints. */
 static taso_err_t pair_class(gen_t *c, const taso_grec_t *r, int64_t n, pairing_t *out) {
   const taso_inputs_t *in = &c->t->job.inputs;
@@ -908,32 +944,32 @@ static taso_err_t pair_class(gen_t *c, const taso_grec_t *r, int64_t n, pairing_
   if (!m) return taso_error(TASO_ERR_NOMEM, "a class of %lld graphs", (long long)n);
   int64_t rep;
   taso_err_t err = class_members(c, r, n, m, &rep);
+  /* the types, for the common-subgraph test at the inputs' shapes */
+  for (int64_t i = 0; i < n && err == TASO_OK; i++) {
+    if (!(m[i].t = malloc(sizeof *m[i].t * (size_t)(2 * m[i].g.nnodes + 1))))
+      err = taso_error(TASO_ERR_NOMEM, "graph types");
+    else
+      err = taso_graph_infer(&m[i].g, in, m[i].t);
+  }
   out->classes++;
   for (int64_t i = 0; i < n && err == TASO_OK; i++) {
     if (i == rep) continue;
-    bool common = taso_cand_common(&m[i].g, &m[rep].g);
+    bool common = taso_cand_common(&m[i].g, m[i].t, &m[rep].g, m[rep].t);
     bool independent = !common && taso_cand_independent(&m[i].g, &m[rep].g);
     out->pairs++;
     out->common += common;
     out->independent += independent;
-    if (common || independent) continue;
-    /* "PATTERN\tSRC => DST": the canonical form at any shapes, then the
-     * pair as found (outputs aligned by fingerprint) */
-    char *pattern = NULL, *key = NULL;
-    int ls = taso_graph_format(&m[i].g, in, NULL, 0), ld = taso_graph_format(&m[rep].g, in, NULL, 0);
-    err = taso_cand_key(in, &m[i].g, &m[rep].g, true, &pattern);
-    if (err == TASO_OK && !(key = malloc(strlen(pattern) + (size_t)(ls + ld) + 6)))
-      err = taso_error(TASO_ERR_NOMEM, "candidate text");
-    if (err == TASO_OK) {
-      char *at = key + sprintf(key, "%s\t", pattern);
-      at += taso_graph_format(&m[i].g, in, at, ls + 1);
-      at += sprintf(at, " => ");
-      taso_graph_format(&m[rep].g, in, at, ld + 1);
-      err = add_key(out, key);
-    }
-    free(pattern);
+    /* pruned pairs are recorded too, for the completeness check (taso-derive) */
+    if (common || independent)
+      err = pair_line(in, &m[i].g, &m[rep].g, common ? TASO_PRUNED_COMMON : TASO_PRUNED_INDEPENDENT,
+                      &out->pruned);
+    else
+      err = pair_line(in, &m[i].g, &m[rep].g, -1, &out->keys);
   }
-  for (int64_t i = 0; i < n; i++) taso_graph_free(&m[i].g);
+  for (int64_t i = 0; i < n; i++) {
+    taso_graph_free(&m[i].g);
+    free(m[i].t);
+  }
   free(m);
   return err;
 }
@@ -952,18 +988,18 @@ static taso_err_t pair_all(gen_t *c, taso_grec_t *recs, int64_t n, pairing_t *ou
 /* ---- global pruning ------------------------------------------------------ */
 
 /* Every rank's candidate texts on every rank. */
-static taso_err_t gather_keys(gen_t *c, const pairing_t *pr, char ***keys, int64_t *nkeys) {
+static taso_err_t gather_keys(gen_t *c, const lines_t *pr, char ***keys, int64_t *nkeys) {
   int n = c->t->size;
   size_t len = 0;
-  for (int64_t i = 0; i < pr->nkeys; i++) len += strlen(pr->keys[i]) + 1;
+  for (int64_t i = 0; i < pr->n; i++) len += strlen(pr->v[i]) + 1;
   char *mine = malloc(len + 1), *all = NULL;
   int *counts = calloc((size_t)n, sizeof *counts), *displs = calloc((size_t)n, sizeof *displs);
   taso_err_t err = (mine && counts && displs) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "candidate texts");
   if (err == TASO_OK && len > INT32_MAX) err = taso_error(TASO_ERR_LIMIT, "candidate texts over 2 GiB");
   size_t at = 0;
-  for (int64_t i = 0; err == TASO_OK && i < pr->nkeys; i++) {
-    size_t l = strlen(pr->keys[i]);
-    memcpy(mine + at, pr->keys[i], l);
+  for (int64_t i = 0; err == TASO_OK && i < pr->n; i++) {
+    size_t l = strlen(pr->v[i]);
+    memcpy(mine + at, pr->v[i], l);
     mine[at + l] = '\n';
     at += l + 1;
   }
@@ -1075,11 +1111,61 @@ static taso_err_t recheck(gen_t *c, const taso_fp_inputs_t *rnd, taso_cand_t *ca
   return err;
 }
 
+/* The pruned pairs, as written to /pruned. */
+typedef struct {
+  taso_pruned_t *v;
+  int64_t n, cap;
+} pruned_list_t;
+
+static taso_err_t add_pruned(pruned_list_t *l, int32_t reason, int32_t steps, int64_t rules,
+                             const char *text) {
+  if (strlen(text) >= TASO_PRUNED_TEXT)
+    return taso_error(TASO_ERR_LIMIT, "pruned pair over %d characters: %s", TASO_PRUNED_TEXT - 1, text);
+  if (l->n == l->cap) {
+    int64_t cap = l->cap ? 2 * l->cap : 1024;
+    taso_pruned_t *v = realloc(l->v, sizeof *v * (size_t)cap);
+    if (!v) return taso_error(TASO_ERR_NOMEM, "pruned pairs");
+    l->v = v;
+    l->cap = cap;
+  }
+  taso_pruned_t *r = &l->v[l->n++];
+  memset(r, 0, sizeof *r);
+  r->reason = reason;
+  r->steps = steps;
+  r->rules = rules;
+  strcpy(r->text, text);
+  return TASO_OK;
+}
+
+/* The pruned pairs of every rank, one per pattern ("PATTERN\tREASON\tPAIR"
+ * lines, the smallest of each pattern), on every rank. */
+static taso_err_t gather_pruned(gen_t *c, lines_t *mine, pruned_list_t *out) {
+  char **lines = NULL;
+  int64_t n = 0;
+  /* each rank's smallest of each pattern first: the smallest of those is
+   * the smallest of all, and far fewer lines travel */
+  mine->n = unique(mine->v, mine->n, str_cmp, same_pattern);
+  taso_err_t err = gather_keys(c, mine, &lines, &n);
+  n = err == TASO_OK ? unique(lines, n, str_cmp, same_pattern) : n;
+  for (int64_t i = 0; i < n; i++) {
+    char *reason = strchr(lines[i], '\t'), *pair = reason ? strchr(reason + 1, '\t') : NULL;
+    if (err == TASO_OK && !pair) err = taso_error(TASO_ERR_PARSE, "pruned pair line '%s'", lines[i]);
+    if (err == TASO_OK) err = add_pruned(out, (int32_t)atoi(reason + 1), -1, 0, pair + 1);
+    free(lines[i]);
+  }
+  free(lines);
+  return taso_tool_agree(c->t, err);
+}
+
 /* Drops the candidates that smaller kept ones imply, size by size; each rank
- * checks a block of every size and the flags are combined. */
-static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t *kept_out) {
-  uint8_t *implied = calloc((size_t)n + 1, 1);
+ * checks a block of every size and the flags are combined. The dropped
+ * ones join pruned with their step counts. */
+static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t *kept_out,
+                                pruned_list_t *pruned) {
+  uint8_t *implied = calloc((size_t)n + 1, 1); /* steps of the derivation; 0: none */
+  taso_deriver_t *d = NULL;
   taso_err_t err = implied ? TASO_OK : taso_error(TASO_ERR_NOMEM, "implication flags");
+  if (err == TASO_OK) err = taso_deriver_create(&c->t->job.inputs, &c->derive, &d);
   err = taso_tool_agree(c->t, err);
   int64_t kept = 0; /* cands[0, kept) are the kept ones so far, in order */
   taso_progress_t progress;
@@ -1090,16 +1176,18 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
     while (hi < n && cands[hi].size == cands[lo].size && cands[hi].inputs == cands[lo].inputs) hi++;
     int64_t b = lo + (hi - lo) * c->t->rank / c->t->size, e = lo + (hi - lo) * (c->t->rank + 1) / c->t->size;
     for (int64_t i = b; i < e && err == TASO_OK; i++) {
-      bool imp;
-      err = taso_cand_implied(&c->t->job.inputs, &cands[i], cands, kept, &imp);
-      implied[i] = imp;
+      int steps;
+      err = taso_derive(d, cands, kept, &cands[i].src, &cands[i].dst, &steps);
+      implied[i] = (uint8_t)(steps > 0 ? steps : 0);
       taso_progress_update(&progress, ++checked);
     }
     err = taso_tool_agree(c->t, err);
     if (err != TASO_OK) break;
     MPI_Allreduce(MPI_IN_PLACE, implied + lo, (int)(hi - lo), MPI_UINT8_T, MPI_MAX, c->t->comm);
+    int64_t rules = kept; /* the ones this size's derivations used */
     for (int64_t i = lo; i < hi; i++) {
       if (implied[i]) {
+        if (err == TASO_OK) err = add_pruned(pruned, TASO_PRUNED_IMPLIED, implied[i], rules, cands[i].key);
         taso_cand_free(&cands[i]);
         continue;
       }
@@ -1110,14 +1198,88 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
     lo = hi;
   }
   free(implied);
+  taso_deriver_free(d);
   *kept_out = kept;
   return err;
+}
+
+/* Derives this rank's block of the pruned rows not derived yet (the
+ * common subgraphs and independent parts) from the kept set: steps[i],
+ * -1 where the search fails, 0 outside the block. */
+static taso_err_t derive_pruned(gen_t *c, const taso_cand_t *cands, int64_t kept,
+                                const pruned_list_t *pruned, int32_t *steps) {
+  int64_t lo, hi;
+  taso_tool_block(c->t, pruned->n, &lo, &hi);
+  taso_deriver_t *d = NULL;
+  taso_err_t err = taso_deriver_create(&c->t->job.inputs, &c->derive, &d);
+  for (int64_t i = lo; i < hi && err == TASO_OK; i++) {
+    steps[i] = pruned->v[i].steps;
+    if (steps[i] >= 0) continue;
+    taso_cand_t p;
+    char *text = malloc(strlen(pruned->v[i].text) + 1);
+    if (!text) err = taso_error(TASO_ERR_NOMEM, "pruned pair");
+    else err = taso_cand_parse(&c->t->job.inputs, strcpy(text, pruned->v[i].text), &p);
+    if (err == TASO_OK) err = taso_derive(d, cands, kept, &p.src, &p.dst, &steps[i]);
+    taso_cand_free(&p);
+  }
+  taso_deriver_free(d);
+  return err;
+}
+
+/* The pruned pairs that the kept set does not re-derive go back into it,
+ * re-checked like the others: pruning is only sound where the optimizer's
+ * engine can redo it. The others keep their step counts in pruned. */
+static taso_err_t keep_underived(gen_t *c, const taso_fp_inputs_t *rnd, taso_cand_t **cands,
+                                 int64_t *cap, int64_t *kept, pruned_list_t *pruned, int64_t *nback) {
+  int64_t n = pruned->n, nnew = 0, k = 0;
+  int32_t *steps = calloc((size_t)n + 1, sizeof *steps);
+  taso_cand_t *back = calloc((size_t)n + 1, sizeof *back);
+  taso_err_t err = steps && back ? TASO_OK : taso_error(TASO_ERR_NOMEM, "pruned pairs");
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK) err = taso_tool_agree(c->t, derive_pruned(c, *cands, *kept, pruned, steps));
+  if (err == TASO_OK && n > 0)
+    MPI_Allreduce(MPI_IN_PLACE, steps, (int)n, MPI_INT32_T, MPI_SUM, c->t->comm);
+  for (int64_t i = 0; i < n && err == TASO_OK; i++) {
+    if (steps[i] >= 0) {
+      pruned->v[k] = pruned->v[i];
+      pruned->v[k].steps = steps[i];
+      if (pruned->v[k].rules == 0) pruned->v[k].rules = *kept;
+      k++;
+      continue;
+    }
+    char *text = malloc(strlen(pruned->v[i].text) + 1);
+    if (!text) err = taso_error(TASO_ERR_NOMEM, "pruned pair");
+    else err = taso_cand_parse(&c->t->job.inputs, strcpy(text, pruned->v[i].text), &back[nnew++]);
+  }
+  if (err == TASO_OK) pruned->n = k;
+  err = taso_tool_agree(c->t, err);
+  int64_t ok = 0;
+  if (err == TASO_OK) err = recheck(c, rnd, back, nnew, &ok);
+  /* cands[kept, cap) are free (moved out or freed) */
+  taso_cand_t *all = *cands;
+  if (err == TASO_OK && *kept + ok > *cap) {
+    if (!(all = realloc(*cands, sizeof *all * (size_t)(*kept + ok + 1))))
+      err = taso_error(TASO_ERR_NOMEM, "candidates");
+    else *cap = *kept + ok;
+  }
+  if (err == TASO_OK) {
+    *cands = all;
+    memcpy(all + *kept, back, sizeof *all * (size_t)ok);
+    *kept += ok;
+    memset(back, 0, sizeof *back * (size_t)ok); /* moved */
+  }
+  for (int64_t i = 0; i < nnew; i++) taso_cand_free(&back[i]);
+  *nback = err == TASO_OK ? nnew : 0;
+  free(back);
+  free(steps);
+  return taso_tool_agree(c->t, err);
 }
 
 /* Writes the kept candidates: graphs 2k and 2k + 1 are candidate k's source
  * and target; each rank writes a block. */
 static taso_err_t write_output(gen_t *c, const taso_fp_inputs_t *rnd, const taso_cand_t *cands,
-                               int64_t n, const int64_t *counts, const char *const *names, int ncounts) {
+                               int64_t n, const pruned_list_t *pruned, const int64_t *counts,
+                               const char *const *names, int ncounts) {
   taso_tool_t *t = c->t;
   int64_t lo, hi, first = 0;
   taso_tool_block(t, n, &lo, &hi);
@@ -1149,6 +1311,11 @@ static taso_err_t write_output(gen_t *c, const taso_fp_inputs_t *rnd, const taso
     rows[i] = (taso_subst_t){.src = first + 2 * i, .dst = first + 2 * i + 1,
                              .verdict = TASO_VERDICT_CANDIDATE, .seconds = 0};
   TASO_TOOL_STEP(t, err, taso_artifact_write_substs(a, rows, mine));
+  /* the pruned pairs, for the completeness check: every rank holds them all */
+  int64_t plo, phi;
+  taso_tool_block(t, pruned->n, &plo, &phi);
+  TASO_TOOL_STEP(t, err, taso_artifact_write_table(a, &taso_pruned_table, pruned->v + plo, phi - plo,
+                                                   plo, pruned->n));
   for (int i = 0; i < ncounts; i++) TASO_TOOL_STEP(t, err, taso_artifact_set_count(a, names[i], counts[i]));
   err = taso_tool_close(t, &a, err);
   TASO_TOOL_STEP(t, err, taso_tool_commit_output(t));
@@ -1570,9 +1737,11 @@ int main(int argc, char **argv) {
   char **keys = NULL;
   int64_t nkeys = 0, npatterns = 0, nchecked = 0, kept = 0;
   taso_cand_t *cands = NULL;
-  if (err == TASO_OK) err = gather_keys(&c, &pr, &keys, &nkeys);
-  for (int64_t i = 0; i < pr.nkeys; i++) free(pr.keys[i]);
-  free(pr.keys);
+  pruned_list_t pruned = {0};
+  if (err == TASO_OK) err = gather_keys(&c, &pr.keys, &keys, &nkeys);
+  lines_free(&pr.keys);
+  if (err == TASO_OK) err = gather_pruned(&c, &pr.pruned, &pruned);
+  lines_free(&pr.pruned);
   if (err == TASO_OK) {
     /* one pair per pattern: the smallest text of it */
     npatterns = unique(keys, nkeys, str_cmp, same_pattern);
@@ -1594,8 +1763,24 @@ int main(int argc, char **argv) {
   err = taso_tool_agree(&t, err);
   if (err == TASO_OK) err = recheck(&c, &rnd, cands, npatterns, &nchecked);
   laps[LAP_RENAMING + 1] = MPI_Wtime(); cpu[LAP_RENAMING + 1] = cpu_seconds();
-  if (err == TASO_OK) err = prune_implied(&c, cands, nchecked, &kept);
+  int64_t nback = 0;
+  /* the implication stage derives as the optimizer rewrites: through the
+   * rule guard (rule ids: places in cands, the same in both stages) */
+  taso_axioms_t *ax = NULL;
+  taso_rule_guard_t *guard = NULL;
+  if (err == TASO_OK) {
+    char path[1024];
+    taso_tool_axioms_path(&t, NULL, path, sizeof path);
+    err = taso_tool_agree(&t, taso_tool_guard_open(&t, path, &t.job.inputs, &ax, &guard));
+  }
+  taso_tool_derive_opts(&t, guard, &c.derive);
+  if (err == TASO_OK) err = prune_implied(&c, cands, nchecked, &kept, &pruned);
+  int64_t kept_implied = kept, ncands = npatterns;
+  if (err == TASO_OK) err = keep_underived(&c, &rnd, &cands, &ncands, &kept, &pruned, &nback);
   laps[LAP_IMPLIED + 1] = MPI_Wtime(); cpu[LAP_IMPLIED + 1] = cpu_seconds();
+  taso_rule_guard_stats_t gst = {0};
+  if (guard) taso_rule_guard_stats(guard, &gst);
+  taso_tool_guard_close(ax, guard);
   double t_total = MPI_Wtime() - t0;
 
   double cpu_max[NLAPS];
@@ -1607,12 +1792,13 @@ int main(int argc, char **argv) {
                          "graphs_equal_outputs", "tensor_classes_shared", "fingerprint_classes",
                          "candidate_pairs", "fingerprint_collisions", "pruned_common_subgraph",
                          "pruned_independent_parts", "pruned_input_renaming", "pruned_implied",
-                         "substitutions"};
+                         "kept_not_derived", "substitutions"};
   int64_t counts[] = {sums[GRAPHS], input_graphs_n, sums[EXCHANGED], sums[BUILT], sums[EQUAL_OUTPUTS], nshared,
                       sums[CLASSES], sums[PAIRS], npatterns - nchecked, sums[COMMON], sums[INDEPENDENT],
-                      sums[PAIRS] - sums[COMMON] - sums[INDEPENDENT] - npatterns, nchecked - kept, kept};
+                      sums[PAIRS] - sums[COMMON] - sums[INDEPENDENT] - npatterns, nchecked - kept_implied,
+                      nback, kept};
   if (err == TASO_OK)
-    err = write_output(&c, &rnd, cands, kept, counts, names, (int)(sizeof counts / sizeof *counts));
+    err = write_output(&c, &rnd, cands, kept, &pruned, counts, names, (int)(sizeof counts / sizeof *counts));
   if (err == TASO_OK) {
     for (int i = 0; i < (int)(sizeof counts / sizeof *counts); i++)
       taso_tool_print(&t, "  %-26s %lld\n", names[i], (long long)counts[i]);
@@ -1624,11 +1810,13 @@ int main(int argc, char **argv) {
       at += snprintf(line + at, sizeof line - (size_t)at, "%s%s %.2f/%.2f/%.2f", i ? ", " : "", lap_names[i],
                      cpu[i + 1] - cpu[i], cpu_max[i], laps[i + 1] - laps[i]);
     taso_tool_print(&t, "  seconds (CPU rank 0/CPU max/wall): %s\n", line);
+    taso_tool_guard_print(&t, "  rule guard (rank 0)", &gst);
     taso_tool_summary(&t, "%lld graphs, %lld candidate pairs, %lld substitutions -> %s",
                       (long long)sums[GRAPHS], (long long)sums[PAIRS], (long long)kept, t.out_path);
   }
-  for (int64_t i = 0; i < npatterns; i++) taso_cand_free(&cands[i]);
+  for (int64_t i = 0; i < ncands; i++) taso_cand_free(&cands[i]);
   free(cands);
+  free(pruned.v);
   taso_memo_free(c.m);
   taso_enum_free(c.e);
   taso_fp_inputs_free(&rnd);

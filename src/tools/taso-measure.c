@@ -37,16 +37,27 @@
 #include "collective.h"
 #include "costdb.h"
 #include "device.h"
+#include "hash.h"
 #include "runtime.h"
+#include "search.h"
 #include "tool.h"
 
 #define MAX_MODELS 64
 
-static const char *model_last, *db_path = "costs.h5", *backend_name = "cpu";
-static bool estimate;
+static const char *model_last, *db_path = "costs.h5", *backend_name = "cpu", *subst_path,
+                  *depth_text = "1";
+static bool estimate, expand, no_device_lock;
 
 static const taso_tool_flag_t flags[] = {
     {"estimate", "then print each model's cost: the sum of its planned steps' medians", &estimate},
+    {"expand", "also the configurations of the graphs that the proved rules of\n"
+               "                  --substitutions make from each model (every rule, both\n"
+               "                  directions, at every match where its proof holds)",
+     &expand},
+    {"no-device-lock", "FOR BENCHMARKS ONLY: take no device lock, so that jobs measure on\n"
+                       "                  shared cores at once (bench/measure_schedule.sh shows how\n"
+                       "                  wrong their timings get); never use its figures",
+     &no_device_lock},
     {0},
 };
 
@@ -57,6 +68,10 @@ static const taso_tool_option_t options[] = {
      &model_last},
     {"db", "FILE", "the cost database to fill and reuse (default costs.h5)", &db_path},
     {"backend", "NAME", "cpu (default), gpu, or reference", &backend_name},
+    {"substitutions", "FILE", "taso-verify's output: the rules of --expand", &subst_path},
+    {"depth", "N", "rewrites deep for --expand: 1 (default) or 2 (every rewrite of every\n"
+                   "                  rewrite: far more graphs)",
+     &depth_text},
     {0},
 };
 
@@ -92,6 +107,8 @@ typedef struct {
   char lock_dir[4096];
   int warmup, min_runs, max_runs, cores_per_device;
   double spread, batch_seconds;
+  int depth;           /* --expand: rewrite steps; 0 without --expand */
+  taso_rules_t rules;  /* --expand: the proved rules */
 } settings_t;
 
 /* The harness keeps one value per option; --model may repeat, so argv is
@@ -130,6 +147,11 @@ static void settings_of_job(taso_tool_t *t, settings_t *s) {
     taso_tool_usage_error(t, "%s: [measure] max_runs %d is below min_runs %d", job->path,
                           s->max_runs, s->min_runs);
   taso_device_lock_dir(job->measure_lock_dir, s->lock_dir, sizeof s->lock_dir);
+  if (expand && !subst_path) taso_tool_usage_error(t, "--expand needs --substitutions FILE");
+  if (!expand && subst_path) taso_tool_usage_error(t, "--substitutions is for --expand");
+  if (strcmp(depth_text, "1") != 0 && strcmp(depth_text, "2") != 0)
+    taso_tool_usage_error(t, "--depth: '%s' is not 1 or 2", depth_text);
+  s->depth = expand ? atoi(depth_text) : 0;
 }
 
 /* Rank 0, before any work: the database may be written and replaced. It is
@@ -172,12 +194,15 @@ static taso_err_t check_db(const taso_tool_t *t) {
 typedef struct {
   char key[TASO_COST_KEY_LEN];
   taso_rt_config_t cfg;
-  double flops; /* the order of measuring: longest first */
+  double flops;  /* the order of measuring: longest first */
+  int expanded;  /* only in rewritten graphs (--expand), in no model itself */
 } item_t;
 
 typedef struct {
   item_t *v;
   int64_t n, cap;
+  int64_t *slots; /* open addressing by key: index + 1, 0 empty (this rank's items) */
+  int64_t nslots;
 } items_t;
 
 /* Multiply-adds of a convolution or product, else elements touched: only
@@ -193,7 +218,31 @@ static double flops_of(const taso_rt_config_t *c) {
   return moved;
 }
 
-static taso_err_t add_item(items_t *it, const taso_rt_config_t *cfg) {
+static uint64_t key_hash(const char *key) {
+  return taso_mix64(taso_fnv64(TASO_FNV_START, key, strlen(key)));
+}
+
+/* The slot of key: its item's, or the empty one where it would go. */
+static int64_t key_slot(const items_t *it, const char *key) {
+  int64_t mask = it->nslots - 1, i = (int64_t)(key_hash(key) & (uint64_t)mask);
+  while (it->slots[i] && strcmp(it->v[it->slots[i] - 1].key, key) != 0) i = (i + 1) & mask;
+  return i;
+}
+
+static taso_err_t grow_slots(items_t *it) {
+  int64_t n = it->nslots ? 2 * it->nslots : 1024;
+  free(it->slots);
+  if (!(it->slots = calloc((size_t)n, sizeof *it->slots)))
+    return taso_error(TASO_ERR_NOMEM, "no memory for configurations");
+  it->nslots = n;
+  for (int64_t j = 0; j < it->n; j++) it->slots[key_slot(it, it->v[j].key)] = j + 1;
+  return TASO_OK;
+}
+
+/* Adds cfg unless its key is there already (expansion gives the same
+ * configurations again and again); a model's own configuration is not
+ * one that expansion added. */
+static taso_err_t add_item(items_t *it, const taso_rt_config_t *cfg, bool expanded) {
   if (it->n == it->cap) {
     int64_t cap = it->cap ? 2 * it->cap : 64;
     item_t *grown = realloc(it->v, sizeof *grown * (size_t)cap);
@@ -201,36 +250,157 @@ static taso_err_t add_item(items_t *it, const taso_rt_config_t *cfg) {
     it->v = grown;
     it->cap = cap;
   }
+  if (2 * (it->n + 1) > it->nslots) TASO_TRY(grow_slots(it));
   item_t *x = &it->v[it->n];
   memset(x, 0, sizeof *x);
   if (taso_rt_config_key(cfg, x->key, sizeof x->key) >= (int)sizeof x->key)
     return taso_error(TASO_ERR_LIMIT, "a configuration key longer than %d characters: %.80s...",
                       TASO_COST_KEY_LEN - 1, x->key);
+  int64_t slot = key_slot(it, x->key);
+  if (it->slots[slot]) {
+    it->v[it->slots[slot] - 1].expanded &= expanded;
+    return TASO_OK;
+  }
   x->cfg = *cfg;
   x->flops = flops_of(cfg);
-  it->n++;
+  x->expanded = expanded;
+  it->slots[slot] = ++it->n;
   return TASO_OK;
 }
 
-/* Every node's configuration, then every planned step's (fused). */
-static taso_err_t collect_model(const char *model, const taso_backend_t *be, taso_rt_ctx_t *ctx,
-                                items_t *it) {
+static void items_free(items_t *it) {
+  free(it->v);
+  free(it->slots);
+  memset(it, 0, sizeof *it);
+}
+
+/* ---- expansion: what the rules make of a model -------------------------------------- */
+
+typedef struct {
+  taso_model_t *m;        /* the model: its inputs type the results */
+  items_t *it;
+  taso_tensor_t *types;   /* scratch: a result's types */
+  int types_cap;
+  taso_graph_t *keep;     /* distinct results, kept for another step (depth 2) */
+  int64_t nkeep, cap;
+  bool keeping;
+  int64_t graphs;         /* results seen (with repeats) */
+  int64_t invalid;        /* results a consumer's typing refused */
+} expansion_t;
+
+static taso_err_t fit_types(expansion_t *x, int nnodes) {
+  if (2 * nnodes <= x->types_cap) return TASO_OK;
+  taso_tensor_t *t = realloc(x->types, sizeof *t * 2 * (size_t)nnodes);
+  if (!t) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", nnodes);
+  x->types = t;
+  x->types_cap = 2 * nnodes;
+  return TASO_OK;
+}
+
+static taso_err_t keep_graph(expansion_t *x, const taso_graph_t *g) {
+  if (x->nkeep == x->cap) {
+    int64_t cap = x->cap ? 2 * x->cap : 64;
+    taso_graph_t *grown = realloc(x->keep, sizeof *grown * (size_t)cap);
+    if (!grown) return taso_error(TASO_ERR_NOMEM, "no memory for rewritten graphs");
+    x->keep = grown;
+    x->cap = cap;
+  }
+  taso_graph_init(&x->keep[x->nkeep]);
+  TASO_TRY(taso_graph_copy(&x->keep[x->nkeep], g));
+  x->nkeep++;
+  return TASO_OK;
+}
+
+/* One rewritten graph: the steps a plan of it would run (taso_rt_steps,
+ * what the optimizer's cost sums). */
+static taso_err_t on_result(void *ctx, const taso_graph_t *g) {
+  expansion_t *x = ctx;
+  x->graphs++;
+  TASO_TRY(fit_types(x, g->nnodes + 1));
+  taso_err_t err = taso_graph_infer(g, &x->m->inputs, x->types);
+  if (err == TASO_ERR_SHAPE) { /* as the search: a consumer refused the rhs's types */
+    x->invalid++;
+    return TASO_OK;
+  }
+  TASO_TRY(err);
+  taso_model_t view = *x->m;
+  view.graph = *g;
+  view.types = x->types;
+  view.types_cap = x->types_cap;
+  taso_rt_step_info_t *steps = NULL;
+  int n = 0;
+  err = taso_rt_steps(&view, NULL, &steps, &n);
+  for (int i = 0; err == TASO_OK && i < n; i++) err = add_item(x->it, &steps[i].cfg, true);
+  free(steps);
+  if (err == TASO_OK && x->keeping) err = keep_graph(x, g);
+  return err;
+}
+
+static int by_hash_then_graph(const void *a, const void *b) {
+  const taso_graph_t *x = a, *y = b;
+  uint64_t hx = taso_graph_hash(x), hy = taso_graph_hash(y);
+  return hx != hy ? (hx < hy ? -1 : 1) : taso_graph_compare(x, y);
+}
+
+/* The distinct graphs of x->keep, in a canonical order. */
+static void unique_kept(expansion_t *x) {
+  if (x->nkeep) qsort(x->keep, (size_t)x->nkeep, sizeof *x->keep, by_hash_then_graph);
+  int64_t m = 0;
+  for (int64_t i = 0; i < x->nkeep; i++)
+    if (m > 0 && taso_graph_compare(&x->keep[m - 1], &x->keep[i]) == 0)
+      taso_graph_free(&x->keep[i]);
+    else
+      x->keep[m++] = x->keep[i];
+  x->nkeep = m;
+}
+
+/* Every rewrite of m's graph by the rules, depth steps deep; their
+ * configurations go into it. */
+static taso_err_t expand_model(const settings_t *s, taso_model_t *m, items_t *it,
+                               int64_t *graphs) {
+  expansion_t x = {.m = m, .it = it, .keeping = s->depth > 1};
+  taso_err_t err = taso_rules_rewrite_all(&s->rules, &m->graph, m->types, on_result, &x);
+  if (err == TASO_OK && s->depth > 1) {
+    unique_kept(&x);
+    int64_t level = x.nkeep;
+    x.keeping = false;
+    for (int64_t i = 0; err == TASO_OK && i < level; i++) {
+      err = fit_types(&x, x.keep[i].nnodes + 1);
+      taso_tensor_t *types = NULL;
+      if (err == TASO_OK && !(types = malloc(sizeof *types * 2 * (size_t)(x.keep[i].nnodes + 1))))
+        err = taso_error(TASO_ERR_NOMEM, "types of %d nodes", x.keep[i].nnodes);
+      if (err == TASO_OK) err = taso_graph_infer(&x.keep[i], &m->inputs, types);
+      if (err == TASO_OK)
+        err = taso_rules_rewrite_all(&s->rules, &x.keep[i], types, on_result, &x);
+      free(types);
+    }
+  }
+  for (int64_t i = 0; i < x.nkeep; i++) taso_graph_free(&x.keep[i]);
+  free(x.keep);
+  free(x.types);
+  *graphs += x.graphs - x.invalid;
+  return err;
+}
+
+/* Every node's configuration, then every step's (fused) as a plan would
+ * run it (taso_rt_steps: no backend, so that ranks without a device
+ * collect too), then with --expand those of the rewritten graphs. */
+static taso_err_t collect_model(const char *model, const settings_t *s, items_t *it,
+                                int64_t *graphs) {
   taso_model_t m;
-  taso_rt_plan_t *plan = NULL;
   taso_rt_config_t cfg;
+  taso_rt_step_info_t *steps = NULL;
+  int nsteps = 0;
   taso_err_t err = taso_model_load(model, &m);
   for (int i = 0; err == TASO_OK && i < m.graph.nnodes; i++)
     if (m.graph.nodes[i].kind != TASO_OP_INPUT) {
       err = taso_rt_config_of_node(&m, i, &cfg);
-      if (err == TASO_OK) err = add_item(it, &cfg);
+      if (err == TASO_OK) err = add_item(it, &cfg, false);
     }
-  if (err == TASO_OK) err = taso_rt_plan(be, ctx, &m, NULL, &plan);
-  for (int s = 0; err == TASO_OK && s < taso_rt_plan_steps(plan); s++) {
-    taso_rt_step_info_t info;
-    taso_rt_plan_step(plan, s, &info);
-    err = add_item(it, &info.cfg);
-  }
-  taso_rt_plan_free(plan);
+  if (err == TASO_OK) err = taso_rt_steps(&m, NULL, &steps, &nsteps);
+  for (int k = 0; err == TASO_OK && k < nsteps; k++) err = add_item(it, &steps[k].cfg, false);
+  if (err == TASO_OK && s->depth > 0) err = expand_model(s, &m, it, graphs);
+  free(steps);
   taso_model_free(&m);
   return err;
 }
@@ -245,11 +415,16 @@ static int longest_first(const void *a, const void *b) {
   return strcmp(x->key, y->key);
 }
 
+/* Sorted by key, unique; a configuration that some model has itself is
+ * not one expansion added. */
 static void dedup(items_t *it) {
   int64_t m = 0;
   if (it->n) qsort(it->v, (size_t)it->n, sizeof *it->v, by_key);
   for (int64_t i = 0; i < it->n; i++)
-    if (m == 0 || strcmp(it->v[m - 1].key, it->v[i].key) != 0) it->v[m++] = it->v[i];
+    if (m == 0 || strcmp(it->v[m - 1].key, it->v[i].key) != 0)
+      it->v[m++] = it->v[i];
+    else
+      it->v[m - 1].expanded &= it->v[i].expanded;
   it->n = m;
 }
 
@@ -296,11 +471,37 @@ typedef struct {
   bool owns;          /* measures: one of the node's devices is this rank's */
   int index;          /* the device's number on the node */
   int ndevices;       /* devices on this node */
-  taso_rt_ctx_t *ctx; /* the backend, on dev's cores */
+  taso_rt_ctx_t *ctx; /* the backend, on dev's cores; NULL on a gpu rank without a GPU */
+  taso_device_t *others; /* cpu: the node's other devices, where this rank measures
+                            while another job holds its own (working elsewhere) */
+  int nothers;
+  const taso_device_t *bound; /* the device whose cores the threads run on */
 } place_t;
 
 static int compare_int(const void *a, const void *b) {
   return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+/* The gpu backend: one rank per GPU measures, the node's local rank i on
+ * GPU i (i < the device count: local rank % count, without a repeat);
+ * the other ranks only collect configurations, on no device. The GPU is
+ * held through a lock named after its UUID, which every job on the node
+ * sees whatever its CUDA_VISIBLE_DEVICES numbering. */
+static taso_err_t place_gpu(const settings_t *s, int lrank, place_t *p) {
+  char uuid[64] = "";
+  int count = 0;
+  if (!s->be->device_uuid)
+    return taso_error(TASO_ERR_UNSUPPORTED, "the %s backend names no devices", s->be->name);
+  TASO_TRY(s->be->device_uuid(0, &count, uuid, sizeof uuid));
+  p->ndevices = count;
+  p->owns = lrank < count;
+  p->index = p->owns ? lrank % count : -1;
+  if (!p->owns) return taso_device_open_gpu(&p->dev, s->lock_dir, -1, "");
+  TASO_TRY(s->be->device_uuid(p->index, &count, uuid, sizeof uuid));
+  char ordinal[16];
+  snprintf(ordinal, sizeof ordinal, "%d", p->index);
+  setenv("TASO_GPU_DEVICE", ordinal, 1); /* the backend opens this one */
+  return taso_device_open_gpu(&p->dev, s->lock_dir, p->index, uuid);
 }
 
 /* Collective. The node's cores this job may use (the union of its ranks'
@@ -322,46 +523,102 @@ static taso_err_t place_rank(const taso_tool_t *t, const settings_t *s, place_t 
     if (CPU_ISSET(c, &mine)) own[nown++] = c;
   }
   bool gpu = strcmp(s->be->name, "gpu") == 0;
+  if (gpu) return place_gpu(s, lrank, p);
   int per = s->cores_per_device ? s->cores_per_device : ncores;
-  if (!gpu && per > ncores)
+  if (per > ncores)
     return taso_error(TASO_ERR_ARG, "[measure] cores_per_device is %d, but this job has %d core%s "
                       "on %s", per, ncores, ncores == 1 ? "" : "s", "this node");
-  /* GPUs: one device per visible GPU (CUDA_VISIBLE_DEVICES, else one). */
-  const char *visible = getenv("CUDA_VISIBLE_DEVICES");
-  int ngpus = 1;
-  for (const char *c = visible; c && *c; c++) ngpus += *c == ',';
-  p->ndevices = gpu ? ngpus : ncores / per;
+  p->ndevices = ncores / per;
   p->owns = lrank < p->ndevices;
   p->index = p->owns ? lrank : -1;
-  if (gpu) return taso_device_open(&p->dev, s->lock_dir, true, &lrank, 1);
-  if (p->owns) return taso_device_open(&p->dev, s->lock_dir, false, cores + lrank * per, per);
-  qsort(own, (size_t)nown, sizeof *own, compare_int);
-  return taso_device_open(&p->dev, s->lock_dir, false, own, nown);
+  if (!p->owns) {
+    qsort(own, (size_t)nown, sizeof *own, compare_int);
+    return taso_device_open(&p->dev, s->lock_dir, false, own, nown);
+  }
+  TASO_TRY(taso_device_open(&p->dev, s->lock_dir, false, cores + lrank * per, per));
+  if (p->ndevices > 1 && !(p->others = calloc((size_t)p->ndevices - 1, sizeof *p->others)))
+    return taso_error(TASO_ERR_NOMEM, "no memory for devices");
+  for (int j = 0; j < p->ndevices; j++)
+    if (j != lrank)
+      TASO_TRY(taso_device_open(&p->others[p->nothers++], s->lock_dir, false, cores + j * per, per));
+  return TASO_OK;
 }
 
-/* Binds to the device's cores and opens the backend there. */
+/* Binds to the device's cores and opens the backend there (on the gpu
+ * backend, only a rank with a GPU opens it). The node's other devices are
+ * of the same kind and size: they share the identity. */
 static taso_err_t open_place(const settings_t *s, place_t *p) {
+  if (p->dev.gpu && !p->owns) return TASO_OK;
   TASO_TRY(taso_device_bind(&p->dev));
+  p->bound = &p->dev;
   TASO_TRY(s->be->open(p->dev.gpu ? 0 : p->dev.nunits, &p->ctx));
-  return taso_device_identify(&p->dev, s->be);
+  TASO_TRY(taso_device_identify(&p->dev, s->be));
+  for (int j = 0; j < p->nothers; j++) memcpy(p->others[j].identity, p->dev.identity,
+                                              sizeof p->dev.identity);
+  return TASO_OK;
+}
+
+/* --no-device-lock: the lock files closed, so holding a device takes
+ * nothing (device.c goes on unprotected without a lock file). */
+static void unlock_place(place_t *p) {
+  taso_device_unlock(&p->dev);
+  for (int j = 0; j < p->nothers; j++) taso_device_unlock(&p->others[j]);
+  p->nothers = 0; /* no device is ever held by another job, as far as it can see */
+}
+
+static void close_place(const settings_t *s, place_t *p) {
+  if (p->ctx) s->be->close(p->ctx);
+  taso_device_close(&p->dev);
+  for (int j = 0; j < p->nothers; j++) taso_device_close(&p->others[j]);
+  free(p->others);
+}
+
+/* Holds this rank's own device, or while another job holds that, another
+ * of the node's (working elsewhere), its threads moved onto that device's
+ * cores; *held: the one held. */
+static taso_err_t hold_device(place_t *p, taso_device_t **held) {
+  taso_device_t *devs[1 + CPU_SETSIZE];
+  int n = 0, which = 0;
+  devs[n++] = &p->dev;
+  for (int j = 0; j < p->nothers; j++) devs[n++] = &p->others[j];
+  TASO_TRY(taso_device_hold_any(devs, n, &which));
+  *held = devs[which];
+  if (p->bound == *held || (*held)->gpu) return TASO_OK;
+  p->bound = *held;
+  taso_err_t err = taso_device_bind(*held);
+  if (err != TASO_OK) {
+    double from, to;
+    taso_device_let_go(*held, &from, &to);
+  }
+  return err;
 }
 
 /* Collective. This rank's share of the models, collected while it holds
- * its cores; then all of them on rank 0. */
-static taso_err_t collect(const taso_tool_t *t, const settings_t *s, place_t *p, items_t *all) {
+ * its cores; then all of them on rank 0. *graphs: the rewritten graphs
+ * of --expand, over all ranks. */
+static taso_err_t collect(const taso_tool_t *t, const settings_t *s, place_t *p, items_t *all,
+                          int64_t *graphs) {
   items_t mine = {0};
   double from, to;
-  taso_err_t err = taso_device_hold(&p->dev);
+  int64_t my_graphs = 0;
+  taso_device_t *held = NULL;
+  taso_err_t err = hold_device(p, &held);
   for (int i = t->rank; err == TASO_OK && i < s->nmodels; i += t->size)
-    err = collect_model(s->models[i], s->be, p->ctx, &mine);
-  if (p->dev.held_since > 0) taso_device_let_go(&p->dev, &from, &to);
-  /* collecting is not a measurement: the device's figures start after it */
+    err = collect_model(s->models[i], s, &mine, &my_graphs);
+  if (held && held->held_since > 0) taso_device_let_go(held, &from, &to);
+  /* only after letting go: another rank may wait for these cores */
+  MPI_Reduce(&my_graphs, graphs, 1, MPI_INT64_T, MPI_SUM, 0, t->comm);
+  /* collecting is not a measurement: the devices' figures start after it */
   p->dev.holds = 0;
   p->dev.busy = p->dev.waited = 0;
+  for (int j = 0; j < p->nothers; j++) {
+    p->others[j].holds = 0;
+    p->others[j].busy = p->others[j].waited = 0;
+  }
   if (err == TASO_OK) dedup(&mine);
   err = taso_agree(t->comm, err);
   if (err == TASO_OK) err = gather_items(t, &mine, all);
-  free(mine.v);
+  items_free(&mine);
   return err;
 }
 
@@ -372,6 +629,7 @@ typedef struct {
   const settings_t *s;
   place_t *p;
   const char *identity;    /* rank 0's device identity: what reuse is checked against */
+  taso_device_t *held;     /* the device of the measurement under way */
   items_t *todo;           /* the configurations to measure, longest first */
   taso_costdb_t known;     /* the database as last merged (or read) */
   taso_cost_row_t *batch;  /* rows measured since the last merge */
@@ -396,9 +654,9 @@ static int count_outliers(double *ms, int n, const taso_rt_stats_t *st, double i
 static void fill_row(const run_t *r, const item_t *it, double *ms, int n, taso_err_t err,
                      taso_cost_row_t *row) {
   memset(row, 0, sizeof *row);
-  snprintf(row->device, sizeof row->device, "%s", r->p->dev.identity);
+  snprintf(row->device, sizeof row->device, "%s", r->held->identity);
   snprintf(row->key, sizeof row->key, "%s", it->key);
-  snprintf(row->unit, sizeof row->unit, "%s", r->p->dev.unit);
+  snprintf(row->unit, sizeof row->unit, "%s", r->held->unit);
   taso_now_iso8601(row->when);
   row->flops = it->flops;
   if (err != TASO_OK || n == 0) {
@@ -425,10 +683,13 @@ static void fill_row(const run_t *r, const item_t *it, double *ms, int n, taso_e
 static taso_err_t measure_one(run_t *r, const item_t *it, double *ms, taso_cost_row_t *row) {
   const settings_t *s = r->s;
   int n = 0;
+  char algorithm[TASO_COST_ALGORITHM_LEN];
   taso_err_t err = taso_rt_time_config_samples(s->be, r->p->ctx, &it->cfg, s->warmup, s->min_runs,
-                                               s->max_runs, s->spread, ms, &n);
+                                               s->max_runs, s->spread, ms, &n, algorithm,
+                                               sizeof algorithm);
   fill_row(r, it, ms, n, err, row);
-  row->held_from = r->p->dev.held_since;
+  memcpy(row->algorithm, algorithm, sizeof algorithm);
+  row->held_from = r->held->held_since;
   row->held_to = taso_wall_seconds();
   return TASO_OK;
 }
@@ -453,7 +714,7 @@ static taso_err_t known_elsewhere(run_t *r, const item_t *it, bool *known) {
     taso_costdb_free(&r->known);
     TASO_TRY(taso_costdb_read(db_path, true, &r->known));
   }
-  *known = taso_costdb_find(&r->known, r->p->dev.identity, it->key) != NULL;
+  *known = taso_costdb_find(&r->known, r->held->identity, it->key) != NULL;
   return TASO_OK;
 }
 
@@ -505,12 +766,12 @@ static taso_err_t measure_all(run_t *r) {
     double from, to;
     /* Held from the check to the merge: a job that waited for this device
      * sees what was measured on it before it measures the same thing. */
-    if ((err = taso_device_hold(&r->p->dev)) != TASO_OK) break;
+    if ((err = hold_device(r->p, &r->held)) != TASO_OK) break;
     err = known_elsewhere(r, it, &known);
     if (err == TASO_OK && !known) err = measure_one(r, it, ms, &row);
     if (err == TASO_OK && !known) err = keep_row(r, &row);
-    taso_device_let_go(&r->p->dev, &from, &to);
-    if (known) r->p->dev.holds--, r->reused++;
+    taso_device_let_go(r->held, &from, &to);
+    if (known) r->held->holds--, r->reused++;
     taso_progress_update(&progress, i + 1);
   }
   if (err == TASO_OK && r->nbatch > 0) err = merge_batch(r);
@@ -522,14 +783,25 @@ static taso_err_t measure_all(run_t *r) {
 
 /* ---- reporting -------------------------------------------------------------------- */
 
-enum { F_OWNS, F_INDEX, F_HOLDS, F_BUSY, F_WAITED, F_SPAN, F_MEASURED, F_UNAVAIL, F_REUSED, NF };
+enum {
+  F_OWNS, F_INDEX, F_HOLDS, F_ELSEWHERE, F_BUSY, F_WAITED, F_SPAN, F_MEASURED, F_UNAVAIL, F_REUSED,
+  NF
+};
 
-/* Collective. Each device's measurements, busy time (held), time waiting
- * for another job's hold, and idle time (neither) over the phase. */
+/* Collective. Each device rank's measurements (those on another of the
+ * node's devices among them), busy time (held), time waiting for another
+ * job's hold, and idle time (neither) over the phase. */
 static void report_devices(const run_t *r, double span, int64_t totals[3]) {
   const taso_tool_t *t = r->t;
-  double mine[NF] = {r->p->owns, r->p->index, r->p->dev.holds, r->p->dev.busy, r->p->dev.waited,
+  const place_t *p = r->p;
+  double mine[NF] = {p->owns, p->index, p->dev.holds, 0, p->dev.busy, p->dev.waited,
                      span, (double)r->measured, (double)r->unavailable, (double)r->reused};
+  for (int j = 0; j < p->nothers; j++) {
+    mine[F_HOLDS] += p->others[j].holds;
+    mine[F_ELSEWHERE] += p->others[j].holds;
+    mine[F_BUSY] += p->others[j].busy;
+    mine[F_WAITED] += p->others[j].waited;
+  }
   double *all = t->rank == 0 ? malloc(sizeof *all * NF * (size_t)t->size) : NULL;
   if (t->rank == 0 && !all) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
   MPI_Gather(mine, NF, MPI_DOUBLE, all, NF, MPI_DOUBLE, 0, t->comm);
@@ -539,10 +811,10 @@ static void report_devices(const run_t *r, double span, int64_t totals[3]) {
     for (int k = 0; k < 3; k++) totals[k] += (int64_t)v[F_MEASURED + k];
     if (!v[F_OWNS]) continue;
     snprintf(units, sizeof units, "%s", q == 0 ? r->p->dev.unit : "");
-    printf("taso-measure: device %d (rank %d%s%s): %d measurements, busy %.1f s, waited %.1f s "
-           "for other jobs, idle %.1f s\n",
-           (int)v[F_INDEX], q, units[0] ? ", " : "", units, (int)v[F_HOLDS], v[F_BUSY],
-           v[F_WAITED], v[F_SPAN] - v[F_BUSY] - v[F_WAITED]);
+    printf("taso-measure: device %d (rank %d%s%s): %d measurements (%d on another device while "
+           "this one was held), busy %.1f s, waited %.1f s for other jobs, idle %.1f s\n",
+           (int)v[F_INDEX], q, units[0] ? ", " : "", units, (int)v[F_HOLDS], (int)v[F_ELSEWHERE],
+           v[F_BUSY], v[F_WAITED], v[F_SPAN] - v[F_BUSY] - v[F_WAITED]);
   }
   free(all);
 }
@@ -586,6 +858,14 @@ static taso_err_t print_estimates(const settings_t *s, place_t *p) {
   return err;
 }
 
+/* The summary's note on --expand (rank 0's figures). */
+static const char *expansion_note(int64_t added, int64_t graphs) {
+  static char note[128];
+  snprintf(note, sizeof note, "; --expand added %lld configurations from %lld rewritten graphs",
+           (long long)added, (long long)graphs);
+  return note;
+}
+
 int main(int argc, char **argv) {
   settings_t s = {0};
   scan_models(argc, argv, &s);
@@ -603,7 +883,14 @@ int main(int argc, char **argv) {
     taso_tool_note_defaults(&t, "measure", (const char *const[]){"models", NULL});
   }
   TASO_TOOL_STEP(&t, err, t.rank == 0 ? check_db(&t) : TASO_OK);
+  int64_t proved = 0, graphs = 0, added = 0;
+  if (s.depth > 0) TASO_TOOL_STEP(&t, err, taso_rules_load(t.comm, subst_path, &s.rules, &proved));
+  if (err == TASO_OK && s.depth > 0)
+    taso_tool_print(&t, "taso-measure: --expand: %d rules from %lld proved substitutions, %d "
+                    "rewrite%s deep\n", s.rules.n, (long long)proved, s.depth,
+                    s.depth == 1 ? "" : "s");
   TASO_TOOL_STEP(&t, err, place_rank(&t, &s, &p));
+  if (err == TASO_OK && no_device_lock) unlock_place(&p);
   TASO_TOOL_STEP(&t, err, open_place(&s, &p));
   char identity[TASO_COST_DEVICE_LEN];
   snprintf(identity, sizeof identity, "%s", p.dev.identity);
@@ -613,8 +900,12 @@ int main(int argc, char **argv) {
     taso_tool_print(&t, "taso-measure: device %s; %d device%s of %d core%s on rank 0's node\n",
                     identity, p.ndevices, p.ndevices == 1 ? "" : "s", p.dev.nunits,
                     p.dev.nunits == 1 ? "" : "s");
-  TASO_TOOL_STEP(&t, err, collect(&t, &s, &p, &all));
+  TASO_TOOL_STEP(&t, err, collect(&t, &s, &p, &all, &graphs));
   int64_t distinct = all.n;
+  for (int64_t i = 0; t.rank == 0 && i < all.n; i++) added += all.v[i].expanded;
+  if (err == TASO_OK && s.depth > 0)
+    taso_tool_print(&t, "taso-measure: --expand: %lld rewritten graphs added %lld of the %lld "
+                    "configurations\n", (long long)graphs, (long long)added, (long long)distinct);
   /* What the database holds for this device already is reused. */
   if (err == TASO_OK && t.rank == 0) {
     err = taso_costdb_read(db_path, true, &r.known);
@@ -644,16 +935,16 @@ int main(int argc, char **argv) {
   int64_t totals[3] = {0};
   if (err == TASO_OK && all.n > 0) report_devices(&r, taso_wall_seconds() - start, totals);
   if (err == TASO_OK)
-    taso_tool_summary(&t, "%lld configurations: %lld measured, %lld reused, %lld unavailable -> %s",
+    taso_tool_summary(&t, "%lld configurations: %lld measured, %lld reused, %lld unavailable -> %s%s",
                       (long long)distinct, (long long)totals[0],
                       (long long)(distinct - totals[0] - totals[1]), (long long)totals[1],
-                      db_path);
+                      db_path, s.depth ? expansion_note(added, graphs) : "");
   if (err == TASO_OK && estimate)
     err = taso_tool_agree(&t, t.rank == 0 ? print_estimates(&s, &p) : TASO_OK);
-  if (p.ctx) s.be->close(p.ctx);
-  taso_device_close(&p.dev);
+  close_place(&s, &p);
   taso_costdb_free(&r.known);
   free(r.batch);
-  free(all.v);
+  items_free(&all);
+  if (s.depth > 0) taso_rules_free(&s.rules);
   return taso_tool_finish(&t, err);
 }

@@ -25,24 +25,30 @@
 #include "agree.h"
 #include "costdb.h"
 #include "search.h"
+#include "derive_guard.h"
 #include "verifier.h"
 #include "tool.h"
 
 static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
-                  *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text;
-static bool per_node, no_check, no_measure;
+                  *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text,
+                  *confirm_text;
+static bool per_node, no_check, no_measure, keep_slower;
 
 static const taso_tool_flag_t flags[] = {
     {"cost-per-node", "cost one step per node (no epilogue fusion in the cost model)", &per_node},
     {"no-check", "skip running the result against the original on seeded inputs", &no_check},
     {"no-measure", "a configuration the cost database lacks is an error naming it, not measured",
      &no_measure},
+    {"keep-slower", "write the result even when it is measured no faster than the input",
+     &keep_slower},
     {0},
 };
 
 static const taso_tool_option_t options[] = {
     {"model", "M", "the model: a spec for taso_model_load (required)", &model_spec},
-    {"substitutions", "FILE", "a taso-substitutions artifact (taso-verify's output; required)",
+    {"substitutions", "FILE[,FILE...]",
+     "taso-substitutions artifacts (taso-verify's outputs; required): the proved rules of "
+     "each, their rows numbered across the files in order",
      &subst_path},
     {"backend", "NAME", "where costs are measured: reference, cpu or gpu (default cpu)",
      &backend_name},
@@ -50,6 +56,10 @@ static const taso_tool_option_t options[] = {
     {"alpha", "A", "keep graphs cheaper than A times the best (job: [optimize] alpha)", &alpha_text},
     {"budget", "N", "graphs taken from the queue (job: [optimize] budget)", &budget_text},
     {"time-limit", "S", "seconds of search (job: [optimize] time_limit)", &time_limit_text},
+    {"confirm-runs", "N",
+     "timed runs of the input and of the result, alternated 3 times, that confirm the result "
+     "is faster end to end (default 20; 0: no confirmation)",
+     &confirm_text},
     {"costs", "FILE", "a cost database (taso-measure's costs.h5) consulted before measuring",
      &costs_path},
     {"device", "TEXT",
@@ -65,7 +75,7 @@ static const taso_tool_option_t options[] = {
 
 static const taso_tool_spec_t spec = {
     .name = "taso-optimize",
-    .about = "Rewrites a model with the proved substitutions of a taso-substitutions file\n"
+    .about = "Rewrites a model with the proved substitutions of taso-substitutions files\n"
              "into a cheaper model that computes the same function. Costs are the\n"
              "runtime's steps measured on --backend as they are first met. The search is\n"
              "the original TASO's: a queue of graphs by cost, every rule at every match,\n"
@@ -83,7 +93,11 @@ static const taso_tool_spec_t spec = {
              "(on --backend, as taso-run --compare does); where they differ by more than\n"
              "1e-4 relative, the first rewrite on the search's path that made them differ\n"
              "is named with its rule and shapes, the model is still written, and the exit\n"
-             "status is 3.\n",
+             "status is 3.\n"
+             "\n"
+             "Then both are timed end to end on --backend (--confirm-runs): a result that\n"
+             "is not measured faster than the input is not written; the input graph is,\n"
+             "and the root attribute kept_input says so (unless --keep-slower).\n",
     .job_help = "job file: the [optimize] settings",
     .out_help = "the optimized model (.h5, kind taso-model; required)",
     .out_kind = TASO_KIND_MODEL,
@@ -100,6 +114,7 @@ typedef struct {
   taso_search_options_t search;
   const char *kind; /* "backtracking" */
   const taso_backend_t *be;
+  int confirm_runs; /* end-to-end runs of input and result per round; 0: none */
 } settings_t;
 
 static bool parse_real(const char *text, double lo, double hi, double *v) {
@@ -127,54 +142,14 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   if (budget_text) s->search.budget = (int64_t)v;
   if (time_limit_text && !parse_real(time_limit_text, 1e-3, 1e9, &s->search.time_limit))
     taso_tool_usage_error(t, "--time-limit: expected seconds > 0, got '%s'", time_limit_text);
+  s->confirm_runs = 20;
+  if (confirm_text && !(parse_real(confirm_text, 0, 1e6, &v) && v == floor(v)))
+    taso_tool_usage_error(t, "--confirm-runs: expected a whole number from 0, got '%s'",
+                          confirm_text);
+  if (confirm_text) s->confirm_runs = (int)v;
   if (!(s->be = taso_backend_find(backend_name)))
     taso_tool_usage_error(t, "--backend: no backend '%s' in this build (reference, cpu%s)",
                           backend_name, taso_backend_find("gpu") ? ", gpu" : "");
-}
-
-/* ---- the substitutions ------------------------------------------------------------ */
-
-/* Refuses anything but a verified substitution set, saying what it is. */
-static taso_err_t check_substitutions(const char *path) {
-  char *kind = NULL;
-  taso_err_t err = taso_artifact_identify(path, &kind);
-  if (err != TASO_OK) return taso_error_prefix(err, "--substitutions: ");
-  if (strcmp(kind, TASO_KIND_SUBSTITUTIONS) != 0)
-    err = taso_error(TASO_ERR_FORMAT,
-                     "--substitutions %s holds a %s artifact, not a %s one%s", path, kind,
-                     TASO_KIND_SUBSTITUTIONS,
-                     strcmp(kind, TASO_KIND_CANDIDATES) == 0
-                         ? " (unverified candidates: run taso-verify on it first)"
-                         : "");
-  free(kind);
-  return err;
-}
-
-static taso_err_t load_rules(taso_tool_t *t, taso_rules_t *rules, int64_t *proved) {
-  taso_artifact_t *a = NULL;
-  taso_inputs_t inputs = {0};
-  taso_graph_t *graphs = NULL;
-  taso_subst_t *rows = NULL;
-  int64_t ngraphs = 0, nrows = 0;
-  taso_err_t err = check_substitutions(subst_path);
-  if (err == TASO_OK) err = taso_artifact_open(t->comm, subst_path, TASO_KIND_SUBSTITUTIONS, &a);
-  if (err == TASO_OK) err = taso_artifact_read_inputs(a, &inputs);
-  if (err == TASO_OK) err = taso_artifact_read_graphs(a, &graphs, &ngraphs);
-  if (err == TASO_OK) err = taso_artifact_read_substs(a, &rows, &nrows);
-  if (a) {
-    taso_err_t closed = taso_artifact_close(a);
-    if (err == TASO_OK) err = closed;
-  }
-  *proved = 0;
-  for (int64_t i = 0; err == TASO_OK && i < nrows; i++) *proved += rows[i].verdict == TASO_VERDICT_PROVED;
-  if (err == TASO_OK && *proved == 0)
-    err = taso_error(TASO_ERR_FORMAT, "--substitutions %s: none of its %lld rows is proved",
-                     subst_path, (long long)nrows);
-  if (err == TASO_OK) err = taso_rules_make(&inputs, graphs, ngraphs, rows, nrows, rules);
-  free(rows);
-  taso_graphs_free(graphs, ngraphs);
-  taso_inputs_free(&inputs);
-  return err;
 }
 
 /* ---- the search ---------------------------------------------------------------------- */
@@ -224,6 +199,9 @@ typedef struct {
   int64_t proved;
   bool checked;    /* the result was run against the original */
   double relative; /* then: the largest relative output difference */
+  bool timed;      /* input and result were timed end to end */
+  double latency_before, latency_after; /* then: their medians, ms */
+  bool kept_input; /* the result was not faster: the input graph was written */
 } record_t;
 
 /* The search's record as root attributes and the rules table. */
@@ -250,6 +228,11 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   if (err == TASO_OK) err = taso_artifact_set_count(a, "configs_measured", rec->costs.measured);
   if (err == TASO_OK && rec->checked)
     err = taso_artifact_set_real(a, "check_relative_difference", rec->relative);
+  if (err == TASO_OK && rec->timed)
+    err = taso_artifact_set_real(a, "latency_before_ms", rec->latency_before);
+  if (err == TASO_OK && rec->timed)
+    err = taso_artifact_set_real(a, "latency_after_ms", rec->latency_after);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "kept_input", rec->kept_input);
   if (err == TASO_OK) err = taso_artifact_write_table(a, &taso_fired_rules_table, rows, n, 0, n);
   free(rows);
   return err;
@@ -291,6 +274,7 @@ typedef struct {
   char device[TASO_COST_DEVICE_LEN]; /* the database's device whose rows are read */
   taso_axioms_t *ax;        /* for the rule guard */
   taso_rule_guard_t *guard; /* re-proves rules at new shape relations */
+  bool kept_input;          /* the result was measured no faster: the input was written */
 } run_t;
 
 /* The database's device for --backend: --device, else its only device
@@ -331,24 +315,8 @@ static taso_err_t lookup(void *ctx, const char *key, const taso_rt_config_t *cfg
  * [verify] limits for each re-proof. */
 static taso_err_t open_guard(const taso_tool_t *t, run_t *r) {
   char path[1024];
-  if (axioms_path || t->have_job) {
-    taso_tool_job_relative(t, axioms_path ? axioms_path : t->job.axioms, path, sizeof path);
-  } else { /* the installation's: TASO_DATA_DIR (as for built-in models), else the source tree */
-    const char *data = getenv("TASO_DATA_DIR");
-    snprintf(path, sizeof path, "%s/axioms", data && *data ? data : TASO_DEFAULT_DATA_DIR);
-  }
-  taso_err_t err = taso_axioms_load(path, &r->ax);
-  if (err != TASO_OK) return taso_error_prefix(err, "--axioms: ");
-  taso_rule_guard_opts_t opt = {0};
-  opt.limits.timeout_s = t->have_job ? t->job.verify_timeout : 5;
-  opt.limits.rlimit = t->have_job ? (unsigned)t->job.verify_rlimit : TASO_DEFAULT_VERIFY_RLIMIT;
-  opt.limits.memory_mb = t->have_job ? (unsigned)t->job.verify_memory_mb : TASO_DEFAULT_MEMORY_MB;
-  opt.seed = 1;
-  char report[512];
-  int failed = 0;
-  TASO_TRY(taso_axioms_prove_lemmas_limited(r->ax, &opt.limits, report, sizeof report, &failed));
-  if (failed) taso_tool_warn(t, "lemmas not proved, left out of re-proofs: %s", report);
-  return taso_rule_guard_open(&r->rules.inputs, r->ax, &opt, &r->guard);
+  taso_tool_axioms_path(t, axioms_path, path, sizeof path);
+  return taso_tool_guard_open(t, path, &r->rules.inputs, &r->ax, &r->guard);
 }
 
 #define CHECK_TOLERANCE 1e-4 /* taso-run --compare's default: float32 rounding */
@@ -388,8 +356,26 @@ static taso_err_t check(taso_tool_t *t, const settings_t *s, run_t *r, double *r
   return TASO_OK;
 }
 
+/* Times the input and the result end to end; a result that is not faster
+ * gives way to the input (unless --keep-slower): the cost model is a sum
+ * of steps timed alone, and only the whole run says what a user gets. */
+static taso_err_t confirm(taso_tool_t *t, const settings_t *s, run_t *r, record_t *rec) {
+  enum { ROUNDS = 3 };
+  TASO_TRY(taso_graph_latencies(s->be, r->ctx, &r->m, &r->result.best, s->confirm_runs, ROUNDS,
+                                &rec->latency_before, &rec->latency_after));
+  rec->timed = true;
+  double before = rec->latency_before, after = rec->latency_after;
+  rec->kept_input = !(after < before) && !keep_slower;
+  taso_tool_print(t, "taso-optimize: measured end to end %.4g ms -> %.4g ms (x%.3f; medians of "
+                  "%d x %d runs, %s backend)%s\n", before, after, after > 0 ? before / after : 0.0,
+                  ROUNDS, s->confirm_runs, s->be->name,
+                  rec->kept_input ? ": not faster, the input graph is written (--keep-slower "
+                                    "writes the result)" : "");
+  return TASO_OK;
+}
+
 static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
-  TASO_TRY(load_rules(t, &r->rules, &r->proved));
+  TASO_TRY(taso_rules_load(t->comm, subst_path, &r->rules, &r->proved));
   TASO_TRY(open_guard(t, r));
   TASO_TRY(taso_model_load(model_spec, &r->m));
   char info[256];
@@ -420,7 +406,9 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
     TASO_TRY(check(t, s, r, &rec.relative));
     rec.checked = true;
   }
-  TASO_TRY(adopt(&r->m, &r->result.best));
+  if (s->confirm_runs > 0 && r->result.steps > 0) TASO_TRY(confirm(t, s, r, &rec));
+  r->kept_input = rec.kept_input;
+  TASO_TRY(adopt(&r->m, rec.kept_input ? &r->result.path[0] : &r->result.best));
   taso_cost_cache_stats(r->costs, &rec.costs);
   TASO_TRY(write_output(t, &r->m, &rec));
   if (onnx_path) TASO_TRY(write_onnx(&r->m));
@@ -448,11 +436,12 @@ static void summarize(taso_tool_t *t, const run_t *r) {
   }
   taso_tool_summary(t,
                     "%s: cost %.4g -> %.4g ms (x%.3f), %lld graphs explored, %lld generated, "
-                    "%.1f s search, %d rewrites by %d rules -> %s",
+                    "%.1f s search, %d rewrites by %d rules%s -> %s",
                     r->m.name, res->cost_before, res->cost_after,
                     res->cost_after > 0 ? res->cost_before / res->cost_after : 0.0,
                     (long long)res->explored, (long long)res->generated, res->seconds, res->steps,
-                    distinct, t->out_path);
+                    distinct, r->kept_input ? " (measured no faster: the input graph written)" : "",
+                    t->out_path);
 }
 
 int main(int argc, char **argv) {
@@ -479,8 +468,7 @@ int main(int argc, char **argv) {
   taso_cost_cache_free(r.costs);
   if (r.ctx) s.be->close(r.ctx);
   taso_costdb_free(&r.db);
-  if (r.guard) taso_rule_guard_close(r.guard);
-  if (r.ax) taso_axioms_free(r.ax);
+  taso_tool_guard_close(r.ax, r.guard);
   taso_rules_free(&r.rules);
   taso_model_free(&r.m);
   return taso_tool_finish(&t, err);

@@ -293,6 +293,14 @@ static taso_err_t show_optimization(taso_artifact_t *a) {
          subst ? subst : "?");
   printf("  cost %.4g -> %.4g ms (x%.3f); %lld graphs explored in %.1f s, ended by %s\n", before,
          after, after > 0 ? before / after : 0.0, (long long)explored, seconds, ended ? ended : "?");
+  double lat_before, lat_after;
+  int64_t kept = 0;
+  taso_artifact_get_count(a, "kept_input", &kept);
+  if (taso_artifact_get_real(a, "latency_before_ms", &lat_before) == TASO_OK &&
+      taso_artifact_get_real(a, "latency_after_ms", &lat_after) == TASO_OK)
+    printf("  measured end to end %.4g -> %.4g ms (x%.3f)%s\n", lat_before, lat_after,
+           lat_after > 0 ? lat_before / lat_after : 0.0,
+           kept ? ": not faster, so this file holds the input graph" : "");
   free(search);
   free(backend);
   free(subst);
@@ -300,7 +308,9 @@ static taso_err_t show_optimization(taso_artifact_t *a) {
   taso_fired_rule_t *rows = NULL;
   taso_err_t err = taso_artifact_table_length(a, &taso_fired_rules_table, &n);
   if (err == TASO_OK) err = taso_artifact_read_table(a, &taso_fired_rules_table, 0, n, (void **)&rows);
-  if (err == TASO_OK) printf("applied rules (%lld rewrites by %lld rules):\n", (long long)steps, (long long)n);
+  if (err == TASO_OK)
+    printf("%s rules (%lld rewrites by %lld rules):\n", kept ? "the search's (not kept)" : "applied",
+           (long long)steps, (long long)n);
   for (int64_t i = 0; err == TASO_OK && i < n; i++) {
     rows[i].text[TASO_RULE_TEXT - 1] = '\0';
     printf("  %4lld x  %s  [row %lld]\n", (long long)rows[i].count, rows[i].text,
@@ -359,7 +369,8 @@ static void show_cost_row(const taso_cost_row_t *r) {
            100 * r->iqr_spread, (int)r->runs, (int)r->outliers, r->key);
   else
     printf("  %-51s  %s (%s)", "unavailable", r->key, r->message);
-  printf("  unit=%s held=%.6f-%.6f when=%s\n", r->unit, r->held_from, r->held_to, r->when);
+  printf("  unit=%s held=%.6f-%.6f when=%s algorithm=%s\n", r->unit, r->held_from, r->held_to,
+         r->when, r->algorithm[0] ? r->algorithm : "-");
 }
 
 /* Rows by device (the file's order), with a heading per device. */

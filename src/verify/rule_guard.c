@@ -154,7 +154,7 @@ struct taso_rule_guard {
   double *seconds; /* per decision */
   int64_t nseconds, capseconds;
   taso_rule_guard_stats_t st;
-  uint64_t rng;
+  uint64_t rng; /* the realization search's; reset per decision */
   char refusal[TASO_REASON_LEN + 64];
 };
 
@@ -173,7 +173,6 @@ taso_err_t taso_rule_guard_open(const taso_inputs_t *in, const taso_axioms_t *ax
   if (opts) g->opt = *opts;
   if (g->opt.numeric_max_macs <= 0) g->opt.numeric_max_macs = (int64_t)1 << 24;
   if (g->opt.shrink_tries <= 0) g->opt.shrink_tries = 64;
-  g->rng = g->opt.seed * 0x9e3779b97f4a7c15ull + 1;
   g->in.n = in->n;
   g->in.v = malloc(sizeof *g->in.v * (size_t)(in->n + 1));
   if (!g->in.v) {
@@ -456,6 +455,10 @@ static taso_err_t decide(taso_rule_guard_t *g, const taso_graph_t *lhs, const ta
                          const taso_inputs_t *at, const buf_t *rel, bool *ok) {
   double t0 = now_seconds();
   g->st.proofs++;
+  /* the small sizes' randomness from the seed and the key alone: a verdict
+   * does not depend on which relations this guard decided before (ranks
+   * of taso-generate each decide their own share) */
+  g->rng = (g->opt.seed ^ bytes_hash(g->key.b, g->key.n)) * 0x9e3779b97f4a7c15ull + 1;
   TASO_TRY(numeric(g, lhs, rhs, at, rel, ok));
   if (*ok) TASO_TRY(prove(g, lhs, rhs, at, ok));
   TASO_TRY(note_seconds(g, now_seconds() - t0));

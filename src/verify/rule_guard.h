@@ -13,8 +13,9 @@
  *
  *  1. The numeric check (verifier.h) at the bound shapes when it is cheap
  *     (numeric_max_macs), else at small sizes found to stand in the same
- *     relation (a few deterministic tries; key equality is checked
- *     exactly). No such sizes, or a difference: refused.
+ *     relation (a few deterministic tries, seeded by the seed and the
+ *     key alone, so that a verdict does not depend on the decisions
+ *     before it; key equality is checked exactly). No such sizes, or a difference: refused.
  *  2. The proof, at the bound shapes themselves. Shapes enter the proof
  *     only as ground facts, (dim a t) = n and (splits a t) = k for every
  *     subterm, that the axioms' guards compare with each other and with

@@ -1036,6 +1036,8 @@ static taso_err_t add_node(const combo_t *cb, const int *input_of, int k, taso_g
     break;
   case TASO_OP_CONCAT:
   case TASO_OP_SPLIT:
+  case TASO_OP_CHMUL:
+  case TASO_OP_CHADD:
     p.axis = x[0];
     break;
   case TASO_OP_ENLARGE:

@@ -91,6 +91,8 @@ static taso_err_t op_ints(const taso_node_t *n, int32_t *v, int *nv) {
     break;
   case TASO_OP_CONCAT:
   case TASO_OP_SPLIT:
+  case TASO_OP_CHMUL:
+  case TASO_OP_CHADD:
     if (p->axis < 0 || p->axis >= TASO_MAX_RANK)
       return taso_error(TASO_ERR_UNKNOWN, "%s: axis %d is not one the axioms know", name, p->axis);
     v[k++] = p->axis;
@@ -139,6 +141,8 @@ static int op_nints(taso_op_kind_t kind) {
   case TASO_OP_MATMUL:
   case TASO_OP_CONCAT:
   case TASO_OP_SPLIT:
+  case TASO_OP_CHMUL:
+  case TASO_OP_CHADD:
   case TASO_OP_CONST_IMM:
     return 1;
   case TASO_OP_CONV2D:
@@ -162,7 +166,8 @@ static int op_nints(taso_op_kind_t kind) {
 static taso_err_t bind_functions(taso_prover_t *p) {
   const taso_axioms_t *ax = p->ax;
   for (int k = 0; k < TASO_OP_COUNT; k++) p->fn[k][0] = p->fn[k][1] = -1;
-  for (int k = TASO_OP_INPUT + 1; k < TASO_OP_SUBST_END; k++) {
+  for (int k = TASO_OP_INPUT + 1; k < TASO_OP_COUNT; k++) {
+    if (!taso_op_in_subst(k)) continue;
     const taso_op_info_t *op = &taso_ops[k];
     for (int port = 0; port < op->outputs; port++) {
       char name[32];
@@ -417,7 +422,7 @@ static taso_err_t graph_terms(taso_prover_t *p, const taso_inputs_t *in, const t
       v[2 * i] = Z3_mk_const(p->c, Z3_mk_string_symbol(p->c, in->v[n->p.input].name), p->t);
       continue;
     }
-    if (n->kind <= TASO_OP_INPUT || n->kind >= TASO_OP_SUBST_END) {
+    if (!taso_op_in_subst(n->kind)) {
       err = taso_error(TASO_ERR_UNKNOWN, "operator kind %d is not in the substitution language",
                        n->kind);
       break;

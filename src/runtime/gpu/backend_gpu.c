@@ -273,6 +273,10 @@ static taso_err_t gpu_prepare(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg,
   case TASO_OP_ENLARGE:
     err = gpu_prepare_movement(ctx, k);
     break;
+  case TASO_OP_CHMUL:
+  case TASO_OP_CHADD: /* a fold leaves chadd fused into its conv2d as the bias */
+    err = GPU_UNSUPPORTED(cfg, "no kernel of its own yet");
+    break;
   default:
     err = GPU_UNSUPPORTED(cfg, "constants are computed once on the host");
     break;
@@ -290,6 +294,30 @@ static taso_err_t gpu_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *
   return k->run(ctx, k, in, out);
 }
 
+static taso_err_t gpu_device_uuid(int device, int *count, char *uuid, int len) {
+  taso_err_t err = TASO_OK;
+  struct cudaDeviceProp prop;
+  *count = 0;
+  CUDA_TRY(cudaGetDeviceCount(count));
+  if (*count < 1) return taso_error(TASO_ERR_LIB, "no CUDA device");
+  if (device < 0 || device >= *count) return TASO_OK;
+  CUDA_TRY(cudaGetDeviceProperties(&prop, device));
+  const unsigned char *b = (const unsigned char *)prop.uuid.bytes;
+  /* nvidia-smi's spelling: GPU-8-4-4-4-12 hex digits */
+  snprintf(uuid, (size_t)len,
+           "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+           b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+fail:
+  return err;
+}
+
+static void gpu_describe(const taso_rt_kernel_t *k, char *buf, int len) {
+  if (k->cfg.kind == TASO_OP_CONV2D)
+    gpu_describe_conv(k, buf, len);
+  else
+    snprintf(buf, (size_t)len, "%s", k->call ? k->call : "unnamed");
+}
+
 const taso_backend_t taso_backend_gpu = {
     .name = "gpu",
     .probe = gpu_probe,
@@ -303,4 +331,6 @@ const taso_backend_t taso_backend_gpu = {
     .run = gpu_run,
     .sync = gpu_sync,
     .destroy = gpu_destroy,
+    .describe = gpu_describe,
+    .device_uuid = gpu_device_uuid,
 };

@@ -48,5 +48,10 @@ taso_err_t gpu_prepare_gemm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   if (c->fuse & TASO_FUSE_SUM) k->sum_at = at++;
   k->relu = (c->fuse & TASO_FUSE_RELU) || c->p.act == TASO_ACT_RELU;
   k->run = gemm_run;
+  k->call = batched ? (k->relu || k->bias_at >= 0 || k->sum_at >= 0
+                           ? "cublasSgemmStridedBatched+taso epilogue"
+                           : "cublasSgemmStridedBatched")
+                    : (k->relu || k->bias_at >= 0 || k->sum_at >= 0 ? "cublasSgemm+taso epilogue"
+                                                                    : "cublasSgemm");
   return TASO_OK;
 }

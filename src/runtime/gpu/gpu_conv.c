@@ -52,6 +52,31 @@ fail:
   return err;
 }
 
+/* cuDNN has no name function for its algorithm enumerators. */
+static const char *algorithm_name(cudnnConvolutionFwdAlgo_t a) {
+  switch (a) {
+  case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
+  case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
+  case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
+  case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
+  case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
+  case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
+  case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
+  case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+  default: return "unknown algorithm";
+  }
+}
+
+void gpu_describe_conv(const taso_rt_kernel_t *k, char *buf, int len) {
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  cudnnGetConvolutionMathType(k->cd, &math);
+  snprintf(buf, (size_t)len, "%s %s%s, %s math", k->fused ? "cudnnConvolutionBiasActivationForward"
+                                                           : "cudnnConvolutionForward",
+           algorithm_name(k->algo), k->padded ? ", explicit padding" : "",
+           math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? "tensor-op"
+                                                                                       : "fma");
+}
+
 /* Scratch buffers of a configuration's shapes, filled with fixed values. */
 static taso_err_t scratch_alloc(taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k, float **in,
                                 float **out) {
@@ -254,6 +279,7 @@ taso_err_t gpu_prepare_pool(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
           CUDNN_STATUS_SUCCESS &&
       oh == OH && ow == OW) {
     k->run = pool_run_cudnn;
+    k->call = "cudnnPoolingForward";
     return TASO_OK;
   }
   if (nhwc) return GPU_UNSUPPORTED(c, "asymmetric padding in channels-last layout");
@@ -269,6 +295,7 @@ taso_err_t gpu_prepare_pool(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
                           .top = top,
                           .left = left};
   k->run = pool_run_direct;
+  k->call = "taso pool kernel";
   return TASO_OK;
 fail:
   return err;

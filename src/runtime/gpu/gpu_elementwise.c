@@ -119,11 +119,13 @@ taso_err_t gpu_prepare_elementwise(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     k->op = add ? GPU_BIN_ADD : GPU_BIN_MUL;
     if (same_shape(&c->in[0], &c->in[1]) && same_shape(&c->in[0], &c->out[0])) {
       k->run = binary_run;
+      k->call = "taso binary kernel";
     } else {
       if (c->kind == TASO_OP_EWADD || c->kind == TASO_OP_EWMUL)
         return taso_error(TASO_ERR_ARG, "gpu: %s: operand shapes differ", taso_ops[c->kind].name);
       broadcast_walk(c, &k->walk);
       k->run = broadcast_run;
+      k->call = "taso broadcast kernel";
     }
     return TASO_OK;
   }
@@ -131,9 +133,11 @@ taso_err_t gpu_prepare_elementwise(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     if (taso_tensor_size(&c->in[1]) != 1)
       return taso_error(TASO_ERR_ARG, "gpu: smul: the second operand must be a scalar");
     k->run = smul_run;
+    k->call = "taso smul kernel";
     return TASO_OK;
   case TASO_OP_CLIP:
     k->run = clip_run;
+    k->call = "taso clip kernel";
     return TASO_OK;
   case TASO_OP_BATCHNORM: {
     if (x->rank < 2) return taso_error(TASO_ERR_ARG, "gpu: batchnorm: rank %d", x->rank);
@@ -142,6 +146,7 @@ taso_err_t gpu_prepare_elementwise(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     k->channels = x->dim[1];
     k->inner = st[1];
     k->run = batchnorm_run;
+    k->call = "taso batchnorm kernel";
     return TASO_OK;
   }
   case TASO_OP_RELU:
@@ -154,6 +159,7 @@ taso_err_t gpu_prepare_elementwise(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     CUDNN_TRY(cudnnCreateActivationDescriptor(&k->ad));
     CUDNN_TRY(cudnnSetActivationDescriptor(k->ad, mode, CUDNN_NOT_PROPAGATE_NAN, 0.0));
     k->run = activation_run;
+    k->call = "cudnnActivationForward";
     return TASO_OK;
   }
   case TASO_OP_SOFTMAX: {
@@ -173,6 +179,7 @@ taso_err_t gpu_prepare_elementwise(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     CUDNN_TRY(cudnnSetTensor4dDescriptor(k->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)outer,
                                          (int)len, (int)inner, 1));
     k->run = softmax_run;
+    k->call = "cudnnSoftmaxForward";
     return TASO_OK;
   }
   default:

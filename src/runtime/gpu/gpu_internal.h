@@ -37,6 +37,7 @@ typedef taso_err_t (*gpu_run_fn)(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *
 struct taso_rt_kernel {
   taso_rt_config_t cfg; /* what was prepared */
   gpu_run_fn run;       /* the family's run */
+  const char *call;     /* what run calls, for the cost database ("cublasSgemm") */
   /* cuDNN descriptors, NULL where unused */
   cudnnTensorDescriptor_t xd, yd, bd, pd; /* input, output, bias, padded input */
   cudnnFilterDescriptor_t wd;
@@ -104,6 +105,9 @@ bool gpu_is_nhwc(const taso_rt_config_t *cfg, const taso_tensor_t *t);
 void gpu_strides(const taso_rt_config_t *cfg, const taso_tensor_t *t, int64_t stride[4]);
 /* Logical axes in memory order, slowest first. */
 void gpu_order(const taso_rt_config_t *cfg, const taso_tensor_t *t, int order[4]);
+
+/* cuDNN's name of a prepared convolution's algorithm, its math and call. */
+void gpu_describe_conv(const taso_rt_kernel_t *k, char *buf, int len);
 
 /* The cuDNN workspace, allocated once at its configured size. */
 taso_err_t gpu_workspace(taso_rt_ctx_t *ctx);

@@ -82,6 +82,7 @@ static taso_err_t split_geometry(taso_rt_kernel_t *k, const taso_tensor_t *whole
   k->n0 = first * inner;
   k->n1 = (whole->dim[axis] - first) * inner;
   k->run = concat_split_run;
+  k->call = "cudaMemcpy2DAsync";
   return TASO_OK;
 }
 
@@ -117,6 +118,7 @@ taso_err_t gpu_prepare_movement(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
       k->walk.stride[0][j] = k->walk.stride[1][j] = st[perm[order[j]]];
     }
     k->run = gather_run;
+    k->call = "taso gather kernel";
     return TASO_OK;
   }
   case TASO_OP_RESHAPE: {
@@ -126,6 +128,7 @@ taso_err_t gpu_prepare_movement(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     if (!same && (gpu_is_nhwc(c, x) || gpu_is_nhwc(c, o)))
       return GPU_UNSUPPORTED(c, "reshape of a channels-last tensor reorders it");
     k->run = copy_run;
+    k->call = "cudaMemcpyAsync";
     return TASO_OK;
   }
   case TASO_OP_ENLARGE:
@@ -139,6 +142,7 @@ taso_err_t gpu_prepare_movement(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
                             .top = (o->dim[2] - x->dim[2]) / 2,
                             .left = (o->dim[3] - x->dim[3]) / 2};
     k->run = pad_run;
+    k->call = "taso pad kernel";
     return TASO_OK;
   default:
     return taso_error(TASO_ERR_ARG, "gpu: %s does not move data", taso_ops[c->kind].name);

@@ -1,0 +1,33 @@
+# Shared by the end-to-end shell tests (source it after setting set -u):
+# a scratch folder removed on exit, and run/show/expect/has over the last
+# command's output. A test keeps its own checks; these only say ok or FAIL
+# and set fail=1.
+#
+# ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
+src=${TASO_SOURCE_DIR:?set TASO_SOURCE_DIR}
+bin=${TASO_BIN_DIR:?set TASO_BIN_DIR}
+mpiexec=${MPIEXEC:-mpirun}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$src" || exit 1 # jobs name their axioms relative to the tree
+fail=0
+rc=0
+
+run() { # echoed, so a failure can be repeated; 124 means a hang
+  echo "+ $*"
+  timeout 300 "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+show() { sed 's/^/  out: /' "$tmp/out"; sed 's/^/  err: /' "$tmp/err"; }
+expect() { # expect DESCRIPTION STATUS: the last run's status, one error line on failure (1, 2)
+  if [ "$rc" != "$2" ]; then
+    echo "FAIL: $1 (exit status $rc, expected $2)"; show; fail=1
+  elif { [ "$2" = 1 ] || [ "$2" = 2 ]; } && [ "$(grep -c 'error:' "$tmp/err")" != 1 ]; then
+    echo "FAIL: $1: expected one error line"; show; fail=1
+  else
+    echo "ok: $1"
+  fi
+}
+has() { # has DESCRIPTION STRING FILE: a fixed string that must be in FILE
+  if grep -qF -- "$2" "$3"; then echo "ok: $1"; else echo "FAIL: $1"; show; fail=1; fi
+}
