@@ -303,6 +303,125 @@ static void test_pattern_keys(void) {
   taso_inputs_free(&in);
 }
 
+/* Level by level without cuts, the levels' parts partition the whole
+ * enumeration for any part count; with a cut, the set still does not
+ * depend on the part count and holds no graph below a cut state. */
+static bool cut_relu(void *ctx, const taso_enum_graph_t *g) {
+  const visit_ctx_t *c = ctx;
+  int nv;
+  const taso_variant_t *vars = taso_enum_variants(c->e, &nv);
+  return vars[g->variant[g->nops - 1]].kind != TASO_OP_RELU;
+}
+
+static void levels(taso_enum_t *e, int max, int parts, bool cut, visit_ctx_t *c) {
+  taso_enum_visitor_t v = {.ctx = c, .visit = visit, .expand = cut ? cut_relu : NULL};
+  for (int level = 1; level <= max; level++)
+    for (int p = 0; p < parts; p++) CHECK_OK(taso_enum_level(e, level, p, parts, &v));
+}
+
+/* A visit that also records whether a relu has a consumer placed after it
+ * in canonical order, which a cut at every relu state forbids. */
+static taso_err_t visit_cut(void *ctx, const taso_enum_graph_t *g) {
+  visit_ctx_t *c = ctx;
+  int nv;
+  const taso_variant_t *vars = taso_enum_variants(c->e, &nv);
+  for (int j = 0; j + 1 < g->nops; j++)
+    if (vars[g->variant[j]].kind == TASO_OP_RELU) c->dead_op = true; /* a relu with a successor */
+  return visit(ctx, g);
+}
+
+static void test_levels_partition(void) {
+  taso_enum_t *e;
+  CHECK_OK(taso_enum_create(&inputs, ops, nops, 3, 0, 1, &e));
+  visit_ctx_t whole = {.e = e};
+  taso_enum_visitor_t v = {.ctx = &whole, .visit = visit};
+  CHECK_OK(taso_enum_run(e, 0, taso_enum_total(e), &v));
+  CHECK(set_distinct(&whole.seen));
+  for (int parts = 1; parts <= 13; parts += 4) {
+    visit_ctx_t lv = {.e = e};
+    levels(e, 3, parts, false, &lv);
+    CHECK(lv.seen.n == whole.seen.n);
+    CHECK(set_distinct(&lv.seen));
+    CHECK(lv.seen.n == whole.seen.n && !memcmp(lv.seen.v, whole.seen.v, sizeof *lv.seen.v * (size_t)lv.seen.n));
+    free(lv.seen.v);
+  }
+  visit_ctx_t one = {.e = e}, many = {.e = e};
+  levels(e, 3, 1, true, &one);
+  levels(e, 3, 7, true, &many);
+  CHECK(one.seen.n > 0 && one.seen.n < whole.seen.n);
+  CHECK(set_distinct(&one.seen) && set_distinct(&many.seen));
+  CHECK(one.seen.n == many.seen.n && !memcmp(one.seen.v, many.seen.v, sizeof *one.seen.v * (size_t)one.seen.n));
+  visit_ctx_t check = {.e = e};
+  taso_enum_visitor_t cv = {.ctx = &check, .visit = visit_cut, .expand = cut_relu};
+  for (int level = 1; level <= 3; level++) CHECK_OK(taso_enum_level(e, level, 0, 1, &cv));
+  CHECK(!check.dead_op);
+  free(check.seen.v);
+  free(one.seen.v);
+  free(many.seen.v);
+  free(whole.seen.v);
+  taso_enum_free(e);
+}
+
+/* The options: conv2d weights read only the inputs the job allows, and no
+ * enlarge where it is the identity. */
+typedef struct {
+  const taso_enum_t *e;
+  uint64_t not_weights; /* inputs that may not be read by a weight */
+  int ninputs;
+  int64_t graphs, image_weights, identities, enlarges;
+} opts_ctx_t;
+
+static uint64_t reads(const opts_ctx_t *c, const taso_enum_graph_t *g, taso_ref_t r) {
+  int node = TASO_REF_NODE(r);
+  if (node < c->ninputs) return 1ull << node;
+  uint64_t m = 0;
+  for (int a = 0; a < 3; a++)
+    if (g->in[node - c->ninputs][a] >= 0) m |= reads(c, g, g->in[node - c->ninputs][a]);
+  return m;
+}
+
+static taso_err_t visit_opts(void *ctx, const taso_enum_graph_t *g) {
+  opts_ctx_t *c = ctx;
+  int nv;
+  const taso_variant_t *vars = taso_enum_variants(c->e, &nv);
+  c->graphs++;
+  for (int j = 0; j < g->nops; j++) {
+    taso_op_kind_t kind = vars[g->variant[j]].kind;
+    if (kind == TASO_OP_CONV2D && (reads(c, g, g->in[j][1]) & c->not_weights)) c->image_weights++;
+    if (kind != TASO_OP_ENLARGE) continue;
+    c->enlarges++;
+    const taso_tensor_t *in = taso_enum_type(c->e, g->type[g->in[j][0]]);
+    const taso_tensor_t *out = taso_enum_type(c->e, g->type[TASO_REF(c->ninputs + j, 0)]);
+    c->identities += taso_tensor_equal(in, out);
+  }
+  return TASO_OK;
+}
+
+static void test_weights_and_identities(void) {
+  taso_inputs_t in = {0};
+  int32_t i[4] = {1, 2, 3, 3}, k3[4] = {2, 2, 3, 3}, k13[4] = {2, 2, 1, 3};
+  TASO_CHECK(taso_inputs_add(&in, "i1", 4, i));
+  TASO_CHECK(taso_inputs_add(&in, "w4", 4, k3));
+  TASO_CHECK(taso_inputs_add(&in, "w7", 4, k13));
+  taso_op_template_t t[3];
+  const char *names[] = {"conv2d", "enlarge(k=3x3)", "relu"};
+  for (int n = 0; n < 3; n++) TASO_CHECK(taso_op_template_parse(names[n], &t[n].kind, &t[n].p));
+  for (int restrict_weights = 0; restrict_weights < 3; restrict_weights++) {
+    /* 0: defaults; 1: weights w4, w7 only; 2: identities kept */
+    taso_enum_opts_t opts = {.weights = restrict_weights == 1 ? 6 : ~0ull, .keep_identities = restrict_weights == 2};
+    taso_enum_t *e;
+    CHECK_OK(taso_enum_create_opts(&in, t, 3, 3, 0, 1, &opts, &e));
+    opts_ctx_t c = {.e = e, .not_weights = 1, .ninputs = in.n};
+    taso_enum_visitor_t v = {.ctx = &c, .visit = visit_opts};
+    CHECK_OK(taso_enum_run(e, 0, taso_enum_total(e), &v));
+    CHECK(c.graphs > 0 && c.enlarges > 0); /* enlarge(w7) and on */
+    CHECK(restrict_weights == 2 ? c.identities > 0 : c.identities == 0);
+    CHECK(restrict_weights == 1 ? c.image_weights == 0 : c.image_weights > 0);
+    taso_enum_free(e);
+  }
+  taso_inputs_free(&in);
+}
+
 static void test_rejects_bad_limits(void) {
   taso_enum_t *e;
   CHECK_ERR(taso_enum_create(&inputs, ops, nops, 0, 0, 1, &e), TASO_ERR_LIMIT);
@@ -314,7 +433,8 @@ int main(void) {
   setup();
   const test_case_t cases[] = {TEST(test_matches_brute_force), TEST(test_shards_partition),
                                TEST(test_shared_count_pass), TEST(test_pattern_keys),
-                               TEST(test_rejects_bad_limits)};
+                               TEST(test_rejects_bad_limits),
+                               TEST(test_levels_partition), TEST(test_weights_and_identities)};
   int rc = test_run(cases, (int)(sizeof cases / sizeof *cases));
   taso_inputs_free(&inputs);
   return rc;

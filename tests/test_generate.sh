@@ -35,17 +35,26 @@ substitutions() { # the substitution lines of a file, as taso-show sorts them
   "$bin/taso-show" "$1" | sed -n '/^substitutions/,$p'
 }
 
-# 1. determinism across rank counts
-for n in 1 2 4 64; do
-  check "smoke.ini on $n ranks" generate "$n" "$src/jobs/smoke.ini" "$tmp/smoke$n.h5"
-  substitutions "$tmp/smoke$n.h5" >"$tmp/smoke$n.txt"
+# 1. determinism across rank counts, for both methods (exhaustive, every
+# graph, is the default; representatives builds level by level)
+sed 's/^max_ops = \(.*\)/max_ops = \1\nmethod = representatives/' "$src/jobs/smoke.ini" >"$tmp/smoke_representatives.ini"
+for method in representatives exhaustive; do
+  job=$src/jobs/smoke.ini
+  [ "$method" = representatives ] && job=$tmp/smoke_representatives.ini
+  for n in 1 2 4 64; do
+    check "smoke.ini ($method) on $n ranks" generate "$n" "$job" "$tmp/$method$n.h5"
+    substitutions "$tmp/$method$n.h5" >"$tmp/$method$n.txt"
+  done
+  check "smoke.ini ($method) finds substitutions" test "$(grep -c '=>' "$tmp/${method}1.txt")" -gt 5
+  for n in 2 4 64; do
+    check "$method: $n ranks give the substitutions of 1 rank" cmp "$tmp/${method}1.txt" "$tmp/$method$n.txt"
+  done
+  counts() { "$bin/taso-show" "$1" | grep '^  counts'; }
+  check "$method: counts equal on 1 and 64 ranks" test "$(counts "$tmp/${method}1.h5")" = "$(counts "$tmp/${method}64.h5")"
 done
-check "smoke.ini finds substitutions" test "$(grep -c '=>' "$tmp/smoke1.txt")" -gt 5
-for n in 2 4 64; do
-  check "$n ranks give the substitutions of 1 rank" cmp "$tmp/smoke1.txt" "$tmp/smoke$n.txt"
-done
-counts() { "$bin/taso-show" "$1" | grep '^  counts'; }
-check "counts equal on 1 and 64 ranks" test "$(counts "$tmp/smoke1.h5")" = "$(counts "$tmp/smoke64.h5")"
+# the progress of the level-by-level method: a line per level
+check "representatives: a level line per level" \
+  sh -c "'$mpiexec' -n 2 '$bin/taso-generate' --job '$tmp/smoke_representatives.ini' --out '$tmp/lv.h5' | grep -c '^level [12]:' | grep -qx 2"
 
 # 2. known substitutions on a 3-operator space
 check "generate_known.ini on 2 ranks" generate 2 "$src/tests/data/generate_known.ini" "$tmp/known.h5"
@@ -59,6 +68,10 @@ check "known substitutions found or implied, wrong ones absent" \
   "-relu(w1) => w1" \
   "-relu(relu(w1)) => relu(w1)" \
   "-concat(1, concat(1, w1, w2), w1) => concat(1, w1, concat(1, w2, w1))"
+# three levels: units are the states of one operator, dealt over ranks
+check "generate_known.ini on 5 ranks" generate 5 "$src/tests/data/generate_known.ini" "$tmp/known5.h5"
+check "generate_known.ini: 5 ranks give the substitutions of 2" \
+  cmp <(substitutions "$tmp/known.h5") <(substitutions "$tmp/known5.h5")
 check "the file records graphs_enumerated and substitutions" \
   sh -c "h5dump -A '$tmp/known.h5' | grep -q graphs_enumerated && h5dump -A '$tmp/known.h5' | grep -q pruned_implied"
 
@@ -70,6 +83,17 @@ if "$mpiexec" -n 2 "$bin/taso-generate" --job "$tmp/bad.ini" --out "$tmp/bad.h5"
 else
   check "max_ops 7 refused with a clear message" grep -q "bad.ini: max_ops 7 out of range" "$tmp/bad.err"
 fi
+
+# 4. the [generate] keys method and weights: bad values refused, named
+refused() { # refused JOB MESSAGE: generate fails and says MESSAGE
+  ! "$mpiexec" -n 1 "$bin/taso-generate" --job "$1" --out "$tmp/refused.h5" >"$tmp/refused.out" 2>&1 &&
+    grep -qF "$2" "$tmp/refused.out"
+}
+sed 's/^max_ops = \(.*\)/max_ops = \1\nmethod = fastest/' "$src/jobs/smoke.ini" >"$tmp/badm.ini"
+check "an unknown method refused with a clear message" refused "$tmp/badm.ini" "unknown method 'fastest'"
+sed 's/^max_ops = \(.*\)/max_ops = \1\nweights = w1 w9/' "$src/jobs/smoke.ini" >"$tmp/badw.ini"
+check "a weight that is no input refused, naming the file" refused "$tmp/badw.ini" \
+  "badw.ini: [generate] weights: no input 'w9'"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -176,6 +176,17 @@ static void test_paper(void) {
     CHECK_STR(paper.inputs.v[i].name, ws.inputs.v[i].name);
     CHECK(taso_tensor_equal(&paper.inputs.v[i].type, &ws.inputs.v[i].type));
   }
+  CHECK_STR(paper.method, "representatives");
+  CHECK_STR(paper.weights, ws.weights);
+  CHECK(ws.weights[0] != '\0');
+  /* paper5.ini: the same space, one operator more */
+  taso_job_t p5;
+  CHECK_OK(taso_job_load(job_path("paper5.ini"), &p5));
+  CHECK(p5.max_ops == 5);
+  CHECK(p5.nops == ws.nops && memcmp(p5.ops, ws.ops, sizeof ws.ops[0] * ws.nops) == 0);
+  CHECK(p5.inputs.n == ws.inputs.n);
+  CHECK_STR(p5.weights, ws.weights);
+  taso_job_free(&p5);
   taso_job_free(&paper);
   taso_job_free(&ws);
 }

@@ -85,7 +85,7 @@ check "taso-validate --help describes the checks" out_has "Redundancy: for each 
 
 mpi 4 "$bin/taso-generate" --job "$job" --out "$tmp/c.h5"
 check "generate on 4 ranks" eval 'succeeded &&
-  out_has "^taso-generate: 3650 graphs, [0-9]* candidate pairs, [0-9]* substitutions -> .*c.h5 (.* s, 4 ranks)$"'
+  out_has "^taso-generate: [0-9]* graphs, [0-9]* candidate pairs, [0-9]* substitutions -> .*c.h5 (.* s, 4 ranks)$"'
 # No --job: verify continues the job recorded in the candidates file.
 mpi 2 "$bin/taso-verify" --in "$tmp/c.h5" --out "$tmp/s.h5"
 check "verify on 2 ranks" eval 'succeeded && out_has "^taso-verify: [0-9]* candidates: .* -> .*s.h5 (.*, 2 ranks)$"'
@@ -135,7 +135,7 @@ d = sys.argv[1]
 with h5py.File(d + "/c.h5", "r") as f:
     a = f.attrs
     assert a["kind"] in (b"taso-candidates", "taso-candidates"), a["kind"]
-    assert int(a["ranks"]) == 4 and int(a["graphs_enumerated"]) == 3650
+    assert int(a["ranks"]) == 4 and int(a["graphs_enumerated"]) > int(a["substitutions"])
     n = int(a["substitutions"])
     assert n > 0 and len(f["substitutions"]) == n
     assert len(f["graphs/fingerprint"]) == len(f["graphs/index"]) == 2 * n

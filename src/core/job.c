@@ -188,6 +188,32 @@ static taso_err_t set_max_ops(taso_job_t *job, const char *value) {
   return parse_int_range(value, 1, JOB_MAX_OPS, &job->max_ops);
 }
 
+static taso_err_t set_method(taso_job_t *job, const char *value) {
+  if (strcmp(value, "representatives") && strcmp(value, "exhaustive"))
+    return taso_error(TASO_ERR_UNKNOWN,
+                      "unknown method '%s' (known: representatives, exhaustive)", value);
+  snprintf(job->method, sizeof job->method, "%s", value);
+  return TASO_OK;
+}
+
+/* Input names, checked against [inputs] by the generator (the sections
+ * may come in any order). */
+static taso_err_t set_weights(taso_job_t *job, const char *value) {
+  size_t at = strlen(job->weights);
+  if (at + strlen(value) + 2 > sizeof job->weights)
+    return taso_error(TASO_ERR_LIMIT, "weights: more than %d characters",
+                      (int)sizeof job->weights - 2);
+  snprintf(job->weights + at, sizeof job->weights - at, "%s%s", at ? " " : "", value);
+  return TASO_OK;
+}
+
+static taso_err_t set_identities(taso_job_t *job, const char *value) {
+  if (strcmp(value, "skip") && strcmp(value, "keep"))
+    return taso_error(TASO_ERR_UNKNOWN, "identities must be skip or keep, not '%s'", value);
+  job->keep_identities = !strcmp(value, "keep");
+  return TASO_OK;
+}
+
 static taso_err_t set_derive_steps(taso_job_t *job, const char *value) {
   return parse_int_range(value, 1, TASO_MAX_DERIVE_STEPS, &job->derive_steps);
 }
@@ -406,6 +432,9 @@ static const key_spec_t key_specs[] = {
     {"job", "seed", set_seed, false, "1"},
     {"generate", "max_ops", set_max_ops, false, "3"},
     {"generate", "operators", set_operators, true, NULL},
+    {"generate", "method", set_method, false, "exhaustive"},
+    {"generate", "weights", set_weights, true, NULL}, /* derived: every input */
+    {"generate", "identities", set_identities, false, "skip"},
     {"generate", "derive_steps", set_derive_steps, false, STR(TASO_DEFAULT_DERIVE_STEPS)},
     {"generate", "derive_extra_ops", set_derive_extra_ops, false, STR(TASO_DEFAULT_DERIVE_EXTRA_OPS)},
     {"generate", "derive_nodes", set_derive_nodes, false, STR(TASO_DEFAULT_DERIVE_NODES)},
@@ -433,13 +462,13 @@ static const key_spec_t key_specs[] = {
     {"optimize", "budget", set_budget, false, "1000"},
     {"optimize", "time_limit", set_optimize_time_limit, false, "600"},
 };
-_Static_assert(sizeof key_specs / sizeof key_specs[0] <= 32, "taso_job_t.given has 32 bits");
+_Static_assert(sizeof key_specs / sizeof key_specs[0] <= 64, "taso_job_t.given has 64 bits");
 #define NKEYS ((int)(sizeof key_specs / sizeof key_specs[0]))
 
 bool taso_job_given(const taso_job_t *job, const char *section, const char *key) {
   for (int i = 0; i < NKEYS; i++)
     if (!strcmp(key_specs[i].section, section) && !strcmp(key_specs[i].key, key))
-      return job->given & (1u << i);
+      return job->given & ((uint64_t)1 << i);
   return false;
 }
 
@@ -447,7 +476,7 @@ bool taso_job_given(const taso_job_t *job, const char *section, const char *key)
 
 typedef struct {
   taso_job_t *job;
-  unsigned seen;  /* key_specs entries already given, one bit each */
+  uint64_t seen;  /* key_specs entries already given, one bit each */
   taso_err_t err; /* the first problem; TASO_OK while there is none */
   char msg[768];  /* its message, without the FILE:LINE prefix */
 } load_state_t;
@@ -494,16 +523,16 @@ static taso_err_t apply_pair(load_state_t *st, const char *section, const char *
     known_section = true;
     if (strcmp(ks->key, key) != 0) continue;
     if (!ks->appends) {
-      if (st->seen & (1u << i))
+      if (st->seen & ((uint64_t)1 << i))
         return taso_error(TASO_ERR_PARSE,
                           "second value for '%s' in section [%s] (an indented line continues "
                           "the line above)",
                           key, section);
-      st->seen |= 1u << i;
+      st->seen |= (uint64_t)1 << i;
     }
     taso_err_t err = ks->set(st->job, value);
     if (err != TASO_OK) return taso_error_prefix(err, "[%s] %s: ", section, key);
-    st->job->given |= 1u << i;
+    st->job->given |= (uint64_t)1 << i;
     return TASO_OK;
   }
   /* inih calls the handler only for pairs, so an unknown section is noticed
@@ -652,7 +681,7 @@ int taso_job_defaults(const taso_job_t *job, const char *section, const char *co
   size_t at = strlen(buf);
   for (int i = 0; i < NKEYS; i++) {
     const key_spec_t *ks = &key_specs[i];
-    if (!ks->def || strcmp(ks->section, section) || (job->given & (1u << i))) continue;
+    if (!ks->def || strcmp(ks->section, section) || (job->given & ((uint64_t)1 << i))) continue;
     bool skipped = false;
     for (int k = 0; skip && skip[k]; k++) skipped = skipped || !strcmp(skip[k], ks->key);
     if (skipped) continue;

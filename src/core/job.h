@@ -6,6 +6,9 @@
  *   [inputs]    one line per graph input: NAME = 2x4 (or "scalar")
  *   [generate]  max_ops, operators (operator templates in graph-text syntax,
  *               separated by spaces, e.g. "conv2d conv2d(act=relu) pool_avg(k=3x3)"),
+ *               method (representatives or exhaustive), weights (the inputs a
+ *               conv2d weight may depend on; default all), identities (skip
+ *               or keep operators where they are the identity)
  *               derive_steps, derive_extra_ops, derive_nodes (the bounds of the
  *               derivation search that prunes and checks pruning: derive.h)
  *   [verify]    axioms (path), timeout (seconds per query), rlimit (Z3 resource
@@ -58,6 +61,10 @@ typedef struct {
   int max_ops;                /* [generate] max_ops */
   taso_op_template_t ops[TASO_MAX_TEMPLATES]; /* [generate] operators */
   int nops;
+  char method[16];            /* [generate] method: "representatives" or "exhaustive" */
+  char weights[1024];         /* [generate] weights: input names; "" every input */
+  bool keep_identities;       /* [generate] identities = keep: enumerate operators where
+                                 they are the identity (skip: not, the default) */
   int derive_steps;           /* [generate] derive_steps: rewrites per derivation */
   int derive_extra_ops;       /* [generate] derive_extra_ops: operators past the larger side */
   int derive_nodes;           /* [generate] derive_nodes: graphs per side of a search */
@@ -85,7 +92,7 @@ typedef struct {
   double alpha;               /* [optimize] alpha, >= 1 */
   int budget;                 /* [optimize] budget: graphs taken from the queue */
   double optimize_time_limit; /* [optimize] time_limit, seconds */
-  unsigned given;             /* keys the file sets, one bit each (taso_job_given) */
+  uint64_t given;             /* keys the file sets, one bit each (taso_job_given) */
 } taso_job_t;
 
 taso_err_t taso_job_load(const char *path, taso_job_t *job);

@@ -33,6 +33,8 @@ typedef struct {
 struct taso_enum {
   const taso_inputs_t *in;
   int ninputs, max_ops, unit_depth;
+  uint64_t weights; /* inputs allowed in a conv2d weight (taso_enum_opts_t) */
+  bool keep_identities;
   taso_variant_t *variants;
   int nvariants;
   /* type table */
@@ -49,9 +51,11 @@ struct taso_enum {
   int64_t nstates, states_cap;
   int part, nparts; /* the share of the count pass this process weighs */
   int64_t units;    /* units met by the count pass so far */
+  int64_t level_units; /* units met by the current level walk so far */
   /* the walk's state */
   int32_t variant[TASO_ENUM_MAX_OPS];
   unsigned cone[TASO_ENUM_MAX_OPS]; /* operators each one depends on, itself included */
+  uint64_t reads[TASO_ENUM_MAX_OPS]; /* inputs each one depends on (the first 64) */
   taso_ref_t op_in[TASO_ENUM_MAX_OPS][3];
   int32_t *ref_type;   /* type id per ref */
   int32_t *consumers;  /* consumers per ref */
@@ -228,17 +232,30 @@ bool taso_enum_is_weight(const taso_inputs_t *in, int input) {
   return in->v[input].name[0] == 'w';
 }
 
-/* conv2d never reads a weight input as data. */
-static bool allowed(const taso_enum_t *e, int32_t variant, taso_ref_t data) {
-  return e->variants[variant].kind != TASO_OP_CONV2D || TASO_REF_NODE(data) >= e->ninputs ||
-         !taso_enum_is_weight(e->in, TASO_REF_NODE(data));
+/* The inputs a ref depends on (the first 64 of them). */
+static uint64_t reads_of(const taso_enum_t *e, taso_ref_t r) {
+  int node = TASO_REF_NODE(r);
+  if (node >= e->ninputs) return e->reads[node - e->ninputs];
+  return node < 64 ? 1ull << node : 0;
+}
+
+/* conv2d never reads a weight input as data, nor as its weight a tensor
+ * that depends on an input the job does not allow as a weight; no operator
+ * is applied where it is the identity (enlarge to the kernel a weight
+ * already has): the input itself is the smaller graph. */
+static bool allowed(const taso_enum_t *e, const valid_t *v, taso_ref_t a, taso_ref_t b) {
+  taso_op_kind_t kind = e->variants[v->variant].kind;
+  if (kind == TASO_OP_ENLARGE && v->out[0] == e->ref_type[a] && !e->keep_identities) return false;
+  if (kind != TASO_OP_CONV2D) return true;
+  if (reads_of(e, b) & ~e->weights) return false;
+  return TASO_REF_NODE(a) >= e->ninputs || !taso_enum_is_weight(e->in, TASO_REF_NODE(a));
 }
 
 static taso_err_t add_cands(taso_enum_t *e, list_t *l, const valid_t *vs, int n, taso_ref_t a,
                             taso_ref_t b) {
   TASO_TRY(list_reserve(l, l->n + n));
   for (int i = 0; i < n; i++) {
-    if (a >= 0 && !allowed(e, vs[i].variant, a)) continue;
+    if (a >= 0 && !allowed(e, &vs[i], a, b)) continue;
     cand_t *c = &l->v[l->n++];
     c->variant = vs[i].variant;
     c->in[0] = a;
@@ -343,6 +360,9 @@ static void place(taso_enum_t *e, const cand_t *c) {
   int j = e->nops++, base = e->ninputs + j;
   e->variant[j] = c->variant;
   e->cone[j] = cone_of(e, c) | 1u << j;
+  e->reads[j] = 0;
+  for (int a = 0; a < 3; a++)
+    if (c->in[a] >= 0) e->reads[j] |= reads_of(e, c->in[a]);
   memcpy(e->op_in[j], c->in, sizeof c->in);
   for (int a = 0; a < 3; a++)
     if (c->in[a] >= 0) e->consumers[c->in[a]]++;
@@ -525,6 +545,50 @@ taso_err_t taso_enum_run(taso_enum_t *e, int64_t begin, int64_t end, const taso_
   return run(e, 0, &r);
 }
 
+/* ---- level by level -------------------------------------------------------- */
+
+typedef struct {
+  int level, unit, part, nparts;
+  int64_t units; /* unit-depth states met so far */
+  const taso_enum_visitor_t *v;
+} level_t;
+
+/* Level walk of the state at depth d < level (entered, expanded). */
+static taso_err_t level_walk(taso_enum_t *e, int d, level_t *w) {
+  list_t *l = &e->lists[d];
+  if (d + 1 == w->level) {
+    run_t r = {.v = w->v};
+    return leaves(e, l, &r);
+  }
+  for (int i = 0; i < l->n; i++) {
+    if (d + 1 == w->unit) e->level_units = w->units + 1;
+    if (d + 1 == w->unit && w->units++ % w->nparts != w->part) continue;
+    place(e, &l->v[i]);
+    taso_err_t err = enter(e, w->v, false);
+    taso_enum_graph_t g = view(e);
+    bool deeper = err == TASO_OK && (!w->v->expand || w->v->expand(w->v->ctx, &g));
+    if (deeper) err = child_cands(e, l, i, &e->lists[d + 1]);
+    if (deeper && err == TASO_OK) err = level_walk(e, d + 1, w);
+    leave(e, w->v);
+    TASO_TRY(err);
+  }
+  return TASO_OK;
+}
+
+taso_err_t taso_enum_level(taso_enum_t *e, int level, int part, int nparts, const taso_enum_visitor_t *v) {
+  if (level < 1 || level > e->max_ops)
+    return taso_error(TASO_ERR_LIMIT, "level %d out of range 1..%d", level, e->max_ops);
+  level_t w = {.level = level, .unit = level >= 3 ? level - 2 : level - 1, .part = part,
+               .nparts = nparts, .v = v};
+  e->level_units = 0;
+  if (w.unit == 0 && part != 0) return TASO_OK; /* level 1: the root is the only unit */
+  return level_walk(e, 0, &w);
+}
+
+int64_t taso_enum_level_units(const taso_enum_t *e) {
+  return e->level_units;
+}
+
 /* ---- variants ------------------------------------------------------------ */
 
 static int variant_cmp(const void *a, const void *b) {
@@ -643,6 +707,13 @@ void taso_enum_free(taso_enum_t *e) {
 
 taso_err_t taso_enum_create(const taso_inputs_t *in, const taso_op_template_t *ops, int nops,
                             int max_ops, int part, int nparts, taso_enum_t **out) {
+  taso_enum_opts_t opts = {.weights = ~0ull};
+  return taso_enum_create_opts(in, ops, nops, max_ops, part, nparts, &opts, out);
+}
+
+taso_err_t taso_enum_create_opts(const taso_inputs_t *in, const taso_op_template_t *ops, int nops,
+                                 int max_ops, int part, int nparts, const taso_enum_opts_t *opts,
+                                 taso_enum_t **out) {
   *out = NULL;
   if (max_ops < 1 || max_ops > TASO_ENUM_MAX_OPS)
     return taso_error(TASO_ERR_LIMIT, "max_ops %d out of range 1..%d", max_ops, TASO_ENUM_MAX_OPS);
@@ -663,6 +734,8 @@ taso_err_t taso_enum_create(const taso_inputs_t *in, const taso_op_template_t *o
   TOTAL(e) = GRAPHS(e) = 0;
   e->in = in;
   e->ninputs = in->n;
+  e->weights = opts->weights;
+  e->keep_identities = opts->keep_identities;
   e->max_ops = max_ops;
   e->unit_depth = max_ops - 1;
   int nrefs = 2 * (in->n + max_ops);
@@ -676,7 +749,7 @@ taso_err_t taso_enum_create(const taso_inputs_t *in, const taso_op_template_t *o
     err = type_id(e, &in->v[i].type, &e->ref_type[TASO_REF(i, 0)]);
   if (err == TASO_OK) err = root_cands(e, &e->lists[0]);
   int64_t total = 0;
-  if (err == TASO_OK) err = count(e, 0, &total);
+  if (err == TASO_OK && !opts->no_count) err = count(e, 0, &total);
   if (err == TASO_OK) TOTAL(e) = total;
   if (err != TASO_OK) {
     taso_enum_free(e);

@@ -68,7 +68,23 @@ typedef struct {
    * variant on input refs in (-1 past arity) to graph g; skipped leaves cost
    * no push. */
   bool (*want)(void *ctx, const taso_enum_graph_t *g, int32_t variant, const taso_ref_t *in);
+  /* Optional, taso_enum_level only: whether the state just entered (above
+   * the level) has children; false cuts its subtree. */
+  bool (*expand)(void *ctx, const taso_enum_graph_t *g);
 } taso_enum_visitor_t;
+
+/* What the enumeration leaves out beyond the shape rules. */
+typedef struct {
+  /* Bit i set: input i may be read, directly or through operators, as a
+   * conv2d weight. Inputs 64 and up are always allowed. */
+  uint64_t weights;
+  /* Also enumerate operators where they are the identity (enlarge to the
+   * kernel a weight already has); by default they are not. */
+  bool keep_identities;
+  /* No count pass: the enumeration serves taso_enum_level only (its totals
+   * are 0 and taso_enum_run visits nothing). */
+  bool no_count;
+} taso_enum_opts_t;
 
 /* Builds the variants of the job's templates and the unit weights: a walk
  * of the tree above the leaves, the count pass. Processes can share that
@@ -78,6 +94,10 @@ typedef struct {
  * (arity above 2) or on max_ops outside 1..TASO_ENUM_MAX_OPS. */
 taso_err_t taso_enum_create(const taso_inputs_t *in, const taso_op_template_t *ops, int nops,
                             int max_ops, int part, int nparts, taso_enum_t **out);
+/* The same with options (taso_enum_create: every input may be a weight). */
+taso_err_t taso_enum_create_opts(const taso_inputs_t *in, const taso_op_template_t *ops, int nops,
+                                 int max_ops, int part, int nparts, const taso_enum_opts_t *opts,
+                                 taso_enum_t **out);
 
 /* This part's weights (n of them), to be summed element-wise in place over
  * the parts (for example by MPI_Allreduce). */
@@ -99,6 +119,20 @@ int64_t taso_enum_graphs(const taso_enum_t *e);
  * [begin, end). push/pop run for every operator on the way, visit for every
  * graph in the range. */
 taso_err_t taso_enum_run(taso_enum_t *e, int64_t begin, int64_t end, const taso_enum_visitor_t *v);
+
+/* Representative-based generation, one level: visits the graphs of exactly
+ * `level` operators below the states that v->expand accepts (every state on
+ * the way is asked after its push). The states of level - 2 operators (of
+ * level - 1 for level 2; the root for level 1) are units, dealt round robin
+ * over parts in depth-first order, so parts visit disjoint sets whose union
+ * does not depend on their number when expand does not. Needs no count
+ * pass: taso_enum_create with max_ops >= level. */
+taso_err_t taso_enum_level(taso_enum_t *e, int level, int part, int nparts, const taso_enum_visitor_t *v);
+
+/* The units the current (or last) level walk has met so far, its own and
+ * the other parts': from 3 on, the units of level k are the graphs of
+ * level k - 2 before any cut, so this counts its progress. */
+int64_t taso_enum_level_units(const taso_enum_t *e);
 
 /* Whether an input is a weight (its name starts with 'w'): conv2d never takes
  * a weight input as its data input (semantics.md section 3). */

@@ -30,6 +30,13 @@
  *      write the result collectively.
  * The output does not depend on the rank count: shards only change who
  * finds a graph, and every later choice is made on sorted, global data.
+ *
+ * With [generate] method = representatives (the default is exhaustive), steps 1 to 3 go
+ * level by level instead (generate_levels below): the graphs of k
+ * operators are the class representatives of k - 1 operators extended by
+ * one operator, each level's tensor and graph classes formed by one
+ * exchange each; walk 2 then runs over the tree so kept, and steps 4 on
+ * are the same.
  */
 #define _POSIX_C_SOURCE 200809L /* access */
 
@@ -37,11 +44,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "candidates.h"
 #include "derive_guard.h"
 #include "enumerate.h"
+#include "hash.h"
 #include "memo.h"
 #include "tool.h"
 
@@ -85,8 +94,9 @@ static bool fpset_has(const fpset_t *s, const taso_fingerprint_t *fp) {
 }
 
 /* The memo's marks: tensors whose class holds two different expressions;
- * tensors that are an output of a connected multi-output graph. */
-enum { SHARED, TWIN_OUTPUT };
+ * tensors that are an output of a connected multi-output graph; (level by
+ * level) tensors whose class holds an expression of fewer operators. */
+enum { SHARED, TWIN_OUTPUT, NOT_SMALLEST };
 
 /* A connected multi-output graph's fingerprint and its sorted output
  * fingerprints: the twin of the graphs of op-disjoint outputs that have
@@ -109,6 +119,21 @@ typedef struct {
   uint64_t op[TASO_ENUM_MAX_OPS];
 } part_t;
 
+/* A fingerprint class and its representative's graph_hash: open
+ * addressing, a zero fingerprint marks an empty slot. */
+typedef struct {
+  taso_fingerprint_t fp;
+  uint64_t rep;
+  int32_t ops;  /* the representative's operators */
+  int32_t told; /* owner's table: every rank knows this class */
+} class_t;
+
+typedef struct {
+  class_t *slot;
+  uint64_t mask;
+  int64_t n;
+} classes_t;
+
 typedef struct {
   taso_tool_t *t;
   taso_enum_t *e;
@@ -129,6 +154,12 @@ typedef struct {
   taso_fingerprint_t *outputs; /* their outputs' fingerprints */
   int64_t noutputs, outputs_cap;
   taso_progress_t progress;
+  /* method = representatives: the classes whose representative every rank
+   * knows; the classes this rank owns, of every level so far */
+  classes_t reps, owned;
+  classes_t smallest; /* tensor classes with expressions of different sizes: the fewest operators */
+  bool levels;                               /* progress counts the level's units */
+  int64_t level_graphs[TASO_ENUM_MAX_OPS + 1]; /* graphs of each level, all ranks */
   taso_derive_opts_t derive; /* the derivation search: job bounds, the rule guard */
 } gen_t;
 
@@ -160,7 +191,8 @@ static double cpu_seconds(void) {
 }
 
 static void tick(gen_t *c) {
-  if ((++c->visited & 0xfff) == 0) taso_progress_update(&c->progress, c->visited);
+  if ((++c->visited & 0xfff) == 0)
+    taso_progress_update(&c->progress, c->levels ? taso_enum_level_units(c->e) : c->visited);
 }
 
 static taso_err_t visit_count(void *ctx, const taso_enum_graph_t *g) {
@@ -189,6 +221,7 @@ static bool want(void *ctx, const taso_enum_graph_t *g, int32_t variant, const t
   }
   return !(disjoint && kept);
 }
+
 
 typedef struct {
   taso_fingerprint_t fp;
@@ -241,20 +274,24 @@ static bool outputs_connected(int n, const unsigned *cones) {
   return in == n;
 }
 
-/* A record of a graph whose outputs all have equal tensors elsewhere and
- * share operators (cone: the enumerator's cone masks, NULL without
- * operators). */
-static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_ref_t (*in)[3],
-                         const unsigned *cone, int nsinks, const taso_ref_t *sinks) {
-  sink_t s[2 * TASO_ENUM_MAX_OPS + 2];
-  taso_fingerprint_t fps[2 * TASO_ENUM_MAX_OPS + 2];
-  unsigned cones[2 * TASO_ENUM_MAX_OPS + 2];
+/* Whether every output's tensor has an equal tensor elsewhere; cones[i]
+ * receives output i's operators (cone: the enumerator's cone masks, NULL
+ * without operators). */
+static bool outputs_shared(const gen_t *c, const unsigned *cone, int nsinks, const taso_ref_t *sinks,
+                           unsigned *cones) {
   for (int i = 0; i < nsinks; i++) {
-    if (!taso_memo_marked(c->m, c->tid[sinks[i]], SHARED)) return TASO_OK;
+    if (!taso_memo_marked(c->m, c->tid[sinks[i]], SHARED)) return false;
     int j = TASO_REF_NODE(sinks[i]) - c->ninputs;
     cones[i] = j >= 0 ? cone[j] : 0;
   }
-  if (outputs_disjoint(nsinks, cones)) return TASO_OK;
+  return true;
+}
+
+/* The record of a graph, outputs sorted by fingerprint (fps receives
+ * them in that order); false when two outputs are equal. */
+static bool fill_record(const gen_t *c, int nops, const int32_t *variant, const taso_ref_t (*in)[3],
+                        int nsinks, const taso_ref_t *sinks, taso_grec_t *r, taso_fingerprint_t *fps) {
+  sink_t s[2 * TASO_ENUM_MAX_OPS + 2];
   for (int i = 0; i < nsinks; i++) {
     s[i].fp = taso_memo_fp(c->m, c->tid[sinks[i]]);
     s[i].ref = sinks[i];
@@ -265,12 +302,82 @@ static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_
       s[j] = s[j - 1];
       s[j - 1] = x;
     }
-  taso_grec_t r;
-  memset(&r, 0, sizeof r);
+  memset(r, 0, sizeof *r);
   for (int i = 0; i < nsinks; i++) fps[i] = s[i].fp;
   bool distinct;
-  r.fp = taso_fingerprint_combine(fps, nsinks, &distinct);
-  if (!distinct) {
+  r->fp = taso_fingerprint_combine(fps, nsinks, &distinct);
+  r->nops = (int16_t)nops;
+  r->nout = (int16_t)nsinks;
+  for (int j = 0; j < nops; j++) {
+    r->variant[j] = (int16_t)variant[j];
+    r->in[j][0] = (int16_t)in[j][0];
+    r->in[j][1] = (int16_t)in[j][1];
+  }
+  for (int i = 0; i < nsinks; i++) r->out[i] = (int16_t)s[i].ref;
+  return distinct;
+}
+
+static taso_err_t add_record(gen_t *c, const taso_grec_t *r) {
+  TASO_TRY(grow((void **)&c->recs, c->nrecs, &c->recs_cap, sizeof *c->recs, "graph records"));
+  c->recs[c->nrecs++] = *r;
+  return TASO_OK;
+}
+
+/* The groups of outputs under "share an operator" (cones[i]: output i's
+ * operators). */
+static int output_groups(int n, const unsigned *cones) {
+  unsigned group[2 * TASO_ENUM_MAX_OPS + 2];
+  int ng = 0;
+  for (int i = 0; i < n; i++) {
+    unsigned merged = cones[i];
+    int keep = 0;
+    for (int k = 0; k < ng; k++) { /* fold every group it touches into it */
+      if (group[k] & merged) merged |= group[k];
+      else group[keep++] = group[k];
+    }
+    group[keep] = merged;
+    ng = keep + 1;
+  }
+  return ng;
+}
+
+/* Whether a graph of nops operators whose outputs form `groups` groups can
+ * still become one group within max_ops: each operator joins at most two.
+ * Graphs of several groups pair only as built from their parts
+ * (disjoint_graphs), so level by level they matter only as prefixes. */
+static bool joinable(const gen_t *c, int nops, int groups) {
+  return groups - 1 <= c->t->job.max_ops - nops;
+}
+
+/* Level by level, a leaf is visited only if joinable. */
+static bool want_joinable(void *ctx, const taso_enum_graph_t *g, int32_t variant, const taso_ref_t *in) {
+  gen_t *c = ctx;
+  const taso_op_info_t *op = &taso_ops[c->vars[variant].kind];
+  unsigned cones[2 * TASO_ENUM_MAX_OPS + 2], leaf = 1u << g->nops;
+  int n = 0;
+  for (int a = 0; a < op->arity; a++)
+    if (TASO_REF_NODE(in[a]) >= c->ninputs) leaf |= g->cone[TASO_REF_NODE(in[a]) - c->ninputs];
+  cones[n++] = leaf;
+  for (int s = 0; s < g->nsinks; s++)
+    if (in[0] != g->sinks[s] && in[1] != g->sinks[s]) cones[n++] = g->cone[TASO_REF_NODE(g->sinks[s]) - c->ninputs];
+  return joinable(c, g->nops + 1, output_groups(n, cones));
+}
+
+/* Walk 2 level by level: both. */
+static bool want_level(void *ctx, const taso_enum_graph_t *g, int32_t variant, const taso_ref_t *in) {
+  return want_joinable(ctx, g, variant, in) && want(ctx, g, variant, in);
+}
+
+/* A record of a graph whose outputs all have equal tensors elsewhere and
+ * share operators (cone: the enumerator's cone masks, NULL without
+ * operators). */
+static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_ref_t (*in)[3],
+                         const unsigned *cone, int nsinks, const taso_ref_t *sinks) {
+  taso_fingerprint_t fps[2 * TASO_ENUM_MAX_OPS + 2];
+  unsigned cones[2 * TASO_ENUM_MAX_OPS + 2];
+  if (!outputs_shared(c, cone, nsinks, sinks, cones) || outputs_disjoint(nsinks, cones)) return TASO_OK;
+  taso_grec_t r;
+  if (!fill_record(c, nops, variant, in, nsinks, sinks, &r, fps)) {
     c->dup_outputs++;
     return TASO_OK;
   }
@@ -287,17 +394,7 @@ static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_
       c->outputs[c->noutputs++] = fps[i];
     }
   }
-  r.nops = (int16_t)nops;
-  r.nout = (int16_t)nsinks;
-  for (int j = 0; j < nops; j++) {
-    r.variant[j] = (int16_t)variant[j];
-    r.in[j][0] = (int16_t)in[j][0];
-    r.in[j][1] = (int16_t)in[j][1];
-  }
-  for (int i = 0; i < nsinks; i++) r.out[i] = (int16_t)s[i].ref;
-  TASO_TRY(grow((void **)&c->recs, c->nrecs, &c->recs_cap, sizeof *c->recs, "graph records"));
-  c->recs[c->nrecs++] = r;
-  return TASO_OK;
+  return add_record(c, &r);
 }
 
 static taso_err_t visit_record(void *ctx, const taso_enum_graph_t *g) {
@@ -394,7 +491,27 @@ static taso_err_t exchange_by_owner(gen_t *c, const void *items, int64_t n, size
 typedef struct {
   taso_fingerprint_t fp;
   uint64_t shash;
+  int64_t ops; /* level by level: the expression's operators */
 } tensor_rec_t;
+
+/* The operators of expression e (seen: the n met so far, up to
+ * TASO_ENUM_MAX_OPS); returns the new n. */
+static int expr_ops(const taso_memo_t *m, int32_t e, int32_t *seen, int n) {
+  int32_t in[3];
+  if (taso_memo_expr(m, e, in) < 0) return n; /* an input */
+  for (int i = 0; i < n; i++)
+    if (seen[i] == e) return n;
+  if (n == TASO_ENUM_MAX_OPS) return n + 1; /* not from an enumeration; never smaller */
+  seen[n++] = e;
+  for (int a = 0; a < 3 && n <= TASO_ENUM_MAX_OPS; a++)
+    if (in[a] >= 0) n = expr_ops(m, in[a] / 2, seen, n);
+  return n;
+}
+
+static int64_t tensor_ops(const gen_t *c, int32_t tid) {
+  int32_t seen[TASO_ENUM_MAX_OPS];
+  return c->levels ? expr_ops(c->m, tid / 2, seen, 0) : 0;
+}
 
 static int tensor_rec_cmp(const void *a, const void *b) {
   const tensor_rec_t *x = a, *y = b;
@@ -489,6 +606,36 @@ static void mark_tensors(gen_t *c, const fpset_t *set, int mark) {
     }
 }
 
+static taso_err_t classes_put(classes_t *m, const taso_fingerprint_t *fp, class_t **at);
+static const class_t *classes_get(const classes_t *m, const taso_fingerprint_t *fp);
+
+/* Collective, level by level: every rank learns the tensor classes whose
+ * expressions differ in size (the owners' n of them) and marks the
+ * tensors of more operators than the fewest. */
+static taso_err_t mark_larger(gen_t *c, const class_t *mine, int64_t n) {
+  class_t *all = NULL;
+  int64_t total = 0;
+  free(c->smallest.slot);
+  memset(&c->smallest, 0, sizeof c->smallest);
+  taso_err_t err = allgather(c, mine, n, sizeof *mine, (void **)&all, &total);
+  for (int64_t i = 0; i < total && err == TASO_OK; i++) {
+    class_t *k;
+    err = classes_put(&c->smallest, &all[i].fp, &k);
+    if (err == TASO_OK) k->ops = all[i].ops;
+  }
+  free(all);
+  err = taso_tool_agree(c->t, err);
+  int64_t nexpr = taso_memo_count(c->m);
+  for (int64_t e = 0; e < nexpr && err == TASO_OK; e++)
+    for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) {
+      int32_t tid = (int32_t)(2 * e + p);
+      taso_fingerprint_t fp = taso_memo_fp(c->m, tid);
+      const class_t *k = classes_get(&c->smallest, &fp);
+      taso_memo_mark(c->m, tid, NOT_SMALLEST, k && tensor_ops(c, tid) > k->ops);
+    }
+  return err;
+}
+
 /* Marks every tensor of the memo whose class holds two or more different
  * expressions, across all ranks. */
 static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
@@ -498,28 +645,37 @@ static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
   for (int64_t e = 0; err == TASO_OK && e < nexpr; e++)
     for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) {
       int32_t tid = (int32_t)(2 * e + p);
-      send[nsend++] = (tensor_rec_t){taso_memo_fp(c->m, tid), taso_memo_shash(c->m, tid)};
+      send[nsend++] = (tensor_rec_t){taso_memo_fp(c->m, tid), taso_memo_shash(c->m, tid), tensor_ops(c, tid)};
     }
   tensor_rec_t *recv = NULL;
   int64_t nrecv = 0;
   err = taso_tool_agree(c->t, err);
   if (err == TASO_OK)
     err = exchange_by_owner(c, send, nsend, sizeof *send, (void **)&recv, &nrecv, volume);
-  /* classes with two different expressions */
+  /* classes with two different expressions; of different sizes */
   taso_fingerprint_t *mine = NULL;
-  int nmine = 0;
+  class_t *sizes = NULL;
+  int64_t nmine = 0, nsizes = 0;
   if (err == TASO_OK) {
     qsort(recv, (size_t)nrecv, sizeof *recv, tensor_rec_cmp);
     mine = malloc(sizeof *mine * (size_t)(nrecv + 1));
-    if (!mine) err = taso_error(TASO_ERR_NOMEM, "tensor classes");
+    sizes = calloc((size_t)(nrecv + 1), sizeof *sizes);
+    if (!mine || !sizes) err = taso_error(TASO_ERR_NOMEM, "tensor classes");
     for (int64_t i = 0; err == TASO_OK && i < nrecv;) {
-      int64_t j = i, distinct = 0;
-      for (; j < nrecv && !taso_fingerprint_cmp(&recv[j].fp, &recv[i].fp); j++)
+      int64_t j = i, distinct = 0, lo = recv[i].ops, hi = recv[i].ops;
+      for (; j < nrecv && !taso_fingerprint_cmp(&recv[j].fp, &recv[i].fp); j++) {
         distinct += j == i || recv[j].shash != recv[j - 1].shash;
+        lo = recv[j].ops < lo ? recv[j].ops : lo;
+        hi = recv[j].ops > hi ? recv[j].ops : hi;
+      }
       if (distinct > 1) mine[nmine++] = recv[i].fp;
+      if (hi > lo) sizes[nsizes++] = (class_t){.fp = recv[i].fp, .ops = (int32_t)lo};
       i = j;
     }
   }
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK && c->levels) err = mark_larger(c, sizes, nsizes);
+  free(sizes);
   /* everyone learns every shared class */
   fpset_t shared = {0};
   err = taso_tool_agree(c->t, err);
@@ -633,8 +789,7 @@ static taso_err_t emit_disjoint(builder_t *b) {
 #undef SHIFT
     r.nops = (int16_t)(r.nops + q->nops);
   }
-  TASO_TRY(grow((void **)&c->recs, c->nrecs, &c->recs_cap, sizeof *c->recs, "graph records"));
-  c->recs[c->nrecs++] = r;
+  TASO_TRY(add_record(c, &r));
   b->built++;
   return TASO_OK;
 }
@@ -744,6 +899,23 @@ typedef struct {
   int ops;
 } member_t;
 
+/* The graphs of one class of records (m: n of them, taso_graph_init'd)
+ * and the representative: the smallest graph by operators, then in the
+ * graphs' canonical order, so any rank count picks the same. */
+static taso_err_t class_members(const gen_t *c, const taso_grec_t *r, int64_t n, member_t *m, int64_t *rep) {
+  taso_err_t err = TASO_OK;
+  *rep = 0;
+  for (int64_t i = 0; i < n; i++) taso_graph_init(&m[i].g);
+  for (int64_t i = 0; i < n && err == TASO_OK; i++) {
+    err = taso_grec_graph(&r[i], c->vars, c->ninputs, &m[i].g);
+    m[i].ops = taso_graph_ops(&m[i].g);
+    if (err == TASO_OK && i > 0 &&
+        (m[i].ops < m[*rep].ops || (m[i].ops == m[*rep].ops && taso_graph_compare(&m[i].g, &m[*rep].g) < 0)))
+      *rep = i;
+  }
+  return err;
+}
+
 /* "PATTERN\t[REASON\t]SRC => DST": the canonical form at any shapes, then
  * the pair as found (outputs aligned by fingerprint); reason < 0: none. */
 static taso_err_t pair_line(const taso_inputs_t *in, const taso_graph_t *src, const taso_graph_t *dst,
@@ -770,18 +942,14 @@ static taso_err_t pair_class(gen_t *c, const taso_grec_t *r, int64_t n, pairing_
   const taso_inputs_t *in = &c->t->job.inputs;
   member_t *m = calloc((size_t)n, sizeof *m);
   if (!m) return taso_error(TASO_ERR_NOMEM, "a class of %lld graphs", (long long)n);
-  taso_err_t err = TASO_OK;
-  int64_t rep = 0; /* the representative: the smallest graph */
+  int64_t rep;
+  taso_err_t err = class_members(c, r, n, m, &rep);
+  /* the types, for the common-subgraph test at the inputs' shapes */
   for (int64_t i = 0; i < n && err == TASO_OK; i++) {
-    taso_graph_init(&m[i].g);
-    err = taso_grec_graph(&r[i], c->vars, c->ninputs, &m[i].g);
-    m[i].ops = taso_graph_ops(&m[i].g);
-    if (err == TASO_OK && !(m[i].t = malloc(sizeof *m[i].t * (size_t)(2 * m[i].g.nnodes + 1))))
+    if (!(m[i].t = malloc(sizeof *m[i].t * (size_t)(2 * m[i].g.nnodes + 1))))
       err = taso_error(TASO_ERR_NOMEM, "graph types");
-    if (err == TASO_OK) err = taso_graph_infer(&m[i].g, in, m[i].t);
-    if (err == TASO_OK && i > 0 &&
-        (m[i].ops < m[rep].ops || (m[i].ops == m[rep].ops && taso_graph_compare(&m[i].g, &m[rep].g) < 0)))
-      rep = i;
+    else
+      err = taso_graph_infer(&m[i].g, in, m[i].t);
   }
   out->classes++;
   for (int64_t i = 0; i < n && err == TASO_OK; i++) {
@@ -1157,6 +1325,244 @@ static taso_err_t write_output(gen_t *c, const taso_fp_inputs_t *rnd, const taso
   return err;
 }
 
+/* ---- representative-based generation (method = representatives) ------- */
+
+/* Graphs of k operators are the class representatives of k - 1 operators
+ * extended by one operator: the enumeration tree (each graph below its
+ * canonical prefix) cut below every graph that is not the smallest of its
+ * fingerprint class. A substitution whose graph contains such a prefix is
+ * implied by the prefix's own substitution, so the cut loses no candidate
+ * pair that pruning would keep; it loses most of the graphs. Classes form
+ * after each level: the level's graphs whose outputs are all shared go to
+ * the owners of their fingerprints, which pick the representative against
+ * the classes of earlier levels and tell every rank the classes that have
+ * one (a graph of no such class is its own representative). */
+
+static bool class_empty(const class_t *x) {
+  return !x->fp.h[0] && !x->fp.h[1];
+}
+
+/* The slot of fp: its class, or the empty slot where it goes. */
+static class_t *classes_find(const classes_t *m, const taso_fingerprint_t *fp) {
+  uint64_t h = fp->h[0] & m->mask;
+  while (!class_empty(&m->slot[h]) && taso_fingerprint_cmp(&m->slot[h].fp, fp)) h = (h + 1) & m->mask;
+  return &m->slot[h];
+}
+
+/* The class of fp; NULL if the table lacks it. */
+static const class_t *classes_get(const classes_t *m, const taso_fingerprint_t *fp) {
+  if (!m->slot) return NULL;
+  const class_t *k = classes_find(m, fp);
+  return class_empty(k) ? NULL : k;
+}
+
+/* Adds or finds the class of fp; *at is its slot. */
+static taso_err_t classes_put(classes_t *m, const taso_fingerprint_t *fp, class_t **at) {
+  if (2 * (uint64_t)(m->n + 1) > m->mask + 1 || !m->slot) {
+    classes_t big = {.mask = m->slot ? 2 * m->mask + 1 : 4095};
+    big.slot = calloc(big.mask + 1, sizeof *big.slot);
+    if (!big.slot) return taso_error(TASO_ERR_NOMEM, "a table of %lld classes", (long long)m->n);
+    for (uint64_t i = 0; m->slot && i <= m->mask; i++)
+      if (!class_empty(&m->slot[i])) *classes_find(&big, &m->slot[i].fp) = m->slot[i];
+    big.n = m->n;
+    free(m->slot);
+    *m = big;
+  }
+  *at = classes_find(m, fp);
+  if (class_empty(*at)) {
+    (*at)->fp = *fp;
+    m->n++;
+  }
+  return TASO_OK;
+}
+
+/* A graph's identity across ranks: its operators in canonical order. */
+static uint64_t graph_hash(const taso_grec_t *r) {
+  uint64_t h = taso_mix64((uint64_t)r->nops);
+  for (int j = 0; j < r->nops; j++)
+    h = taso_mix64(h ^ ((uint64_t)(uint16_t)r->variant[j] << 32 | (uint64_t)(uint16_t)r->in[j][0] << 16 |
+                        (uint16_t)r->in[j][1])) + (uint64_t)j;
+  return h;
+}
+
+/* Whether a graph of the walk has children: it is its class's
+ * representative and no two of its outputs are equal (a graph holding a
+ * tensor twice extends into graphs that a smaller one implies). A graph
+ * smaller than the class's known representative is one the owner never
+ * saw (its outputs were not yet shared at its level): the true one. */
+static bool expand(void *ctx, const taso_enum_graph_t *g) {
+  gen_t *c = ctx;
+  taso_fingerprint_t fps[2 * TASO_ENUM_MAX_OPS + 2];
+  unsigned cones[2 * TASO_ENUM_MAX_OPS + 2];
+  taso_grec_t r;
+  for (int s = 0; s < g->nsinks; s++) cones[s] = g->cone[TASO_REF_NODE(g->sinks[s]) - c->ninputs];
+  if (!joinable(c, g->nops, output_groups(g->nsinks, cones))) return false;
+  /* an output that fewer operators compute, its operators its own: the
+   * graph with those instead is smaller and in the same class */
+  for (int s = 0; s < g->nsinks; s++) {
+    unsigned others = 0;
+    for (int o = 0; o < g->nsinks; o++) others |= o == s ? 0 : cones[o];
+    if (!(cones[s] & others) && taso_memo_marked(c->m, c->tid[g->sinks[s]], NOT_SMALLEST)) return false;
+  }
+  if (!fill_record(c, g->nops, g->variant, g->in, g->nsinks, g->sinks, &r, fps)) return false;
+  const class_t *k = classes_get(&c->reps, &r.fp);
+  return !k || g->nops < k->ops || k->rep == graph_hash(&r);
+}
+
+/* Level walk 2: a record of every graph whose outputs are all shared (its
+ * class may hold another graph) and distinct. */
+static taso_err_t visit_level(void *ctx, const taso_enum_graph_t *g) {
+  gen_t *c = ctx;
+  taso_fingerprint_t fps[2 * TASO_ENUM_MAX_OPS + 2];
+  unsigned cones[2 * TASO_ENUM_MAX_OPS + 2];
+  taso_grec_t r;
+  tick(c);
+  if (!outputs_shared(c, g->cone, g->nsinks, g->sinks, cones)) return TASO_OK;
+  if (!fill_record(c, g->nops, g->variant, g->in, g->nsinks, g->sinks, &r, fps)) return TASO_OK;
+  return add_record(c, &r);
+}
+
+/* On the owner: the classes of this level's records (n, any order), against
+ * the earlier levels' (c->owned). Classes with a member besides their
+ * representative go into *tell, for every rank. */
+static taso_err_t classify(gen_t *c, taso_grec_t *r, int64_t n, class_t **tell, int64_t *ntell) {
+  *tell = calloc((size_t)n + 1, sizeof **tell);
+  *ntell = 0;
+  if (!*tell) return taso_error(TASO_ERR_NOMEM, "classes of %lld graphs", (long long)n);
+  if (n > 1) qsort(r, (size_t)n, sizeof *r, taso_grec_cmp);
+  taso_err_t err = TASO_OK;
+  for (int64_t i = 0, j; i < n && err == TASO_OK; i = j) {
+    for (j = i + 1; j < n && !taso_fingerprint_cmp(&r[j].fp, &r[i].fp);) j++;
+    class_t *k;
+    bool known = classes_get(&c->owned, &r[i].fp) != NULL;
+    err = classes_put(&c->owned, &r[i].fp, &k);
+    if (err != TASO_OK) break;
+    if (!known) { /* a new class: its representative is of this level */
+      member_t *m = calloc((size_t)(j - i), sizeof *m);
+      int64_t rep = 0;
+      err = m ? class_members(c, r + i, j - i, m, &rep) : taso_error(TASO_ERR_NOMEM, "a class");
+      for (int64_t x = 0; m && x < j - i; x++) taso_graph_free(&m[x].g);
+      free(m);
+      k->rep = graph_hash(&r[i + rep]);
+      k->ops = r[i + rep].nops;
+    }
+    if ((known || j - i > 1) && !k->told) {
+      k->told = 1;
+      (*tell)[(*ntell)++] = *k;
+    }
+  }
+  return err;
+}
+
+/* Collective: the classes every rank learns from the owners. */
+static taso_err_t tell_classes(gen_t *c, const class_t *tell, int64_t n) {
+  class_t *all = NULL;
+  int64_t total = 0;
+  taso_err_t err = allgather(c, tell, n, sizeof *tell, (void **)&all, &total);
+  for (int64_t i = 0; i < total && err == TASO_OK; i++) {
+    class_t *k;
+    err = classes_put(&c->reps, &all[i].fp, &k);
+    if (err == TASO_OK) {
+      k->rep = all[i].rep;
+      k->ops = all[i].ops;
+    }
+  }
+  free(all);
+  return taso_tool_agree(c->t, err);
+}
+
+static double peak_mib(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)u.ru_maxrss / 1024;
+}
+
+/* Collective. One level: its graphs, their tensors' classes (the SHARED
+ * marks), then (below the last level) the graphs' classes. */
+static taso_err_t one_level(gen_t *c, int k, int64_t *graphs, int64_t *nshared, int64_t *volume) {
+  taso_tool_t *t = c->t;
+  double t0 = MPI_Wtime();
+  int64_t vol = 0, n[3] = {0, 0, 0}; /* graphs, records, told classes */
+  c->visited = 0;
+  /* from level 3 on, the units are the graphs of level k - 2 (uncut) */
+  taso_progress_begin(&c->progress, t, "units of the level (graphs of 2 operators fewer)",
+                      k >= 3 ? c->level_graphs[k - 2] : -1);
+  taso_enum_visitor_t v = {.ctx = c, .push = push, .visit = visit_count, .expand = expand};
+  v.want = want_joinable;
+  taso_err_t err = taso_tool_agree(t, taso_enum_level(c->e, k, t->rank, t->size, &v));
+  n[0] = c->visited;
+  *graphs += n[0]; /* this rank's */
+  if (err == TASO_OK) err = shared_tensors(c, nshared, &vol);
+  *volume += vol;
+  taso_grec_t *mine = NULL;
+  class_t *tell = NULL;
+  int64_t nmine = 0, ntell = 0;
+  if (err == TASO_OK && k < t->job.max_ops) {
+    v.visit = visit_level;
+    c->nrecs = 0;
+    err = taso_tool_agree(t, taso_enum_level(c->e, k, t->rank, t->size, &v));
+    n[1] = c->nrecs;
+    if (err == TASO_OK) err = exchange_by_owner(c, c->recs, c->nrecs, sizeof *c->recs, (void **)&mine, &nmine, &vol);
+    *volume += vol;
+    c->nrecs = 0;
+    if (err == TASO_OK) err = taso_tool_agree(t, classify(c, mine, nmine, &tell, &ntell));
+    n[2] = ntell;
+    if (err == TASO_OK) err = tell_classes(c, tell, ntell);
+  }
+  free(mine);
+  free(tell);
+  double mib[2] = {peak_mib(), 0}, all[2];
+  if (err == TASO_OK) {
+    MPI_Allreduce(MPI_IN_PLACE, n, 3, MPI_INT64_T, MPI_SUM, t->comm);
+    c->level_graphs[k] = n[0];
+    mib[1] = -mib[0];
+    MPI_Allreduce(mib, all, 2, MPI_DOUBLE, MPI_MAX, t->comm);
+    char classes[160] = "the last: its classes form with the pairs";
+    if (k < t->job.max_ops)
+      snprintf(classes, sizeof classes, "%lld with shared outputs, %lld classes with more than one graph "
+               "(%lld so far)", (long long)n[1], (long long)n[2], (long long)c->reps.n);
+    taso_tool_print(t, "level %d: %lld graphs, %s; %.2f s; peak memory per rank %.0f to %.0f MiB\n", k,
+                    (long long)n[0], classes, MPI_Wtime() - t0, -all[1], all[0]);
+  }
+  return err;
+}
+
+/* Collective. Every level, then walk 2 over the kept tree: the records of
+ * graphs whose outputs are all shared and connected, as the exhaustive
+ * walk 2 makes them. *graphs: this rank's share of the levels' graphs. */
+static taso_err_t generate_levels(gen_t *c, int64_t *graphs, int64_t *nshared, int64_t *volume) {
+  taso_err_t err = TASO_OK;
+  int64_t total = 0;
+  for (int k = 1; k <= c->t->job.max_ops && err == TASO_OK; k++)
+    err = one_level(c, k, &total, nshared, volume);
+  *graphs = total;
+  return err;
+}
+
+/* Walk 2 of the representative tree (after generate_levels). */
+static taso_err_t record_levels(gen_t *c) {
+  taso_enum_visitor_t v = {.ctx = c, .push = push, .visit = visit_record, .want = want_level, .expand = expand};
+  taso_err_t err = TASO_OK;
+  for (int k = 1; k <= c->t->job.max_ops && err == TASO_OK; k++)
+    err = taso_enum_level(c->e, k, c->t->rank, c->t->size, &v);
+  return err;
+}
+
+/* The inputs [generate] weights names, as the enumeration's mask. */
+static taso_err_t weights_mask(const taso_job_t *job, uint64_t *mask) {
+  char names[sizeof job->weights], *save = NULL;
+  *mask = job->weights[0] ? 0 : ~0ull;
+  memcpy(names, job->weights, sizeof names);
+  for (char *w = strtok_r(names, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
+    int i = taso_inputs_find(&job->inputs, w);
+    if (i < 0) return taso_error(TASO_ERR_PARSE, "%s: [generate] weights: no input '%s'", job->path, w);
+    if (i >= 64)
+      return taso_error(TASO_ERR_LIMIT, "%s: [generate] weights: input '%s' is past the first 64", job->path, w);
+    *mask |= 1ull << i;
+  }
+  return TASO_OK;
+}
+
 /* Collective. Candidates of the same job text may be replaced (they come
  * out the same); those of another job are another plan's results. */
 static taso_err_t check_plan(taso_tool_t *t) {
@@ -1202,9 +1608,13 @@ int main(int argc, char **argv) {
   TASO_TOOL_STEP(&t, err, taso_tool_claim_output(&t));
   TASO_TOOL_STEP(&t, err, check_plan(&t));
   double t_count = MPI_Wtime(), cpu_count = cpu_seconds();
+  bool levels = !strcmp(t.job.method, "representatives");
+  taso_enum_opts_t opts = {.no_count = levels, .keep_identities = t.job.keep_identities};
+  TASO_TOOL_STEP(&t, err, weights_mask(&t.job, &opts.weights));
   if (err == TASO_OK) {
-    /* the count pass that weighs the shards, shared by the ranks */
-    err = taso_enum_create(&t.job.inputs, t.job.ops, t.job.nops, t.job.max_ops, t.rank, t.size, &c.e);
+    /* the count pass that weighs the shards, shared by the ranks (none
+     * level by level: each level deals its own units) */
+    err = taso_enum_create_opts(&t.job.inputs, t.job.ops, t.job.nops, t.job.max_ops, t.rank, t.size, &opts, &c.e);
     if (err != TASO_OK) err = taso_error_prefix(err, "%s: ", t.job.path);
     err = taso_tool_agree(&t, err);
     if (err == TASO_OK) {
@@ -1232,7 +1642,17 @@ int main(int argc, char **argv) {
   lo = total * t.rank / t.size;
   hi = total * (t.rank + 1) / t.size;
   double t0 = MPI_Wtime(), cpu0 = cpu_seconds();
-  if (err == TASO_OK) {
+  int64_t nshared = 0, vol1 = 0, vol2 = 0;
+  if (err == TASO_OK && levels) {
+    int nv;
+    taso_enum_variants(c.e, &nv);
+    taso_tool_print(&t, "generating graphs of up to %d operators (%d operator variants) level by level "
+                    "from class representatives on %d ranks\n", t.job.max_ops, nv, t.size);
+    int64_t graphs = 0;
+    c.levels = true;
+    err = generate_levels(&c, &graphs, &nshared, &vol1);
+    c.visited = graphs;
+  } else if (err == TASO_OK) {
     int nv;
     taso_enum_variants(c.e, &nv);
     taso_tool_print(&t, "enumerating %lld graphs of up to %d operators (%d operator variants) on %d ranks; "
@@ -1262,9 +1682,8 @@ int main(int argc, char **argv) {
   static const char *const lap_names[NLAPS] = {"walk 1", "tensor classes", "walk 2", "exchange+disjoint",
                                                "pairing", "renaming", "implied"};
   double laps[NLAPS + 1] = {t0, MPI_Wtime()}, cpu[NLAPS + 1] = {cpu0, t_walk + cpu0};
-  /* 2. shared tensor classes */
-  int64_t nshared = 0, vol1 = 0, vol2 = 0;
-  if (err == TASO_OK) err = shared_tensors(&c, &nshared, &vol1);
+  /* 2. shared tensor classes (level by level: the last level's) */
+  if (err == TASO_OK && !levels) err = shared_tensors(&c, &nshared, &vol1);
   laps[LAP_CLASSES + 1] = MPI_Wtime(); cpu[LAP_CLASSES + 1] = cpu_seconds();
 
   /* 3. walk 2: records of graphs whose outputs are all shared and
@@ -1273,7 +1692,7 @@ int main(int argc, char **argv) {
   if (err == TASO_OK) {
     c.visited = 0;
     taso_enum_visitor_t v = {.ctx = &c, .push = push, .visit = visit_record, .want = want};
-    err = taso_enum_run(c.e, lo, hi, &v);
+    err = levels ? record_levels(&c) : taso_enum_run(c.e, lo, hi, &v);
   }
   if (err == TASO_OK) err = input_graphs(&c, &input_graphs_n);
   err = taso_tool_agree(&t, err);
