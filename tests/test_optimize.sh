@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # taso-optimize end to end (issue 15, the baseline): a small substitution
 # set is generated and verified (tests/data/optimize_test.ini, seconds),
-# three small built-in models are optimized with it, and each optimized
+# four small built-in models (one with batch normalization, also with the
+# rules of jobs/batchnorm.ini) are optimized with it, and each optimized
 # model must compute what the original computes on seeded random inputs
 # (taso-run --compare, its float32 tolerance, on the cpu and the reference
 # backends). At least one model must be rewritten, or the test would prove
@@ -17,12 +18,22 @@ run "$mpiexec" -n 1 "$bin/taso-generate" --job "$job" --out "$tmp/candidates.h5"
 expect "generate the test set" 0
 run "$mpiexec" -n 1 "$bin/taso-verify" --in "$tmp/candidates.h5" --out "$tmp/substitutions.h5"
 expect "verify the test set" 0
+# The batch-normalization rules: folding a normalization removes two
+# steps, a gain no timing noise hides, so at least that model is rewritten
+run "$mpiexec" -n 1 "$bin/taso-generate" --job jobs/batchnorm.ini --out "$tmp/bn.c.h5"
+expect "generate the batch-normalization set" 0
+run "$mpiexec" -n 1 "$bin/taso-verify" --in "$tmp/bn.c.h5" --out "$tmp/bn.h5"
+expect "verify the batch-normalization set" 0
+bn_model=resnet50:size=14,bn=1
+both=$tmp/substitutions.h5,$tmp/bn.h5
 
 rewritten=0
-for spec in nasrnn:hidden=64,steps=2 squeezenet:size=32 resnet50:size=14; do
-  name=${spec%%:*}
+for spec in nasrnn:hidden=64,steps=2 squeezenet:size=32 resnet50:size=14 $bn_model; do
+  name=${spec//[:=,]/_}
   out=$tmp/$name.opt.h5
-  run "$bin/taso-optimize" --job "$job" --model "$spec" --substitutions "$tmp/substitutions.h5" \
+  subs=$tmp/substitutions.h5
+  [ "$spec" = "$bn_model" ] && subs=$both
+  run "$bin/taso-optimize" --job "$job" --model "$spec" --substitutions "$subs" \
     --out "$out" --onnx "$tmp/$name.opt.onnx" --threads 1 --keep-slower --confirm-runs 1
   expect "optimize $spec" 0
   grep -q "cost .* -> .* ms" "$tmp/out" || { echo "FAIL: $spec: no cost summary"; show; fail=1; }
@@ -48,8 +59,8 @@ fi
 
 # The end-to-end confirmation: the file holds the result only when it was
 # measured faster than the input, else the input graph, and says which.
-run "$bin/taso-optimize" --job "$job" --model squeezenet:size=32 --threads 1 \
-  --substitutions "$tmp/substitutions.h5" --out "$tmp/confirm.opt.h5" --confirm-runs 3
+run "$bin/taso-optimize" --job "$job" --model "$bn_model" --threads 1 \
+  --substitutions "$both" --out "$tmp/confirm.opt.h5" --confirm-runs 3
 expect "optimize with the end-to-end confirmation" 0
 run "$bin/taso-show" "$tmp/confirm.opt.h5"
 # the attributes themselves (the listing rounds to 4 digits)
@@ -65,7 +76,7 @@ case $verdict in
   *) echo "FAIL: confirmation: $verdict"; show; fail=1 ;;
 esac
 if [ "$kept" = 1 ]; then # the input graph: it has the original's operator counts
-  run "$bin/taso-show" squeezenet:size=32
+  run "$bin/taso-show" "$bn_model"
   grep '^operators:' "$tmp/out" >"$tmp/ops.in"
   run "$bin/taso-show" "$tmp/confirm.opt.h5"
   grep '^operators:' "$tmp/out" | cmp -s - "$tmp/ops.in" ||
@@ -76,7 +87,7 @@ run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/candid
   --out "$tmp/x.opt.h5"
 expect "candidates refused as substitutions" 1
 grep -q 'taso-verify' "$tmp/err" || { echo "FAIL: the refusal does not say to verify"; show; fail=1; }
-run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/squeezenet.opt.h5" \
+run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/squeezenet_size_32.opt.h5" \
   --out "$tmp/x.opt.h5"
 expect "a model refused as substitutions" 1
 run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/nope.h5" --out "$tmp/x.opt.h5"
