@@ -2,7 +2,10 @@
 folding test and benchmark: blocks of Conv (no bias) -> BatchNormalization
 -> Relu, the second block's output added to its input before the Relu, as
 PyTorch exports them. Statistics, scales and shifts are seeded random, with
-negative scales among them. Usage: conv_bn_model.py OUT [CHANNELS SIZE]."""
+negative scales among them. With --bias every Conv has a bias B of its own
+(as exports that keep the convolution's bias do), so folding the
+normalization must also move its scale through that bias and merge the two
+shifts. Usage: conv_bn_model.py [--bias] OUT [CHANNELS SIZE]."""
 import sys
 
 import numpy as np
@@ -10,7 +13,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
-def main(out, channels=8, size=12):
+def main(out, channels=8, size=12, bias=False):
     rng = np.random.default_rng(7)
     inits, nodes = [], []
 
@@ -20,7 +23,8 @@ def main(out, channels=8, size=12):
 
     def conv_bn(x, k, tag):
         w = const(tag + ".w", rng.normal(0, 0.3, (channels, channels, k, k)))
-        nodes.append(helper.make_node("Conv", [x, w], [tag + ".conv"],
+        inputs = [x, w] + ([const(tag + ".b", rng.normal(0, 0.5, channels))] if bias else [])
+        nodes.append(helper.make_node("Conv", inputs, [tag + ".conv"],
                                       pads=[k // 2] * 4, kernel_shape=[k, k]))
         stats = [const(tag + ".bn." + n, v) for n, v in (
             ("scale", rng.uniform(-1.5, 1.5, channels)), ("bias", rng.normal(0, 1, channels)),
@@ -47,4 +51,5 @@ def main(out, channels=8, size=12):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], *(int(a) for a in sys.argv[2:4]))
+    args = [a for a in sys.argv[1:] if a != "--bias"]
+    main(args[0], *(int(a) for a in args[1:3]), bias="--bias" in sys.argv[1:])

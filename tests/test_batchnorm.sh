@@ -10,6 +10,11 @@
 # made its conv2d one fused step with its bias (and sum) and relu, and the
 # result (and its ONNX export) must agree with the original on the cpu and
 # reference backends.
+# Convolutions with a bias of their own (ONNX Conv with B, imported as a
+# chadd): the scale must move through the bias (axiom C2) before it folds,
+# and the two shifts merge (C3); C2-C13 must pass the small-tensor check,
+# and a fold that forgets to scale the bias (bad/chadd_scale.smt2) must be
+# caught there.
 # Bad input: a missing or unverified second file. No assertion on time.
 #
 # ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
@@ -31,6 +36,16 @@ has "the folding rule is proved" "$fold  [proved]" "$tmp/out"
 run "$mpiexec" -n 2 "$bin/taso-validate" --sizes 1,2 --only C1 --no-redundancy --out "$tmp/v.h5"
 expect "C1 passes the small-tensor check" 0
 has "C1 has no counterexample" " 0 counterexamples" "$tmp/out"
+for ax in C2 C3 C4 C5 C6 C7 C8 C9 C10 C11 C12 C13; do
+  run "$mpiexec" -n 2 "$bin/taso-validate" --sizes 1,2 --only $ax --no-redundancy --out "$tmp/v$ax.h5"
+  expect "$ax passes the small-tensor check" 0
+  has "$ax has no counterexample" " 0 counterexamples" "$tmp/out"
+  if grep -q "combinations: 0 proved" "$tmp/out"; then echo "FAIL: $ax checked on no case"; fail=1; fi
+done
+run "$mpiexec" -n 2 "$bin/taso-validate" --sizes 1,2 --add data/axioms/bad/chadd_scale.smt2 \
+  --only BAD5 --no-redundancy --out "$tmp/b5.h5"
+expect "the unscaled-shift fixture is refuted" 3
+has "BAD5 has a counterexample" "BAD5 counterexample" "$tmp/out"
 run "$mpiexec" -n 2 "$bin/taso-validate" --sizes 1,2 --add data/axioms/bad/chmul_axis.smt2 \
   --only BAD4 --no-redundancy --out "$tmp/b.h5"
 expect "the wrong-axis fixture is refuted" 3
@@ -67,6 +82,36 @@ for spec in cpu:m.opt.h5 reference:m.opt.h5 cpu:m.opt.onnx; do
   expect "the optimized ${spec#*:} agrees with the original ($backend)" 0
   fused=$(sed -n 's/.* steps (\([0-9]*\) fused).*/\1/p' "$tmp/out")
   [ "${fused:-0}" -ge "${folds:-0}" ] || { echo "FAIL: $fused fused steps after $folds folds"; show; fail=1; }
+done
+
+# The same blocks with a bias on every Conv, at a size where a step's cost
+# is above the timing noise: the batchnorm file alone, a longer search
+# (the fold goes through a graph with one more step before it pays).
+run "$py" tests/conv_bn_model.py --bias "$tmp/mb.onnx" 32 28
+expect "write the conv-with-bias-BN-relu model" 0
+run "$bin/taso-show" "$tmp/mb.onnx"
+has "Conv's bias imports as a chadd" "chmul 3 chadd 6" "$tmp/out"
+run "$bin/taso-optimize" --job jobs/batchnorm.ini --model "$tmp/mb.onnx" \
+  --substitutions "$tmp/batchnorm.h5" --budget 200 --out "$tmp/mb.opt.h5" --threads 1 \
+  --keep-slower --confirm-runs 1
+expect "optimize the model with biases" 0
+run "$bin/taso-show" "$tmp/mb.opt.h5" --graph
+through='chmul(1, chadd(1, i1, v2), v1) => chadd(1, chmul(1, i1, v1), ewmul(v1, v2))'
+count() { grep -F -- "$1" "$tmp/out" | sed -n 's/^ *\([0-9]*\) x .*/\1/p'; }
+n_through=$(count "$through")
+n_fold=$(count "$fold")
+echo "scales moved through a bias: ${n_through:-0}, folded: ${n_fold:-0}"
+if [ "${n_through:-0}" -lt 1 ] || [ "${n_fold:-0}" -lt 1 ]; then
+  echo "FAIL: no normalization was folded through a convolution's bias"
+  show
+  fail=1
+fi
+left=$(sed -n '/^model /,$p' "$tmp/out" | grep -c ' = chmul(')
+[ "$left" -eq $((3 - ${n_fold:-0})) ] || { echo "FAIL: $left chmul left after ${n_fold:-0} folds"; show; fail=1; }
+for backend in cpu reference; do
+  run "$bin/taso-run" --model "$tmp/mb.opt.h5" --compare "$tmp/mb.onnx" --runs 0 \
+    --backend "$backend" --threads 1
+  expect "the folded model with biases agrees with the original ($backend)" 0
 done
 
 run "$bin/taso-optimize" --model "$tmp/m.onnx" --substitutions "$tmp/batchnorm.h5,$tmp/nope.h5" \

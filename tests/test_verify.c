@@ -43,7 +43,7 @@ static void make_inputs(taso_inputs_t *in) {
       {"w1", 4, {2, 2, 3, 3}}, {"w2", 4, {2, 2, 3, 3}}, {"w4", 4, {2, 2, 1, 3}},
       {"w5", 4, {2, 2, 1, 3}}, {"i3", 4, {1, 2, 3, 1}}, {"w7", 4, {2, 2, 3, 1}},
       {"i4", 4, {1, 2, 1, 3}}, {"w8", 4, {2, 2, 1, 1}}, {"w9", 4, {2, 1, 1, 1}},
-      {"c1", 1, {2}},
+      {"c1", 1, {2}},          {"c2", 1, {2}},          {"c0", 1, {1}},
   };
   memset(in, 0, sizeof *in);
   for (size_t i = 0; i < sizeof t / sizeof *t; i++)
@@ -153,6 +153,18 @@ static const struct {
             "ewadd(const_one(shape=2x3), a1)",
      true},
     {"C1", "chmul(1, conv2d(s=2x2, i1, w1), c1) => conv2d(s=2x2, i1, chmul(0, w1, c1))", true},
+    {"C2", "chmul(1, chadd(1, i1, c1), c2) => chadd(1, chmul(1, i1, c2), ewmul(c1, c2))", true},
+    {"C3", "chadd(1, chadd(1, i1, c1), c2) => chadd(1, i1, ewadd(c1, c2))", true},
+    {"C4", "chmul(1, chmul(1, i1, c1), c2) => chmul(1, i1, ewmul(c1, c2))", true},
+    {"C5", "chmul(0, chmul(1, w1, c1), c2) => chmul(1, chmul(0, w1, c2), c1)", true},
+    {"C6", "chadd(0, chadd(1, w1, c1), c2) => chadd(1, chadd(0, w1, c2), c1)", true},
+    {"C7", "chmul(1, ewadd(i1, i2), c1) => ewadd(chmul(1, i1, c1), chmul(1, i2, c1))", true},
+    {"C8", "chmul(1, ewmul(i1, i2), c1) => ewmul(chmul(1, i1, c1), i2)", true},
+    {"C9", "chadd(1, ewadd(i1, i2), c1) => ewadd(chadd(1, i1, c1), i2)", true},
+    {"C10", "conv2d(act=relu, chmul(1, i1, c1), w1) => conv2d(act=relu, i1, chmul(1, w1, c1))", true},
+    {"C11", "chmul(0, conv2d(i1, w1), c0) => conv2d(chmul(0, i1, c0), w1)", true},
+    {"C12", "ewadd(chmul(1, i1, c1), chmul(1, i1, c2)) => chmul(1, i1, ewadd(c1, c2))", true},
+    {"C13", "ewmul(i1, chadd(1, i2, c1)) => ewadd(ewmul(i1, i2), chmul(1, i1, c1))", true},
 };
 #define NINSTANCES ((int)(sizeof instances / sizeof *instances))
 

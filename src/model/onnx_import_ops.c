@@ -101,28 +101,21 @@ static taso_err_t need_rank4(const taso_tensor_t *t, const char *what) {
   return TASO_OK;
 }
 
-/* Conv's bias B [M] added as a [1,M,1,1] tensor: a weight when B is a
- * constant (keeping B's name), else a reshape. */
+/* Conv's bias B [M]: chadd on the channel axis, the per-channel operator of
+ * the substitution language (as for BatchNormalization below), so that
+ * proved rules move a following normalization's scale and shift through
+ * it; the cpu backend fuses it into the convolution as its bias. */
 static taso_err_t conv_bias(importer_t *im, const Onnx__NodeProto *n, taso_ref_t y,
                             taso_ref_t *out) {
-  int32_t m = im_type(im, y)->dim[1], dim[4] = {1, m, 1, 1};
-  const Onnx__TensorProto *t = im_const(im, n, 2);
+  int32_t m = im_type(im, y)->dim[1];
   taso_ref_t b;
-  if (t) {
-    if (t->n_dims != 1 || t->dims[0] != m)
-      return im_unsupported("bias of %zu dims for %d channels", t->n_dims, m);
-    float *v;
-    int64_t count;
-    TRY(im_const_floats(t, &v, &count));
-    taso_err_t err = im_weight(im, n->input[2], 4, dim, v, &b);
-    free(v);
-    TRY(err);
-  } else {
-    TRY(im_tensor(im, n, 2, &b));
-    TRY(im_reshape(im, b, 4, dim, &b));
-  }
+  TRY(im_tensor(im, n, 2, &b));
+  const taso_tensor_t *bt = im_type(im, b);
+  if (bt->rank != 1 || bt->dim[0] != m)
+    return im_unsupported("bias of %d dims for %d channels", bt->rank, m);
   taso_params_t p = taso_params_default();
-  return im_node(im, TASO_OP_ADD, &p, y, b, -1, out);
+  p.axis = 1;
+  return im_node(im, TASO_OP_CHADD, &p, y, b, -1, out);
 }
 
 static taso_err_t op_conv(importer_t *im, const Onnx__NodeProto *n) {
@@ -346,8 +339,8 @@ static taso_err_t binary(importer_t *im, const Onnx__NodeProto *n, taso_op_kind_
   TRY(im_tensor(im, n, 0, &a));
   TRY(im_tensor(im, n, 1, &b));
   const taso_tensor_t *at = im_type(im, a), *bt = im_type(im, b);
-  /* ewadd/ewmul (rank 2 to 4, equal shapes) are what substitutions match. */
-  int same = at->rank >= 2 && at->rank == bt->rank && !memcmp(at->dim, bt->dim, sizeof at->dim);
+  /* ewadd/ewmul (rank 1 to 4, equal shapes) are what substitutions match. */
+  int same = at->rank >= 1 && at->rank == bt->rank && !memcmp(at->dim, bt->dim, sizeof at->dim);
   taso_params_t p = taso_params_default();
   TRY(im_node(im, same ? same_kind : broadcast_kind, &p, a, b, -1, &y));
   return im_set(im, n, 0, y);
