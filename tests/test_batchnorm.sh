@@ -84,6 +84,12 @@ for spec in cpu:m.opt.h5 reference:m.opt.h5 cpu:m.opt.onnx; do
   [ "${fused:-0}" -ge "${folds:-0}" ] || { echo "FAIL: $fused fused steps after $folds folds"; show; fail=1; }
 done
 
+# The export writes each chadd as an Add of a [C,1,1] initializer; it must
+# read back as a chadd (not a model-only broadcast add no rule matches).
+run "$bin/taso-show" "$tmp/m.opt.onnx"
+has "exported per-channel Adds read back as chadd" "chadd 3" "$tmp/out"
+if grep -q '^operators:.* add ' "$tmp/out"; then echo "FAIL: a broadcast add read back"; show; fail=1; fi
+
 # The same blocks with a bias on every Conv, at a size where a step's cost
 # is above the timing noise: the batchnorm file alone, a longer search
 # (the fold goes through a graph with one more step before it pays).

@@ -333,9 +333,43 @@ static taso_err_t op_gemm(importer_t *im, const Onnx__NodeProto *n) {
 
 /* ---- element-wise ------------------------------------------------------------- */
 
+/* Operand i of n as a per-channel vector of x, the other operand: a
+ * constant [C,1,1] or [1,C,1,1] that broadcasts along axis 1 of a rank-4
+ * x alone, as exporters write a bias or a scale (ours included). Found:
+ * *vec is a [C] weight under the constant's name; else *vec is -1. */
+static taso_err_t channel_vector(importer_t *im, const Onnx__NodeProto *n, size_t i,
+                                 const taso_tensor_t *x, taso_ref_t *vec) {
+  const Onnx__TensorProto *t = im_const(im, n, i);
+  *vec = -1;
+  if (!t || x->rank != 4 || t->n_dims < 3 || t->n_dims > 4) return TASO_OK;
+  size_t c = t->n_dims - 3; /* the channel's place: [C,1,1] or [1,C,1,1] */
+  for (size_t k = 0; k < t->n_dims; k++)
+    if (t->dims[k] != (k == c ? x->dim[1] : 1)) return TASO_OK;
+  float *v;
+  int64_t count;
+  TRY(im_const_floats(t, &v, &count));
+  taso_err_t err = im_weight(im, n->input[i], 1, &x->dim[1], v, vec);
+  free(v);
+  return err;
+}
+
 static taso_err_t binary(importer_t *im, const Onnx__NodeProto *n, taso_op_kind_t same_kind,
                          taso_op_kind_t broadcast_kind) {
   taso_ref_t a, b, y;
+  /* A per-channel constant on either side: chadd or chmul on axis 1, the
+   * substitution language's own (so that rules fold it, and an exported
+   * model reads back as it was written). */
+  for (size_t i = 0; i < 2; i++) {
+    if (im_const(im, n, 1 - i)) continue;
+    taso_ref_t x, v;
+    TRY(im_tensor(im, n, 1 - i, &x));
+    TRY(channel_vector(im, n, i, im_type(im, x), &v));
+    if (v < 0) continue;
+    taso_params_t p = taso_params_default();
+    p.axis = 1;
+    TRY(im_node(im, same_kind == TASO_OP_EWADD ? TASO_OP_CHADD : TASO_OP_CHMUL, &p, x, v, -1, &y));
+    return im_set(im, n, 0, y);
+  }
   TRY(im_tensor(im, n, 0, &a));
   TRY(im_tensor(im, n, 1, &b));
   const taso_tensor_t *at = im_type(im, a), *bt = im_type(im, b);
