@@ -223,6 +223,59 @@ static taso_err_t expand(layer_t *l, const taso_cand_t *rules, int64_t nrules, i
   return TASO_OK;
 }
 
+/* The lookahead's state: the other side's graphs met through one more
+ * rewrite by a rule whose result side is a bare input. */
+typedef struct {
+  taso_deriver_t *d;
+  int other;  /* the side looked into */
+  int depth;  /* steps to the graph rewritten, plus the one rewrite */
+  int best;   /* fewest steps of a meeting found, or -1 */
+  int budget; /* max_steps */
+} peek_t;
+
+static taso_err_t peeked(void *ctx, const taso_graph_t *g) {
+  peek_t *p = ctx;
+  const side_t *s = &p->d->side[p->other];
+  int64_t at = side_find(s, g, taso_graph_hash(g));
+  if (at >= 0) {
+    int steps = p->depth + s->v[at].depth;
+    if (steps <= p->budget && (p->best < 0 || steps < p->best)) p->best = steps;
+  }
+  return TASO_OK;
+}
+
+/* A rule whose side is a bare input (ewmul(const_one, w1) => w1) rewrites
+ * one way only: the engine never matches a bare input, so the side that
+ * holds the smaller graph cannot undo it, and a derivation that ends in
+ * it is found only if the other side makes that last step. The bounds
+ * rarely leave room for it (the side with the smaller frontier grows
+ * first), so each graph of a new layer [from, to) of side me is also
+ * rewritten by those rules and each result looked up in the other side,
+ * without being added. */
+static taso_err_t lookahead(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules, int me, int64_t from,
+                            int64_t to, int *best) {
+  peek_t p = {.d = d, .other = 1 - me, .best = -1, .budget = d->o.max_steps};
+  for (int64_t i = from; i < to; i++) {
+    reached_t host = d->side[me].v[i];
+    p.depth = host.depth + 1;
+    if (p.depth > d->o.max_steps) continue;
+    for (int64_t k = 0; k < nrules; k++)
+      for (int dir = 0; dir < 2; dir++) {
+        const taso_graph_t *lhs = dir ? &rules[k].dst : &rules[k].src;
+        const taso_graph_t *rhs = dir ? &rules[k].src : &rules[k].dst;
+        if (!d->has_cond[2 * k + dir] || taso_graph_ops(rhs) > 0 || !fits(rules[k].kinds[dir], host.kinds))
+          continue;
+        if (d->o.rewrite)
+          TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, k, dir, &host.g, host.types, lhs, rhs, peeked, &p));
+        else
+          TASO_TRY(taso_rewrite_all_checked(&host.g, host.types, lhs, rhs, &d->in, &d->cond[2 * k + dir],
+                                            peeked, &p));
+      }
+  }
+  *best = p.best;
+  return TASO_OK;
+}
+
 static int max_int(int a, int b) { return a > b ? a : b; }
 
 taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules,
@@ -244,6 +297,8 @@ taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrul
    * input, say, which no rule's side matches) or when it is full; the
    * other goes on, since a rewrite one way is not always one the other */
   bool stopped[2] = {false, false};
+  for (int me = 0; me < 2 && *steps < 0; me++) TASO_TRY(lookahead(d, rules, nrules, me, 0, 1, steps));
+  if (*steps >= 0) return TASO_OK;
   while (depth[0] + depth[1] < d->o.max_steps && !(stopped[0] && stopped[1])) {
     /* grow the side with the smaller frontier: fewer expansions per layer */
     int me = stopped[0] ? 1 : stopped[1] ? 0
@@ -252,6 +307,7 @@ taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrul
     int64_t from = layer_start[me], to = d->side[me].n;
     for (int64_t i = from; i < to; i++) TASO_TRY(expand(&l, rules, nrules, i));
     layer_start[me] = to;
+    if (l.best < 0) TASO_TRY(lookahead(d, rules, nrules, me, to, d->side[me].n, &l.best));
     if (l.best >= 0) {
       *steps = l.best;
       return TASO_OK;

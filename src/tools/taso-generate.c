@@ -1157,6 +1157,20 @@ static taso_err_t gather_pruned(gen_t *c, lines_t *mine, pruned_list_t *out) {
   return taso_tool_agree(c->t, err);
 }
 
+/* Level by level, the most rewrites a derivation that prunes c may take.
+ * The walk cut the graphs built on a class's other members (S), so each
+ * pair of those stands behind a pair of the representative R: it is the
+ * rewrite S => R, then R's pair. A pair between graphs of fewer than
+ * max_ops operators is such a rewrite S => R, kept unless one rewrite
+ * derives it (a longer derivation found at these shapes need not exist
+ * at the shapes S has inside larger graphs, nor fit the bounds there); the
+ * others leave one rewrite of the bounds for it. */
+static int level_steps(const gen_t *c, const taso_cand_t *k) {
+  int ops = taso_graph_ops(&k->src) > taso_graph_ops(&k->dst) ? taso_graph_ops(&k->src) : taso_graph_ops(&k->dst);
+  int bound = c->derive.max_steps > 0 ? c->derive.max_steps : TASO_DEFAULT_DERIVE_STEPS;
+  return ops < c->t->job.max_ops ? 1 : bound - 1;
+}
+
 /* Drops the candidates that smaller kept ones imply, size by size; each rank
  * checks a block of every size and the flags are combined. The dropped
  * ones join pruned with their step counts. */
@@ -1178,6 +1192,7 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
     for (int64_t i = b; i < e && err == TASO_OK; i++) {
       int steps;
       err = taso_derive(d, cands, kept, &cands[i].src, &cands[i].dst, &steps);
+      if (c->levels && steps > level_steps(c, &cands[i])) steps = -1;
       implied[i] = (uint8_t)(steps > 0 ? steps : 0);
       taso_progress_update(&progress, ++checked);
     }
