@@ -68,7 +68,10 @@ taso_fp_t taso_fp_max(taso_fp_t a, taso_fp_t b);
  * without it, pool_max over a constant with one nonzero per window (the
  * identity kernel const_iconv) commuted with smul by any scalar in every
  * set, and smul(pool_max(const_iconv), s0) => pool_max(smul(const_iconv,
- * s0)), false for s0 < 0, passed the exact re-check. */
+ * s0)), false for s0 < 0, passed the exact re-check. A field has no sign,
+ * so the true positive case goes too (ewadd(pool_max(const_iconv),
+ * pool_max(const_iconv)) => pool_max(ewadd(const_iconv, const_iconv)),
+ * which the axioms do not prove: taso-verify left it unknown). */
 typedef struct {
   taso_fp_t r2, r1, m2, m1, m3;
 } taso_fp_model_t;
