@@ -1157,6 +1157,31 @@ static taso_err_t gather_pruned(gen_t *c, lines_t *mine, pruned_list_t *out) {
   return taso_tool_agree(c->t, err);
 }
 
+/* Collective: the rule guard's verdicts that this rank decided since the
+ * last call (*shared of them before) go to every rank, so that no rank
+ * proves a relation another one has decided. A verdict depends only on
+ * its key (rule_guard.h): the derivations come out the same, with fewer
+ * proofs. */
+static taso_err_t share_verdicts(gen_t *c, int64_t *shared) {
+  taso_rule_guard_t *guard = c->derive.rewrite ? c->derive.rewrite_ctx : NULL;
+  int any = guard != NULL;
+  MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, c->t->comm);
+  if (!any || c->t->size == 1) return TASO_OK;
+  uint8_t *mine = NULL, *all = NULL;
+  size_t len = 0;
+  int64_t total = 0;
+  taso_err_t err = guard ? taso_rule_guard_export(guard, *shared, &mine, &len) : TASO_OK;
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK) err = allgather(c, mine, (int64_t)len, 1, (void **)&all, &total);
+  if (err == TASO_OK && guard) {
+    *shared = taso_rule_guard_decided(guard);
+    err = taso_rule_guard_import(guard, all, (size_t)total);
+  }
+  free(mine);
+  free(all);
+  return taso_tool_agree(c->t, err);
+}
+
 /* Level by level, the most rewrites a derivation that prunes c may take.
  * The walk cut the graphs built on a class's other members (S), so each
  * pair of those stands behind a pair of the representative R: it is the
@@ -1184,7 +1209,7 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
   int64_t kept = 0; /* cands[0, kept) are the kept ones so far, in order */
   taso_progress_t progress;
   taso_progress_begin(&progress, c->t, "candidates checked for implication (rank 0's share)", -1);
-  int64_t checked = 0;
+  int64_t checked = 0, shared = 0;
   for (int64_t lo = 0; err == TASO_OK && lo < n;) {
     int64_t hi = lo;
     while (hi < n && cands[hi].size == cands[lo].size && cands[hi].inputs == cands[lo].inputs) hi++;
@@ -1199,6 +1224,7 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
     err = taso_tool_agree(c->t, err);
     if (err != TASO_OK) break;
     MPI_Allreduce(MPI_IN_PLACE, implied + lo, (int)(hi - lo), MPI_UINT8_T, MPI_MAX, c->t->comm);
+    err = share_verdicts(c, &shared);
     int64_t rules = kept; /* the ones this size's derivations used */
     for (int64_t i = lo; i < hi; i++) {
       if (implied[i]) {

@@ -90,6 +90,18 @@ taso_err_t taso_rule_guard_accepts(taso_rule_guard_t *g, int64_t rule, int dir,
                                    const taso_graph_t *lhs, const taso_graph_t *rhs,
                                    const taso_inputs_t *at, bool *accept);
 
+/* Sharing verdicts between guards over the same substitutions (the same
+ * rule ids), input table, axioms and options, e.g. the ranks of one run:
+ * a verdict depends only on its key (rule, direction, relation; the
+ * decision is seeded by the key alone), so a guard that imports another's
+ * verdicts accepts exactly what it would have decided itself, without the
+ * proofs. taso_rule_guard_decided: how many verdicts this guard decided
+ * (not imported); export: those from the from'th on, as bytes (*buf
+ * malloc'd); import: adds the verdicts of such bytes it lacks. */
+int64_t taso_rule_guard_decided(const taso_rule_guard_t *g);
+taso_err_t taso_rule_guard_export(const taso_rule_guard_t *g, int64_t from, uint8_t **buf, size_t *len);
+taso_err_t taso_rule_guard_import(taso_rule_guard_t *g, const uint8_t *buf, size_t len);
+
 /* The counters so far. */
 void taso_rule_guard_stats(const taso_rule_guard_t *g, taso_rule_guard_stats_t *s);
 
