@@ -278,10 +278,9 @@ static taso_err_t lookahead(taso_deriver_t *d, const taso_cand_t *rules, int64_t
 
 static int max_int(int a, int b) { return a > b ? a : b; }
 
-taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules,
-                       const taso_graph_t *src, const taso_graph_t *dst, int *steps) {
+static taso_err_t search(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules, const taso_graph_t *src,
+                         const taso_graph_t *dst, int *steps) {
   *steps = -1;
-  TASO_TRY(add_conditions(d, rules, nrules));
   side_clear(&d->side[0]);
   side_clear(&d->side[1]);
   if (taso_graph_compare(src, dst) == 0) {
@@ -316,4 +315,17 @@ taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrul
     if (d->side[me].n > to) depth[me]++; /* an empty layer costs no step */
   }
   return TASO_OK;
+}
+
+taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules,
+                       const taso_graph_t *src, const taso_graph_t *dst, int *steps) {
+  *steps = -1;
+  TASO_TRY(add_conditions(d, rules, nrules));
+  if (d->o.optimistic) { /* a search that fails with every match accepted needs no proofs */
+    d->o.optimistic(d->o.rewrite_ctx, true);
+    taso_err_t err = search(d, rules, nrules, src, dst, steps);
+    d->o.optimistic(d->o.rewrite_ctx, false);
+    if (err != TASO_OK || *steps < 0) return err;
+  }
+  return search(d, rules, nrules, src, dst, steps);
 }

@@ -29,6 +29,7 @@
 #ifndef TASO_DERIVE_H
 #define TASO_DERIVE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "artifact.h"
@@ -74,6 +75,14 @@ typedef struct {
   int max_nodes; /* graphs per side; 0: TASO_DEFAULT_DERIVE_NODES */
   taso_derive_rewrite_fn rewrite; /* NULL: taso_rewrite_all_checked */
   void *rewrite_ctx;
+  /* Optional, with rewrite: switches the hook to accepting every match
+   * (on) and back. Each derivation then searches with it first, and
+   * again as the hook accepts only when that search meets: a
+   * candidate no rewrites could derive costs no proofs. The outcome of
+   * that first search depends on the rules and the pair alone (not on
+   * the hook's earlier verdicts), so results do not depend on the order
+   * of the calls or the rank count. */
+  void (*optimistic)(void *rewrite_ctx, bool on);
 } taso_derive_opts_t;
 
 typedef struct taso_deriver taso_deriver_t;
