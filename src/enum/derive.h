@@ -24,7 +24,16 @@
  * (rules never rewrite a bare input, so a side that is one cannot grow,
  * though the other may reach it) or when it is full; the other side goes
  * on alone. A search that does not meet reports failure (the candidate is
- * kept, which is the safe side).
+ * kept, which is the safe side). Rules whose side is a bare input rewrite
+ * one way only (the engine never matches a bare input), so each new layer
+ * also looks one such rewrite ahead into the other side.
+ *
+ * With a hook that can accept every match (optimistic below), the search
+ * is a path search: it runs with every match accepted, and the hook then
+ * decides only the rewrites of the path that met (the guard's proofs); a
+ * rewrite it refuses is left out and the search runs again (at most 16
+ * times, then the plain search with the hook deciding every match). A
+ * pair no rewrites derive costs no proofs.
  */
 #ifndef TASO_DERIVE_H
 #define TASO_DERIVE_H
@@ -76,12 +85,10 @@ typedef struct {
   taso_derive_rewrite_fn rewrite; /* NULL: taso_rewrite_all_checked */
   void *rewrite_ctx;
   /* Optional, with rewrite: switches the hook to accepting every match
-   * (on) and back. Each derivation then searches with it first, and
-   * again as the hook accepts only when that search meets: a
-   * candidate no rewrites could derive costs no proofs. The outcome of
-   * that first search depends on the rules and the pair alone (not on
-   * the hook's earlier verdicts), so results do not depend on the order
-   * of the calls or the rank count. */
+   * (on) and back, for the path search (above). Each search then depends
+   * on the rules, the pair and the rewrites refused so far, whose
+   * verdicts depend on their own keys alone (rule_guard.h): results do
+   * not depend on the order of the calls or the rank count. */
   void (*optimistic)(void *rewrite_ctx, bool on);
 } taso_derive_opts_t;
 
