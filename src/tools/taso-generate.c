@@ -1244,24 +1244,33 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
   return err;
 }
 
-/* Derives this rank's block of the pruned rows not derived yet (the
- * common subgraphs and independent parts) from the kept set: steps[i],
- * -1 where the search fails, 0 outside the block. */
+/* Collective. Derives the pruned rows not derived yet (the common
+ * subgraphs and independent parts) from the kept set: steps[i], -1 where
+ * the search fails, 0 for other ranks' rows. The rows needing proofs
+ * cluster (they are sorted by pattern), so they are dealt round robin, in
+ * chunks with the guard's verdicts shared after each. */
 static taso_err_t derive_pruned(gen_t *c, const taso_cand_t *cands, int64_t kept,
                                 const pruned_list_t *pruned, int32_t *steps) {
-  int64_t lo, hi;
-  taso_tool_block(c->t, pruned->n, &lo, &hi);
+  enum { CHUNKS = 8 };
+  taso_rule_guard_t *guard = c->derive.rewrite ? c->derive.rewrite_ctx : NULL;
+  int64_t shared = guard ? taso_rule_guard_decided(guard) : 0; /* the others went at prune_implied's end */
   taso_deriver_t *d = NULL;
-  taso_err_t err = taso_deriver_create(&c->t->job.inputs, &c->derive, &d);
-  for (int64_t i = lo; i < hi && err == TASO_OK; i++) {
-    steps[i] = pruned->v[i].steps;
-    if (steps[i] >= 0) continue;
-    taso_cand_t p;
-    char *text = malloc(strlen(pruned->v[i].text) + 1);
-    if (!text) err = taso_error(TASO_ERR_NOMEM, "pruned pair");
-    else err = taso_cand_parse(&c->t->job.inputs, strcpy(text, pruned->v[i].text), &p);
-    if (err == TASO_OK) err = taso_derive(d, cands, kept, &p.src, &p.dst, &steps[i]);
-    taso_cand_free(&p);
+  taso_err_t err = taso_tool_agree(c->t, taso_deriver_create(&c->t->job.inputs, &c->derive, &d));
+  for (int k = 0; k < CHUNKS && err == TASO_OK; k++) {
+    int64_t lo = pruned->n * k / CHUNKS, hi = pruned->n * (k + 1) / CHUNKS;
+    for (int64_t i = lo; i < hi && err == TASO_OK; i++) {
+      if (i % c->t->size != c->t->rank) continue;
+      steps[i] = pruned->v[i].steps;
+      if (steps[i] >= 0) continue;
+      taso_cand_t p;
+      char *text = malloc(strlen(pruned->v[i].text) + 1);
+      if (!text) err = taso_error(TASO_ERR_NOMEM, "pruned pair");
+      else err = taso_cand_parse(&c->t->job.inputs, strcpy(text, pruned->v[i].text), &p);
+      if (err == TASO_OK) err = taso_derive(d, cands, kept, &p.src, &p.dst, &steps[i]);
+      taso_cand_free(&p);
+    }
+    err = taso_tool_agree(c->t, err);
+    if (err == TASO_OK) err = share_verdicts(c, &shared);
   }
   taso_deriver_free(d);
   return err;
