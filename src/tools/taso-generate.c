@@ -26,7 +26,7 @@
  *      rank gathers the survivors' pattern keys (canonical under renaming of
  *      inputs of any shape), keeps one pair per pattern, re-checks those
  *      exactly on another input set, drops the ones that one or two
- *      rewrites by kept ones imply (each rank checks a block), and the ranks
+ *      rewrites by kept ones imply (each rank a share), and the ranks
  *      write the result collectively.
  * The output does not depend on the rank count: shards only change who
  * finds a graph, and every later choice is made on sorted, global data.
@@ -1197,7 +1197,7 @@ static int level_steps(const gen_t *c, const taso_cand_t *k) {
 }
 
 /* Drops the candidates that smaller kept ones imply, size by size; each rank
- * checks a block of every size and the flags are combined. The dropped
+ * checks every size's candidates round robin and the flags are combined. The dropped
  * ones join pruned with their step counts. */
 static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t *kept_out,
                                 pruned_list_t *pruned) {
@@ -1213,8 +1213,8 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
   for (int64_t lo = 0; err == TASO_OK && lo < n;) {
     int64_t hi = lo;
     while (hi < n && cands[hi].size == cands[lo].size && cands[hi].inputs == cands[lo].inputs) hi++;
-    int64_t b = lo + (hi - lo) * c->t->rank / c->t->size, e = lo + (hi - lo) * (c->t->rank + 1) / c->t->size;
-    for (int64_t i = b; i < e && err == TASO_OK; i++) {
+    /* round robin: the candidates needing proofs cluster (sorted by text) */
+    for (int64_t i = lo + c->t->rank; i < hi && err == TASO_OK; i += c->t->size) {
       int steps;
       err = taso_derive(d, cands, kept, &cands[i].src, &cands[i].dst, &steps);
       if (c->levels && steps > level_steps(c, &cands[i])) steps = -1;
