@@ -100,10 +100,24 @@ static void test_field(void) {
   CHECK(taso_fp_max(3, 7) == taso_fp_max(7, 3));
 }
 
+/* The random max model is symmetric, and max(0, x) is not linear in x: a
+ * linear one made pool_max over a constant with one nonzero per window
+ * commute with smul by any scalar (negative ones too) on every input set. */
+static void test_max_model(void) {
+  for (int s = 0; s < TASO_FP_SETS; s++) {
+    const taso_fp_model_t *m = &rnd.model[s];
+    taso_fp_t a = 12345, b = 678910, k = TASO_P61 - 3; /* k = -3 */
+    CHECK(taso_fp_max_m(m, a, b) == taso_fp_max_m(m, b, a));
+    CHECK(taso_fp_max_m(m, 0, taso_fp_mul(k, a)) != taso_fp_mul(k, taso_fp_max_m(m, 0, a)));
+    CHECK(taso_fp_relu_m(m, 0) == 0);
+  }
+}
+
 int main(void) {
   setup();
   test_case_t cases[] = {TEST(test_known_substitutions), TEST(test_distinct),
-                         TEST(test_seed_determinism), TEST(test_field)};
+                         TEST(test_seed_determinism), TEST(test_field),
+                         TEST(test_max_model)};
   int rc = test_run(cases, sizeof cases / sizeof *cases);
   taso_fp_inputs_free(&rnd);
   taso_inputs_free(&inputs);

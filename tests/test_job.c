@@ -157,6 +157,7 @@ static void test_workstation(void) {
   check_original_space(&job);
   CHECK(job.max_ops == 3);
   CHECK(job.nsizes == 2 && job.sizes[0] == 1 && job.sizes[1] == 2);
+  CHECK_STR(job.method, "representatives"); /* the exhaustive set derives from it (bench/derive.sh) */
   taso_job_free(&job);
 }
 

@@ -27,6 +27,8 @@ typedef struct {
   uint64_t hash;          /* taso_graph_hash(g) */
   int depth;              /* rewrites from the side's start */
   uint8_t kinds[TASO_OP_COUNT]; /* operators per kind, for the rules' quick filter */
+  int64_t parent, rule;   /* reached from graph parent of its side by rule; -1: the start */
+  int dir;                /* in direction dir */
 } reached_t;
 
 /* The graphs one side reached, with an index by hash (open addressing;
@@ -45,6 +47,12 @@ struct taso_deriver {
   uint8_t *has_cond;            /* per direction: cond computed (its lhs has operators) */
   int64_t ncond, cond_cap;      /* rules whose conditions are computed */
   side_t side[2];
+  /* the path search (derive.h, optimistic): rewrites the hook refused on
+   * a path, left out of the next search */
+  struct edge { uint64_t from, to; int64_t rule; int dir; } *forbidden;
+  int nforbidden, capforbidden;
+  bool paths; /* record meetings: an optimistic search */
+  struct meeting { int side; int64_t a, b, rule; int dir; bool via; } meet;
 };
 
 taso_err_t taso_deriver_create(const taso_inputs_t *in, const taso_derive_opts_t *opts,
@@ -87,6 +95,7 @@ void taso_deriver_free(taso_deriver_t *d) {
     if (d->has_cond[i]) taso_shape_cond_free(&d->cond[i]);
   free(d->cond);
   free(d->has_cond);
+  free(d->forbidden);
   free(d->in.v);
   free(d);
 }
@@ -154,6 +163,7 @@ static taso_err_t side_add(taso_deriver_t *d, side_t *s, const taso_graph_t *g, 
   taso_graph_init(&r->g);
   r->hash = hash;
   r->depth = depth;
+  r->parent = r->rule = -1;
   taso_err_t err = taso_graph_copy(&r->g, g);
   if (err == TASO_OK && !(r->types = malloc(sizeof *r->types * (size_t)(2 * g->nnodes + 1))))
     err = taso_error(TASO_ERR_NOMEM, "derivation types");
@@ -177,7 +187,18 @@ typedef struct {
   int max_ops;  /* of any graph reached */
   int best;     /* fewest steps of a meeting found, or -1 */
   bool full;    /* the side reached max_nodes */
+  int64_t host, rule; /* the graph rewritten and the rule, for the edge */
+  int dir;
 } layer_t;
+
+/* Whether the rewrite of graph from by rule, dir into to is left out. */
+static bool forbidden(const taso_deriver_t *d, uint64_t from, uint64_t to, int64_t rule, int dir) {
+  for (int i = 0; i < d->nforbidden; i++)
+    if (d->forbidden[i].from == from && d->forbidden[i].to == to && d->forbidden[i].rule == rule &&
+        d->forbidden[i].dir == dir)
+      return true;
+  return false;
+}
 
 static taso_err_t reached(void *ctx, const taso_graph_t *g) {
   layer_t *l = ctx;
@@ -185,15 +206,22 @@ static taso_err_t reached(void *ctx, const taso_graph_t *g) {
   if (taso_graph_ops(g) > l->max_ops) return TASO_OK;
   uint64_t hash = taso_graph_hash(g);
   if (side_find(s, g, hash) >= 0) return TASO_OK;
+  if (l->d->nforbidden && forbidden(l->d, s->v[l->host].hash, hash, l->rule, l->dir)) return TASO_OK;
   if (s->n >= l->d->o.max_nodes) {
     l->full = true;
     return TASO_OK;
   }
   TASO_TRY(side_add(l->d, s, g, hash, l->depth));
+  s->v[s->n - 1].parent = l->host;
+  s->v[s->n - 1].rule = l->rule;
+  s->v[s->n - 1].dir = l->dir;
   int64_t at = side_find(other, g, hash);
   if (at >= 0) {
     int steps = l->depth + other->v[at].depth;
-    if (l->best < 0 || steps < l->best) l->best = steps;
+    if (l->best < 0 || steps < l->best) {
+      l->best = steps;
+      l->d->meet = (struct meeting){.side = l->me, .a = s->n - 1, .b = at};
+    }
   }
   return TASO_OK;
 }
@@ -209,9 +237,12 @@ static taso_err_t expand(layer_t *l, const taso_cand_t *rules, int64_t nrules, i
   taso_deriver_t *d = l->d;
   /* shallow copies: adding graphs may move the array, never the buffers */
   reached_t host = d->side[l->me].v[i];
+  l->host = i;
   for (int64_t k = 0; k < nrules; k++)
     for (int dir = 0; dir < 2; dir++) {
       if (!d->has_cond[2 * k + dir] || !fits(rules[k].kinds[dir], host.kinds)) continue;
+      l->rule = k;
+      l->dir = dir;
       const taso_graph_t *lhs = dir ? &rules[k].dst : &rules[k].src;
       const taso_graph_t *rhs = dir ? &rules[k].src : &rules[k].dst;
       if (d->o.rewrite)
@@ -223,12 +254,77 @@ static taso_err_t expand(layer_t *l, const taso_cand_t *rules, int64_t nrules, i
   return TASO_OK;
 }
 
+/* The lookahead's state: the other side's graphs met through one more
+ * rewrite by a rule whose result side is a bare input. */
+typedef struct {
+  taso_deriver_t *d;
+  int other;  /* the side looked into */
+  int depth;  /* steps to the graph rewritten, plus the one rewrite */
+  int best;   /* fewest steps of a meeting found, or -1 */
+  int budget; /* max_steps */
+  int64_t host, rule; /* the graph rewritten (of side 1 - other) and the rule */
+  int dir;
+} peek_t;
+
+static taso_err_t peeked(void *ctx, const taso_graph_t *g) {
+  peek_t *p = ctx;
+  const side_t *s = &p->d->side[p->other];
+  uint64_t hash = taso_graph_hash(g);
+  int64_t at = side_find(s, g, hash);
+  if (at >= 0 && p->d->nforbidden &&
+      forbidden(p->d, p->d->side[1 - p->other].v[p->host].hash, hash, p->rule, p->dir))
+    at = -1;
+  if (at >= 0) {
+    int steps = p->depth + s->v[at].depth;
+    if (steps <= p->budget && (p->best < 0 || steps < p->best)) {
+      p->best = steps;
+      p->d->meet = (struct meeting){.side = 1 - p->other, .a = p->host, .b = at, .rule = p->rule, .dir = p->dir,
+                                    .via = true};
+    }
+  }
+  return TASO_OK;
+}
+
+/* A rule whose side is a bare input (ewmul(const_one, w1) => w1) rewrites
+ * one way only: the engine never matches a bare input, so the side that
+ * holds the smaller graph cannot undo it, and a derivation that ends in
+ * it is found only if the other side makes that last step. The bounds
+ * rarely leave room for it (the side with the smaller frontier grows
+ * first), so each graph of a new layer [from, to) of side me is also
+ * rewritten by those rules and each result looked up in the other side,
+ * without being added. */
+static taso_err_t lookahead(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules, int me, int64_t from,
+                            int64_t to, int *best) {
+  peek_t p = {.d = d, .other = 1 - me, .best = -1, .budget = d->o.max_steps};
+  for (int64_t i = from; i < to; i++) {
+    reached_t host = d->side[me].v[i];
+    p.depth = host.depth + 1;
+    p.host = i;
+    if (p.depth > d->o.max_steps) continue;
+    for (int64_t k = 0; k < nrules; k++)
+      for (int dir = 0; dir < 2; dir++) {
+        const taso_graph_t *lhs = dir ? &rules[k].dst : &rules[k].src;
+        const taso_graph_t *rhs = dir ? &rules[k].src : &rules[k].dst;
+        if (!d->has_cond[2 * k + dir] || taso_graph_ops(rhs) > 0 || !fits(rules[k].kinds[dir], host.kinds))
+          continue;
+        p.rule = k;
+        p.dir = dir;
+        if (d->o.rewrite)
+          TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, k, dir, &host.g, host.types, lhs, rhs, peeked, &p));
+        else
+          TASO_TRY(taso_rewrite_all_checked(&host.g, host.types, lhs, rhs, &d->in, &d->cond[2 * k + dir],
+                                            peeked, &p));
+      }
+  }
+  *best = p.best;
+  return TASO_OK;
+}
+
 static int max_int(int a, int b) { return a > b ? a : b; }
 
-taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules,
-                       const taso_graph_t *src, const taso_graph_t *dst, int *steps) {
+static taso_err_t search(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules, const taso_graph_t *src,
+                         const taso_graph_t *dst, int *steps) {
   *steps = -1;
-  TASO_TRY(add_conditions(d, rules, nrules));
   side_clear(&d->side[0]);
   side_clear(&d->side[1]);
   if (taso_graph_compare(src, dst) == 0) {
@@ -244,6 +340,8 @@ taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrul
    * input, say, which no rule's side matches) or when it is full; the
    * other goes on, since a rewrite one way is not always one the other */
   bool stopped[2] = {false, false};
+  for (int me = 0; me < 2 && *steps < 0; me++) TASO_TRY(lookahead(d, rules, nrules, me, 0, 1, steps));
+  if (*steps >= 0) return TASO_OK;
   while (depth[0] + depth[1] < d->o.max_steps && !(stopped[0] && stopped[1])) {
     /* grow the side with the smaller frontier: fewer expansions per layer */
     int me = stopped[0] ? 1 : stopped[1] ? 0
@@ -252,6 +350,7 @@ taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrul
     int64_t from = layer_start[me], to = d->side[me].n;
     for (int64_t i = from; i < to; i++) TASO_TRY(expand(&l, rules, nrules, i));
     layer_start[me] = to;
+    if (l.best < 0) TASO_TRY(lookahead(d, rules, nrules, me, to, d->side[me].n, &l.best));
     if (l.best >= 0) {
       *steps = l.best;
       return TASO_OK;
@@ -260,4 +359,79 @@ taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrul
     if (d->side[me].n > to) depth[me]++; /* an empty layer costs no step */
   }
   return TASO_OK;
+}
+
+/* The state of one edge's check: whether the hook, deciding, gives to. */
+typedef struct {
+  const taso_graph_t *to;
+  uint64_t hash;
+  bool found;
+} check_t;
+
+static taso_err_t checked(void *ctx, const taso_graph_t *g) {
+  check_t *c = ctx;
+  if (!c->found && taso_graph_hash(g) == c->hash && taso_graph_compare(g, c->to) == 0) c->found = true;
+  return TASO_OK;
+}
+
+/* Whether the hook, deciding, accepts the rewrite of from by rule, dir
+ * into to; if not, it is left out of later searches. */
+static taso_err_t check_edge(taso_deriver_t *d, const taso_cand_t *rules, const reached_t *from,
+                             const reached_t *to, int64_t rule, int dir, bool *ok) {
+  check_t c = {.to = &to->g, .hash = to->hash};
+  const taso_graph_t *lhs = dir ? &rules[rule].dst : &rules[rule].src;
+  const taso_graph_t *rhs = dir ? &rules[rule].src : &rules[rule].dst;
+  TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, rule, dir, &from->g, from->types, lhs, rhs, checked, &c));
+  *ok = c.found;
+  if (c.found) return TASO_OK;
+  if (d->nforbidden == d->capforbidden) {
+    int cap = 2 * d->capforbidden + 16;
+    struct edge *f = realloc(d->forbidden, sizeof *f * (size_t)cap);
+    if (!f) return taso_error(TASO_ERR_NOMEM, "derivation");
+    d->forbidden = f;
+    d->capforbidden = cap;
+  }
+  d->forbidden[d->nforbidden++] = (struct edge){from->hash, to->hash, rule, dir};
+  return TASO_OK;
+}
+
+/* Checks every rewrite of side k's chain from graph i back to its start;
+ * *ok false at the first refused. */
+static taso_err_t check_chain(taso_deriver_t *d, const taso_cand_t *rules, int k, int64_t i, bool *ok) {
+  const side_t *s = &d->side[k];
+  *ok = true;
+  for (; *ok && s->v[i].parent >= 0; i = s->v[i].parent)
+    TASO_TRY(check_edge(d, rules, &s->v[s->v[i].parent], &s->v[i], s->v[i].rule, s->v[i].dir, ok));
+  return TASO_OK;
+}
+
+/* Most searches before the path search gives way to the plain one. */
+#define PATH_TRIES 16
+
+taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules,
+                       const taso_graph_t *src, const taso_graph_t *dst, int *steps) {
+  *steps = -1;
+  TASO_TRY(add_conditions(d, rules, nrules));
+  if (!d->o.optimistic) return search(d, rules, nrules, src, dst, steps);
+  /* The path search: every match accepted, then the hook decides only the
+   * rewrites of the path found; one it refuses is left out and the search
+   * runs again. Each search depends on the rules, the pair and the
+   * rewrites left out, whose verdicts depend on their keys alone: the
+   * outcome does not depend on the hook's earlier decisions. */
+  d->nforbidden = 0;
+  for (int t = 0; t < PATH_TRIES; t++) {
+    d->o.optimistic(d->o.rewrite_ctx, true);
+    taso_err_t err = search(d, rules, nrules, src, dst, steps);
+    d->o.optimistic(d->o.rewrite_ctx, false);
+    if (err != TASO_OK || *steps <= 0) return err; /* none with every match accepted: none at all */
+    struct meeting m = d->meet;
+    bool ok;
+    TASO_TRY(check_chain(d, rules, m.side, m.a, &ok));
+    if (ok) TASO_TRY(check_chain(d, rules, 1 - m.side, m.b, &ok));
+    if (ok && m.via)
+      TASO_TRY(check_edge(d, rules, &d->side[m.side].v[m.a], &d->side[1 - m.side].v[m.b], m.rule, m.dir, &ok));
+    if (ok) return TASO_OK;
+    *steps = -1;
+  }
+  return search(d, rules, nrules, src, dst, steps);
 }

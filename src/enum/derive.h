@@ -24,11 +24,21 @@
  * (rules never rewrite a bare input, so a side that is one cannot grow,
  * though the other may reach it) or when it is full; the other side goes
  * on alone. A search that does not meet reports failure (the candidate is
- * kept, which is the safe side).
+ * kept, which is the safe side). Rules whose side is a bare input rewrite
+ * one way only (the engine never matches a bare input), so each new layer
+ * also looks one such rewrite ahead into the other side.
+ *
+ * With a hook that can accept every match (optimistic below), the search
+ * is a path search: it runs with every match accepted, and the hook then
+ * decides only the rewrites of the path that met (the guard's proofs); a
+ * rewrite it refuses is left out and the search runs again (at most 16
+ * times, then the plain search with the hook deciding every match). A
+ * pair no rewrites derive costs no proofs.
  */
 #ifndef TASO_DERIVE_H
 #define TASO_DERIVE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "artifact.h"
@@ -74,6 +84,12 @@ typedef struct {
   int max_nodes; /* graphs per side; 0: TASO_DEFAULT_DERIVE_NODES */
   taso_derive_rewrite_fn rewrite; /* NULL: taso_rewrite_all_checked */
   void *rewrite_ctx;
+  /* Optional, with rewrite: switches the hook to accepting every match
+   * (on) and back, for the path search (above). Each search then depends
+   * on the rules, the pair and the rewrites refused so far, whose
+   * verdicts depend on their own keys alone (rule_guard.h): results do
+   * not depend on the order of the calls or the rank count. */
+  void (*optimistic)(void *rewrite_ctx, bool on);
 } taso_derive_opts_t;
 
 typedef struct taso_deriver taso_deriver_t;

@@ -60,12 +60,20 @@ taso_fp_t taso_fp_relu(taso_fp_t a);
 taso_fp_t taso_fp_max(taso_fp_t a, taso_fp_t b);
 
 /* Models with random coefficients, one per input set:
- * relu(a) = r2 a^2 + r1 a, max(a, b) = m2 ab + m1 (a + b). Constants take
- * the same values in every input set, so a fixed model could make two
- * graphs over constants agree on every set (relu(1) = 4 = 4 * 1); with its
- * own coefficients, the re-check set tells them apart. relu(0) = 0 holds. */
+ * relu(a) = r2 a^2 + r1 a, max(a, b) = m2 ab + m1 (a + b) + m3 (a - b)^2.
+ * Constants take the same values in every input set, so a fixed model
+ * could make two graphs over constants agree on every set (relu(1) = 4 =
+ * 4 * 1); with its own coefficients, the re-check set tells them apart.
+ * relu(0) = 0 holds. The m3 term keeps max(0, x) from being linear in x:
+ * without it, pool_max over a constant with one nonzero per window (the
+ * identity kernel const_iconv) commuted with smul by any scalar in every
+ * set, and smul(pool_max(const_iconv), s0) => pool_max(smul(const_iconv,
+ * s0)), false for s0 < 0, passed the exact re-check. A field has no sign,
+ * so the true positive case goes too (ewadd(pool_max(const_iconv),
+ * pool_max(const_iconv)) => pool_max(ewadd(const_iconv, const_iconv)),
+ * which the axioms do not prove: taso-verify left it unknown). */
 typedef struct {
-  taso_fp_t r2, r1, m2, m1;
+  taso_fp_t r2, r1, m2, m1, m3;
 } taso_fp_model_t;
 
 static inline taso_fp_t taso_fp_relu_m(const taso_fp_model_t *m, taso_fp_t a) {
@@ -73,7 +81,9 @@ static inline taso_fp_t taso_fp_relu_m(const taso_fp_model_t *m, taso_fp_t a) {
 }
 
 static inline taso_fp_t taso_fp_max_m(const taso_fp_model_t *m, taso_fp_t a, taso_fp_t b) {
-  return taso_fp_add(taso_fp_mul(m->m2, taso_fp_mul(a, b)), taso_fp_mul(m->m1, taso_fp_add(a, b)));
+  taso_fp_t d = taso_fp_add(a, TASO_P61 - b); /* a - b */
+  return taso_fp_add(taso_fp_add(taso_fp_mul(m->m2, taso_fp_mul(a, b)), taso_fp_mul(m->m1, taso_fp_add(a, b))),
+                     taso_fp_mul(m->m3, taso_fp_mul(d, d)));
 }
 
 #endif

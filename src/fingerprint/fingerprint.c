@@ -18,13 +18,13 @@ taso_err_t taso_fp_inputs_init(taso_fp_inputs_t *r, const taso_inputs_t *in, uin
   r->offset[in->n] = total;
   for (int s = 0; s < TASO_FP_SETS; s++) { /* nonzero coefficients: keys past any element */
     uint64_t key = taso_mix64(taso_mix64(seed) ^ (0x4d4f44454cULL + (uint64_t)s));
-    taso_fp_t c[4];
-    for (int k = 0; k < 4; k++) {
+    taso_fp_t c[5];
+    for (int k = 0; k < 5; k++) {
       key = taso_mix64(key);
       c[k] = taso_fp_reduce(key >> 3);
       if (c[k] == 0) c[k] = 1;
     }
-    r->model[s] = (taso_fp_model_t){c[0], c[1], c[2], c[3]};
+    r->model[s] = (taso_fp_model_t){c[0], c[1], c[2], c[3], c[4]};
   }
   for (int s = 0; s < TASO_FP_SETS; s++) {
     r->values[s] = malloc(sizeof(taso_fp_t) * (total ? total : 1));

@@ -50,6 +50,10 @@ taso_err_t taso_tool_guard_rewrite(void *guard, int64_t rule, int dir, const tas
   return taso_rewrite_all_guarded(guard, rule, dir, host, host_types, lhs, rhs, fn, fn_ctx);
 }
 
+void taso_tool_guard_optimistic(void *guard, bool on) {
+  taso_rule_guard_optimistic(guard, on);
+}
+
 void taso_tool_derive_opts(const taso_tool_t *t, taso_rule_guard_t *guard, taso_derive_opts_t *o) {
   *o = (taso_derive_opts_t){0};
   if (t->have_job) {
@@ -60,6 +64,7 @@ void taso_tool_derive_opts(const taso_tool_t *t, taso_rule_guard_t *guard, taso_
   if (guard) {
     o->rewrite = taso_tool_guard_rewrite;
     o->rewrite_ctx = guard;
+    o->optimistic = taso_tool_guard_optimistic;
   }
 }
 

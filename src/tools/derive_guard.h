@@ -38,6 +38,9 @@ taso_err_t taso_tool_guard_rewrite(void *guard, int64_t rule, int dir, const tas
                                    const taso_tensor_t *host_types, const taso_graph_t *lhs,
                                    const taso_graph_t *rhs, taso_rewrite_fn fn, void *fn_ctx);
 
+/* The derivation's optimistic switch (derive.h) with the guard as ctx. */
+void taso_tool_guard_optimistic(void *guard, bool on);
+
 /* Rank 0 prints the guard's counters: "PREFIX: N matches, ..." */
 void taso_tool_guard_print(const taso_tool_t *t, const char *prefix, const taso_rule_guard_stats_t *g);
 

@@ -26,7 +26,7 @@
  *      rank gathers the survivors' pattern keys (canonical under renaming of
  *      inputs of any shape), keeps one pair per pattern, re-checks those
  *      exactly on another input set, drops the ones that one or two
- *      rewrites by kept ones imply (each rank checks a block), and the ranks
+ *      rewrites by kept ones imply (each rank a share), and the ranks
  *      write the result collectively.
  * The output does not depend on the rank count: shards only change who
  * finds a graph, and every later choice is made on sorted, global data.
@@ -1157,8 +1157,47 @@ static taso_err_t gather_pruned(gen_t *c, lines_t *mine, pruned_list_t *out) {
   return taso_tool_agree(c->t, err);
 }
 
+/* Collective: the rule guard's verdicts that this rank decided since the
+ * last call (*shared of them before) go to every rank, so that no rank
+ * proves a relation another one has decided. A verdict depends only on
+ * its key (rule_guard.h): the derivations come out the same, with fewer
+ * proofs. */
+static taso_err_t share_verdicts(gen_t *c, int64_t *shared) {
+  taso_rule_guard_t *guard = c->derive.rewrite ? c->derive.rewrite_ctx : NULL;
+  int any = guard != NULL;
+  MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, c->t->comm);
+  if (!any || c->t->size == 1) return TASO_OK;
+  uint8_t *mine = NULL, *all = NULL;
+  size_t len = 0;
+  int64_t total = 0;
+  taso_err_t err = guard ? taso_rule_guard_export(guard, *shared, &mine, &len) : TASO_OK;
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK) err = allgather(c, mine, (int64_t)len, 1, (void **)&all, &total);
+  if (err == TASO_OK && guard) {
+    *shared = taso_rule_guard_decided(guard);
+    err = taso_rule_guard_import(guard, all, (size_t)total);
+  }
+  free(mine);
+  free(all);
+  return taso_tool_agree(c->t, err);
+}
+
+/* Level by level, the most rewrites a derivation that prunes c may take.
+ * The walk cut the graphs built on a class's other members (S), so each
+ * pair of those stands behind a pair of the representative R: it is the
+ * rewrite S => R, then R's pair. A pair between graphs of fewer than
+ * max_ops operators is such a rewrite S => R, kept unless one rewrite
+ * derives it (a longer derivation found at these shapes need not exist
+ * at the shapes S has inside larger graphs, nor fit the bounds there); the
+ * others leave one rewrite of the bounds for it. */
+static int level_steps(const gen_t *c, const taso_cand_t *k) {
+  int ops = taso_graph_ops(&k->src) > taso_graph_ops(&k->dst) ? taso_graph_ops(&k->src) : taso_graph_ops(&k->dst);
+  int bound = c->derive.max_steps > 0 ? c->derive.max_steps : TASO_DEFAULT_DERIVE_STEPS;
+  return ops < c->t->job.max_ops ? 1 : bound - 1;
+}
+
 /* Drops the candidates that smaller kept ones imply, size by size; each rank
- * checks a block of every size and the flags are combined. The dropped
+ * checks every size's candidates round robin and the flags are combined. The dropped
  * ones join pruned with their step counts. */
 static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t *kept_out,
                                 pruned_list_t *pruned) {
@@ -1170,20 +1209,22 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
   int64_t kept = 0; /* cands[0, kept) are the kept ones so far, in order */
   taso_progress_t progress;
   taso_progress_begin(&progress, c->t, "candidates checked for implication (rank 0's share)", -1);
-  int64_t checked = 0;
+  int64_t checked = 0, shared = 0;
   for (int64_t lo = 0; err == TASO_OK && lo < n;) {
     int64_t hi = lo;
     while (hi < n && cands[hi].size == cands[lo].size && cands[hi].inputs == cands[lo].inputs) hi++;
-    int64_t b = lo + (hi - lo) * c->t->rank / c->t->size, e = lo + (hi - lo) * (c->t->rank + 1) / c->t->size;
-    for (int64_t i = b; i < e && err == TASO_OK; i++) {
+    /* round robin: the candidates needing proofs cluster (sorted by text) */
+    for (int64_t i = lo + c->t->rank; i < hi && err == TASO_OK; i += c->t->size) {
       int steps;
       err = taso_derive(d, cands, kept, &cands[i].src, &cands[i].dst, &steps);
+      if (c->levels && steps > level_steps(c, &cands[i])) steps = -1;
       implied[i] = (uint8_t)(steps > 0 ? steps : 0);
       taso_progress_update(&progress, ++checked);
     }
     err = taso_tool_agree(c->t, err);
     if (err != TASO_OK) break;
     MPI_Allreduce(MPI_IN_PLACE, implied + lo, (int)(hi - lo), MPI_UINT8_T, MPI_MAX, c->t->comm);
+    err = share_verdicts(c, &shared);
     int64_t rules = kept; /* the ones this size's derivations used */
     for (int64_t i = lo; i < hi; i++) {
       if (implied[i]) {
@@ -1203,24 +1244,33 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
   return err;
 }
 
-/* Derives this rank's block of the pruned rows not derived yet (the
- * common subgraphs and independent parts) from the kept set: steps[i],
- * -1 where the search fails, 0 outside the block. */
+/* Collective. Derives the pruned rows not derived yet (the common
+ * subgraphs and independent parts) from the kept set: steps[i], -1 where
+ * the search fails, 0 for other ranks' rows. The rows needing proofs
+ * cluster (they are sorted by pattern), so they are dealt round robin, in
+ * chunks with the guard's verdicts shared after each. */
 static taso_err_t derive_pruned(gen_t *c, const taso_cand_t *cands, int64_t kept,
                                 const pruned_list_t *pruned, int32_t *steps) {
-  int64_t lo, hi;
-  taso_tool_block(c->t, pruned->n, &lo, &hi);
+  enum { CHUNKS = 8 };
+  taso_rule_guard_t *guard = c->derive.rewrite ? c->derive.rewrite_ctx : NULL;
+  int64_t shared = guard ? taso_rule_guard_decided(guard) : 0; /* the others went at prune_implied's end */
   taso_deriver_t *d = NULL;
-  taso_err_t err = taso_deriver_create(&c->t->job.inputs, &c->derive, &d);
-  for (int64_t i = lo; i < hi && err == TASO_OK; i++) {
-    steps[i] = pruned->v[i].steps;
-    if (steps[i] >= 0) continue;
-    taso_cand_t p;
-    char *text = malloc(strlen(pruned->v[i].text) + 1);
-    if (!text) err = taso_error(TASO_ERR_NOMEM, "pruned pair");
-    else err = taso_cand_parse(&c->t->job.inputs, strcpy(text, pruned->v[i].text), &p);
-    if (err == TASO_OK) err = taso_derive(d, cands, kept, &p.src, &p.dst, &steps[i]);
-    taso_cand_free(&p);
+  taso_err_t err = taso_tool_agree(c->t, taso_deriver_create(&c->t->job.inputs, &c->derive, &d));
+  for (int k = 0; k < CHUNKS && err == TASO_OK; k++) {
+    int64_t lo = pruned->n * k / CHUNKS, hi = pruned->n * (k + 1) / CHUNKS;
+    for (int64_t i = lo; i < hi && err == TASO_OK; i++) {
+      if (i % c->t->size != c->t->rank) continue;
+      steps[i] = pruned->v[i].steps;
+      if (steps[i] >= 0) continue;
+      taso_cand_t p;
+      char *text = malloc(strlen(pruned->v[i].text) + 1);
+      if (!text) err = taso_error(TASO_ERR_NOMEM, "pruned pair");
+      else err = taso_cand_parse(&c->t->job.inputs, strcpy(text, pruned->v[i].text), &p);
+      if (err == TASO_OK) err = taso_derive(d, cands, kept, &p.src, &p.dst, &steps[i]);
+      taso_cand_free(&p);
+    }
+    err = taso_tool_agree(c->t, err);
+    if (err == TASO_OK) err = share_verdicts(c, &shared);
   }
   taso_deriver_free(d);
   return err;

@@ -60,6 +60,7 @@ typedef struct {
   int64_t numeric_small;  /* relations whose numeric check ran at small sizes */
   int64_t no_realization; /* refused: too costly at the bound shapes, no small sizes found */
   int64_t numeric_false;  /* refused: the numeric check found the sides different */
+  int64_t optimistic;     /* matches judged in optimistic mode (in no other counter) */
   double proof_seconds;   /* total wall time of the decisions */
   double median_seconds;  /* median wall time of one decision */
 } taso_rule_guard_stats_t;
@@ -89,6 +90,26 @@ taso_err_t taso_rewrite_all_guarded(taso_rule_guard_t *g, int64_t rule, int dir,
 taso_err_t taso_rule_guard_accepts(taso_rule_guard_t *g, int64_t rule, int dir,
                                    const taso_graph_t *lhs, const taso_graph_t *rhs,
                                    const taso_inputs_t *at, bool *accept);
+
+/* Sharing verdicts between guards over the same substitutions (the same
+ * rule ids), input table, axioms and options, e.g. the ranks of one run:
+ * a verdict depends only on its key (rule, direction, relation; the
+ * decision is seeded by the key alone), so a guard that imports another's
+ * verdicts accepts exactly what it would have decided itself, without the
+ * proofs. taso_rule_guard_decided: how many verdicts this guard decided
+ * (not imported); export: those from the from'th on, as bytes (*buf
+ * malloc'd); import: adds the verdicts of such bytes it lacks. */
+int64_t taso_rule_guard_decided(const taso_rule_guard_t *g);
+taso_err_t taso_rule_guard_export(const taso_rule_guard_t *g, int64_t from, uint8_t **buf, size_t *len);
+taso_err_t taso_rule_guard_import(taso_rule_guard_t *g, const uint8_t *buf, size_t len);
+
+/* Optimistic mode (on): every match is accepted, inside its recorded
+ * relation or not, verdict or none (nothing is proved, nothing cached;
+ * its matches are counted in optimistic alone). It accepts a superset of
+ * what the guard accepts, whatever the guard decided before, so a bounded
+ * search run with it first (derive.h) is the same on every rank, and one
+ * that fails there needs no proofs. */
+void taso_rule_guard_optimistic(taso_rule_guard_t *g, bool on);
 
 /* The counters so far. */
 void taso_rule_guard_stats(const taso_rule_guard_t *g, taso_rule_guard_stats_t *s);
