@@ -68,6 +68,26 @@ if "$mpiexec" -n 2 "$bin/taso-derive" --against "$tmp/exhaustive.h5" "$tmp/repre
 else
   cat "$tmp/a"; fail "taso-derive --against the exhaustive set"
 fi
+# the same with the verified sets and proved rules only (--proved): the
+# optimizer applies no other
+for m in representatives exhaustive; do
+  "$mpiexec" -n 2 "$bin/taso-verify" --in "$tmp/$m.h5" --out "$tmp/$m.s.h5" >"$tmp/ver_$m" 2>&1 ||
+    { cat "$tmp/ver_$m"; fail "verify smoke.ini with method = $m"; }
+done
+if "$mpiexec" -n 2 "$bin/taso-derive" --against "$tmp/exhaustive.s.h5" --proved "$tmp/representatives.s.h5" \
+     >"$tmp/ap" 2>&1 &&
+   awk '/in set/ {getline; if ($NF == 0) ok = 1} END {exit !ok}' "$tmp/ap" &&
+   grep -q "substitutions of the other set, .* derived from [0-9]* kept" "$tmp/ap"; then
+  echo "ok: every proved exhaustive substitution is derived from the proved representative ones"
+else
+  cat "$tmp/ap"; fail "taso-derive --against --proved"
+fi
+if "$mpiexec" -n 1 "$bin/taso-derive" --against "$tmp/exhaustive.h5" --proved "$tmp/representatives.h5" \
+     >"$tmp/apc" 2>&1; then
+  fail "--proved accepted candidates"
+else
+  echo "ok: --proved refuses unverified candidates"
+fi
 # the check can fail: a set of graphs of one operator derives none of the
 # two-operator substitutions, and each is named
 sed "s/^max_ops = .*/max_ops = 1/" "$tmp/representatives.ini" >"$tmp/small.ini"

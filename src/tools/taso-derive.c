@@ -27,6 +27,7 @@
 #include "tool.h"
 
 static const char *steps_opt, *extra_opt, *nodes_opt, *against_opt;
+static bool proved_opt;
 static bool no_guard;
 static const taso_tool_option_t options[] = {
     {"steps", "N", "rewrites a derivation may take, both sides together (default: the job's "
@@ -39,6 +40,8 @@ static const taso_tool_option_t options[] = {
     {0},
 };
 static const taso_tool_flag_t flags[] = {
+    {"proved", "with --against: IN and FILE are taso-verify outputs, and only their proved "
+     "substitutions count (the rules the optimizer applies)", &proved_opt},
     {"no-guard", "rules only inside their recorded shape relations (no re-proofs)", &no_guard},
     {0},
 };
@@ -80,7 +83,7 @@ static taso_err_t load_job(taso_tool_t *t, taso_artifact_t *a) {
 }
 
 /* The kept candidates of an opened artifact, in their order (graphs over
- * in, its input table). */
+ * in, its input table); with --proved, its proved substitutions only. */
 static taso_err_t read_kept(taso_tool_t *t, taso_artifact_t *a, const char *path, const taso_inputs_t *in,
                             taso_cand_t **cands, int64_t *ncands) {
   taso_graph_t *graphs = NULL;
@@ -94,6 +97,7 @@ static taso_err_t read_kept(taso_tool_t *t, taso_artifact_t *a, const char *path
   *ncands = 0;
   for (int64_t i = 0; i < nrows && err == TASO_OK; i++) {
     char *key = NULL;
+    if (proved_opt && rows[i].verdict != TASO_VERDICT_PROVED) continue;
     if (rows[i].src < 0 || rows[i].src >= ngraphs || rows[i].dst < 0 || rows[i].dst >= ngraphs)
       err = taso_error(TASO_ERR_PARSE, "%s: row %lld names graphs out of range", path, (long long)i);
     if (err == TASO_OK) err = taso_cand_key(in, &graphs[rows[i].src], &graphs[rows[i].dst], false, &key);
@@ -104,13 +108,16 @@ static taso_err_t read_kept(taso_tool_t *t, taso_artifact_t *a, const char *path
   return err;
 }
 
+/* The kind of artifact both inputs are: verified ones with --proved. */
+static const char *kind(void) { return proved_opt ? TASO_KIND_SUBSTITUTIONS : TASO_KIND_CANDIDATES; }
+
 /* Reads the kept candidates, in their order, and (unless against) every
  * pruned row. */
 static taso_err_t load(taso_tool_t *t, taso_inputs_t *in, taso_cand_t **cands, int64_t *ncands,
                        taso_pruned_t **pruned, int64_t *npruned, bool against) {
   taso_artifact_t *a = NULL;
   taso_err_t err = TASO_OK;
-  TASO_TOOL_STEP(t, err, taso_artifact_open(t->comm, t->in_path, TASO_KIND_CANDIDATES, &a));
+  TASO_TOOL_STEP(t, err, taso_artifact_open(t->comm, t->in_path, kind(), &a));
   TASO_TOOL_STEP(t, err, load_job(t, a));
   TASO_TOOL_STEP(t, err, taso_artifact_read_inputs(a, in));
   if (!against) {
@@ -143,7 +150,7 @@ static taso_err_t load_against(taso_tool_t *t, const char *path, const taso_inpu
   taso_cand_t *cands = NULL;
   int64_t n = 0;
   taso_err_t err = TASO_OK;
-  TASO_TOOL_STEP(t, err, taso_artifact_open(t->comm, path, TASO_KIND_CANDIDATES, &a));
+  TASO_TOOL_STEP(t, err, taso_artifact_open(t->comm, path, kind(), &a));
   TASO_TOOL_STEP(t, err, taso_artifact_read_inputs(a, &other));
   if (err == TASO_OK && !same_inputs(in, &other))
     err = taso_error(TASO_ERR_FORMAT, "--against %s: its input table differs from %s's: the sets are "
@@ -273,6 +280,8 @@ int main(int argc, char **argv) {
   taso_axioms_t *ax = NULL;
   taso_rule_guard_t *guard = NULL;
   char **keys = NULL; /* --against: the kept set's texts, sorted */
+  if (proved_opt && !against_opt)
+    taso_tool_usage_error(&t, "--proved needs --against (pruned pairs are checked in candidates)");
   taso_err_t err = load(&t, &in, &cands, &ncands, &pruned, &npruned, against_opt != NULL);
   if (err == TASO_OK && against_opt) {
     err = load_against(&t, against_opt, &in, &pruned, &npruned);
