@@ -7,7 +7,8 @@
 # other method (exhaustive or representatives, whichever the job does not
 # name), and taso-derive --against: every substitution of the exhaustive
 # set is in the representative set or derived from it (histogram, and each
-# one not derived by name).
+# one not derived by name); then both verified and the same check on their
+# proved substitutions alone (--proved), the rules the optimizer applies.
 # Usage: bench/derive.sh [BUILD_BIN [OUT_DIR [RANKS]]]
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,3 +32,7 @@ time mpirun --oversubscribe -n "$ranks" "$bin/taso-generate" --job "$out/$other.
 if [ "$other" = exhaustive ]; then full=$out/exhaustive.h5 reps=$out/candidates.h5
 else full=$out/candidates.h5 reps=$out/representatives.h5; fi
 time mpirun --oversubscribe -n "$ranks" "$bin/taso-derive" --against "$full" "$reps"
+for f in "$full" "$reps"; do
+  time mpirun --oversubscribe -n "$ranks" "$bin/taso-verify" --in "$f" --out "${f%.h5}.s.h5" --fresh
+done
+time mpirun --oversubscribe -n "$ranks" "$bin/taso-derive" --against "${full%.h5}.s.h5" --proved "${reps%.h5}.s.h5"
