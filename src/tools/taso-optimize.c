@@ -553,10 +553,17 @@ static void summarize(taso_tool_t *t, const run_t *r) {
   if (r->guard) {
     taso_rule_guard_stats_t g;
     taso_rule_guard_stats(r->guard, &g);
+    /* a parallel search shares its re-proofs: each rank decides a part */
+    double mine[2] = {(double)g.proofs, g.proof_seconds}, sum[2], most = 0;
+    MPI_Allreduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, t->comm);
+    MPI_Allreduce(&g.proof_seconds, &most, 1, MPI_DOUBLE, MPI_MAX, t->comm);
     taso_tool_print(t, "taso-optimize: %lld matches: %lld at their proved shapes, %lld re-proved at "
                     "new shapes (%lld proofs, %.1f s), %lld refused\n", (long long)g.matches,
                     (long long)g.by_condition, (long long)g.by_reproof, (long long)g.proofs,
                     g.proof_seconds, (long long)g.refused);
+    if (res->ranks > 1)
+      taso_tool_print(t, "taso-optimize: re-proofs over all %d ranks: %.0f proofs, %.1f s "
+                      "(the busiest rank %.1f s)\n", res->ranks, sum[0], sum[1], most);
   }
   if (res->rank_explored) { /* the balance: graphs each rank expanded */
     char line[1024];

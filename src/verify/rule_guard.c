@@ -156,6 +156,10 @@ struct taso_rule_guard {
   taso_rule_guard_stats_t st;
   uint64_t rng; /* the realization search's; reset per decision */
   char refusal[TASO_REASON_LEN + 64];
+  bool probe;   /* note undecided relations as questions, decide nothing */
+  map_t asked;  /* the questions' keys, since the last clear */
+  taso_rule_guard_question_t *questions;
+  int64_t nquestions, capquestions;
 };
 
 static double now_seconds(void) {
@@ -189,6 +193,8 @@ void taso_rule_guard_close(taso_rule_guard_t *g) {
   taso_prover_free(g->prover);
   map_free(&g->conds);
   map_free(&g->verdicts);
+  taso_rule_guard_questions_clear(g);
+  free(g->questions);
   free(g->key.b);
   free(g->seconds);
   free(g->in.v);
@@ -468,6 +474,38 @@ static taso_err_t decide(taso_rule_guard_t *g, const taso_graph_t *lhs, const ta
   return TASO_OK;
 }
 
+/* Probing: notes the relation in g->key, at instance at, as a question
+ * (once per key) and refuses the match. */
+static taso_err_t ask(taso_rule_guard_t *g, int64_t rule, int dir, const taso_inputs_t *at,
+                      bool *ok) {
+  *ok = false;
+  if (map_find(&g->asked, g->key.b, g->key.n)) return TASO_OK;
+  if (g->nquestions == g->capquestions) {
+    int64_t cap = 2 * g->capquestions + 16;
+    taso_rule_guard_question_t *q = realloc(g->questions, sizeof *q * (size_t)cap);
+    if (!q) return taso_error(TASO_ERR_NOMEM, "rule guard questions");
+    g->questions = q;
+    g->capquestions = cap;
+  }
+  taso_rule_guard_question_t *q = &g->questions[g->nquestions];
+  *q = (taso_rule_guard_question_t){.rule = rule, .dir = dir, .len = g->key.n,
+                                    .seq = g->nquestions};
+  q->key = malloc(g->key.n + 1);
+  q->types = malloc(sizeof *q->types * (size_t)(at->n + 1));
+  entry_t *e = NULL;
+  taso_err_t err = q->key && q->types ? map_add(&g->asked, g->key.b, g->key.n, &e)
+                                      : taso_error(TASO_ERR_NOMEM, "rule guard questions");
+  if (err != TASO_OK) {
+    free(q->key);
+    free(q->types);
+    return err;
+  }
+  memcpy(q->key, g->key.b, g->key.n);
+  for (int i = 0; i < at->n; i++) q->types[i] = at->v[i].type;
+  g->nquestions++;
+  return TASO_OK;
+}
+
 /* A match outside the recorded relation: its relation's verdict, from the
  * cache or decided now. */
 static taso_err_t by_relation(taso_rule_guard_t *g, int64_t rule, int dir, const taso_graph_t *lhs,
@@ -484,10 +522,11 @@ static taso_err_t by_relation(taso_rule_guard_t *g, int64_t rule, int dir, const
   TASO_TRY(err);
   entry_t *e = map_find(&g->verdicts, g->key.b, g->key.n);
   if (e) {
-    g->st.cache_hits++;
+    g->st.cache_hits += !g->probe;
     *ok = e->verdict;
     return TASO_OK;
   }
+  if (g->probe) return ask(g, rule, dir, at, ok);
   /* the relation part of the key, for the small-size search */
   buf_t rel = {.b = g->key.b + sizeof rule + 2, .n = g->key.n - sizeof rule - 2};
   return decide(g, lhs, rhs, at, &rel, ok);
@@ -498,6 +537,11 @@ static taso_err_t judge(taso_rule_guard_t *g, int64_t rule, int dir, const taso_
                         const taso_graph_t *rhs, const taso_shape_cond_t *cond,
                         const taso_inputs_t *at, const taso_tensor_t *lt, const taso_tensor_t *rt,
                         bool *ok) {
+  if (g->probe) { /* nothing is rewritten or counted: only questions noted */
+    *ok = false;
+    return taso_shape_cond_holds(cond, lt, rt) ? TASO_OK
+                                               : by_relation(g, rule, dir, lhs, rhs, at, ok);
+  }
   g->st.matches++;
   if (taso_shape_cond_holds(cond, lt, rt)) {
     g->st.by_condition++;
@@ -548,4 +592,50 @@ taso_err_t taso_rule_guard_accepts(taso_rule_guard_t *g, int64_t rule, int dir,
   free(lt);
   free(rt);
   return err;
+}
+
+/* ---- sharing decisions ------------------------------------------------------ */
+
+void taso_rule_guard_set_probe(taso_rule_guard_t *g, bool on) { g->probe = on; }
+
+int64_t taso_rule_guard_questions(const taso_rule_guard_t *g,
+                                  const taso_rule_guard_question_t **q) {
+  *q = g->questions;
+  return g->nquestions;
+}
+
+void taso_rule_guard_questions_clear(taso_rule_guard_t *g) {
+  for (int64_t i = 0; i < g->nquestions; i++) {
+    free(g->questions[i].key);
+    free(g->questions[i].types);
+  }
+  g->nquestions = 0;
+  map_free(&g->asked);
+}
+
+int taso_rule_guard_ninputs(const taso_rule_guard_t *g) { return g->in.n; }
+
+taso_err_t taso_rule_guard_decide(taso_rule_guard_t *g, int64_t rule, int dir,
+                                  const taso_graph_t *lhs, const taso_graph_t *rhs,
+                                  const taso_tensor_t *types, bool *verdict) {
+  *verdict = false;
+  taso_inputs_t at = {.n = g->in.n, .v = malloc(sizeof *at.v * (size_t)(g->in.n + 1))};
+  if (!at.v) return taso_error(TASO_ERR_NOMEM, "rule guard");
+  memcpy(at.v, g->in.v, sizeof *at.v * (size_t)g->in.n);
+  for (int i = 0; i < at.n; i++) at.v[i].type = types[i];
+  bool probe = g->probe;
+  g->probe = false;
+  taso_err_t err = by_relation(g, rule, dir, lhs, rhs, &at, verdict);
+  g->probe = probe;
+  free(at.v);
+  return err;
+}
+
+taso_err_t taso_rule_guard_put_verdict(taso_rule_guard_t *g, const uint8_t *key, size_t len,
+                                       bool verdict) {
+  if (map_find(&g->verdicts, key, len)) return TASO_OK;
+  entry_t *e;
+  TASO_TRY(map_add(&g->verdicts, key, len, &e));
+  e->verdict = verdict;
+  return TASO_OK;
 }
