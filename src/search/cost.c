@@ -86,6 +86,12 @@ double taso_search_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double taso_search_cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 taso_cost_options_t taso_cost_options_default(void) {
   return (taso_cost_options_t){.measure = true, .fusion = true, .warmup = 2, .runs = 10};
 }

@@ -943,8 +943,11 @@ taso_err_t taso_search_parallel(MPI_Comm comm, const taso_search_problem_t *prob
   p.out = calloc((size_t)p.size, sizeof *p.out);
   taso_err_t err = result->fired && p.out ? TASO_OK : taso_error(TASO_ERR_NOMEM, "search");
   p.start = p.last_progress = taso_search_now();
+  double cpu = taso_search_cpu_now();
   if (err == TASO_OK) err = run(&p);
   result->seconds = taso_search_now() - p.start;
+  cpu = taso_search_cpu_now() - cpu;
+  MPI_Allreduce(&cpu, &result->cpu_seconds, 1, MPI_DOUBLE, MPI_SUM, comm);
   for (int r = 0; p.out && r < p.size; r++) free(p.out[r].v);
   free(p.out);
   free(p.stash.v);

@@ -120,6 +120,8 @@ typedef struct {
   int64_t invalid;      /* of them, with a type error downstream of the rewrite */
   int64_t queued;       /* of them, new and cheap enough to queue */
   double seconds;       /* search time */
+  double cpu_seconds;   /* CPU time of the search, summed over the ranks (on a
+                           loaded or oversubscribed machine, the work done) */
   bool timed_out;       /* the time limit ended it */
   bool budget_spent;    /* the budget ended it (else the queue ran empty) */
   int64_t *fired;       /* per rule: times applied on the path to best */

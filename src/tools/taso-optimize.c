@@ -250,6 +250,7 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_before_ms", r->cost_before);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_after_ms", r->cost_after);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "search_seconds", r->seconds);
+  if (err == TASO_OK) err = taso_artifact_set_real(a, "search_cpu_seconds", r->cpu_seconds);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "alpha", rec->s->search.alpha);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "budget", rec->s->search.budget);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_explored", r->explored);
@@ -575,10 +576,10 @@ static void summarize(taso_tool_t *t, const run_t *r) {
   }
   taso_tool_summary(t,
                     "%s: cost %.4g -> %.4g ms (x%.3f), %lld graphs explored, %lld generated, "
-                    "%.1f s search, %d rewrites by %d rules%s -> %s",
+                    "%.1f s search (%.1f CPU s), %d rewrites by %d rules%s -> %s",
                     r->m.name, res->cost_before, res->cost_after,
                     res->cost_after > 0 ? res->cost_before / res->cost_after : 0.0,
-                    (long long)res->explored, (long long)res->generated, res->seconds, res->steps,
+                    (long long)res->explored, (long long)res->generated, res->seconds, res->cpu_seconds, res->steps,
                     distinct, r->kept_input ? " (measured no faster: the input graph written)" : "",
                     t->out_path);
 }
