@@ -639,3 +639,39 @@ taso_err_t taso_rule_guard_put_verdict(taso_rule_guard_t *g, const uint8_t *key,
   e->verdict = verdict;
   return TASO_OK;
 }
+
+/* ---- keeping verdicts between runs ------------------------------------------ */
+
+/* The head of every verdict key: the rule, the direction, 'V' (key_head). */
+#define HEAD_LEN (sizeof(int64_t) + 2)
+
+taso_err_t taso_rule_guard_each_verdict(const taso_rule_guard_t *g, taso_verdict_fn fn,
+                                        void *ctx) {
+  for (size_t b = 0; b < g->verdicts.nbuckets; b++)
+    for (const entry_t *e = g->verdicts.bucket[b]; e; e = e->next) {
+      if (e->len < HEAD_LEN) continue;
+      int64_t rule;
+      memcpy(&rule, e->key, sizeof rule);
+      TASO_TRY(fn(ctx, rule, e->key[sizeof rule], e->key + HEAD_LEN, e->len - HEAD_LEN,
+                  e->verdict));
+    }
+  return TASO_OK;
+}
+
+taso_err_t taso_rule_guard_put_relation(taso_rule_guard_t *g, int64_t rule, int dir,
+                                        const uint8_t *rel, size_t len, bool verdict) {
+  TASO_TRY(key_head(&g->key, rule, dir, 'V'));
+  TASO_TRY(put(&g->key, rel, len));
+  return taso_rule_guard_put_verdict(g, g->key.b, g->key.n, verdict);
+}
+
+void taso_rule_guard_settings(const taso_rule_guard_t *g, char *buf, size_t len) {
+  const taso_rule_guard_opts_t *o = &g->opt;
+  snprintf(buf, len,
+           "timeout_s=%g rlimit=%llu memory_mb=%llu numeric_max_macs=%lld shrink_tries=%d "
+           "seed=%llu axioms=%016llx",
+           (double)o->limits.timeout_s, (unsigned long long)o->limits.rlimit,
+           (unsigned long long)o->limits.memory_mb, (long long)o->numeric_max_macs,
+           o->shrink_tries, (unsigned long long)o->seed,
+           (unsigned long long)taso_axioms_digest(g->ax));
+}

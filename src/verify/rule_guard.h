@@ -134,6 +134,25 @@ taso_err_t taso_rule_guard_decide(taso_rule_guard_t *g, int64_t rule, int dir,
 taso_err_t taso_rule_guard_put_verdict(taso_rule_guard_t *g, const uint8_t *key, size_t len,
                                        bool verdict);
 
+/* ---- keeping verdicts between runs (a verdict cache file) ----
+ * A verdict's key is the rule and direction (as the caller numbers them)
+ * and the relation: bytes that depend only on the rule's graphs and the
+ * shapes' relation, so a caller that names its rules stably can store
+ * verdicts and give them to a later guard with the same settings. */
+
+/* Called with each cached verdict (relation: rel, len bytes). */
+typedef taso_err_t (*taso_verdict_fn)(void *ctx, int64_t rule, int dir, const uint8_t *rel,
+                                      size_t len, bool verdict);
+taso_err_t taso_rule_guard_each_verdict(const taso_rule_guard_t *g, taso_verdict_fn fn,
+                                        void *ctx);
+/* Adds a verdict for (rule, dir, relation) unless the guard has one. */
+taso_err_t taso_rule_guard_put_relation(taso_rule_guard_t *g, int64_t rule, int dir,
+                                        const uint8_t *rel, size_t len, bool verdict);
+/* What a verdict depends on besides its key: the limits, the numeric
+ * check's settings and the axioms' digest (their enabled lemmas
+ * included), as text; equal texts, interchangeable verdicts. */
+void taso_rule_guard_settings(const taso_rule_guard_t *g, char *buf, size_t len);
+
 /* The counters so far. */
 void taso_rule_guard_stats(const taso_rule_guard_t *g, taso_rule_guard_stats_t *s);
 
