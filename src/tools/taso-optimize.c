@@ -419,7 +419,8 @@ static taso_err_t open_guard(const taso_tool_t *t, run_t *r) {
   if (!guard_cache_path) return TASO_OK;
   int64_t loaded = 0;
   bool stale = false;
-  TASO_TRY(taso_guard_cache_load(guard_cache_path, &r->rules, r->guard, &loaded, &stale));
+  taso_err_t err = taso_guard_cache_load(guard_cache_path, &r->rules, r->guard, &loaded, &stale);
+  if (err != TASO_OK) return taso_error_prefix(err, "--guard-cache: ");
   if (stale)
     taso_tool_warn(t, "--guard-cache %s was made with other guard settings (limits, axioms): "
                    "its verdicts are not used, and this run's replace them", guard_cache_path);
