@@ -9,7 +9,10 @@
 # rounds (the default 8) trade depth for parallelism and may end a little
 # above it with a budget this small. The database is filled first by runs
 # that measure what they meet (--record-costs). Then the result must agree with the original model,
-# and the baseline must refuse more than one rank. No assertion on time.
+# and the baseline must refuse more than one rank. With --guard-cache
+# (re-proof verdicts kept in a file), results stay the same on 1, 2 and 4
+# ranks and for the baseline, and runs after the first prove nothing.
+# No assertion on time.
 set -u
 source "$(dirname "$0")/script_helpers.sh"
 py=/usr/bin/python3
@@ -67,6 +70,40 @@ for n in 1 4; do
     { echo "FAIL: width 1 on $n ranks: cost $cost above the baseline's $base"; fail=1; }
 done
 [ "$(attr "$tmp/p1.h5" rewrites_applied)" -gt 0 ] || { echo "FAIL: nothing rewritten: the comparison proves little"; fail=1; }
+
+# --guard-cache: verdicts kept between runs change no result; a parallel
+# run after the file was filled proves nothing again, on any rank count
+# (the baseline expands other graphs, which may meet new relations)
+same_graph() { # same_graph A B: the best graphs and the rules that fired are equal
+  "$py" - "$1" "$2" <<'PY'
+import sys, h5py
+a, b = (h5py.File(p, "r") for p in sys.argv[1:])
+for d in ("graphs/nodes", "graphs/outputs", "optimize_rules"):
+    if a[d].shape != b[d].shape or (a[d][()] != b[d][()]).any():
+        sys.exit(f"{d} differs")
+PY
+}
+verdicts=$tmp/verdicts.h5
+run "$mpiexec" --oversubscribe -n 2 "$bin/taso-optimize" "${common[@]}" --no-measure \
+  --search parallel --guard-cache "$verdicts" --out "$tmp/g2.h5"
+expect "parallel on 2 ranks, filling a verdict cache" 0
+stored=$(sed -n 's/.*holds \([0-9]*\) re-proof verdicts.*/\1/p' "$tmp/out")
+[ "${stored:-0}" -gt 0 ] || { echo "FAIL: no verdict stored: the comparison proves little"; show; fail=1; }
+same_graph "$tmp/p1.h5" "$tmp/g2.h5" || { echo "FAIL: with the verdict cache, 2 ranks differ"; fail=1; }
+for n in 1 4; do
+  run "$mpiexec" --oversubscribe -n $n "$bin/taso-optimize" "${common[@]}" --no-measure \
+    --search parallel --guard-cache "$verdicts" --out "$tmp/g$n.h5"
+  expect "parallel on $n ranks, from the verdict cache" 0
+  has "$n ranks: every verdict from the cache" "(0 proofs" "$tmp/out"
+  same_graph "$tmp/p1.h5" "$tmp/g$n.h5" || { echo "FAIL: from the verdict cache, $n ranks differ"; fail=1; }
+done
+run "$bin/taso-optimize" "${common[@]}" --no-measure --guard-cache "$verdicts" --out "$tmp/gb.h5"
+expect "baseline with the verdict cache" 0
+same_graph "$tmp/base.h5" "$tmp/gb.h5" || { echo "FAIL: from the verdict cache, the baseline differs"; fail=1; }
+run "$bin/taso-optimize" "${common[@]}" --no-measure --guard-cache "$tmp/substitutions.h5" \
+  --out "$tmp/x.h5"
+expect "a substitutions file as --guard-cache is refused" 1
+has "the refusal names the option" "--guard-cache" "$tmp/err"
 
 run "$bin/taso-run" --model "$tmp/p4.h5" --compare "$model" --runs 0 --threads 1
 expect "the 4-rank result agrees with the original" 0

@@ -143,9 +143,58 @@ static void test_grouped_conv(void) {
   rule_free(&r);
 }
 
+/* Sharing decisions: a probing guard decides nothing and rewrites
+ * nothing, notes the relation once; a second guard decides it at the
+ * question's instance, the first takes the verdict and then rewrites as
+ * a guard that decided itself would, without a proof of its own. */
+static void test_shared_verdicts(void) {
+  rule_t r = {0}, other = {0};
+  const int32_t i1[4] = {1, 2, 3, 3}, w4[4] = {2, 2, 3, 3};
+  TASO_CHECK(taso_inputs_add(&r.table, "i1", 4, i1));
+  TASO_CHECK(taso_inputs_add(&r.table, "w4", 4, w4));
+  TASO_CHECK(taso_inputs_add(&other.table, "i1", 4, i1));
+  TASO_CHECK(taso_inputs_add(&other.table, "w4", 4, w4));
+  const char *text = "relu(conv2d(i1, w4)) => conv2d(act=relu, i1, w4)";
+  rule(&r, text);
+  rule(&other, text);
+  const char *n[] = {"i1", "w4"};
+  const int32_t rgb[2][4] = {{1, 3, 32, 32}, {64, 3, 3, 3}};
+  taso_inputs_t t = at(&r, 2, n, rgb);
+  int checked, guarded;
+  taso_rule_guard_set_probe(r.g, true);
+  rewrites(&r, &t, &checked, &guarded);
+  rewrites(&r, &t, &checked, &guarded); /* the same relation again: one question */
+  CHECK(guarded == 0);
+  const taso_rule_guard_question_t *q;
+  CHECK(taso_rule_guard_questions(r.g, &q) == 1);
+  CHECK(q[0].rule == 7 && q[0].dir == 0 && q[0].len > 0);
+  CHECK(q[0].types[taso_inputs_find(&r.table, "w4")].dim[0] == 64);
+  taso_rule_guard_stats_t s;
+  taso_rule_guard_stats(r.g, &s);
+  CHECK(s.proofs == 0 && s.matches == 0);
+  bool verdict = false;
+  CHECK_OK(taso_rule_guard_decide(other.g, q[0].rule, q[0].dir, &other.lhs, &other.rhs,
+                                  q[0].types, &verdict));
+  CHECK(verdict);
+  CHECK_OK(taso_rule_guard_put_verdict(r.g, q[0].key, q[0].len, verdict));
+  taso_rule_guard_set_probe(r.g, false);
+  taso_rule_guard_questions_clear(r.g);
+  CHECK(taso_rule_guard_questions(r.g, &q) == 0);
+  rewrites(&r, &t, &checked, &guarded);
+  CHECK(checked == 0 && guarded == 1);
+  taso_rule_guard_stats(r.g, &s);
+  CHECK(s.proofs == 0 && s.cache_hits == 1 && s.by_reproof == 1);
+  taso_rule_guard_stats(other.g, &s);
+  CHECK(s.proofs == 1 && s.proved == 1);
+  free(t.v);
+  rule_free(&r);
+  rule_free(&other);
+}
+
 int main(void) {
   load_axioms();
-  const test_case_t cases[] = {TEST(test_relu_fusion), TEST(test_grouped_conv)};
+  const test_case_t cases[] = {TEST(test_relu_fusion), TEST(test_grouped_conv),
+                               TEST(test_shared_verdicts)};
   int rc = test_run(cases, (int)(sizeof cases / sizeof *cases));
   taso_axioms_free(ax);
   return rc;

@@ -14,6 +14,7 @@
 
 #include "cost.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -83,6 +84,12 @@ struct taso_cost_cache {
 double taso_search_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double taso_search_cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -358,14 +365,31 @@ static taso_err_t fold(taso_cost_cache_t *c, const taso_graph_t *g, const taso_t
   return TASO_OK;
 }
 
+/* Whether any operator of g computes from weights alone (c->constant
+ * marked). */
+static bool any_constant(const taso_cost_cache_t *c, const taso_graph_t *g) {
+  for (int i = 0; i < g->nnodes; i++)
+    if (c->constant[i] && g->nodes[i].kind != TASO_OP_INPUT) return true;
+  return false;
+}
+
 taso_err_t taso_cost_of_graph(taso_cost_cache_t *c, const taso_graph_t *g,
                               const taso_tensor_t *types, const bool *is_weight, double *ms) {
-  TASO_TRY(fold(c, g, types, is_weight));
-  /* The planner reads a model's graph and types only. */
+  /* The planner reads a model's graph and types only. With nothing to
+   * fold, the folded graph would be g itself, node for node: g is planned
+   * as it is, which saves copying every node and type. */
+  TASO_TRY(fit_scratch(c, 2 * g->nnodes + 1));
+  mark_constant(g, is_weight, c->constant);
   taso_model_t view;
   memset(&view, 0, sizeof view);
-  view.graph = c->folded;
-  view.types = c->types;
+  if (any_constant(c, g)) {
+    TASO_TRY(fold(c, g, types, is_weight));
+    view.graph = c->folded;
+    view.types = c->types;
+  } else {
+    view.graph = *g;
+    view.types = (taso_tensor_t *)(uintptr_t)types; /* the planner only reads them */
+  }
   taso_rt_options_t opt = {.no_fusion = !c->opt.fusion, .layout = TASO_RT_NCHW};
   taso_rt_step_info_t *steps = NULL;
   int nsteps = 0;

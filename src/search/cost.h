@@ -26,6 +26,8 @@
 
 /* Seconds on a monotonic clock (timings of the search; no MPI needed). */
 double taso_search_now(void);
+/* CPU seconds this process has used (user and system, all threads). */
+double taso_search_cpu_now(void);
 
 /* A source of costs consulted before measuring: *found false when it has
  * none for key. cfg is the configuration the key spells. */

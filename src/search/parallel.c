@@ -532,28 +532,211 @@ static taso_err_t share_picks(par_t *p, const offer_t *picks, int npicks, char *
   return err;
 }
 
+/* The next of this rank's picks in the shared buffer v (n bytes) from
+ * *at on, into host; *found false when none is left. */
+static taso_err_t next_pick(const par_t *p, const char *v, int n, int *at, taso_graph_t *host,
+                            picked_t *h, bool *found) {
+  *found = false;
+  while (*at < n && !*found) {
+    memcpy(h, v + *at, sizeof *h);
+    const char *body = v + *at + sizeof *h;
+    *at += (int)(sizeof *h + sizeof *host->nodes * (size_t)h->nnodes +
+                 sizeof *host->outputs * (size_t)h->noutputs);
+    if (h->pick % p->size != p->rank) continue;
+    TASO_TRY(fit_graph(host, h->nnodes, h->noutputs));
+    memcpy(host->nodes, body, sizeof *host->nodes * (size_t)h->nnodes);
+    memcpy(host->outputs, body + sizeof *host->nodes * (size_t)h->nnodes,
+           sizeof *host->outputs * (size_t)h->noutputs);
+    *found = true;
+  }
+  return TASO_OK;
+}
+
+static taso_err_t no_child(void *ctx, const taso_graph_t *g) {
+  (void)ctx, (void)g;
+  return TASO_OK;
+}
+
+/* The probe: this rank's picks matched with the guard probing, so that it
+ * notes the relations it has no verdict for (rule_guard.h); *qpick[k] the
+ * pick of question k (malloc'd). */
+static taso_err_t probe_picks(par_t *p, const char *v, int n, int **qpick) {
+  taso_rule_guard_t *g = p->x.guard;
+  taso_graph_t host;
+  taso_graph_init(&host);
+  taso_rule_guard_questions_clear(g);
+  taso_rule_guard_set_probe(g, true);
+  int cap = 16, *pk = malloc(sizeof *pk * (size_t)cap);
+  taso_err_t err = pk ? TASO_OK : taso_error(TASO_ERR_NOMEM, "questions");
+  for (int at = 0; err == TASO_OK && !p->res->timed_out;) {
+    picked_t h;
+    bool found;
+    err = next_pick(p, v, n, &at, &host, &h, &found);
+    if (err != TASO_OK || !found) break;
+    const taso_rule_guard_question_t *q;
+    int64_t before = taso_rule_guard_questions(g, &q);
+    err = taso_expand(&p->x, &host, no_child, stop_now, p);
+    int64_t after = taso_rule_guard_questions(g, &q);
+    if (after > cap) {
+      while (cap < after) cap *= 2;
+      int *w = realloc(pk, sizeof *w * (size_t)cap);
+      if (!w) err = taso_error(TASO_ERR_NOMEM, "questions");
+      else pk = w;
+    }
+    for (int64_t k = before; err == TASO_OK && k < after; k++) pk[k] = h.pick;
+  }
+  taso_rule_guard_set_probe(g, false);
+  taso_graph_free(&host);
+  *qpick = pk;
+  return err;
+}
+
+/* A question on its way to every rank: this header, then its key and its
+ * types (one per entry of the guard's input table). */
+typedef struct {
+  int64_t rule;
+  int32_t dir, pick, seq, len;
+} question_t;
+
+typedef struct {
+  question_t h;
+  const char *key;   /* in the receive buffer */
+  const char *types; /* in the receive buffer, maybe unaligned */
+} asked_t;
+
+static int asked_order(const void *a, const void *b) {
+  const asked_t *x = a, *y = b;
+  if (x->h.len != y->h.len) return x->h.len < y->h.len ? -1 : 1;
+  int c = memcmp(x->key, y->key, (size_t)x->h.len);
+  if (c) return c;
+  if (x->h.pick != y->h.pick) return x->h.pick < y->h.pick ? -1 : 1;
+  return (x->h.seq > y->h.seq) - (x->h.seq < y->h.seq);
+}
+
+/* Every rank's questions, decided once each and the verdicts shared
+ * (collective; err: this rank's probe, which every rank learns of). The
+ * distinct keys, in the order of their bytes, are dealt round robin over
+ * the ranks; each is decided at its first instance in the order (pick,
+ * place in the pick's probe), the instance one rank would meet first, so
+ * no verdict depends on the rank count. */
+static taso_err_t share_verdicts(par_t *p, const int *qpick, taso_err_t err) {
+  taso_rule_guard_t *g = p->x.guard;
+  const taso_rule_guard_question_t *q;
+  int64_t nq = err == TASO_OK ? taso_rule_guard_questions(g, &q) : 0;
+  int ntypes = taso_rule_guard_ninputs(g);
+  size_t tbytes = sizeof(taso_tensor_t) * (size_t)ntypes;
+  bytes_t mine = {0};
+  for (int64_t k = 0; k < nq && err == TASO_OK; k++) {
+    question_t h = {.rule = q[k].rule, .dir = q[k].dir, .pick = qpick[k], .seq = (int32_t)k,
+                    .len = (int32_t)q[k].len};
+    err = put(&mine, &h, sizeof h);
+    if (err == TASO_OK) err = put(&mine, q[k].key, q[k].len);
+    if (err == TASO_OK) err = put(&mine, q[k].types, tbytes);
+  }
+  int bytes = (int)mine.n, *counts = malloc(sizeof *counts * 2 * (size_t)p->size);
+  if (!counts && err == TASO_OK) err = taso_error(TASO_ERR_NOMEM, "questions");
+  int bad = err != TASO_OK, any_bad = 0;
+  MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, p->comm);
+  char *all = NULL;
+  asked_t *v = NULL;
+  int nv = 0, total = 0;
+  if (!any_bad) {
+    int *displs = counts + p->size;
+    MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, p->comm);
+    for (int r = 0; r < p->size; r++) displs[r] = total, total += counts[r];
+    all = malloc((size_t)total + 1);
+    MPI_Allgatherv(mine.v, bytes, MPI_BYTE, all ? all : mine.v, counts, displs, MPI_BYTE,
+                   p->comm);
+    if (!all) err = taso_error(TASO_ERR_NOMEM, "%d bytes of questions", total);
+  }
+  free(mine.v);
+  /* the distinct keys, each with its first instance */
+  for (int at = 0; all && at < total; nv++) {
+    question_t h;
+    memcpy(&h, all + at, sizeof h);
+    at += (int)(sizeof h + (size_t)h.len + tbytes);
+  }
+  if (err == TASO_OK && !any_bad && !(v = malloc(sizeof *v * (size_t)(nv + 1))))
+    err = taso_error(TASO_ERR_NOMEM, "questions");
+  int nkeys = 0;
+  if (v) {
+    for (int at = 0, i = 0; i < nv; i++) {
+      memcpy(&v[i].h, all + at, sizeof v[i].h);
+      v[i].key = all + at + sizeof v[i].h;
+      v[i].types = v[i].key + v[i].h.len;
+      at += (int)(sizeof v[i].h + (size_t)v[i].h.len + tbytes);
+    }
+    qsort(v, (size_t)nv, sizeof *v, asked_order);
+    for (int i = 0; i < nv; i++)
+      if (i == 0 || v[i].h.len != v[nkeys - 1].h.len ||
+          memcmp(v[i].key, v[nkeys - 1].key, (size_t)v[i].h.len))
+        v[nkeys++] = v[i];
+  }
+  /* this rank's keys (k modulo the rank count), decided in order */
+  int owned = 0;
+  char *verdicts = malloc((size_t)nkeys / (size_t)p->size + 2);
+  taso_tensor_t *types = malloc(tbytes + 1);
+  if ((!verdicts || !types) && err == TASO_OK) err = taso_error(TASO_ERR_NOMEM, "verdicts");
+  for (int k = p->rank; err == TASO_OK && k < nkeys; k += p->size) {
+    const taso_rule_t *rule = &p->x.rules->v[v[k].h.rule];
+    bool ok;
+    memcpy(types, v[k].types, tbytes);
+    err = taso_rule_guard_decide(g, v[k].h.rule, v[k].h.dir, &rule->lhs, &rule->rhs, types, &ok);
+    verdicts[owned++] = ok;
+  }
+  free(types);
+  bad = err != TASO_OK;
+  MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, p->comm);
+  if (any_bad || nkeys == 0) {
+    free(counts), free(all), free(v), free(verdicts);
+    if (!any_bad) return TASO_OK;
+    return err != TASO_OK ? err : taso_error(TASO_ERR_ARG, "another rank's re-proofs failed");
+  }
+  /* every rank's verdicts, rank r's for keys r, r + size, ... */
+  char *got = malloc((size_t)nkeys + 1);
+  int *displs = counts + p->size, at = 0;
+  for (int r = 0; r < p->size; r++) {
+    counts[r] = nkeys / p->size + (r < nkeys % p->size);
+    displs[r] = at, at += counts[r];
+  }
+  MPI_Allgatherv(verdicts, owned, MPI_BYTE, got ? got : verdicts, counts, displs, MPI_BYTE,
+                 p->comm);
+  if (!got) err = taso_error(TASO_ERR_NOMEM, "verdicts");
+  for (int r = 0; got && r < p->size && err == TASO_OK; r++)
+    for (int j = 0; j < counts[r] && err == TASO_OK; j++) {
+      const asked_t *a = &v[r + j * p->size];
+      err = taso_rule_guard_put_verdict(g, (const uint8_t *)a->key, (size_t)a->h.len,
+                                        got[displs[r] + j]);
+    }
+  free(got), free(counts), free(all), free(v), free(verdicts);
+  return err;
+}
+
 /* Expands this rank's share of the round's picks: pick i falls to rank i
  * modulo the rank count, whoever owns it, so the ranks share the work
- * evenly. Who expands a graph changes nothing in its results. */
+ * evenly. Who expands a graph changes nothing in its results. With a
+ * guard, the picks are probed first and the relations they need decided
+ * once over all ranks (share_verdicts), so that no two ranks prove the
+ * same relation. */
 static taso_err_t expand_picks(par_t *p, const offer_t *picks, int npicks, int64_t *mine) {
   char *v = NULL;
   int n = 0;
   TASO_TRY(share_picks(p, picks, npicks, &v, &n));
+  taso_err_t err = TASO_OK;
+  if (p->x.guard) {
+    int *qpick = NULL;
+    err = probe_picks(p, v, n, &qpick);
+    err = share_verdicts(p, qpick, err);
+    free(qpick);
+    taso_rule_guard_questions_clear(p->x.guard);
+  }
   taso_graph_t host;
   taso_graph_init(&host);
-  taso_err_t err = TASO_OK;
-  for (int at = 0; at < n && err == TASO_OK && !p->res->timed_out;) {
+  for (int at = 0; err == TASO_OK && !p->res->timed_out;) {
     picked_t h;
-    memcpy(&h, v + at, sizeof h);
-    const char *body = v + at + sizeof h;
-    at += (int)(sizeof h + sizeof *host.nodes * (size_t)h.nnodes +
-                sizeof *host.outputs * (size_t)h.noutputs);
-    if (h.pick % p->size != p->rank) continue;
-    err = fit_graph(&host, h.nnodes, h.noutputs);
-    if (err != TASO_OK) break;
-    memcpy(host.nodes, body, sizeof *host.nodes * (size_t)h.nnodes);
-    memcpy(host.outputs, body + sizeof *host.nodes * (size_t)h.nnodes,
-           sizeof *host.outputs * (size_t)h.noutputs);
+    bool found;
+    err = next_pick(p, v, n, &at, &host, &h, &found);
+    if (err != TASO_OK || !found) break;
     p->parent = picks[h.pick].index;
     p->parent_rank = picks[h.pick].rank;
     p->pick = h.pick;
@@ -760,8 +943,11 @@ taso_err_t taso_search_parallel(MPI_Comm comm, const taso_search_problem_t *prob
   p.out = calloc((size_t)p.size, sizeof *p.out);
   taso_err_t err = result->fired && p.out ? TASO_OK : taso_error(TASO_ERR_NOMEM, "search");
   p.start = p.last_progress = taso_search_now();
+  double cpu = taso_search_cpu_now();
   if (err == TASO_OK) err = run(&p);
   result->seconds = taso_search_now() - p.start;
+  cpu = taso_search_cpu_now() - cpu;
+  MPI_Allreduce(&cpu, &result->cpu_seconds, 1, MPI_DOUBLE, MPI_SUM, comm);
   for (int r = 0; p.out && r < p.size; r++) free(p.out[r].v);
   free(p.out);
   free(p.stash.v);

@@ -274,10 +274,12 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
   search_t s = {.prob = prob, .rules = rules, .costs = costs, .opt = opt, .res = result};
   s.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard};
   s.start = s.last_progress = taso_search_now();
+  double cpu = taso_search_cpu_now();
   taso_graph_t host;
   taso_graph_init(&host);
   taso_err_t err = run(&s, &host);
   result->seconds = taso_search_now() - s.start;
+  result->cpu_seconds = taso_search_cpu_now() - cpu;
   taso_graph_free(&host);
   taso_store_free(&s.store);
   taso_expander_free(&s.x);

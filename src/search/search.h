@@ -120,6 +120,8 @@ typedef struct {
   int64_t invalid;      /* of them, with a type error downstream of the rewrite */
   int64_t queued;       /* of them, new and cheap enough to queue */
   double seconds;       /* search time */
+  double cpu_seconds;   /* CPU time of the search, summed over the ranks (on a
+                           loaded or oversubscribed machine, the work done) */
   bool timed_out;       /* the time limit ended it */
   bool budget_spent;    /* the budget ended it (else the queue ran empty) */
   int64_t *fired;       /* per rule: times applied on the path to best */
@@ -171,7 +173,12 @@ void taso_search_result_free(taso_search_result_t *r);
  * rule) ends the search: result->timed_out says so. With measuring on
  * and opt->defer_costs, a configuration met for the first time is
  * measured once, on rank 0, and its figure shared before any result that
- * needs it is judged, so the ranks always agree on every cost. Every rank
+ * needs it is judged, so the ranks always agree on every cost. With a
+ * rule guard, the round's picks are first matched with the guard probing
+ * (rule_guard.h), and each relation no rank has a verdict for is decided
+ * once, on one rank (dealt round robin), at its first instance in pick
+ * order, and shared before the real expansion: no relation is proved
+ * twice, and the verdicts do not depend on the rank count. Every rank
  * receives the whole result. */
 taso_err_t taso_search_parallel(MPI_Comm comm, const taso_search_problem_t *prob,
                                 const taso_rules_t *rules, taso_cost_cache_t *costs,

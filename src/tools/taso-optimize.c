@@ -27,12 +27,13 @@
 #include "device.h"
 #include "search.h"
 #include "derive_guard.h"
+#include "guard_cache.h"
 #include "verifier.h"
 #include "tool.h"
 
 static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
                   *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text,
-                  *confirm_text, *search_text, *width_text, *target_text;
+                  *confirm_text, *search_text, *width_text, *target_text, *guard_cache_path;
 static bool per_node, no_check, no_measure, keep_slower, costs_record;
 
 static const taso_tool_flag_t flags[] = {
@@ -74,6 +75,11 @@ static const taso_tool_option_t options[] = {
      "the database's device to read (as taso-show FILE.h5 lists them); default: its only device "
      "of --backend",
      &device_text},
+    {"guard-cache", "FILE",
+     "verdicts of re-proofs kept between runs: read before the search (rules it names that "
+     "this run has), merged back after it (created if absent), so that no run proves a rule "
+     "at a shape relation another run decided",
+     &guard_cache_path},
     {"axioms", "PATH",
      "axioms that re-prove a rule at a match outside the shapes it was proved at (job: "
      "[verify] axioms; default $TASO_DATA_DIR/axioms, else the source tree's data/axioms)",
@@ -250,6 +256,7 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_before_ms", r->cost_before);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_after_ms", r->cost_after);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "search_seconds", r->seconds);
+  if (err == TASO_OK) err = taso_artifact_set_real(a, "search_cpu_seconds", r->cpu_seconds);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "alpha", rec->s->search.alpha);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "budget", rec->s->search.budget);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_explored", r->explored);
@@ -408,7 +415,30 @@ static taso_err_t choose_device(const taso_tool_t *t, const settings_t *s, run_t
 static taso_err_t open_guard(const taso_tool_t *t, run_t *r) {
   char path[1024];
   taso_tool_axioms_path(t, axioms_path, path, sizeof path);
-  return taso_tool_guard_open(t, path, &r->rules.inputs, &r->ax, &r->guard);
+  TASO_TRY(taso_tool_guard_open(t, path, &r->rules.inputs, &r->ax, &r->guard));
+  if (!guard_cache_path) return TASO_OK;
+  int64_t loaded = 0;
+  bool stale = false;
+  taso_err_t err = taso_guard_cache_load(guard_cache_path, &r->rules, r->guard, &loaded, &stale);
+  if (err != TASO_OK) return taso_error_prefix(err, "--guard-cache: ");
+  if (stale)
+    taso_tool_warn(t, "--guard-cache %s was made with other guard settings (limits, axioms): "
+                   "its verdicts are not used, and this run's replace them", guard_cache_path);
+  taso_tool_print(t, "taso-optimize: %lld re-proof verdicts from %s\n", (long long)loaded,
+                  guard_cache_path);
+  return TASO_OK;
+}
+
+/* --guard-cache: this run's verdicts (every rank's guard has them all:
+ * the parallel search shares them) merged into the file. */
+static taso_err_t save_verdicts(taso_tool_t *t, run_t *r) {
+  taso_provenance_t prov;
+  taso_tool_provenance(t, &prov);
+  int64_t rows = 0;
+  TASO_TRY(taso_guard_cache_save(guard_cache_path, &r->rules, r->guard, &prov, &rows));
+  taso_tool_print(t, "taso-optimize: %s holds %lld re-proof verdicts\n", guard_cache_path,
+                  (long long)rows);
+  return TASO_OK;
 }
 
 #define CHECK_TOLERANCE 1e-4 /* taso-run --compare's default: float32 rounding */
@@ -494,6 +524,7 @@ static taso_err_t finish_rank0(taso_tool_t *t, const settings_t *s, run_t *r, re
   TASO_TRY(write_output(t, &r->m, rec));
   if (onnx_path) TASO_TRY(write_onnx(&r->m));
   if (costs_record) TASO_TRY(record_costs(t, s, r));
+  if (guard_cache_path) TASO_TRY(save_verdicts(t, r));
   return TASO_OK;
 }
 
@@ -553,10 +584,17 @@ static void summarize(taso_tool_t *t, const run_t *r) {
   if (r->guard) {
     taso_rule_guard_stats_t g;
     taso_rule_guard_stats(r->guard, &g);
+    /* a parallel search shares its re-proofs: each rank decides a part */
+    double mine[2] = {(double)g.proofs, g.proof_seconds}, sum[2], most = 0;
+    MPI_Allreduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, t->comm);
+    MPI_Allreduce(&g.proof_seconds, &most, 1, MPI_DOUBLE, MPI_MAX, t->comm);
     taso_tool_print(t, "taso-optimize: %lld matches: %lld at their proved shapes, %lld re-proved at "
                     "new shapes (%lld proofs, %.1f s), %lld refused\n", (long long)g.matches,
                     (long long)g.by_condition, (long long)g.by_reproof, (long long)g.proofs,
                     g.proof_seconds, (long long)g.refused);
+    if (res->ranks > 1)
+      taso_tool_print(t, "taso-optimize: re-proofs over all %d ranks: %.0f proofs, %.1f s "
+                      "(the busiest rank %.1f s)\n", res->ranks, sum[0], sum[1], most);
   }
   if (res->rank_explored) { /* the balance: graphs each rank expanded */
     char line[1024];
@@ -568,10 +606,10 @@ static void summarize(taso_tool_t *t, const run_t *r) {
   }
   taso_tool_summary(t,
                     "%s: cost %.4g -> %.4g ms (x%.3f), %lld graphs explored, %lld generated, "
-                    "%.1f s search, %d rewrites by %d rules%s -> %s",
+                    "%.1f s search (%.1f CPU s), %d rewrites by %d rules%s -> %s",
                     r->m.name, res->cost_before, res->cost_after,
                     res->cost_after > 0 ? res->cost_before / res->cost_after : 0.0,
-                    (long long)res->explored, (long long)res->generated, res->seconds, res->steps,
+                    (long long)res->explored, (long long)res->generated, res->seconds, res->cpu_seconds, res->steps,
                     distinct, r->kept_input ? " (measured no faster: the input graph written)" : "",
                     t->out_path);
 }

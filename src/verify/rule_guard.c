@@ -159,6 +159,10 @@ struct taso_rule_guard {
   int64_t nlog, caplog;
   uint64_t rng; /* the realization search's; reset per decision */
   char refusal[TASO_REASON_LEN + 64];
+  bool probe;   /* note undecided relations as questions, decide nothing */
+  map_t asked;  /* the questions' keys, since the last clear */
+  taso_rule_guard_question_t *questions;
+  int64_t nquestions, capquestions;
 };
 
 static double now_seconds(void) {
@@ -192,6 +196,8 @@ void taso_rule_guard_close(taso_rule_guard_t *g) {
   taso_prover_free(g->prover);
   map_free(&g->conds);
   map_free(&g->verdicts);
+  taso_rule_guard_questions_clear(g);
+  free(g->questions);
   free(g->key.b);
   free(g->seconds);
   free(g->log);
@@ -480,6 +486,38 @@ static taso_err_t decide(taso_rule_guard_t *g, const taso_graph_t *lhs, const ta
   return TASO_OK;
 }
 
+/* Probing: notes the relation in g->key, at instance at, as a question
+ * (once per key) and refuses the match. */
+static taso_err_t ask(taso_rule_guard_t *g, int64_t rule, int dir, const taso_inputs_t *at,
+                      bool *ok) {
+  *ok = false;
+  if (map_find(&g->asked, g->key.b, g->key.n)) return TASO_OK;
+  if (g->nquestions == g->capquestions) {
+    int64_t cap = 2 * g->capquestions + 16;
+    taso_rule_guard_question_t *q = realloc(g->questions, sizeof *q * (size_t)cap);
+    if (!q) return taso_error(TASO_ERR_NOMEM, "rule guard questions");
+    g->questions = q;
+    g->capquestions = cap;
+  }
+  taso_rule_guard_question_t *q = &g->questions[g->nquestions];
+  *q = (taso_rule_guard_question_t){.rule = rule, .dir = dir, .len = g->key.n,
+                                    .seq = g->nquestions};
+  q->key = malloc(g->key.n + 1);
+  q->types = malloc(sizeof *q->types * (size_t)(at->n + 1));
+  entry_t *e = NULL;
+  taso_err_t err = q->key && q->types ? map_add(&g->asked, g->key.b, g->key.n, &e)
+                                      : taso_error(TASO_ERR_NOMEM, "rule guard questions");
+  if (err != TASO_OK) {
+    free(q->key);
+    free(q->types);
+    return err;
+  }
+  memcpy(q->key, g->key.b, g->key.n);
+  for (int i = 0; i < at->n; i++) q->types[i] = at->v[i].type;
+  g->nquestions++;
+  return TASO_OK;
+}
+
 /* A match outside the recorded relation: its relation's verdict, from the
  * cache or decided now. */
 static taso_err_t by_relation(taso_rule_guard_t *g, int64_t rule, int dir, const taso_graph_t *lhs,
@@ -496,10 +534,11 @@ static taso_err_t by_relation(taso_rule_guard_t *g, int64_t rule, int dir, const
   TASO_TRY(err);
   entry_t *e = map_find(&g->verdicts, g->key.b, g->key.n);
   if (e) {
-    g->st.cache_hits++;
+    g->st.cache_hits += !g->probe;
     *ok = e->verdict;
     return TASO_OK;
   }
+  if (g->probe) return ask(g, rule, dir, at, ok);
   /* the relation part of the key, for the small-size search */
   buf_t rel = {.b = g->key.b + sizeof rule + 2, .n = g->key.n - sizeof rule - 2};
   return decide(g, lhs, rhs, at, &rel, ok);
@@ -514,6 +553,11 @@ static taso_err_t judge(taso_rule_guard_t *g, int64_t rule, int dir, const taso_
     g->st.optimistic++;
     *ok = true;
     return TASO_OK;
+  }
+  if (g->probe) { /* nothing is rewritten or counted: only questions noted */
+    *ok = false;
+    return taso_shape_cond_holds(cond, lt, rt) ? TASO_OK
+                                               : by_relation(g, rule, dir, lhs, rhs, at, ok);
   }
   g->st.matches++;
   if (taso_shape_cond_holds(cond, lt, rt)) {
@@ -608,4 +652,86 @@ taso_err_t taso_rule_guard_import(taso_rule_guard_t *g, const uint8_t *buf, size
 
 void taso_rule_guard_optimistic(taso_rule_guard_t *g, bool on) {
   g->optimistic = on;
+}
+
+/* ---- sharing decisions ------------------------------------------------------ */
+
+void taso_rule_guard_set_probe(taso_rule_guard_t *g, bool on) { g->probe = on; }
+
+int64_t taso_rule_guard_questions(const taso_rule_guard_t *g,
+                                  const taso_rule_guard_question_t **q) {
+  *q = g->questions;
+  return g->nquestions;
+}
+
+void taso_rule_guard_questions_clear(taso_rule_guard_t *g) {
+  for (int64_t i = 0; i < g->nquestions; i++) {
+    free(g->questions[i].key);
+    free(g->questions[i].types);
+  }
+  g->nquestions = 0;
+  map_free(&g->asked);
+}
+
+int taso_rule_guard_ninputs(const taso_rule_guard_t *g) { return g->in.n; }
+
+taso_err_t taso_rule_guard_decide(taso_rule_guard_t *g, int64_t rule, int dir,
+                                  const taso_graph_t *lhs, const taso_graph_t *rhs,
+                                  const taso_tensor_t *types, bool *verdict) {
+  *verdict = false;
+  taso_inputs_t at = {.n = g->in.n, .v = malloc(sizeof *at.v * (size_t)(g->in.n + 1))};
+  if (!at.v) return taso_error(TASO_ERR_NOMEM, "rule guard");
+  memcpy(at.v, g->in.v, sizeof *at.v * (size_t)g->in.n);
+  for (int i = 0; i < at.n; i++) at.v[i].type = types[i];
+  bool probe = g->probe;
+  g->probe = false;
+  taso_err_t err = by_relation(g, rule, dir, lhs, rhs, &at, verdict);
+  g->probe = probe;
+  free(at.v);
+  return err;
+}
+
+taso_err_t taso_rule_guard_put_verdict(taso_rule_guard_t *g, const uint8_t *key, size_t len,
+                                       bool verdict) {
+  if (map_find(&g->verdicts, key, len)) return TASO_OK;
+  entry_t *e;
+  TASO_TRY(map_add(&g->verdicts, key, len, &e));
+  e->verdict = verdict;
+  return TASO_OK;
+}
+
+/* ---- keeping verdicts between runs ------------------------------------------ */
+
+/* The head of every verdict key: the rule, the direction, 'V' (key_head). */
+#define HEAD_LEN (sizeof(int64_t) + 2)
+
+taso_err_t taso_rule_guard_each_verdict(const taso_rule_guard_t *g, taso_verdict_fn fn,
+                                        void *ctx) {
+  for (size_t b = 0; b < g->verdicts.nbuckets; b++)
+    for (const entry_t *e = g->verdicts.bucket[b]; e; e = e->next) {
+      if (e->len < HEAD_LEN) continue;
+      int64_t rule;
+      memcpy(&rule, e->key, sizeof rule);
+      TASO_TRY(fn(ctx, rule, e->key[sizeof rule], e->key + HEAD_LEN, e->len - HEAD_LEN,
+                  e->verdict));
+    }
+  return TASO_OK;
+}
+
+taso_err_t taso_rule_guard_put_relation(taso_rule_guard_t *g, int64_t rule, int dir,
+                                        const uint8_t *rel, size_t len, bool verdict) {
+  TASO_TRY(key_head(&g->key, rule, dir, 'V'));
+  TASO_TRY(put(&g->key, rel, len));
+  return taso_rule_guard_put_verdict(g, g->key.b, g->key.n, verdict);
+}
+
+void taso_rule_guard_settings(const taso_rule_guard_t *g, char *buf, size_t len) {
+  const taso_rule_guard_opts_t *o = &g->opt;
+  snprintf(buf, len,
+           "timeout_s=%g rlimit=%llu memory_mb=%llu numeric_max_macs=%lld shrink_tries=%d "
+           "seed=%llu axioms=%016llx",
+           (double)o->limits.timeout_s, (unsigned long long)o->limits.rlimit,
+           (unsigned long long)o->limits.memory_mb, (long long)o->numeric_max_macs,
+           o->shrink_tries, (unsigned long long)o->seed,
+           (unsigned long long)taso_axioms_digest(g->ax));
 }

@@ -35,6 +35,7 @@
 #ifndef TASO_RULE_GUARD_H
 #define TASO_RULE_GUARD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "axioms.h"
@@ -110,6 +111,68 @@ taso_err_t taso_rule_guard_import(taso_rule_guard_t *g, const uint8_t *buf, size
  * search run with it first (derive.h) is the same on every rank, and one
  * that fails there needs no proofs. */
 void taso_rule_guard_optimistic(taso_rule_guard_t *g, bool on);
+
+/* ---- sharing decisions between guards (ranks of a parallel search) ----
+ * Each rank's guard would decide every relation it meets again. Instead a
+ * search can run its matches twice: first with the guard probing, which
+ * decides nothing, refuses every match, and notes each relation it has no
+ * verdict for as a question (once per key, the first instance met); then
+ * the questions of all ranks are decided once each, somewhere
+ * (taso_rule_guard_decide at the question's instance), the verdicts
+ * shared (taso_rule_guard_put_verdict), and the matches run for real,
+ * every verdict now cached. A verdict depends on its key and the instance
+ * it is decided at; deciding each key at the first instance in an order
+ * that does not depend on the rank count keeps the search's result
+ * independent of it. Probing counts nothing in the statistics. */
+
+/* One relation without a verdict, at the first instance met of it. */
+typedef struct {
+  int64_t rule;         /* as passed to taso_rewrite_all_guarded */
+  int dir;
+  uint8_t *key;         /* the verdict's cache key (opaque bytes) */
+  size_t len;
+  taso_tensor_t *types; /* per entry of the guard's input table: its type there */
+  int64_t seq;          /* questions noted before it since the last clear */
+} taso_rule_guard_question_t;
+
+/* Probing on or off (off when opened). */
+void taso_rule_guard_set_probe(taso_rule_guard_t *g, bool on);
+/* The questions noted while probing since the last clear (valid until the
+ * next call into the guard); the count. */
+int64_t taso_rule_guard_questions(const taso_rule_guard_t *g,
+                                  const taso_rule_guard_question_t **q);
+void taso_rule_guard_questions_clear(taso_rule_guard_t *g);
+/* The guard's input table size: the number of types of a question. */
+int taso_rule_guard_ninputs(const taso_rule_guard_t *g);
+/* Decides (or answers from the cache) the relation of lhs => rhs at the
+ * inputs typed `types` (one per entry of the guard's table), as a match
+ * outside the recorded relation is decided; *verdict the answer. */
+taso_err_t taso_rule_guard_decide(taso_rule_guard_t *g, int64_t rule, int dir,
+                                  const taso_graph_t *lhs, const taso_graph_t *rhs,
+                                  const taso_tensor_t *types, bool *verdict);
+/* Adds a verdict decided by another guard over the same rules and table
+ * (a key already cached keeps its verdict). */
+taso_err_t taso_rule_guard_put_verdict(taso_rule_guard_t *g, const uint8_t *key, size_t len,
+                                       bool verdict);
+
+/* ---- keeping verdicts between runs (a verdict cache file) ----
+ * A verdict's key is the rule and direction (as the caller numbers them)
+ * and the relation: bytes that depend only on the rule's graphs and the
+ * shapes' relation, so a caller that names its rules stably can store
+ * verdicts and give them to a later guard with the same settings. */
+
+/* Called with each cached verdict (relation: rel, len bytes). */
+typedef taso_err_t (*taso_verdict_fn)(void *ctx, int64_t rule, int dir, const uint8_t *rel,
+                                      size_t len, bool verdict);
+taso_err_t taso_rule_guard_each_verdict(const taso_rule_guard_t *g, taso_verdict_fn fn,
+                                        void *ctx);
+/* Adds a verdict for (rule, dir, relation) unless the guard has one. */
+taso_err_t taso_rule_guard_put_relation(taso_rule_guard_t *g, int64_t rule, int dir,
+                                        const uint8_t *rel, size_t len, bool verdict);
+/* What a verdict depends on besides its key: the limits, the numeric
+ * check's settings and the axioms' digest (their enabled lemmas
+ * included), as text; equal texts, interchangeable verdicts. */
+void taso_rule_guard_settings(const taso_rule_guard_t *g, char *buf, size_t len);
 
 /* The counters so far. */
 void taso_rule_guard_stats(const taso_rule_guard_t *g, taso_rule_guard_stats_t *s);
