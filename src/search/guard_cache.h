@@ -8,7 +8,9 @@
  * A row names its rule by its text ("lhs => rhs", as taso-show prints it)
  * and the shapes of the inputs the rule reads, not by its place in a rules
  * list, which changes with the files loaded; the relation is the guard's
- * key bytes, in hex. The file records the guard's settings
+ * key bytes, in hex, of any length: a row's relation_first and
+ * relation_chunks name its rows of /relations (255 hex digits each),
+ * whose texts joined are the relation. The file records the guard's settings
  * (taso_rule_guard_settings: limits, numeric check, axioms digest); a
  * file made with other settings is left unused, with a warning, and
  * replaced by this run's verdicts when written.
