@@ -640,11 +640,7 @@ taso_err_t taso_rule_guard_import(taso_rule_guard_t *g, const uint8_t *buf, size
     if (len - at < 5) return taso_error(TASO_ERR_FORMAT, "rule guard verdicts: truncated");
     memcpy(&l, buf + at, 4);
     if (len - at - 5 < l) return taso_error(TASO_ERR_FORMAT, "rule guard verdicts: truncated");
-    if (!map_find(&g->verdicts, buf + at + 5, l)) {
-      entry_t *e;
-      TASO_TRY(map_add(&g->verdicts, buf + at + 5, l, &e));
-      e->verdict = buf[at + 4] != 0;
-    }
+    TASO_TRY(taso_rule_guard_put_verdict(g, buf + at + 5, l, buf[at + 4] != 0));
     at += 5 + l;
   }
   return TASO_OK;
