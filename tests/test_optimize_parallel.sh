@@ -90,6 +90,10 @@ expect "parallel on 2 ranks, filling a verdict cache" 0
 stored=$(sed -n 's/.*holds \([0-9]*\) re-proof verdicts.*/\1/p' "$tmp/out")
 [ "${stored:-0}" -gt 0 ] || { echo "FAIL: no verdict stored: the comparison proves little"; show; fail=1; }
 same_graph "$tmp/p1.h5" "$tmp/g2.h5" || { echo "FAIL: with the verdict cache, 2 ranks differ"; fail=1; }
+run "$bin/taso-show" "$verdicts"
+expect "taso-show reads the verdict file" 0
+listed=$(grep -cE '^  (applied|refused) .* \(relation [0-9]+ bytes\)$' "$tmp/out")
+[ "$listed" -eq "${stored:-0}" ] || { echo "FAIL: taso-show lists $listed of $stored verdicts"; show; fail=1; }
 for n in 1 4; do
   run "$mpiexec" --oversubscribe -n $n "$bin/taso-optimize" "${common[@]}" --no-measure \
     --search parallel --guard-cache "$verdicts" --out "$tmp/g$n.h5"

@@ -367,3 +367,15 @@ taso_err_t taso_guard_cache_save(const char *path, const taso_rules_t *rules,
   verdicts_free(c.rows, c.n);
   return err;
 }
+
+taso_err_t taso_guard_cache_each(const char *path, char *settings, taso_guard_cache_fn fn,
+                                 void *ctx) {
+  verdict_t *v = NULL;
+  int64_t n = 0;
+  TASO_TRY(read_rows(path, &v, &n, settings));
+  taso_err_t err = TASO_OK;
+  for (int64_t i = 0; err == TASO_OK && i < n; i++)
+    err = fn(ctx, v[i].rule, strlen(v[i].relation) / 2, v[i].verdict != 0);
+  verdicts_free(v, n);
+  return err;
+}

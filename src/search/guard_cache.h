@@ -46,4 +46,13 @@ taso_err_t taso_guard_cache_save(const char *path, const taso_rules_t *rules,
                                   const taso_rule_guard_t *guard, const taso_provenance_t *prov,
                                   int64_t *rows);
 
+/* Calls fn with each verdict of path, in the file's order (rule named by
+ * its text and input shapes, the relation's size in bytes, whether it was
+ * applied), after giving settings (SETTINGS_LEN = 512 bytes) the guard
+ * settings the file was made with. For taso-show. */
+typedef taso_err_t (*taso_guard_cache_fn)(void *ctx, const char *rule, size_t relation_bytes,
+                                          bool applied);
+taso_err_t taso_guard_cache_each(const char *path, char *settings, taso_guard_cache_fn fn,
+                                 void *ctx);
+
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "costdb.h"
+#include "guard_cache.h"
 #include "model.h"
 #include "search.h"
 #include "onnx.h"
@@ -73,7 +74,9 @@ static const char *const *kind_counts(const char *kind) {
                                            NULL};
   static const char *const model[] = {"nodes", "weight_values", NULL};
   static const char *const costs[] = {"rows", "measured", "unavailable", NULL};
+  static const char *const verdicts[] = {"rows", NULL};
   if (strcmp(kind, TASO_KIND_COSTS) == 0) return costs;
+  if (strcmp(kind, TASO_KIND_GUARD_VERDICTS) == 0) return verdicts;
   if (strcmp(kind, TASO_KIND_MODEL) == 0) return model;
   if (strcmp(kind, TASO_KIND_CANDIDATES) == 0) return candidates;
   if (strcmp(kind, TASO_KIND_SUBSTITUTIONS) == 0) return substitutions;
@@ -373,6 +376,22 @@ static void show_cost_row(const taso_cost_row_t *r) {
          r->when, r->algorithm[0] ? r->algorithm : "-");
 }
 
+static taso_err_t show_verdict(void *ctx, const char *rule, size_t relation_bytes, bool applied) {
+  (void)ctx;
+  printf("  %-7s %s  (relation %zu bytes)\n", applied ? "applied" : "refused", rule, relation_bytes);
+  return TASO_OK;
+}
+
+/* A --guard-cache file: the settings its verdicts hold under, then each
+ * re-proved (applied) or refused relation by rule. */
+static taso_err_t show_verdicts(const char *path) {
+  char settings[512];
+  printf("re-proof verdicts (rule @ the shapes of its inputs):\n");
+  TASO_TRY(taso_guard_cache_each(path, settings, show_verdict, NULL));
+  printf("guard settings: %s\n", settings);
+  return TASO_OK;
+}
+
 /* Rows by device (the file's order), with a heading per device. */
 static taso_err_t show_costs(const char *path) {
   taso_costdb_t db;
@@ -447,6 +466,7 @@ int main(int argc, char **argv) {
   /* A model reads back through its own reader, which checks every node. */
   if (err == TASO_OK && strcmp(kind, TASO_KIND_MODEL) == 0) err = load_and_show(t.in_path);
   if (err == TASO_OK && strcmp(kind, TASO_KIND_COSTS) == 0) err = show_costs(t.in_path);
+  if (err == TASO_OK && strcmp(kind, TASO_KIND_GUARD_VERDICTS) == 0) err = show_verdicts(t.in_path);
   free(decisions);
   free(rows);
   taso_graphs_free(graphs, ngraphs);
