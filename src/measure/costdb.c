@@ -11,9 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "merge_lock.h"
 
 #define F(name, kind, size) {#name, offsetof(taso_cost_row_t, name), kind, size}
 /* The algorithm column comes last, so that the fields before it are the
@@ -180,48 +181,6 @@ static char *beside(const char *path, const char *suffix) {
   return s;
 }
 
-/* Waits for an exclusive flock on lock_path. The holder removes the file
- * when it lets go, so a lock taken on a file that the path no longer
- * names is taken again (as the tools' OUT.lock, tool.c). *fd: -1 on a file
- * system without flock, where the merge goes on unprotected. */
-static taso_err_t take_lock(const char *lock_path, int *fd) {
-  for (int attempt = 0; attempt < 1000; attempt++) {
-    struct stat held, named;
-    *fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (*fd < 0)
-      return taso_error(TASO_ERR_IO, "%s: cannot create the lock file: %s", lock_path,
-                        strerror(errno));
-    int rc;
-    while ((rc = flock(*fd, LOCK_EX)) != 0 && errno == EINTR) continue;
-    if (rc != 0) {
-      int e = errno;
-      close(*fd);
-      *fd = -1;
-      if (e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS || e == EINVAL) return TASO_OK;
-      return taso_error(TASO_ERR_IO, "%s: cannot lock it: %s", lock_path, strerror(e));
-    }
-    if (fstat(*fd, &held) == 0 && stat(lock_path, &named) == 0 && held.st_dev == named.st_dev &&
-        held.st_ino == named.st_ino) {
-      char text[256], host[128] = "unknown host", when[32];
-      gethostname(host, sizeof host - 1);
-      taso_now_iso8601(when);
-      int n = snprintf(text, sizeof text, "host %s, pid %ld, since %s (merging)\n", host,
-                       (long)getpid(), when);
-      bool said = ftruncate(*fd, 0) == 0 && pwrite(*fd, text, (size_t)n, 0) == n;
-      (void)said; /* who holds it only helps a person looking; never fatal */
-      return TASO_OK;
-    }
-    close(*fd);
-  }
-  return taso_error(TASO_ERR_IO, "%s: cannot take the lock: it keeps being replaced", lock_path);
-}
-
-static void drop_lock(const char *lock_path, int fd) {
-  if (fd < 0) return;
-  unlink(lock_path);
-  close(fd);
-}
-
 static int sync_path(const char *path, int flags) {
   int fd = open(path, flags | O_CLOEXEC);
   if (fd < 0) return -1;
@@ -291,11 +250,11 @@ taso_err_t taso_costdb_merge(const char *path, const taso_cost_row_t *rows, int6
   char *lock = beside(path, ".lock"), *tmp = beside(path, ".tmp");
   taso_costdb_t db = {0};
   int fd = -1;
-  taso_err_t err = lock && tmp ? take_lock(lock, &fd)
+  taso_err_t err = lock && tmp ? taso_merge_lock(lock, &fd)
                                : taso_error(TASO_ERR_NOMEM, "no memory for file names");
   if (err == TASO_OK) err = combine(path, rows, n, replace, &db);
   if (err == TASO_OK) err = write_beside(path, tmp, &db, prov);
-  if (lock) drop_lock(lock, fd);
+  if (lock) taso_merge_unlock(lock, fd);
   free(lock);
   free(tmp);
   if (err == TASO_OK && after)

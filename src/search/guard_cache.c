@@ -1,17 +1,17 @@
 /* The rule guard's verdicts kept between runs (guard_cache.h). */
-#define _GNU_SOURCE /* flock, O_CLOEXEC */
+#define _GNU_SOURCE /* strnlen under -std=c11 */
 
 #include "guard_cache.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "merge_lock.h"
 
 #define RULE_LEN 2048  /* a rule's text and its inputs' shapes */
 #define CHUNK_LEN 256  /* hex characters per row of /relations, NUL included */
@@ -250,33 +250,6 @@ static taso_err_t collect(void *ctx, int64_t rule, int dir, const uint8_t *rel, 
   return TASO_OK;
 }
 
-/* Waits for an exclusive flock on lock_path (as the cost database's merge:
- * the holder removes the file when done, so a lock on a file the path no
- * longer names is taken again). *fd -1 where flock is unsupported. */
-static taso_err_t take_lock(const char *lock_path, int *fd) {
-  for (int attempt = 0; attempt < 1000; attempt++) {
-    struct stat held, named;
-    *fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (*fd < 0)
-      return taso_error(TASO_ERR_IO, "%s: cannot create the lock file: %s", lock_path,
-                        strerror(errno));
-    int rc;
-    while ((rc = flock(*fd, LOCK_EX)) != 0 && errno == EINTR) continue;
-    if (rc != 0) {
-      int e = errno;
-      close(*fd);
-      *fd = -1;
-      if (e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS || e == EINVAL) return TASO_OK;
-      return taso_error(TASO_ERR_IO, "%s: cannot lock it: %s", lock_path, strerror(e));
-    }
-    if (fstat(*fd, &held) == 0 && stat(lock_path, &named) == 0 && held.st_dev == named.st_dev &&
-        held.st_ino == named.st_ino)
-      return TASO_OK;
-    close(*fd);
-  }
-  return taso_error(TASO_ERR_IO, "%s: cannot take the lock: it keeps being replaced", lock_path);
-}
-
 /* The verdicts as the file's records: rows, and their relations' hex
  * text cut into chunks. */
 static taso_err_t write_tables(taso_artifact_t *a, const verdict_t *v, int64_t n) {
@@ -331,7 +304,7 @@ taso_err_t taso_guard_cache_save(const char *path, const taso_rules_t *rules,
   collect_t c = {.rules = rules};
   taso_err_t err = taso_rule_guard_each_verdict(guard, collect, &c);
   int fd = -1;
-  if (err == TASO_OK) err = take_lock(lock, &fd);
+  if (err == TASO_OK) err = taso_merge_lock(lock, &fd);
   verdict_t *old = NULL;
   int64_t nold = 0;
   if (err == TASO_OK) err = read_rows(path, &old, &nold, settings);
@@ -359,10 +332,7 @@ taso_err_t taso_guard_cache_save(const char *path, const taso_rules_t *rules,
     c.n = k;
   }
   if (err == TASO_OK && c.n > 0) err = write_beside(path, tmp, c.rows, c.n, mine, prov);
-  if (fd >= 0) {
-    unlink(lock);
-    close(fd);
-  }
+  taso_merge_unlock(lock, fd);
   *nrows = c.n;
   verdicts_free(c.rows, c.n);
   return err;
