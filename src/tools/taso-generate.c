@@ -94,9 +94,16 @@ static bool fpset_has(const fpset_t *s, const taso_fingerprint_t *fp) {
 }
 
 /* The memo's marks: tensors whose class holds two different expressions;
- * tensors that are an output of a connected multi-output graph; (level by
- * level) tensors whose class holds an expression of fewer operators. */
-enum { SHARED, TWIN_OUTPUT, NOT_SMALLEST };
+ * tensors that are an output of a connected multi-output graph. */
+enum { SHARED, TWIN_OUTPUT };
+
+/* The last level's tape (level by level): the output fingerprints of every
+ * leaf of max_ops operators that depends on all of them, in walk order.
+ * Such an expression occurs in that one graph alone, so the memo would keep
+ * it for nothing (it was most of a k=4 run's memory): the level's first
+ * walk evaluates it and writes its fingerprints here, and walk 2, which
+ * visits the same leaves in the same order, reads them back. */
+enum { TAPE_OFF, TAPE_WRITE, TAPE_READ };
 
 /* A connected multi-output graph's fingerprint and its sorted output
  * fingerprints: the twin of the graphs of op-disjoint outputs that have
@@ -161,9 +168,40 @@ typedef struct {
   bool levels;                               /* progress counts the level's units */
   int64_t level_graphs[TASO_ENUM_MAX_OPS + 1]; /* graphs of each level, all ranks */
   taso_derive_opts_t derive; /* the derivation search: job bounds, the rule guard */
+  int walk_level;            /* level by level: the level being walked */
+  int32_t held[TASO_ENUM_MAX_OPS]; /* the memo expression operator j holds, or -1 */
+  int tape_mode;
+  taso_fingerprint_t *tape;
+  int64_t ntape, tape_cap, tape_at;
+  /* the leaf's outputs when it is on the tape (tensor ids -2 - port) */
+  taso_fingerprint_t leaf_fp[2];
+  bool leaf_shared[2];
+  fpset_t shared;            /* the last level's shared classes, for walk 2 */
 } gen_t;
 
+/* A tensor's fingerprint and whether its class holds another expression
+ * (tid < 0: a port of the leaf on the tape). */
+static taso_fingerprint_t tensor_fp(const gen_t *c, int32_t tid) {
+  return tid >= 0 ? taso_memo_fp(c->m, tid) : c->leaf_fp[-2 - tid];
+}
+
+static bool tensor_shared(const gen_t *c, int32_t tid) {
+  return tid >= 0 ? taso_memo_marked(c->m, tid, SHARED) : c->leaf_shared[-2 - tid];
+}
+
 /* ---- the walks --------------------------------------------------------- */
+
+/* Makes room for one more item in a growing array. */
+static taso_err_t grow(void **items, int64_t n, int64_t *cap, size_t size, const char *what) {
+  if (n < *cap) return TASO_OK;
+  int64_t c = *cap ? 2 * *cap : 4096;
+  void *p = realloc(*items, size * (size_t)c);
+  if (!p) return taso_error(TASO_ERR_NOMEM, "%lld %s", (long long)c, what);
+  *items = p;
+  *cap = c;
+  return TASO_OK;
+}
+
 
 static taso_err_t push(void *ctx, const taso_enum_graph_t *g) {
   gen_t *c = ctx;
@@ -178,12 +216,42 @@ static taso_err_t push(void *ctx, const taso_enum_graph_t *g) {
   }
   for (int p = 0; p < taso_ops[v->kind].outputs; p++)
     ot[p] = *taso_enum_type(c->e, g->type[TASO_REF(base, p)]);
-  int32_t expr;
-  TASO_TRY(taso_memo_apply(c->m, g->variant[j], &node, in, it, ot, __builtin_popcount(g->cone[j]),
-                           &expr));
+  int32_t expr, cone = __builtin_popcount(g->cone[j]), ports = taso_ops[v->kind].outputs;
+  c->held[j] = -1;
+  if (c->tape_mode != TAPE_OFF && cone == c->t->job.max_ops) { /* on the tape */
+    if (c->tape_mode == TAPE_WRITE) {
+      TASO_TRY(taso_memo_eval(c->m, &node, in, it, ot, c->leaf_fp));
+      for (int p = 0; p < ports; p++) {
+        TASO_TRY(grow((void **)&c->tape, c->ntape, &c->tape_cap, sizeof *c->tape, "tape fingerprints"));
+        c->tape[c->ntape++] = c->leaf_fp[p];
+      }
+    } else {
+      if (c->tape_at + ports > c->ntape)
+        return taso_error(TASO_ERR_ARG, "walk 2 of the last level meets more leaves than walk 1");
+      for (int p = 0; p < ports; p++) {
+        c->leaf_fp[p] = c->tape[c->tape_at++];
+        c->leaf_shared[p] = fpset_has(&c->shared, &c->leaf_fp[p]);
+      }
+    }
+    c->tid[TASO_REF(base, 0)] = -2;
+    c->tid[TASO_REF(base, 1)] = -3;
+    return TASO_OK;
+  }
+  /* a state the walk goes below holds its values (level by level, larger
+   * expressions keep none of their own) */
+  bool hold = c->levels && g->nops < c->walk_level;
+  TASO_TRY(taso_memo_apply(c->m, g->variant[j], &node, in, it, ot, cone, hold, &expr));
+  if (hold) c->held[j] = expr;
   c->tid[TASO_REF(base, 0)] = 2 * expr;
   c->tid[TASO_REF(base, 1)] = 2 * expr + 1;
   return TASO_OK;
+}
+
+static void pop(void *ctx, const taso_enum_graph_t *g) {
+  gen_t *c = ctx;
+  int j = g->nops - 1;
+  if (c->held[j] >= 0) taso_memo_release(c->m, c->held[j]);
+  c->held[j] = -1;
 }
 
 static double cpu_seconds(void) {
@@ -213,7 +281,7 @@ static bool want(void *ctx, const taso_enum_graph_t *g, int32_t variant, const t
   bool disjoint = op->outputs == 1, kept = false;
   for (int s = 0; s < g->nsinks; s++) {
     if (in[0] == g->sinks[s] || in[1] == g->sinks[s]) continue;
-    if (!taso_memo_marked(c->m, c->tid[g->sinks[s]], SHARED)) return false;
+    if (!tensor_shared(c, c->tid[g->sinks[s]])) return false;
     unsigned cone = g->cone[TASO_REF_NODE(g->sinks[s]) - c->ninputs];
     disjoint = disjoint && !(seen & cone);
     seen |= cone;
@@ -232,17 +300,6 @@ static int sink_cmp(const void *a, const void *b) {
   const sink_t *x = a, *y = b;
   int c = taso_fingerprint_cmp(&x->fp, &y->fp);
   return c ? c : (x->ref > y->ref) - (x->ref < y->ref);
-}
-
-/* Makes room for one more item in a growing array. */
-static taso_err_t grow(void **items, int64_t n, int64_t *cap, size_t size, const char *what) {
-  if (n < *cap) return TASO_OK;
-  int64_t c = *cap ? 2 * *cap : 4096;
-  void *p = realloc(*items, size * (size_t)c);
-  if (!p) return taso_error(TASO_ERR_NOMEM, "%lld %s", (long long)c, what);
-  *items = p;
-  *cap = c;
-  return TASO_OK;
 }
 
 /* Whether no two outputs share an operator (cones[i]: output i's operators). */
@@ -280,7 +337,7 @@ static bool outputs_connected(int n, const unsigned *cones) {
 static bool outputs_shared(const gen_t *c, const unsigned *cone, int nsinks, const taso_ref_t *sinks,
                            unsigned *cones) {
   for (int i = 0; i < nsinks; i++) {
-    if (!taso_memo_marked(c->m, c->tid[sinks[i]], SHARED)) return false;
+    if (!tensor_shared(c, c->tid[sinks[i]])) return false;
     int j = TASO_REF_NODE(sinks[i]) - c->ninputs;
     cones[i] = j >= 0 ? cone[j] : 0;
   }
@@ -293,7 +350,7 @@ static bool fill_record(const gen_t *c, int nops, const int32_t *variant, const 
                         int nsinks, const taso_ref_t *sinks, taso_grec_t *r, taso_fingerprint_t *fps) {
   sink_t s[2 * TASO_ENUM_MAX_OPS + 2];
   for (int i = 0; i < nsinks; i++) {
-    s[i].fp = taso_memo_fp(c->m, c->tid[sinks[i]]);
+    s[i].fp = tensor_fp(c, c->tid[sinks[i]]);
     s[i].ref = sinks[i];
   }
   for (int i = 1; i < nsinks; i++) /* a handful: insertion sort */
@@ -374,7 +431,7 @@ static bool want_level(void *ctx, const taso_enum_graph_t *g, int32_t variant, c
 static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_ref_t (*in)[3],
                          const unsigned *cone, int nsinks, const taso_ref_t *sinks) {
   taso_fingerprint_t fps[2 * TASO_ENUM_MAX_OPS + 2];
-  unsigned cones[2 * TASO_ENUM_MAX_OPS + 2];
+  unsigned cones[2 * TASO_ENUM_MAX_OPS + 2] = {0};
   if (!outputs_shared(c, cone, nsinks, sinks, cones) || outputs_disjoint(nsinks, cones)) return TASO_OK;
   taso_grec_t r;
   if (!fill_record(c, nops, variant, in, nsinks, sinks, &r, fps)) {
@@ -610,9 +667,9 @@ static taso_err_t classes_put(classes_t *m, const taso_fingerprint_t *fp, class_
 static const class_t *classes_get(const classes_t *m, const taso_fingerprint_t *fp);
 
 /* Collective, level by level: every rank learns the tensor classes whose
- * expressions differ in size (the owners' n of them) and marks the
- * tensors of more operators than the fewest. */
-static taso_err_t mark_larger(gen_t *c, const class_t *mine, int64_t n) {
+ * expressions differ in size (the owners' n of them), with their fewest
+ * operators (not_smallest asks). */
+static taso_err_t learn_smallest(gen_t *c, const class_t *mine, int64_t n) {
   class_t *all = NULL;
   int64_t total = 0;
   free(c->smallest.slot);
@@ -624,21 +681,54 @@ static taso_err_t mark_larger(gen_t *c, const class_t *mine, int64_t n) {
     if (err == TASO_OK) k->ops = all[i].ops;
   }
   free(all);
+  return taso_tool_agree(c->t, err);
+}
+
+/* Collective: the tape's fingerprints, each to its owner, in rounds of a
+ * bounded size (the exchange copies a round, not the tape). *recv: this
+ * rank's, sorted, allocated once at their exact count. */
+static taso_err_t exchange_tape(gen_t *c, taso_fingerprint_t **recv, int64_t *nrecv, int64_t *volume) {
+  enum { ROUND = 1 << 22 }; /* fingerprints per rank and round: 64 MiB */
+  int ranks = c->t->size;
+  int64_t *count = calloc((size_t)ranks + 1, sizeof *count), rounds = (c->ntape + ROUND - 1) / ROUND;
+  taso_err_t err = count ? TASO_OK : taso_error(TASO_ERR_NOMEM, "tape exchange");
+  *recv = NULL;
+  *nrecv = 0;
+  for (int64_t i = 0; err == TASO_OK && i < c->ntape; i++) count[owner(&c->tape[i], ranks)]++;
+  count[ranks] = rounds;
   err = taso_tool_agree(c->t, err);
-  int64_t nexpr = taso_memo_count(c->m);
-  for (int64_t e = 0; e < nexpr && err == TASO_OK; e++)
-    for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) {
-      int32_t tid = (int32_t)(2 * e + p);
-      taso_fingerprint_t fp = taso_memo_fp(c->m, tid);
-      const class_t *k = classes_get(&c->smallest, &fp);
-      taso_memo_mark(c->m, tid, NOT_SMALLEST, k && tensor_ops(c, tid) > k->ops);
-    }
+  if (err == TASO_OK) {
+    MPI_Allreduce(MPI_IN_PLACE, count, ranks, MPI_INT64_T, MPI_SUM, c->t->comm);
+    MPI_Allreduce(MPI_IN_PLACE, count + ranks, 1, MPI_INT64_T, MPI_MAX, c->t->comm);
+    rounds = count[ranks];
+    if (!(*recv = malloc(sizeof **recv * (size_t)(count[c->t->rank] + 1))))
+      err = taso_error(TASO_ERR_NOMEM, "%lld tape fingerprints", (long long)count[c->t->rank]);
+  }
+  err = taso_tool_agree(c->t, err);
+  for (int64_t r = 0; err == TASO_OK && r < rounds; r++) {
+    int64_t lo = r * ROUND < c->ntape ? r * ROUND : c->ntape, hi = lo + ROUND < c->ntape ? lo + ROUND : c->ntape;
+    int64_t n = 0, vol = 0;
+    taso_fingerprint_t *got = NULL;
+    err = exchange_by_owner(c, c->tape + lo, hi - lo, sizeof *c->tape, (void **)&got, &n, &vol);
+    if (err == TASO_OK && *nrecv + n > count[c->t->rank])
+      err = taso_error(TASO_ERR_ARG, "tape exchange: more fingerprints than counted");
+    if (err == TASO_OK) memcpy(*recv + *nrecv, got, sizeof *got * (size_t)n);
+    *nrecv += err == TASO_OK ? n : 0;
+    *volume += vol;
+    free(got);
+    err = taso_tool_agree(c->t, err);
+  }
+  if (err == TASO_OK && *nrecv > 1) qsort(*recv, (size_t)*nrecv, sizeof **recv, fp_cmp);
+  free(count);
   return err;
 }
 
 /* Marks every tensor of the memo whose class holds two or more different
- * expressions, across all ranks. */
-static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
+ * expressions, across all ranks. Level by level, every rank also learns
+ * the classes whose expressions differ in size (below the last level), and
+ * the last level's tape joins: each of its expressions is a different one
+ * (it occurs in one graph), and its shared classes stay in c->shared. */
+static taso_err_t shared_tensors(gen_t *c, bool last, int64_t *nshared, int64_t *volume) {
   int64_t nexpr = taso_memo_count(c->m), nsend = 0;
   tensor_rec_t *send = malloc(sizeof *send * (size_t)(2 * nexpr + 1));
   taso_err_t err = send ? TASO_OK : taso_error(TASO_ERR_NOMEM, "tensor classes");
@@ -648,33 +738,47 @@ static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
       send[nsend++] = (tensor_rec_t){taso_memo_fp(c->m, tid), taso_memo_shash(c->m, tid), tensor_ops(c, tid)};
     }
   tensor_rec_t *recv = NULL;
-  int64_t nrecv = 0;
+  taso_fingerprint_t *tape = NULL;
+  int64_t nrecv = 0, ntape = 0;
   err = taso_tool_agree(c->t, err);
   if (err == TASO_OK)
     err = exchange_by_owner(c, send, nsend, sizeof *send, (void **)&recv, &nrecv, volume);
+  free(send);
+  send = NULL;
+  if (err == TASO_OK && last) err = exchange_tape(c, &tape, &ntape, volume); /* kept for walk 2 */
   /* classes with two different expressions; of different sizes */
   taso_fingerprint_t *mine = NULL;
   class_t *sizes = NULL;
-  int64_t nmine = 0, nsizes = 0;
+  int64_t nmine = 0, nsizes = 0, mine_cap = 0, sizes_cap = 0;
   if (err == TASO_OK) {
     qsort(recv, (size_t)nrecv, sizeof *recv, tensor_rec_cmp);
-    mine = malloc(sizeof *mine * (size_t)(nrecv + 1));
-    sizes = calloc((size_t)(nrecv + 1), sizeof *sizes);
-    if (!mine || !sizes) err = taso_error(TASO_ERR_NOMEM, "tensor classes");
-    for (int64_t i = 0; err == TASO_OK && i < nrecv;) {
-      int64_t j = i, distinct = 0, lo = recv[i].ops, hi = recv[i].ops;
-      for (; j < nrecv && !taso_fingerprint_cmp(&recv[j].fp, &recv[i].fp); j++) {
-        distinct += j == i || recv[j].shash != recv[j - 1].shash;
-        lo = recv[j].ops < lo ? recv[j].ops : lo;
-        hi = recv[j].ops > hi ? recv[j].ops : hi;
+    for (int64_t i = 0, f = 0; err == TASO_OK && (i < nrecv || f < ntape);) {
+      const taso_fingerprint_t *fp =
+          f == ntape || (i < nrecv && taso_fingerprint_cmp(&recv[i].fp, &tape[f]) <= 0) ? &recv[i].fp : &tape[f];
+      taso_fingerprint_t at = *fp;
+      int64_t distinct = 0, lo = INT64_MAX, hi = -1;
+      for (int64_t j = i; i < nrecv && !taso_fingerprint_cmp(&recv[i].fp, &at); i++) {
+        distinct += i == j || recv[i].shash != recv[i - 1].shash;
+        lo = recv[i].ops < lo ? recv[i].ops : lo;
+        hi = recv[i].ops > hi ? recv[i].ops : hi;
       }
-      if (distinct > 1) mine[nmine++] = recv[i].fp;
-      if (hi > lo) sizes[nsizes++] = (class_t){.fp = recv[i].fp, .ops = (int32_t)lo};
-      i = j;
+      for (; f < ntape && !taso_fingerprint_cmp(&tape[f], &at); f++) distinct++;
+      if (distinct > 1) {
+        err = grow((void **)&mine, nmine, &mine_cap, sizeof *mine, "shared tensor classes");
+        if (err == TASO_OK) mine[nmine++] = at;
+      }
+      if (err == TASO_OK && !last && c->levels && hi > lo) {
+        err = grow((void **)&sizes, nsizes, &sizes_cap, sizeof *sizes, "tensor classes of several sizes");
+        if (err == TASO_OK) sizes[nsizes++] = (class_t){.fp = at, .ops = (int32_t)lo};
+      }
     }
   }
+  free(recv);
+  free(tape);
   err = taso_tool_agree(c->t, err);
-  if (err == TASO_OK && c->levels) err = mark_larger(c, sizes, nsizes);
+  /* the last level keeps the earlier levels' table: both of its walks must
+   * cut the same states */
+  if (err == TASO_OK && c->levels && !last) err = learn_smallest(c, sizes, nsizes);
   free(sizes);
   /* everyone learns every shared class */
   fpset_t shared = {0};
@@ -682,10 +786,12 @@ static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
   if (err == TASO_OK) err = fpset_gather(c, mine, nmine, &shared);
   if (err == TASO_OK) mark_tensors(c, &shared, SHARED);
   *nshared = shared.n;
-  free(shared.slot);
-  free(shared.bits);
-  free(send);
-  free(recv);
+  if (last) {
+    c->shared = shared;
+  } else {
+    free(shared.slot);
+    free(shared.bits);
+  }
   free(mine);
   return err;
 }
@@ -1385,6 +1491,15 @@ static uint64_t graph_hash(const taso_grec_t *r) {
   return h;
 }
 
+/* Whether a tensor's class holds an expression of fewer operators: asked
+ * of the table itself, not of marks, so that a tensor this rank meets only
+ * after the exchange answers as on any other rank. */
+static bool not_smallest(const gen_t *c, int32_t tid) {
+  taso_fingerprint_t fp = taso_memo_fp(c->m, tid);
+  const class_t *k = classes_get(&c->smallest, &fp);
+  return k && tensor_ops(c, tid) > k->ops;
+}
+
 /* Whether a graph of the walk has children: it is its class's
  * representative and no two of its outputs are equal (a graph holding a
  * tensor twice extends into graphs that a smaller one implies). A graph
@@ -1402,7 +1517,7 @@ static bool expand(void *ctx, const taso_enum_graph_t *g) {
   for (int s = 0; s < g->nsinks; s++) {
     unsigned others = 0;
     for (int o = 0; o < g->nsinks; o++) others |= o == s ? 0 : cones[o];
-    if (!(cones[s] & others) && taso_memo_marked(c->m, c->tid[g->sinks[s]], NOT_SMALLEST)) return false;
+    if (!(cones[s] & others) && not_smallest(c, c->tid[g->sinks[s]])) return false;
   }
   if (!fill_record(c, g->nops, g->variant, g->in, g->nsinks, g->sinks, &r, fps)) return false;
   const class_t *k = classes_get(&c->reps, &r.fp);
@@ -1487,12 +1602,17 @@ static taso_err_t one_level(gen_t *c, int k, int64_t *graphs, int64_t *nshared, 
   /* from level 3 on, the units are the graphs of level k - 2 (uncut) */
   taso_progress_begin(&c->progress, t, "units of the level (graphs of 2 operators fewer)",
                       k >= 3 ? c->level_graphs[k - 2] : -1);
-  taso_enum_visitor_t v = {.ctx = c, .push = push, .visit = visit_count, .expand = expand};
+  bool last = k == t->job.max_ops;
+  taso_enum_visitor_t v = {.ctx = c, .push = push, .pop = pop, .visit = visit_count, .expand = expand};
   v.want = want_joinable;
+  c->walk_level = k;
+  c->tape_mode = last ? TAPE_WRITE : TAPE_OFF;
   taso_err_t err = taso_tool_agree(t, taso_enum_level(c->e, k, t->rank, t->size, &v));
+  c->tape_mode = TAPE_OFF;
   n[0] = c->visited;
   *graphs += n[0]; /* this rank's */
-  if (err == TASO_OK) err = shared_tensors(c, nshared, &vol);
+  int64_t tape = c->ntape;
+  if (err == TASO_OK) err = shared_tensors(c, last, nshared, &vol);
   *volume += vol;
   taso_grec_t *mine = NULL;
   class_t *tell = NULL;
@@ -1521,8 +1641,9 @@ static taso_err_t one_level(gen_t *c, int k, int64_t *graphs, int64_t *nshared, 
     if (k < t->job.max_ops)
       snprintf(classes, sizeof classes, "%lld with shared outputs, %lld classes with more than one graph "
                "(%lld so far)", (long long)n[1], (long long)n[2], (long long)c->reps.n);
-    taso_tool_print(t, "level %d: %lld graphs, %s; %.2f s; peak memory per rank %.0f to %.0f MiB\n", k,
-                    (long long)n[0], classes, MPI_Wtime() - t0, -all[1], all[0]);
+    taso_tool_print(t, "level %d: %lld graphs, %s; %.2f s; peak memory per rank %.0f to %.0f MiB "
+                    "(rank 0: %lld expressions in the memo, %lld fingerprints on the tape)\n", k, (long long)n[0],
+                    classes, MPI_Wtime() - t0, -all[1], all[0], (long long)taso_memo_count(c->m), (long long)tape);
   }
   return err;
 }
@@ -1539,12 +1660,30 @@ static taso_err_t generate_levels(gen_t *c, int64_t *graphs, int64_t *nshared, i
   return err;
 }
 
-/* Walk 2 of the representative tree (after generate_levels). */
+/* Walk 2 of the representative tree (after generate_levels). The last
+ * level reads the tape, so it visits the leaves of walk 1 (want_level
+ * only skips leaves that record() would drop). */
 static taso_err_t record_levels(gen_t *c) {
-  taso_enum_visitor_t v = {.ctx = c, .push = push, .visit = visit_record, .want = want_level, .expand = expand};
+  taso_enum_visitor_t v = {.ctx = c, .push = push, .pop = pop, .visit = visit_record, .expand = expand};
   taso_err_t err = TASO_OK;
-  for (int k = 1; k <= c->t->job.max_ops && err == TASO_OK; k++)
+  for (int k = 1; k <= c->t->job.max_ops && err == TASO_OK; k++) {
+    bool last = k == c->t->job.max_ops;
+    v.want = last ? want_joinable : want_level;
+    c->walk_level = k;
+    c->tape_mode = last ? TAPE_READ : TAPE_OFF;
+    c->tape_at = 0;
     err = taso_enum_level(c->e, k, c->t->rank, c->t->size, &v);
+    if (err == TASO_OK && last && c->tape_at != c->ntape)
+      err = taso_error(TASO_ERR_ARG, "walk 2 of the last level met %lld of walk 1's %lld tape fingerprints",
+                       (long long)c->tape_at, (long long)c->ntape);
+  }
+  c->tape_mode = TAPE_OFF;
+  free(c->tape);
+  c->tape = NULL;
+  c->ntape = c->tape_cap = 0;
+  free(c->shared.slot);
+  free(c->shared.bits);
+  memset(&c->shared, 0, sizeof c->shared);
   return err;
 }
 
@@ -1625,7 +1764,11 @@ int main(int argc, char **argv) {
     }
   }
   TASO_TOOL_STEP(&t, err, taso_fp_inputs_init(&rnd, &t.job.inputs, t.job.seed));
-  TASO_TOOL_STEP(&t, err, taso_memo_create(&rnd, &t.job.inputs, t.job.max_ops, &c.m));
+  /* Exhaustively every expression a larger graph consumes keeps its
+   * values; level by level only those of at most 2 operators, which most
+   * states share (a larger one is evaluated again by the state that holds
+   * it: the walks nest, and the states are few next to the leaves). */
+  TASO_TOOL_STEP(&t, err, taso_memo_create(&rnd, &t.job.inputs, levels && t.job.max_ops > 3 ? 3 : t.job.max_ops, &c.m));
   if (err == TASO_OK) {
     int nv;
     c.vars = taso_enum_variants(c.e, &nv);
@@ -1683,7 +1826,7 @@ int main(int argc, char **argv) {
                                                "pairing", "renaming", "implied"};
   double laps[NLAPS + 1] = {t0, MPI_Wtime()}, cpu[NLAPS + 1] = {cpu0, t_walk + cpu0};
   /* 2. shared tensor classes (level by level: the last level's) */
-  if (err == TASO_OK && !levels) err = shared_tensors(&c, &nshared, &vol1);
+  if (err == TASO_OK && !levels) err = shared_tensors(&c, false, &nshared, &vol1);
   laps[LAP_CLASSES + 1] = MPI_Wtime(); cpu[LAP_CLASSES + 1] = cpu_seconds();
 
   /* 3. walk 2: records of graphs whose outputs are all shared and
