@@ -176,7 +176,7 @@ typedef struct {
   /* the leaf's outputs when it is on the tape (tensor ids -2 - port) */
   taso_fingerprint_t leaf_fp[2];
   bool leaf_shared[2];
-  fpset_t shared;            /* the last level's shared classes, for walk 2 */
+  uint8_t *tape_shared;      /* a bit per tape fingerprint: its class is shared */
 } gen_t;
 
 /* A tensor's fingerprint and whether its class holds another expression
@@ -229,8 +229,8 @@ static taso_err_t push(void *ctx, const taso_enum_graph_t *g) {
       if (c->tape_at + ports > c->ntape)
         return taso_error(TASO_ERR_ARG, "walk 2 of the last level meets more leaves than walk 1");
       for (int p = 0; p < ports; p++) {
+        c->leaf_shared[p] = c->tape_shared[c->tape_at / 8] >> (c->tape_at % 8) & 1;
         c->leaf_fp[p] = c->tape[c->tape_at++];
-        c->leaf_shared[p] = fpset_has(&c->shared, &c->leaf_fp[p]);
       }
     }
     c->tid[TASO_REF(base, 0)] = -2;
@@ -480,9 +480,10 @@ static int owner(const taso_fingerprint_t *fp, int size) {
 }
 
 /* Sends n items of size bytes (sorted by destination, count[d] for rank d)
- * with one MPI_Alltoallv; *recv is malloc'd with *nrecv items. */
+ * with one MPI_Alltoallv; *recv is malloc'd with *nrecv items, in the order
+ * of their source ranks (from[d] from rank d, if from is not NULL). */
 static taso_err_t alltoall(gen_t *c, const void *send, const int64_t *count, size_t size,
-                           void **recv, int64_t *nrecv, int64_t *bytes_sent) {
+                           void **recv, int64_t *nrecv, int64_t *bytes_sent, int64_t *from) {
   int n = c->t->size;
   int *sc = calloc((size_t)n, sizeof *sc), *rc = calloc((size_t)n, sizeof *rc);
   int *sd = calloc((size_t)n, sizeof *sd), *rd = calloc((size_t)n, sizeof *rd);
@@ -491,6 +492,7 @@ static taso_err_t alltoall(gen_t *c, const void *send, const int64_t *count, siz
   *recv = NULL;
   *nrecv = 0;
   if (err == TASO_OK) MPI_Alltoall(count, 1, MPI_INT64_T, rc64, 1, MPI_INT64_T, c->t->comm);
+  if (err == TASO_OK && from) memcpy(from, rc64, sizeof *from * (size_t)n);
   int64_t stotal = 0, rtotal = 0;
   for (int d = 0; d < n && err == TASO_OK; d++) {
     if ((stotal + count[d]) * (int64_t)size > INT32_MAX || (rtotal + rc64[d]) * (int64_t)size > INT32_MAX)
@@ -538,7 +540,7 @@ static taso_err_t exchange_by_owner(gen_t *c, const void *items, int64_t n, size
   *recv = NULL;
   *nrecv = 0;
   err = taso_tool_agree(c->t, err);
-  if (err == TASO_OK) err = alltoall(c, sorted, count, size, recv, nrecv, bytes_sent);
+  if (err == TASO_OK) err = alltoall(c, sorted, count, size, recv, nrecv, bytes_sent, NULL);
   free(count);
   free(pos);
   free(sorted);
@@ -723,11 +725,66 @@ static taso_err_t exchange_tape(gen_t *c, taso_fingerprint_t **recv, int64_t *nr
   return err;
 }
 
+/* Collective: whether each tape fingerprint's class is shared, asked of its
+ * owner (sorted: the owner's shared classes), into c->tape_shared, in
+ * rounds like exchange_tape. */
+static taso_err_t answer_tape(gen_t *c, const taso_fingerprint_t *sorted, int64_t nsorted, int64_t *volume) {
+  enum { ROUND = 1 << 22 };
+  int ranks = c->t->size;
+  int64_t rounds = (c->ntape + ROUND - 1) / ROUND;
+  int64_t *count = calloc((size_t)ranks + 1, sizeof *count), *from = calloc((size_t)ranks + 1, sizeof *from);
+  int64_t *pos = calloc((size_t)ranks + 1, sizeof *pos);
+  int64_t *perm = malloc(sizeof *perm * (size_t)(ROUND + 1));
+  taso_fingerprint_t *send = malloc(sizeof *send * (size_t)(ROUND + 1));
+  free(c->tape_shared);
+  c->tape_shared = calloc((size_t)(c->ntape / 8 + 1), 1);
+  taso_err_t err = count && from && pos && perm && send && c->tape_shared ? TASO_OK
+                                                                          : taso_error(TASO_ERR_NOMEM, "tape answers");
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK) MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_INT64_T, MPI_MAX, c->t->comm);
+  for (int64_t r = 0; err == TASO_OK && r < rounds; r++) {
+    int64_t lo = r * ROUND < c->ntape ? r * ROUND : c->ntape, hi = lo + ROUND < c->ntape ? lo + ROUND : c->ntape;
+    memset(count, 0, sizeof *count * (size_t)ranks);
+    for (int64_t i = lo; i < hi; i++) count[owner(&c->tape[i], ranks)]++;
+    pos[0] = 0;
+    for (int d = 0; d < ranks; d++) pos[d + 1] = pos[d] + count[d];
+    for (int64_t i = lo; i < hi; i++) {
+      int64_t at = pos[owner(&c->tape[i], ranks)]++;
+      send[at] = c->tape[i];
+      perm[at] = i;
+    }
+    taso_fingerprint_t *asked = NULL;
+    uint8_t *answer = NULL, *got = NULL;
+    int64_t nasked = 0, ngot = 0, vol = 0;
+    err = alltoall(c, send, count, sizeof *send, (void **)&asked, &nasked, &vol, from);
+    *volume += vol;
+    if (err == TASO_OK && !(answer = malloc((size_t)nasked + 1))) err = taso_error(TASO_ERR_NOMEM, "tape answers");
+    for (int64_t i = 0; err == TASO_OK && i < nasked; i++)
+      answer[i] = bsearch(&asked[i], sorted, (size_t)nsorted, sizeof *sorted, fp_cmp) != NULL;
+    err = taso_tool_agree(c->t, err);
+    if (err == TASO_OK) err = alltoall(c, answer, from, 1, (void **)&got, &ngot, &vol, NULL);
+    if (err == TASO_OK && ngot != hi - lo) err = taso_error(TASO_ERR_ARG, "tape answers: %lld for %lld", (long long)ngot, (long long)(hi - lo));
+    for (int64_t i = 0; err == TASO_OK && i < ngot; i++)
+      if (got[i]) c->tape_shared[perm[i] / 8] |= (uint8_t)(1u << (perm[i] % 8));
+    free(asked);
+    free(answer);
+    free(got);
+    err = taso_tool_agree(c->t, err);
+  }
+  free(count);
+  free(from);
+  free(pos);
+  free(perm);
+  free(send);
+  return err;
+}
+
 /* Marks every tensor of the memo whose class holds two or more different
  * expressions, across all ranks. Level by level, every rank also learns
  * the classes whose expressions differ in size (below the last level), and
  * the last level's tape joins: each of its expressions is a different one
- * (it occurs in one graph), and its shared classes stay in c->shared. */
+ * (it occurs in one graph), and whether each one's class is shared goes
+ * to c->tape_shared. */
 static taso_err_t shared_tensors(gen_t *c, bool last, int64_t *nshared, int64_t *volume) {
   int64_t nexpr = taso_memo_count(c->m), nsend = 0;
   tensor_rec_t *send = malloc(sizeof *send * (size_t)(2 * nexpr + 1));
@@ -747,9 +804,9 @@ static taso_err_t shared_tensors(gen_t *c, bool last, int64_t *nshared, int64_t 
   send = NULL;
   if (err == TASO_OK && last) err = exchange_tape(c, &tape, &ntape, volume); /* kept for walk 2 */
   /* classes with two different expressions; of different sizes */
-  taso_fingerprint_t *mine = NULL;
+  taso_fingerprint_t *mine = NULL, *mine_m = NULL; /* shared classes; those with memo tensors */
   class_t *sizes = NULL;
-  int64_t nmine = 0, nsizes = 0, mine_cap = 0, sizes_cap = 0;
+  int64_t nmine = 0, nsizes = 0, mine_cap = 0, sizes_cap = 0, nmine_m = 0, mine_m_cap = 0;
   if (err == TASO_OK) {
     qsort(recv, (size_t)nrecv, sizeof *recv, tensor_rec_cmp);
     for (int64_t i = 0, f = 0; err == TASO_OK && (i < nrecv || f < ntape);) {
@@ -766,6 +823,8 @@ static taso_err_t shared_tensors(gen_t *c, bool last, int64_t *nshared, int64_t 
       if (distinct > 1) {
         err = grow((void **)&mine, nmine, &mine_cap, sizeof *mine, "shared tensor classes");
         if (err == TASO_OK) mine[nmine++] = at;
+        if (err == TASO_OK && hi >= 0) err = grow((void **)&mine_m, nmine_m, &mine_m_cap, sizeof *mine_m, "shared tensor classes");
+        if (err == TASO_OK && hi >= 0) mine_m[nmine_m++] = at;
       }
       if (err == TASO_OK && !last && c->levels && hi > lo) {
         err = grow((void **)&sizes, nsizes, &sizes_cap, sizeof *sizes, "tensor classes of several sizes");
@@ -780,19 +839,19 @@ static taso_err_t shared_tensors(gen_t *c, bool last, int64_t *nshared, int64_t 
    * cut the same states */
   if (err == TASO_OK && c->levels && !last) err = learn_smallest(c, sizes, nsizes);
   free(sizes);
-  /* everyone learns every shared class */
+  /* everyone learns every shared class of memo tensors; the tape asks */
   fpset_t shared = {0};
+  int64_t total = nmine;
   err = taso_tool_agree(c->t, err);
-  if (err == TASO_OK) err = fpset_gather(c, mine, nmine, &shared);
-  if (err == TASO_OK) mark_tensors(c, &shared, SHARED);
-  *nshared = shared.n;
-  if (last) {
-    c->shared = shared;
-  } else {
-    free(shared.slot);
-    free(shared.bits);
-  }
+  if (err == TASO_OK) MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_INT64_T, MPI_SUM, c->t->comm);
+  if (err == TASO_OK && last) err = answer_tape(c, mine, nmine, volume);
   free(mine);
+  if (err == TASO_OK) err = fpset_gather(c, mine_m, nmine_m, &shared);
+  if (err == TASO_OK) mark_tensors(c, &shared, SHARED);
+  *nshared = total;
+  free(shared.slot);
+  free(shared.bits);
+  free(mine_m);
   return err;
 }
 
@@ -1681,9 +1740,8 @@ static taso_err_t record_levels(gen_t *c) {
   free(c->tape);
   c->tape = NULL;
   c->ntape = c->tape_cap = 0;
-  free(c->shared.slot);
-  free(c->shared.bits);
-  memset(&c->shared, 0, sizeof c->shared);
+  free(c->tape_shared);
+  c->tape_shared = NULL;
   return err;
 }
 
@@ -1839,6 +1897,12 @@ int main(int argc, char **argv) {
   }
   if (err == TASO_OK) err = input_graphs(&c, &input_graphs_n);
   err = taso_tool_agree(&t, err);
+  if (err == TASO_OK && levels) {
+    double mib = peak_mib();
+    MPI_Allreduce(MPI_IN_PLACE, &mib, 1, MPI_DOUBLE, MPI_MAX, t.comm);
+    taso_tool_print(&t, "walk 2: %lld graph records on rank 0; %.2f s; peak memory per rank %.0f MiB\n",
+                    (long long)c.nrecs, MPI_Wtime() - laps[LAP_CLASSES + 1], mib);
+  }
   laps[LAP_WALK2 + 1] = MPI_Wtime(); cpu[LAP_WALK2 + 1] = cpu_seconds();
   int64_t exchanged = c.nrecs, built = 0, vol3 = 0;
   taso_grec_t *mine = NULL;
