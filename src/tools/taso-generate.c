@@ -40,6 +40,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* access */
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,13 @@ typedef struct {
   int64_t n;
 } classes_t;
 
+enum { SPILL_BUCKETS = 16 };
+
+/* The bucket of a graph's fingerprint: bits that owner() does not use. */
+static int spill_bucket(const taso_fingerprint_t *fp) {
+  return (int)((fp->h[1] >> 17) % SPILL_BUCKETS);
+}
+
 typedef struct {
   taso_tool_t *t;
   taso_enum_t *e;
@@ -177,6 +185,12 @@ typedef struct {
   taso_fingerprint_t leaf_fp[2];
   bool leaf_shared[2];
   uint8_t *tape_shared;      /* a bit per tape fingerprint: its class is shared */
+  /* level by level, walk 2's records wait in temporary files, a bucket of
+   * fingerprints each, so that pairing holds one bucket at a time: a k=4
+   * run records tens of millions of graphs */
+  bool spill;
+  FILE *bucket[SPILL_BUCKETS];
+  int64_t nbucket[SPILL_BUCKETS], spilled;
 } gen_t;
 
 /* A tensor's fingerprint and whether its class holds another expression
@@ -375,6 +389,14 @@ static bool fill_record(const gen_t *c, int nops, const int32_t *variant, const 
 }
 
 static taso_err_t add_record(gen_t *c, const taso_grec_t *r) {
+  if (c->spill) {
+    int b = spill_bucket(&r->fp);
+    if (fwrite(r, sizeof *r, 1, c->bucket[b]) != 1)
+      return taso_error(TASO_ERR_IO, "a temporary file of graph records (in $TMPDIR or /tmp): %s", strerror(errno));
+    c->nbucket[b]++;
+    c->spilled++;
+    return TASO_OK;
+  }
   TASO_TRY(grow((void **)&c->recs, c->nrecs, &c->recs_cap, sizeof *c->recs, "graph records"));
   c->recs[c->nrecs++] = *r;
   return TASO_OK;
@@ -1745,6 +1767,51 @@ static taso_err_t record_levels(gen_t *c) {
   return err;
 }
 
+/* Opens the spill buckets (temporary files, gone when closed). */
+static taso_err_t spill_open(gen_t *c) {
+  for (int b = 0; b < SPILL_BUCKETS; b++)
+    if (!(c->bucket[b] = tmpfile()))
+      return taso_error(TASO_ERR_IO, "a temporary file for graph records (in /tmp): %s", strerror(errno));
+  c->spill = true;
+  return TASO_OK;
+}
+
+static void spill_close(gen_t *c) {
+  for (int b = 0; b < SPILL_BUCKETS; b++) {
+    if (c->bucket[b]) fclose(c->bucket[b]);
+    c->bucket[b] = NULL;
+  }
+  c->spill = false;
+}
+
+/* Collective: each bucket's records to their owners, paired there; the
+ * pairs' lines keep the smallest of each pattern as they go (what the
+ * gathers keep in the end). */
+static taso_err_t pair_buckets(gen_t *c, pairing_t *pr, int64_t *volume) {
+  taso_err_t err = TASO_OK;
+  c->spill = false;
+  for (int b = 0; b < SPILL_BUCKETS && err == TASO_OK; b++) {
+    int64_t n = c->nbucket[b], nmine = 0, vol = 0;
+    taso_grec_t *recs = malloc(sizeof *recs * (size_t)(n + 1)), *mine = NULL;
+    if (!recs) err = taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)n);
+    else if (fflush(c->bucket[b]) != 0 || fseek(c->bucket[b], 0, SEEK_SET) != 0 ||
+             fread(recs, sizeof *recs, (size_t)n, c->bucket[b]) != (size_t)n)
+      err = taso_error(TASO_ERR_IO, "reading back a temporary file of graph records: %s", strerror(errno));
+    fclose(c->bucket[b]);
+    c->bucket[b] = NULL;
+    err = taso_tool_agree(c->t, err);
+    if (err == TASO_OK) err = exchange_by_owner(c, recs, n, sizeof *recs, (void **)&mine, &nmine, &vol);
+    free(recs);
+    *volume += vol;
+    if (err == TASO_OK) err = pair_all(c, mine, nmine, pr);
+    free(mine);
+    pr->keys.n = unique(pr->keys.v, pr->keys.n, str_cmp, same_pattern);
+    pr->pruned.n = unique(pr->pruned.v, pr->pruned.n, str_cmp, same_pattern);
+    err = taso_tool_agree(c->t, err);
+  }
+  return err;
+}
+
 /* The inputs [generate] weights names, as the enumeration's mask. */
 static taso_err_t weights_mask(const taso_job_t *job, uint64_t *mask) {
   char names[sizeof job->weights], *save = NULL;
@@ -1890,6 +1957,7 @@ int main(int argc, char **argv) {
   /* 3. walk 2: records of graphs whose outputs are all shared and
    * connected, to the owners of their fingerprints */
   int64_t input_graphs_n = 0;
+  if (err == TASO_OK && levels) err = taso_tool_agree(&t, spill_open(&c));
   if (err == TASO_OK) {
     c.visited = 0;
     taso_enum_visitor_t v = {.ctx = &c, .push = push, .visit = visit_record, .want = want};
@@ -1901,38 +1969,48 @@ int main(int argc, char **argv) {
     double mib = peak_mib();
     MPI_Allreduce(MPI_IN_PLACE, &mib, 1, MPI_DOUBLE, MPI_MAX, t.comm);
     taso_tool_print(&t, "walk 2: %lld graph records on rank 0; %.2f s; peak memory per rank %.0f MiB\n",
-                    (long long)c.nrecs, MPI_Wtime() - laps[LAP_CLASSES + 1], mib);
+                    (long long)c.spilled, MPI_Wtime() - laps[LAP_CLASSES + 1], mib);
   }
   laps[LAP_WALK2 + 1] = MPI_Wtime(); cpu[LAP_WALK2 + 1] = cpu_seconds();
-  int64_t exchanged = c.nrecs, built = 0, vol3 = 0;
+  int64_t exchanged = levels ? c.spilled : c.nrecs, built = 0, vol3 = 0;
   taso_grec_t *mine = NULL;
   int64_t nmine = 0;
-  if (err == TASO_OK)
-    err = exchange_by_owner(&c, c.recs, c.nrecs, sizeof *c.recs, (void **)&mine, &nmine, &vol2);
-  free(c.recs);
-  c.recs = NULL;
-  c.nrecs = c.recs_cap = 0;
-  /* 4. the graphs of op-disjoint outputs that have a twin, built on the
-   * owner, join the records there */
-  if (err == TASO_OK) err = disjoint_graphs(&c, &built, &vol3);
-  if (err == TASO_OK && c.nrecs > 0) {
-    taso_grec_t *all = realloc(mine, sizeof *all * (size_t)(nmine + c.nrecs));
-    if (!all) err = taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)(nmine + c.nrecs));
-    else {
-      memcpy(all + nmine, c.recs, sizeof *all * (size_t)c.nrecs);
-      mine = all;
-      nmine += c.nrecs;
-    }
-  }
-  free(c.recs);
-  c.recs = NULL;
-  err = taso_tool_agree(&t, err);
-  laps[LAP_EXCHANGE + 1] = MPI_Wtime(); cpu[LAP_EXCHANGE + 1] = cpu_seconds();
   pairing_t pr;
   memset(&pr, 0, sizeof pr);
-  if (err == TASO_OK) err = pair_all(&c, mine, nmine, &pr);
+  if (levels) {
+    /* the built graphs join the buckets; each bucket is exchanged and
+     * paired in turn */
+    if (err == TASO_OK) err = disjoint_graphs(&c, &built, &vol3);
+    err = taso_tool_agree(&t, err);
+    laps[LAP_EXCHANGE + 1] = MPI_Wtime(); cpu[LAP_EXCHANGE + 1] = cpu_seconds();
+    if (err == TASO_OK) err = pair_buckets(&c, &pr, &vol2);
+    spill_close(&c);
+  } else {
+    if (err == TASO_OK)
+      err = exchange_by_owner(&c, c.recs, c.nrecs, sizeof *c.recs, (void **)&mine, &nmine, &vol2);
+    free(c.recs);
+    c.recs = NULL;
+    c.nrecs = c.recs_cap = 0;
+    /* 4. the graphs of op-disjoint outputs that have a twin, built on the
+     * owner, join the records there */
+    if (err == TASO_OK) err = disjoint_graphs(&c, &built, &vol3);
+    if (err == TASO_OK && c.nrecs > 0) {
+      taso_grec_t *all = realloc(mine, sizeof *all * (size_t)(nmine + c.nrecs));
+      if (!all) err = taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)(nmine + c.nrecs));
+      else {
+        memcpy(all + nmine, c.recs, sizeof *all * (size_t)c.nrecs);
+        mine = all;
+        nmine += c.nrecs;
+      }
+    }
+    free(c.recs);
+    c.recs = NULL;
+    err = taso_tool_agree(&t, err);
+    laps[LAP_EXCHANGE + 1] = MPI_Wtime(); cpu[LAP_EXCHANGE + 1] = cpu_seconds();
+    if (err == TASO_OK) err = pair_all(&c, mine, nmine, &pr);
+    free(mine);
+  }
   err = taso_tool_agree(&t, err);
-  free(mine);
   laps[LAP_PAIR + 1] = MPI_Wtime(); cpu[LAP_PAIR + 1] = cpu_seconds();
 
   enum { GRAPHS, EXCHANGED, BUILT, EQUAL_OUTPUTS, CLASSES, PAIRS, COMMON, INDEPENDENT, NSUMS };
