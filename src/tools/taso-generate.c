@@ -185,6 +185,12 @@ typedef struct {
   taso_fingerprint_t leaf_fp[2];
   bool leaf_shared[2];
   uint8_t *tape_shared;      /* a bit per tape fingerprint: its class is shared */
+  /* the last level: the fingerprints of every rank's memo tensors. A twin
+   * pairs only with graphs built from memo expressions of its outputs'
+   * fingerprints, so one with an output outside the set builds nothing
+   * and is not kept (most of a k=4 run's twins) */
+  fpset_t memo_fps;
+  bool twin_filter;
   /* level by level, walk 2's records wait in temporary files, a bucket of
    * fingerprints each, so that pairing holds one bucket at a time: a k=4
    * run records tens of millions of graphs */
@@ -460,7 +466,9 @@ static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_
     c->dup_outputs++;
     return TASO_OK;
   }
-  if (nsinks > 1 && outputs_connected(nsinks, cones)) {
+  bool parts = true; /* every output has memo expressions to build from */
+  for (int i = 0; c->twin_filter && i < nsinks && parts; i++) parts = fpset_has(&c->memo_fps, &fps[i]);
+  if (nsinks > 1 && parts && outputs_connected(nsinks, cones)) {
     TASO_TRY(grow((void **)&c->twins, c->ntwins, &c->twins_cap, sizeof *c->twins, "twins"));
     twin_t *tw = &c->twins[c->ntwins++];
     memset(tw, 0, sizeof *tw);
@@ -870,6 +878,17 @@ static taso_err_t shared_tensors(gen_t *c, bool last, int64_t *nshared, int64_t 
   free(mine);
   if (err == TASO_OK) err = fpset_gather(c, mine_m, nmine_m, &shared);
   if (err == TASO_OK) mark_tensors(c, &shared, SHARED);
+  if (err == TASO_OK && last) {
+    taso_fingerprint_t *fps = malloc(sizeof *fps * (size_t)(2 * nexpr + 1));
+    int64_t nfps = 0;
+    err = fps ? TASO_OK : taso_error(TASO_ERR_NOMEM, "memo fingerprints");
+    for (int64_t e = 0; err == TASO_OK && e < nexpr; e++)
+      for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) fps[nfps++] = taso_memo_fp(c->m, (int32_t)(2 * e + p));
+    err = taso_tool_agree(c->t, err);
+    if (err == TASO_OK) err = fpset_gather(c, fps, nfps, &c->memo_fps);
+    c->twin_filter = err == TASO_OK;
+    free(fps);
+  }
   *nshared = total;
   free(shared.slot);
   free(shared.bits);
@@ -1764,6 +1783,10 @@ static taso_err_t record_levels(gen_t *c) {
   c->ntape = c->tape_cap = 0;
   free(c->tape_shared);
   c->tape_shared = NULL;
+  c->twin_filter = false;
+  free(c->memo_fps.slot);
+  free(c->memo_fps.bits);
+  memset(&c->memo_fps, 0, sizeof c->memo_fps);
   return err;
 }
 
