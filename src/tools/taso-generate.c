@@ -185,11 +185,12 @@ typedef struct {
   taso_fingerprint_t leaf_fp[2];
   bool leaf_shared[2];
   uint8_t *tape_shared;      /* a bit per tape fingerprint: its class is shared */
-  /* the last level: the fingerprints of every rank's memo tensors. A twin
-   * pairs only with graphs built from memo expressions of its outputs'
-   * fingerprints, so one with an output outside the set builds nothing
-   * and is not kept (most of a k=4 run's twins) */
-  fpset_t memo_fps;
+  /* the last level: every class of memo tensors (all ranks) with the
+   * fewest operators of its memo expressions. A twin pairs only with graphs
+   * built from memo expressions of its outputs' classes, within max_ops in
+   * all, so one whose outputs need more builds nothing and is not kept
+   * (most of a k=4 run's twins, which took gigabytes) */
+  classes_t memo_min;
   bool twin_filter;
   /* level by level, walk 2's records wait in temporary files, a bucket of
    * fingerprints each, so that pairing holds one bucket at a time: a k=4
@@ -208,6 +209,9 @@ static taso_fingerprint_t tensor_fp(const gen_t *c, int32_t tid) {
 static bool tensor_shared(const gen_t *c, int32_t tid) {
   return tid >= 0 ? taso_memo_marked(c->m, tid, SHARED) : c->leaf_shared[-2 - tid];
 }
+
+static taso_err_t classes_put(classes_t *m, const taso_fingerprint_t *fp, class_t **at);
+static const class_t *classes_get(const classes_t *m, const taso_fingerprint_t *fp);
 
 /* ---- the walks --------------------------------------------------------- */
 
@@ -466,8 +470,12 @@ static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_
     c->dup_outputs++;
     return TASO_OK;
   }
-  bool parts = true; /* every output has memo expressions to build from */
-  for (int i = 0; c->twin_filter && i < nsinks && parts; i++) parts = fpset_has(&c->memo_fps, &fps[i]);
+  bool parts = true; /* the outputs have memo expressions to build from, within max_ops */
+  for (int i = 0, ops = 0; c->twin_filter && i < nsinks && parts; i++) {
+    const class_t *k = classes_get(&c->memo_min, &fps[i]);
+    ops += k ? k->ops : 0;
+    parts = k && ops <= c->t->job.max_ops;
+  }
   if (nsinks > 1 && parts && outputs_connected(nsinks, cones)) {
     TASO_TRY(grow((void **)&c->twins, c->ntwins, &c->twins_cap, sizeof *c->twins, "twins"));
     twin_t *tw = &c->twins[c->ntwins++];
@@ -695,8 +703,6 @@ static void mark_tensors(gen_t *c, const fpset_t *set, int mark) {
     }
 }
 
-static taso_err_t classes_put(classes_t *m, const taso_fingerprint_t *fp, class_t **at);
-static const class_t *classes_get(const classes_t *m, const taso_fingerprint_t *fp);
 
 /* Collective, level by level: every rank learns the tensor classes whose
  * expressions differ in size (the owners' n of them), with their fewest
@@ -752,6 +758,23 @@ static taso_err_t exchange_tape(gen_t *c, taso_fingerprint_t **recv, int64_t *nr
   }
   if (err == TASO_OK && *nrecv > 1) qsort(*recv, (size_t)*nrecv, sizeof **recv, fp_cmp);
   free(count);
+  return err;
+}
+
+/* Collective: the classes of memo tensors that the owners found (n of
+ * them, with their fewest operators), on every rank, for the twin filter. */
+static taso_err_t learn_memo_min(gen_t *c, const class_t *mine, int64_t n) {
+  class_t *all = NULL;
+  int64_t total = 0;
+  taso_err_t err = allgather(c, mine, n, sizeof *mine, (void **)&all, &total);
+  for (int64_t i = 0; i < total && err == TASO_OK; i++) {
+    class_t *k;
+    err = classes_put(&c->memo_min, &all[i].fp, &k);
+    if (err == TASO_OK) k->ops = all[i].ops;
+  }
+  free(all);
+  err = taso_tool_agree(c->t, err);
+  c->twin_filter = err == TASO_OK;
   return err;
 }
 
@@ -837,6 +860,8 @@ static taso_err_t shared_tensors(gen_t *c, bool last, int64_t *nshared, int64_t 
   taso_fingerprint_t *mine = NULL, *mine_m = NULL; /* shared classes; those with memo tensors */
   class_t *sizes = NULL;
   int64_t nmine = 0, nsizes = 0, mine_cap = 0, sizes_cap = 0, nmine_m = 0, mine_m_cap = 0;
+  class_t *mins = NULL; /* the last level: classes of memo tensors, their fewest operators */
+  int64_t nmins = 0, mins_cap = 0;
   if (err == TASO_OK) {
     qsort(recv, (size_t)nrecv, sizeof *recv, tensor_rec_cmp);
     for (int64_t i = 0, f = 0; err == TASO_OK && (i < nrecv || f < ntape);) {
@@ -855,6 +880,10 @@ static taso_err_t shared_tensors(gen_t *c, bool last, int64_t *nshared, int64_t 
         if (err == TASO_OK) mine[nmine++] = at;
         if (err == TASO_OK && hi >= 0) err = grow((void **)&mine_m, nmine_m, &mine_m_cap, sizeof *mine_m, "shared tensor classes");
         if (err == TASO_OK && hi >= 0) mine_m[nmine_m++] = at;
+      }
+      if (err == TASO_OK && last && hi >= 0) {
+        err = grow((void **)&mins, nmins, &mins_cap, sizeof *mins, "classes of memo tensors");
+        if (err == TASO_OK) mins[nmins++] = (class_t){.fp = at, .ops = (int32_t)lo};
       }
       if (err == TASO_OK && !last && c->levels && hi > lo) {
         err = grow((void **)&sizes, nsizes, &sizes_cap, sizeof *sizes, "tensor classes of several sizes");
@@ -878,21 +907,12 @@ static taso_err_t shared_tensors(gen_t *c, bool last, int64_t *nshared, int64_t 
   free(mine);
   if (err == TASO_OK) err = fpset_gather(c, mine_m, nmine_m, &shared);
   if (err == TASO_OK) mark_tensors(c, &shared, SHARED);
-  if (err == TASO_OK && last) {
-    taso_fingerprint_t *fps = malloc(sizeof *fps * (size_t)(2 * nexpr + 1));
-    int64_t nfps = 0;
-    err = fps ? TASO_OK : taso_error(TASO_ERR_NOMEM, "memo fingerprints");
-    for (int64_t e = 0; err == TASO_OK && e < nexpr; e++)
-      for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) fps[nfps++] = taso_memo_fp(c->m, (int32_t)(2 * e + p));
-    err = taso_tool_agree(c->t, err);
-    if (err == TASO_OK) err = fpset_gather(c, fps, nfps, &c->memo_fps);
-    c->twin_filter = err == TASO_OK;
-    free(fps);
-  }
+  if (err == TASO_OK && last) err = learn_memo_min(c, mins, nmins);
   *nshared = total;
   free(shared.slot);
   free(shared.bits);
   free(mine_m);
+  free(mins);
   return err;
 }
 
@@ -1784,9 +1804,8 @@ static taso_err_t record_levels(gen_t *c) {
   free(c->tape_shared);
   c->tape_shared = NULL;
   c->twin_filter = false;
-  free(c->memo_fps.slot);
-  free(c->memo_fps.bits);
-  memset(&c->memo_fps, 0, sizeof c->memo_fps);
+  free(c->memo_min.slot);
+  memset(&c->memo_min, 0, sizeof c->memo_min);
   return err;
 }
 
