@@ -1438,7 +1438,10 @@ static taso_err_t derive_pruned(gen_t *c, const taso_cand_t *cands, int64_t kept
   taso_tool_block(c->t, pruned->n, &lo, &hi);
   taso_deriver_t *d = NULL;
   taso_err_t err = taso_deriver_create(&c->t->job.inputs, &c->derive, &d);
+  taso_progress_t progress;
+  taso_progress_begin(&progress, c->t, "pruned pairs derived from the kept set (rank 0's block)", hi - lo);
   for (int64_t i = lo; i < hi && err == TASO_OK; i++) {
+    taso_progress_update(&progress, i - lo);
     steps[i] = pruned->v[i].steps;
     if (steps[i] >= 0) continue;
     taso_cand_t p;
