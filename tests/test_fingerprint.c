@@ -1,6 +1,7 @@
 /* Fingerprints pair equal graphs and tell apart unequal ones. */
 #include <stdlib.h>
 #include "fingerprint.h"
+#include "memo.h"
 #include "test.h"
 
 static taso_inputs_t inputs;
@@ -113,11 +114,44 @@ static void test_max_model(void) {
   }
 }
 
+/* The tensor memo keeps the values of small expressions; a larger one has
+ * values only while held, and an expression evaluated without interning
+ * has the fingerprint the memo gives it. */
+static void test_memo_holds(void) {
+  taso_memo_t *m = NULL;
+  CHECK_OK(taso_memo_create(&rnd, &inputs, 1, &m)); /* no expression keeps values */
+  taso_node_t relu = {.kind = TASO_OP_RELU, .in = {-1, -1, -1}};
+  taso_tensor_t t = inputs.v[0].type;
+  int32_t x1 = 0, a = -1, b = -1, c = -1;
+  /* relu(x1), held: relu(relu(x1)) can be evaluated */
+  CHECK_OK(taso_memo_apply(m, 0, &relu, &x1, &t, &t, 1, true, &a));
+  int32_t ta = 2 * a;
+  CHECK_OK(taso_memo_apply(m, 0, &relu, &ta, &t, &t, 2, false, &b));
+  taso_fingerprint_t fps[2];
+  CHECK_OK(taso_memo_eval(m, &relu, &ta, &t, &t, fps));
+  taso_fingerprint_t fb = taso_memo_fp(m, 2 * b);
+  CHECK(taso_fingerprint_cmp(&fps[0], &fb) == 0);
+  taso_memo_release(m, a);
+  /* released: its values are gone, a new consumer is refused */
+  taso_node_t add = {.kind = TASO_OP_EWADD, .in = {-1, -1, -1}};
+  int32_t in2[2] = {ta, x1};
+  taso_tensor_t t2[2] = {t, t};
+  CHECK_ERR(taso_memo_apply(m, 1, &add, in2, t2, &t, 2, false, &c), TASO_ERR_ARG);
+  /* held again: evaluated again, the same fingerprint, no new expression */
+  int64_t n = taso_memo_count(m);
+  int32_t again = -1;
+  CHECK_OK(taso_memo_apply(m, 0, &relu, &x1, &t, &t, 1, true, &again));
+  CHECK(again == a && taso_memo_count(m) == n);
+  CHECK_OK(taso_memo_apply(m, 1, &add, in2, t2, &t, 2, false, &c));
+  taso_memo_release(m, a);
+  taso_memo_free(m);
+}
+
 int main(void) {
   setup();
   test_case_t cases[] = {TEST(test_known_substitutions), TEST(test_distinct),
                          TEST(test_seed_determinism), TEST(test_field),
-                         TEST(test_max_model)};
+                         TEST(test_max_model), TEST(test_memo_holds)};
   int rc = test_run(cases, sizeof cases / sizeof *cases);
   taso_fp_inputs_free(&rnd);
   taso_inputs_free(&inputs);

@@ -56,6 +56,21 @@ done
 check "representatives: a level line per level" \
   sh -c "'$mpiexec' -n 2 '$bin/taso-generate' --job '$tmp/smoke_representatives.ini' --out '$tmp/lv.h5' | grep -c '^level [12]:' | grep -qx 2"
 
+# four levels: the last one's tape, values held only while a state is
+# walked, and units (graphs of 2 operators) dealt otherwise than level 3's;
+# a rank once met tensors after the exchange that marked them and cut
+# other states than 1 rank did (1,413 substitutions on 3 ranks, 1,412 on 1)
+sed 's/^max_ops = 2/max_ops = 4\nmethod = representatives/; s/^operators = .*/operators = matmul ewadd relu concat(axis=1)/; /^i1 = /d; /^w4 = /d' \
+  "$src/jobs/smoke.ini" >"$tmp/four.ini"
+for n in 1 3; do
+  check "four levels on $n ranks" "$mpiexec" -n "$n" "$bin/taso-generate" --job "$tmp/four.ini" --out "$tmp/four$n.h5"
+  substitutions "$tmp/four$n.h5" >"$tmp/four$n.txt"
+done
+check "four levels: 3 ranks give the substitutions of 1" cmp "$tmp/four1.txt" "$tmp/four3.txt"
+check "four levels: counts equal on 1 and 3 ranks" \
+  test "$("$bin/taso-show" "$tmp/four1.h5" | grep '^  counts')" = "$("$bin/taso-show" "$tmp/four3.h5" | grep '^  counts')"
+check "four levels find substitutions" test "$(grep -c '=>' "$tmp/four1.txt")" -gt 100
+
 # 2. known substitutions on a 3-operator space
 check "generate_known.ini on 2 ranks" generate 2 "$src/tests/data/generate_known.ini" "$tmp/known.h5"
 check "known substitutions found or implied, wrong ones absent" \

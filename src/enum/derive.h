@@ -48,7 +48,7 @@
 
 /* Why the generator dropped a pair (the /pruned rows of candidates.h5). */
 enum { TASO_PRUNED_COMMON = 0, TASO_PRUNED_INDEPENDENT = 1, TASO_PRUNED_IMPLIED = 2 };
-#define TASO_PRUNED_TEXT 512
+#define TASO_PRUNED_TEXT 2048 /* a pair of 4-operator graphs over constants passes 800 */
 
 /* One dropped pair: one per pattern at any shapes (the smallest text).
  * The generator derives each from a prefix of the kept substitutions (the

@@ -5,6 +5,8 @@
 
 #include "hash.h"
 
+#define MEMO_HOLDS 16 /* nested holds: one per operator of the walk's deepest state */
+
 typedef struct {
   int32_t variant; /* -1 for an input */
   int32_t in[3];   /* input tensor ids; -1 past arity (input: its index) */
@@ -19,11 +21,17 @@ struct taso_memo {
   taso_fingerprint_t *fp; /* 2 per expression (ports) */
   uint64_t *shash;      /* per expression */
   taso_fp_t **val;      /* 2 per expression: values on input set 0, or NULL */
-  int64_t *size;        /* 2 per expression: elements */
   int32_t *slots;       /* open addressing over expression ids */
   int64_t slots_cap;
   taso_fp_t *scratch[2];
   int64_t scratch_size;
+  /* the expressions held (taso_memo_apply with hold), last on top; a held
+   * expression without kept values has them in its level's buffers */
+  int nheld;
+  int32_t held[MEMO_HOLDS];
+  bool held_own[MEMO_HOLDS];
+  taso_fp_t *hbuf[MEMO_HOLDS][2];
+  int64_t hbuf_size[MEMO_HOLDS][2];
 };
 
 static uint64_t key_hash(const memo_key_t *k) {
@@ -48,7 +56,6 @@ static taso_err_t reserve(taso_memo_t *m) {
   GROW(fp, 2 * cap);
   GROW(shash, cap);
   GROW(val, 2 * cap);
-  GROW(size, 2 * cap);
 #undef GROW
   m->cap = cap;
   return TASO_OK;
@@ -102,13 +109,11 @@ taso_err_t taso_memo_create(const taso_fp_inputs_t *r, const taso_inputs_t *in, 
     if ((err = reserve(m)) != TASO_OK || (err = rehash(m)) != TASO_OK) break;
     memo_key_t k = {.variant = -1, .in = {i, -1, -1}};
     const taso_tensor_t *t = &in->v[i].type;
-    int64_t size = taso_tensor_size(t), e = m->n;
+    int64_t e = m->n;
     m->key[e] = k;
     m->ports[e] = 1;
     m->marks[e] = 0;
     m->shash[e] = taso_mix64(0x494e505554ULL ^ (uint64_t)i);
-    m->size[2 * e] = size;
-    m->size[2 * e + 1] = 0;
     m->val[2 * e] = m->val[2 * e + 1] = NULL;
     m->fp[2 * e] = taso_tensor_fingerprint(t, r->values[0] + r->offset[i]);
     m->fp[2 * e + 1] = (taso_fingerprint_t){{0, 0}};
@@ -132,7 +137,10 @@ void taso_memo_free(taso_memo_t *m) {
   free(m->fp);
   free(m->shash);
   free(m->val);
-  free(m->size);
+  for (int h = 0; h < MEMO_HOLDS; h++) {
+    free(m->hbuf[h][0]);
+    free(m->hbuf[h][1]);
+  }
   free(m->slots);
   free(m->scratch[0]);
   free(m->scratch[1]);
@@ -146,49 +154,108 @@ static const taso_fp_t *values(const taso_memo_t *m, int32_t tid) {
   return m->val[tid];
 }
 
+/* Room for n elements in *buf (of *size). */
+static taso_err_t room(taso_fp_t **buf, int64_t *size, int64_t n) {
+  if (n <= *size) return TASO_OK;
+  taso_fp_t *b = realloc(*buf, sizeof *b * (size_t)n);
+  if (!b) return taso_error(TASO_ERR_NOMEM, "tensor of %lld elements", (long long)n);
+  *buf = b;
+  *size = n;
+  return TASO_OK;
+}
+
+/* Evaluates node on in_tids into out[port] (buffers of the caller). */
+static taso_err_t eval(taso_memo_t *m, const taso_node_t *node, const int32_t *in_tids,
+                       const taso_tensor_t *in_types, const taso_tensor_t *out_types, taso_fp_t **out) {
+  const taso_op_info_t *info = &taso_ops[node->kind];
+  const taso_fp_t *in[3];
+  for (int a = 0; a < info->arity; a++)
+    if ((in[a] = values(m, in_tids[a])) == NULL)
+      return taso_error(TASO_ERR_ARG, "tensor memo: %s consumes a tensor whose values were dropped",
+                        info->name);
+  return taso_eval_node_field((void *)&m->r->model[0], node, in_types, in, out_types, out);
+}
+
+/* Pushes a hold of expression e; without kept values, they are evaluated
+ * into the hold's buffers (out[port] receives them). */
+static taso_err_t hold(taso_memo_t *m, int32_t e, bool kept, const taso_node_t *node, const int32_t *in_tids,
+                       const taso_tensor_t *in_types, const taso_tensor_t *out_types, taso_fp_t **out) {
+  if (m->nheld == MEMO_HOLDS) return taso_error(TASO_ERR_LIMIT, "tensor memo: over %d holds", MEMO_HOLDS);
+  int h = m->nheld, ports = taso_ops[node->kind].outputs;
+  if (!kept) {
+    for (int p = 0; p < ports; p++)
+      TASO_TRY(room(&m->hbuf[h][p], &m->hbuf_size[h][p], taso_tensor_size(&out_types[p])));
+    taso_fp_t *buf[2] = {m->hbuf[h][0], ports > 1 ? m->hbuf[h][1] : NULL};
+    TASO_TRY(eval(m, node, in_tids, in_types, out_types, buf));
+    if (out) {
+      out[0] = buf[0];
+      out[1] = buf[1];
+    }
+  }
+  m->held[h] = e;
+  m->held_own[h] = !kept;
+  m->nheld++;
+  return TASO_OK;
+}
+
+void taso_memo_release(taso_memo_t *m, int32_t expr) {
+  if (m->nheld == 0 || m->held[m->nheld - 1] != expr) return; /* not held: nothing to end */
+  m->nheld--;
+  if (m->held_own[m->nheld]) m->val[2 * expr] = m->val[2 * expr + 1] = NULL;
+}
+
 taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *node,
                            const int32_t *in_tids, const taso_tensor_t *in_types,
-                           const taso_tensor_t *out_types, int cone, int32_t *expr) {
+                           const taso_tensor_t *out_types, int cone, bool held, int32_t *expr) {
   const taso_op_info_t *info = &taso_ops[node->kind];
   memo_key_t k = {.variant = variant, .in = {-1, -1, -1}};
   for (int a = 0; a < info->arity; a++) k.in[a] = in_tids[a];
   TASO_TRY(rehash(m));
   int64_t slot = find(m, &k);
   if (m->slots[slot] >= 0) {
-    *expr = m->slots[slot];
+    int32_t e = m->slots[slot];
+    if (held) {
+      taso_fp_t *out[2] = {NULL, NULL};
+      TASO_TRY(hold(m, e, m->val[2 * e] != NULL, node, in_tids, in_types, out_types, out));
+      if (m->held_own[m->nheld - 1]) {
+        m->val[2 * e] = out[0];
+        m->val[2 * e + 1] = out[1];
+      }
+    }
+    *expr = e;
     return TASO_OK;
   }
-  const taso_fp_t *in[3];
-  for (int a = 0; a < info->arity; a++)
-    if ((in[a] = values(m, in_tids[a])) == NULL)
-      return taso_error(TASO_ERR_ARG, "tensor memo: %s consumes a tensor whose values were dropped",
-                        info->name);
   TASO_TRY(reserve(m));
   int64_t e = m->n;
   bool keep = cone < m->keep_below;
   int ports = info->outputs;
   taso_fp_t *out[2] = {NULL, NULL};
-  for (int p = 0; p < 2; p++) {
-    m->size[2 * e + p] = p < ports ? taso_tensor_size(&out_types[p]) : 0;
-    m->val[2 * e + p] = NULL;
-  }
+  m->val[2 * e] = m->val[2 * e + 1] = NULL;
   taso_err_t err = TASO_OK;
-  for (int p = 0; p < ports && err == TASO_OK; p++) {
-    int64_t size = m->size[2 * e + p];
-    if (!keep) {
-      err = scratch(m, size);
-      out[p] = m->scratch[p];
-    } else if ((out[p] = m->val[2 * e + p] = malloc(sizeof(taso_fp_t) * (size_t)size)) == NULL) {
-      err = taso_error(TASO_ERR_NOMEM, "tensor of %lld elements", (long long)size);
+  if (keep) {
+    for (int p = 0; p < ports && err == TASO_OK; p++) {
+      int64_t size = taso_tensor_size(&out_types[p]);
+      if ((out[p] = m->val[2 * e + p] = malloc(sizeof(taso_fp_t) * (size_t)size)) == NULL)
+        err = taso_error(TASO_ERR_NOMEM, "tensor of %lld elements", (long long)size);
     }
-  }
-  if (err == TASO_OK) err = taso_eval_node_field((void *)&m->r->model[0], node, in_types, in, out_types, out);
-  if (err != TASO_OK) {
-    for (int p = 0; p < 2; p++) {
-      free(m->val[2 * e + p]);
-      m->val[2 * e + p] = NULL;
+    if (err == TASO_OK) err = eval(m, node, in_tids, in_types, out_types, out);
+    if (err == TASO_OK && held) err = hold(m, (int32_t)e, true, node, in_tids, in_types, out_types, NULL);
+    if (err != TASO_OK) {
+      for (int p = 0; p < 2; p++) {
+        free(m->val[2 * e + p]);
+        m->val[2 * e + p] = NULL;
+      }
+      return err;
     }
-    return err;
+  } else if (held) {
+    TASO_TRY(hold(m, (int32_t)e, false, node, in_tids, in_types, out_types, out));
+    m->val[2 * e] = out[0];
+    m->val[2 * e + 1] = out[1];
+  } else {
+    for (int p = 0; p < ports; p++) TASO_TRY(scratch(m, taso_tensor_size(&out_types[p])));
+    out[0] = m->scratch[0];
+    out[1] = ports > 1 ? m->scratch[1] : NULL;
+    TASO_TRY(eval(m, node, in_tids, in_types, out_types, out));
   }
   uint64_t sh = taso_mix64((uint64_t)(uint32_t)variant + 0x4f50ULL);
   for (int a = 0; a < info->arity; a++) sh = taso_mix64(sh ^ taso_memo_shash(m, in_tids[a]));
@@ -202,6 +269,17 @@ taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *n
   m->slots[slot] = (int32_t)e;
   m->n++;
   *expr = (int32_t)e;
+  return TASO_OK;
+}
+
+taso_err_t taso_memo_eval(taso_memo_t *m, const taso_node_t *node, const int32_t *in_tids,
+                          const taso_tensor_t *in_types, const taso_tensor_t *out_types,
+                          taso_fingerprint_t *fps) {
+  int ports = taso_ops[node->kind].outputs;
+  for (int p = 0; p < ports; p++) TASO_TRY(scratch(m, taso_tensor_size(&out_types[p])));
+  taso_fp_t *out[2] = {m->scratch[0], ports > 1 ? m->scratch[1] : NULL};
+  TASO_TRY(eval(m, node, in_tids, in_types, out_types, out));
+  for (int p = 0; p < ports; p++) fps[p] = taso_tensor_fingerprint(&out_types[p], out[p]);
   return TASO_OK;
 }
 

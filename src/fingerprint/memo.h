@@ -10,8 +10,13 @@
  * 64-bit hashes into a 128-bit tensor fingerprint. (A pairing of two
  * different polynomials needs a root of their difference at random points,
  * probability below 2^-50; every pairing is re-checked exactly on another
- * input set anyway.) Values are kept only for expressions that a larger
- * graph may still consume (fewer operators than the limit).
+ * input set anyway.) Values are kept for good only for expressions of few
+ * operators (fewer than keep_below), which many larger graphs consume; the
+ * values of a larger expression live only while the caller's walk holds it
+ * (applied with `hold`, until taso_memo_release): a walk consumes such an
+ * expression only below the state that placed it, and keeping the values
+ * of every expression of 3 operators took most of a level-by-level run's
+ * memory. Most expressions then cost their key, fingerprints and hashes.
  *
  * A tensor id is 2 * expression + port; expression i < ninputs is input i.
  * Each expression also has a structural hash that does not depend on the
@@ -34,10 +39,22 @@ void taso_memo_free(taso_memo_t *m);
 
 /* Interns `variant` (an id of the caller's, with its kind and parameters in
  * node) applied to input tensors in_tids (in_types their types), evaluating
- * it when new. cone is its number of operators. *expr receives its id. */
+ * it when new. cone is its number of operators. hold: the caller will apply
+ * operators to it, so its values must exist until taso_memo_release(expr)
+ * (evaluated again if they were dropped; holds nest, last in first out).
+ * *expr receives its id. */
 taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *node,
                            const int32_t *in_tids, const taso_tensor_t *in_types,
-                           const taso_tensor_t *out_types, int cone, int32_t *expr);
+                           const taso_tensor_t *out_types, int cone, bool hold, int32_t *expr);
+/* Ends the hold of the expression held last (values of a kept one stay). */
+void taso_memo_release(taso_memo_t *m, int32_t expr);
+
+/* Evaluates `variant` on in_tids like taso_memo_apply, without interning it:
+ * fps[port] receives its outputs' fingerprints (for an expression the caller
+ * knows to occur once, so that no memo entry is worth its memory). */
+taso_err_t taso_memo_eval(taso_memo_t *m, const taso_node_t *node, const int32_t *in_tids,
+                          const taso_tensor_t *in_types, const taso_tensor_t *out_types,
+                          taso_fingerprint_t *fps);
 
 int64_t taso_memo_count(const taso_memo_t *m); /* expressions, inputs included */
 int taso_memo_ports(const taso_memo_t *m, int32_t expr);

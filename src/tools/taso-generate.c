@@ -40,6 +40,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* access */
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,9 +95,16 @@ static bool fpset_has(const fpset_t *s, const taso_fingerprint_t *fp) {
 }
 
 /* The memo's marks: tensors whose class holds two different expressions;
- * tensors that are an output of a connected multi-output graph; (level by
- * level) tensors whose class holds an expression of fewer operators. */
-enum { SHARED, TWIN_OUTPUT, NOT_SMALLEST };
+ * tensors that are an output of a connected multi-output graph. */
+enum { SHARED, TWIN_OUTPUT };
+
+/* The last level's tape (level by level): the output fingerprints of every
+ * leaf of max_ops operators that depends on all of them, in walk order.
+ * Such an expression occurs in that one graph alone, so the memo would keep
+ * it for nothing (it was most of a k=4 run's memory): the level's first
+ * walk evaluates it and writes its fingerprints here, and walk 2, which
+ * visits the same leaves in the same order, reads them back. */
+enum { TAPE_OFF, TAPE_WRITE, TAPE_READ };
 
 /* A connected multi-output graph's fingerprint and its sorted output
  * fingerprints: the twin of the graphs of op-disjoint outputs that have
@@ -134,6 +142,13 @@ typedef struct {
   int64_t n;
 } classes_t;
 
+enum { SPILL_BUCKETS = 16 };
+
+/* The bucket of a graph's fingerprint: bits that owner() does not use. */
+static int spill_bucket(const taso_fingerprint_t *fp) {
+  return (int)((fp->h[1] >> 17) % SPILL_BUCKETS);
+}
+
 typedef struct {
   taso_tool_t *t;
   taso_enum_t *e;
@@ -161,9 +176,56 @@ typedef struct {
   bool levels;                               /* progress counts the level's units */
   int64_t level_graphs[TASO_ENUM_MAX_OPS + 1]; /* graphs of each level, all ranks */
   taso_derive_opts_t derive; /* the derivation search: job bounds, the rule guard */
+  int walk_level;            /* level by level: the level being walked */
+  int32_t held[TASO_ENUM_MAX_OPS]; /* the memo expression operator j holds, or -1 */
+  int tape_mode;
+  taso_fingerprint_t *tape;
+  int64_t ntape, tape_cap, tape_at;
+  /* the leaf's outputs when it is on the tape (tensor ids -2 - port) */
+  taso_fingerprint_t leaf_fp[2];
+  bool leaf_shared[2];
+  uint8_t *tape_shared;      /* a bit per tape fingerprint: its class is shared */
+  /* the last level: every class of memo tensors (all ranks) with the
+   * fewest operators of its memo expressions. A twin pairs only with graphs
+   * built from memo expressions of its outputs' classes, within max_ops in
+   * all, so one whose outputs need more builds nothing and is not kept
+   * (most of a k=4 run's twins, which took gigabytes) */
+  classes_t memo_min;
+  bool twin_filter;
+  /* level by level, walk 2's records wait in temporary files, a bucket of
+   * fingerprints each, so that pairing holds one bucket at a time: a k=4
+   * run records tens of millions of graphs */
+  bool spill;
+  FILE *bucket[SPILL_BUCKETS];
+  int64_t nbucket[SPILL_BUCKETS], spilled;
 } gen_t;
 
+/* A tensor's fingerprint and whether its class holds another expression
+ * (tid < 0: a port of the leaf on the tape). */
+static taso_fingerprint_t tensor_fp(const gen_t *c, int32_t tid) {
+  return tid >= 0 ? taso_memo_fp(c->m, tid) : c->leaf_fp[-2 - tid];
+}
+
+static bool tensor_shared(const gen_t *c, int32_t tid) {
+  return tid >= 0 ? taso_memo_marked(c->m, tid, SHARED) : c->leaf_shared[-2 - tid];
+}
+
+static taso_err_t classes_put(classes_t *m, const taso_fingerprint_t *fp, class_t **at);
+static const class_t *classes_get(const classes_t *m, const taso_fingerprint_t *fp);
+
 /* ---- the walks --------------------------------------------------------- */
+
+/* Makes room for one more item in a growing array. */
+static taso_err_t grow(void **items, int64_t n, int64_t *cap, size_t size, const char *what) {
+  if (n < *cap) return TASO_OK;
+  int64_t c = *cap ? 2 * *cap : 4096;
+  void *p = realloc(*items, size * (size_t)c);
+  if (!p) return taso_error(TASO_ERR_NOMEM, "%lld %s", (long long)c, what);
+  *items = p;
+  *cap = c;
+  return TASO_OK;
+}
+
 
 static taso_err_t push(void *ctx, const taso_enum_graph_t *g) {
   gen_t *c = ctx;
@@ -178,12 +240,42 @@ static taso_err_t push(void *ctx, const taso_enum_graph_t *g) {
   }
   for (int p = 0; p < taso_ops[v->kind].outputs; p++)
     ot[p] = *taso_enum_type(c->e, g->type[TASO_REF(base, p)]);
-  int32_t expr;
-  TASO_TRY(taso_memo_apply(c->m, g->variant[j], &node, in, it, ot, __builtin_popcount(g->cone[j]),
-                           &expr));
+  int32_t expr, cone = __builtin_popcount(g->cone[j]), ports = taso_ops[v->kind].outputs;
+  c->held[j] = -1;
+  if (c->tape_mode != TAPE_OFF && cone == c->t->job.max_ops) { /* on the tape */
+    if (c->tape_mode == TAPE_WRITE) {
+      TASO_TRY(taso_memo_eval(c->m, &node, in, it, ot, c->leaf_fp));
+      for (int p = 0; p < ports; p++) {
+        TASO_TRY(grow((void **)&c->tape, c->ntape, &c->tape_cap, sizeof *c->tape, "tape fingerprints"));
+        c->tape[c->ntape++] = c->leaf_fp[p];
+      }
+    } else {
+      if (c->tape_at + ports > c->ntape)
+        return taso_error(TASO_ERR_ARG, "walk 2 of the last level meets more leaves than walk 1");
+      for (int p = 0; p < ports; p++) {
+        c->leaf_shared[p] = c->tape_shared[c->tape_at / 8] >> (c->tape_at % 8) & 1;
+        c->leaf_fp[p] = c->tape[c->tape_at++];
+      }
+    }
+    c->tid[TASO_REF(base, 0)] = -2;
+    c->tid[TASO_REF(base, 1)] = -3;
+    return TASO_OK;
+  }
+  /* a state the walk goes below holds its values (level by level, larger
+   * expressions keep none of their own) */
+  bool hold = c->levels && g->nops < c->walk_level;
+  TASO_TRY(taso_memo_apply(c->m, g->variant[j], &node, in, it, ot, cone, hold, &expr));
+  if (hold) c->held[j] = expr;
   c->tid[TASO_REF(base, 0)] = 2 * expr;
   c->tid[TASO_REF(base, 1)] = 2 * expr + 1;
   return TASO_OK;
+}
+
+static void pop(void *ctx, const taso_enum_graph_t *g) {
+  gen_t *c = ctx;
+  int j = g->nops - 1;
+  if (c->held[j] >= 0) taso_memo_release(c->m, c->held[j]);
+  c->held[j] = -1;
 }
 
 static double cpu_seconds(void) {
@@ -213,7 +305,7 @@ static bool want(void *ctx, const taso_enum_graph_t *g, int32_t variant, const t
   bool disjoint = op->outputs == 1, kept = false;
   for (int s = 0; s < g->nsinks; s++) {
     if (in[0] == g->sinks[s] || in[1] == g->sinks[s]) continue;
-    if (!taso_memo_marked(c->m, c->tid[g->sinks[s]], SHARED)) return false;
+    if (!tensor_shared(c, c->tid[g->sinks[s]])) return false;
     unsigned cone = g->cone[TASO_REF_NODE(g->sinks[s]) - c->ninputs];
     disjoint = disjoint && !(seen & cone);
     seen |= cone;
@@ -232,17 +324,6 @@ static int sink_cmp(const void *a, const void *b) {
   const sink_t *x = a, *y = b;
   int c = taso_fingerprint_cmp(&x->fp, &y->fp);
   return c ? c : (x->ref > y->ref) - (x->ref < y->ref);
-}
-
-/* Makes room for one more item in a growing array. */
-static taso_err_t grow(void **items, int64_t n, int64_t *cap, size_t size, const char *what) {
-  if (n < *cap) return TASO_OK;
-  int64_t c = *cap ? 2 * *cap : 4096;
-  void *p = realloc(*items, size * (size_t)c);
-  if (!p) return taso_error(TASO_ERR_NOMEM, "%lld %s", (long long)c, what);
-  *items = p;
-  *cap = c;
-  return TASO_OK;
 }
 
 /* Whether no two outputs share an operator (cones[i]: output i's operators). */
@@ -280,7 +361,7 @@ static bool outputs_connected(int n, const unsigned *cones) {
 static bool outputs_shared(const gen_t *c, const unsigned *cone, int nsinks, const taso_ref_t *sinks,
                            unsigned *cones) {
   for (int i = 0; i < nsinks; i++) {
-    if (!taso_memo_marked(c->m, c->tid[sinks[i]], SHARED)) return false;
+    if (!tensor_shared(c, c->tid[sinks[i]])) return false;
     int j = TASO_REF_NODE(sinks[i]) - c->ninputs;
     cones[i] = j >= 0 ? cone[j] : 0;
   }
@@ -293,7 +374,7 @@ static bool fill_record(const gen_t *c, int nops, const int32_t *variant, const 
                         int nsinks, const taso_ref_t *sinks, taso_grec_t *r, taso_fingerprint_t *fps) {
   sink_t s[2 * TASO_ENUM_MAX_OPS + 2];
   for (int i = 0; i < nsinks; i++) {
-    s[i].fp = taso_memo_fp(c->m, c->tid[sinks[i]]);
+    s[i].fp = tensor_fp(c, c->tid[sinks[i]]);
     s[i].ref = sinks[i];
   }
   for (int i = 1; i < nsinks; i++) /* a handful: insertion sort */
@@ -318,6 +399,14 @@ static bool fill_record(const gen_t *c, int nops, const int32_t *variant, const 
 }
 
 static taso_err_t add_record(gen_t *c, const taso_grec_t *r) {
+  if (c->spill) {
+    int b = spill_bucket(&r->fp);
+    if (fwrite(r, sizeof *r, 1, c->bucket[b]) != 1)
+      return taso_error(TASO_ERR_IO, "a temporary file of graph records (in $TMPDIR or /tmp): %s", strerror(errno));
+    c->nbucket[b]++;
+    c->spilled++;
+    return TASO_OK;
+  }
   TASO_TRY(grow((void **)&c->recs, c->nrecs, &c->recs_cap, sizeof *c->recs, "graph records"));
   c->recs[c->nrecs++] = *r;
   return TASO_OK;
@@ -374,14 +463,20 @@ static bool want_level(void *ctx, const taso_enum_graph_t *g, int32_t variant, c
 static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_ref_t (*in)[3],
                          const unsigned *cone, int nsinks, const taso_ref_t *sinks) {
   taso_fingerprint_t fps[2 * TASO_ENUM_MAX_OPS + 2];
-  unsigned cones[2 * TASO_ENUM_MAX_OPS + 2];
+  unsigned cones[2 * TASO_ENUM_MAX_OPS + 2] = {0};
   if (!outputs_shared(c, cone, nsinks, sinks, cones) || outputs_disjoint(nsinks, cones)) return TASO_OK;
   taso_grec_t r;
   if (!fill_record(c, nops, variant, in, nsinks, sinks, &r, fps)) {
     c->dup_outputs++;
     return TASO_OK;
   }
-  if (nsinks > 1 && outputs_connected(nsinks, cones)) {
+  bool parts = true; /* the outputs have memo expressions to build from, within max_ops */
+  for (int i = 0, ops = 0; c->twin_filter && i < nsinks && parts; i++) {
+    const class_t *k = classes_get(&c->memo_min, &fps[i]);
+    ops += k ? k->ops : 0;
+    parts = k && ops <= c->t->job.max_ops;
+  }
+  if (nsinks > 1 && parts && outputs_connected(nsinks, cones)) {
     TASO_TRY(grow((void **)&c->twins, c->ntwins, &c->twins_cap, sizeof *c->twins, "twins"));
     twin_t *tw = &c->twins[c->ntwins++];
     memset(tw, 0, sizeof *tw);
@@ -423,9 +518,10 @@ static int owner(const taso_fingerprint_t *fp, int size) {
 }
 
 /* Sends n items of size bytes (sorted by destination, count[d] for rank d)
- * with one MPI_Alltoallv; *recv is malloc'd with *nrecv items. */
+ * with one MPI_Alltoallv; *recv is malloc'd with *nrecv items, in the order
+ * of their source ranks (from[d] from rank d, if from is not NULL). */
 static taso_err_t alltoall(gen_t *c, const void *send, const int64_t *count, size_t size,
-                           void **recv, int64_t *nrecv, int64_t *bytes_sent) {
+                           void **recv, int64_t *nrecv, int64_t *bytes_sent, int64_t *from) {
   int n = c->t->size;
   int *sc = calloc((size_t)n, sizeof *sc), *rc = calloc((size_t)n, sizeof *rc);
   int *sd = calloc((size_t)n, sizeof *sd), *rd = calloc((size_t)n, sizeof *rd);
@@ -434,6 +530,7 @@ static taso_err_t alltoall(gen_t *c, const void *send, const int64_t *count, siz
   *recv = NULL;
   *nrecv = 0;
   if (err == TASO_OK) MPI_Alltoall(count, 1, MPI_INT64_T, rc64, 1, MPI_INT64_T, c->t->comm);
+  if (err == TASO_OK && from) memcpy(from, rc64, sizeof *from * (size_t)n);
   int64_t stotal = 0, rtotal = 0;
   for (int d = 0; d < n && err == TASO_OK; d++) {
     if ((stotal + count[d]) * (int64_t)size > INT32_MAX || (rtotal + rc64[d]) * (int64_t)size > INT32_MAX)
@@ -481,7 +578,7 @@ static taso_err_t exchange_by_owner(gen_t *c, const void *items, int64_t n, size
   *recv = NULL;
   *nrecv = 0;
   err = taso_tool_agree(c->t, err);
-  if (err == TASO_OK) err = alltoall(c, sorted, count, size, recv, nrecv, bytes_sent);
+  if (err == TASO_OK) err = alltoall(c, sorted, count, size, recv, nrecv, bytes_sent, NULL);
   free(count);
   free(pos);
   free(sorted);
@@ -606,13 +703,11 @@ static void mark_tensors(gen_t *c, const fpset_t *set, int mark) {
     }
 }
 
-static taso_err_t classes_put(classes_t *m, const taso_fingerprint_t *fp, class_t **at);
-static const class_t *classes_get(const classes_t *m, const taso_fingerprint_t *fp);
 
 /* Collective, level by level: every rank learns the tensor classes whose
- * expressions differ in size (the owners' n of them) and marks the
- * tensors of more operators than the fewest. */
-static taso_err_t mark_larger(gen_t *c, const class_t *mine, int64_t n) {
+ * expressions differ in size (the owners' n of them), with their fewest
+ * operators (not_smallest asks). */
+static taso_err_t learn_smallest(gen_t *c, const class_t *mine, int64_t n) {
   class_t *all = NULL;
   int64_t total = 0;
   free(c->smallest.slot);
@@ -624,21 +719,126 @@ static taso_err_t mark_larger(gen_t *c, const class_t *mine, int64_t n) {
     if (err == TASO_OK) k->ops = all[i].ops;
   }
   free(all);
+  return taso_tool_agree(c->t, err);
+}
+
+/* Collective: the tape's fingerprints, each to its owner, in rounds of a
+ * bounded size (the exchange copies a round, not the tape). *recv: this
+ * rank's, sorted, allocated once at their exact count. */
+static taso_err_t exchange_tape(gen_t *c, taso_fingerprint_t **recv, int64_t *nrecv, int64_t *volume) {
+  enum { ROUND = 1 << 22 }; /* fingerprints per rank and round: 64 MiB */
+  int ranks = c->t->size;
+  int64_t *count = calloc((size_t)ranks + 1, sizeof *count), rounds = (c->ntape + ROUND - 1) / ROUND;
+  taso_err_t err = count ? TASO_OK : taso_error(TASO_ERR_NOMEM, "tape exchange");
+  *recv = NULL;
+  *nrecv = 0;
+  for (int64_t i = 0; err == TASO_OK && i < c->ntape; i++) count[owner(&c->tape[i], ranks)]++;
+  count[ranks] = rounds;
   err = taso_tool_agree(c->t, err);
-  int64_t nexpr = taso_memo_count(c->m);
-  for (int64_t e = 0; e < nexpr && err == TASO_OK; e++)
-    for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) {
-      int32_t tid = (int32_t)(2 * e + p);
-      taso_fingerprint_t fp = taso_memo_fp(c->m, tid);
-      const class_t *k = classes_get(&c->smallest, &fp);
-      taso_memo_mark(c->m, tid, NOT_SMALLEST, k && tensor_ops(c, tid) > k->ops);
+  if (err == TASO_OK) {
+    MPI_Allreduce(MPI_IN_PLACE, count, ranks, MPI_INT64_T, MPI_SUM, c->t->comm);
+    MPI_Allreduce(MPI_IN_PLACE, count + ranks, 1, MPI_INT64_T, MPI_MAX, c->t->comm);
+    rounds = count[ranks];
+    if (!(*recv = malloc(sizeof **recv * (size_t)(count[c->t->rank] + 1))))
+      err = taso_error(TASO_ERR_NOMEM, "%lld tape fingerprints", (long long)count[c->t->rank]);
+  }
+  err = taso_tool_agree(c->t, err);
+  for (int64_t r = 0; err == TASO_OK && r < rounds; r++) {
+    int64_t lo = r * ROUND < c->ntape ? r * ROUND : c->ntape, hi = lo + ROUND < c->ntape ? lo + ROUND : c->ntape;
+    int64_t n = 0, vol = 0;
+    taso_fingerprint_t *got = NULL;
+    err = exchange_by_owner(c, c->tape + lo, hi - lo, sizeof *c->tape, (void **)&got, &n, &vol);
+    if (err == TASO_OK && *nrecv + n > count[c->t->rank])
+      err = taso_error(TASO_ERR_ARG, "tape exchange: more fingerprints than counted");
+    if (err == TASO_OK) memcpy(*recv + *nrecv, got, sizeof *got * (size_t)n);
+    *nrecv += err == TASO_OK ? n : 0;
+    *volume += vol;
+    free(got);
+    err = taso_tool_agree(c->t, err);
+  }
+  if (err == TASO_OK && *nrecv > 1) qsort(*recv, (size_t)*nrecv, sizeof **recv, fp_cmp);
+  free(count);
+  return err;
+}
+
+/* Collective: the classes of memo tensors that the owners found (n of
+ * them, with their fewest operators), on every rank, for the twin filter. */
+static taso_err_t learn_memo_min(gen_t *c, const class_t *mine, int64_t n) {
+  class_t *all = NULL;
+  int64_t total = 0;
+  taso_err_t err = allgather(c, mine, n, sizeof *mine, (void **)&all, &total);
+  for (int64_t i = 0; i < total && err == TASO_OK; i++) {
+    class_t *k;
+    err = classes_put(&c->memo_min, &all[i].fp, &k);
+    if (err == TASO_OK) k->ops = all[i].ops;
+  }
+  free(all);
+  err = taso_tool_agree(c->t, err);
+  c->twin_filter = err == TASO_OK;
+  return err;
+}
+
+/* Collective: whether each tape fingerprint's class is shared, asked of its
+ * owner (sorted: the owner's shared classes), into c->tape_shared, in
+ * rounds like exchange_tape. */
+static taso_err_t answer_tape(gen_t *c, const taso_fingerprint_t *sorted, int64_t nsorted, int64_t *volume) {
+  enum { ROUND = 1 << 22 };
+  int ranks = c->t->size;
+  int64_t rounds = (c->ntape + ROUND - 1) / ROUND;
+  int64_t *count = calloc((size_t)ranks + 1, sizeof *count), *from = calloc((size_t)ranks + 1, sizeof *from);
+  int64_t *pos = calloc((size_t)ranks + 1, sizeof *pos);
+  int64_t *perm = malloc(sizeof *perm * (size_t)(ROUND + 1));
+  taso_fingerprint_t *send = malloc(sizeof *send * (size_t)(ROUND + 1));
+  free(c->tape_shared);
+  c->tape_shared = calloc((size_t)(c->ntape / 8 + 1), 1);
+  taso_err_t err = count && from && pos && perm && send && c->tape_shared ? TASO_OK
+                                                                          : taso_error(TASO_ERR_NOMEM, "tape answers");
+  err = taso_tool_agree(c->t, err);
+  if (err == TASO_OK) MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_INT64_T, MPI_MAX, c->t->comm);
+  for (int64_t r = 0; err == TASO_OK && r < rounds; r++) {
+    int64_t lo = r * ROUND < c->ntape ? r * ROUND : c->ntape, hi = lo + ROUND < c->ntape ? lo + ROUND : c->ntape;
+    memset(count, 0, sizeof *count * (size_t)ranks);
+    for (int64_t i = lo; i < hi; i++) count[owner(&c->tape[i], ranks)]++;
+    pos[0] = 0;
+    for (int d = 0; d < ranks; d++) pos[d + 1] = pos[d] + count[d];
+    for (int64_t i = lo; i < hi; i++) {
+      int64_t at = pos[owner(&c->tape[i], ranks)]++;
+      send[at] = c->tape[i];
+      perm[at] = i;
     }
+    taso_fingerprint_t *asked = NULL;
+    uint8_t *answer = NULL, *got = NULL;
+    int64_t nasked = 0, ngot = 0, vol = 0;
+    err = alltoall(c, send, count, sizeof *send, (void **)&asked, &nasked, &vol, from);
+    *volume += vol;
+    if (err == TASO_OK && !(answer = malloc((size_t)nasked + 1))) err = taso_error(TASO_ERR_NOMEM, "tape answers");
+    for (int64_t i = 0; err == TASO_OK && i < nasked; i++)
+      answer[i] = bsearch(&asked[i], sorted, (size_t)nsorted, sizeof *sorted, fp_cmp) != NULL;
+    err = taso_tool_agree(c->t, err);
+    if (err == TASO_OK) err = alltoall(c, answer, from, 1, (void **)&got, &ngot, &vol, NULL);
+    if (err == TASO_OK && ngot != hi - lo) err = taso_error(TASO_ERR_ARG, "tape answers: %lld for %lld", (long long)ngot, (long long)(hi - lo));
+    for (int64_t i = 0; err == TASO_OK && i < ngot; i++)
+      if (got[i]) c->tape_shared[perm[i] / 8] |= (uint8_t)(1u << (perm[i] % 8));
+    free(asked);
+    free(answer);
+    free(got);
+    err = taso_tool_agree(c->t, err);
+  }
+  free(count);
+  free(from);
+  free(pos);
+  free(perm);
+  free(send);
   return err;
 }
 
 /* Marks every tensor of the memo whose class holds two or more different
- * expressions, across all ranks. */
-static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
+ * expressions, across all ranks. Level by level, every rank also learns
+ * the classes whose expressions differ in size (below the last level), and
+ * the last level's tape joins: each of its expressions is a different one
+ * (it occurs in one graph), and whether each one's class is shared goes
+ * to c->tape_shared. */
+static taso_err_t shared_tensors(gen_t *c, bool last, int64_t *nshared, int64_t *volume) {
   int64_t nexpr = taso_memo_count(c->m), nsend = 0;
   tensor_rec_t *send = malloc(sizeof *send * (size_t)(2 * nexpr + 1));
   taso_err_t err = send ? TASO_OK : taso_error(TASO_ERR_NOMEM, "tensor classes");
@@ -648,45 +848,71 @@ static taso_err_t shared_tensors(gen_t *c, int64_t *nshared, int64_t *volume) {
       send[nsend++] = (tensor_rec_t){taso_memo_fp(c->m, tid), taso_memo_shash(c->m, tid), tensor_ops(c, tid)};
     }
   tensor_rec_t *recv = NULL;
-  int64_t nrecv = 0;
+  taso_fingerprint_t *tape = NULL;
+  int64_t nrecv = 0, ntape = 0;
   err = taso_tool_agree(c->t, err);
   if (err == TASO_OK)
     err = exchange_by_owner(c, send, nsend, sizeof *send, (void **)&recv, &nrecv, volume);
+  free(send);
+  send = NULL;
+  if (err == TASO_OK && last) err = exchange_tape(c, &tape, &ntape, volume); /* kept for walk 2 */
   /* classes with two different expressions; of different sizes */
-  taso_fingerprint_t *mine = NULL;
+  taso_fingerprint_t *mine = NULL, *mine_m = NULL; /* shared classes; those with memo tensors */
   class_t *sizes = NULL;
-  int64_t nmine = 0, nsizes = 0;
+  int64_t nmine = 0, nsizes = 0, mine_cap = 0, sizes_cap = 0, nmine_m = 0, mine_m_cap = 0;
+  class_t *mins = NULL; /* the last level: classes of memo tensors, their fewest operators */
+  int64_t nmins = 0, mins_cap = 0;
   if (err == TASO_OK) {
     qsort(recv, (size_t)nrecv, sizeof *recv, tensor_rec_cmp);
-    mine = malloc(sizeof *mine * (size_t)(nrecv + 1));
-    sizes = calloc((size_t)(nrecv + 1), sizeof *sizes);
-    if (!mine || !sizes) err = taso_error(TASO_ERR_NOMEM, "tensor classes");
-    for (int64_t i = 0; err == TASO_OK && i < nrecv;) {
-      int64_t j = i, distinct = 0, lo = recv[i].ops, hi = recv[i].ops;
-      for (; j < nrecv && !taso_fingerprint_cmp(&recv[j].fp, &recv[i].fp); j++) {
-        distinct += j == i || recv[j].shash != recv[j - 1].shash;
-        lo = recv[j].ops < lo ? recv[j].ops : lo;
-        hi = recv[j].ops > hi ? recv[j].ops : hi;
+    for (int64_t i = 0, f = 0; err == TASO_OK && (i < nrecv || f < ntape);) {
+      const taso_fingerprint_t *fp =
+          f == ntape || (i < nrecv && taso_fingerprint_cmp(&recv[i].fp, &tape[f]) <= 0) ? &recv[i].fp : &tape[f];
+      taso_fingerprint_t at = *fp;
+      int64_t distinct = 0, lo = INT64_MAX, hi = -1;
+      for (int64_t j = i; i < nrecv && !taso_fingerprint_cmp(&recv[i].fp, &at); i++) {
+        distinct += i == j || recv[i].shash != recv[i - 1].shash;
+        lo = recv[i].ops < lo ? recv[i].ops : lo;
+        hi = recv[i].ops > hi ? recv[i].ops : hi;
       }
-      if (distinct > 1) mine[nmine++] = recv[i].fp;
-      if (hi > lo) sizes[nsizes++] = (class_t){.fp = recv[i].fp, .ops = (int32_t)lo};
-      i = j;
+      for (; f < ntape && !taso_fingerprint_cmp(&tape[f], &at); f++) distinct++;
+      if (distinct > 1) {
+        err = grow((void **)&mine, nmine, &mine_cap, sizeof *mine, "shared tensor classes");
+        if (err == TASO_OK) mine[nmine++] = at;
+        if (err == TASO_OK && hi >= 0) err = grow((void **)&mine_m, nmine_m, &mine_m_cap, sizeof *mine_m, "shared tensor classes");
+        if (err == TASO_OK && hi >= 0) mine_m[nmine_m++] = at;
+      }
+      if (err == TASO_OK && last && hi >= 0) {
+        err = grow((void **)&mins, nmins, &mins_cap, sizeof *mins, "classes of memo tensors");
+        if (err == TASO_OK) mins[nmins++] = (class_t){.fp = at, .ops = (int32_t)lo};
+      }
+      if (err == TASO_OK && !last && c->levels && hi > lo) {
+        err = grow((void **)&sizes, nsizes, &sizes_cap, sizeof *sizes, "tensor classes of several sizes");
+        if (err == TASO_OK) sizes[nsizes++] = (class_t){.fp = at, .ops = (int32_t)lo};
+      }
     }
   }
+  free(recv);
+  free(tape);
   err = taso_tool_agree(c->t, err);
-  if (err == TASO_OK && c->levels) err = mark_larger(c, sizes, nsizes);
+  /* the last level keeps the earlier levels' table: both of its walks must
+   * cut the same states */
+  if (err == TASO_OK && c->levels && !last) err = learn_smallest(c, sizes, nsizes);
   free(sizes);
-  /* everyone learns every shared class */
+  /* everyone learns every shared class of memo tensors; the tape asks */
   fpset_t shared = {0};
+  int64_t total = nmine;
   err = taso_tool_agree(c->t, err);
-  if (err == TASO_OK) err = fpset_gather(c, mine, nmine, &shared);
+  if (err == TASO_OK) MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_INT64_T, MPI_SUM, c->t->comm);
+  if (err == TASO_OK && last) err = answer_tape(c, mine, nmine, volume);
+  free(mine);
+  if (err == TASO_OK) err = fpset_gather(c, mine_m, nmine_m, &shared);
   if (err == TASO_OK) mark_tensors(c, &shared, SHARED);
-  *nshared = shared.n;
+  if (err == TASO_OK && last) err = learn_memo_min(c, mins, nmins);
+  *nshared = total;
   free(shared.slot);
   free(shared.bits);
-  free(send);
-  free(recv);
-  free(mine);
+  free(mine_m);
+  free(mins);
   return err;
 }
 
@@ -1256,10 +1482,14 @@ static taso_err_t derive_pruned(gen_t *c, const taso_cand_t *cands, int64_t kept
   int64_t shared = guard ? taso_rule_guard_decided(guard) : 0; /* the others went at prune_implied's end */
   taso_deriver_t *d = NULL;
   taso_err_t err = taso_tool_agree(c->t, taso_deriver_create(&c->t->job.inputs, &c->derive, &d));
+  taso_progress_t progress;
+  taso_progress_begin(&progress, c->t, "pruned pairs derived from the kept set (rank 0's share)",
+                      pruned->n);
   for (int k = 0; k < CHUNKS && err == TASO_OK; k++) {
     int64_t lo = pruned->n * k / CHUNKS, hi = pruned->n * (k + 1) / CHUNKS;
     for (int64_t i = lo; i < hi && err == TASO_OK; i++) {
       if (i % c->t->size != c->t->rank) continue;
+      taso_progress_update(&progress, i);
       steps[i] = pruned->v[i].steps;
       if (steps[i] >= 0) continue;
       taso_cand_t p;
@@ -1435,6 +1665,15 @@ static uint64_t graph_hash(const taso_grec_t *r) {
   return h;
 }
 
+/* Whether a tensor's class holds an expression of fewer operators: asked
+ * of the table itself, not of marks, so that a tensor this rank meets only
+ * after the exchange answers as on any other rank. */
+static bool not_smallest(const gen_t *c, int32_t tid) {
+  taso_fingerprint_t fp = taso_memo_fp(c->m, tid);
+  const class_t *k = classes_get(&c->smallest, &fp);
+  return k && tensor_ops(c, tid) > k->ops;
+}
+
 /* Whether a graph of the walk has children: it is its class's
  * representative and no two of its outputs are equal (a graph holding a
  * tensor twice extends into graphs that a smaller one implies). A graph
@@ -1452,7 +1691,7 @@ static bool expand(void *ctx, const taso_enum_graph_t *g) {
   for (int s = 0; s < g->nsinks; s++) {
     unsigned others = 0;
     for (int o = 0; o < g->nsinks; o++) others |= o == s ? 0 : cones[o];
-    if (!(cones[s] & others) && taso_memo_marked(c->m, c->tid[g->sinks[s]], NOT_SMALLEST)) return false;
+    if (!(cones[s] & others) && not_smallest(c, c->tid[g->sinks[s]])) return false;
   }
   if (!fill_record(c, g->nops, g->variant, g->in, g->nsinks, g->sinks, &r, fps)) return false;
   const class_t *k = classes_get(&c->reps, &r.fp);
@@ -1537,12 +1776,17 @@ static taso_err_t one_level(gen_t *c, int k, int64_t *graphs, int64_t *nshared, 
   /* from level 3 on, the units are the graphs of level k - 2 (uncut) */
   taso_progress_begin(&c->progress, t, "units of the level (graphs of 2 operators fewer)",
                       k >= 3 ? c->level_graphs[k - 2] : -1);
-  taso_enum_visitor_t v = {.ctx = c, .push = push, .visit = visit_count, .expand = expand};
+  bool last = k == t->job.max_ops;
+  taso_enum_visitor_t v = {.ctx = c, .push = push, .pop = pop, .visit = visit_count, .expand = expand};
   v.want = want_joinable;
+  c->walk_level = k;
+  c->tape_mode = last ? TAPE_WRITE : TAPE_OFF;
   taso_err_t err = taso_tool_agree(t, taso_enum_level(c->e, k, t->rank, t->size, &v));
+  c->tape_mode = TAPE_OFF;
   n[0] = c->visited;
   *graphs += n[0]; /* this rank's */
-  if (err == TASO_OK) err = shared_tensors(c, nshared, &vol);
+  int64_t tape = c->ntape;
+  if (err == TASO_OK) err = shared_tensors(c, last, nshared, &vol);
   *volume += vol;
   taso_grec_t *mine = NULL;
   class_t *tell = NULL;
@@ -1571,8 +1815,9 @@ static taso_err_t one_level(gen_t *c, int k, int64_t *graphs, int64_t *nshared, 
     if (k < t->job.max_ops)
       snprintf(classes, sizeof classes, "%lld with shared outputs, %lld classes with more than one graph "
                "(%lld so far)", (long long)n[1], (long long)n[2], (long long)c->reps.n);
-    taso_tool_print(t, "level %d: %lld graphs, %s; %.2f s; peak memory per rank %.0f to %.0f MiB\n", k,
-                    (long long)n[0], classes, MPI_Wtime() - t0, -all[1], all[0]);
+    taso_tool_print(t, "level %d: %lld graphs, %s; %.2f s; peak memory per rank %.0f to %.0f MiB "
+                    "(rank 0: %lld expressions in the memo, %lld fingerprints on the tape)\n", k, (long long)n[0],
+                    classes, MPI_Wtime() - t0, -all[1], all[0], (long long)taso_memo_count(c->m), (long long)tape);
   }
   return err;
 }
@@ -1589,12 +1834,77 @@ static taso_err_t generate_levels(gen_t *c, int64_t *graphs, int64_t *nshared, i
   return err;
 }
 
-/* Walk 2 of the representative tree (after generate_levels). */
+/* Walk 2 of the representative tree (after generate_levels). The last
+ * level reads the tape, so it visits the leaves of walk 1 (want_level
+ * only skips leaves that record() would drop). */
 static taso_err_t record_levels(gen_t *c) {
-  taso_enum_visitor_t v = {.ctx = c, .push = push, .visit = visit_record, .want = want_level, .expand = expand};
+  taso_enum_visitor_t v = {.ctx = c, .push = push, .pop = pop, .visit = visit_record, .expand = expand};
   taso_err_t err = TASO_OK;
-  for (int k = 1; k <= c->t->job.max_ops && err == TASO_OK; k++)
+  for (int k = 1; k <= c->t->job.max_ops && err == TASO_OK; k++) {
+    bool last = k == c->t->job.max_ops;
+    v.want = last ? want_joinable : want_level;
+    c->walk_level = k;
+    c->tape_mode = last ? TAPE_READ : TAPE_OFF;
+    c->tape_at = 0;
     err = taso_enum_level(c->e, k, c->t->rank, c->t->size, &v);
+    if (err == TASO_OK && last && c->tape_at != c->ntape)
+      err = taso_error(TASO_ERR_ARG, "walk 2 of the last level met %lld of walk 1's %lld tape fingerprints",
+                       (long long)c->tape_at, (long long)c->ntape);
+  }
+  c->tape_mode = TAPE_OFF;
+  free(c->tape);
+  c->tape = NULL;
+  c->ntape = c->tape_cap = 0;
+  free(c->tape_shared);
+  c->tape_shared = NULL;
+  c->twin_filter = false;
+  free(c->memo_min.slot);
+  memset(&c->memo_min, 0, sizeof c->memo_min);
+  return err;
+}
+
+/* Opens the spill buckets (temporary files, gone when closed). */
+static taso_err_t spill_open(gen_t *c) {
+  for (int b = 0; b < SPILL_BUCKETS; b++)
+    if (!(c->bucket[b] = tmpfile()))
+      return taso_error(TASO_ERR_IO, "a temporary file for graph records (in /tmp): %s", strerror(errno));
+  c->spill = true;
+  return TASO_OK;
+}
+
+static void spill_close(gen_t *c) {
+  for (int b = 0; b < SPILL_BUCKETS; b++) {
+    if (c->bucket[b]) fclose(c->bucket[b]);
+    c->bucket[b] = NULL;
+  }
+  c->spill = false;
+}
+
+/* Collective: each bucket's records to their owners, paired there; the
+ * pairs' lines keep the smallest of each pattern as they go (what the
+ * gathers keep in the end). */
+static taso_err_t pair_buckets(gen_t *c, pairing_t *pr, int64_t *volume) {
+  taso_err_t err = TASO_OK;
+  c->spill = false;
+  for (int b = 0; b < SPILL_BUCKETS && err == TASO_OK; b++) {
+    int64_t n = c->nbucket[b], nmine = 0, vol = 0;
+    taso_grec_t *recs = malloc(sizeof *recs * (size_t)(n + 1)), *mine = NULL;
+    if (!recs) err = taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)n);
+    else if (fflush(c->bucket[b]) != 0 || fseek(c->bucket[b], 0, SEEK_SET) != 0 ||
+             fread(recs, sizeof *recs, (size_t)n, c->bucket[b]) != (size_t)n)
+      err = taso_error(TASO_ERR_IO, "reading back a temporary file of graph records: %s", strerror(errno));
+    fclose(c->bucket[b]);
+    c->bucket[b] = NULL;
+    err = taso_tool_agree(c->t, err);
+    if (err == TASO_OK) err = exchange_by_owner(c, recs, n, sizeof *recs, (void **)&mine, &nmine, &vol);
+    free(recs);
+    *volume += vol;
+    if (err == TASO_OK) err = pair_all(c, mine, nmine, pr);
+    free(mine);
+    pr->keys.n = unique(pr->keys.v, pr->keys.n, str_cmp, same_pattern);
+    pr->pruned.n = unique(pr->pruned.v, pr->pruned.n, str_cmp, same_pattern);
+    err = taso_tool_agree(c->t, err);
+  }
   return err;
 }
 
@@ -1675,7 +1985,11 @@ int main(int argc, char **argv) {
     }
   }
   TASO_TOOL_STEP(&t, err, taso_fp_inputs_init(&rnd, &t.job.inputs, t.job.seed));
-  TASO_TOOL_STEP(&t, err, taso_memo_create(&rnd, &t.job.inputs, t.job.max_ops, &c.m));
+  /* Exhaustively every expression a larger graph consumes keeps its
+   * values; level by level only those of at most 2 operators, which most
+   * states share (a larger one is evaluated again by the state that holds
+   * it: the walks nest, and the states are few next to the leaves). */
+  TASO_TOOL_STEP(&t, err, taso_memo_create(&rnd, &t.job.inputs, levels && t.job.max_ops > 3 ? 3 : t.job.max_ops, &c.m));
   if (err == TASO_OK) {
     int nv;
     c.vars = taso_enum_variants(c.e, &nv);
@@ -1733,12 +2047,13 @@ int main(int argc, char **argv) {
                                                "pairing", "renaming", "implied"};
   double laps[NLAPS + 1] = {t0, MPI_Wtime()}, cpu[NLAPS + 1] = {cpu0, t_walk + cpu0};
   /* 2. shared tensor classes (level by level: the last level's) */
-  if (err == TASO_OK && !levels) err = shared_tensors(&c, &nshared, &vol1);
+  if (err == TASO_OK && !levels) err = shared_tensors(&c, false, &nshared, &vol1);
   laps[LAP_CLASSES + 1] = MPI_Wtime(); cpu[LAP_CLASSES + 1] = cpu_seconds();
 
   /* 3. walk 2: records of graphs whose outputs are all shared and
    * connected, to the owners of their fingerprints */
   int64_t input_graphs_n = 0;
+  if (err == TASO_OK && levels) err = taso_tool_agree(&t, spill_open(&c));
   if (err == TASO_OK) {
     c.visited = 0;
     taso_enum_visitor_t v = {.ctx = &c, .push = push, .visit = visit_record, .want = want};
@@ -1746,36 +2061,52 @@ int main(int argc, char **argv) {
   }
   if (err == TASO_OK) err = input_graphs(&c, &input_graphs_n);
   err = taso_tool_agree(&t, err);
+  if (err == TASO_OK && levels) {
+    double mib = peak_mib();
+    MPI_Allreduce(MPI_IN_PLACE, &mib, 1, MPI_DOUBLE, MPI_MAX, t.comm);
+    taso_tool_print(&t, "walk 2: %lld graph records on rank 0; %.2f s; peak memory per rank %.0f MiB\n",
+                    (long long)c.spilled, MPI_Wtime() - laps[LAP_CLASSES + 1], mib);
+  }
   laps[LAP_WALK2 + 1] = MPI_Wtime(); cpu[LAP_WALK2 + 1] = cpu_seconds();
-  int64_t exchanged = c.nrecs, built = 0, vol3 = 0;
+  int64_t exchanged = levels ? c.spilled : c.nrecs, built = 0, vol3 = 0;
   taso_grec_t *mine = NULL;
   int64_t nmine = 0;
-  if (err == TASO_OK)
-    err = exchange_by_owner(&c, c.recs, c.nrecs, sizeof *c.recs, (void **)&mine, &nmine, &vol2);
-  free(c.recs);
-  c.recs = NULL;
-  c.nrecs = c.recs_cap = 0;
-  /* 4. the graphs of op-disjoint outputs that have a twin, built on the
-   * owner, join the records there */
-  if (err == TASO_OK) err = disjoint_graphs(&c, &built, &vol3);
-  if (err == TASO_OK && c.nrecs > 0) {
-    taso_grec_t *all = realloc(mine, sizeof *all * (size_t)(nmine + c.nrecs));
-    if (!all) err = taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)(nmine + c.nrecs));
-    else {
-      memcpy(all + nmine, c.recs, sizeof *all * (size_t)c.nrecs);
-      mine = all;
-      nmine += c.nrecs;
-    }
-  }
-  free(c.recs);
-  c.recs = NULL;
-  err = taso_tool_agree(&t, err);
-  laps[LAP_EXCHANGE + 1] = MPI_Wtime(); cpu[LAP_EXCHANGE + 1] = cpu_seconds();
   pairing_t pr;
   memset(&pr, 0, sizeof pr);
-  if (err == TASO_OK) err = pair_all(&c, mine, nmine, &pr);
+  if (levels) {
+    /* the built graphs join the buckets; each bucket is exchanged and
+     * paired in turn */
+    if (err == TASO_OK) err = disjoint_graphs(&c, &built, &vol3);
+    err = taso_tool_agree(&t, err);
+    laps[LAP_EXCHANGE + 1] = MPI_Wtime(); cpu[LAP_EXCHANGE + 1] = cpu_seconds();
+    if (err == TASO_OK) err = pair_buckets(&c, &pr, &vol2);
+    spill_close(&c);
+  } else {
+    if (err == TASO_OK)
+      err = exchange_by_owner(&c, c.recs, c.nrecs, sizeof *c.recs, (void **)&mine, &nmine, &vol2);
+    free(c.recs);
+    c.recs = NULL;
+    c.nrecs = c.recs_cap = 0;
+    /* 4. the graphs of op-disjoint outputs that have a twin, built on the
+     * owner, join the records there */
+    if (err == TASO_OK) err = disjoint_graphs(&c, &built, &vol3);
+    if (err == TASO_OK && c.nrecs > 0) {
+      taso_grec_t *all = realloc(mine, sizeof *all * (size_t)(nmine + c.nrecs));
+      if (!all) err = taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)(nmine + c.nrecs));
+      else {
+        memcpy(all + nmine, c.recs, sizeof *all * (size_t)c.nrecs);
+        mine = all;
+        nmine += c.nrecs;
+      }
+    }
+    free(c.recs);
+    c.recs = NULL;
+    err = taso_tool_agree(&t, err);
+    laps[LAP_EXCHANGE + 1] = MPI_Wtime(); cpu[LAP_EXCHANGE + 1] = cpu_seconds();
+    if (err == TASO_OK) err = pair_all(&c, mine, nmine, &pr);
+    free(mine);
+  }
   err = taso_tool_agree(&t, err);
-  free(mine);
   laps[LAP_PAIR + 1] = MPI_Wtime(); cpu[LAP_PAIR + 1] = cpu_seconds();
 
   enum { GRAPHS, EXCHANGED, BUILT, EQUAL_OUTPUTS, CLASSES, PAIRS, COMMON, INDEPENDENT, NSUMS };
