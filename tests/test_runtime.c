@@ -511,6 +511,53 @@ static void test_config_key(void) {
   CHECK(strcmp(ka, kb) != 0 && strstr(kb, "layout=nhwc") != NULL);
 }
 
+/* A model's weights (and fused biases) are its steps' cold operands; the
+ * activations, the concat's and the residual's summand are not. Timing a
+ * cold configuration sweeps the cache before each run. */
+static void test_cold(void) {
+  taso_model_t m;
+  build_cnn(&m, false);
+  taso_rt_step_info_t *steps = NULL;
+  int n = 0;
+  CHECK_OK(taso_rt_steps(&m, NULL, &steps, &n));
+  int conv = 0, matmul = 0;
+  for (int i = 0; i < n; i++) {
+    const taso_rt_config_t *c = &steps[i].cfg;
+    unsigned want = 0;
+    if (c->kind == TASO_OP_CONV2D || c->kind == TASO_OP_MATMUL) {
+      want = 1u << 1; /* the weight */
+      if (c->fuse & TASO_FUSE_BIAS) want |= 1u << 2;
+      conv += c->kind == TASO_OP_CONV2D, matmul += c->kind == TASO_OP_MATMUL;
+    }
+    CHECK(c->cold == want);
+    char key[512];
+    taso_rt_config_key(c, key, sizeof key);
+    CHECK((strstr(key, " cold=") != NULL) == (want != 0));
+    if (c->kind == TASO_OP_MATMUL) {
+      CHECK(strstr(key, "fuse=bias+relu layout=nchw cold=bc") != NULL);
+      taso_rt_config_t warm = *c;
+      warm.cold = 0;
+      char wkey[512];
+      taso_rt_config_key(&warm, wkey, sizeof wkey);
+      CHECK(strncmp(key, wkey, strlen(wkey)) == 0 && strlen(key) == strlen(wkey) + 8);
+      taso_rt_stats_t st;
+      CHECK_OK(taso_rt_time_config(cpu, cpu_ctx, c, 1, 3, &st));
+      CHECK(st.runs == 3 && st.min > 0 && st.min <= st.median);
+    }
+  }
+  CHECK(conv == 6 && matmul == 1);
+  /* a single node's configuration marks its weight operand too */
+  for (int i = 0; i < m.graph.nnodes; i++) {
+    if (m.graph.nodes[i].kind != TASO_OP_CONV2D) continue;
+    taso_rt_config_t c;
+    CHECK_OK(taso_rt_config_of_node(&m, i, &c));
+    CHECK(c.cold == 1u << 1);
+    break;
+  }
+  free(steps);
+  taso_model_free(&m);
+}
+
 int main(void) {
   ref = taso_backend_find("reference");
   cpu = taso_backend_find("cpu");
@@ -524,6 +571,7 @@ int main(void) {
       TEST(test_probe),    TEST(test_conv2d),         TEST(test_matmul),
       TEST(test_pool),     TEST(test_elementwise),    TEST(test_data_movement),
       TEST(test_unsupported), TEST(test_model),       TEST(test_time_config), TEST(test_config_key),
+      TEST(test_cold),
   };
   int rc = test_run(cases, (int)(sizeof cases / sizeof cases[0]));
   cpu->close(cpu_ctx);

@@ -8,6 +8,7 @@
  * plan whose buffers all stay valid lets the profile time any step alone.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,6 +44,14 @@ static bool has_epilogue(int32_t kind) {
   return kind == TASO_OP_CONV2D || kind == TASO_OP_MATMUL || kind == TASO_OP_BMM;
 }
 
+/* Whether tensor ref of m is a weight: an input node marked so, or one
+ * with a negative index (a constant the optimizer folded). */
+static bool is_weight_ref(const taso_model_t *m, taso_ref_t ref) {
+  const taso_node_t *n = &m->graph.nodes[TASO_REF_NODE(ref)];
+  if (n->kind != TASO_OP_INPUT) return false;
+  return n->p.input < 0 || (m->is_weight && m->is_weight[n->p.input]);
+}
+
 taso_err_t taso_rt_config_of_node(const taso_model_t *m, int node, taso_rt_config_t *cfg) {
   const taso_node_t *n = &m->graph.nodes[node];
   if (n->kind <= TASO_OP_INPUT || n->kind >= TASO_OP_COUNT)
@@ -53,7 +62,10 @@ taso_err_t taso_rt_config_of_node(const taso_model_t *m, int node, taso_rt_confi
   cfg->p = n->p;
   cfg->nin = op->arity;
   cfg->nout = op->outputs;
-  for (int a = 0; a < op->arity; a++) cfg->in[a] = taso_tensor_make(m->types[n->in[a]].rank, m->types[n->in[a]].dim);
+  for (int a = 0; a < op->arity; a++) {
+    cfg->in[a] = taso_tensor_make(m->types[n->in[a]].rank, m->types[n->in[a]].dim);
+    if (is_weight_ref(m, n->in[a])) cfg->cold |= 1u << a;
+  }
   for (int o = 0; o < op->outputs; o++)
     cfg->out[o] = taso_tensor_make(m->types[2 * node + o].rank, m->types[2 * node + o].dim);
   if (has_epilogue(n->kind) && n->p.act == TASO_ACT_RELU) {
@@ -115,11 +127,15 @@ int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len) {
     }
   }
   static const char *const layouts[] = {"nchw", "nhwc", "blocked"};
-  return snprintf(buf, (size_t)len, "%s in=%s out=%s fuse=%s%s%s%s layout=%s", text, shapes[0],
+  char cold[8 + TASO_RT_MAX_IN] = "";
+  for (int a = 0, used = 0; a < cfg->nin; a++)
+    if (cfg->cold & (1u << a))
+      used += snprintf(cold + used, sizeof cold - (size_t)used, "%s%c", used ? "" : " cold=", 'a' + a);
+  return snprintf(buf, (size_t)len, "%s in=%s out=%s fuse=%s%s%s%s layout=%s%s", text, shapes[0],
                   shapes[1], cfg->fuse ? "" : "none", cfg->fuse & TASO_FUSE_BIAS ? "bias" : "",
                   cfg->fuse & TASO_FUSE_SUM ? (cfg->fuse & TASO_FUSE_BIAS ? "+sum" : "sum") : "",
                   cfg->fuse & TASO_FUSE_RELU ? (cfg->fuse & ~TASO_FUSE_RELU ? "+relu" : "relu") : "",
-                  cfg->layout >= 0 && cfg->layout <= 2 ? layouts[cfg->layout] : "?");
+                  cfg->layout >= 0 && cfg->layout <= 2 ? layouts[cfg->layout] : "?", cold);
 }
 
 bool taso_rt_channels_last(const taso_rt_config_t *cfg, int slot) {
@@ -201,17 +217,21 @@ void taso_rt_stats_of(double *ms, int n, taso_rt_stats_t *stats) {
 /* A timing loop over any run: warm-up, then runs each closed by sync. */
 typedef taso_err_t (*run_fn_t)(void *arg);
 
-static taso_err_t time_loop(const taso_backend_t *be, taso_rt_ctx_t *ctx, run_fn_t fn, void *arg,
-                            int warmup, int runs, taso_rt_stats_t *stats) {
+/* before (NULL: none) runs untimed ahead of every run. */
+static taso_err_t time_loop(const taso_backend_t *be, taso_rt_ctx_t *ctx, run_fn_t fn,
+                            run_fn_t before, void *arg, int warmup, int runs,
+                            taso_rt_stats_t *stats) {
   if (runs < 1) return taso_error(TASO_ERR_ARG, "timing needs at least one run");
   double *ms = malloc(sizeof *ms * (size_t)runs);
   if (!ms) return taso_error(TASO_ERR_NOMEM, "timings");
   taso_err_t err = TASO_OK;
   for (int i = 0; i < warmup && err == TASO_OK; i++) {
-    err = fn(arg);
+    if (before) err = before(arg);
+    if (err == TASO_OK) err = fn(arg);
     if (err == TASO_OK) err = be->sync(ctx);
   }
   for (int i = 0; i < runs && err == TASO_OK; i++) {
+    if (before && (err = before(arg)) != TASO_OK) break;
     double t0 = now_ms();
     err = fn(arg);
     if (err == TASO_OK) err = be->sync(ctx);
@@ -234,8 +254,12 @@ static void fill_random(float *x, int64_t n, uint64_t seed) {
 typedef struct {
   const taso_backend_t *be;
   taso_rt_ctx_t *ctx;
+  const taso_rt_config_t *cfg;
   taso_rt_kernel_t *k;
   void *in[TASO_RT_MAX_IN], *out[2];
+  void *sweep;       /* with cold operands: a buffer larger than the last-level cache */
+  int64_t sweep_count;
+  float *host;       /* zeros to sweep with; room to read the warm operands back */
 } config_run_t;
 
 static taso_err_t run_config(void *arg) {
@@ -243,7 +267,48 @@ static taso_err_t run_config(void *arg) {
   return r->be->run(r->ctx, r->k, r->in, r->out);
 }
 
+/* The floats a sweep writes to empty the last-level cache: twice the L3
+ * that cpu0 sees (sysfs: a chiplet CPU has one per chiplet, and only its
+ * own is shared with this core; 32 MiB here), at least 64 MiB, at most
+ * 512; through at least 256 MiB on an accelerator (an H100's L2 is 50). */
+static int64_t sweep_floats(const taso_backend_t *be) {
+  int64_t l3 = 0;
+  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+  if (f) {
+    long long v = 0;
+    char unit = 0;
+    if (fscanf(f, "%lld%c", &v, &unit) >= 1)
+      l3 = v * (unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1);
+    fclose(f);
+  }
+  int64_t least = (int64_t)(be->device_uuid ? 256 : 64) << 20, bytes = 2 * l3;
+  bytes = bytes < least ? least : bytes > ((int64_t)512 << 20) ? (int64_t)512 << 20 : bytes;
+  return bytes / (int64_t)sizeof(float);
+}
+
+/* Before each run of a configuration with cold operands: the cache as a
+ * model's run leaves it for this step, weights out, the other operands
+ * (just computed by the steps before) in. */
+static taso_err_t chill(void *arg) {
+  config_run_t *r = arg;
+  TASO_TRY(r->be->upload(r->ctx, r->sweep, r->host, r->sweep_count));
+  for (int i = 0; i < r->cfg->nin; i++)
+    if (!(r->cfg->cold & (1u << i)))
+      TASO_TRY(r->be->download(r->ctx, r->host, r->in[i], taso_tensor_size(&r->cfg->in[i])));
+  return r->be->sync(r->ctx);
+}
+
 static taso_err_t config_buffers(config_run_t *r, const taso_rt_config_t *cfg) {
+  r->cfg = cfg;
+  if (cfg->cold) {
+    r->sweep_count = sweep_floats(r->be);
+    int64_t room = r->sweep_count;
+    for (int i = 0; i < cfg->nin; i++)
+      if (taso_tensor_size(&cfg->in[i]) > room) room = taso_tensor_size(&cfg->in[i]);
+    r->host = calloc((size_t)room, sizeof(float));
+    if (!r->host) return taso_error(TASO_ERR_NOMEM, "cache sweep of %lld floats", (long long)room);
+    TASO_TRY(r->be->alloc(r->ctx, r->sweep_count, &r->sweep));
+  }
   for (int i = 0; i < cfg->nin + cfg->nout; i++) {
     const taso_tensor_t *t = i < cfg->nin ? &cfg->in[i] : &cfg->out[i - cfg->nin];
     int64_t n = taso_tensor_size(t);
@@ -259,18 +324,25 @@ static taso_err_t config_buffers(config_run_t *r, const taso_rt_config_t *cfg) {
   return TASO_OK;
 }
 
+static void release_config(config_run_t *r) {
+  if (r->k) r->be->destroy(r->ctx, r->k);
+  for (int i = 0; i < TASO_RT_MAX_IN; i++)
+    if (r->in[i]) r->be->release(r->ctx, r->in[i]);
+  for (int i = 0; i < 2; i++)
+    if (r->out[i]) r->be->release(r->ctx, r->out[i]);
+  if (r->sweep) r->be->release(r->ctx, r->sweep);
+  free(r->host);
+}
+
 taso_err_t taso_rt_time_config(const taso_backend_t *be, taso_rt_ctx_t *ctx,
                                const taso_rt_config_t *cfg, int warmup, int runs,
                                taso_rt_stats_t *stats) {
   config_run_t r = {.be = be, .ctx = ctx};
   taso_err_t err = config_buffers(&r, cfg);
   if (err == TASO_OK) err = be->prepare(ctx, cfg, &r.k);
-  if (err == TASO_OK) err = time_loop(be, ctx, run_config, &r, warmup, runs, stats);
-  if (r.k) be->destroy(ctx, r.k);
-  for (int i = 0; i < TASO_RT_MAX_IN; i++)
-    if (r.in[i]) be->release(ctx, r.in[i]);
-  for (int i = 0; i < 2; i++)
-    if (r.out[i]) be->release(ctx, r.out[i]);
+  if (err == TASO_OK)
+    err = time_loop(be, ctx, run_config, cfg->cold ? chill : NULL, &r, warmup, runs, stats);
+  release_config(&r);
   return err;
 }
 
@@ -303,21 +375,19 @@ taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *
   if (err == TASO_OK) err = be->prepare(ctx, cfg, &r.k);
   if (err == TASO_OK && algorithm && algorithm_len > 0) be->describe(r.k, algorithm, algorithm_len);
   for (int i = 0; i < warmup && err == TASO_OK; i++) {
-    err = run_config(&r);
+    if (cfg->cold) err = chill(&r);
+    if (err == TASO_OK) err = run_config(&r);
     if (err == TASO_OK) err = be->sync(ctx);
   }
   while (err == TASO_OK && *n < max_runs &&
          (*n < min_runs || !settled(samples, *n, target_spread, scratch))) {
+    if (cfg->cold && (err = chill(&r)) != TASO_OK) break;
     double t0 = now_ms();
     err = run_config(&r);
     if (err == TASO_OK) err = be->sync(ctx);
     samples[(*n)++] = now_ms() - t0;
   }
-  if (r.k) be->destroy(ctx, r.k);
-  for (int i = 0; i < TASO_RT_MAX_IN; i++)
-    if (r.in[i]) be->release(ctx, r.in[i]);
-  for (int i = 0; i < 2; i++)
-    if (r.out[i]) be->release(ctx, r.out[i]);
+  release_config(&r);
   free(scratch);
   return err;
 }
@@ -413,6 +483,7 @@ static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed
       cfg->fuse |= TASO_FUSE_BIAS;
       int32_t c = (int32_t)taso_tensor_size(&m->types[bias]);
       cfg->in[cfg->nin] = taso_tensor_make(1, &c);
+      if (is_weight_ref(m, bias)) cfg->cold |= 1u << cfg->nin;
       s->in[cfg->nin++] = bias;
     } else if (other >= 0 && !(cfg->fuse & TASO_FUSE_SUM) &&
                same_shape(&m->types[other], ot)) {
@@ -633,7 +704,7 @@ static taso_err_t choose_layout(taso_rt_plan_t *plan, plan_step_t *s) {
   for (int i = 0; i < 2; i++) {
     taso_rt_config_t cfg = s->info.cfg;
     cfg.layout = layouts[i];
-    taso_rt_stats_t st;
+    taso_rt_stats_t st = {0};
     taso_err_t err = taso_rt_time_config(plan->be, plan->ctx, &cfg, 2, 7, &st);
     if (err == TASO_ERR_UNSUPPORTED) continue;
     TASO_TRY(err);
@@ -816,7 +887,7 @@ taso_err_t taso_rt_time_model(taso_rt_plan_t *plan, const float *const *inputs, 
                               int runs, taso_rt_stats_t *stats) {
   model_run_t r = {.plan = plan, .inputs = inputs, .outputs = alloc_outputs(plan->m)};
   if (!r.outputs) return taso_error(TASO_ERR_NOMEM, "outputs");
-  taso_err_t err = time_loop(plan->be, plan->ctx, run_whole, &r, warmup, runs, stats);
+  taso_err_t err = time_loop(plan->be, plan->ctx, run_whole, NULL, &r, warmup, runs, stats);
   free_outputs(plan->m, r.outputs);
   return err;
 }
@@ -828,7 +899,7 @@ taso_err_t taso_rt_profile(taso_rt_plan_t *plan, const float *const *inputs, int
   TASO_TRY(run_steps(plan)); /* every buffer holds real values */
   for (int s = 0; s < plan->nsteps; s++) {
     r.step = s;
-    TASO_TRY(time_loop(plan->be, plan->ctx, run_one_step, &r, warmup, runs, &step_stats[s]));
+    TASO_TRY(time_loop(plan->be, plan->ctx, run_one_step, NULL, &r, warmup, runs, &step_stats[s]));
   }
   return TASO_OK;
 }

@@ -71,6 +71,8 @@ typedef struct {
   unsigned fuse;                     /* TASO_FUSE_* */
   int32_t layout;                    /* taso_rt_layout_t of 4-d activations; weights
                                         (conv2d operand 1) stay row-major [O, C/g, KH, KW] */
+  unsigned cold;                     /* bit i: operand i is a model weight, which a run
+                                        reads once from memory, not from cache (timed so) */
 } taso_rt_config_t;
 
 typedef struct taso_rt_ctx taso_rt_ctx_t;       /* a backend's open device */
@@ -118,7 +120,8 @@ typedef struct {
 /* The configuration of one model node alone (no fusion): operand and result
  * types from the model's type table; a conv2d/matmul/bmm with act = RELU
  * becomes fuse RELU with act NONE, so that one configuration has one
- * spelling. */
+ * spelling. An operand that is a weight (m->is_weight, or an input node
+ * with a negative index: the optimizer's folded constants) is marked cold. */
 taso_err_t taso_rt_config_of_node(const taso_model_t *m, int node, taso_rt_config_t *cfg);
 
 /* Whether buffer slot `slot` (inputs 0..nin-1, then outputs) of cfg holds
@@ -136,14 +139,22 @@ int taso_rt_config_format(const taso_rt_config_t *cfg, char *buf, int len);
 /* The configuration's complete, canonical key: the operator in the
  * registry's text form with every parameter, operand and result shapes,
  * fused epilogue and layout, e.g.
- * "conv2d(s=2x2, a, b) in=1x64x56x56,64x64x3x3 out=1x64x28x28 fuse=bias+relu layout=nchw".
+ * "conv2d(s=2x2, a, b) in=1x64x56x56,64x64x3x3 out=1x64x28x28 fuse=bias+relu layout=nchw cold=bc"
+ * (" cold=..." names the cold operands, and is left out when none is).
  * Equal configurations have equal keys on every machine: the cost
  * database and the optimizer's cost cache are keyed by it. Returns the
  * length it needs, like snprintf. */
 int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len);
 
 /* Times one configuration on scratch buffers of seeded random values:
- * `warmup` untimed runs, then `runs` timed runs, each followed by sync. */
+ * `warmup` untimed runs, then `runs` timed runs, each followed by sync.
+ * With cold operands, every run starts with the caches as a model's run
+ * leaves them: the last-level cache swept (untimed), then the operands
+ * that are not cold read back into it. A model's weights (80 MB in
+ * NasRNN) stream from memory once per inference, while a configuration
+ * repeated alone would find its 1 MB weight in cache: timed warm, NasRNN's
+ * matmuls cost a third of what they cost in the model, and the cost model
+ * prefers small matmuls that are slower end to end. */
 taso_err_t taso_rt_time_config(const taso_backend_t *be, taso_rt_ctx_t *ctx,
                                const taso_rt_config_t *cfg, int warmup, int runs,
                                taso_rt_stats_t *stats);

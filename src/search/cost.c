@@ -25,7 +25,7 @@
 
 /* A configuration packed: kind, parameters, counts, fuse, layout, then the
  * rank and sizes of each operand and result. */
-#define PACKED_WORDS (5 + (int)(sizeof(taso_params_t) / 4) + (TASO_RT_MAX_IN + 2) * (1 + TASO_MAX_RANK))
+#define PACKED_WORDS (6 + (int)(sizeof(taso_params_t) / 4) + (TASO_RT_MAX_IN + 2) * (1 + TASO_MAX_RANK))
 typedef struct {
   int32_t w[PACKED_WORDS];
 } packed_t;
@@ -40,6 +40,7 @@ static void pack(const taso_rt_config_t *cfg, packed_t *k) {
   k->w[n++] = cfg->nout;
   k->w[n++] = (int32_t)cfg->fuse;
   k->w[n++] = cfg->layout;
+  k->w[n++] = (int32_t)cfg->cold;
   memcpy(&k->w[n], &cfg->p, sizeof cfg->p);
   n += (int)(sizeof cfg->p / 4);
   for (int i = 0; i < cfg->nin + cfg->nout && i < TASO_RT_MAX_IN + 2; i++) {
@@ -382,6 +383,7 @@ taso_err_t taso_cost_of_graph(taso_cost_cache_t *c, const taso_graph_t *g,
   mark_constant(g, is_weight, c->constant);
   taso_model_t view;
   memset(&view, 0, sizeof view);
+  view.is_weight = (bool *)(uintptr_t)is_weight; /* which operands are cold; only read */
   if (any_constant(c, g)) {
     TASO_TRY(fold(c, g, types, is_weight));
     view.graph = c->folded;
