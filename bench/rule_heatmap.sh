@@ -7,7 +7,8 @@
 # is what a per-family rule subset will be chosen from.
 #
 # Usage: bench/rule_heatmap.sh [BUILD_DIR] [SUBSTITUTIONS] [BUDGET] [TIME_LIMIT] [COSTS] [OUT_DIR]
-#   (defaults: build, a workstation set made here, 1000, 300 s, none, rule-heatmap)
+#   (defaults: build, the workstation and batch-normalization sets made here, 1000, 300 s,
+#   none, rule-heatmap)
 # Costs are measured on the cpu backend on the spot, or read first from
 # COSTS (taso-measure's costs.h5; DEVICE=TEXT picks its device). Models at
 # the sizes bench/optimize.sh uses; MODELS="spec ..." replaces the list;
@@ -43,27 +44,36 @@ run() { # run LOG CMD...: echoes the command to the list, output to LOG
   "$@" >"$log" 2>&1
 }
 
-if [ -z "$subst" ]; then
-  subst=$outdir/substitutions.h5
-  (cd "$here" && run "$outdir/generate.log" "$mpiexec" -n 2 "$bin/taso-generate" --job jobs/workstation.ini \
-    --out "$outdir/candidates.h5" --fresh &&
-    run "$outdir/verify.log" "$mpiexec" -n 2 "$bin/taso-verify" --in "$outdir/candidates.h5" \
-      --out "$subst" --fresh) || { echo "FAIL generating the workstation set (see $outdir/*.log)"; exit 1; }
+if [ -z "$subst" ]; then # the main job's two sets: the workstation's and batch normalization's
+  subst=$outdir/substitutions.h5,$outdir/batchnorm.h5
+  for job in workstation batchnorm; do
+    out=$outdir/$job.h5
+    [ "$job" = workstation ] && out=$outdir/substitutions.h5
+    (cd "$here" && run "$outdir/generate.$job.log" "$mpiexec" -n 2 "$bin/taso-generate" \
+      --job "jobs/$job.ini" --out "$outdir/candidates.$job.h5" --fresh &&
+      run "$outdir/verify.$job.log" "$mpiexec" -n 2 "$bin/taso-verify" --job "jobs/$job.ini" \
+        --in "$outdir/candidates.$job.h5" --out "$out" --fresh) ||
+      { echo "FAIL generating the $job set (see $outdir/*.$job.log)"; exit 1; }
+  done
 fi
 extra=()
 [ -z "$costs" ] || extra+=(--costs "$costs")
 [ -z "${DEVICE:-}" ] || extra+=(--device "$DEVICE")
 
-specs=${MODELS:-"nasrnn squeezenet:size=64 resnet50:size=28 resnext50:size=64 bert:layers=2
-  inception_v3:size=75 mobilenet_v2:size=64 nasnet_a:size=64"}
+specs=${MODELS:-"nasrnn squeezenet:size=64 resnet50:size=28 resnet50:bn=1 resnext50:size=64
+  bert:layers=2 inception_v3:size=75 mobilenet_v2:size=64 nasnet_a:size=64"}
 
 echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# substitutions $subst, budget $budget, time limit $limit s, costs ${costs:-measured on cpu}, $threads threads"
 printf '%-22s %6s %8s %8s %7s %8s %-8s %s\n' model rules rewrites explored "x cost" "search s" agrees "ended by"
 models=()
 fail=0
+declare -A used=()
 for spec in $specs; do
-  name=${spec%%:*}
+  base=${spec%%:*}
+  name=$base # a column and file per spec: resnet50:size=28 and resnet50:bn=1 are two
+  [ -z "${used[$name]:-}" ] || name="$base-$(sed 's/^[^:]*://; s/[=,]//g' <<<"$spec")"
+  used[$name]=1
   out=$outdir/$name.opt.h5
   run "$outdir/$name.log" "$bin/taso-optimize" --model "$spec" --substitutions "$subst" --out "$out" \
     --budget "$budget" --time-limit "$limit" --threads "$threads" --confirm-runs 0 "${extra[@]}"
@@ -81,7 +91,7 @@ for spec in $specs; do
     ;;
   esac
   models+=("$name=$out")
-  summary=$(grep "^taso-optimize: $name: cost" "$outdir/$name.log")
+  summary=$(grep "^taso-optimize: $base: cost" "$outdir/$name.log")
   printf '%-22s %6s %8s %8s %7s %8s %-8s %s\n' "$spec" \
     "$(sed -n 's/.* rewrites by \([0-9]*\) rules* .*/\1/p' <<<"$summary")" \
     "$(sed -n 's/.* \([0-9]*\) rewrites by .*/\1/p' <<<"$summary")" \
