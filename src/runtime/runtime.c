@@ -429,8 +429,27 @@ static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed
 
 /* ---- planning: steps and buffers ------------------------------------------- */
 
+/* What taso_rt_steps_partial adds to planning (all NULL for a plan). */
+typedef struct {
+  const bool *absent;        /* nodes taken as inputs (weights folded ahead) */
+  taso_rt_known_fn known;    /* single-node steps whose configuration is not needed */
+  void *known_ctx;
+} partial_t;
+
+/* Only what a plan's step starts with is cleared: zeroing the whole
+ * (kilobytes, with its reason text) for every node was most of what
+ * planning a graph for a cost model cost. */
+static void clear_step(plan_step_t *s) {
+  memset(&s->info, 0, sizeof s->info);
+  s->reason[0] = 0;
+  s->k = NULL;
+  memset(s->in, 0, sizeof s->in);
+  memset(s->out, 0, sizeof s->out);
+  memset(s->host, 0, sizeof s->host);
+}
+
 static taso_err_t step_of_node(const taso_model_t *m, int node, plan_step_t *s) {
-  memset(s, 0, sizeof *s);
+  clear_step(s);
   TASO_TRY(taso_rt_config_of_node(m, node, &s->info.cfg));
   const taso_node_t *n = &m->graph.nodes[node];
   for (int a = 0; a < taso_ops[n->kind].arity; a++) s->in[a] = n->in[a];
@@ -440,48 +459,66 @@ static taso_err_t step_of_node(const taso_model_t *m, int node, plan_step_t *s) 
   return TASO_OK;
 }
 
-/* Finds the fused chains: chain[head] gets the step of each chain, claimed[]
- * the head of a chain at its last node and -2 at its other nodes. */
-static taso_err_t find_chains(const taso_model_t *m, const int *uses, int *claimed,
-                              plan_step_t *chain) {
+/* Finds the fused chains: chain[head_at[head]] gets the step of each
+ * chain, claimed[] the head of a chain at its last node and -2 at its
+ * other nodes. Absent nodes head no chain (and read no operand that a
+ * chain could extend over: they compute from weights alone). */
+static taso_err_t find_chains(const taso_model_t *m, const int *uses, const partial_t *part,
+                              int *claimed, const int *head_at, plan_step_t *chain) {
   for (int i = 0; i < m->graph.nnodes; i++) {
     int32_t kind = m->graph.nodes[i].kind;
     if (kind != TASO_OP_CONV2D && kind != TASO_OP_MATMUL) continue;
-    TASO_TRY(step_of_node(m, i, &chain[i]));
-    int last = fuse_chain(m, uses, claimed, i, &chain[i]);
+    if (part->absent && part->absent[i]) continue;
+    plan_step_t *s = &chain[head_at[i]];
+    TASO_TRY(step_of_node(m, i, s));
+    int last = fuse_chain(m, uses, claimed, i, s);
     if (last == i) continue;
     for (int j = i; j != last; j = sole_consumer(m, uses, TASO_REF(j, 0))) {
       claimed[j] = -2;
-      chain[i].info.fused++;
+      s->info.fused++;
     }
     claimed[last] = i;
-    chain[i].info.node = last;
+    s->info.node = last;
   }
   return TASO_OK;
 }
 
 /* Steps in an order that respects dependencies: a fused chain runs where
  * its last node stood (its operands all come earlier). */
-static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt) {
+static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt,
+                             const partial_t *part) {
   const taso_model_t *m = plan->m;
-  int nn = m->graph.nnodes;
+  int nn = m->graph.nnodes, heads = 0;
   size_t cap = (size_t)(nn ? nn : 1);
   int *uses = count_consumers(m);
   int *claimed = malloc(sizeof *claimed * cap);
-  plan_step_t *chain = calloc(cap, sizeof *chain);
-  plan->steps = calloc(cap, sizeof *plan->steps);
+  int *head_at = malloc(sizeof *head_at * cap);
+  for (int i = 0; head_at && i < nn; i++) {
+    int32_t kind = m->graph.nodes[i].kind;
+    head_at[i] = kind == TASO_OP_CONV2D || kind == TASO_OP_MATMUL ? heads++ : -1;
+  }
+  plan_step_t *chain = malloc(sizeof *chain * (size_t)(heads ? heads : 1));
+  /* every step taken is written whole (clear_step or a chain's copy) */
+  plan->steps = malloc(sizeof *plan->steps * cap);
   taso_err_t err = TASO_OK;
-  if (!uses || !claimed || !chain || !plan->steps)
+  if (!uses || !claimed || !head_at || !chain || !plan->steps)
     err = taso_error(TASO_ERR_NOMEM, "plan of %d nodes", nn);
   for (int i = 0; i < nn && err == TASO_OK; i++) claimed[i] = -1;
-  if (err == TASO_OK && !opt->no_fusion) err = find_chains(m, uses, claimed, chain);
+  if (err == TASO_OK && !opt->no_fusion)
+    err = find_chains(m, uses, part, claimed, head_at, chain);
   for (int i = 0; i < nn && err == TASO_OK; i++) {
     if (m->graph.nodes[i].kind == TASO_OP_INPUT || claimed[i] == -2) continue;
+    if (part->absent && part->absent[i]) continue;
     plan_step_t *s = &plan->steps[plan->nsteps];
-    if (claimed[i] >= 0)
-      *s = chain[claimed[i]];
-    else
+    if (claimed[i] >= 0) {
+      *s = chain[head_at[claimed[i]]];
+    } else if (part->known && part->known(part->known_ctx, i)) {
+      clear_step(s); /* its configuration stays zero: the caller has its cost */
+      s->info.node = s->info.first_node = i;
+      s->info.fused = 1;
+    } else {
       err = step_of_node(m, i, s);
+    }
     s->info.cfg.layout = opt->layout;
     s->info.reason = s->reason;
     for (int o = 0; o < s->info.cfg.nout; o++) s->out[o] = TASO_REF(s->info.node, o);
@@ -489,6 +526,7 @@ static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt)
   }
   free(uses);
   free(claimed);
+  free(head_at);
   free(chain);
   return err;
 }
@@ -656,7 +694,7 @@ taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model
   plan->nhwc = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->nhwc);
   const taso_rt_options_t *o = opt ? opt : &defaults;
   taso_err_t err = plan->buf && plan->owned && plan->nhwc
-                       ? make_steps(plan, o)
+                       ? make_steps(plan, o, &(partial_t){0})
                        : taso_error(TASO_ERR_NOMEM, "buffer table");
   if (err == TASO_OK) err = tensor_layouts(plan);
   /* NHWC is a whole-plan choice: its steps share channels-last buffers */
@@ -692,14 +730,16 @@ void taso_rt_plan_free(taso_rt_plan_t *plan) {
   free(plan);
 }
 
-taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
-                         taso_rt_step_info_t **steps, int *nsteps) {
+taso_err_t taso_rt_steps_partial(const taso_model_t *m, const taso_rt_options_t *opt,
+                                 const bool *absent, taso_rt_known_fn known, void *known_ctx,
+                                 taso_rt_step_info_t **steps, int *nsteps) {
   taso_rt_options_t defaults = {.no_fusion = false, .layout = TASO_RT_NCHW};
+  partial_t part = {.absent = absent, .known = known, .known_ctx = known_ctx};
   /* make_steps reads only the plan's model: a plan without buffers. */
   taso_rt_plan_t plan = {.m = (taso_model_t *)m};
   *steps = NULL;
   *nsteps = 0;
-  taso_err_t err = make_steps(&plan, opt ? opt : &defaults);
+  taso_err_t err = make_steps(&plan, opt ? opt : &defaults, &part);
   if (err == TASO_OK && plan.nsteps > 0 &&
       !(*steps = malloc(sizeof **steps * (size_t)plan.nsteps)))
     err = taso_error(TASO_ERR_NOMEM, "%d steps", plan.nsteps);
@@ -710,6 +750,11 @@ taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
   if (err == TASO_OK) *nsteps = plan.nsteps;
   free(plan.steps);
   return err;
+}
+
+taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
+                         taso_rt_step_info_t **steps, int *nsteps) {
+  return taso_rt_steps_partial(m, opt, NULL, NULL, NULL, steps, nsteps);
 }
 
 int taso_rt_plan_steps(const taso_rt_plan_t *plan) { return plan->nsteps; }

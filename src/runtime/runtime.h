@@ -204,6 +204,22 @@ void taso_rt_plan_free(taso_rt_plan_t *plan);
 taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
                          taso_rt_step_info_t **steps, int *nsteps);
 
+/* Whether a single-node step's cost is known to the caller (see below). */
+typedef bool (*taso_rt_known_fn)(void *ctx, int node);
+
+/* taso_rt_steps for a cost model that folds weights and reuses costs:
+ * nodes with absent[i] set (absent NULL: none) are planned as if each
+ * result were an input of its type (what writing a model folds into a
+ * weight: they compute from weights alone, so no operand of a present
+ * node depends on them but through such a result); a step of one node
+ * for which known(ctx, node) is true is listed with a zero configuration
+ * (cfg.kind 0), since the caller has its cost. The steps, their order
+ * and the other configurations are those of taso_rt_steps on the graph
+ * so folded. */
+taso_err_t taso_rt_steps_partial(const taso_model_t *m, const taso_rt_options_t *opt,
+                                 const bool *absent, taso_rt_known_fn known, void *known_ctx,
+                                 taso_rt_step_info_t **steps, int *nsteps);
+
 int taso_rt_plan_steps(const taso_rt_plan_t *plan);
 void taso_rt_plan_step(const taso_rt_plan_t *plan, int i, taso_rt_step_info_t *info);
 

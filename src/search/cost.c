@@ -72,11 +72,6 @@ struct taso_cost_cache {
   int64_t npending, pending_cap;
   int64_t deferrals; /* queries answered "pending" */
   /* scratch of taso_cost_of_graph, kept between calls */
-  taso_graph_t folded;
-  taso_tensor_t *types;
-  int types_cap;
-  int *map;
-  taso_ref_t *holder;
   bool *constant;
   int scratch_cap;
 };
@@ -110,7 +105,6 @@ taso_err_t taso_cost_cache_new(const taso_backend_t *be, taso_rt_ctx_t *ctx,
     free(c);
     return taso_error(TASO_ERR_NOMEM, "cost cache");
   }
-  taso_graph_init(&c->folded);
   *out = c;
   return TASO_OK;
 }
@@ -123,10 +117,6 @@ void taso_cost_cache_free(taso_cost_cache_t *c) {
   free(c->pending);
   free(c->pending_keys);
   free(c->slots);
-  taso_graph_free(&c->folded);
-  free(c->types);
-  free(c->map);
-  free(c->holder);
   free(c->constant);
   free(c);
 }
@@ -287,23 +277,17 @@ static taso_err_t fit_scratch(taso_cost_cache_t *c, int nnodes) {
   if (nnodes <= c->scratch_cap) return TASO_OK;
   int cap = c->scratch_cap ? c->scratch_cap : 256;
   while (cap < nnodes) cap *= 2;
-  void *t = realloc(c->types, sizeof *c->types * 2 * (size_t)cap);
-  if (t) c->types = t;
-  void *m = realloc(c->map, sizeof *c->map * (size_t)cap);
-  if (m) c->map = m;
-  void *h = realloc(c->holder, sizeof *c->holder * 2 * (size_t)cap);
-  if (h) c->holder = h;
-  void *k = realloc(c->constant, sizeof *c->constant * (size_t)cap);
-  if (k) c->constant = k;
-  void *n = realloc(c->folded.nodes, sizeof *c->folded.nodes * (size_t)cap);
-  if (n) c->folded.nodes = n, c->folded.node_cap = cap;
-  if (!t || !m || !h || !k || !n) return taso_error(TASO_ERR_NOMEM, "cost of %d nodes", nnodes);
+  bool *k = realloc(c->constant, sizeof *c->constant * (size_t)cap);
+  if (!k) return taso_error(TASO_ERR_NOMEM, "cost of %d nodes", nnodes);
+  c->constant = k;
   c->scratch_cap = cap;
   return TASO_OK;
 }
 
-/* Whether each node computes from weights alone (constants included). */
-static void mark_constant(const taso_graph_t *g, const bool *is_weight, bool *constant) {
+/* Whether each operator computes from weights alone (constants
+ * included); true when any does. */
+static bool mark_constant(const taso_graph_t *g, const bool *is_weight, bool *constant) {
+  bool any = false;
   for (int i = 0; i < g->nnodes; i++) {
     const taso_node_t *n = &g->nodes[i];
     if (n->kind == TASO_OP_INPUT) {
@@ -313,102 +297,83 @@ static void mark_constant(const taso_graph_t *g, const bool *is_weight, bool *co
     constant[i] = true;
     for (int a = 0; a < taso_ops[n->kind].arity; a++)
       constant[i] = constant[i] && constant[TASO_REF_NODE(n->in[a])];
+    any = any || constant[i];
   }
+  return any;
 }
 
-/* Appends a node with its two result types to the folded graph. */
-static taso_ref_t append(taso_cost_cache_t *c, const taso_node_t *n, const taso_tensor_t *t) {
-  int j = c->folded.nnodes++;
-  c->folded.nodes[j] = *n;
-  c->types[2 * j] = t[0];
-  c->types[2 * j + 1] = t[1];
-  return TASO_REF(j, 0);
+void taso_cost_memo_free(taso_cost_memo_t *m) {
+  free(m->at);
+  memset(m, 0, sizeof *m);
 }
 
-/* The folded graph's tensor for g's tensor ref: a constant result becomes
- * a weight-like input of its type, made once. */
-static taso_ref_t folded_ref(taso_cost_cache_t *c, const taso_graph_t *g,
-                             const taso_tensor_t *types, taso_ref_t ref) {
-  int node = TASO_REF_NODE(ref);
-  if (!c->constant[node] || g->nodes[node].kind == TASO_OP_INPUT)
-    return TASO_REF(c->map[node], TASO_REF_PORT(ref));
-  if (c->holder[ref] < 0) {
-    taso_node_t in = {.kind = TASO_OP_INPUT, .in = {-1, -1, -1}};
-    in.p.input = -1 - ref; /* unique, and no entry of the input table */
-    taso_tensor_t t[2] = {types[ref], taso_tensor_make(0, NULL)};
-    c->holder[ref] = append(c, &in, t);
-  }
-  return c->holder[ref];
+/* What the planner asks of a single-node step: whether the host had the
+ * same step, of an identical node (see cost.h). */
+typedef struct {
+  const taso_cost_memo_t *host;
+  const int *prov;
+} reuse_t;
+
+static bool known_step(void *ctx, int node) {
+  const reuse_t *r = ctx;
+  int h = r->prov[node];
+  return h >= 0 && h < r->host->n && r->host->at[h] >= 0;
 }
 
-/* g as the runtime would see it once the model is written: every node
- * computed from weights alone replaced by a weight. Nodes are appended
- * directly (no search for an equal node): g has none twice. */
-static taso_err_t fold(taso_cost_cache_t *c, const taso_graph_t *g, const taso_tensor_t *types,
-                       const bool *is_weight) {
-  TASO_TRY(fit_scratch(c, 2 * g->nnodes + 1));
-  mark_constant(g, is_weight, c->constant);
-  for (int i = 0; i < 2 * g->nnodes; i++) c->holder[i] = -1;
-  c->folded.nnodes = 0;
-  c->folded.noutputs = 0;
-  for (int i = 0; i < g->nnodes; i++) {
-    const taso_node_t *n = &g->nodes[i];
-    c->map[i] = -1;
-    if (c->constant[i] && n->kind != TASO_OP_INPUT) continue;
-    taso_node_t copy = *n;
-    for (int a = 0; n->kind != TASO_OP_INPUT && a < taso_ops[n->kind].arity; a++)
-      copy.in[a] = folded_ref(c, g, types, n->in[a]);
-    c->map[i] = TASO_REF_NODE(append(c, &copy, &types[2 * i]));
-  }
-  for (int o = 0; o < g->noutputs; o++)
-    TASO_TRY(taso_graph_add_output(&c->folded, folded_ref(c, g, types, g->outputs[o])));
-  return TASO_OK;
-}
-
-/* Whether any operator of g computes from weights alone (c->constant
- * marked). */
-static bool any_constant(const taso_cost_cache_t *c, const taso_graph_t *g) {
-  for (int i = 0; i < g->nnodes; i++)
-    if (c->constant[i] && g->nodes[i].kind != TASO_OP_INPUT) return true;
-  return false;
-}
-
-taso_err_t taso_cost_of_graph(taso_cost_cache_t *c, const taso_graph_t *g,
-                              const taso_tensor_t *types, const bool *is_weight, double *ms) {
-  /* The planner reads a model's graph and types only. With nothing to
-   * fold, the folded graph would be g itself, node for node: g is planned
-   * as it is, which saves copying every node and type. */
-  TASO_TRY(fit_scratch(c, 2 * g->nnodes + 1));
-  mark_constant(g, is_weight, c->constant);
+taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *g,
+                                      const taso_tensor_t *types, const bool *is_weight,
+                                      const taso_cost_memo_t *host, const int *prov,
+                                      taso_cost_memo_t *record, double *ms) {
+  /* Folding (cost.h) replaces every node computed from weights alone by a
+   * weight: the planner takes those nodes as inputs (absent), which plans
+   * the steps the folded graph would have, without copying it. */
+  TASO_TRY(fit_scratch(c, g->nnodes + 1));
+  bool any = mark_constant(g, is_weight, c->constant);
   taso_model_t view;
   memset(&view, 0, sizeof view);
-  if (any_constant(c, g)) {
-    TASO_TRY(fold(c, g, types, is_weight));
-    view.graph = c->folded;
-    view.types = c->types;
-  } else {
-    view.graph = *g;
-    view.types = (taso_tensor_t *)(uintptr_t)types; /* the planner only reads them */
-  }
+  view.graph = *g;
+  view.types = (taso_tensor_t *)(uintptr_t)types; /* the planner only reads them */
+  reuse_t r = {.host = host, .prov = prov};
   taso_rt_options_t opt = {.no_fusion = !c->opt.fusion, .layout = TASO_RT_NCHW};
   taso_rt_step_info_t *steps = NULL;
   int nsteps = 0;
-  taso_err_t err = taso_rt_steps(&view, &opt, &steps, &nsteps);
+  taso_err_t err = taso_rt_steps_partial(&view, &opt, any ? c->constant : NULL,
+                                         host && prov ? known_step : NULL, &r, &steps, &nsteps);
+  if (err == TASO_OK && record) {
+    if (record->cap < g->nnodes) {
+      double *at = realloc(record->at, sizeof *at * (size_t)(g->nnodes + 1));
+      if (!at) err = taso_error(TASO_ERR_NOMEM, "cost memo of %d nodes", g->nnodes);
+      else record->at = at, record->cap = g->nnodes;
+    }
+    record->n = 0;
+    for (int i = 0; err == TASO_OK && i < g->nnodes; i++) record->at[i] = -1;
+  }
   double sum = 0;
   bool deferred = false; /* a deferred miss: the other steps still note theirs */
   for (int s = 0; s < nsteps && err == TASO_OK; s++) {
     double step_ms = 0;
-    int64_t before = c->deferrals;
-    err = taso_cost_of_config(c, &steps[s].cfg, &step_ms);
-    if (err == TASO_ERR_UNKNOWN && c->deferrals > before) {
-      deferred = true;
-      err = TASO_OK;
+    if (steps[s].cfg.kind == 0) { /* known: the host's, of an identical node */
+      step_ms = host->at[prov[steps[s].node]];
+    } else {
+      int64_t before = c->deferrals;
+      err = taso_cost_of_config(c, &steps[s].cfg, &step_ms);
+      if (err == TASO_ERR_UNKNOWN && c->deferrals > before) {
+        deferred = true;
+        err = TASO_OK;
+      }
     }
+    if (record && steps[s].fused == 1) record->at[steps[s].node] = step_ms;
     sum += step_ms;
   }
   if (err == TASO_OK && deferred)
     err = taso_error(TASO_ERR_UNKNOWN, "%lld configurations pending", (long long)c->npending);
+  if (record) record->n = err == TASO_OK ? g->nnodes : 0; /* a partial memo is none */
   free(steps);
   *ms = sum;
   return err;
+}
+
+taso_err_t taso_cost_of_graph(taso_cost_cache_t *c, const taso_graph_t *g,
+                              const taso_tensor_t *types, const bool *is_weight, double *ms) {
+  return taso_cost_of_graph_reusing(c, g, types, is_weight, NULL, NULL, NULL, ms);
 }

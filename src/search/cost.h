@@ -75,6 +75,33 @@ void taso_cost_cache_entry(const taso_cost_cache_t *c, int64_t i, const char **k
 taso_err_t taso_cost_of_graph(taso_cost_cache_t *c, const taso_graph_t *g,
                               const taso_tensor_t *types, const bool *is_weight, double *ms);
 
+/* The costs of a graph's single-node steps, so that a rewrite of it is
+ * costed without configuring again what it kept: at[node] is the cost of
+ * the step of that node alone, -1 where the node has none (an input, a
+ * node folded away, or one fused into a chain). Zero-initialize. */
+typedef struct {
+  double *at;
+  int n, cap; /* n: the nodes of the graph it was recorded for; 0: none */
+} taso_cost_memo_t;
+void taso_cost_memo_free(taso_cost_memo_t *m);
+
+/* taso_cost_of_graph, the same figure to the bit, with a memo of a host
+ * graph and g's provenance in it: prov[v] (NULL: none) is the host node
+ * that node v of g is identical to (same operator and parameters, its
+ * operands identical host tensors, recursively; taso_rewrite_all_traced
+ * gives it), or -1. A step of one node v with a host node prov[v] whose
+ * step was one node too takes the host's cost without configuring it:
+ * the configuration is made of the node's operator, parameters and
+ * operand and result types, which are the host node's. Chains are
+ * configured anew (their extent depends on their neighbours); the steps
+ * and their order come from the planner on g, so the sum is the one
+ * taso_cost_of_graph makes. With record, g's own memo is written there
+ * (when the cost is complete; else record->n is 0). */
+taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *g,
+                                      const taso_tensor_t *types, const bool *is_weight,
+                                      const taso_cost_memo_t *host, const int *prov,
+                                      taso_cost_memo_t *record, double *ms);
+
 /* Deferred misses, so that the ranks of a parallel search measure each
  * configuration once and agree on its cost. With opt.defer (and
  * measuring on), a configuration neither cached nor looked up is noted as

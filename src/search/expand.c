@@ -1,11 +1,13 @@
 /* Expanding one graph (expand.h). */
 #include "expand.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "match.h"
 
 void taso_expander_free(taso_expander_t *x) {
+  taso_cost_memo_free(&x->memo);
   free(x->types);
   x->types = NULL;
   x->types_cap = 0;
@@ -25,7 +27,19 @@ static taso_err_t fit_types(taso_expander_t *x, int nnodes) {
 taso_err_t taso_expander_cost(taso_expander_t *x, const taso_graph_t *g, double *ms) {
   TASO_TRY(fit_types(x, g->nnodes + 1));
   TASO_TRY(taso_graph_infer(g, x->prob->inputs, x->types));
-  return taso_cost_of_graph(x->costs, g, x->types, x->prob->is_weight, ms);
+  bool reuse = x->prov && x->memo.n && !x->full_costs;
+  return taso_cost_of_graph_reusing(x->costs, g, x->types, x->prob->is_weight,
+                                    reuse ? &x->memo : NULL, reuse ? x->prov : NULL, NULL, ms);
+}
+
+/* Hands a result to the search's callback with its provenance at hand
+ * for taso_expander_cost. */
+static taso_err_t traced_child(void *ctx, const taso_graph_t *g, const int *prov) {
+  taso_expander_t *x = ctx;
+  x->prov = prov;
+  taso_err_t err = x->fn(x->fn_ctx, g);
+  x->prov = NULL;
+  return err;
 }
 
 taso_err_t taso_expander_start(taso_expander_t *x, taso_graph_t *start, double *ms) {
@@ -40,6 +54,17 @@ taso_err_t taso_expand(taso_expander_t *x, const taso_graph_t *host, taso_child_
   taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(host->nnodes + 1));
   if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", host->nnodes);
   taso_err_t err = taso_graph_infer(host, x->prob->inputs, types);
+  /* The host's memo: its results are costed by what they changed. A cost
+   * the host cannot have complete (pending in a parallel search) leaves
+   * none: its results are costed from scratch. */
+  if (err == TASO_OK) {
+    double ms;
+    err = taso_cost_of_graph_reusing(x->costs, host, types, x->prob->is_weight, NULL, NULL,
+                                     &x->memo, &ms);
+    if (err == TASO_ERR_UNKNOWN) err = TASO_OK;
+  }
+  x->fn = fn;
+  x->fn_ctx = ctx;
   uint32_t kinds = taso_graph_kinds(host);
   bool stopped = false;
   for (int r = 0; r < x->rules->n && err == TASO_OK && !stopped; r++) {
@@ -47,10 +72,12 @@ taso_err_t taso_expand(taso_expander_t *x, const taso_graph_t *host, taso_child_
     if (rule->kinds & ~kinds) continue; /* an lhs operator the host lacks */
     x->rule = r;
     if (x->guard)
-      err = taso_rewrite_all_guarded(x->guard, r, 0, host, types, &rule->lhs, &rule->rhs, fn, ctx);
+      err = taso_rewrite_all_guarded_traced(x->guard, r, 0, host, types, &rule->lhs, &rule->rhs,
+                                            traced_child, x);
     else
-      err = taso_rewrite_all_checked(host, types, &rule->lhs, &rule->rhs, &x->rules->inputs,
-                                     &rule->cond, fn, ctx);
+      err = taso_rewrite_all_traced(host, types, &rule->lhs, &rule->rhs, &x->rules->inputs,
+                                    taso_shape_cond_accepts, (void *)(uintptr_t)&rule->cond,
+                                    traced_child, x);
     stopped = stop(ctx);
   }
   free(types);
