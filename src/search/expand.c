@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "match.h"
 
@@ -24,12 +25,40 @@ static taso_err_t fit_types(taso_expander_t *x, int nnodes) {
   return TASO_OK;
 }
 
+/* The check of --check-incremental: every node the provenance names is
+ * the host's node (its operator, parameters and operands), and the cost
+ * made by reuse is the one made from scratch, to the bit. */
+static taso_err_t check_result(taso_expander_t *x, const taso_graph_t *g, double ms) {
+  const taso_graph_t *h = x->host;
+  for (int v = 0; v < g->nnodes; v++) {
+    int p = x->prov[v];
+    if (p < 0) continue;
+    const taso_node_t *a = &g->nodes[v], *b = &h->nodes[p];
+    bool same = p < h->nnodes && a->kind == b->kind && !memcmp(&a->p, &b->p, sizeof a->p);
+    for (int k = 0; same && k < 3; k++)
+      same = a->in[k] < 0 ? b->in[k] < 0
+                          : b->in[k] >= 0 && TASO_REF_PORT(a->in[k]) == TASO_REF_PORT(b->in[k]) &&
+                                x->prov[TASO_REF_NODE(a->in[k])] == TASO_REF_NODE(b->in[k]);
+    if (!same)
+      return taso_error(TASO_ERR_ARG, "incremental check: rule %d: node %d of a rewrite is "
+                        "said to be host node %d, which it is not", x->rule, v, p);
+  }
+  double full;
+  TASO_TRY(taso_cost_of_graph(x->costs, g, x->types, x->prob->is_weight, &full));
+  if (memcmp(&full, &ms, sizeof ms) != 0)
+    return taso_error(TASO_ERR_ARG, "incremental check: rule %d: a rewrite costs %.17g ms "
+                      "from scratch and %.17g ms by what it changed", x->rule, full, ms);
+  x->checked++;
+  return TASO_OK;
+}
+
 taso_err_t taso_expander_cost(taso_expander_t *x, const taso_graph_t *g, double *ms) {
   TASO_TRY(fit_types(x, g->nnodes + 1));
   TASO_TRY(taso_graph_infer(g, x->prob->inputs, x->types));
-  bool reuse = x->prov && x->memo.n && !x->full_costs;
-  return taso_cost_of_graph_reusing(x->costs, g, x->types, x->prob->is_weight,
-                                    reuse ? &x->memo : NULL, reuse ? x->prov : NULL, NULL, ms);
+  bool reuse = x->prov && x->memo.n;
+  TASO_TRY(taso_cost_of_graph_reusing(x->costs, g, x->types, x->prob->is_weight,
+                                      reuse ? &x->memo : NULL, reuse ? x->prov : NULL, NULL, ms));
+  return reuse && x->check ? check_result(x, g, *ms) : TASO_OK;
 }
 
 /* Hands a result to the search's callback with its provenance at hand
@@ -65,6 +94,7 @@ taso_err_t taso_expand(taso_expander_t *x, const taso_graph_t *host, taso_child_
   }
   x->fn = fn;
   x->fn_ctx = ctx;
+  x->host = host;
   uint32_t kinds = taso_graph_kinds(host);
   bool stopped = false;
   for (int r = 0; r < x->rules->n && err == TASO_OK && !stopped; r++) {

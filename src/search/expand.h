@@ -21,11 +21,13 @@ typedef struct {
   int rule;                 /* the rule being applied */
   taso_tensor_t *types;     /* scratch: a result's types */
   int types_cap;
-  bool full_costs;          /* cost every result from scratch (a check; else reusing) */
+  bool check;               /* cost every result both ways: a difference is an error */
   /* while a host is expanded: its memo, and the provenance of the result
    * being passed to the callback (NULL outside it) */
+  const taso_graph_t *host;
   taso_cost_memo_t memo;
   const int *prov;
+  int64_t checked;          /* results checked (check) */
   taso_child_fn fn;
   void *fn_ctx;
 } taso_expander_t;

@@ -272,12 +272,14 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
   if (!result->fired) return taso_error(TASO_ERR_NOMEM, "rule counts");
   result->ranks = 1;
   search_t s = {.prob = prob, .rules = rules, .costs = costs, .opt = opt, .res = result};
-  s.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard};
+  s.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard,
+                         .check = opt->check_incremental};
   s.start = s.last_progress = taso_search_now();
   double cpu = taso_search_cpu_now();
   taso_graph_t host;
   taso_graph_init(&host);
   taso_err_t err = run(&s, &host);
+  result->checked = s.x.checked;
   result->seconds = taso_search_now() - s.start;
   result->cpu_seconds = taso_search_cpu_now() - cpu;
   taso_graph_free(&host);
