@@ -392,15 +392,16 @@ static taso_ref_t bias_operand(const taso_model_t *m, const taso_node_t *n, taso
 
 /* Extends the step of node head (a conv2d or matmul) over the nodes that
  * apply its epilogue: add(bias), add(residual), relu, in that order, each
- * the sole reader of the one before and not in another chain. Returns the
- * last node of the chain. */
+ * the sole reader of the one before and not in another chain, by limit
+ * nodes at most. Returns the last node of the chain. claimed NULL: the
+ * chain is known to reach limit nodes on (its configuration made again). */
 static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed, int head,
-                      plan_step_t *s) {
+                      plan_step_t *s, int limit) {
   taso_rt_config_t *cfg = &s->info.cfg;
   int last = head;
-  while (!(cfg->fuse & TASO_FUSE_RELU)) {
+  for (int k = 0; k < limit && !(cfg->fuse & TASO_FUSE_RELU); k++) {
     int next = sole_consumer(m, uses, TASO_REF(last, 0));
-    if (next < 0 || claimed[next] != -1) break; /* another chain's */
+    if (next < 0 || (claimed && claimed[next] != -1)) break; /* another chain's */
     const taso_node_t *n = &m->graph.nodes[next];
     taso_ref_t other = other_operand(n, TASO_REF(last, 0));
     const taso_tensor_t *ot = &m->types[TASO_REF(last, 0)];
@@ -432,8 +433,9 @@ static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed
 /* What taso_rt_steps_partial adds to planning (all NULL for a plan). */
 typedef struct {
   const bool *absent;        /* nodes taken as inputs (weights folded ahead) */
-  taso_rt_known_fn known;    /* single-node steps whose configuration is not needed */
-  void *known_ctx;
+  taso_rt_known_fn known;    /* steps whose configuration is not needed */
+  taso_rt_step_fn each;      /* given every step, in order, instead of the plan keeping it */
+  void *ctx;
 } partial_t;
 
 /* Only what a plan's step starts with is cleared: zeroing the whole
@@ -459,6 +461,29 @@ static taso_err_t step_of_node(const taso_model_t *m, int node, plan_step_t *s) 
   return TASO_OK;
 }
 
+/* What fuse_chain reads of a head's step, and nothing else: the chains of
+ * a partial plan are configured only where asked (full_chain). */
+static void head_of_node(const taso_model_t *m, int node, plan_step_t *s) {
+  const taso_node_t *n = &m->graph.nodes[node];
+  s->info.cfg.kind = n->kind;
+  s->info.cfg.fuse = has_epilogue(n->kind) && n->p.act == TASO_ACT_RELU ? TASO_FUSE_RELU : 0;
+  s->info.cfg.nin = taso_ops[n->kind].arity;
+  for (int a = 0; a < taso_ops[n->kind].arity; a++) s->in[a] = n->in[a];
+  s->info.node = s->info.first_node = node;
+  s->info.fused = 1;
+}
+
+/* A chain's step configured in full: its head's, extended over the nodes
+ * find_chains gave it (the same decisions, on the same nodes). */
+static taso_err_t full_chain(const taso_model_t *m, const int *uses, const plan_step_t *chain,
+                             plan_step_t *s) {
+  TASO_TRY(step_of_node(m, chain->info.first_node, s));
+  fuse_chain(m, uses, NULL, chain->info.first_node, s, chain->info.fused - 1);
+  s->info.node = chain->info.node;
+  s->info.fused = chain->info.fused;
+  return TASO_OK;
+}
+
 /* Finds the fused chains: chain[head_at[head]] gets the step of each
  * chain, claimed[] the head of a chain at its last node and -2 at its
  * other nodes. Absent nodes head no chain (and read no operand that a
@@ -470,8 +495,11 @@ static taso_err_t find_chains(const taso_model_t *m, const int *uses, const part
     if (kind != TASO_OP_CONV2D && kind != TASO_OP_MATMUL) continue;
     if (part->absent && part->absent[i]) continue;
     plan_step_t *s = &chain[head_at[i]];
-    TASO_TRY(step_of_node(m, i, s));
-    int last = fuse_chain(m, uses, claimed, i, s);
+    if (part->each)
+      head_of_node(m, i, s);
+    else
+      TASO_TRY(step_of_node(m, i, s));
+    int last = fuse_chain(m, uses, claimed, i, s, m->graph.nnodes);
     if (last == i) continue;
     for (int j = i; j != last; j = sole_consumer(m, uses, TASO_REF(j, 0))) {
       claimed[j] = -2;
@@ -481,6 +509,28 @@ static taso_err_t find_chains(const taso_model_t *m, const int *uses, const part
     s->info.node = last;
   }
   return TASO_OK;
+}
+
+/* One step of a partial plan, handed over: a known one without its
+ * configuration (cfg.kind 0, nothing else of cfg set). */
+static taso_err_t hand_over(const taso_model_t *m, const int *uses, const partial_t *part,
+                            const plan_step_t *chain, int node, int32_t layout, plan_step_t *s) {
+  int first = chain ? chain->info.first_node : node, fused = chain ? chain->info.fused : 1;
+  if (part->known && part->known(part->ctx, node, first, fused)) {
+    taso_rt_step_info_t info;
+    info.node = node;
+    info.first_node = first;
+    info.fused = fused;
+    info.cfg.kind = 0;
+    return part->each(part->ctx, &info);
+  }
+  if (chain)
+    TASO_TRY(full_chain(m, uses, chain, s));
+  else
+    TASO_TRY(step_of_node(m, node, s));
+  s->info.cfg.layout = layout;
+  s->info.reason = "";
+  return part->each(part->ctx, &s->info);
 }
 
 /* Steps in an order that respects dependencies: a fused chain runs where
@@ -498,8 +548,9 @@ static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt,
     head_at[i] = kind == TASO_OP_CONV2D || kind == TASO_OP_MATMUL ? heads++ : -1;
   }
   plan_step_t *chain = malloc(sizeof *chain * (size_t)(heads ? heads : 1));
-  /* every step taken is written whole (clear_step or a chain's copy) */
-  plan->steps = malloc(sizeof *plan->steps * cap);
+  /* every step taken is written whole (clear_step or a chain's copy); a
+   * partial plan hands its steps over one by one through one scratch step */
+  plan->steps = malloc(sizeof *plan->steps * (part->each ? 1 : cap));
   taso_err_t err = TASO_OK;
   if (!uses || !claimed || !head_at || !chain || !plan->steps)
     err = taso_error(TASO_ERR_NOMEM, "plan of %d nodes", nn);
@@ -509,16 +560,16 @@ static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt,
   for (int i = 0; i < nn && err == TASO_OK; i++) {
     if (m->graph.nodes[i].kind == TASO_OP_INPUT || claimed[i] == -2) continue;
     if (part->absent && part->absent[i]) continue;
-    plan_step_t *s = &plan->steps[plan->nsteps];
-    if (claimed[i] >= 0) {
-      *s = chain[head_at[claimed[i]]];
-    } else if (part->known && part->known(part->known_ctx, i)) {
-      clear_step(s); /* its configuration stays zero: the caller has its cost */
-      s->info.node = s->info.first_node = i;
-      s->info.fused = 1;
-    } else {
-      err = step_of_node(m, i, s);
+    const plan_step_t *c = claimed[i] >= 0 ? &chain[head_at[claimed[i]]] : NULL;
+    if (part->each) {
+      err = hand_over(m, uses, part, c, i, opt->layout, &plan->steps[0]);
+      continue;
     }
+    plan_step_t *s = &plan->steps[plan->nsteps];
+    if (c)
+      *s = *c;
+    else
+      err = step_of_node(m, i, s);
     s->info.cfg.layout = opt->layout;
     s->info.reason = s->reason;
     for (int o = 0; o < s->info.cfg.nout; o++) s->out[o] = TASO_REF(s->info.node, o);
@@ -731,30 +782,43 @@ void taso_rt_plan_free(taso_rt_plan_t *plan) {
 }
 
 taso_err_t taso_rt_steps_partial(const taso_model_t *m, const taso_rt_options_t *opt,
-                                 const bool *absent, taso_rt_known_fn known, void *known_ctx,
-                                 taso_rt_step_info_t **steps, int *nsteps) {
+                                 const bool *absent, taso_rt_known_fn known, taso_rt_step_fn each,
+                                 void *ctx) {
   taso_rt_options_t defaults = {.no_fusion = false, .layout = TASO_RT_NCHW};
-  partial_t part = {.absent = absent, .known = known, .known_ctx = known_ctx};
+  partial_t part = {.absent = absent, .known = known, .each = each, .ctx = ctx};
   /* make_steps reads only the plan's model: a plan without buffers. */
   taso_rt_plan_t plan = {.m = (taso_model_t *)m};
-  *steps = NULL;
-  *nsteps = 0;
   taso_err_t err = make_steps(&plan, opt ? opt : &defaults, &part);
-  if (err == TASO_OK && plan.nsteps > 0 &&
-      !(*steps = malloc(sizeof **steps * (size_t)plan.nsteps)))
-    err = taso_error(TASO_ERR_NOMEM, "%d steps", plan.nsteps);
-  for (int i = 0; err == TASO_OK && i < plan.nsteps; i++) {
-    (*steps)[i] = plan.steps[i].info;
-    (*steps)[i].reason = "";
-  }
-  if (err == TASO_OK) *nsteps = plan.nsteps;
   free(plan.steps);
   return err;
 }
 
+/* taso_rt_steps keeps every step handed over. */
+typedef struct {
+  taso_rt_step_info_t *v;
+  int n;
+} kept_t;
+
+static taso_err_t keep_step(void *ctx, const taso_rt_step_info_t *info) {
+  kept_t *k = ctx;
+  k->v[k->n++] = *info;
+  return TASO_OK;
+}
+
 taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
                          taso_rt_step_info_t **steps, int *nsteps) {
-  return taso_rt_steps_partial(m, opt, NULL, NULL, NULL, steps, nsteps);
+  kept_t k = {.v = malloc(sizeof *k.v * (size_t)(m->graph.nnodes + 1))};
+  *steps = NULL;
+  *nsteps = 0;
+  if (!k.v) return taso_error(TASO_ERR_NOMEM, "steps of %d nodes", m->graph.nnodes);
+  taso_err_t err = taso_rt_steps_partial(m, opt, NULL, NULL, keep_step, &k);
+  if (err != TASO_OK || k.n == 0) {
+    free(k.v);
+    return err;
+  }
+  *steps = k.v;
+  *nsteps = k.n;
+  return TASO_OK;
 }
 
 int taso_rt_plan_steps(const taso_rt_plan_t *plan) { return plan->nsteps; }

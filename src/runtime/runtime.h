@@ -204,21 +204,24 @@ void taso_rt_plan_free(taso_rt_plan_t *plan);
 taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
                          taso_rt_step_info_t **steps, int *nsteps);
 
-/* Whether a single-node step's cost is known to the caller (see below). */
-typedef bool (*taso_rt_known_fn)(void *ctx, int node);
+/* Whether the caller knows the cost of the step ending at node (first_node
+ * its chain's head, fused its nodes; see below). */
+typedef bool (*taso_rt_known_fn)(void *ctx, int node, int first_node, int fused);
+/* Given each step of a partial plan; a non-OK return stops it. */
+typedef taso_err_t (*taso_rt_step_fn)(void *ctx, const taso_rt_step_info_t *info);
 
-/* taso_rt_steps for a cost model that folds weights and reuses costs:
- * nodes with absent[i] set (absent NULL: none) are planned as if each
- * result were an input of its type (what writing a model folds into a
- * weight: they compute from weights alone, so no operand of a present
- * node depends on them but through such a result); a step of one node
- * for which known(ctx, node) is true is listed with a zero configuration
- * (cfg.kind 0), since the caller has its cost. The steps, their order
- * and the other configurations are those of taso_rt_steps on the graph
- * so folded. */
+/* The steps of taso_rt_steps, handed to each in order, for a cost model
+ * that folds weights and reuses costs: nodes with absent[i] set (absent
+ * NULL: none) are planned as if each result were an input of its type
+ * (what writing a model folds into a weight: they compute from weights
+ * alone, so no operand of a present node depends on them but through
+ * such a result); a step for which known (may be NULL) is true comes
+ * without its configuration: only node, first_node and fused are set,
+ * and cfg.kind is 0. The steps, their order and the other
+ * configurations are those of taso_rt_steps on the graph so folded. */
 taso_err_t taso_rt_steps_partial(const taso_model_t *m, const taso_rt_options_t *opt,
-                                 const bool *absent, taso_rt_known_fn known, void *known_ctx,
-                                 taso_rt_step_info_t **steps, int *nsteps);
+                                 const bool *absent, taso_rt_known_fn known, taso_rt_step_fn each,
+                                 void *ctx);
 
 int taso_rt_plan_steps(const taso_rt_plan_t *plan);
 void taso_rt_plan_step(const taso_rt_plan_t *plan, int i, taso_rt_step_info_t *info);

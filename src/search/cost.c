@@ -303,21 +303,66 @@ static bool mark_constant(const taso_graph_t *g, const bool *is_weight, bool *co
 }
 
 void taso_cost_memo_free(taso_cost_memo_t *m) {
-  free(m->at);
+  free(m->ms);
+  free(m->head);
   memset(m, 0, sizeof *m);
 }
 
-/* What the planner asks of a single-node step: whether the host had the
- * same step, of an identical node (see cost.h). */
-typedef struct {
-  const taso_cost_memo_t *host;
-  const int *prov;
-} reuse_t;
+static taso_err_t fit_memo(taso_cost_memo_t *m, int nnodes) {
+  m->n = 0;
+  if (m->cap >= nnodes) return TASO_OK;
+  double *ms = realloc(m->ms, sizeof *ms * (size_t)(nnodes + 1));
+  if (ms) m->ms = ms;
+  int *head = realloc(m->head, sizeof *head * 2 * (size_t)(nnodes + 1));
+  if (head) m->head = head;
+  if (!ms || !head) return taso_error(TASO_ERR_NOMEM, "cost memo of %d nodes", nnodes);
+  m->cap = nnodes;
+  return TASO_OK;
+}
 
-static bool known_step(void *ctx, int node) {
-  const reuse_t *r = ctx;
+/* One graph's cost, step by step as the planner hands them over. */
+typedef struct {
+  taso_cost_cache_t *c;
+  const taso_cost_memo_t *host; /* with prov: steps the host had */
+  const int *prov;
+  taso_cost_memo_t *record;     /* may be NULL */
+  double sum;
+  bool deferred; /* a deferred miss: the other steps still note theirs */
+} summing_t;
+
+/* Whether the host had the step ending at node: prov[node] is a host node
+ * identical to it, so is its chain's head (upstream of it: identity is
+ * recursive), and the host's step there had that head and length. Its
+ * configuration is then the host's: made of the same nodes (each the sole
+ * reader of the one before, in both graphs) over the same tensors. */
+static bool known_step(void *ctx, int node, int first_node, int fused) {
+  const summing_t *r = ctx;
+  if (!r->prov) return false;
   int h = r->prov[node];
-  return h >= 0 && h < r->host->n && r->host->at[h] >= 0;
+  return h >= 0 && h < r->host->n && r->host->ms[h] >= 0 && r->host->head[2 * h + 1] == fused &&
+         r->host->head[2 * h] == r->prov[first_node];
+}
+
+static taso_err_t add_step(void *ctx, const taso_rt_step_info_t *info) {
+  summing_t *r = ctx;
+  double step_ms = 0;
+  if (info->cfg.kind == 0) { /* known: the host's step */
+    step_ms = r->host->ms[r->prov[info->node]];
+  } else {
+    int64_t before = r->c->deferrals;
+    taso_err_t err = taso_cost_of_config(r->c, &info->cfg, &step_ms);
+    if (err == TASO_ERR_UNKNOWN && r->c->deferrals > before)
+      r->deferred = true;
+    else
+      TASO_TRY(err);
+  }
+  if (r->record) {
+    r->record->ms[info->node] = step_ms;
+    r->record->head[2 * info->node] = info->first_node;
+    r->record->head[2 * info->node + 1] = info->fused;
+  }
+  r->sum += step_ms;
+  return TASO_OK;
 }
 
 taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *g,
@@ -333,43 +378,18 @@ taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *
   memset(&view, 0, sizeof view);
   view.graph = *g;
   view.types = (taso_tensor_t *)(uintptr_t)types; /* the planner only reads them */
-  reuse_t r = {.host = host, .prov = prov};
+  summing_t r = {.c = c, .host = host, .prov = host && host->n ? prov : NULL, .record = record};
+  if (record) {
+    TASO_TRY(fit_memo(record, g->nnodes));
+    for (int i = 0; i < g->nnodes; i++) record->ms[i] = -1;
+  }
   taso_rt_options_t opt = {.no_fusion = !c->opt.fusion, .layout = TASO_RT_NCHW};
-  taso_rt_step_info_t *steps = NULL;
-  int nsteps = 0;
   taso_err_t err = taso_rt_steps_partial(&view, &opt, any ? c->constant : NULL,
-                                         host && prov ? known_step : NULL, &r, &steps, &nsteps);
-  if (err == TASO_OK && record) {
-    if (record->cap < g->nnodes) {
-      double *at = realloc(record->at, sizeof *at * (size_t)(g->nnodes + 1));
-      if (!at) err = taso_error(TASO_ERR_NOMEM, "cost memo of %d nodes", g->nnodes);
-      else record->at = at, record->cap = g->nnodes;
-    }
-    record->n = 0;
-    for (int i = 0; err == TASO_OK && i < g->nnodes; i++) record->at[i] = -1;
-  }
-  double sum = 0;
-  bool deferred = false; /* a deferred miss: the other steps still note theirs */
-  for (int s = 0; s < nsteps && err == TASO_OK; s++) {
-    double step_ms = 0;
-    if (steps[s].cfg.kind == 0) { /* known: the host's, of an identical node */
-      step_ms = host->at[prov[steps[s].node]];
-    } else {
-      int64_t before = c->deferrals;
-      err = taso_cost_of_config(c, &steps[s].cfg, &step_ms);
-      if (err == TASO_ERR_UNKNOWN && c->deferrals > before) {
-        deferred = true;
-        err = TASO_OK;
-      }
-    }
-    if (record && steps[s].fused == 1) record->at[steps[s].node] = step_ms;
-    sum += step_ms;
-  }
-  if (err == TASO_OK && deferred)
+                                         r.prov ? known_step : NULL, add_step, &r);
+  if (err == TASO_OK && r.deferred)
     err = taso_error(TASO_ERR_UNKNOWN, "%lld configurations pending", (long long)c->npending);
   if (record) record->n = err == TASO_OK ? g->nnodes : 0; /* a partial memo is none */
-  free(steps);
-  *ms = sum;
+  *ms = r.sum;
   return err;
 }
 

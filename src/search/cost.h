@@ -75,12 +75,14 @@ void taso_cost_cache_entry(const taso_cost_cache_t *c, int64_t i, const char **k
 taso_err_t taso_cost_of_graph(taso_cost_cache_t *c, const taso_graph_t *g,
                               const taso_tensor_t *types, const bool *is_weight, double *ms);
 
-/* The costs of a graph's single-node steps, so that a rewrite of it is
- * costed without configuring again what it kept: at[node] is the cost of
- * the step of that node alone, -1 where the node has none (an input, a
- * node folded away, or one fused into a chain). Zero-initialize. */
+/* The costs of a graph's steps, so that a rewrite of it is costed without
+ * configuring again the steps it kept: ms[node] is the cost of the step
+ * that ends at node (-1 where none does: an input, a node folded away, or
+ * one inside a fused chain), head[2 * node] that step's first node and
+ * head[2 * node + 1] its node count. Zero-initialize. */
 typedef struct {
-  double *at;
+  double *ms;
+  int *head;
   int n, cap; /* n: the nodes of the graph it was recorded for; 0: none */
 } taso_cost_memo_t;
 void taso_cost_memo_free(taso_cost_memo_t *m);
@@ -89,14 +91,15 @@ void taso_cost_memo_free(taso_cost_memo_t *m);
  * graph and g's provenance in it: prov[v] (NULL: none) is the host node
  * that node v of g is identical to (same operator and parameters, its
  * operands identical host tensors, recursively; taso_rewrite_all_traced
- * gives it), or -1. A step of one node v with a host node prov[v] whose
- * step was one node too takes the host's cost without configuring it:
- * the configuration is made of the node's operator, parameters and
- * operand and result types, which are the host node's. Chains are
- * configured anew (their extent depends on their neighbours); the steps
- * and their order come from the planner on g, so the sum is the one
- * taso_cost_of_graph makes. With record, g's own memo is written there
- * (when the cost is complete; else record->n is 0). */
+ * gives it), or -1. A step of g whose last node v is identical to host
+ * node prov[v], where the host had a step of the same head and length,
+ * takes the host's cost without being configured: its nodes are the
+ * host's (identity is recursive, and each is the sole reader of the one
+ * before in both graphs), so its configuration is the host's. Every
+ * other step is configured and looked up as taso_cost_of_graph does; the
+ * steps and their order come from the planner on g, so the sum is the
+ * same, term for term. With record, g's own memo is written there (when
+ * the cost is complete; else record->n is 0). */
 taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *g,
                                       const taso_tensor_t *types, const bool *is_weight,
                                       const taso_cost_memo_t *host, const int *prov,
