@@ -119,11 +119,7 @@ static taso_err_t build_rhs(matcher_t *m, taso_ref_t r, taso_ref_t *out) {
   return TASO_OK;
 }
 
-/* Whether the result's ref stands for host tensor h unchanged: the same
- * port of a node identical to h's. */
-static bool same_tensor(const matcher_t *m, taso_ref_t ref, taso_ref_t h) {
-  return TASO_REF_PORT(ref) == TASO_REF_PORT(h) && m->prov[TASO_REF_NODE(ref)] == TASO_REF_NODE(h);
-}
+
 
 /* The result's tensor for host tensor h: rhs where h was matched (unless
  * building the original). */
@@ -134,22 +130,15 @@ static taso_err_t build_host(matcher_t *m, taso_ref_t h, bool original, taso_ref
   if (m->built[slot] < 0) {
     const taso_node_t *n = &m->host->nodes[node];
     taso_ref_t ref;
-    bool same = true; /* built from the operands node has in the host */
-    int before; /* the result's nodes before node's: whether the add made one */
     if (n->kind == TASO_OP_INPUT) {
-      before = m->out.nnodes;
       TASO_TRY(taso_graph_add_input_indexed(&m->out, &m->out_index, n->p.input, &ref));
     } else {
       taso_ref_t in[3] = {-1, -1, -1};
-      for (int a = 0; a < taso_ops[n->kind].arity; a++) {
+      for (int a = 0; a < taso_ops[n->kind].arity; a++)
         TASO_TRY(build_host(m, n->in[a], original, &in[a]));
-        same = same && m->traced && same_tensor(m, in[a], n->in[a]);
-      }
-      before = m->out.nnodes;
       TASO_TRY(taso_graph_add_indexed(&m->out, &m->out_index, n->kind, &n->p, in, &ref));
     }
-    /* An equal node found (one of rhs) is identical to node all the same. */
-    if (m->traced && (same || m->out.nnodes > before)) m->prov[TASO_REF_NODE(ref)] = same ? node : -1;
+    if (m->traced) m->prov[TASO_REF_NODE(ref)] = node; /* an equal node found: made from node too */
     m->built[slot] = ref;
   }
   *out = m->built[slot] + TASO_REF_PORT(h);

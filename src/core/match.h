@@ -52,10 +52,10 @@ taso_err_t taso_rewrite_all_accepting(const taso_graph_t *host, const taso_tenso
                                       void *accept_ctx, taso_rewrite_fn fn, void *ctx);
 
 /* A rewrite callback that is also told where each node of the result
- * comes from: prov[v] is the host node that node v is identical to (the
- * same operator and parameters over identical host tensors, recursively:
- * what the rewrite left as it was), or -1 (a node of rhs, or one that
- * reads a replaced tensor, directly or not). Valid during the call only. */
+ * comes from: prov[v] is the host node that node v was made from (the
+ * same operator and parameters, over the result's tensors for the host
+ * node's operands: a replaced one by rhs's, of exactly its type), or -1
+ * (a node of rhs alone). Valid during the call only. */
 typedef taso_err_t (*taso_traced_fn)(void *ctx, const taso_graph_t *result, const int *prov);
 
 /* taso_rewrite_all_accepting with each result's provenance. */

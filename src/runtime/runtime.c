@@ -466,7 +466,12 @@ static taso_err_t step_of_node(const taso_model_t *m, int node, plan_step_t *s) 
 static void head_of_node(const taso_model_t *m, int node, plan_step_t *s) {
   const taso_node_t *n = &m->graph.nodes[node];
   s->info.cfg.kind = n->kind;
-  s->info.cfg.fuse = has_epilogue(n->kind) && n->p.act == TASO_ACT_RELU ? TASO_FUSE_RELU : 0;
+  s->info.cfg.p = n->p;
+  s->info.cfg.fuse = 0;
+  if (has_epilogue(n->kind) && n->p.act == TASO_ACT_RELU) { /* as taso_rt_config_of_node */
+    s->info.cfg.fuse = TASO_FUSE_RELU;
+    s->info.cfg.p.act = TASO_ACT_NONE;
+  }
   s->info.cfg.nin = taso_ops[n->kind].arity;
   for (int a = 0; a < taso_ops[n->kind].arity; a++) s->in[a] = n->in[a];
   s->info.node = s->info.first_node = node;
@@ -512,17 +517,20 @@ static taso_err_t find_chains(const taso_model_t *m, const int *uses, const part
 }
 
 /* One step of a partial plan, handed over: a known one without its
- * configuration (cfg.kind 0, nothing else of cfg set). */
+ * configuration (cfg.kind 0). What known is shown of a step is what
+ * fuse_chain works on (head_of_node's fields, and the operands it added). */
 static taso_err_t hand_over(const taso_model_t *m, const int *uses, const partial_t *part,
                             const plan_step_t *chain, int node, int32_t layout, plan_step_t *s) {
-  int first = chain ? chain->info.first_node : node, fused = chain ? chain->info.fused : 1;
-  if (part->known && part->known(part->ctx, node, first, fused)) {
-    taso_rt_step_info_t info;
-    info.node = node;
-    info.first_node = first;
-    info.fused = fused;
-    info.cfg.kind = 0;
-    return part->each(part->ctx, &info);
+  if (part->known) {
+    if (!chain) head_of_node(m, node, s);
+    if (part->known(part->ctx, m, chain ? &chain->info : &s->info)) {
+      taso_rt_step_info_t info;
+      info.node = node;
+      info.first_node = chain ? chain->info.first_node : node;
+      info.fused = chain ? chain->info.fused : 1;
+      info.cfg.kind = 0;
+      return part->each(part->ctx, &info);
+    }
   }
   if (chain)
     TASO_TRY(full_chain(m, uses, chain, s));

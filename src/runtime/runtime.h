@@ -204,9 +204,15 @@ void taso_rt_plan_free(taso_rt_plan_t *plan);
 taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
                          taso_rt_step_info_t **steps, int *nsteps);
 
-/* Whether the caller knows the cost of the step ending at node (first_node
- * its chain's head, fused its nodes; see below). */
-typedef bool (*taso_rt_known_fn)(void *ctx, int node, int first_node, int fused);
+/* Whether the caller knows the cost of a step (see below): it is shown
+ * the step's node, first_node and fused, and of its configuration only
+ * what fusion decided: cfg.kind, cfg.p, cfg.fuse and cfg.nin (the head's
+ * operator and parameters as its configuration has them; epilogues
+ * fused, the head's own ReLU included; operands),
+ * cfg.in[k] for the operands fusion added (k from the head's arity to
+ * nin); the rest of cfg is not set. m is the model planned. */
+typedef bool (*taso_rt_known_fn)(void *ctx, const taso_model_t *m,
+                                 const taso_rt_step_info_t *step);
 /* Given each step of a partial plan; a non-OK return stops it. */
 typedef taso_err_t (*taso_rt_step_fn)(void *ctx, const taso_rt_step_info_t *info);
 

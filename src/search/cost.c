@@ -26,9 +26,9 @@
 /* A configuration packed: kind, parameters, counts, fuse, layout, then the
  * rank and sizes of each operand and result. */
 #define PACKED_WORDS (5 + (int)(sizeof(taso_params_t) / 4) + (TASO_RT_MAX_IN + 2) * (1 + TASO_MAX_RANK))
-typedef struct {
+struct packed {
   int32_t w[PACKED_WORDS];
-} packed_t;
+};
 
 _Static_assert(sizeof(taso_params_t) % 4 == 0, "parameters are 4-byte words");
 
@@ -304,7 +304,7 @@ static bool mark_constant(const taso_graph_t *g, const bool *is_weight, bool *co
 
 void taso_cost_memo_free(taso_cost_memo_t *m) {
   free(m->ms);
-  free(m->head);
+  free(m->packed);
   memset(m, 0, sizeof *m);
 }
 
@@ -313,9 +313,9 @@ static taso_err_t fit_memo(taso_cost_memo_t *m, int nnodes) {
   if (m->cap >= nnodes) return TASO_OK;
   double *ms = realloc(m->ms, sizeof *ms * (size_t)(nnodes + 1));
   if (ms) m->ms = ms;
-  int *head = realloc(m->head, sizeof *head * 2 * (size_t)(nnodes + 1));
-  if (head) m->head = head;
-  if (!ms || !head) return taso_error(TASO_ERR_NOMEM, "cost memo of %d nodes", nnodes);
+  packed_t *packed = realloc(m->packed, sizeof *packed * (size_t)(nnodes + 1));
+  if (packed) m->packed = packed;
+  if (!ms || !packed) return taso_error(TASO_ERR_NOMEM, "cost memo of %d nodes", nnodes);
   m->cap = nnodes;
   return TASO_OK;
 }
@@ -323,24 +323,61 @@ static taso_err_t fit_memo(taso_cost_memo_t *m, int nnodes) {
 /* One graph's cost, step by step as the planner hands them over. */
 typedef struct {
   taso_cost_cache_t *c;
-  const taso_cost_memo_t *host; /* with prov: steps the host had */
+  const taso_cost_memo_t *host; /* with prov: the host's steps */
   const int *prov;
+  int32_t layout;               /* of every step */
   taso_cost_memo_t *record;     /* may be NULL */
   double sum;
   bool deferred; /* a deferred miss: the other steps still note theirs */
 } summing_t;
 
-/* Whether the host had the step ending at node: prov[node] is a host node
- * identical to it, so is its chain's head (upstream of it: identity is
- * recursive), and the host's step there had that head and length. Its
- * configuration is then the host's: made of the same nodes (each the sole
- * reader of the one before, in both graphs) over the same tensors. */
-static bool known_step(void *ctx, int node, int first_node, int fused) {
+/* A tensor's words in a packed configuration: its shape as
+ * taso_tensor_make gives it (sizes past the rank zero). */
+static int pack_shape(int32_t *w, const taso_tensor_t *t) {
+  w[0] = t->rank;
+  for (int d = 0; d < TASO_MAX_RANK; d++) w[1 + d] = d < t->rank ? t->dim[d] : 0;
+  return 1 + TASO_MAX_RANK;
+}
+
+/* The packed configuration a step would have, from what the planner
+ * shows of it (taso_rt_known_fn): the head's operands and results typed
+ * in m, the operands fusion added as shown. Word for word what pack()
+ * makes of the configuration taso_rt_config_of_node and fusion build. */
+static void pack_shown(const taso_model_t *m, const taso_rt_step_info_t *st, int32_t layout,
+                       packed_t *k) {
+  const taso_rt_config_t *cfg = &st->cfg;
+  const taso_node_t *head = &m->graph.nodes[st->first_node];
+  int arity = taso_ops[head->kind].arity, nout = taso_ops[head->kind].outputs, n = 0;
+  memset(k, 0, sizeof *k);
+  k->w[n++] = cfg->kind;
+  k->w[n++] = cfg->nin;
+  k->w[n++] = nout;
+  k->w[n++] = (int32_t)cfg->fuse;
+  k->w[n++] = layout;
+  memcpy(&k->w[n], &cfg->p, sizeof cfg->p);
+  n += (int)(sizeof cfg->p / 4);
+  for (int i = 0; i < cfg->nin + nout && i < TASO_RT_MAX_IN + 2; i++) {
+    const taso_tensor_t *t = i < arity       ? &m->types[head->in[i]]
+                             : i < cfg->nin ? &cfg->in[i]
+                                            : &m->types[2 * st->first_node + i - cfg->nin];
+    n += pack_shape(&k->w[n], t);
+  }
+}
+
+/* Whether the host had this step's configuration at the node this step's
+ * last node was built from (prov: a hint only): then its cost is the
+ * host's, the cache's figure for that configuration. The whole
+ * configuration is compared (its packed words: what the cache is keyed
+ * by), so the hint cannot make a cost wrong, only miss a reuse. Nodes
+ * downstream of a rewrite keep their configurations: a rewrite gives each
+ * replaced tensor exactly its type. */
+static bool known_step(void *ctx, const taso_model_t *m, const taso_rt_step_info_t *st) {
   const summing_t *r = ctx;
-  if (!r->prov) return false;
-  int h = r->prov[node];
-  return h >= 0 && h < r->host->n && r->host->ms[h] >= 0 && r->host->head[2 * h + 1] == fused &&
-         r->host->head[2 * h] == r->prov[first_node];
+  int h = r->prov[st->node];
+  if (h < 0 || h >= r->host->n || r->host->ms[h] < 0) return false;
+  packed_t k;
+  pack_shown(m, st, r->layout, &k);
+  return memcmp(&k, &r->host->packed[h], sizeof k) == 0;
 }
 
 static taso_err_t add_step(void *ctx, const taso_rt_step_info_t *info) {
@@ -358,8 +395,7 @@ static taso_err_t add_step(void *ctx, const taso_rt_step_info_t *info) {
   }
   if (r->record) {
     r->record->ms[info->node] = step_ms;
-    r->record->head[2 * info->node] = info->first_node;
-    r->record->head[2 * info->node + 1] = info->fused;
+    pack(&info->cfg, &r->record->packed[info->node]); /* the host's steps are all configured */
   }
   r->sum += step_ms;
   return TASO_OK;
@@ -378,12 +414,13 @@ taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *
   memset(&view, 0, sizeof view);
   view.graph = *g;
   view.types = (taso_tensor_t *)(uintptr_t)types; /* the planner only reads them */
-  summing_t r = {.c = c, .host = host, .prov = host && host->n ? prov : NULL, .record = record};
+  summing_t r = {.c = c, .host = host, .prov = host && host->n ? prov : NULL,
+                 .layout = TASO_RT_NCHW, .record = record};
   if (record) {
     TASO_TRY(fit_memo(record, g->nnodes));
     for (int i = 0; i < g->nnodes; i++) record->ms[i] = -1;
   }
-  taso_rt_options_t opt = {.no_fusion = !c->opt.fusion, .layout = TASO_RT_NCHW};
+  taso_rt_options_t opt = {.no_fusion = !c->opt.fusion, .layout = r.layout};
   taso_err_t err = taso_rt_steps_partial(&view, &opt, any ? c->constant : NULL,
                                          r.prov ? known_step : NULL, add_step, &r);
   if (err == TASO_OK && r.deferred)
