@@ -25,6 +25,7 @@ typedef struct {
   /* while a host is expanded: its memo, and the provenance of the result
    * being passed to the callback (NULL outside it) */
   const taso_graph_t *host;
+  const taso_tensor_t *host_types;
   taso_cost_memo_t memo;
   const int *prov;
   int64_t checked;          /* results checked (check) */
