@@ -28,7 +28,7 @@ typedef struct {
   taso_rewrite_fn fn;
   taso_traced_fn traced; /* instead of fn: with the result's provenance */
   void *ctx;
-  int *prov;           /* traced: per node of out, the host node it is identical to, or -1 */
+  int *prov;           /* traced: per node of out, the host node it was made from, or -1 */
   int *where;          /* traced: where canonicalizing out moved each node */
   int *prov_out;       /* traced: prov, after canonicalizing */
   int prov_cap;
@@ -118,8 +118,6 @@ static taso_err_t build_rhs(matcher_t *m, taso_ref_t r, taso_ref_t *out) {
   *out += TASO_REF_PORT(r);
   return TASO_OK;
 }
-
-
 
 /* The result's tensor for host tensor h: rhs where h was matched (unless
  * building the original). */
