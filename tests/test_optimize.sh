@@ -57,6 +57,26 @@ if [ "$rewritten" -eq 0 ]; then
   fail=1
 fi
 
+# Incremental costs: the search costs a rewrite by configuring only the
+# steps it changed (the others' costs are the host's, by the provenance of
+# each node). --check-incremental also costs every rewrite from scratch
+# and checks each node's provenance: any difference fails the run. Over
+# the built-in models (fused convolutions and matmuls, folded weights,
+# batch normalization), it must check rewrites and find none different.
+for spec in nasrnn:hidden=64,steps=2 squeezenet:size=32 resnet50:size=14 $bn_model \
+    bert:layers=1,seq=16,hidden=64,heads=2; do
+  subs=$tmp/substitutions.h5
+  [ "$spec" = "$bn_model" ] && subs=$both
+  run "$bin/taso-optimize" --job "$job" --model "$spec" --substitutions "$subs" --budget 40 \
+    --out "$tmp/check.opt.h5" --fresh --threads 1 --keep-slower --confirm-runs 0 --no-check \
+    --check-incremental
+  expect "optimize $spec, costs checked both ways" 0
+  checked=$(sed -n 's/.*incremental check: \([0-9]*\) rewrites costed both ways.*/\1/p' \
+    "$tmp/out" "$tmp/err")
+  [ "${checked:-0}" -gt 0 ] || { echo "FAIL: $spec: no rewrite costed both ways"; show; fail=1; }
+  echo "  $spec: $checked rewrites costed both ways, equal"
+done
+
 # The end-to-end confirmation: the file holds the result only when it was
 # measured faster than the input, else the input graph, and says which.
 run "$bin/taso-optimize" --job "$job" --model "$bn_model" --threads 1 \

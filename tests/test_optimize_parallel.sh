@@ -47,6 +47,18 @@ for n in 1 2 4; do
   [ "$(attr "$tmp/p$n.h5" search_complete)" = 1 ] || { echo "FAIL: p$n.h5 not complete"; fail=1; }
   echo "  $n ranks: cost $(attr "$tmp/p$n.h5" cost_after_ms) ms (baseline $base), $(attr "$tmp/p$n.h5" graphs_explored) expanded"
 done
+# The incremental costs (a rewrite configures only the steps it changed):
+# every rewrite costed both ways must agree to the bit, and the result
+# must be the one above, on 2 ranks here and in the baseline below.
+run "$mpiexec" --oversubscribe -n 2 "$bin/taso-optimize" "${common[@]}" --no-measure \
+  --search parallel --check-incremental --out "$tmp/pcheck.h5"
+expect "parallel on 2 ranks, costs checked both ways" 0
+checked=$(sed -n 's/.*incremental check: \([0-9]*\) rewrites costed both ways.*/\1/p' "$tmp/out")
+[ "${checked:-0}" -gt 0 ] || { echo "FAIL: the parallel check costed no rewrite both ways"; show; fail=1; }
+for a in cost_after_ms graphs_explored rewrites_applied; do
+  [ "$(attr "$tmp/pcheck.h5" $a)" = "$(attr "$tmp/p1.h5" $a)" ] ||
+    { echo "FAIL: $a with the check differs"; fail=1; }
+done
 for n in 2 4; do
   for a in cost_after_ms graphs_explored rewrites_applied; do
     [ "$(attr "$tmp/p$n.h5" $a)" = "$(attr "$tmp/p1.h5" $a)" ] ||

@@ -237,11 +237,11 @@ static void visit(const taso_graph_t *g, int node, int *map, taso_node_t *out, i
   out[(*count)++] = m;
 }
 
-taso_err_t taso_graph_canonicalize(taso_graph_t *g) {
-  int *map = malloc(sizeof *map * (g->nnodes + 1));
+taso_err_t taso_graph_canonicalize_map(taso_graph_t *g, int *where) {
+  int *map = where ? where : malloc(sizeof *map * (g->nnodes + 1));
   taso_node_t *out = malloc(sizeof *out * (g->nnodes + 1));
   if (!map || !out) {
-    free(map);
+    if (!where) free(map);
     free(out);
     return taso_error(TASO_ERR_NOMEM, "canonicalizing a graph of %d nodes", g->nnodes);
   }
@@ -252,10 +252,12 @@ taso_err_t taso_graph_canonicalize(taso_graph_t *g) {
     g->outputs[o] = TASO_REF(map[TASO_REF_NODE(g->outputs[o])], TASO_REF_PORT(g->outputs[o]));
   if (count) memcpy(g->nodes, out, sizeof *out * count);
   g->nnodes = count;
-  free(map);
+  if (!where) free(map);
   free(out);
   return TASO_OK;
 }
+
+taso_err_t taso_graph_canonicalize(taso_graph_t *g) { return taso_graph_canonicalize_map(g, NULL); }
 
 int taso_graph_compare(const taso_graph_t *a, const taso_graph_t *b) {
   if (a->nnodes != b->nnodes) return a->nnodes < b->nnodes ? -1 : 1;

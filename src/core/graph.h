@@ -86,6 +86,10 @@ taso_err_t taso_graph_infer(const taso_graph_t *g, const taso_inputs_t *in,
  * in order) and drops nodes no output depends on. */
 taso_err_t taso_graph_canonicalize(taso_graph_t *g);
 
+/* taso_graph_canonicalize, telling where each node went: where[i] (room
+ * for g->nnodes entries) is node i's index in the result, -1 if dropped. */
+taso_err_t taso_graph_canonicalize_map(taso_graph_t *g, int *where);
+
 /* Total order on canonical graphs; 0 iff equal. */
 int taso_graph_compare(const taso_graph_t *a, const taso_graph_t *b);
 

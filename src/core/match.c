@@ -26,7 +26,12 @@ typedef struct {
   taso_graph_t out;
   taso_graph_index_t out_index; /* finds equal nodes of out in constant time */
   taso_rewrite_fn fn;
+  taso_traced_fn traced; /* instead of fn: with the result's provenance */
   void *ctx;
+  int *prov;           /* traced: per node of out, the host node it was made from, or -1 */
+  int *where;          /* traced: where canonicalizing out moved each node */
+  int *prov_out;       /* traced: prov, after canonicalizing */
+  int prov_cap;
 } matcher_t;
 
 static void undo(matcher_t *m, int to) {
@@ -107,7 +112,9 @@ static taso_err_t build_rhs(matcher_t *m, taso_ref_t r, taso_ref_t *out) {
   if (n->kind == TASO_OP_INPUT) return build_host(m, m->bound[n->p.input], true, out);
   taso_ref_t in[3] = {-1, -1, -1};
   for (int a = 0; a < taso_ops[n->kind].arity; a++) TASO_TRY(build_rhs(m, n->in[a], &in[a]));
+  int before = m->out.nnodes;
   TASO_TRY(taso_graph_add_indexed(&m->out, &m->out_index, n->kind, &n->p, in, out));
+  if (m->traced && m->out.nnodes > before) m->prov[TASO_REF_NODE(*out)] = -1;
   *out += TASO_REF_PORT(r);
   return TASO_OK;
 }
@@ -129,6 +136,7 @@ static taso_err_t build_host(matcher_t *m, taso_ref_t h, bool original, taso_ref
         TASO_TRY(build_host(m, n->in[a], original, &in[a]));
       TASO_TRY(taso_graph_add_indexed(&m->out, &m->out_index, n->kind, &n->p, in, &ref));
     }
+    if (m->traced) m->prov[TASO_REF_NODE(ref)] = node; /* an equal node found: made from node too */
     m->built[slot] = ref;
   }
   *out = m->built[slot] + TASO_REF_PORT(h);
@@ -149,8 +157,15 @@ static taso_err_t emit(matcher_t *m) {
     TASO_TRY(build_host(m, m->host->outputs[o], false, &ref));
     TASO_TRY(taso_graph_add_output(&m->out, ref));
   }
-  TASO_TRY(taso_graph_canonicalize(&m->out));
-  return m->fn(m->ctx, &m->out);
+  if (!m->traced) {
+    TASO_TRY(taso_graph_canonicalize(&m->out));
+    return m->fn(m->ctx, &m->out);
+  }
+  int built = m->out.nnodes;
+  TASO_TRY(taso_graph_canonicalize_map(&m->out, m->where));
+  for (int i = 0; i < built; i++)
+    if (m->where[i] >= 0) m->prov_out[m->where[i]] = m->prov[i];
+  return m->traced(m->ctx, &m->out, m->prov_out);
 }
 
 /* Matches lhs output o and the rest against every host tensor. */
@@ -191,6 +206,15 @@ static taso_err_t alloc(matcher_t *m) {
   m->built = malloc(sizeof *m->built * (2 * m->host->nnodes + 1));
   if (!m->bound || !m->node_map || !m->trail || !m->at || !m->built)
     return taso_error(TASO_ERR_NOMEM, "rewrite");
+  if (m->traced) {
+    /* the result holds at most each host node twice (as is, and as the
+     * host computes it for a bound tensor) and rhs once */
+    m->prov_cap = 2 * m->host->nnodes + m->rhs->nnodes + 1;
+    m->prov = malloc(sizeof *m->prov * (size_t)m->prov_cap);
+    m->where = malloc(sizeof *m->where * (size_t)m->prov_cap);
+    m->prov_out = malloc(sizeof *m->prov_out * (size_t)m->prov_cap);
+    if (!m->prov || !m->where || !m->prov_out) return taso_error(TASO_ERR_NOMEM, "rewrite");
+  }
   return TASO_OK;
 }
 
@@ -215,6 +239,9 @@ static taso_err_t run(matcher_t *m) {
   free(m->typed.v);
   free(m->rhs_types);
   free(m->lhs_types);
+  free(m->prov);
+  free(m->where);
+  free(m->prov_out);
   return err;
 }
 
@@ -237,9 +264,21 @@ taso_err_t taso_rewrite_all_accepting(const taso_graph_t *host, const taso_tenso
   return run(&m);
 }
 
+taso_err_t taso_rewrite_all_traced(const taso_graph_t *host, const taso_tensor_t *host_types,
+                                   const taso_graph_t *lhs, const taso_graph_t *rhs,
+                                   const taso_inputs_t *in, taso_accept_fn accept,
+                                   void *accept_ctx, taso_traced_fn fn, void *ctx) {
+  if (!accept) return taso_error(TASO_ERR_ARG, "rewrite: an accepting rewrite needs a callback");
+  matcher_t m = {.host = host, .lhs = lhs, .rhs = rhs, .types = host_types, .in = in,
+                 .any_type = true, .accept = accept, .accept_ctx = accept_ctx, .traced = fn,
+                 .ctx = ctx};
+  return run(&m);
+}
+
 /* The checked rewrite's callback: the recorded relation, nothing else. */
-static taso_err_t cond_accepts(void *ctx, const taso_inputs_t *at, const taso_tensor_t *lhs_types,
-                               const taso_tensor_t *rhs_types, bool *accept) {
+taso_err_t taso_shape_cond_accepts(void *ctx, const taso_inputs_t *at,
+                                   const taso_tensor_t *lhs_types, const taso_tensor_t *rhs_types,
+                                   bool *accept) {
   (void)at;
   *accept = taso_shape_cond_holds(ctx, lhs_types, rhs_types);
   return TASO_OK;
@@ -251,6 +290,6 @@ taso_err_t taso_rewrite_all_checked(const taso_graph_t *host, const taso_tensor_
                                     taso_rewrite_fn fn, void *ctx) {
   if (!cond) return taso_error(TASO_ERR_ARG, "rewrite: a checked rewrite needs a condition");
   /* the callback only reads the condition */
-  return taso_rewrite_all_accepting(host, host_types, lhs, rhs, in, cond_accepts,
+  return taso_rewrite_all_accepting(host, host_types, lhs, rhs, in, taso_shape_cond_accepts,
                                     (void *)(uintptr_t)cond, fn, ctx);
 }

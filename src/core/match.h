@@ -51,6 +51,25 @@ taso_err_t taso_rewrite_all_accepting(const taso_graph_t *host, const taso_tenso
                                       const taso_inputs_t *in, taso_accept_fn accept,
                                       void *accept_ctx, taso_rewrite_fn fn, void *ctx);
 
+/* A rewrite callback that is also told where each node of the result
+ * comes from: prov[v] is the host node that node v was made from (the
+ * same operator and parameters, over the result's tensors for the host
+ * node's operands: a replaced one by rhs's, of exactly its type), or -1
+ * (a node of rhs alone). Valid during the call only. */
+typedef taso_err_t (*taso_traced_fn)(void *ctx, const taso_graph_t *result, const int *prov);
+
+/* taso_rewrite_all_accepting with each result's provenance. */
+taso_err_t taso_rewrite_all_traced(const taso_graph_t *host, const taso_tensor_t *host_types,
+                                   const taso_graph_t *lhs, const taso_graph_t *rhs,
+                                   const taso_inputs_t *in, taso_accept_fn accept,
+                                   void *accept_ctx, taso_traced_fn fn, void *ctx);
+
+/* The accept callback of taso_rewrite_all_checked: ctx is the condition
+ * (a const taso_shape_cond_t *). */
+taso_err_t taso_shape_cond_accepts(void *ctx, const taso_inputs_t *at,
+                                   const taso_tensor_t *lhs_types, const taso_tensor_t *rhs_types,
+                                   bool *accept);
+
 /* The rewrite an optimizer may apply: any_type matching, accepting only
  * matches whose bound tensors stand in the shape relation the substitution
  * was proved under (cond from taso_shape_cond_of(lhs, rhs, in), with the

@@ -462,15 +462,16 @@ static taso_ref_t bias_operand(const taso_model_t *m, const taso_node_t *n, taso
 
 /* Extends the step of node head (a conv2d or matmul) over the nodes that
  * apply its epilogue: add(bias), add(residual), relu, in that order, each
- * the sole reader of the one before and not in another chain. Returns the
- * last node of the chain. */
+ * the sole reader of the one before and not in another chain, by limit
+ * nodes at most. Returns the last node of the chain. claimed NULL: the
+ * chain is known to reach limit nodes on (its configuration made again). */
 static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed, int head,
-                      plan_step_t *s) {
+                      plan_step_t *s, int limit) {
   taso_rt_config_t *cfg = &s->info.cfg;
   int last = head;
-  while (!(cfg->fuse & TASO_FUSE_RELU)) {
+  for (int k = 0; k < limit && !(cfg->fuse & TASO_FUSE_RELU); k++) {
     int next = sole_consumer(m, uses, TASO_REF(last, 0));
-    if (next < 0 || claimed[next] != -1) break; /* another chain's */
+    if (next < 0 || (claimed && claimed[next] != -1)) break; /* another chain's */
     const taso_node_t *n = &m->graph.nodes[next];
     taso_ref_t other = other_operand(n, TASO_REF(last, 0));
     const taso_tensor_t *ot = &m->types[TASO_REF(last, 0)];
@@ -500,8 +501,28 @@ static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed
 
 /* ---- planning: steps and buffers ------------------------------------------- */
 
+/* What taso_rt_steps_partial adds to planning (all NULL for a plan). */
+typedef struct {
+  const bool *absent;        /* nodes taken as inputs (weights folded ahead) */
+  taso_rt_known_fn known;    /* steps whose configuration is not needed */
+  taso_rt_step_fn each;      /* given every step, in order, instead of the plan keeping it */
+  void *ctx;
+} partial_t;
+
+/* Only what a plan's step starts with is cleared: zeroing the whole
+ * (kilobytes, with its reason text) for every node was most of what
+ * planning a graph for a cost model cost. */
+static void clear_step(plan_step_t *s) {
+  memset(&s->info, 0, sizeof s->info);
+  s->reason[0] = 0;
+  s->k = NULL;
+  memset(s->in, 0, sizeof s->in);
+  memset(s->out, 0, sizeof s->out);
+  memset(s->host, 0, sizeof s->host);
+}
+
 static taso_err_t step_of_node(const taso_model_t *m, int node, plan_step_t *s) {
-  memset(s, 0, sizeof *s);
+  clear_step(s);
   TASO_TRY(taso_rt_config_of_node(m, node, &s->info.cfg));
   const taso_node_t *n = &m->graph.nodes[node];
   for (int a = 0; a < taso_ops[n->kind].arity; a++) s->in[a] = n->in[a];
@@ -511,55 +532,142 @@ static taso_err_t step_of_node(const taso_model_t *m, int node, plan_step_t *s) 
   return TASO_OK;
 }
 
-/* Finds the fused chains: chain[head] gets the step of each chain, claimed[]
- * the head of a chain at its last node and -2 at its other nodes. */
-static taso_err_t find_chains(const taso_model_t *m, const int *uses, int *claimed,
-                              plan_step_t *chain) {
+/* What fuse_chain reads of a head's step, and nothing else: the chains of
+ * a partial plan are configured only where asked (full_chain). */
+static void head_of_node(const taso_model_t *m, int node, plan_step_t *s) {
+  const taso_node_t *n = &m->graph.nodes[node];
+  s->info.cfg.kind = n->kind;
+  s->info.cfg.p = n->p;
+  s->info.cfg.fuse = 0;
+  s->info.cfg.cold = 0; /* fuse_chain marks a bias; the caller knows the operands */
+  if (has_epilogue(n->kind) && n->p.act == TASO_ACT_RELU) { /* as taso_rt_config_of_node */
+    s->info.cfg.fuse = TASO_FUSE_RELU;
+    s->info.cfg.p.act = TASO_ACT_NONE;
+  }
+  s->info.cfg.nin = taso_ops[n->kind].arity;
+  for (int a = 0; a < taso_ops[n->kind].arity; a++) s->in[a] = n->in[a];
+  s->info.node = s->info.first_node = node;
+  s->info.fused = 1;
+}
+
+/* A chain's step configured in full: its head's, extended over the nodes
+ * find_chains gave it (the same decisions, on the same nodes). */
+static taso_err_t full_chain(const taso_model_t *m, const int *uses, const plan_step_t *chain,
+                             plan_step_t *s) {
+  TASO_TRY(step_of_node(m, chain->info.first_node, s));
+  fuse_chain(m, uses, NULL, chain->info.first_node, s, chain->info.fused - 1);
+  s->info.node = chain->info.node;
+  s->info.fused = chain->info.fused;
+  return TASO_OK;
+}
+
+/* Finds the fused chains: chain[head_at[head]] gets the step of each
+ * chain, claimed[] the head of a chain at its last node and -2 at its
+ * other nodes. Absent nodes head no chain (and read no operand that a
+ * chain could extend over: they compute from weights alone). */
+static taso_err_t find_chains(const taso_model_t *m, const int *uses, const partial_t *part,
+                              int *claimed, const int *head_at, plan_step_t *chain) {
   for (int i = 0; i < m->graph.nnodes; i++) {
     int32_t kind = m->graph.nodes[i].kind;
     if (kind != TASO_OP_CONV2D && kind != TASO_OP_MATMUL) continue;
-    TASO_TRY(step_of_node(m, i, &chain[i]));
-    int last = fuse_chain(m, uses, claimed, i, &chain[i]);
+    if (part->absent && part->absent[i]) continue;
+    plan_step_t *s = &chain[head_at[i]];
+    if (part->each)
+      head_of_node(m, i, s);
+    else
+      TASO_TRY(step_of_node(m, i, s));
+    int last = fuse_chain(m, uses, claimed, i, s, m->graph.nnodes);
     if (last == i) continue;
     for (int j = i; j != last; j = sole_consumer(m, uses, TASO_REF(j, 0))) {
       claimed[j] = -2;
-      chain[i].info.fused++;
+      s->info.fused++;
     }
     claimed[last] = i;
-    chain[i].info.node = last;
+    s->info.node = last;
   }
   return TASO_OK;
 }
 
+/* An operand computed by an absent node is a weight once the model is
+ * written (folded), so it is cold like the model's own weights. */
+static void mark_absent_cold(const partial_t *part, plan_step_t *s) {
+  if (!part->absent) return;
+  for (int a = 0; a < s->info.cfg.nin; a++)
+    if (part->absent[TASO_REF_NODE(s->in[a])]) s->info.cfg.cold |= 1u << a;
+}
+
+/* One step of a partial plan, handed over: a known one without its
+ * configuration (cfg.kind 0). What known is shown of a step is what
+ * fuse_chain works on (head_of_node's fields, and the operands it added). */
+static taso_err_t hand_over(const taso_model_t *m, const int *uses, const partial_t *part,
+                            const plan_step_t *chain, int node, int32_t layout, plan_step_t *s) {
+  if (part->known) {
+    if (!chain) head_of_node(m, node, s);
+    if (part->known(part->ctx, m, chain ? &chain->info : &s->info)) {
+      taso_rt_step_info_t info;
+      info.node = node;
+      info.first_node = chain ? chain->info.first_node : node;
+      info.fused = chain ? chain->info.fused : 1;
+      info.cfg.kind = 0;
+      return part->each(part->ctx, &info);
+    }
+  }
+  if (chain)
+    TASO_TRY(full_chain(m, uses, chain, s));
+  else
+    TASO_TRY(step_of_node(m, node, s));
+  s->info.cfg.layout = layout;
+  s->info.reason = "";
+  mark_absent_cold(part, s);
+  return part->each(part->ctx, &s->info);
+}
+
 /* Steps in an order that respects dependencies: a fused chain runs where
  * its last node stood (its operands all come earlier). */
-static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt) {
+static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt,
+                             const partial_t *part) {
   const taso_model_t *m = plan->m;
-  int nn = m->graph.nnodes;
+  int nn = m->graph.nnodes, heads = 0;
   size_t cap = (size_t)(nn ? nn : 1);
   int *uses = count_consumers(m);
   int *claimed = malloc(sizeof *claimed * cap);
-  plan_step_t *chain = calloc(cap, sizeof *chain);
-  plan->steps = calloc(cap, sizeof *plan->steps);
+  int *head_at = malloc(sizeof *head_at * cap);
+  for (int i = 0; head_at && i < nn; i++) {
+    int32_t kind = m->graph.nodes[i].kind;
+    head_at[i] = kind == TASO_OP_CONV2D || kind == TASO_OP_MATMUL ? heads++ : -1;
+  }
+  plan_step_t *chain = malloc(sizeof *chain * (size_t)(heads ? heads : 1));
+  /* every step taken is written whole (clear_step or a chain's copy); a
+   * partial plan hands its steps over one by one through one scratch step */
+  plan->steps = malloc(sizeof *plan->steps * (part->each ? 1 : cap));
   taso_err_t err = TASO_OK;
-  if (!uses || !claimed || !chain || !plan->steps)
+  if (!uses || !claimed || !head_at || !chain || !plan->steps)
     err = taso_error(TASO_ERR_NOMEM, "plan of %d nodes", nn);
   for (int i = 0; i < nn && err == TASO_OK; i++) claimed[i] = -1;
-  if (err == TASO_OK && !opt->no_fusion) err = find_chains(m, uses, claimed, chain);
+  if (err == TASO_OK && !opt->no_fusion)
+    err = find_chains(m, uses, part, claimed, head_at, chain);
   for (int i = 0; i < nn && err == TASO_OK; i++) {
     if (m->graph.nodes[i].kind == TASO_OP_INPUT || claimed[i] == -2) continue;
+    if (part->absent && part->absent[i]) continue;
+    const plan_step_t *c = claimed[i] >= 0 ? &chain[head_at[claimed[i]]] : NULL;
+    if (part->each) {
+      err = hand_over(m, uses, part, c, i, opt->layout, &plan->steps[0]);
+      continue;
+    }
     plan_step_t *s = &plan->steps[plan->nsteps];
-    if (claimed[i] >= 0)
-      *s = chain[claimed[i]];
+    if (c)
+      *s = *c;
     else
       err = step_of_node(m, i, s);
     s->info.cfg.layout = opt->layout;
     s->info.reason = s->reason;
+    mark_absent_cold(part, s);
     for (int o = 0; o < s->info.cfg.nout; o++) s->out[o] = TASO_REF(s->info.node, o);
     plan->nsteps++;
   }
   free(uses);
   free(claimed);
+  free(head_at);
   free(chain);
   return err;
 }
@@ -727,7 +835,7 @@ taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model
   plan->nhwc = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->nhwc);
   const taso_rt_options_t *o = opt ? opt : &defaults;
   taso_err_t err = plan->buf && plan->owned && plan->nhwc
-                       ? make_steps(plan, o)
+                       ? make_steps(plan, o, &(partial_t){0})
                        : taso_error(TASO_ERR_NOMEM, "buffer table");
   if (err == TASO_OK) err = tensor_layouts(plan);
   /* NHWC is a whole-plan choice: its steps share channels-last buffers */
@@ -763,24 +871,44 @@ void taso_rt_plan_free(taso_rt_plan_t *plan) {
   free(plan);
 }
 
-taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
-                         taso_rt_step_info_t **steps, int *nsteps) {
+taso_err_t taso_rt_steps_partial(const taso_model_t *m, const taso_rt_options_t *opt,
+                                 const bool *absent, taso_rt_known_fn known, taso_rt_step_fn each,
+                                 void *ctx) {
   taso_rt_options_t defaults = {.no_fusion = false, .layout = TASO_RT_NCHW};
+  partial_t part = {.absent = absent, .known = known, .each = each, .ctx = ctx};
   /* make_steps reads only the plan's model: a plan without buffers. */
   taso_rt_plan_t plan = {.m = (taso_model_t *)m};
-  *steps = NULL;
-  *nsteps = 0;
-  taso_err_t err = make_steps(&plan, opt ? opt : &defaults);
-  if (err == TASO_OK && plan.nsteps > 0 &&
-      !(*steps = malloc(sizeof **steps * (size_t)plan.nsteps)))
-    err = taso_error(TASO_ERR_NOMEM, "%d steps", plan.nsteps);
-  for (int i = 0; err == TASO_OK && i < plan.nsteps; i++) {
-    (*steps)[i] = plan.steps[i].info;
-    (*steps)[i].reason = "";
-  }
-  if (err == TASO_OK) *nsteps = plan.nsteps;
+  taso_err_t err = make_steps(&plan, opt ? opt : &defaults, &part);
   free(plan.steps);
   return err;
+}
+
+/* taso_rt_steps keeps every step handed over. */
+typedef struct {
+  taso_rt_step_info_t *v;
+  int n;
+} kept_t;
+
+static taso_err_t keep_step(void *ctx, const taso_rt_step_info_t *info) {
+  kept_t *k = ctx;
+  k->v[k->n++] = *info;
+  return TASO_OK;
+}
+
+taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
+                         taso_rt_step_info_t **steps, int *nsteps) {
+  kept_t k = {.v = malloc(sizeof *k.v * (size_t)(m->graph.nnodes + 1))};
+  *steps = NULL;
+  *nsteps = 0;
+  if (!k.v) return taso_error(TASO_ERR_NOMEM, "steps of %d nodes", m->graph.nnodes);
+  taso_err_t err = taso_rt_steps_partial(m, opt, NULL, NULL, keep_step, &k);
+  if (err != TASO_OK || k.n == 0) {
+    free(k.v);
+    return err;
+  }
+  *steps = k.v;
+  *nsteps = k.n;
+  return TASO_OK;
 }
 
 int taso_rt_plan_steps(const taso_rt_plan_t *plan) { return plan->nsteps; }

@@ -215,6 +215,31 @@ void taso_rt_plan_free(taso_rt_plan_t *plan);
 taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
                          taso_rt_step_info_t **steps, int *nsteps);
 
+/* Whether the caller knows the cost of a step (see below): it is shown
+ * the step's node, first_node and fused, and of its configuration only
+ * what fusion decided: cfg.kind, cfg.p, cfg.fuse and cfg.nin (the head's
+ * operator and parameters as its configuration has them; epilogues
+ * fused, the head's own ReLU included; operands),
+ * cfg.in[k] for the operands fusion added (k from the head's arity to
+ * nin); the rest of cfg is not set. m is the model planned. */
+typedef bool (*taso_rt_known_fn)(void *ctx, const taso_model_t *m,
+                                 const taso_rt_step_info_t *step);
+/* Given each step of a partial plan; a non-OK return stops it. */
+typedef taso_err_t (*taso_rt_step_fn)(void *ctx, const taso_rt_step_info_t *info);
+
+/* The steps of taso_rt_steps, handed to each in order, for a cost model
+ * that folds weights and reuses costs: nodes with absent[i] set (absent
+ * NULL: none) are planned as if each result were an input of its type
+ * (what writing a model folds into a weight: they compute from weights
+ * alone, so no operand of a present node depends on them but through
+ * such a result); a step for which known (may be NULL) is true comes
+ * without its configuration: only node, first_node and fused are set,
+ * and cfg.kind is 0. The steps, their order and the other
+ * configurations are those of taso_rt_steps on the graph so folded. */
+taso_err_t taso_rt_steps_partial(const taso_model_t *m, const taso_rt_options_t *opt,
+                                 const bool *absent, taso_rt_known_fn known, taso_rt_step_fn each,
+                                 void *ctx);
+
 int taso_rt_plan_steps(const taso_rt_plan_t *plan);
 void taso_rt_plan_step(const taso_rt_plan_t *plan, int i, taso_rt_step_info_t *info);
 

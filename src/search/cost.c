@@ -26,9 +26,9 @@
 /* A configuration packed: kind, parameters, counts, fuse, layout, then the
  * rank and sizes of each operand and result. */
 #define PACKED_WORDS (6 + (int)(sizeof(taso_params_t) / 4) + (TASO_RT_MAX_IN + 2) * (1 + TASO_MAX_RANK))
-typedef struct {
+struct packed {
   int32_t w[PACKED_WORDS];
-} packed_t;
+};
 
 _Static_assert(sizeof(taso_params_t) % 4 == 0, "parameters are 4-byte words");
 
@@ -73,11 +73,6 @@ struct taso_cost_cache {
   int64_t npending, pending_cap;
   int64_t deferrals; /* queries answered "pending" */
   /* scratch of taso_cost_of_graph, kept between calls */
-  taso_graph_t folded;
-  taso_tensor_t *types;
-  int types_cap;
-  int *map;
-  taso_ref_t *holder;
   bool *constant;
   int scratch_cap;
 };
@@ -111,7 +106,6 @@ taso_err_t taso_cost_cache_new(const taso_backend_t *be, taso_rt_ctx_t *ctx,
     free(c);
     return taso_error(TASO_ERR_NOMEM, "cost cache");
   }
-  taso_graph_init(&c->folded);
   *out = c;
   return TASO_OK;
 }
@@ -124,10 +118,6 @@ void taso_cost_cache_free(taso_cost_cache_t *c) {
   free(c->pending);
   free(c->pending_keys);
   free(c->slots);
-  taso_graph_free(&c->folded);
-  free(c->types);
-  free(c->map);
-  free(c->holder);
   free(c->constant);
   free(c);
 }
@@ -288,23 +278,17 @@ static taso_err_t fit_scratch(taso_cost_cache_t *c, int nnodes) {
   if (nnodes <= c->scratch_cap) return TASO_OK;
   int cap = c->scratch_cap ? c->scratch_cap : 256;
   while (cap < nnodes) cap *= 2;
-  void *t = realloc(c->types, sizeof *c->types * 2 * (size_t)cap);
-  if (t) c->types = t;
-  void *m = realloc(c->map, sizeof *c->map * (size_t)cap);
-  if (m) c->map = m;
-  void *h = realloc(c->holder, sizeof *c->holder * 2 * (size_t)cap);
-  if (h) c->holder = h;
-  void *k = realloc(c->constant, sizeof *c->constant * (size_t)cap);
-  if (k) c->constant = k;
-  void *n = realloc(c->folded.nodes, sizeof *c->folded.nodes * (size_t)cap);
-  if (n) c->folded.nodes = n, c->folded.node_cap = cap;
-  if (!t || !m || !h || !k || !n) return taso_error(TASO_ERR_NOMEM, "cost of %d nodes", nnodes);
+  bool *k = realloc(c->constant, sizeof *c->constant * (size_t)cap);
+  if (!k) return taso_error(TASO_ERR_NOMEM, "cost of %d nodes", nnodes);
+  c->constant = k;
   c->scratch_cap = cap;
   return TASO_OK;
 }
 
-/* Whether each node computes from weights alone (constants included). */
-static void mark_constant(const taso_graph_t *g, const bool *is_weight, bool *constant) {
+/* Whether each operator computes from weights alone (constants
+ * included); true when any does. */
+static bool mark_constant(const taso_graph_t *g, const bool *is_weight, bool *constant) {
+  bool any = false;
   for (int i = 0; i < g->nnodes; i++) {
     const taso_node_t *n = &g->nodes[i];
     if (n->kind == TASO_OP_INPUT) {
@@ -314,103 +298,147 @@ static void mark_constant(const taso_graph_t *g, const bool *is_weight, bool *co
     constant[i] = true;
     for (int a = 0; a < taso_ops[n->kind].arity; a++)
       constant[i] = constant[i] && constant[TASO_REF_NODE(n->in[a])];
+    any = any || constant[i];
   }
+  return any;
 }
 
-/* Appends a node with its two result types to the folded graph. */
-static taso_ref_t append(taso_cost_cache_t *c, const taso_node_t *n, const taso_tensor_t *t) {
-  int j = c->folded.nnodes++;
-  c->folded.nodes[j] = *n;
-  c->types[2 * j] = t[0];
-  c->types[2 * j + 1] = t[1];
-  return TASO_REF(j, 0);
+void taso_cost_memo_free(taso_cost_memo_t *m) {
+  free(m->ms);
+  free(m->packed);
+  memset(m, 0, sizeof *m);
 }
 
-/* The folded graph's tensor for g's tensor ref: a constant result becomes
- * a weight-like input of its type, made once. */
-static taso_ref_t folded_ref(taso_cost_cache_t *c, const taso_graph_t *g,
-                             const taso_tensor_t *types, taso_ref_t ref) {
-  int node = TASO_REF_NODE(ref);
-  if (!c->constant[node] || g->nodes[node].kind == TASO_OP_INPUT)
-    return TASO_REF(c->map[node], TASO_REF_PORT(ref));
-  if (c->holder[ref] < 0) {
-    taso_node_t in = {.kind = TASO_OP_INPUT, .in = {-1, -1, -1}};
-    in.p.input = -1 - ref; /* unique, and no entry of the input table */
-    taso_tensor_t t[2] = {types[ref], taso_tensor_make(0, NULL)};
-    c->holder[ref] = append(c, &in, t);
-  }
-  return c->holder[ref];
-}
-
-/* g as the runtime would see it once the model is written: every node
- * computed from weights alone replaced by a weight. Nodes are appended
- * directly (no search for an equal node): g has none twice. */
-static taso_err_t fold(taso_cost_cache_t *c, const taso_graph_t *g, const taso_tensor_t *types,
-                       const bool *is_weight) {
-  TASO_TRY(fit_scratch(c, 2 * g->nnodes + 1));
-  mark_constant(g, is_weight, c->constant);
-  for (int i = 0; i < 2 * g->nnodes; i++) c->holder[i] = -1;
-  c->folded.nnodes = 0;
-  c->folded.noutputs = 0;
-  for (int i = 0; i < g->nnodes; i++) {
-    const taso_node_t *n = &g->nodes[i];
-    c->map[i] = -1;
-    if (c->constant[i] && n->kind != TASO_OP_INPUT) continue;
-    taso_node_t copy = *n;
-    for (int a = 0; n->kind != TASO_OP_INPUT && a < taso_ops[n->kind].arity; a++)
-      copy.in[a] = folded_ref(c, g, types, n->in[a]);
-    c->map[i] = TASO_REF_NODE(append(c, &copy, &types[2 * i]));
-  }
-  for (int o = 0; o < g->noutputs; o++)
-    TASO_TRY(taso_graph_add_output(&c->folded, folded_ref(c, g, types, g->outputs[o])));
+static taso_err_t fit_memo(taso_cost_memo_t *m, int nnodes) {
+  m->n = 0;
+  if (m->cap >= nnodes) return TASO_OK;
+  double *ms = realloc(m->ms, sizeof *ms * (size_t)(nnodes + 1));
+  if (ms) m->ms = ms;
+  packed_t *packed = realloc(m->packed, sizeof *packed * (size_t)(nnodes + 1));
+  if (packed) m->packed = packed;
+  if (!ms || !packed) return taso_error(TASO_ERR_NOMEM, "cost memo of %d nodes", nnodes);
+  m->cap = nnodes;
   return TASO_OK;
 }
 
-/* Whether any operator of g computes from weights alone (c->constant
- * marked). */
-static bool any_constant(const taso_cost_cache_t *c, const taso_graph_t *g) {
-  for (int i = 0; i < g->nnodes; i++)
-    if (c->constant[i] && g->nodes[i].kind != TASO_OP_INPUT) return true;
-  return false;
+/* One graph's cost, step by step as the planner hands them over. */
+typedef struct {
+  taso_cost_cache_t *c;
+  const taso_cost_memo_t *host; /* with prov: the host's steps */
+  const int *prov;
+  int32_t layout;               /* of every step */
+  taso_cost_memo_t *record;     /* may be NULL */
+  double sum;
+  bool deferred; /* a deferred miss: the other steps still note theirs */
+} summing_t;
+
+/* A tensor's words in a packed configuration: its shape as
+ * taso_tensor_make gives it (sizes past the rank zero). */
+static int pack_shape(int32_t *w, const taso_tensor_t *t) {
+  w[0] = t->rank;
+  for (int d = 0; d < TASO_MAX_RANK; d++) w[1 + d] = d < t->rank ? t->dim[d] : 0;
+  return 1 + TASO_MAX_RANK;
+}
+
+/* The packed configuration a step would have, from what the planner
+ * shows of it (taso_rt_known_fn): the head's operands and results typed
+ * in m, the operands fusion added as shown. Word for word what pack()
+ * makes of the configuration taso_rt_config_of_node and fusion build. */
+static void pack_shown(const taso_model_t *m, const bool *constant, const taso_rt_step_info_t *st,
+                       int32_t layout, packed_t *k) {
+  const taso_rt_config_t *cfg = &st->cfg;
+  const taso_node_t *head = &m->graph.nodes[st->first_node];
+  int arity = taso_ops[head->kind].arity, nout = taso_ops[head->kind].outputs, n = 0;
+  /* the head's operands are cold where they are weights or folded (what
+   * the planner marks); an added bias as fuse_chain marked it */
+  unsigned cold = cfg->cold & ~((1u << arity) - 1);
+  for (int a = 0; a < arity; a++)
+    if (constant[TASO_REF_NODE(head->in[a])]) cold |= 1u << a;
+  memset(k, 0, sizeof *k);
+  k->w[n++] = cfg->kind;
+  k->w[n++] = cfg->nin;
+  k->w[n++] = nout;
+  k->w[n++] = (int32_t)cfg->fuse;
+  k->w[n++] = layout;
+  k->w[n++] = (int32_t)cold;
+  memcpy(&k->w[n], &cfg->p, sizeof cfg->p);
+  n += (int)(sizeof cfg->p / 4);
+  for (int i = 0; i < cfg->nin + nout && i < TASO_RT_MAX_IN + 2; i++) {
+    const taso_tensor_t *t = i < arity       ? &m->types[head->in[i]]
+                             : i < cfg->nin ? &cfg->in[i]
+                                            : &m->types[2 * st->first_node + i - cfg->nin];
+    n += pack_shape(&k->w[n], t);
+  }
+}
+
+/* Whether the host had this step's configuration at the node this step's
+ * last node was built from (prov: a hint only): then its cost is the
+ * host's, the cache's figure for that configuration. The whole
+ * configuration is compared (its packed words: what the cache is keyed
+ * by), so the hint cannot make a cost wrong, only miss a reuse. Nodes
+ * downstream of a rewrite keep their configurations: a rewrite gives each
+ * replaced tensor exactly its type. */
+static bool known_step(void *ctx, const taso_model_t *m, const taso_rt_step_info_t *st) {
+  const summing_t *r = ctx;
+  int h = r->prov[st->node];
+  if (h < 0 || h >= r->host->n || r->host->ms[h] < 0) return false;
+  packed_t k;
+  pack_shown(m, r->c->constant, st, r->layout, &k);
+  return memcmp(&k, &r->host->packed[h], sizeof k) == 0;
+}
+
+static taso_err_t add_step(void *ctx, const taso_rt_step_info_t *info) {
+  summing_t *r = ctx;
+  double step_ms = 0;
+  if (info->cfg.kind == 0) { /* known: the host's step */
+    step_ms = r->host->ms[r->prov[info->node]];
+  } else {
+    int64_t before = r->c->deferrals;
+    taso_err_t err = taso_cost_of_config(r->c, &info->cfg, &step_ms);
+    if (err == TASO_ERR_UNKNOWN && r->c->deferrals > before)
+      r->deferred = true;
+    else
+      TASO_TRY(err);
+  }
+  if (r->record) {
+    r->record->ms[info->node] = step_ms;
+    pack(&info->cfg, &r->record->packed[info->node]); /* the host's steps are all configured */
+  }
+  r->sum += step_ms;
+  return TASO_OK;
+}
+
+taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *g,
+                                      const taso_tensor_t *types, const bool *is_weight,
+                                      const taso_cost_memo_t *host, const int *prov,
+                                      taso_cost_memo_t *record, double *ms) {
+  /* Folding (cost.h) replaces every node computed from weights alone by a
+   * weight: the planner takes those nodes as inputs (absent), which plans
+   * the steps the folded graph would have, without copying it. */
+  TASO_TRY(fit_scratch(c, g->nnodes + 1));
+  bool any = mark_constant(g, is_weight, c->constant);
+  taso_model_t view;
+  memset(&view, 0, sizeof view);
+  view.graph = *g;
+  view.types = (taso_tensor_t *)(uintptr_t)types; /* the planner only reads them */
+  view.is_weight = (bool *)(uintptr_t)is_weight;  /* which operands are cold; only read */
+  summing_t r = {.c = c, .host = host, .prov = host && host->n ? prov : NULL,
+                 .layout = TASO_RT_NCHW, .record = record};
+  if (record) {
+    TASO_TRY(fit_memo(record, g->nnodes));
+    for (int i = 0; i < g->nnodes; i++) record->ms[i] = -1;
+  }
+  taso_rt_options_t opt = {.no_fusion = !c->opt.fusion, .layout = r.layout};
+  taso_err_t err = taso_rt_steps_partial(&view, &opt, any ? c->constant : NULL,
+                                         r.prov ? known_step : NULL, add_step, &r);
+  if (err == TASO_OK && r.deferred)
+    err = taso_error(TASO_ERR_UNKNOWN, "%lld configurations pending", (long long)c->npending);
+  if (record) record->n = err == TASO_OK ? g->nnodes : 0; /* a partial memo is none */
+  *ms = r.sum;
+  return err;
 }
 
 taso_err_t taso_cost_of_graph(taso_cost_cache_t *c, const taso_graph_t *g,
                               const taso_tensor_t *types, const bool *is_weight, double *ms) {
-  /* The planner reads a model's graph and types only. With nothing to
-   * fold, the folded graph would be g itself, node for node: g is planned
-   * as it is, which saves copying every node and type. */
-  TASO_TRY(fit_scratch(c, 2 * g->nnodes + 1));
-  mark_constant(g, is_weight, c->constant);
-  taso_model_t view;
-  memset(&view, 0, sizeof view);
-  view.is_weight = (bool *)(uintptr_t)is_weight; /* which operands are cold; only read */
-  if (any_constant(c, g)) {
-    TASO_TRY(fold(c, g, types, is_weight));
-    view.graph = c->folded;
-    view.types = c->types;
-  } else {
-    view.graph = *g;
-    view.types = (taso_tensor_t *)(uintptr_t)types; /* the planner only reads them */
-  }
-  taso_rt_options_t opt = {.no_fusion = !c->opt.fusion, .layout = TASO_RT_NCHW};
-  taso_rt_step_info_t *steps = NULL;
-  int nsteps = 0;
-  taso_err_t err = taso_rt_steps(&view, &opt, &steps, &nsteps);
-  double sum = 0;
-  bool deferred = false; /* a deferred miss: the other steps still note theirs */
-  for (int s = 0; s < nsteps && err == TASO_OK; s++) {
-    double step_ms = 0;
-    int64_t before = c->deferrals;
-    err = taso_cost_of_config(c, &steps[s].cfg, &step_ms);
-    if (err == TASO_ERR_UNKNOWN && c->deferrals > before) {
-      deferred = true;
-      err = TASO_OK;
-    }
-    sum += step_ms;
-  }
-  if (err == TASO_OK && deferred)
-    err = taso_error(TASO_ERR_UNKNOWN, "%lld configurations pending", (long long)c->npending);
-  free(steps);
-  *ms = sum;
-  return err;
+  return taso_cost_of_graph_reusing(c, g, types, is_weight, NULL, NULL, NULL, ms);
 }

@@ -75,6 +75,35 @@ void taso_cost_cache_entry(const taso_cost_cache_t *c, int64_t i, const char **k
 taso_err_t taso_cost_of_graph(taso_cost_cache_t *c, const taso_graph_t *g,
                               const taso_tensor_t *types, const bool *is_weight, double *ms);
 
+/* The steps of a graph, so that a rewrite of it is costed without
+ * configuring and looking up again the steps it kept: ms[node] is the
+ * cost of the step that ends at node (-1 where none does: an input, a
+ * node folded away, or one inside a fused chain), packed[node] its
+ * configuration as the cache keys it. Zero-initialize. */
+typedef struct packed packed_t;
+typedef struct {
+  double *ms;
+  packed_t *packed;
+  int n, cap; /* n: the nodes of the graph it was recorded for; 0: none */
+} taso_cost_memo_t;
+void taso_cost_memo_free(taso_cost_memo_t *m);
+
+/* taso_cost_of_graph, the same figure to the bit, given a memo of a host
+ * graph and, for each node v of g, the host node prov[v] it was made from
+ * (NULL: none; -1: none; taso_rewrite_all_traced gives it), as a hint. A
+ * step of g whose configuration, as far as fusion shows it
+ * (taso_rt_steps_partial), packs to the words of the host's step ending
+ * at prov of its last node takes the host's cost, found without
+ * configuring it or looking it up: equal words are the same cache entry.
+ * Every other step is configured and looked up as taso_cost_of_graph
+ * does; the steps and their order come from the planner on g, so the sum
+ * is the same, term for term. With record, g's own memo is written there
+ * (when the cost is complete; else record->n is 0). */
+taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *g,
+                                      const taso_tensor_t *types, const bool *is_weight,
+                                      const taso_cost_memo_t *host, const int *prov,
+                                      taso_cost_memo_t *record, double *ms);
+
 /* Deferred misses, so that the ranks of a parallel search measure each
  * configuration once and agree on its cost. With opt.defer (and
  * measuring on), a configuration neither cached nor looked up is noted as

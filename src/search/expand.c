@@ -1,11 +1,14 @@
 /* Expanding one graph (expand.h). */
 #include "expand.h"
 
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "match.h"
 
 void taso_expander_free(taso_expander_t *x) {
+  taso_cost_memo_free(&x->memo);
   free(x->types);
   x->types = NULL;
   x->types_cap = 0;
@@ -22,10 +25,80 @@ static taso_err_t fit_types(taso_expander_t *x, int nnodes) {
   return TASO_OK;
 }
 
+/* g's types into x->types, those of a node made from a host node taken
+ * from it: the same operator and parameters over operands of the same
+ * types (by induction; a replaced tensor's rhs has exactly its type) give
+ * the same types. The others are inferred, with taso_graph_infer's
+ * errors. */
+static taso_err_t infer_reusing(taso_expander_t *x, const taso_graph_t *g) {
+  for (int i = 0; i < g->nnodes; i++) {
+    const taso_node_t *n = &g->nodes[i];
+    if (x->prov[i] >= 0) {
+      memcpy(&x->types[2 * i], &x->host_types[2 * x->prov[i]], 2 * sizeof *x->types);
+      continue;
+    }
+    memset(&x->types[2 * i], 0, 2 * sizeof *x->types);
+    if (n->kind == TASO_OP_INPUT) { /* made by rhs: one of its inputs, bound to no host node */
+      if (n->p.input < 0 || n->p.input >= x->prob->inputs->n)
+        return taso_error(TASO_ERR_UNKNOWN, "input index %d not in the input table", n->p.input);
+      x->types[2 * i] = x->prob->inputs->v[n->p.input].type;
+      continue;
+    }
+    taso_tensor_t args[3];
+    for (int a = 0; a < taso_ops[n->kind].arity; a++) args[a] = x->types[n->in[a]];
+    TASO_TRY(taso_op_infer(n->kind, &n->p, args, &x->types[2 * i]));
+  }
+  return TASO_OK;
+}
+
+/* The check of --check-incremental: every node the provenance names has
+ * the host node's operator and parameters, the types taken from the host
+ * are those inferred, and the cost made by reuse is the one made from
+ * scratch, to the bit. */
+static taso_err_t check_result(taso_expander_t *x, const taso_graph_t *g, double ms) {
+  const taso_graph_t *h = x->host;
+  for (int v = 0; v < g->nnodes; v++) {
+    int p = x->prov[v];
+    if (p < 0) continue;
+    const taso_node_t *a = &g->nodes[v], *b = &h->nodes[p];
+    if (p >= h->nnodes || a->kind != b->kind || memcmp(&a->p, &b->p, sizeof a->p))
+      return taso_error(TASO_ERR_ARG, "incremental check: rule %d: node %d of a rewrite is "
+                        "said to be made from host node %d, which it is not", x->rule, v, p);
+  }
+  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(g->nnodes + 1));
+  if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", g->nnodes);
+  taso_err_t err = taso_graph_infer(g, x->prob->inputs, types);
+  if (err == TASO_OK && g->nnodes && memcmp(types, x->types, sizeof *types * 2 * (size_t)g->nnodes))
+    err = taso_error(TASO_ERR_ARG, "incremental check: rule %d: the types of a rewrite taken "
+                     "from the host are not those inferred", x->rule);
+  double full = 0;
+  if (err == TASO_OK) err = taso_cost_of_graph(x->costs, g, types, x->prob->is_weight, &full);
+  free(types);
+  TASO_TRY(err);
+  if (memcmp(&full, &ms, sizeof ms) != 0)
+    return taso_error(TASO_ERR_ARG, "incremental check: rule %d: a rewrite costs %.17g ms "
+                      "from scratch and %.17g ms by what it changed", x->rule, full, ms);
+  x->checked++;
+  return TASO_OK;
+}
+
 taso_err_t taso_expander_cost(taso_expander_t *x, const taso_graph_t *g, double *ms) {
   TASO_TRY(fit_types(x, g->nnodes + 1));
-  TASO_TRY(taso_graph_infer(g, x->prob->inputs, x->types));
-  return taso_cost_of_graph(x->costs, g, x->types, x->prob->is_weight, ms);
+  bool reuse = x->prov && x->memo.n;
+  TASO_TRY(reuse ? infer_reusing(x, g) : taso_graph_infer(g, x->prob->inputs, x->types));
+  TASO_TRY(taso_cost_of_graph_reusing(x->costs, g, x->types, x->prob->is_weight,
+                                      reuse ? &x->memo : NULL, reuse ? x->prov : NULL, NULL, ms));
+  return reuse && x->check ? check_result(x, g, *ms) : TASO_OK;
+}
+
+/* Hands a result to the search's callback with its provenance at hand
+ * for taso_expander_cost. */
+static taso_err_t traced_child(void *ctx, const taso_graph_t *g, const int *prov) {
+  taso_expander_t *x = ctx;
+  x->prov = prov;
+  taso_err_t err = x->fn(x->fn_ctx, g);
+  x->prov = NULL;
+  return err;
 }
 
 taso_err_t taso_expander_start(taso_expander_t *x, taso_graph_t *start, double *ms) {
@@ -40,6 +113,19 @@ taso_err_t taso_expand(taso_expander_t *x, const taso_graph_t *host, taso_child_
   taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(host->nnodes + 1));
   if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", host->nnodes);
   taso_err_t err = taso_graph_infer(host, x->prob->inputs, types);
+  /* The host's memo: its results are costed by what they changed. A cost
+   * the host cannot have complete (pending in a parallel search) leaves
+   * none: its results are costed from scratch. */
+  if (err == TASO_OK) {
+    double ms;
+    err = taso_cost_of_graph_reusing(x->costs, host, types, x->prob->is_weight, NULL, NULL,
+                                     &x->memo, &ms);
+    if (err == TASO_ERR_UNKNOWN) err = TASO_OK;
+  }
+  x->fn = fn;
+  x->fn_ctx = ctx;
+  x->host = host;
+  x->host_types = types;
   uint32_t kinds = taso_graph_kinds(host);
   bool stopped = false;
   for (int r = 0; r < x->rules->n && err == TASO_OK && !stopped; r++) {
@@ -47,10 +133,12 @@ taso_err_t taso_expand(taso_expander_t *x, const taso_graph_t *host, taso_child_
     if (rule->kinds & ~kinds) continue; /* an lhs operator the host lacks */
     x->rule = r;
     if (x->guard)
-      err = taso_rewrite_all_guarded(x->guard, r, 0, host, types, &rule->lhs, &rule->rhs, fn, ctx);
+      err = taso_rewrite_all_guarded_traced(x->guard, r, 0, host, types, &rule->lhs, &rule->rhs,
+                                            traced_child, x);
     else
-      err = taso_rewrite_all_checked(host, types, &rule->lhs, &rule->rhs, &x->rules->inputs,
-                                     &rule->cond, fn, ctx);
+      err = taso_rewrite_all_traced(host, types, &rule->lhs, &rule->rhs, &x->rules->inputs,
+                                    taso_shape_cond_accepts, (void *)(uintptr_t)&rule->cond,
+                                    traced_child, x);
     stopped = stop(ctx);
   }
   free(types);

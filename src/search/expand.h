@@ -21,6 +21,16 @@ typedef struct {
   int rule;                 /* the rule being applied */
   taso_tensor_t *types;     /* scratch: a result's types */
   int types_cap;
+  bool check;               /* cost every result both ways: a difference is an error */
+  /* while a host is expanded: its memo, and the provenance of the result
+   * being passed to the callback (NULL outside it) */
+  const taso_graph_t *host;
+  const taso_tensor_t *host_types;
+  taso_cost_memo_t memo;
+  const int *prov;
+  int64_t checked;          /* results checked (check) */
+  taso_child_fn fn;
+  void *fn_ctx;
 } taso_expander_t;
 
 void taso_expander_free(taso_expander_t *x);
@@ -29,7 +39,10 @@ void taso_expander_free(taso_expander_t *x);
 uint32_t taso_graph_kinds(const taso_graph_t *g);
 
 /* The cost of g; TASO_ERR_SHAPE when a consumer of a rewrite's results
- * refuses them (the matcher typed the rule's rhs alone). */
+ * refuses them (the matcher typed the rule's rhs alone). Called with a
+ * result from within taso_expand's callback, it configures only the steps
+ * the rewrite changed, taking the others' costs from the host's
+ * (taso_cost_of_graph_reusing: the same figure to the bit). */
 taso_err_t taso_expander_cost(taso_expander_t *x, const taso_graph_t *g, double *ms);
 
 /* Applies every rule whose operators the host has at every proved match,

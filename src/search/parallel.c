@@ -889,9 +889,9 @@ static taso_err_t record_result(par_t *p, int rank, int64_t index) {
 /* Sums of the per-rank counts, and each rank's expansions. */
 static taso_err_t gather_counts(par_t *p, int64_t mine) {
   taso_search_result_t *r = p->res;
-  int64_t local[3] = {r->generated, r->invalid, r->queued}, sum[3];
-  MPI_Allreduce(local, sum, 3, MPI_INT64_T, MPI_SUM, p->comm);
-  r->generated = sum[0], r->invalid = sum[1], r->queued = sum[2];
+  int64_t local[4] = {r->generated, r->invalid, r->queued, p->x.checked}, sum[4];
+  MPI_Allreduce(local, sum, 4, MPI_INT64_T, MPI_SUM, p->comm);
+  r->generated = sum[0], r->invalid = sum[1], r->queued = sum[2], r->checked = sum[3];
   if (!(r->rank_explored = malloc(sizeof *r->rank_explored * (size_t)p->size)))
     return taso_error(TASO_ERR_NOMEM, "counts");
   MPI_Allgather(&mine, 1, MPI_INT64_T, r->rank_explored, 1, MPI_INT64_T, p->comm);
@@ -938,7 +938,8 @@ taso_err_t taso_search_parallel(MPI_Comm comm, const taso_search_problem_t *prob
   p.store.by_hash = true;
   p.defer = opt->defer_costs;
   taso_cost_cache_set_defer(costs, p.defer);
-  p.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard};
+  p.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard,
+                         .check = opt->check_incremental};
   result->fired = calloc((size_t)rules->n + 1, sizeof *result->fired);
   p.out = calloc((size_t)p.size, sizeof *p.out);
   taso_err_t err = result->fired && p.out ? TASO_OK : taso_error(TASO_ERR_NOMEM, "search");

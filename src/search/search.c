@@ -164,13 +164,15 @@ typedef struct {
   taso_search_result_t *res;
 } search_t;
 
-/* One rewrite: queued when new, small enough and cheaper than alpha * best. */
+/* One rewrite: queued when new, small enough and cheaper than alpha * best.
+ * The cost comes before the hash and the seen set: costing a rewrite
+ * reuses its host's steps, hashing it reads every node, and one not
+ * cheap enough is dropped whether seen or not. A graph seen before was
+ * costed without error then, so a type error still counts only new ones. */
 static taso_err_t on_rewrite(void *ctx, const taso_graph_t *g) {
   search_t *s = ctx;
   s->res->generated++;
   if (g->nnodes >= s->max_nodes) return TASO_OK;
-  uint64_t hash = taso_graph_hash(g);
-  if (s->store.nslots && s->store.slots[taso_seen_slot(&s->store, g, hash)]) return TASO_OK;
   double ms;
   taso_err_t err = taso_expander_cost(&s->x, g, &ms);
   if (err == TASO_ERR_SHAPE) {
@@ -181,6 +183,8 @@ static taso_err_t on_rewrite(void *ctx, const taso_graph_t *g) {
   }
   TASO_TRY(err);
   if (!(ms < s->opt->alpha * s->best)) return TASO_OK;
+  uint64_t hash = taso_graph_hash(g);
+  if (s->store.nslots && s->store.slots[taso_seen_slot(&s->store, g, hash)]) return TASO_OK;
   s->res->queued++;
   TASO_TRY(taso_store_add(&s->store, g, hash, ms, s->parent, s->x.rule));
   /* trimming costs a sort: only when the queue holds twice what matters */
@@ -272,12 +276,14 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
   if (!result->fired) return taso_error(TASO_ERR_NOMEM, "rule counts");
   result->ranks = 1;
   search_t s = {.prob = prob, .rules = rules, .costs = costs, .opt = opt, .res = result};
-  s.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard};
+  s.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard,
+                         .check = opt->check_incremental};
   s.start = s.last_progress = taso_search_now();
   double cpu = taso_search_cpu_now();
   taso_graph_t host;
   taso_graph_init(&host);
   taso_err_t err = run(&s, &host);
+  result->checked = s.x.checked;
   result->seconds = taso_search_now() - s.start;
   result->cpu_seconds = taso_search_cpu_now() - cpu;
   taso_graph_free(&host);

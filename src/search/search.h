@@ -99,6 +99,8 @@ typedef struct {
   double target;      /* parallel: note when a graph this cheap is found; <= 0: none */
   bool defer_costs;   /* parallel, measuring on: misses measured once, on rank 0, between
                          a round's expansions and its exchange, and shared */
+  bool check_incremental; /* cost every rewrite both by what it changed and from scratch;
+                             a difference (or a wrong provenance) is an error */
   taso_search_progress_fn progress; /* may be NULL */
   void *progress_ctx;
 } taso_search_options_t;
@@ -118,6 +120,7 @@ typedef struct {
   int64_t explored;     /* graphs taken from the queue and expanded */
   int64_t generated;    /* rewrites produced by the matcher */
   int64_t invalid;      /* of them, with a type error downstream of the rewrite */
+  int64_t checked;      /* of them, costed both ways (check_incremental) and found equal */
   int64_t queued;       /* of them, new and cheap enough to queue */
   double seconds;       /* search time */
   double cpu_seconds;   /* CPU time of the search, summed over the ranks (on a

@@ -34,7 +34,7 @@
 static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
                   *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text,
                   *confirm_text, *search_text, *width_text, *target_text, *guard_cache_path;
-static bool per_node, no_check, no_measure, keep_slower, costs_record;
+static bool per_node, no_check, no_measure, keep_slower, costs_record, check_incremental;
 
 static const taso_tool_flag_t flags[] = {
     {"cost-per-node", "cost one step per node (no epilogue fusion in the cost model)", &per_node},
@@ -45,6 +45,8 @@ static const taso_tool_flag_t flags[] = {
      &keep_slower},
     {"record-costs", "merge the configurations measured here into --costs (created if absent), "
      "so that later runs find them", &costs_record},
+    {"check-incremental", "cost every rewrite both by the steps it changed and from scratch; "
+     "any difference is an error (a check of the search's incremental costs)", &check_incremental},
     {0},
 };
 
@@ -554,6 +556,7 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   r->width = opt.width;
   opt.guard = r->guard;
   opt.defer_costs = !no_measure; /* the parallel search measures each miss once, on rank 0 */
+  opt.check_incremental = check_incremental;
   opt.progress = on_progress;
   opt.progress_ctx = (void *)s;
   if (strcmp(s->kind, "parallel") == 0)
@@ -604,6 +607,9 @@ static void summarize(taso_tool_t *t, const run_t *r) {
     taso_tool_print(t, "taso-optimize: parallel search: %lld rounds of width %d; graphs expanded "
                     "per rank:%s\n", (long long)res->rounds, r->width, line);
   }
+  if (check_incremental)
+    taso_tool_print(t, "taso-optimize: incremental check: %lld rewrites costed both ways, "
+                    "all equal\n", (long long)res->checked);
   taso_tool_summary(t,
                     "%s: cost %.4g -> %.4g ms (x%.3f), %lld graphs explored, %lld generated, "
                     "%.1f s search (%.1f CPU s), %d rewrites by %d rules%s -> %s",

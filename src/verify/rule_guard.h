@@ -85,6 +85,12 @@ taso_err_t taso_rewrite_all_guarded(taso_rule_guard_t *g, int64_t rule, int dir,
                                     const taso_graph_t *host, const taso_tensor_t *host_types,
                                     const taso_graph_t *lhs, const taso_graph_t *rhs,
                                     taso_rewrite_fn fn, void *ctx);
+/* The same, with each result's provenance (taso_rewrite_all_traced). */
+taso_err_t taso_rewrite_all_guarded_traced(taso_rule_guard_t *g, int64_t rule, int dir,
+                                           const taso_graph_t *host,
+                                           const taso_tensor_t *host_types,
+                                           const taso_graph_t *lhs, const taso_graph_t *rhs,
+                                           taso_traced_fn fn, void *ctx);
 
 /* The decision alone for one instance: lhs => rhs at the input table at
  * (the guard's table with the bound inputs' types). */
