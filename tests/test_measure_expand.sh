@@ -67,6 +67,18 @@ measure --db "$dir/expanded.h5" --expand --substitutions "$dir/subst.h5" >"$dir/
   [ "$(keys "$dir/two.h5")" = "$(keys "$dir/expanded.h5")" ] &&
   ok "two ranks collect the same configurations" || { bad "two ranks"; cat "$dir/two.out"; }
 
+# What --expand measured is what the optimizer asks for: the first graph's
+# every rewrite costed (budget 1) without measuring anything (--no-measure
+# names a missing configuration); the rewrites fold weight-only
+# subgraphs and read the folded weights cold, as the optimizer costs them.
+for m in squeezenet:size=32 nasrnn:hidden=64,steps=2; do
+  (cd "$src" && "$bin/taso-optimize" --job tests/data/optimize_test.ini --model "$m" \
+    --substitutions "$dir/subst.h5" --costs "$dir/expanded.h5" --no-measure --budget 1 \
+    --confirm-runs 0 --no-check --out "$dir/opt.h5" --fresh >"$dir/opt.out" 2>&1) &&
+    ok "$m: the optimizer's first expansion finds every configuration" ||
+    { bad "$m: the optimizer lacks a configuration --expand did not measure"; tail -3 "$dir/opt.out"; }
+done
+
 one_error() { # one_error WHAT NAME CMD...: status 1, one stderr line naming NAME
   local what=$1 name=$2
   shift 2

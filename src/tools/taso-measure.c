@@ -281,6 +281,7 @@ typedef struct {
   items_t *it;
   taso_tensor_t *types;   /* scratch: a result's types */
   int types_cap;
+  bool *folded;           /* scratch: per node, computed from weights alone */
   taso_graph_t *keep;     /* distinct results, kept for another step (depth 2) */
   int64_t nkeep, cap;
   bool keeping;
@@ -291,10 +292,32 @@ typedef struct {
 static taso_err_t fit_types(expansion_t *x, int nnodes) {
   if (2 * nnodes <= x->types_cap) return TASO_OK;
   taso_tensor_t *t = realloc(x->types, sizeof *t * 2 * (size_t)nnodes);
-  if (!t) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", nnodes);
-  x->types = t;
+  if (t) x->types = t;
+  bool *f = realloc(x->folded, sizeof *f * (size_t)nnodes);
+  if (f) x->folded = f;
+  if (!t || !f) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", nnodes);
   x->types_cap = 2 * nnodes;
   return TASO_OK;
+}
+
+/* Marks the nodes computed from weights alone: the optimizer folds them
+ * into weights (taso_cost_of_graph), so their consumers read a weight,
+ * cold, and they are no step of their own. */
+static void mark_folded(const taso_model_t *m, const taso_graph_t *g, bool *folded) {
+  for (int i = 0; i < g->nnodes; i++) {
+    const taso_node_t *n = &g->nodes[i];
+    if (n->kind == TASO_OP_INPUT) {
+      folded[i] = m->is_weight[n->p.input];
+      continue;
+    }
+    folded[i] = true;
+    for (int a = 0; a < taso_ops[n->kind].arity; a++)
+      folded[i] = folded[i] && folded[TASO_REF_NODE(n->in[a])];
+  }
+}
+
+static taso_err_t collect_step(void *ctx, const taso_rt_step_info_t *info) {
+  return add_item(ctx, &info->cfg, true);
 }
 
 static taso_err_t keep_graph(expansion_t *x, const taso_graph_t *g) {
@@ -327,11 +350,9 @@ static taso_err_t on_result(void *ctx, const taso_graph_t *g) {
   view.graph = *g;
   view.types = x->types;
   view.types_cap = x->types_cap;
-  taso_rt_step_info_t *steps = NULL;
-  int n = 0;
-  err = taso_rt_steps(&view, NULL, &steps, &n);
-  for (int i = 0; err == TASO_OK && i < n; i++) err = add_item(x->it, &steps[i].cfg, true);
-  free(steps);
+  mark_folded(x->m, g, x->folded);
+  taso_rt_options_t opt = {.layout = TASO_RT_NCHW};
+  err = taso_rt_steps_partial(&view, &opt, x->folded, NULL, collect_step, x->it);
   if (err == TASO_OK && x->keeping) err = keep_graph(x, g);
   return err;
 }
@@ -378,6 +399,7 @@ static taso_err_t expand_model(const settings_t *s, taso_model_t *m, items_t *it
   for (int64_t i = 0; i < x.nkeep; i++) taso_graph_free(&x.keep[i]);
   free(x.keep);
   free(x.types);
+  free(x.folded);
   *graphs += x.graphs - x.invalid;
   return err;
 }
