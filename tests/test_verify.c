@@ -152,6 +152,7 @@ static const struct {
     {"X25", "ewadd(concat(1, const_one(shape=2x1), const_one(shape=2x2)), a1) => "
             "ewadd(const_one(shape=2x3), a1)",
      true},
+    {"X26", "ewmul(transpose(m4), const_imm(shape=2x2)) => ewmul(m4, const_imm(shape=2x2))", true},
     {"C1", "chmul(1, conv2d(s=2x2, i1, w1), c1) => conv2d(s=2x2, i1, chmul(0, w1, c1))", true},
     {"C2", "chmul(1, chadd(1, i1, c1), c2) => chadd(1, chmul(1, i1, c2), ewmul(c1, c2))", true},
     {"C3", "chadd(1, chadd(1, i1, c1), c2) => chadd(1, i1, ewadd(c1, c2))", true},
@@ -485,6 +486,9 @@ static void test_new_axioms_exact(void) {
       "ewadd(const_one(shape=2x3), a1)",
       "transpose(concat(1, m1, m5)) => concat(0, transpose(m1), transpose(m5))",
       "matmul(smul(m1, s0), m2) => smul(matmul(m1, m2), s0)",
+      "ewmul(transpose(layout=view, m4), const_imm(shape=2x2)) => ewmul(m4, const_imm(shape=2x2))",
+      "ewmul(transpose(concat(0, m5, m5)), const_imm(shape=4x4)) => "
+      "ewmul(concat(0, m5, m5), const_imm(shape=4x4))",
   };
   /* Where a guard fails, the pairs differ: the guards are needed. */
   static const char *const unequal[] = {

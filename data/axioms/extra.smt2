@@ -343,3 +343,16 @@
                               (ite (= a 2) (+ d2 e2) d2) (ite (= a 3) (+ d3 e3) d3))
                    x)))
      :pattern ((ewadd (concat a (const_one r d0 d1 d2 d3) (const_one r e0 e1 e2 e3)) x)))))
+
+;; @axiom X26
+;; @about ewmul by the identity matrix ignores a transpose of the other operand
+;; @note (x^T * I)[i][j] is x[j][i] where i = j and 0 elsewhere: the
+;; @note diagonal alone, which transpose keeps (either layout: the same
+;; @note values). Trees: ewmul keeps a tree only where both operands agree
+;; @note and const_imm has none, so both sides have none on either axis.
+;; @note From the k=4 unknowns (weight algebra over const_imm).
+;; @shape x = k k
+;; @const const_imm = k k
+;; @param l = 0,1
+(assert (forall ((l Int) (k Int) (x T))
+  (= (ewmul (transpose l x) (const_imm k)) (ewmul x (const_imm k)))))
