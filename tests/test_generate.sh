@@ -89,6 +89,13 @@ check "generate_known.ini: 5 ranks give the substitutions of 2" \
   cmp <(substitutions "$tmp/known.h5") <(substitutions "$tmp/known5.h5")
 check "the file records graphs_enumerated and substitutions" \
   sh -c "h5dump -A '$tmp/known.h5' | grep -q graphs_enumerated && h5dump -A '$tmp/known.h5' | grep -q pruned_implied"
+# operators the optimizer folds are never formed (src/enum/enumerate.c):
+# none over constants alone, no conv2d over weights and constants alone;
+# the summary counts the operators refused
+check "no operator over constants alone, no conv2d over weights alone" \
+  sh -c "'$bin/taso-show' '$tmp/known.h5' | python3 '$src/tests/check_folded.py'"
+check "operators_on_constants counted" \
+  sh -c "h5dump -A '$tmp/known.h5' | grep -A4 operators_on_constants | grep -q '(0): [1-9]'"
 
 # 3. bad input
 sed "s/^max_ops = .*/max_ops = 7/" "$src/jobs/smoke.ini" >"$tmp/bad.ini"

@@ -88,6 +88,16 @@ run "$mpiexec" -n 2 "$bin/taso-validate" "${common[@]}" --sizes 1,2 --add "$ax/b
 [ "$rc" -eq 0 ] && grep -q "BAD1: equal values but different split trees in 384 of 384" "$tmp/out" &&
   ok "concat associativity: split trees differ everywhere" || { bad "concat associativity"; cat "$tmp/out" "$tmp/err"; }
 
+# The nesting of a channel concat matters under relu (it keeps axis 1's
+# tree), unlike under pooling and conv2d's data (X27-X29, which drop it).
+run "$mpiexec" -n 2 "$bin/taso-validate" "${common[@]}" --sizes 1,2 --add "$ax/bad/concat_nesting.smt2" --only BAD6 --out "$tmp/n.h5"
+[ "$rc" -eq 0 ] && grep -q "BAD6: equal values but different split trees in 64 of 64" "$tmp/out" &&
+  ok "concat nesting under relu: split trees differ everywhere" || { bad "concat nesting under relu"; cat "$tmp/out" "$tmp/err"; }
+run "$mpiexec" -n 2 "$bin/taso-validate" "${common[@]}" --sizes 1,2 --only X27,X28,X29,X30 --out "$tmp/x27.h5"
+[ "$rc" -eq 0 ] && grep -q "combinations: [1-9][0-9]* proved, 0 counterexamples" "$tmp/out" && ! grep -q "split trees" "$tmp/out" &&
+  ok "concat nesting under pooling, conv2d's data and matmul's right operand: equal graphs" ||
+  { bad "concat nesting under pooling, conv2d and matmul"; cat "$tmp/out" "$tmp/err"; }
+
 # With concat associativity the concat family makes any two tensors equal,
 # so every axiom outside {A25, A26, BAD1} is reported entailed by them.
 run "$mpiexec" -n 4 "$bin/taso-validate" --axioms "$ax" --add "$ax/bad/concat_assoc.smt2" --sizes 1 --only BAD1 --redundancy A0,A13,A25 --redundancy-rlimit 10000000 --redundancy-timeout 300 --out "$tmp/c.h5"

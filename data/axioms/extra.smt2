@@ -343,3 +343,84 @@
                               (ite (= a 2) (+ d2 e2) d2) (ite (= a 3) (+ d3 e3) d3))
                    x)))
      :pattern ((ewadd (concat a (const_one r d0 d1 d2 d3) (const_one r e0 e1 e2 e3)) x)))))
+
+;; @axiom X26
+;; @about ewmul by the identity matrix ignores a transpose of the other operand
+;; @note (x^T * I)[i][j] is x[j][i] where i = j and 0 elsewhere: the
+;; @note diagonal alone, which transpose keeps (either layout: the same
+;; @note values). Trees: ewmul keeps a tree only where both operands agree
+;; @note and const_imm has none, so both sides have none on either axis.
+;; @note From the k=4 unknowns (weight algebra over const_imm).
+;; @shape x = k k
+;; @const const_imm = k k
+;; @param l = 0,1
+(assert (forall ((l Int) (k Int) (x T))
+  (= (ewmul (transpose l x) (const_imm k)) (ewmul x (const_imm k)))))
+
+;; @axiom X27
+;; @about pool_avg of a channel concat does not depend on how the concat is nested
+;; @note Concat is not associative under split trees (semantics.md section
+;; @note 1), but pooling keeps axis 0's tree alone: the two nestings give
+;; @note the same values, and on axis 0 both keep x's tree if x, y and z
+;; @note agree there and none otherwise. From the k=4 unknowns.
+;; @shape x = n c h w
+;; @shape y = n d h w
+;; @shape z = n e h w
+;; @kernel kh kw
+;; @param sh = 1,2
+;; @param sw = 1,2
+;; @param pad = 0,1
+(assert (forall ((kh Int) (kw Int) (sh Int) (sw Int) (pad Int) (x T) (y T) (z T))
+  (= (pool_avg kh kw sh sw pad (concat 1 (concat 1 x y) z))
+     (pool_avg kh kw sh sw pad (concat 1 x (concat 1 y z))))))
+
+;; @axiom X28
+;; @about pool_max of a channel concat does not depend on how the concat is nested
+;; @note As X27, for pool_max.
+;; @shape x = n c h w
+;; @shape y = n d h w
+;; @shape z = n e h w
+;; @kernel kh kw
+;; @param sh = 1,2
+;; @param sw = 1,2
+;; @param pad = 0,1
+(assert (forall ((kh Int) (kw Int) (sh Int) (sw Int) (pad Int) (x T) (y T) (z T))
+  (= (pool_max kh kw sh sw pad (concat 1 (concat 1 x y) z))
+     (pool_max kh kw sh sw pad (concat 1 x (concat 1 y z))))))
+
+;; @axiom X29
+;; @about conv2d of a channel concat does not depend on how the concat is nested
+;; @note The data's values are the same either way (so are its groups);
+;; @note conv2d keeps axis 0's tree from the data (x's if x, y and z agree
+;; @note there, none otherwise, for both nestings) and axis 1's from the
+;; @note weight. From the k=4 unknowns. Checked with a batch of one (the
+;; @note batch plays no part; it keeps the domain small).
+;; @shape x = 1 c h w
+;; @shape y = 1 d h w
+;; @shape z = 1 e h w
+;; @shape v = o g kh kw
+;; @kernel kh kw
+;; @param sh = 1,2
+;; @param sw = 1,2
+;; @param pad = 0,1
+;; @param act = 0,1
+(assert (forall ((sh Int) (sw Int) (pad Int) (act Int) (x T) (y T) (z T) (v T))
+  (= (conv2d sh sw pad act (concat 1 (concat 1 x y) z) v)
+     (conv2d sh sw pad act (concat 1 x (concat 1 y z)) v))))
+
+;; @axiom X30
+;; @about matmul by a row concat does not depend on how the concat is nested
+;; @note matmul keeps rows' trees from x and columns' from its right
+;; @note operand, whose axis 1 keeps y's tree if y, z and u agree there
+;; @note and none otherwise, for both nestings; the values are the same.
+;; @note From the k=4 unknowns.
+;; @note Checked with pieces of 1, 2 and 1 rows (the validator's shapes
+;; @note cannot make x's columns their sum).
+;; @shape x = m 4
+;; @shape y = 1 n
+;; @shape z = 2 n
+;; @shape u = 1 n
+;; @param act = 0,1
+(assert (forall ((act Int) (x T) (y T) (z T) (u T))
+  (= (matmul act x (concat 0 (concat 0 y z) u))
+     (matmul act x (concat 0 y (concat 0 z u))))))

@@ -115,6 +115,10 @@ const taso_tensor_t *taso_enum_type(const taso_enum_t *e, int32_t id);
 int64_t taso_enum_total(const taso_enum_t *e);
 int64_t taso_enum_graphs(const taso_enum_t *e);
 
+/* The operator applications this process's walks refused because their
+ * inputs are constants alone (enumerate.c, constant_only). */
+int64_t taso_enum_constant_refused(const taso_enum_t *e);
+
 /* Visits every graph of the units whose cumulative weight starts in
  * [begin, end). push/pop run for every operator on the way, visit for every
  * graph in the range. */

@@ -2110,9 +2110,9 @@ int main(int argc, char **argv) {
   err = taso_tool_agree(&t, err);
   laps[LAP_PAIR + 1] = MPI_Wtime(); cpu[LAP_PAIR + 1] = cpu_seconds();
 
-  enum { GRAPHS, EXCHANGED, BUILT, EQUAL_OUTPUTS, CLASSES, PAIRS, COMMON, INDEPENDENT, NSUMS };
+  enum { GRAPHS, EXCHANGED, BUILT, EQUAL_OUTPUTS, CLASSES, PAIRS, COMMON, INDEPENDENT, CONSTANT, NSUMS };
   int64_t sums[NSUMS] = {graphs_mine, exchanged, built, c.dup_outputs, pr.classes, pr.pairs, pr.common,
-                         pr.independent};
+                         pr.independent, c.e ? taso_enum_constant_refused(c.e) : 0};
   if (err == TASO_OK) MPI_Allreduce(MPI_IN_PLACE, sums, NSUMS, MPI_INT64_T, MPI_SUM, t.comm);
 
   /* 4. renaming duplicates and implied candidates, on global sorted data */
@@ -2170,12 +2170,12 @@ int main(int argc, char **argv) {
   if (err == TASO_OK) MPI_Allreduce(MPI_IN_PLACE, cpu_max, NLAPS, MPI_DOUBLE, MPI_MAX, t.comm);
 
   /* 5. output */
-  const char *names[] = {"graphs_enumerated", "graphs_without_operators", "graphs_exchanged", "graphs_disjoint_built",
+  const char *names[] = {"graphs_enumerated", "graphs_without_operators", "operators_on_constants", "graphs_exchanged", "graphs_disjoint_built",
                          "graphs_equal_outputs", "tensor_classes_shared", "fingerprint_classes",
                          "candidate_pairs", "fingerprint_collisions", "pruned_common_subgraph",
                          "pruned_independent_parts", "pruned_input_renaming", "pruned_implied",
                          "kept_not_derived", "substitutions"};
-  int64_t counts[] = {sums[GRAPHS], input_graphs_n, sums[EXCHANGED], sums[BUILT], sums[EQUAL_OUTPUTS], nshared,
+  int64_t counts[] = {sums[GRAPHS], input_graphs_n, sums[CONSTANT], sums[EXCHANGED], sums[BUILT], sums[EQUAL_OUTPUTS], nshared,
                       sums[CLASSES], sums[PAIRS], npatterns - nchecked, sums[COMMON], sums[INDEPENDENT],
                       sums[PAIRS] - sums[COMMON] - sums[INDEPENDENT] - npatterns, nchecked - kept_implied,
                       nback, kept};
