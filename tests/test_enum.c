@@ -127,8 +127,20 @@ typedef struct {
   set_t found;
   int32_t variant[BRUTE_MAX_OPS];
   taso_ref_t in[BRUTE_MAX_OPS][3];
+  bool on_input[BRUTE_MAX_OPS];   /* depends on some input of the job */
+  bool activation[BRUTE_MAX_OPS]; /* depends on an input that is no weight */
   taso_tensor_t types[BRUTE_MAX_REFS];
 } brute_t;
+
+/* The two properties of a ref, for the rules on constants and weights. */
+static bool brute_on_input(const brute_t *b, taso_ref_t r) {
+  int node = TASO_REF_NODE(r);
+  return node < inputs.n || b->on_input[node - inputs.n];
+}
+static bool brute_activation(const brute_t *b, taso_ref_t r) {
+  int node = TASO_REF_NODE(r);
+  return node < inputs.n ? !taso_enum_is_weight(&inputs, node) : b->activation[node - inputs.n];
+}
 
 static void brute(brute_t *b, int depth, int max) {
   if (depth > 0) {
@@ -163,14 +175,19 @@ static void brute(brute_t *b, int depth, int max) {
           if (ok) args[a] = b->types[in[a]];
         }
         if (!ok) continue;
-        if (var->kind == TASO_OP_CONV2D && TASO_REF_NODE(in[0]) < inputs.n &&
-            taso_enum_is_weight(&inputs, TASO_REF_NODE(in[0])))
-          continue;
+        /* no operator over constants alone; conv2d's data reads an activation */
+        bool on_in = false, act = false;
+        for (int a = 0; a < arity; a++)
+          on_in = on_in || brute_on_input(b, in[a]), act = act || brute_activation(b, in[a]);
+        if (arity > 0 && !on_in) continue;
+        if (var->kind == TASO_OP_CONV2D && !brute_activation(b, in[0])) continue;
         bool dup = false; /* no operator twice */
         for (int j = 0; j < depth; j++)
           dup = dup || (b->variant[j] == v && !memcmp(b->in[j], in, sizeof in));
         if (dup || taso_op_infer(var->kind, &var->p, args, out) != TASO_OK) continue;
         b->variant[depth] = v;
+        b->on_input[depth] = on_in;
+        b->activation[depth] = act;
         memcpy(b->in[depth], in, sizeof in);
         int base = inputs.n + depth;
         b->types[TASO_REF(base, 0)] = out[0];
