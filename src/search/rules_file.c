@@ -77,16 +77,3 @@ taso_err_t taso_rules_load(MPI_Comm comm, const char *paths, taso_rules_t *rules
     err = taso_error(TASO_ERR_ARG, "--substitutions '%s' names no file", paths);
   return err;
 }
-
-taso_err_t taso_rules_rewrite_all(const taso_rules_t *rules, const taso_graph_t *host,
-                                  const taso_tensor_t *types, taso_rewrite_fn fn, void *ctx) {
-  uint32_t kinds = taso_graph_kinds(host);
-  taso_err_t err = TASO_OK;
-  for (int r = 0; r < rules->n && err == TASO_OK; r++) {
-    const taso_rule_t *rule = &rules->v[r];
-    if (rule->kinds & ~kinds) continue; /* an lhs operator the host lacks */
-    err = taso_rewrite_all_checked(host, types, &rule->lhs, &rule->rhs, &rules->inputs,
-                                   &rule->cond, fn, ctx);
-  }
-  return err;
-}

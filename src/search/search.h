@@ -73,13 +73,6 @@ taso_err_t taso_rules_load(MPI_Comm comm, const char *paths, taso_rules_t *rules
 /* Bit k set: g has an operator of kind k (a rule's quick pre-filter). */
 uint32_t taso_graph_kinds(const taso_graph_t *g);
 
-/* Every rewrite of host (types from taso_graph_infer over the rules'
- * inputs' shapes as bound) by every rule at every match, each accepted
- * only where its proof holds (taso_rewrite_all_checked): one step of
- * what the optimizer may make of host. */
-taso_err_t taso_rules_rewrite_all(const taso_rules_t *rules, const taso_graph_t *host,
-                                  const taso_tensor_t *types, taso_rewrite_fn fn, void *ctx);
-
 /* "lhs => rhs" in the registry's text form; returns the length it needs. */
 int taso_rule_format(const taso_rules_t *rules, int i, char *buf, int len);
 

@@ -36,9 +36,11 @@
 
 #include "collective.h"
 #include "costdb.h"
+#include "derive_guard.h"
 #include "device.h"
 #include "hash.h"
 #include "runtime.h"
+#include "rule_guard.h"
 #include "search.h"
 #include "tool.h"
 
@@ -109,6 +111,8 @@ typedef struct {
   double spread, batch_seconds;
   int depth;           /* --expand: rewrite steps; 0 without --expand */
   taso_rules_t rules;  /* --expand: the proved rules */
+  taso_axioms_t *ax;   /* --expand: the rule guard, as taso-optimize's: */
+  taso_rule_guard_t *guard; /* a rule applies where proved or proved again */
 } settings_t;
 
 /* The harness keeps one value per option; --model may repeat, so argv is
@@ -375,12 +379,28 @@ static void unique_kept(expansion_t *x) {
   x->nkeep = m;
 }
 
+/* Every rewrite of host by every rule, where the guard lets it apply
+ * (at a proved shape relation, or one the axioms prove again): the
+ * rewrites taso-optimize makes. */
+static taso_err_t rewrite_all(const settings_t *s, const taso_graph_t *host,
+                              const taso_tensor_t *types, expansion_t *x) {
+  uint32_t kinds = taso_graph_kinds(host);
+  taso_err_t err = TASO_OK;
+  for (int r = 0; r < s->rules.n && err == TASO_OK; r++) {
+    const taso_rule_t *rule = &s->rules.v[r];
+    if (rule->kinds & ~kinds) continue; /* an lhs operator the host lacks */
+    err = taso_rewrite_all_guarded(s->guard, r, 0, host, types, &rule->lhs, &rule->rhs, on_result,
+                                   x);
+  }
+  return err;
+}
+
 /* Every rewrite of m's graph by the rules, depth steps deep; their
  * configurations go into it. */
 static taso_err_t expand_model(const settings_t *s, taso_model_t *m, items_t *it,
                                int64_t *graphs) {
   expansion_t x = {.m = m, .it = it, .keeping = s->depth > 1};
-  taso_err_t err = taso_rules_rewrite_all(&s->rules, &m->graph, m->types, on_result, &x);
+  taso_err_t err = rewrite_all(s, &m->graph, m->types, &x);
   if (err == TASO_OK && s->depth > 1) {
     unique_kept(&x);
     int64_t level = x.nkeep;
@@ -392,7 +412,7 @@ static taso_err_t expand_model(const settings_t *s, taso_model_t *m, items_t *it
         err = taso_error(TASO_ERR_NOMEM, "types of %d nodes", x.keep[i].nnodes);
       if (err == TASO_OK) err = taso_graph_infer(&x.keep[i], &m->inputs, types);
       if (err == TASO_OK)
-        err = taso_rules_rewrite_all(&s->rules, &x.keep[i], types, on_result, &x);
+        err = rewrite_all(s, &x.keep[i], types, &x);
       free(types);
     }
   }
@@ -907,6 +927,11 @@ int main(int argc, char **argv) {
   TASO_TOOL_STEP(&t, err, t.rank == 0 ? check_db(&t) : TASO_OK);
   int64_t proved = 0, graphs = 0, added = 0;
   if (s.depth > 0) TASO_TOOL_STEP(&t, err, taso_rules_load(t.comm, subst_path, &s.rules, &proved));
+  if (s.depth > 0 && err == TASO_OK) {
+    char axioms[1024];
+    taso_tool_axioms_path(&t, NULL, axioms, sizeof axioms);
+    TASO_TOOL_STEP(&t, err, taso_tool_guard_open(&t, axioms, &s.rules.inputs, &s.ax, &s.guard));
+  }
   if (err == TASO_OK && s.depth > 0)
     taso_tool_print(&t, "taso-measure: --expand: %d rules from %lld proved substitutions, %d "
                     "rewrite%s deep\n", s.rules.n, (long long)proved, s.depth,
@@ -968,5 +993,6 @@ int main(int argc, char **argv) {
   free(r.batch);
   items_free(&all);
   if (s.depth > 0) taso_rules_free(&s.rules);
+  taso_tool_guard_close(s.ax, s.guard);
   return taso_tool_finish(&t, err);
 }
