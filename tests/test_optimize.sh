@@ -34,7 +34,8 @@ for spec in nasrnn:hidden=64,steps=2 squeezenet:size=32 resnet50:size=14 $bn_mod
   subs=$tmp/substitutions.h5
   [ "$spec" = "$bn_model" ] && subs=$both
   run "$bin/taso-optimize" --job "$job" --model "$spec" --substitutions "$subs" \
-    --out "$out" --onnx "$tmp/$name.opt.onnx" --threads 1 --keep-slower --confirm-runs 1
+    --out "$out" --onnx "$tmp/$name.opt.onnx" --threads 1 --keep-slower --confirm-runs 1 \
+    --record-costs --costs "$tmp/seen.costs.h5"
   expect "optimize $spec" 0
   grep -q "cost .* -> .* ms" "$tmp/out" || { echo "FAIL: $spec: no cost summary"; show; fail=1; }
   [ -s "$tmp/$name.opt.onnx" ] || { echo "FAIL: $spec: no ONNX file"; fail=1; }
@@ -63,13 +64,15 @@ fi
 # and checks each node's provenance: any difference fails the run. Over
 # the built-in models (fused convolutions and matmuls, folded weights,
 # batch normalization), it must check rewrites and find none different.
+# The configurations timed above are read back (each costs a dozen cache
+# sweeps to time again); the others are measured.
 for spec in nasrnn:hidden=64,steps=2 squeezenet:size=32 resnet50:size=14 $bn_model \
     bert:layers=1,seq=16,hidden=64,heads=2; do
   subs=$tmp/substitutions.h5
   [ "$spec" = "$bn_model" ] && subs=$both
   run "$bin/taso-optimize" --job "$job" --model "$spec" --substitutions "$subs" --budget 40 \
     --out "$tmp/check.opt.h5" --fresh --threads 1 --keep-slower --confirm-runs 0 --no-check \
-    --check-incremental
+    --check-incremental --costs "$tmp/seen.costs.h5"
   expect "optimize $spec, costs checked both ways" 0
   checked=$(sed -n 's/.*incremental check: \([0-9]*\) rewrites costed both ways.*/\1/p' \
     "$tmp/out" "$tmp/err")
