@@ -285,9 +285,7 @@ static taso_err_t fit_scratch(taso_cost_cache_t *c, int nnodes) {
   return TASO_OK;
 }
 
-/* Whether each operator computes from weights alone (constants
- * included); true when any does. */
-static bool mark_constant(const taso_graph_t *g, const bool *is_weight, bool *constant) {
+bool taso_cost_mark_folded(const taso_graph_t *g, const bool *is_weight, bool *constant) {
   bool any = false;
   for (int i = 0; i < g->nnodes; i++) {
     const taso_node_t *n = &g->nodes[i];
@@ -416,7 +414,7 @@ taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *
    * weight: the planner takes those nodes as inputs (absent), which plans
    * the steps the folded graph would have, without copying it. */
   TASO_TRY(fit_scratch(c, g->nnodes + 1));
-  bool any = mark_constant(g, is_weight, c->constant);
+  bool any = taso_cost_mark_folded(g, is_weight, c->constant);
   taso_model_t view;
   memset(&view, 0, sizeof view);
   view.graph = *g;

@@ -24,6 +24,12 @@
 
 #include "runtime.h"
 
+/* Marks constant[i] for each node of g computed from weights alone
+ * (is_weight per input; constants included), what a written model folds
+ * into a weight and the cost model takes as an input; true when any
+ * operator is so marked. constant has g->nnodes entries. */
+bool taso_cost_mark_folded(const taso_graph_t *g, const bool *is_weight, bool *constant);
+
 /* Seconds on a monotonic clock (timings of the search; no MPI needed). */
 double taso_search_now(void);
 /* CPU seconds this process has used (user and system, all threads). */

@@ -285,7 +285,7 @@ typedef struct {
   items_t *it;
   taso_tensor_t *types;   /* scratch: a result's types */
   int types_cap;
-  bool *folded;           /* scratch: per node, computed from weights alone */
+  bool *folded;           /* scratch: per node, folded into a weight (taso_cost_mark_folded) */
   taso_graph_t *keep;     /* distinct results, kept for another step (depth 2) */
   int64_t nkeep, cap;
   bool keeping;
@@ -302,22 +302,6 @@ static taso_err_t fit_types(expansion_t *x, int nnodes) {
   if (!t || !f) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", nnodes);
   x->types_cap = 2 * nnodes;
   return TASO_OK;
-}
-
-/* Marks the nodes computed from weights alone: the optimizer folds them
- * into weights (taso_cost_of_graph), so their consumers read a weight,
- * cold, and they are no step of their own. */
-static void mark_folded(const taso_model_t *m, const taso_graph_t *g, bool *folded) {
-  for (int i = 0; i < g->nnodes; i++) {
-    const taso_node_t *n = &g->nodes[i];
-    if (n->kind == TASO_OP_INPUT) {
-      folded[i] = m->is_weight[n->p.input];
-      continue;
-    }
-    folded[i] = true;
-    for (int a = 0; a < taso_ops[n->kind].arity; a++)
-      folded[i] = folded[i] && folded[TASO_REF_NODE(n->in[a])];
-  }
 }
 
 static taso_err_t collect_step(void *ctx, const taso_rt_step_info_t *info) {
@@ -354,7 +338,7 @@ static taso_err_t on_result(void *ctx, const taso_graph_t *g) {
   view.graph = *g;
   view.types = x->types;
   view.types_cap = x->types_cap;
-  mark_folded(x->m, g, x->folded);
+  taso_cost_mark_folded(g, x->m->is_weight, x->folded); /* as the optimizer costs g */
   taso_rt_options_t opt = {.layout = TASO_RT_NCHW};
   err = taso_rt_steps_partial(&view, &opt, x->folded, NULL, collect_step, x->it);
   if (err == TASO_OK && x->keeping) err = keep_graph(x, g);
