@@ -546,6 +546,33 @@ static void test_cold(void) {
     }
   }
   CHECK(conv == 6 && matmul == 1);
+  /* a model that stays in cache (warm_weights): the same steps, none cold */
+  taso_rt_step_info_t *warm = NULL;
+  int nwarm = 0;
+  taso_rt_options_t wopt = {.warm_weights = true};
+  CHECK_OK(taso_rt_steps(&m, &wopt, &warm, &nwarm));
+  CHECK(nwarm == n);
+  for (int i = 0; i < n && i < nwarm; i++) {
+    CHECK(warm[i].cfg.cold == 0 && warm[i].cfg.kind == steps[i].cfg.kind);
+    CHECK(warm[i].cfg.fuse == steps[i].cfg.fuse && warm[i].cfg.nin == steps[i].cfg.nin);
+  }
+  free(warm);
+  /* what decides it: every tensor's bytes against half of cpu0's L3 */
+  int64_t bytes = 0, weights = 0;
+  for (int i = 0; i < m.graph.nnodes; i++) {
+    int64_t b = 4 * taso_tensor_size(&m.types[2 * i]);
+    bytes += b;
+    if (m.graph.nodes[i].kind == TASO_OP_INPUT && m.is_weight[m.graph.nodes[i].p.input])
+      weights += b;
+  }
+  CHECK(taso_rt_model_bytes(&m) == bytes && weights > 0 && bytes > weights);
+  long long l3 = 0;
+  char unit = 0;
+  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+  if (f && fscanf(f, "%lld%c", &l3, &unit) >= 1)
+    l3 *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
+  if (f) fclose(f);
+  CHECK(taso_rt_weights_stay_warm(&m, cpu) == (2 * bytes <= l3));
   /* a single node's configuration marks its weight operand too */
   for (int i = 0; i < m.graph.nnodes; i++) {
     if (m.graph.nodes[i].kind != TASO_OP_CONV2D) continue;

@@ -136,6 +136,18 @@ void taso_rt_to_nchw(const taso_tensor_t *t, const float *nhwc, float *nchw);
 /* A short text of a configuration for listings: "conv2d 1x64x56x56 k3x3 s1x1 +bias+relu". */
 int taso_rt_config_format(const taso_rt_config_t *cfg, char *buf, int len);
 
+/* The bytes of every tensor of m (inputs, weights, each result in a
+ * buffer of its own, as a plan keeps them): what one inference touches. */
+int64_t taso_rt_model_bytes(const taso_model_t *m);
+
+/* Whether m's weights stay in cache from one inference to the next on
+ * backend be: a host backend, and every tensor of m fits in half of the
+ * last-level cache. Then no operand is timed cold (warm_weights):
+ * SqueezeNet at 64x64 touches 6 MiB, and its steps timed alone and warm
+ * sum to its end-to-end time, while cold they sum to half as much again.
+ * Accelerators: always cold (their cache is not looked up). */
+bool taso_rt_weights_stay_warm(const taso_model_t *m, const taso_backend_t *be);
+
 /* The configuration's complete, canonical key: the operator in the
  * registry's text form with every parameter, operand and result shapes,
  * fused epilogue and layout, e.g.
@@ -189,6 +201,7 @@ typedef struct {
   bool no_fusion; /* one step per node: no conv/matmul epilogue fusion */
   int32_t layout; /* taso_rt_layout_t asked of conv2d steps */
   bool choose_layout; /* time each conv2d step in NCHW and BLOCKED; keep the faster */
+  bool warm_weights;  /* no operand cold: the model stays in cache (taso_rt_weights_stay_warm) */
 } taso_rt_options_t;
 
 /* What a listing or profile says about one step. */

@@ -342,8 +342,8 @@ static int pack_shape(int32_t *w, const taso_tensor_t *t) {
  * shows of it (taso_rt_known_fn): the head's operands and results typed
  * in m, the operands fusion added as shown. Word for word what pack()
  * makes of the configuration taso_rt_config_of_node and fusion build. */
-static void pack_shown(const taso_model_t *m, const bool *constant, const taso_rt_step_info_t *st,
-                       int32_t layout, packed_t *k) {
+static void pack_shown(const taso_model_t *m, const bool *constant, bool warm,
+                       const taso_rt_step_info_t *st, int32_t layout, packed_t *k) {
   const taso_rt_config_t *cfg = &st->cfg;
   const taso_node_t *head = &m->graph.nodes[st->first_node];
   int arity = taso_ops[head->kind].arity, nout = taso_ops[head->kind].outputs, n = 0;
@@ -352,6 +352,7 @@ static void pack_shown(const taso_model_t *m, const bool *constant, const taso_r
   unsigned cold = cfg->cold & ~((1u << arity) - 1);
   for (int a = 0; a < arity; a++)
     if (constant[TASO_REF_NODE(head->in[a])]) cold |= 1u << a;
+  if (warm) cold = 0;
   memset(k, 0, sizeof *k);
   k->w[n++] = cfg->kind;
   k->w[n++] = cfg->nin;
@@ -381,7 +382,7 @@ static bool known_step(void *ctx, const taso_model_t *m, const taso_rt_step_info
   int h = r->prov[st->node];
   if (h < 0 || h >= r->host->n || r->host->ms[h] < 0) return false;
   packed_t k;
-  pack_shown(m, r->c->constant, st, r->layout, &k);
+  pack_shown(m, r->c->constant, r->c->opt.warm_weights, st, r->layout, &k);
   return memcmp(&k, &r->host->packed[h], sizeof k) == 0;
 }
 
@@ -426,7 +427,8 @@ taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *
     TASO_TRY(fit_memo(record, g->nnodes));
     for (int i = 0; i < g->nnodes; i++) record->ms[i] = -1;
   }
-  taso_rt_options_t opt = {.no_fusion = !c->opt.fusion, .layout = r.layout};
+  taso_rt_options_t opt = {.no_fusion = !c->opt.fusion, .layout = r.layout,
+                           .warm_weights = c->opt.warm_weights};
   taso_err_t err = taso_rt_steps_partial(&view, &opt, any ? c->constant : NULL,
                                          r.prov ? known_step : NULL, add_step, &r);
   if (err == TASO_OK && r.deferred)

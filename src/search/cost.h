@@ -43,6 +43,7 @@ typedef taso_err_t (*taso_cost_lookup_fn)(void *ctx, const char *key,
 typedef struct {
   bool measure;         /* measure misses on the backend; false: a miss is an error */
   bool fusion;          /* steps as the runtime fuses them; false: one step per node */
+  bool warm_weights;    /* no operand timed cold (taso_rt_weights_stay_warm of the model) */
   int warmup, runs;     /* timing of one configuration (the fastest of runs) */
   bool defer;           /* a miss is noted as pending, not measured (see below) */
   taso_cost_lookup_fn lookup; /* consulted on a miss before measuring; NULL: none */

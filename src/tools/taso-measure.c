@@ -289,6 +289,7 @@ typedef struct {
   taso_graph_t *keep;     /* distinct results, kept for another step (depth 2) */
   int64_t nkeep, cap;
   bool keeping;
+  bool warm;              /* the model stays in cache: no operand cold */
   int64_t graphs;         /* results seen (with repeats) */
   int64_t invalid;        /* results a consumer's typing refused */
 } expansion_t;
@@ -339,7 +340,7 @@ static taso_err_t on_result(void *ctx, const taso_graph_t *g) {
   view.types = x->types;
   view.types_cap = x->types_cap;
   taso_cost_mark_folded(g, x->m->is_weight, x->folded); /* as the optimizer costs g */
-  taso_rt_options_t opt = {.layout = TASO_RT_NCHW};
+  taso_rt_options_t opt = {.layout = TASO_RT_NCHW, .warm_weights = x->warm};
   err = taso_rt_steps_partial(&view, &opt, x->folded, NULL, collect_step, x->it);
   if (err == TASO_OK && x->keeping) err = keep_graph(x, g);
   return err;
@@ -383,7 +384,8 @@ static taso_err_t rewrite_all(const settings_t *s, const taso_graph_t *host,
  * configurations go into it. */
 static taso_err_t expand_model(const settings_t *s, taso_model_t *m, items_t *it,
                                int64_t *graphs) {
-  expansion_t x = {.m = m, .it = it, .keeping = s->depth > 1};
+  expansion_t x = {.m = m, .it = it, .keeping = s->depth > 1,
+                   .warm = taso_rt_weights_stay_warm(m, s->be)};
   taso_err_t err = rewrite_all(s, &m->graph, m->types, &x);
   if (err == TASO_OK && s->depth > 1) {
     unique_kept(&x);
@@ -418,12 +420,16 @@ static taso_err_t collect_model(const char *model, const settings_t *s, items_t 
   taso_rt_step_info_t *steps = NULL;
   int nsteps = 0;
   taso_err_t err = taso_model_load(model, &m);
+  /* timed as taso-optimize costs them: cold unless the model stays in cache */
+  taso_rt_options_t opt = {.layout = TASO_RT_NCHW,
+                           .warm_weights = err == TASO_OK && taso_rt_weights_stay_warm(&m, s->be)};
   for (int i = 0; err == TASO_OK && i < m.graph.nnodes; i++)
     if (m.graph.nodes[i].kind != TASO_OP_INPUT) {
       err = taso_rt_config_of_node(&m, i, &cfg);
+      if (opt.warm_weights) cfg.cold = 0;
       if (err == TASO_OK) err = add_item(it, &cfg, false);
     }
-  if (err == TASO_OK) err = taso_rt_steps(&m, NULL, &steps, &nsteps);
+  if (err == TASO_OK) err = taso_rt_steps(&m, &opt, &steps, &nsteps);
   for (int k = 0; err == TASO_OK && k < nsteps; k++) err = add_item(it, &steps[k].cfg, false);
   if (err == TASO_OK && s->depth > 0) err = expand_model(s, &m, it, graphs);
   free(steps);
