@@ -214,12 +214,13 @@ static void test_optimize(void) {
   CHECK_OK(taso_job_load(path, &job));
   CHECK_STR(job.search, "backtracking");
   CHECK(job.alpha == 1.05 && job.budget == 1000 && job.optimize_time_limit == 600);
+  CHECK(!job.chain);
   CHECK(!taso_job_given(&job, "optimize", "alpha"));
   taso_job_free(&job);
   path = write_file("opt_set.ini", "[optimize]\nsearch = backtracking\nalpha = 1.0\n"
-                                   "budget = 0\ntime_limit = 2.5\n");
+                                   "budget = 0\ntime_limit = 2.5\nchain = on\n");
   CHECK_OK(taso_job_load(path, &job));
-  CHECK(job.alpha == 1.0 && job.budget == 0 && job.optimize_time_limit == 2.5);
+  CHECK(job.alpha == 1.0 && job.budget == 0 && job.optimize_time_limit == 2.5 && job.chain);
   CHECK(taso_job_given(&job, "optimize", "budget"));
   taso_job_free(&job);
   expect_error("opt_alpha.ini", "[optimize]\nalpha = 0.9\n", TASO_ERR_PARSE, 2, "alpha");
@@ -227,6 +228,8 @@ static void test_optimize(void) {
   expect_error("opt_search.ini", "[optimize]\nsearch = greedy\n", TASO_ERR_UNKNOWN, 2,
                "unknown search 'greedy'");
   expect_error("opt_key.ini", "[optimize]\nbeam = 3\n", TASO_ERR_UNKNOWN, 2, "beam");
+  expect_error("opt_chain.ini", "[optimize]\nchain = yes\n", TASO_ERR_PARSE, 2,
+               "chain must be on or off, not 'yes'");
 }
 
 static void test_values(void) {

@@ -4,9 +4,11 @@
  * weight-only nodes at no cost, a miss with measuring off as an error that
  * names the configuration, and the search applying a rule where it pays.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "match.h"
 #include "search.h"
 #include "test.h"
 
@@ -152,11 +154,103 @@ static void test_search(void) {
   taso_model_free(&m);
 }
 
+/* Whether b is one rewrite of a by rule r (among the matcher's results). */
+typedef struct {
+  const taso_graph_t *want;
+  bool found;
+} find_t;
+
+static taso_err_t find_result(void *ctx, const taso_graph_t *g) {
+  find_t *f = ctx;
+  if (taso_graph_compare(g, f->want) == 0) f->found = true;
+  return TASO_OK;
+}
+
+static bool one_rewrite(const taso_rules_t *rules, int r, const taso_graph_t *a,
+                        const taso_graph_t *b, const taso_inputs_t *model_inputs) {
+  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(a->nnodes + 1));
+  find_t f = {.want = b};
+  CHECK(types != NULL);
+  if (!types) return false;
+  CHECK_OK(taso_graph_infer(a, model_inputs, types));
+  CHECK_OK(taso_rewrite_all_checked(a, types, &rules->v[r].lhs, &rules->v[r].rhs, &rules->inputs,
+                                    &rules->v[r].cond, find_result, &f));
+  free(types);
+  return f.found;
+}
+
+/* Six concat(1, relu(x), relu(y)), each its own output: the baseline
+ * pulls one relu pair past its concat per expanded graph; with rule
+ * chains one expansion reaches all six, and the path still goes one
+ * rewrite at a time. */
+static void test_chain(void) {
+  enum { PAIRS = 6 };
+  taso_model_t m;
+  taso_model_init(&m, "pairs");
+  taso_params_t p = taso_params_default();
+  for (int k = 0; k < PAIRS; k++) {
+    char name[2][8];
+    taso_ref_t x, y, rx, ry, cat;
+    snprintf(name[0], sizeof name[0], "x%d", k);
+    snprintf(name[1], sizeof name[1], "y%d", k);
+    p = taso_params_default();
+    CHECK_OK(taso_model_input(&m, name[0], false, 4, act, NULL, &x));
+    CHECK_OK(taso_model_input(&m, name[1], false, 4, act, NULL, &y));
+    CHECK_OK(taso_model_node(&m, TASO_OP_RELU, &p, (taso_ref_t[]){x}, &rx));
+    CHECK_OK(taso_model_node(&m, TASO_OP_RELU, &p, (taso_ref_t[]){y}, &ry));
+    p.axis = 1;
+    CHECK_OK(taso_model_node(&m, TASO_OP_CONCAT, &p, (taso_ref_t[]){rx, ry}, &cat));
+    CHECK_OK(taso_model_output(&m, cat, NULL));
+  }
+  taso_inputs_t in = {0};
+  CHECK_OK(taso_inputs_add(&in, "i1", 4, kernel));
+  CHECK_OK(taso_inputs_add(&in, "i2", 4, kernel));
+  taso_graph_t graphs[2];
+  taso_graph_init(&graphs[0]);
+  taso_graph_init(&graphs[1]);
+  CHECK_OK(taso_subst_parse("relu(concat(1, i1, i2)) => concat(1, relu(i1), relu(i2))", &in,
+                            &graphs[0], &graphs[1]));
+  taso_subst_t rows[1] = {{.src = 0, .dst = 1, .verdict = TASO_VERDICT_PROVED}};
+  taso_rules_t rules;
+  CHECK_OK(taso_rules_make(&in, graphs, 2, rows, 1, &rules));
+  table_t t = {.expensive = "relu"};
+  taso_cost_cache_t *c = cache_of(&t);
+  taso_search_problem_t prob = {.graph = &m.graph, .inputs = &m.inputs, .is_weight = m.is_weight};
+  const double before = PAIRS * 21.0, after = PAIRS * 11.0;
+
+  taso_search_options_t opt = {.alpha = 1.05, .budget = 1, .target = after};
+  taso_search_result_t res;
+  CHECK_OK(taso_search_backtracking(&prob, &rules, c, &opt, &res));
+  CHECK(res.cost_before == before && res.cost_after == before - 10);
+  CHECK(res.steps == 1 && res.chained == 0 && res.target_seconds < 0);
+  taso_search_result_free(&res);
+
+  opt.chain = true;
+  CHECK_OK(taso_search_backtracking(&prob, &rules, c, &opt, &res));
+  CHECK(res.cost_before == before && res.cost_after == after);
+  CHECK(res.explored == 1 && res.chained == PAIRS - 1 && res.target_seconds >= 0);
+  CHECK(res.steps == PAIRS && res.fired[1] == PAIRS);
+  for (int k = 1; k <= res.steps; k++) {
+    CHECK(res.path_rules[k] == 1);
+    CHECK(one_rewrite(&rules, res.path_rules[k], &res.path[k - 1], &res.path[k], &m.inputs));
+  }
+  CHECK(taso_graph_compare(&res.path[res.steps], &res.best) == 0);
+  taso_search_result_free(&res);
+
+  taso_cost_cache_free(c);
+  taso_rules_free(&rules);
+  taso_graph_free(&graphs[0]);
+  taso_graph_free(&graphs[1]);
+  taso_inputs_free(&in);
+  taso_model_free(&m);
+}
+
 int main(void) {
   static const test_case_t cases[] = {
       TEST(test_graph_cost),
       TEST(test_missing_cost),
       TEST(test_search),
+      TEST(test_chain),
   };
   return test_run(cases, (int)(sizeof cases / sizeof cases[0]));
 }

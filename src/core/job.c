@@ -416,6 +416,13 @@ static taso_err_t set_optimize_time_limit(taso_job_t *job, const char *value) {
   return parse_seconds(value, &job->optimize_time_limit);
 }
 
+static taso_err_t set_chain(taso_job_t *job, const char *value) {
+  if (strcmp(value, "on") && strcmp(value, "off"))
+    return taso_error(TASO_ERR_PARSE, "chain must be on or off, not '%s'", value);
+  job->chain = !strcmp(value, "on");
+  return TASO_OK;
+}
+
 typedef struct {
   const char *section;
   const char *key;
@@ -461,6 +468,7 @@ static const key_spec_t key_specs[] = {
     {"optimize", "alpha", set_alpha, false, "1.05"},
     {"optimize", "budget", set_budget, false, "1000"},
     {"optimize", "time_limit", set_optimize_time_limit, false, "600"},
+    {"optimize", "chain", set_chain, false, "off"}, /* ours: rule chains (search.h) */
 };
 _Static_assert(sizeof key_specs / sizeof key_specs[0] <= 64, "taso_job_t.given has 64 bits");
 #define NKEYS ((int)(sizeof key_specs / sizeof key_specs[0]))

@@ -92,6 +92,7 @@ typedef struct {
   double alpha;               /* [optimize] alpha, >= 1 */
   int budget;                 /* [optimize] budget: graphs taken from the queue */
   double optimize_time_limit; /* [optimize] time_limit, seconds */
+  bool chain;                 /* [optimize] chain: on (rule chains, search.h) or off */
   uint64_t given;             /* keys the file sets, one bit each (taso_job_given) */
 } taso_job_t;
 

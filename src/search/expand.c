@@ -107,40 +107,107 @@ taso_err_t taso_expander_start(taso_expander_t *x, taso_graph_t *start, double *
   return taso_expander_cost(x, start, ms);
 }
 
-taso_err_t taso_expand(taso_expander_t *x, const taso_graph_t *host, taso_child_fn fn,
-                       taso_stop_fn stop, void *ctx) {
-  /* the host's types stay while results are costed in x->types */
-  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(host->nnodes + 1));
-  if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", host->nnodes);
-  taso_err_t err = taso_graph_infer(host, x->prob->inputs, types);
-  /* The host's memo: its results are costed by what they changed. A cost
-   * the host cannot have complete (pending in a parallel search) leaves
-   * none: its results are costed from scratch. */
-  if (err == TASO_OK) {
-    double ms;
-    err = taso_cost_of_graph_reusing(x->costs, host, types, x->prob->is_weight, NULL, NULL,
-                                     &x->memo, &ms);
-    if (err == TASO_ERR_UNKNOWN) err = TASO_OK;
-  }
+/* Readies x to expand host: its types (malloc'd into *types, kept while
+ * results are costed in x->types) and its memo, so that results are
+ * costed by what they changed. A cost the host cannot have complete
+ * (pending in a parallel search) leaves no memo: its results are costed
+ * from scratch. */
+static taso_err_t begin_host(taso_expander_t *x, const taso_graph_t *host, taso_child_fn fn,
+                             void *ctx, taso_tensor_t **types) {
+  *types = malloc(sizeof **types * 2 * (size_t)(host->nnodes + 1));
+  if (!*types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", host->nnodes);
+  TASO_TRY(taso_graph_infer(host, x->prob->inputs, *types));
+  double ms;
+  taso_err_t err = taso_cost_of_graph_reusing(x->costs, host, *types, x->prob->is_weight, NULL,
+                                              NULL, &x->memo, &ms);
+  if (err != TASO_OK && err != TASO_ERR_UNKNOWN) return err;
   x->fn = fn;
   x->fn_ctx = ctx;
   x->host = host;
-  x->host_types = types;
+  x->host_types = *types;
+  return TASO_OK;
+}
+
+/* Rule r at every match of the host where it is proved. */
+static taso_err_t apply_rule(taso_expander_t *x, int r) {
+  const taso_rule_t *rule = &x->rules->v[r];
+  x->rule = r;
+  if (x->guard)
+    return taso_rewrite_all_guarded_traced(x->guard, r, 0, x->host, x->host_types, &rule->lhs,
+                                           &rule->rhs, traced_child, x);
+  return taso_rewrite_all_traced(x->host, x->host_types, &rule->lhs, &rule->rhs,
+                                 &x->rules->inputs, taso_shape_cond_accepts,
+                                 (void *)(uintptr_t)&rule->cond, traced_child, x);
+}
+
+taso_err_t taso_expand(taso_expander_t *x, const taso_graph_t *host, taso_child_fn fn,
+                       taso_stop_fn stop, void *ctx) {
+  taso_tensor_t *types = NULL;
+  taso_err_t err = begin_host(x, host, fn, ctx, &types);
   uint32_t kinds = taso_graph_kinds(host);
   bool stopped = false;
   for (int r = 0; r < x->rules->n && err == TASO_OK && !stopped; r++) {
-    const taso_rule_t *rule = &x->rules->v[r];
-    if (rule->kinds & ~kinds) continue; /* an lhs operator the host lacks */
-    x->rule = r;
-    if (x->guard)
-      err = taso_rewrite_all_guarded_traced(x->guard, r, 0, host, types, &rule->lhs, &rule->rhs,
-                                            traced_child, x);
-    else
-      err = taso_rewrite_all_traced(host, types, &rule->lhs, &rule->rhs, &x->rules->inputs,
-                                    taso_shape_cond_accepts, (void *)(uintptr_t)&rule->cond,
-                                    traced_child, x);
+    if (x->rules->v[r].kinds & ~kinds) continue; /* an lhs operator the host lacks */
+    err = apply_rule(x, r);
     stopped = stop(ctx);
   }
   free(types);
+  return err;
+}
+
+/* ---- rule chains -------------------------------------------------------------- */
+
+typedef struct {
+  taso_expander_t *x;
+  int max_nodes;
+  double best;         /* the cheapest result so far (start: the link's cost) */
+  taso_graph_t next;   /* it */
+  bool found;
+  taso_chain_stats_t *stats;
+} chain_t;
+
+/* A result of the link by the chain's rule: the cheapest one is the next. */
+static taso_err_t chain_child(void *ctx, const taso_graph_t *g) {
+  chain_t *c = ctx;
+  c->stats->generated++;
+  if (g->nnodes >= c->max_nodes) return TASO_OK;
+  double ms;
+  taso_err_t err = taso_expander_cost(c->x, g, &ms);
+  if (err == TASO_ERR_SHAPE || err == TASO_ERR_UNKNOWN) { /* refused, or its cost pending */
+    c->stats->invalid += err == TASO_ERR_SHAPE;
+    return TASO_OK;
+  }
+  TASO_TRY(err);
+  if (!(ms < c->best)) return TASO_OK;
+  c->best = ms;
+  c->found = true;
+  return taso_graph_copy(&c->next, g);
+}
+
+taso_err_t taso_expand_chain(taso_expander_t *x, const taso_graph_t *g, double ms, int rule,
+                             int max_nodes, taso_link_fn fn, void *ctx,
+                             taso_chain_stats_t *stats) {
+  chain_t c = {.x = x, .max_nodes = max_nodes, .stats = stats};
+  taso_graph_t link;
+  taso_graph_init(&link);
+  taso_graph_init(&c.next);
+  taso_err_t err = taso_graph_copy(&link, g);
+  for (bool go = true; err == TASO_OK && go;) {
+    taso_tensor_t *types = NULL;
+    c.best = ms;
+    c.found = false;
+    err = begin_host(x, &link, chain_child, &c, &types);
+    if (err == TASO_OK) err = apply_rule(x, rule);
+    free(types);
+    if (err != TASO_OK || !c.found) break;
+    ms = c.best;
+    stats->links++;
+    err = fn(ctx, &c.next, ms, &go);
+    taso_graph_t t = link; /* the next link is the host of the next step */
+    link = c.next;
+    c.next = t;
+  }
+  taso_graph_free(&link);
+  taso_graph_free(&c.next);
   return err;
 }

@@ -50,6 +50,33 @@ taso_err_t taso_expander_cost(taso_expander_t *x, const taso_graph_t *g, double 
 taso_err_t taso_expand(taso_expander_t *x, const taso_graph_t *host, taso_child_fn fn,
                        taso_stop_fn stop, void *ctx);
 
+/* Rule chains. A search that rewrites a graph by rule r into a cheaper
+ * one can follow that rewrite at once with the cheapest rewrite of the
+ * result by r alone, and so on while each is cheaper than the last:
+ * NasRNN's 32 merges of the matmuls of a unit, or a model's 36 folded
+ * batch normalizations, are one rule at 32 or 36 places, which a search
+ * that expands every rule at every graph reaches only one place per
+ * expanded graph. Each link is one rewrite of the one before (a path the
+ * search can tell), costed by what it changed. */
+typedef struct {
+  int64_t links;      /* links made */
+  int64_t generated;  /* rewrites tried by the chains' rules */
+  int64_t invalid;    /* of them, refused by a consumer's typing */
+} taso_chain_stats_t;
+
+/* Given each link with its cost; *go false ends the chain (a graph seen
+ * before, or the time is up). */
+typedef taso_err_t (*taso_link_fn)(void *ctx, const taso_graph_t *link, double ms, bool *go);
+
+/* The chain from g (cost ms) by rule: links are results with fewer than
+ * max_nodes nodes, each the cheapest rewrite of the one before by rule
+ * (the first found of equal costs, in the matcher's order), while
+ * cheaper than it. Results whose cost is pending end nothing: they are
+ * not taken. Not from within taso_expand's callback. */
+taso_err_t taso_expand_chain(taso_expander_t *x, const taso_graph_t *g, double ms, int rule,
+                             int max_nodes, taso_link_fn fn, void *ctx,
+                             taso_chain_stats_t *stats);
+
 /* The canonical input graph and its cost. */
 taso_err_t taso_expander_start(taso_expander_t *x, taso_graph_t *start, double *ms);
 

@@ -150,6 +150,13 @@ int taso_rule_format(const taso_rules_t *rules, int i, char *buf, int len) {
 
 /* ---- the search --------------------------------------------------------------- */
 
+/* Where a rule chain starts: a queued result of the expansion. */
+typedef struct {
+  int rule;
+  int64_t at;           /* in the store */
+  double ms;
+} seed_t;
+
 typedef struct {
   const taso_search_problem_t *prob;
   const taso_rules_t *rules;
@@ -159,10 +166,40 @@ typedef struct {
   taso_expander_t x;
   int max_nodes;        /* results with this many nodes or more are not queued */
   double best;          /* the best cost taken from the queue */
-  int64_t parent;       /* the graph being expanded */
+  int64_t parent;       /* the graph being expanded, or the chain's last link */
   double start, last_progress;
   taso_search_result_t *res;
+  seed_t *seeds;        /* opt->chain: per rule, its cheapest result cheaper than the host */
+  int nseeds, seeds_cap;
+  double host_ms;       /* the cost of the graph being expanded */
+  taso_chain_stats_t chains;
 } search_t;
+
+/* A graph of cost ms was queued: is it the first as cheap as the target? */
+static void note_target(search_t *s, double ms) {
+  if (s->opt->target > 0 && s->res->target_seconds < 0 && ms <= s->opt->target)
+    s->res->target_seconds = taso_search_now() - s->start;
+}
+
+/* A queued result cheaper than its host: the chain seed of its rule if
+ * the cheapest so far (rules are applied in order, so a rule's results
+ * come together). */
+static taso_err_t note_seed(search_t *s, int64_t at, double ms) {
+  seed_t *last = s->nseeds ? &s->seeds[s->nseeds - 1] : NULL;
+  if (last && last->rule == s->x.rule) {
+    if (ms < last->ms) *last = (seed_t){s->x.rule, at, ms};
+    return TASO_OK;
+  }
+  if (s->nseeds == s->seeds_cap) {
+    int cap = s->seeds_cap ? 2 * s->seeds_cap : 64;
+    seed_t *v = realloc(s->seeds, sizeof *v * (size_t)cap);
+    if (!v) return taso_error(TASO_ERR_NOMEM, "%d chain seeds", cap);
+    s->seeds = v;
+    s->seeds_cap = cap;
+  }
+  s->seeds[s->nseeds++] = (seed_t){s->x.rule, at, ms};
+  return TASO_OK;
+}
 
 /* One rewrite: queued when new, small enough and cheaper than alpha * best.
  * The cost comes before the hash and the seen set: costing a rewrite
@@ -187,6 +224,8 @@ static taso_err_t on_rewrite(void *ctx, const taso_graph_t *g) {
   if (s->store.nslots && s->store.slots[taso_seen_slot(&s->store, g, hash)]) return TASO_OK;
   s->res->queued++;
   TASO_TRY(taso_store_add(&s->store, g, hash, ms, s->parent, s->x.rule));
+  note_target(s, ms);
+  if (s->opt->chain && ms < s->host_ms) TASO_TRY(note_seed(s, s->store.n - 1, ms));
   /* trimming costs a sort: only when the queue holds twice what matters */
   int64_t keep = s->opt->budget - s->res->explored + 1;
   return s->store.nheap > 2 * keep + 1024 ? taso_trim_queue(&s->store, keep) : TASO_OK;
@@ -210,12 +249,40 @@ static bool stop_now(void *ctx) {
   return s->res->timed_out;
 }
 
-/* Applies every rule at every match of the stored graph `at`. The graph
- * is copied out: queuing results may move the store. */
+/* A link of a rule chain: queued as a rewrite of the link before it;
+ * one seen before ends the chain (what follows it was made then). */
+static taso_err_t on_link(void *ctx, const taso_graph_t *g, double ms, bool *go) {
+  search_t *s = ctx;
+  uint64_t hash = taso_graph_hash(g);
+  *go = false;
+  if (s->store.nslots && s->store.slots[taso_seen_slot(&s->store, g, hash)]) return TASO_OK;
+  s->res->queued++;
+  TASO_TRY(taso_store_add(&s->store, g, hash, ms, s->parent, s->x.rule));
+  s->parent = s->store.n - 1;
+  note_target(s, ms);
+  *go = !stop_now(s);
+  return TASO_OK;
+}
+
+/* Applies every rule at every match of the stored graph `at`; with
+ * opt->chain, then follows each rule's cheapest improving result with
+ * that rule's chain (expand.h). The graph is copied out: queuing results
+ * may move the store. */
 static taso_err_t expand(search_t *s, int64_t at, taso_graph_t *host) {
   TASO_TRY(taso_graph_copy(host, &s->store.v[at].g));
   s->parent = at;
-  return taso_expand(&s->x, host, on_rewrite, stop_now, s);
+  s->host_ms = s->store.v[at].cost;
+  s->nseeds = 0;
+  TASO_TRY(taso_expand(&s->x, host, on_rewrite, stop_now, s));
+  for (int i = 0; i < s->nseeds && !s->res->timed_out; i++) {
+    seed_t seed = s->seeds[i];
+    if (!s->store.v[seed.at].g.nnodes) continue; /* trimmed off the queue */
+    TASO_TRY(taso_graph_copy(host, &s->store.v[seed.at].g));
+    s->parent = seed.at;
+    TASO_TRY(taso_expand_chain(&s->x, host, seed.ms, seed.rule, s->max_nodes, on_link, s,
+                               &s->chains));
+  }
+  return TASO_OK;
 }
 
 /* The path from the input graph to stored graph at: its graphs, and how
@@ -275,6 +342,7 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
   result->fired = calloc((size_t)rules->n + 1, sizeof *result->fired);
   if (!result->fired) return taso_error(TASO_ERR_NOMEM, "rule counts");
   result->ranks = 1;
+  result->target_seconds = -1;
   search_t s = {.prob = prob, .rules = rules, .costs = costs, .opt = opt, .res = result};
   s.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard,
                          .check = opt->check_incremental};
@@ -284,11 +352,15 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
   taso_graph_init(&host);
   taso_err_t err = run(&s, &host);
   result->checked = s.x.checked;
+  result->chained = s.chains.links;
+  result->generated += s.chains.generated;
+  result->invalid += s.chains.invalid;
   result->seconds = taso_search_now() - s.start;
   result->cpu_seconds = taso_search_cpu_now() - cpu;
   taso_graph_free(&host);
   taso_store_free(&s.store);
   taso_expander_free(&s.x);
+  free(s.seeds);
   if (err != TASO_OK) taso_search_result_free(result);
   return err;
 }

@@ -89,9 +89,12 @@ typedef struct {
    * relation (cached); without one (NULL), only where the relation holds. */
   taso_rule_guard_t *guard;
   int width;          /* parallel: graphs expanded per round, over all ranks (>= 1) */
-  double target;      /* parallel: note when a graph this cheap is found; <= 0: none */
+  double target;      /* note when a graph this cheap is found; <= 0: none */
   bool defer_costs;   /* parallel, measuring on: misses measured once, on rank 0, between
                          a round's expansions and its exchange, and shared */
+  bool chain;         /* follow each rule's cheapest improving result of an expansion with
+                         that rule's chain (expand.h: one rule at many places in a few
+                         expansions); the links are queued as rewrites */
   bool check_incremental; /* cost every rewrite both by what it changed and from scratch;
                              a difference (or a wrong provenance) is an error */
   taso_search_progress_fn progress; /* may be NULL */
@@ -114,7 +117,8 @@ typedef struct {
   int64_t generated;    /* rewrites produced by the matcher */
   int64_t invalid;      /* of them, with a type error downstream of the rewrite */
   int64_t checked;      /* of them, costed both ways (check_incremental) and found equal */
-  int64_t queued;       /* of them, new and cheap enough to queue */
+  int64_t queued;       /* of them, new and cheap enough to queue (chain links included) */
+  int64_t chained;      /* rule-chain links made (opt->chain) */
   double seconds;       /* search time */
   double cpu_seconds;   /* CPU time of the search, summed over the ranks (on a
                            loaded or oversubscribed machine, the work done) */
@@ -128,8 +132,8 @@ typedef struct {
   int ranks;            /* the ranks that searched (1 for the baseline) */
   int64_t *rank_explored; /* per rank: graphs it expanded (parallel search; else NULL) */
   int64_t rounds;       /* parallel: rounds run */
-  double target_seconds; /* parallel: when a graph of cost <= opt->target was
-                            first found (end of its round); -1: never */
+  double target_seconds; /* when a graph of cost <= opt->target was first found
+                            (queued; parallel: the end of its round); -1: never */
 } taso_search_result_t;
 
 /* The optimized model file's record of the rules that fired: the table

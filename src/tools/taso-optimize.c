@@ -34,7 +34,7 @@
 static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
                   *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text,
                   *confirm_text, *search_text, *width_text, *target_text, *guard_cache_path;
-static bool per_node, no_check, no_measure, keep_slower, costs_record, check_incremental;
+static bool per_node, no_check, no_measure, keep_slower, costs_record, check_incremental, chain;
 
 static const taso_tool_flag_t flags[] = {
     {"cost-per-node", "cost one step per node (no epilogue fusion in the cost model)", &per_node},
@@ -45,6 +45,9 @@ static const taso_tool_flag_t flags[] = {
      &keep_slower},
     {"record-costs", "merge the configurations measured here into --costs (created if absent), "
      "so that later runs find them", &costs_record},
+    {"chain", "rule chains: each expansion also follows every rule's cheapest improving "
+     "rewrite by that rule alone while it keeps getting cheaper (job: [optimize] chain = on)",
+     &chain},
     {"check-incremental", "cost every rewrite both by the steps it changed and from scratch; "
      "any difference is an error (a check of the search's incremental costs)", &check_incremental},
     {0},
@@ -62,8 +65,8 @@ static const taso_tool_option_t options[] = {
     {"search", "KIND", "backtracking (the original's, one rank) or parallel (over the ranks; "
      "job: [optimize] search)", &search_text},
     {"width", "K", "parallel: graphs expanded per round over all ranks (default 8)", &width_text},
-    {"target-cost", "MS", "parallel: record when a graph this cheap was first found (root "
-     "attribute target_seconds; for benchmarks)", &target_text},
+    {"target-cost", "MS", "record when a graph this cheap was first found (root attribute "
+     "target_seconds; for benchmarks)", &target_text},
     {"alpha", "A", "keep graphs cheaper than A times the best (job: [optimize] alpha)", &alpha_text},
     {"budget", "N", "graphs taken from the queue (job: [optimize] budget)", &budget_text},
     {"time-limit", "S", "seconds of search (job: [optimize] time_limit)", &time_limit_text},
@@ -162,6 +165,7 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   s->search.budget = t->have_job ? t->job.budget : 1000;
   s->search.time_limit = t->have_job ? t->job.optimize_time_limit : 600;
   s->kind = t->have_job ? t->job.search : "backtracking";
+  s->search.chain = chain || (t->have_job && t->job.chain);
   if (search_text) s->kind = search_text;
   if (strcmp(s->kind, "backtracking") != 0 && strcmp(s->kind, "parallel") != 0)
     taso_tool_usage_error(t, "--search: expected backtracking or parallel, got '%s'", s->kind);
@@ -267,10 +271,13 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   if (err == TASO_OK) err = taso_artifact_set_count(a, "search_complete", !r->timed_out);
   if (err == TASO_OK && r->rank_explored)
     err = taso_artifact_set_count(a, "search_width", rec->s->search.width);
-  if (err == TASO_OK && r->rank_explored && rec->s->search.target > 0)
+  if (err == TASO_OK && rec->s->search.target > 0)
     err = taso_artifact_set_real(a, "target_seconds", r->target_seconds);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_generated", r->generated);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_queued", r->queued);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "search_chain", rec->s->search.chain);
+  if (err == TASO_OK && rec->s->search.chain)
+    err = taso_artifact_set_count(a, "chain_links", r->chained);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "rewrites_applied", r->steps);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "substitutions_proved", rec->proved);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "configs_measured", rec->costs.measured);
@@ -324,6 +331,7 @@ typedef struct {
   taso_rule_guard_t *guard; /* re-proves rules at new shape relations */
   bool kept_input;          /* the result was measured no faster: the input was written */
   int width;                /* the parallel search's round width */
+  bool chain;               /* rule chains on */
 } run_t;
 
 /* The database's device for --backend: --device, else its only device
@@ -540,6 +548,7 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   taso_cost_options_t copt = taso_cost_options_default();
   copt.fusion = !per_node;
   copt.measure = !no_measure;
+  copt.warm_weights = taso_rt_weights_stay_warm(&r->m, s->be);
   if (costs_path) {
     TASO_TRY(taso_costdb_read(costs_path, costs_record, &r->db));
     TASO_TRY(choose_device(t, s, r));
@@ -550,10 +559,16 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   taso_tool_print(t, "taso-optimize: %s (%d nodes), %d rules from %lld proved substitutions; "
                   "costs on %s (%s)\n", r->m.name, r->m.graph.nnodes, r->rules.n,
                   (long long)r->proved, s->be->name, info);
+  taso_tool_print(t, "taso-optimize: weights timed %s: the model's tensors take %.1f MiB%s\n",
+                  copt.warm_weights ? "warm" : "cold",
+                  (double)taso_rt_model_bytes(&r->m) / (1 << 20),
+                  copt.warm_weights ? ", under half the last-level cache"
+                                    : ", not under half the last-level cache of a host backend");
   taso_search_problem_t prob = {.graph = &r->m.graph, .inputs = &r->m.inputs,
                                 .is_weight = r->m.is_weight};
   taso_search_options_t opt = s->search;
   r->width = opt.width;
+  r->chain = opt.chain;
   opt.guard = r->guard;
   opt.defer_costs = !no_measure; /* the parallel search measures each miss once, on rank 0 */
   opt.check_incremental = check_incremental;
@@ -607,6 +622,8 @@ static void summarize(taso_tool_t *t, const run_t *r) {
     taso_tool_print(t, "taso-optimize: parallel search: %lld rounds of width %d; graphs expanded "
                     "per rank:%s\n", (long long)res->rounds, r->width, line);
   }
+  if (r->chain)
+    taso_tool_print(t, "taso-optimize: rule chains: %lld links\n", (long long)res->chained);
   if (check_incremental)
     taso_tool_print(t, "taso-optimize: incremental check: %lld rewrites costed both ways, "
                     "all equal\n", (long long)res->checked);
