@@ -11,7 +11,9 @@
 #   - the parallel search on 1, 2 and 8 ranks (oversubscribed on a small
 #     machine): search time, final cost, the time it took to first find a
 #     graph as cheap as the baseline's result ("-" if it never did), and the
-#     balance: graphs expanded per rank.
+#     balance: graphs expanded per rank;
+#   - with rule chains (--chain, "+ch"): the baseline and the parallel
+#     search again, each with its time to the baseline's cost.
 # Both searches count the budget in graphs expanded; the parallel one gets
 # PAR_BUDGET (default twice BUDGET): rounds of WIDTH graphs are shallower
 # than the baseline's one-at-a-time order, so with the same budget it may
@@ -77,23 +79,37 @@ for spec in $specs; do
   step "$spec fill" "$bin/taso-optimize" "${common[@]}" --budget "$budget" --record-costs \
     --out "$tmp/fill.h5" &&
     step "$spec fill parallel" "$mpiexec" -n 1 "$bin/taso-optimize" "${common[@]}" "${par[@]}" \
-      --record-costs --out "$tmp/fill.h5" || { fail=1; continue; }
+      --record-costs --out "$tmp/fill.h5" &&
+    step "$spec fill chains" "$bin/taso-optimize" "${common[@]}" --budget "$budget" --chain \
+      --record-costs --out "$tmp/fill.h5" &&
+    step "$spec fill parallel chains" "$mpiexec" -n 1 "$bin/taso-optimize" "${common[@]}" \
+      "${par[@]}" --chain --record-costs --out "$tmp/fill.h5" || { fail=1; continue; }
   step "$spec baseline" "$bin/taso-optimize" "${common[@]}" --budget "$budget" --no-measure \
     --out "$tmp/$name.base.h5" || { fail=1; continue; }
   base=$(attr "$tmp/$name.base.h5" cost_after_ms)
   printf '%-22s %-9s %10.5g %9.2f %9.2f %9s %8s  %s\n' "$spec" baseline "$base" \
     "$(attr "$tmp/$name.base.h5" search_seconds)" "$(attr "$tmp/$name.base.h5" search_cpu_seconds)" \
     "-" "$(attr "$tmp/$name.base.h5" graphs_explored)" "-"
-  for n in 1 2 8; do
-    out=$tmp/$name.p$n.h5
-    step "$spec parallel $n" "$mpiexec" --oversubscribe -n "$n" "$bin/taso-optimize" "${common[@]}" \
-      "${par[@]}" --no-measure --target-cost "$base" --out "$out" ||
+  out=$tmp/$name.basech.h5
+  step "$spec baseline chains" "$bin/taso-optimize" "${common[@]}" --budget "$budget" --chain \
+    --no-measure --target-cost "$base" --out "$out" || { fail=1; continue; }
+  to=$(awk -v t="$(attr "$out" target_seconds)" 'BEGIN { if (t == "" || t < 0) print "-"; else printf "%.2f", t }')
+  printf '%-22s %-9s %10.5g %9.2f %9.2f %9s %8s  %s\n' "" "base+ch" "$(attr "$out" cost_after_ms)" \
+    "$(attr "$out" search_seconds)" "$(attr "$out" search_cpu_seconds)" "$to" \
+    "$(attr "$out" graphs_explored)" "-"
+  for run in 1 2 8 1+ch 2+ch 8+ch; do
+    n=${run%+ch}
+    chain=()
+    [ "$n" != "$run" ] && chain=(--chain)
+    out=$tmp/$name.p$run.h5
+    step "$spec parallel $run" "$mpiexec" --oversubscribe -n "$n" "$bin/taso-optimize" "${common[@]}" \
+      "${par[@]}" "${chain[@]}" --no-measure --target-cost "$base" --out "$out" ||
       { fail=1; continue; }
     per=$(sed -n 's/.*graphs expanded per rank: *//p' "$tmp/log")
     to=$(attr "$out" target_seconds)
     to=$(awk -v t="$to" 'BEGIN { if (t == "" || t < 0) print "-"; else printf "%.2f", t }')
     [ "$(attr "$out" search_complete)" = 1 ] || per="$per (time limit)"
-    printf '%-22s %-9s %10.5g %9.2f %9.2f %9s %8s  %s\n' "" "par $n" "$(attr "$out" cost_after_ms)" \
+    printf '%-22s %-9s %10.5g %9.2f %9.2f %9s %8s  %s\n' "" "par $run" "$(attr "$out" cost_after_ms)" \
       "$(attr "$out" search_seconds)" "$(attr "$out" search_cpu_seconds)" "$to" \
       "$(attr "$out" graphs_explored)" "$per"
   done

@@ -36,6 +36,12 @@ for w in 8 1; do
   expect "parallel on 1 rank, width $w, filling the cost database" 0
 done
 
+run "$bin/taso-optimize" "${common[@]}" --chain --record-costs --out "$tmp/fillc.h5"
+expect "baseline with rule chains, filling the cost database" 0
+run "$mpiexec" -n 1 "$bin/taso-optimize" "${common[@]}" --search parallel --chain \
+  --record-costs --out "$tmp/fillpc.h5"
+expect "parallel with rule chains on 1 rank, filling the cost database" 0
+
 run "$bin/taso-optimize" "${common[@]}" --no-measure --out "$tmp/base.h5"
 expect "baseline on the fixed database" 0
 base=$(attr "$tmp/base.h5" cost_after_ms)
@@ -120,6 +126,37 @@ run "$bin/taso-optimize" "${common[@]}" --no-measure --guard-cache "$tmp/substit
   --out "$tmp/x.h5"
 expect "a substitutions file as --guard-cache is refused" 1
 has "the refusal names the option" "--guard-cache" "$tmp/err"
+
+# rule chains (--chain): the parallel search's links go to their owners
+# with a path copy kept by the rank that made them; the result must not
+# depend on the rank count either, must agree with the original, and must
+# be no costlier than the search's without chains in the same budget
+run "$bin/taso-optimize" "${common[@]}" --no-measure --chain --out "$tmp/cb.h5"
+expect "baseline with rule chains" 0
+links=$(attr "$tmp/cb.h5" chain_links)
+echo "  baseline with chains: cost $(attr "$tmp/cb.h5" cost_after_ms) ms, $links links (baseline $base)"
+[ "${links:-0}" -gt 0 ] || { echo "FAIL: no chain link: the comparison proves little"; fail=1; }
+awk -v p="$(attr "$tmp/cb.h5" cost_after_ms)" -v b="$base" 'BEGIN { exit !(p <= b) }' ||
+  { echo "FAIL: the baseline with chains ends above the baseline"; fail=1; }
+run "$bin/taso-run" --model "$tmp/cb.h5" --compare "$model" --runs 0 --threads 1
+expect "the chained baseline's result agrees with the original" 0
+for n in 1 2 4; do
+  run "$mpiexec" --oversubscribe -n $n "$bin/taso-optimize" "${common[@]}" --no-measure \
+    --search parallel --chain --out "$tmp/c$n.h5"
+  expect "parallel with rule chains on $n ranks" 0
+  echo "  chains, $n ranks: cost $(attr "$tmp/c$n.h5" cost_after_ms) ms, $(attr "$tmp/c$n.h5" chain_links) links"
+  [ "$(attr "$tmp/c$n.h5" search_chain)" = 1 ] || { echo "FAIL: c$n.h5 does not record chains"; fail=1; }
+  [ $n = 1 ] && continue
+  for a in cost_after_ms graphs_explored rewrites_applied chain_links graphs_generated; do
+    [ "$(attr "$tmp/c$n.h5" $a)" = "$(attr "$tmp/c1.h5" $a)" ] ||
+      { echo "FAIL: with chains, $a on $n ranks differs from 1 rank"; fail=1; }
+  done
+  same_graph "$tmp/c1.h5" "$tmp/c$n.h5" || { echo "FAIL: with chains, $n ranks differ"; fail=1; }
+done
+awk -v p="$(attr "$tmp/c1.h5" cost_after_ms)" -v b="$(attr "$tmp/p1.h5" cost_after_ms)" \
+  'BEGIN { exit !(p <= b) }' || { echo "FAIL: the parallel search with chains ends above it without"; fail=1; }
+run "$bin/taso-run" --model "$tmp/c4.h5" --compare "$model" --runs 0 --threads 1
+expect "the chained 4-rank result agrees with the original" 0
 
 run "$bin/taso-run" --model "$tmp/p4.h5" --compare "$model" --runs 0 --threads 1
 expect "the 4-rank result agrees with the original" 0

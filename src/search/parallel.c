@@ -50,6 +50,13 @@ typedef struct {
   size_t n, cap;
 } bytes_t;
 
+/* Where a rule chain starts (a result of the pick being expanded). */
+typedef struct {
+  int rule;
+  double ms;
+  taso_graph_t g;
+} seed_t;
+
 typedef struct {
   MPI_Comm comm;
   int rank, size;
@@ -72,6 +79,15 @@ typedef struct {
   int64_t nsent, sent_slots;
   bool defer;        /* the cost cache defers misses: they are measured between rounds */
   bytes_t stash;     /* results whose cost waits for a pending configuration */
+  /* rule chains (opt->chain): while a pick is expanded (seeding), per rule its
+   * cheapest kept result cheaper than the pick; then the chain being followed */
+  bool seeding;
+  double host_ms;    /* the pick's cost */
+  seed_t *seeds;
+  int nseeds, seeds_cap;
+  int64_t link_parent; /* the path entry of the last link (on this rank) */
+  int32_t link_depth, link_rule;
+  taso_chain_stats_t chains;
 } par_t;
 
 static taso_err_t put(bytes_t *b, const void *p, size_t n) {
@@ -171,9 +187,34 @@ static void forget_sent(par_t *p) {
   p->nsent = 0;
 }
 
+static taso_err_t send(par_t *p, const taso_graph_t *g, uint64_t hash, child_t c);
+
+/* A kept result cheaper than the pick: the chain seed of its rule if the
+ * cheapest so far (rules are applied in order). */
+static taso_err_t note_seed(par_t *p, const taso_graph_t *g, double ms) {
+  seed_t *last = p->nseeds ? &p->seeds[p->nseeds - 1] : NULL;
+  if (!last || last->rule != p->x.rule) {
+    if (p->nseeds == p->seeds_cap) {
+      int cap = p->seeds_cap ? 2 * p->seeds_cap : 16;
+      seed_t *v = realloc(p->seeds, sizeof *v * (size_t)cap);
+      if (!v) return taso_error(TASO_ERR_NOMEM, "%d chain seeds", cap);
+      for (int i = p->seeds_cap; i < cap; i++) taso_graph_init(&v[i].g);
+      p->seeds = v;
+      p->seeds_cap = cap;
+    }
+    last = &p->seeds[p->nseeds++];
+    last->rule = p->x.rule;
+  } else if (!(ms < last->ms)) {
+    return TASO_OK;
+  }
+  last->ms = ms;
+  return taso_graph_copy(&last->g, g);
+}
+
 /* Costs a result and keeps it for its owner when cheaper than alpha times
  * the best; *pending when its cost waits for a deferred measurement. */
-static taso_err_t keep(par_t *p, const taso_graph_t *g, uint64_t hash, child_t c, bool *pending) {
+static taso_err_t keep(par_t *p, const taso_graph_t *g, uint64_t hash, child_t c, bool dup,
+                       bool *pending) {
   double ms;
   *pending = false;
   taso_err_t err = taso_expander_cost(&p->x, g, &ms);
@@ -187,7 +228,13 @@ static taso_err_t keep(par_t *p, const taso_graph_t *g, uint64_t hash, child_t c
   }
   TASO_TRY(err);
   if (!(ms < p->opt->alpha * p->best)) return TASO_OK;
+  if (p->seeding && ms < p->host_ms) TASO_TRY(note_seed(p, g, ms));
   c.cost = ms;
+  return dup ? TASO_OK : send(p, g, hash, c);
+}
+
+/* Sends a kept result (c complete but for the fields set here) to its owner. */
+static taso_err_t send(par_t *p, const taso_graph_t *g, uint64_t hash, child_t c) {
   c.hash = hash;
   c.nnodes = g->nnodes;
   c.noutputs = g->noutputs;
@@ -206,15 +253,18 @@ static taso_err_t on_child(void *ctx, const taso_graph_t *g) {
   p->seq++;
   if (g->nnodes >= p->max_nodes) return TASO_OK;
   uint64_t hash = taso_graph_hash(g);
-  if (owner(p, hash) == p->rank && p->store.nslots &&
-      p->store.slots[taso_seen_slot(&p->store, g, hash)])
-    return TASO_OK;
-  if (p->nsent && p->sent[sent_slot(p, g, hash)]) return TASO_OK; /* judged this round */
+  /* seen here, or judged this round: not sent again; but costed still
+   * when seeding, since whether a rank has seen it depends on the rank
+   * count, and chain seeds must not */
+  bool dup = (owner(p, hash) == p->rank && p->store.nslots &&
+              p->store.slots[taso_seen_slot(&p->store, g, hash)]) ||
+             (p->nsent && p->sent[sent_slot(p, g, hash)]);
+  if (dup && !p->seeding) return TASO_OK;
   child_t c = {.parent = p->parent, .parent_rank = p->parent_rank, .pick = p->pick,
                .seq = p->seq - 1, .rule = p->x.rule, .depth = p->depth};
   bool pending;
-  TASO_TRY(keep(p, g, hash, c, &pending));
-  return pending ? stash(p, g, hash) : TASO_OK;
+  TASO_TRY(keep(p, g, hash, c, dup, &pending));
+  return pending && !dup ? stash(p, g, hash) : TASO_OK;
 }
 
 /* ---- measuring deferred configurations --------------------------------------- */
@@ -239,7 +289,7 @@ static taso_err_t restash(par_t *p) {
     child_t c = {.parent = h.parent, .parent_rank = h.parent_rank, .pick = h.pick, .seq = h.seq,
                  .rule = h.rule, .depth = h.depth};
     bool pending;
-    err = keep(p, &g, h.hash, c, &pending);
+    err = keep(p, &g, h.hash, c, false, &pending);
     if (err == TASO_OK && pending) {
       p->parent = h.parent, p->parent_rank = h.parent_rank, p->pick = h.pick;
       p->seq = h.seq + 1, p->x.rule = h.rule;
@@ -712,6 +762,39 @@ static taso_err_t share_verdicts(par_t *p, const int *qpick, taso_err_t err) {
   return err;
 }
 
+/* ---- rule chains (expand.h) ------------------------------------------------------
+ * Each link goes to its owner like any result; its parent is a path-only
+ * copy of the link before it kept here (the owner of that one may drop it
+ * as seen), so the path to any graph still goes one rewrite at a time. A
+ * chain never stops at a graph seen or sent before: which rank follows it
+ * must not change where it ends. */
+
+static taso_err_t on_link(void *ctx, const taso_graph_t *g, double ms, bool *go) {
+  par_t *p = ctx;
+  uint64_t hash = taso_graph_hash(g);
+  child_t c = {.cost = ms, .parent = p->link_parent, .parent_rank = p->rank, .pick = p->pick,
+               .seq = p->seq++, .rule = p->link_rule, .depth = p->link_depth};
+  /* a graph sent this round by an earlier result is kept from there */
+  if (!(p->nsent && p->sent[sent_slot(p, g, hash)])) TASO_TRY(send(p, g, hash, c));
+  TASO_TRY(taso_store_keep_path(&p->store, g, hash, ms, c.parent, c.parent_rank, c.depth,
+                                c.rule));
+  p->link_parent = p->store.n - 1;
+  p->link_depth++;
+  *go = !stop_now(p);
+  return TASO_OK;
+}
+
+/* The chain of a seed, after its pick's expansion. */
+static taso_err_t follow_chain(par_t *p, const seed_t *sd) {
+  TASO_TRY(taso_store_keep_path(&p->store, &sd->g, taso_graph_hash(&sd->g), sd->ms, p->parent,
+                                p->parent_rank, p->depth, sd->rule));
+  p->link_parent = p->store.n - 1;
+  p->link_depth = p->depth + 1;
+  p->link_rule = sd->rule;
+  return taso_expand_chain(&p->x, &sd->g, sd->ms, sd->rule, p->max_nodes, on_link, p,
+                           &p->chains);
+}
+
 /* Expands this rank's share of the round's picks: pick i falls to rank i
  * modulo the rank count, whoever owns it, so the ranks share the work
  * evenly. Who expands a graph changes nothing in its results. With a
@@ -743,7 +826,13 @@ static taso_err_t expand_picks(par_t *p, const offer_t *picks, int npicks, int64
     p->seq = 0;
     p->depth = h.depth + 1;
     (*mine)++;
+    p->host_ms = picks[h.pick].cost;
+    p->nseeds = 0;
+    p->seeding = p->opt->chain;
     err = taso_expand(&p->x, &host, on_child, stop_now, p);
+    p->seeding = false;
+    for (int i = 0; err == TASO_OK && i < p->nseeds && !p->res->timed_out; i++)
+      err = follow_chain(p, &p->seeds[i]);
   }
   taso_graph_free(&host);
   free(v);
@@ -823,7 +912,7 @@ static void find_best(par_t *p, int *rank, int64_t *index) {
     const stored_t *e = &p->store.v[i];
     candidate_t c = {.cost = e->cost, .depth = e->depth, .hash = e->hash, .index = i,
                      .rank = p->rank};
-    if (e->g.nodes && better(&c, &mine)) mine = c; /* trimmed ones have no graph */
+    if (e->g.nodes && !e->path_only && better(&c, &mine)) mine = c; /* trimmed: no graph */
   }
   candidate_t *all = malloc(sizeof *all * (size_t)p->size), best = mine;
   MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, p->comm);
@@ -889,9 +978,11 @@ static taso_err_t record_result(par_t *p, int rank, int64_t index) {
 /* Sums of the per-rank counts, and each rank's expansions. */
 static taso_err_t gather_counts(par_t *p, int64_t mine) {
   taso_search_result_t *r = p->res;
-  int64_t local[4] = {r->generated, r->invalid, r->queued, p->x.checked}, sum[4];
-  MPI_Allreduce(local, sum, 4, MPI_INT64_T, MPI_SUM, p->comm);
+  int64_t local[5] = {r->generated + p->chains.generated, r->invalid + p->chains.invalid,
+                      r->queued, p->x.checked, p->chains.links}, sum[5];
+  MPI_Allreduce(local, sum, 5, MPI_INT64_T, MPI_SUM, p->comm);
   r->generated = sum[0], r->invalid = sum[1], r->queued = sum[2], r->checked = sum[3];
+  r->chained = sum[4];
   if (!(r->rank_explored = malloc(sizeof *r->rank_explored * (size_t)p->size)))
     return taso_error(TASO_ERR_NOMEM, "counts");
   MPI_Allgather(&mine, 1, MPI_INT64_T, r->rank_explored, 1, MPI_INT64_T, p->comm);
@@ -953,6 +1044,8 @@ taso_err_t taso_search_parallel(MPI_Comm comm, const taso_search_problem_t *prob
   free(p.out);
   free(p.stash.v);
   free(p.sent);
+  for (int i = 0; i < p.seeds_cap; i++) taso_graph_free(&p.seeds[i].g);
+  free(p.seeds);
   taso_cost_cache_set_defer(costs, false);
   taso_store_free(&p.store);
   taso_expander_free(&p.x);

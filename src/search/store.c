@@ -24,7 +24,8 @@ int64_t taso_seen_slot(const taso_store_t *s, const taso_graph_t *g, uint64_t ha
 static taso_err_t rebuild_slots(taso_store_t *s) {
   memset(s->slots, 0, sizeof *s->slots * (size_t)s->nslots);
   for (int64_t i = 0; i < s->n; i++)
-    if (s->v[i].g.nodes) s->slots[taso_seen_slot(s, &s->v[i].g, s->v[i].hash)] = i + 1;
+    if (s->v[i].g.nodes && !s->v[i].path_only)
+      s->slots[taso_seen_slot(s, &s->v[i].g, s->v[i].hash)] = i + 1;
   return TASO_OK;
 }
 
@@ -101,9 +102,9 @@ taso_err_t taso_trim_queue(taso_store_t *s, int64_t keep) {
   return rebuild_slots(s);
 }
 
-taso_err_t taso_store_add(taso_store_t *s, const taso_graph_t *g, uint64_t hash, double cost,
-                            int64_t parent, int rule) {
-  if (2 * (s->n + 1) > s->nslots) TASO_TRY(grow_slots(s));
+/* Room for one more entry, which is cleared. */
+static taso_err_t append(taso_store_t *s, const taso_graph_t *g, uint64_t hash, double cost,
+                         int64_t parent, int rule) {
   if (s->n == s->cap) {
     int64_t cap = s->cap ? 2 * s->cap : 1024;
     stored_t *v = realloc(s->v, sizeof *v * (size_t)cap);
@@ -114,16 +115,33 @@ taso_err_t taso_store_add(taso_store_t *s, const taso_graph_t *g, uint64_t hash,
     s->cap = cap;
   }
   stored_t *e = &s->v[s->n];
+  memset(e, 0, sizeof *e);
   taso_graph_init(&e->g);
   TASO_TRY(taso_graph_copy(&e->g, g));
   e->cost = cost;
   e->hash = hash;
   e->parent = parent;
   e->rule = rule;
-  e->parent_rank = 0;
-  e->depth = 0;
+  return TASO_OK;
+}
+
+taso_err_t taso_store_add(taso_store_t *s, const taso_graph_t *g, uint64_t hash, double cost,
+                          int64_t parent, int rule) {
+  if (2 * (s->n + 1) > s->nslots) TASO_TRY(grow_slots(s));
+  TASO_TRY(append(s, g, hash, cost, parent, rule));
   s->slots[taso_seen_slot(s, g, hash)] = s->n + 1;
   taso_heap_push(s, s->n);
+  s->n++;
+  return TASO_OK;
+}
+
+taso_err_t taso_store_keep_path(taso_store_t *s, const taso_graph_t *g, uint64_t hash,
+                                double cost, int64_t parent, int parent_rank, int depth,
+                                int rule) {
+  TASO_TRY(append(s, g, hash, cost, parent, rule));
+  s->v[s->n].parent_rank = parent_rank;
+  s->v[s->n].depth = depth;
+  s->v[s->n].path_only = true;
   s->n++;
   return TASO_OK;
 }

@@ -21,6 +21,8 @@ typedef struct {
   int parent_rank;  /* the rank holding the parent (parallel search; else 0) */
   int depth;        /* rewrites from the input graph (parallel search; else 0) */
   int rule;         /* the rule that did it */
+  bool path_only;   /* a copy kept for a path only: never queued, not in the seen set
+                       (the parallel search's rule-chain links, queued at their owners) */
 } stored_t;
 
 typedef struct {
@@ -41,6 +43,10 @@ int64_t taso_seen_slot(const taso_store_t *s, const taso_graph_t *g, uint64_t ha
 /* Adds g (copied, exactly sized) to the store, the seen set and the queue. */
 taso_err_t taso_store_add(taso_store_t *s, const taso_graph_t *g, uint64_t hash, double cost,
                           int64_t parent, int rule);
+/* Adds g (copied) as a path-only entry (stored_t.path_only). */
+taso_err_t taso_store_keep_path(taso_store_t *s, const taso_graph_t *g, uint64_t hash,
+                                double cost, int64_t parent, int parent_rank, int depth,
+                                int rule);
 /* The cheapest queued graph, taken off the queue. */
 int64_t taso_heap_pop(taso_store_t *s);
 void taso_heap_push(taso_store_t *s, int64_t x);
