@@ -14,7 +14,8 @@
 # graph and search times of the original TASO and of Tensat (Tensat's
 # Table 1, on an NVIDIA T4: a comparison of kind, not of number), then the
 # rules, then every command it ran. COSTS=costs.h5 reads a taso-measure
-# database (rows it lacks are still measured on the spot).
+# database (rows it lacks are still measured on the spot). CHAIN=1 searches
+# with rule chains (--chain) instead of the original's search alone.
 # Usage: bench/optimize.sh [BUILD_DIR] [SUBSTITUTIONS] [BUDGET] [TIME_LIMIT] [RUNS] [THREADS]
 #   (defaults: build, a workstation set made here, 1000, 300 s, 20, 1)
 # Without SUBSTITUTIONS it generates and verifies jobs/workstation.ini
@@ -62,6 +63,7 @@ published() {
 }
 costs=()
 [ -n "${COSTS:-}" ] && costs=(--costs "$COSTS")
+[ "${CHAIN:-0}" = 1 ] && costs+=(--chain)
 
 if [ -z "$subst" ]; then
   subst=$tmp/substitutions.h5
@@ -74,7 +76,7 @@ specs=${MODELS:-"nasrnn squeezenet:size=64 resnet50:size=28 resnext50:size=64 be
   inception_v3:size=75 mobilenet_v2:size=64 nasnet_a:size=64"}
 
 echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# substitutions $subst, budget $budget, time limit $limit s, $threads threads, $runs runs"
+echo "# substitutions $subst, budget $budget, time limit $limit s, $threads threads, $runs runs, rule chains: ${CHAIN:-0}"
 printf '%-24s %10s %10s %6s %9s %9s %6s %8s %8s %-11s %-12s %6s %6s %7s %7s\n' model "cost ms" \
   "opt ms" "x" "run ms" "opt run" "x" explored "search s" agrees "ended by" "TASO%" "Tensat%" \
   "TASO s" "Tensat s"
