@@ -211,26 +211,35 @@ static taso_err_t note_seed(par_t *p, const taso_graph_t *g, double ms) {
   return taso_graph_copy(&last->g, g);
 }
 
-/* Costs a result and keeps it for its owner when cheaper than alpha times
- * the best; *pending when its cost waits for a deferred measurement. */
-static taso_err_t keep(par_t *p, const taso_graph_t *g, uint64_t hash, child_t c, bool dup,
-                       bool *pending) {
-  double ms;
-  *pending = false;
-  taso_err_t err = taso_expander_cost(&p->x, g, &ms);
-  if (err == TASO_ERR_UNKNOWN && p->defer) {
-    *pending = true;
-    return TASO_OK;
-  }
-  if (err == TASO_ERR_SHAPE) {
-    p->res->invalid++;
-    return TASO_OK;
-  }
-  TASO_TRY(err);
+/* Whether this rank has seen g (it owns it) or sent it this round: then
+ * it is not sent again. */
+static bool is_dup(par_t *p, const taso_graph_t *g, uint64_t hash) {
+  return (owner(p, hash) == p->rank && p->store.nslots &&
+          p->store.slots[taso_seen_slot(&p->store, g, hash)]) ||
+         (p->nsent && p->sent[sent_slot(p, g, hash)]);
+}
+
+/* A costed result: sent to its owner when cheaper than alpha times the
+ * best (and, with check_dup, not a duplicate); first, while seeding, a
+ * chain seed, whether a duplicate or not (which results a rank has seen
+ * depends on the rank count, and where chains start must not). */
+static taso_err_t keep(par_t *p, const taso_graph_t *g, child_t c, double ms, bool check_dup) {
   if (!(ms < p->opt->alpha * p->best)) return TASO_OK;
   if (p->seeding && ms < p->host_ms) TASO_TRY(note_seed(p, g, ms));
+  uint64_t hash = taso_graph_hash(g);
+  if (check_dup && is_dup(p, g, hash)) return TASO_OK;
   c.cost = ms;
-  return dup ? TASO_OK : send(p, g, hash, c);
+  return send(p, g, hash, c);
+}
+
+/* The cost of a result; *pending when it waits for a deferred
+ * measurement, and *ok false when a consumer refused its types. */
+static taso_err_t cost_of(par_t *p, const taso_graph_t *g, double *ms, bool *pending, bool *ok) {
+  taso_err_t err = taso_expander_cost(&p->x, g, ms);
+  *pending = err == TASO_ERR_UNKNOWN && p->defer;
+  *ok = err == TASO_OK;
+  if (err == TASO_ERR_SHAPE) p->res->invalid++;
+  return *pending || err == TASO_ERR_SHAPE ? TASO_OK : err;
 }
 
 /* Sends a kept result (c complete but for the fields set here) to its owner. */
@@ -252,19 +261,18 @@ static taso_err_t on_child(void *ctx, const taso_graph_t *g) {
   p->res->generated++;
   p->seq++;
   if (g->nnodes >= p->max_nodes) return TASO_OK;
-  uint64_t hash = taso_graph_hash(g);
-  /* seen here, or judged this round: not sent again; but costed still
-   * when seeding, since whether a rank has seen it depends on the rank
-   * count, and chain seeds must not */
-  bool dup = (owner(p, hash) == p->rank && p->store.nslots &&
-              p->store.slots[taso_seen_slot(&p->store, g, hash)]) ||
-             (p->nsent && p->sent[sent_slot(p, g, hash)]);
-  if (dup && !p->seeding) return TASO_OK;
+  /* the cost first, as in the baseline: hashing reads every node, and
+   * most results are not cheap enough */
+  double ms;
+  bool pending, ok;
+  TASO_TRY(cost_of(p, g, &ms, &pending, &ok));
+  if (pending) {
+    uint64_t hash = taso_graph_hash(g);
+    return is_dup(p, g, hash) ? TASO_OK : stash(p, g, hash);
+  }
   child_t c = {.parent = p->parent, .parent_rank = p->parent_rank, .pick = p->pick,
                .seq = p->seq - 1, .rule = p->x.rule, .depth = p->depth};
-  bool pending;
-  TASO_TRY(keep(p, g, hash, c, dup, &pending));
-  return pending && !dup ? stash(p, g, hash) : TASO_OK;
+  return ok ? keep(p, g, c, ms, true) : TASO_OK;
 }
 
 /* ---- measuring deferred configurations --------------------------------------- */
@@ -288,8 +296,10 @@ static taso_err_t restash(par_t *p) {
     at += sizeof *g.outputs * (size_t)h.noutputs;
     child_t c = {.parent = h.parent, .parent_rank = h.parent_rank, .pick = h.pick, .seq = h.seq,
                  .rule = h.rule, .depth = h.depth};
-    bool pending;
-    err = keep(p, &g, h.hash, c, false, &pending);
+    double ms;
+    bool pending, ok;
+    err = cost_of(p, &g, &ms, &pending, &ok);
+    if (err == TASO_OK && ok) err = keep(p, &g, c, ms, false);
     if (err == TASO_OK && pending) {
       p->parent = h.parent, p->parent_rank = h.parent_rank, p->pick = h.pick;
       p->seq = h.seq + 1, p->x.rule = h.rule;
