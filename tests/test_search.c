@@ -96,31 +96,40 @@ static void test_missing_cost(void) {
   taso_model_free(&m);
 }
 
+/* Adds concat(1, relu(x), relu(y)) over new inputs x and y as an output. */
+static void add_relu_pair(taso_model_t *m, const char *x_name, const char *y_name) {
+  taso_ref_t x, y, rx, ry, cat;
+  taso_params_t p = taso_params_default();
+  CHECK_OK(taso_model_input(m, x_name, false, 4, act, NULL, &x));
+  CHECK_OK(taso_model_input(m, y_name, false, 4, act, NULL, &y));
+  CHECK_OK(taso_model_node(m, TASO_OP_RELU, &p, (taso_ref_t[]){x}, &rx));
+  CHECK_OK(taso_model_node(m, TASO_OP_RELU, &p, (taso_ref_t[]){y}, &ry));
+  p.axis = 1;
+  CHECK_OK(taso_model_node(m, TASO_OP_CONCAT, &p, (taso_ref_t[]){rx, ry}, &cat));
+  CHECK_OK(taso_model_output(m, cat, NULL));
+}
+
+/* The rule that moves a relu past a concat, as a substitution file holds
+ * it (pattern inputs of another shape: rules apply at any shape), stored
+ * in the other direction: graphs[0] => graphs[1] over in. */
+static void relu_rule(taso_inputs_t *in, taso_graph_t graphs[2]) {
+  CHECK_OK(taso_inputs_add(in, "i1", 4, kernel));
+  CHECK_OK(taso_inputs_add(in, "i2", 4, kernel));
+  taso_graph_init(&graphs[0]);
+  taso_graph_init(&graphs[1]);
+  CHECK_OK(taso_subst_parse("relu(concat(1, i1, i2)) => concat(1, relu(i1), relu(i2))", in,
+                            &graphs[0], &graphs[1]));
+}
+
 /* concat(1, relu(x), relu(y)): with relu at 10 ms, the rule that pulls
  * the relu past the concat halves the relus' cost. */
 static void test_search(void) {
   taso_model_t m;
   taso_model_init(&m, "two");
-  taso_ref_t x, y, rx, ry, cat;
-  taso_params_t p = taso_params_default();
-  CHECK_OK(taso_model_input(&m, "x", false, 4, act, NULL, &x));
-  CHECK_OK(taso_model_input(&m, "y", false, 4, act, NULL, &y));
-  CHECK_OK(taso_model_node(&m, TASO_OP_RELU, &p, (taso_ref_t[]){x}, &rx));
-  CHECK_OK(taso_model_node(&m, TASO_OP_RELU, &p, (taso_ref_t[]){y}, &ry));
-  p.axis = 1;
-  CHECK_OK(taso_model_node(&m, TASO_OP_CONCAT, &p, (taso_ref_t[]){rx, ry}, &cat));
-  CHECK_OK(taso_model_output(&m, cat, NULL));
-
-  /* the rule, as a substitution file holds it (pattern inputs of another
-   * shape: rules apply at any shape), stored in the other direction */
+  add_relu_pair(&m, "x", "y");
   taso_inputs_t in = {0};
-  CHECK_OK(taso_inputs_add(&in, "i1", 4, kernel));
-  CHECK_OK(taso_inputs_add(&in, "i2", 4, kernel));
   taso_graph_t graphs[2];
-  taso_graph_init(&graphs[0]);
-  taso_graph_init(&graphs[1]);
-  CHECK_OK(taso_subst_parse("relu(concat(1, i1, i2)) => concat(1, relu(i1), relu(i2))", &in,
-                            &graphs[0], &graphs[1]));
+  relu_rule(&in, graphs);
   taso_subst_t rows[2] = {{.src = 0, .dst = 1, .verdict = TASO_VERDICT_PROVED},
                           {.src = 1, .dst = 0, .verdict = TASO_VERDICT_UNKNOWN}};
   taso_rules_t rules;
@@ -187,29 +196,15 @@ static void test_chain(void) {
   enum { PAIRS = 6 };
   taso_model_t m;
   taso_model_init(&m, "pairs");
-  taso_params_t p = taso_params_default();
   for (int k = 0; k < PAIRS; k++) {
     char name[2][8];
-    taso_ref_t x, y, rx, ry, cat;
     snprintf(name[0], sizeof name[0], "x%d", k);
     snprintf(name[1], sizeof name[1], "y%d", k);
-    p = taso_params_default();
-    CHECK_OK(taso_model_input(&m, name[0], false, 4, act, NULL, &x));
-    CHECK_OK(taso_model_input(&m, name[1], false, 4, act, NULL, &y));
-    CHECK_OK(taso_model_node(&m, TASO_OP_RELU, &p, (taso_ref_t[]){x}, &rx));
-    CHECK_OK(taso_model_node(&m, TASO_OP_RELU, &p, (taso_ref_t[]){y}, &ry));
-    p.axis = 1;
-    CHECK_OK(taso_model_node(&m, TASO_OP_CONCAT, &p, (taso_ref_t[]){rx, ry}, &cat));
-    CHECK_OK(taso_model_output(&m, cat, NULL));
+    add_relu_pair(&m, name[0], name[1]);
   }
   taso_inputs_t in = {0};
-  CHECK_OK(taso_inputs_add(&in, "i1", 4, kernel));
-  CHECK_OK(taso_inputs_add(&in, "i2", 4, kernel));
   taso_graph_t graphs[2];
-  taso_graph_init(&graphs[0]);
-  taso_graph_init(&graphs[1]);
-  CHECK_OK(taso_subst_parse("relu(concat(1, i1, i2)) => concat(1, relu(i1), relu(i2))", &in,
-                            &graphs[0], &graphs[1]));
+  relu_rule(&in, graphs);
   taso_subst_t rows[1] = {{.src = 0, .dst = 1, .verdict = TASO_VERDICT_PROVED}};
   taso_rules_t rules;
   CHECK_OK(taso_rules_make(&in, graphs, 2, rows, 1, &rules));
