@@ -142,7 +142,9 @@ static taso_err_t add_conditions(taso_deriver_t *d, const taso_cand_t *rules, in
       if (taso_graph_ops(lhs) == 0) continue; /* a bare input matches everything */
       TASO_TRY(taso_shape_cond_of(lhs, rhs, &d->in, &d->cond[at]));
       d->has_cond[at] = 1;
-      if (taso_graph_ops(rhs) == 0) d->bare[d->nbare++] = at;
+      /* once, even where an earlier call failed past this direction */
+      if (taso_graph_ops(rhs) == 0 && (d->nbare == 0 || d->bare[d->nbare - 1] < at))
+        d->bare[d->nbare++] = at;
     }
   return TASO_OK;
 }
@@ -265,7 +267,8 @@ static taso_err_t expand(layer_t *l, const taso_cand_t *rules, int64_t nrules, i
   for (int64_t k = 0; k < nrules; k++)
     for (int dir = 0; dir < 2; dir++) {
       int64_t at = 2 * k + dir;
-      if (!d->has_cond[at] || (d->mask[at] & ~host.mask) || !fits(rules[k].kinds[dir], host.kinds)) continue;
+      if (!d->has_cond[at] || (d->mask[at] & ~host.mask) || !fits(rules[k].kinds[dir], host.kinds))
+        continue;
       l->rule = k;
       l->dir = dir;
       const taso_graph_t *lhs = dir ? &rules[k].dst : &rules[k].src;
