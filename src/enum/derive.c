@@ -27,6 +27,7 @@ typedef struct {
   uint64_t hash;          /* taso_graph_hash(g) */
   int depth;              /* rewrites from the side's start */
   uint8_t kinds[TASO_OP_COUNT]; /* operators per kind, for the rules' quick filter */
+  uint64_t mask;          /* bit k: an operator of kind k; a quicker filter first */
   int64_t parent, rule;   /* reached from graph parent of its side by rule; -1: the start */
   int dir;                /* in direction dir */
 } reached_t;
@@ -45,7 +46,12 @@ struct taso_deriver {
   taso_derive_opts_t o;
   taso_shape_cond_t *cond;      /* 2 per rule: src => dst, dst => src */
   uint8_t *has_cond;            /* per direction: cond computed (its lhs has operators) */
+  uint64_t *mask;               /* per direction: the lhs's kinds (reached_t.mask) */
   int64_t ncond, cond_cap;      /* rules whose conditions are computed */
+  /* the directions 2 * rule + dir whose lhs has operators and rhs none,
+   * ascending: the lookahead's rules, found without a pass over them all */
+  int64_t *bare;
+  int64_t nbare;
   side_t side[2];
   /* the path search (derive.h, optimistic): rewrites the hook refused on
    * a path, left out of the next search */
@@ -95,9 +101,20 @@ void taso_deriver_free(taso_deriver_t *d) {
     if (d->has_cond[i]) taso_shape_cond_free(&d->cond[i]);
   free(d->cond);
   free(d->has_cond);
+  free(d->mask);
+  free(d->bare);
   free(d->forbidden);
   free(d->in.v);
   free(d);
+}
+
+_Static_assert(TASO_OP_COUNT <= 64, "kind masks are 64 bits");
+
+static uint64_t kind_mask(const uint8_t *kinds) {
+  uint64_t m = 0;
+  for (int k = 0; k < TASO_OP_COUNT; k++)
+    if (kinds[k]) m |= (uint64_t)1 << k;
+  return m;
 }
 
 /* The shape conditions of rules [d->ncond, nrules), both directions. */
@@ -108,7 +125,11 @@ static taso_err_t add_conditions(taso_deriver_t *d, const taso_cand_t *rules, in
     if (c) d->cond = c;
     uint8_t *h = realloc(d->has_cond, (size_t)(2 * cap));
     if (h) d->has_cond = h;
-    if (!c || !h) return taso_error(TASO_ERR_NOMEM, "shape conditions");
+    uint64_t *m = realloc(d->mask, sizeof *m * (size_t)(2 * cap));
+    if (m) d->mask = m;
+    int64_t *b = realloc(d->bare, sizeof *b * (size_t)(2 * cap));
+    if (b) d->bare = b;
+    if (!c || !h || !m || !b) return taso_error(TASO_ERR_NOMEM, "shape conditions");
     d->cond_cap = cap;
   }
   for (; d->ncond < nrules; d->ncond++)
@@ -117,9 +138,13 @@ static taso_err_t add_conditions(taso_deriver_t *d, const taso_cand_t *rules, in
       const taso_graph_t *lhs = dir ? &r->dst : &r->src, *rhs = dir ? &r->src : &r->dst;
       int64_t at = 2 * d->ncond + dir;
       d->has_cond[at] = 0;
+      d->mask[at] = kind_mask(r->kinds[dir]);
       if (taso_graph_ops(lhs) == 0) continue; /* a bare input matches everything */
       TASO_TRY(taso_shape_cond_of(lhs, rhs, &d->in, &d->cond[at]));
       d->has_cond[at] = 1;
+      /* once, even where an earlier call failed past this direction */
+      if (taso_graph_ops(rhs) == 0 && (d->nbare == 0 || d->bare[d->nbare - 1] < at))
+        d->bare[d->nbare++] = at;
     }
   return TASO_OK;
 }
@@ -175,6 +200,7 @@ static taso_err_t side_add(taso_deriver_t *d, side_t *s, const taso_graph_t *g, 
   }
   for (int i = 0; i < g->nnodes; i++)
     if (g->nodes[i].kind != TASO_OP_INPUT) r->kinds[g->nodes[i].kind]++;
+  r->mask = kind_mask(r->kinds);
   side_index(s, s->n++);
   return TASO_OK;
 }
@@ -240,7 +266,9 @@ static taso_err_t expand(layer_t *l, const taso_cand_t *rules, int64_t nrules, i
   l->host = i;
   for (int64_t k = 0; k < nrules; k++)
     for (int dir = 0; dir < 2; dir++) {
-      if (!d->has_cond[2 * k + dir] || !fits(rules[k].kinds[dir], host.kinds)) continue;
+      int64_t at = 2 * k + dir;
+      if (!d->has_cond[at] || (d->mask[at] & ~host.mask) || !fits(rules[k].kinds[dir], host.kinds))
+        continue;
       l->rule = k;
       l->dir = dir;
       const taso_graph_t *lhs = dir ? &rules[k].dst : &rules[k].src;
@@ -301,20 +329,20 @@ static taso_err_t lookahead(taso_deriver_t *d, const taso_cand_t *rules, int64_t
     p.depth = host.depth + 1;
     p.host = i;
     if (p.depth > d->o.max_steps) continue;
-    for (int64_t k = 0; k < nrules; k++)
-      for (int dir = 0; dir < 2; dir++) {
-        const taso_graph_t *lhs = dir ? &rules[k].dst : &rules[k].src;
-        const taso_graph_t *rhs = dir ? &rules[k].src : &rules[k].dst;
-        if (!d->has_cond[2 * k + dir] || taso_graph_ops(rhs) > 0 || !fits(rules[k].kinds[dir], host.kinds))
-          continue;
-        p.rule = k;
-        p.dir = dir;
-        if (d->o.rewrite)
-          TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, k, dir, &host.g, host.types, lhs, rhs, peeked, &p));
-        else
-          TASO_TRY(taso_rewrite_all_checked(&host.g, host.types, lhs, rhs, &d->in, &d->cond[2 * k + dir],
-                                            peeked, &p));
-      }
+    /* d->bare ascends: the same order as a pass over every rule */
+    for (int64_t b = 0; b < d->nbare && d->bare[b] < 2 * nrules; b++) {
+      int64_t at = d->bare[b], k = at / 2;
+      int dir = (int)(at % 2);
+      const taso_graph_t *lhs = dir ? &rules[k].dst : &rules[k].src;
+      const taso_graph_t *rhs = dir ? &rules[k].src : &rules[k].dst;
+      if ((d->mask[at] & ~host.mask) || !fits(rules[k].kinds[dir], host.kinds)) continue;
+      p.rule = k;
+      p.dir = dir;
+      if (d->o.rewrite)
+        TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, k, dir, &host.g, host.types, lhs, rhs, peeked, &p));
+      else
+        TASO_TRY(taso_rewrite_all_checked(&host.g, host.types, lhs, rhs, &d->in, &d->cond[at], peeked, &p));
+    }
   }
   *best = p.best;
   return TASO_OK;
