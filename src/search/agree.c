@@ -119,7 +119,7 @@ static int compare_ms(const void *a, const void *b) {
 
 taso_err_t taso_model_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *a,
                                 taso_model_t *b, int runs, int rounds, double *a_ms,
-                                double *b_ms) {
+                                double *b_ms, int *b_faster) {
   enum { MAX_ROUNDS = 15 };
   if (runs < 1 || rounds < 1 || rounds > MAX_ROUNDS)
     return taso_error(TASO_ERR_ARG, "latency: 1 to %d rounds of at least one run", MAX_ROUNDS);
@@ -131,13 +131,18 @@ taso_err_t taso_model_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, ta
   taso_err_t err = make_buffers(a, &in); /* b reads the same run-time inputs */
   if (err == TASO_OK) err = taso_rt_plan(be, ctx, a, NULL, &plan[0]);
   if (err == TASO_OK) err = taso_rt_plan(be, ctx, b, NULL, &plan[1]);
-  /* alternated, so that a change of load weighs on both alike */
+  /* alternated, a b b a a b ..., so that a change of load, and whatever
+   * the model timed just before leaves behind, weighs on both alike */
   for (int k = 0; k < rounds && err == TASO_OK; k++)
-    for (int w = 0; w < 2 && err == TASO_OK; w++) {
+    for (int i = 0; i < 2 && err == TASO_OK; i++) {
+      int w = i ^ (k & 1);
       taso_rt_stats_t st;
       err = taso_rt_time_model(plan[w], (const float *const *)in.in, 3, runs, &st);
       med[w][k] = st.median;
     }
+  int faster = 0; /* paired, before the sort */
+  for (int k = 0; k < rounds && err == TASO_OK; k++) faster += med[1][k] < med[0][k];
+  if (b_faster) *b_faster = faster;
   for (int w = 0; w < 2 && err == TASO_OK; w++)
     qsort(med[w], (size_t)rounds, sizeof(double), compare_ms);
   if (err == TASO_OK) *a_ms = med[0][rounds / 2], *b_ms = med[1][rounds / 2];
