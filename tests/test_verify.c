@@ -162,6 +162,15 @@ static const struct {
     {"X30", "matmul(concat(1, m1, m1), concat(0, concat(0, m4, m4), m4)) => "
             "matmul(concat(1, m1, m1), concat(0, m4, concat(0, m4, m4)))",
      true},
+    {"X31", "relu(smul(relu(a1), s0)) => smul(relu(a1), relu(s0))", true},
+    {"X32", "relu(ewmul(a1, relu(a2))) => ewmul(relu(a1), relu(a2))", true},
+    {"X33", "smul(relu(s0), s1) => smul(s1, relu(s0))", true},
+    {"X34", "pool_avg(k=3x3, conv2d(i1, const_one(shape=2x1x1x3))) => "
+            "conv2d(pool_avg(k=3x3, i1), const_one(shape=2x1x1x3))",
+     true},
+    {"X35", "matmul(ewmul(m4, const_imm(shape=2x2)), ewmul(m4, const_imm(shape=2x2))) => "
+            "ewmul(ewmul(m4, m4), const_imm(shape=2x2))",
+     true},
     {"C1", "chmul(1, conv2d(s=2x2, i1, w1), c1) => conv2d(s=2x2, i1, chmul(0, w1, c1))", true},
     {"C2", "chmul(1, chadd(1, i1, c1), c2) => chadd(1, chmul(1, i1, c2), ewmul(c1, c2))", true},
     {"C3", "chadd(1, chadd(1, i1, c1), c2) => chadd(1, i1, ewadd(c1, c2))", true},
@@ -591,6 +600,23 @@ static void test_shape_facts(void) {
   CHECK(decide(p, &in, pool, false).verdict == TASO_VERDICT_UNKNOWN);
   r = decide(p, &in, pool, true);
   CHECK(r.verdict == TASO_VERDICT_REFUTED && strstr(r.reason, "values differ"));
+  /* (rank t) facts: relu(s0) is a scalar, so X33 commutes it with s0. */
+  CHECK(decide(p, &in, "smul(relu(s0), s0) => smul(s0, relu(s0))", true).verdict ==
+        TASO_VERDICT_PROVED);
+  /* A constant is some relu's result (X14 fires on the constant alone), so
+   * X31 takes it as non-negative; a1 may be negative, and the pair is false. */
+  CHECK(decide(p, &in, "smul(const_one(shape=2x3), relu(s0)) => relu(smul(const_one(shape=2x3), s0))",
+               true).verdict == TASO_VERDICT_PROVED);
+  CHECK(decide(p, &in, "relu(smul(a1, s0)) => smul(a1, relu(s0))", false).verdict ==
+        TASO_VERDICT_UNKNOWN);
+  CHECK(decide(p, &in, "relu(smul(a1, s0)) => smul(a1, relu(s0))", true).verdict ==
+        TASO_VERDICT_REFUTED);
+  /* X34: box filters of one width commute; a 3x3 pool and a 1x2 kernel
+   * are not in its guard (and do not commute at the borders). */
+  const char *box = "pool_avg(k=3x3, conv2d(i1, const_one(shape=2x1x1x2))) => "
+                    "conv2d(pool_avg(k=3x3, i1), const_one(shape=2x1x1x2))";
+  CHECK(decide(p, &in, box, false).verdict == TASO_VERDICT_UNKNOWN);
+  CHECK(decide(p, &in, box, true).verdict == TASO_VERDICT_REFUTED);
   taso_prover_free(p);
   /* Without X3 the first pair cannot be proved. */
   CHECK_OK(taso_axioms_enable(ax, "X3", false));

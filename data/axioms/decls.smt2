@@ -35,9 +35,11 @@
 ; axis (x, then the vector with one value per slice of that axis)
 (declare-fun chmul (Int T T) T)
 (declare-fun chadd (Int T T) T)
-; Type functions, not operators: (dim a x) is the size of axis a of x and
+; Type functions, not operators: (dim a x) is the size of axis a of x,
 ; (splits a x) the number of concats in x's split tree on axis a (0: the
-; tree is empty). The verifier states both for every subterm of the two
-; graphs of a query (README.md, "Shape facts"); axioms use them as guards.
+; tree is empty) and (rank x) the number of axes of x (0: a scalar). The
+; verifier states them for every subterm of the two graphs of a query
+; (README.md, "Shape facts"); axioms use them as guards.
 (declare-fun dim (Int T) Int)
 (declare-fun splits (Int T) Int)
+(declare-fun rank (T) Int)

@@ -173,10 +173,14 @@
 
 ;; @axiom X14
 ;; @about relu of all ones is all ones
+;; @note Fired by the constant alone (as X17 and X18), so that every
+;; @note constant of a query is known to be some relu's result, which is
+;; @note how X31 and X32 learn that it is non-negative.
 ;; @rank 2,3,4
 ;; @const const_one = *
 (assert (forall ((r Int) (d0 Int) (d1 Int) (d2 Int) (d3 Int))
-  (= (relu (const_one r d0 d1 d2 d3)) (const_one r d0 d1 d2 d3))))
+  (! (= (relu (const_one r d0 d1 d2 d3)) (const_one r d0 d1 d2 d3))
+     :pattern ((const_one r d0 d1 d2 d3)))))
 
 ;; @axiom X15
 ;; @about conv2d of an all-ones input does not depend on its channel count
@@ -218,14 +222,14 @@
 ;; @kernel kh kw
 ;; @const const_iconv = c c kh kw
 (assert (forall ((kh Int) (kw Int))
-  (= (relu (const_iconv kh kw)) (const_iconv kh kw))))
+  (! (= (relu (const_iconv kh kw)) (const_iconv kh kw)) :pattern ((const_iconv kh kw)))))
 
 ;; @axiom X18
 ;; @about relu of the identity matrix is the identity matrix
 ;; @note Its entries are 0 and 1, which relu keeps.
 ;; @const const_imm = k k
 (assert (forall ((k Int))
-  (= (relu (const_imm k)) (const_imm k))))
+  (! (= (relu (const_imm k)) (const_imm k)) :pattern ((const_imm k)))))
 
 ;; @axiom X19
 ;; @about ewmul of the identity matrix with itself is the identity matrix
@@ -424,3 +428,75 @@
 (assert (forall ((act Int) (x T) (y T) (z T) (u T))
   (= (matmul act x (concat 0 (concat 0 y z) u))
      (matmul act x (concat 0 y (concat 0 z u))))))
+
+;; @axiom X31
+;; @about relu of a non-negative tensor scaled by a scalar scales the scalar's relu
+;; @note relu(z) >= 0 elementwise, so relu(relu(z) * w) = relu(z) * max(w, 0)
+;; @note for the scalar w. With X14, X17 and X18 it covers the constants
+;; @note (all entries 0 or 1). Trees: smul and relu keep z's on both sides.
+;; @note From the k=3 and k=4 unknowns (scalar algebra). @relu max: it
+;; @note needs relu's sign, which an arbitrary f with f(0) = 0 lacks.
+;; @note Element by element, so rank 2 checks it: Z3's nonlinear queries
+;; @note over larger tensors only take longer.
+;; @relu max
+;; @rank 2
+;; @shape z = *
+;; @shape w = scalar
+(assert (forall ((z T) (w T))
+  (= (relu (smul (relu z) w)) (smul (relu z) (relu w)))))
+
+;; @axiom X32
+;; @about relu of an ewmul by a non-negative tensor is the ewmul of the other operand's relu
+;; @note b >= 0 gives relu(a * b) = max(a, 0) * b, elementwise. Trees: ewmul
+;; @note keeps those on which x and z agree, relu keeps its operand's, on
+;; @note both sides. From the k=3 and k=4 unknowns (constants as masks).
+;; @note Checked at rank 2, as X31.
+;; @relu max
+;; @rank 2
+;; @shape x = *
+;; @shape z = *
+(assert (forall ((x T) (z T))
+  (= (relu (ewmul x (relu z))) (ewmul (relu x) (relu z)))))
+
+;; @axiom X33
+;; @about smul of a scalar by a scalar commutes
+;; @note smul's second operand is always a scalar; when the first is one
+;; @note too (rank 0, a shape fact), the product is of two numbers.
+;; @note Scalars have no trees. From the k=3 and k=4 unknowns (scalar
+;; @note algebra: smul(relu(s0), s0) = smul(s0, relu(s0))).
+;; @shape x = scalar
+;; @shape w = scalar
+(assert (forall ((x T) (w T))
+  (=> (= (rank x) 0) (= (smul x w) (smul w x)))))
+
+;; @axiom X34
+;; @about pool_avg commutes with a conv2d by an all-ones kernel as wide as the pool, or 1 wide, on each axis
+;; @note On each spatial axis a stride-1 SAME box filter is one banded 0/1
+;; @note matrix (the same band for the same width, the identity for width
+;; @note 1), so the pool's and the kernel's filters are the same matrix or
+;; @note one of them is the identity: they commute. The kernel's channel
+;; @note sums (groups included) act per pixel and commute with a per-channel
+;; @note filter. Box filters of different widths do not commute at the
+;; @note borders, hence the guard. Trees: axis 0 from x on both sides (conv2d
+;; @note and pool_avg keep it), axis 1 from the constant (none). From the
+;; @note k=3 unknowns (box filters commute).
+;; @shape x = n c h w
+;; @const const_one = co ci eh ew
+;; @kernel kh kw eh ew
+(assert (forall ((kh Int) (kw Int) (co Int) (ci Int) (eh Int) (ew Int) (x T))
+  (=> (and (or (= eh 1) (= eh kh)) (or (= ew 1) (= ew kw)))
+      (= (pool_avg kh kw 1 1 0 (conv2d 1 1 0 0 x (const_one 4 co ci eh ew)))
+         (conv2d 1 1 0 0 (pool_avg kh kw 1 1 0 x) (const_one 4 co ci eh ew))))))
+
+;; @axiom X35
+;; @about the product of two matrices masked to their diagonals is the diagonal of their ewmul
+;; @note ewmul by the identity matrix keeps the diagonal alone; diagonal
+;; @note matrices multiply entry by entry. Trees: none on either side
+;; @note (const_imm has none, and ewmul keeps only trees both operands
+;; @note share). From the k=3 and k=4 unknowns (the identity matrix's algebra).
+;; @shape x = k k
+;; @shape y = k k
+;; @const const_imm = k k
+(assert (forall ((k Int) (x T) (y T))
+  (= (matmul 0 (ewmul x (const_imm k)) (ewmul y (const_imm k)))
+     (ewmul (ewmul x y) (const_imm k)))))

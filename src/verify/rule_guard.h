@@ -17,7 +17,7 @@
  *     key alone, so that a verdict does not depend on the decisions
  *     before it; key equality is checked exactly). No such sizes, or a difference: refused.
  *  2. The proof, at the bound shapes themselves. Shapes enter the proof
- *     only as ground facts, (dim a t) = n and (splits a t) = k for every
+ *     only as ground facts, (dim a t) = n, (splits a t) = k and (rank t) = r for every
  *     subterm, that the axioms' guards compare with each other and with
  *     parameters by =, and, for const_one, add (extra.smt2): ground
  *     integer arithmetic on constants, whose cost does not depend on how

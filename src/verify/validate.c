@@ -88,12 +88,13 @@ enum {
   G_DIV,
   G_NEG,
   G_DIM,   /* (dim a x): axis kid[0] of tensor variable value */
-  G_SPLITS /* (splits a x): 0, the checked tensors have empty split trees */
+  G_SPLITS, /* (splits a x): 0, the checked tensors have empty split trees */
+  G_RANK    /* (rank x): the rank of tensor variable value */
 };
 
 typedef struct {
   int op;
-  int64_t value; /* G_CONST: the number; G_VAR, G_DIM, G_SPLITS: bound index */
+  int64_t value; /* G_CONST: the number; G_VAR, G_DIM, G_SPLITS, G_RANK: bound index */
   int nkid;
   int kid[4];
 } gnode_t;
@@ -110,6 +111,7 @@ typedef struct {
   entry_t entries[MAX_ENTRIES];
   int nentries;
   int64_t count, first;
+  bool relu_max; /* @relu max: the Z3 path takes relu as max(v, 0) */
 } vaxiom_t;
 
 struct taso_plan {
@@ -463,18 +465,20 @@ static taso_err_t guard(Z3_context c, vaxiom_t *v, Z3_ast e, int *out) {
     g.value = x;
   } else if (kind == Z3_APP_AST &&
              Z3_get_decl_kind(c, Z3_get_app_decl(c, Z3_to_app(c, e))) == Z3_OP_UNINTERPRETED) {
-    /* a shape fact: (dim a x) or (splits a x) of a tensor variable x */
+    /* a shape fact: (dim a x), (splits a x) or (rank x) of a tensor variable x */
     Z3_app app = Z3_to_app(c, e);
     const char *fn = Z3_get_symbol_string(c, Z3_get_decl_name(c, Z3_get_app_decl(c, app)));
-    if ((strcmp(fn, "dim") && strcmp(fn, "splits")) || Z3_get_app_num_args(c, app) != 2)
+    unsigned nargs = Z3_get_app_num_args(c, app);
+    bool axis = strcmp(fn, "rank") != 0;
+    if ((strcmp(fn, "dim") && strcmp(fn, "splits") && axis) || nargs != 1u + axis)
       return formula_error(v, "unsupported function in the guard: ", fn);
-    g.op = strcmp(fn, "dim") ? G_SPLITS : G_DIM;
-    int t = bound_of(c, v, Z3_get_app_arg(c, app, 1));
+    g.op = !axis ? G_RANK : strcmp(fn, "dim") ? G_SPLITS : G_DIM;
+    int t = bound_of(c, v, Z3_get_app_arg(c, app, axis));
     if (t < 0 || v->bint[t])
       return formula_error(v, "a shape fact in the guard of something other than a tensor variable: ", fn);
     g.value = t;
-    g.nkid = 1;
-    TASO_TRY(guard(c, v, Z3_get_app_arg(c, app, 0), &g.kid[0]));
+    g.nkid = axis;
+    if (axis) TASO_TRY(guard(c, v, Z3_get_app_arg(c, app, 0), &g.kid[0]));
   } else if (kind == Z3_APP_AST) {
     Z3_app app = Z3_to_app(c, e);
     unsigned n = Z3_get_app_num_args(c, app);
@@ -656,8 +660,14 @@ taso_err_t taso_plan_new(const taso_axioms_t *ax, const int32_t *sizes, int nsiz
       err = DOMAIN_ERR(a, meta_line(a, "check"), "@check takes only 'none', got '%s'", check);
       break;
     }
+    const char *relu = taso_axiom_meta(a, "relu", 0);
+    if (relu && strcmp(relu, "max")) {
+      err = DOMAIN_ERR(a, meta_line(a, "relu"), "@relu takes only 'max', got '%s'", relu);
+      break;
+    }
     vaxiom_t *v = &p->v[p->n];
     v->a = a;
+    v->relu_max = relu != NULL;
     if ((err = read_formula(ax, c, t, fns, v)) != TASO_OK) break;
     int ranks[MAX_ENTRIES], nr = 0;
     const char *rk = taso_axiom_meta(a, "rank", 0);
@@ -755,6 +765,7 @@ typedef struct {
   Z3_context c;
   Z3_sort real;
   Z3_func_decl relu;
+  bool relu_max; /* the axiom at hand has @relu max */
 } zctx_t;
 
 static Z3_ast z_add(zctx_t *z, Z3_ast a, Z3_ast b) {
@@ -769,11 +780,15 @@ static Z3_ast z_mul(zctx_t *z, Z3_ast a, Z3_ast b) {
 
 /* relu as the polynomial path has it: exact on a number (the all-ones and
  * identity constants), an uninterpreted function with relu(0) = 0 on
- * anything else. */
+ * anything else; max(v, 0) itself for an axiom with @relu max, which
+ * holds for relu but not for every function with f(0) = 0 (X31: relu(z)
+ * is never negative). */
 static Z3_ast z_relu(zctx_t *z, Z3_ast a) {
   int64_t num, den;
+  Z3_ast zero = Z3_mk_real(z->c, 0, 1);
   if (Z3_is_numeral_ast(z->c, a) && Z3_get_numeral_rational_int64(z->c, a, &num, &den))
-    return num > 0 ? a : Z3_mk_real(z->c, 0, 1);
+    return num > 0 ? a : zero;
+  if (z->relu_max) return Z3_mk_ite(z->c, Z3_mk_gt(z->c, a, zero), a, zero);
   return Z3_mk_app(z->c, z->relu, 1, (Z3_ast[]){a});
 }
 
@@ -934,6 +949,11 @@ static int64_t guard_eval(const combo_t *cb, int k) {
   }
   case G_SPLITS:
     return 0;
+  case G_RANK: {
+    int rank;
+    int32_t dim[TASO_MAX_RANK];
+    return spec_shape(cb, &cb->e->tshape[g->value], &rank, dim) ? rank : -1;
+  }
   case G_AND:
     acc = 1;
     for (int i = 0; i < g->nkid; i++)
@@ -1105,9 +1125,11 @@ static void model_value(Z3_context c, Z3_model m, Z3_ast e, char *buf, size_t le
 /* The Z3 path: both sides as real terms, "some element differs" asserted;
  * only elements whose canonical forms differ when differ is given. */
 static taso_err_t decide_z3(taso_checker_t *ch, const taso_graph_t *g, const taso_tensor_t *types,
-                            const taso_inputs_t *in, const bool *differ, taso_check_t *row) {
+                            const taso_inputs_t *in, const bool *differ, bool relu_max,
+                            taso_check_t *row) {
   TASO_TRY(z3_ready(ch));
   zctx_t *z = &ch->z;
+  z->relu_max = relu_max;
   Z3_context c = z->c;
   taso_err_t err = TASO_OK;
   Z3_ast **inputs = calloc((size_t)in->n + 1, sizeof *inputs);
@@ -1340,7 +1362,7 @@ taso_err_t taso_checker_run(taso_checker_t *ch, int64_t index, taso_check_t *row
     row->path = TASO_PATH_POLY;
     row->outcome = TASO_CHECK_PROVED;
   } else {
-    err = decide_z3(ch, &g, types, &in, differ, row);
+    err = decide_z3(ch, &g, types, &in, differ, cb.v->relu_max, row);
   }
   free(differ);
 done:

@@ -18,10 +18,11 @@
 #define MAX_BOUND 64 /* variables of one lemma */
 
 /* The type functions of decls.smt2 (README.md, "Shape facts"): for every
- * subterm t of a query's graphs, (dim a t) is the size of axis a and
- * (splits a t) the number of concats in the split tree of axis a. */
-enum { TYPE_DIM = 0, TYPE_SPLITS = 1, TYPE_FNS = 2 };
-static const char *const type_fn_names[TYPE_FNS] = {"dim", "splits"};
+ * subterm t of a query's graphs, (dim a t) is the size of axis a,
+ * (splits a t) the number of concats in the split tree of axis a, and
+ * (rank t) the number of axes (0: a scalar). */
+enum { TYPE_DIM = 0, TYPE_SPLITS = 1, TYPE_RANK = 2, TYPE_FNS = 3 };
+static const char *const type_fn_names[TYPE_FNS] = {"dim", "splits", "rank"};
 
 struct taso_prover {
   const taso_axioms_t *ax;
@@ -29,7 +30,7 @@ struct taso_prover {
   Z3_sort t;                /* the tensor sort */
   Z3_func_decl *fns;        /* ax->decls[i] in c */
   int fn[TASO_OP_COUNT][2]; /* index into fns per operator and output port; -1 none */
-  int type_fn[TYPE_FNS];    /* index into fns of dim and splits; -1 when not declared */
+  int type_fn[TYPE_FNS];    /* index into fns of dim, splits, rank; -1 when not declared */
   Z3_ast *assume;           /* the enabled axioms and lemmas, parsed in c */
   Z3_ast_vector *vecs;      /* the parsed vectors that keep assume[i] alive */
   int nassume;
@@ -199,10 +200,11 @@ static taso_err_t bind_functions(taso_prover_t *p) {
     const taso_decl_t *d = taso_axioms_decl(ax, type_fn_names[k]);
     p->type_fn[k] = -1;
     if (!d) continue;
-    if (d->nargs != 2 || !d->arg_int[0] || d->arg_int[1] || !d->ret_int)
-      return taso_error(TASO_ERR_FORMAT,
-                        "%s: '%s' must be declared (Int T) Int (an axis, a tensor)",
-                        ax->decls_path, type_fn_names[k]);
+    bool axis = k != TYPE_RANK; /* (dim a t), (splits a t); (rank t) */
+    if (d->nargs != 1 + axis || (axis && !d->arg_int[0]) || d->arg_int[axis] || !d->ret_int)
+      return taso_error(TASO_ERR_FORMAT, "%s: '%s' must be declared %s", ax->decls_path,
+                        type_fn_names[k], axis ? "(Int T) Int (an axis, a tensor)"
+                                               : "(T) Int (a tensor)");
     p->type_fn[k] = (int)(d - ax->decls);
   }
   return TASO_OK;
@@ -473,16 +475,27 @@ static int tree_splits(const taso_tree_t *t) {
   return n;
 }
 
+/* Appends fact unless facts has it: terms are shared, so the two graphs'
+ * common inputs and subgraphs would state the same facts twice. */
+static void add_fact(taso_prover_t *p, Z3_ast fact, Z3_ast *facts, int *n) {
+  for (int k = 0; k < *n; k++)
+    if (Z3_is_eq_ast(p->c, facts[k], fact)) return;
+  facts[(*n)++] = fact;
+}
+
 /* The shape facts of g, appended to facts (*n of them so far; room for
- * 2 * TASO_MAX_RANK per tensor): (dim a t) for every axis of every tensor
- * t of g and (splits a t) for all TASO_MAX_RANK axes, whose terms are v. A constant without its full
+ * 2 * TASO_MAX_RANK + 1 per tensor): (dim a t) for every axis of every
+ * tensor t of g, (splits a t) for all TASO_MAX_RANK axes and (rank t),
+ * whose terms are v. A constant without its full
  * shape among its arguments (const_pool, const_iconv: the channel count
  * is missing) stands for tensors of several shapes, so neither it nor any
  * term over it gets facts: they could contradict each other. A graph that
  * does not type-check gets none (the numeric check reports it). */
+
 static taso_err_t shape_facts(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *g,
                               const Z3_ast *v, Z3_ast *facts, int *n) {
-  if (p->type_fn[TYPE_DIM] < 0 && p->type_fn[TYPE_SPLITS] < 0) return TASO_OK;
+  if (p->type_fn[TYPE_DIM] < 0 && p->type_fn[TYPE_SPLITS] < 0 && p->type_fn[TYPE_RANK] < 0)
+    return TASO_OK;
   size_t count = (size_t)(2 * g->nnodes + 1);
   taso_tensor_t *types = calloc(count, sizeof *types);
   bool *opaque = calloc(count, sizeof *opaque);
@@ -505,18 +518,17 @@ static taso_err_t shape_facts(taso_prover_t *p, const taso_inputs_t *in, const t
         /* splits on every axis (0 past the rank, where trees are empty),
          * dim on the tensor's axes */
         for (int axis = 0; axis < TASO_MAX_RANK; axis++) {
-          int32_t val[TYPE_FNS] = {types[r].dim[axis], tree_splits(&types[r].tree[axis])};
-          for (int f = 0; f < TYPE_FNS; f++) {
+          int32_t val[2] = {types[r].dim[axis], tree_splits(&types[r].tree[axis])};
+          for (int f = TYPE_DIM; f <= TYPE_SPLITS; f++) {
             if (p->type_fn[f] < 0 || (f == TYPE_DIM && axis >= types[r].rank)) continue;
             Z3_ast args[2] = {Z3_mk_int(p->c, axis, int_sort), v[r]};
             Z3_ast lhs = Z3_mk_app(p->c, p->fns[p->type_fn[f]], 2, args);
-            Z3_ast fact = Z3_mk_eq(p->c, lhs, Z3_mk_int(p->c, val[f], int_sort));
-            /* Terms are shared: the two graphs' common inputs and
-             * subgraphs would state the same facts twice. */
-            bool dup = false;
-            for (int k = 0; k < *n && !dup; k++) dup = Z3_is_eq_ast(p->c, facts[k], fact);
-            if (!dup) facts[(*n)++] = fact;
+            add_fact(p, Z3_mk_eq(p->c, lhs, Z3_mk_int(p->c, val[f], int_sort)), facts, n);
           }
+        }
+        if (p->type_fn[TYPE_RANK] >= 0) {
+          Z3_ast lhs = Z3_mk_app(p->c, p->fns[p->type_fn[TYPE_RANK]], 1, &v[r]);
+          add_fact(p, Z3_mk_eq(p->c, lhs, Z3_mk_int(p->c, types[r].rank, int_sort)), facts, n);
         }
       }
     }

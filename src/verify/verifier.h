@@ -8,8 +8,9 @@
  * reference evaluator, comparing shapes, split trees and values), then,
  * for each output, asserts the enabled axioms and lemmas, the shape facts
  * of both graphs (the size and split count of every axis of every
- * subterm, through the type functions dim and splits of decls.smt2, for
- * guarded axioms: data/axioms/README.md) and the negated equality of the
+ * subterm and its rank, through the type functions dim, splits and rank
+ * of decls.smt2, for guarded axioms: data/axioms/README.md) and the
+ * negated equality of the
  * two output terms: unsat for every output is PROVED, a
  * numeric difference is REFUTED, anything else is UNKNOWN with a reason
  * that says whether the pair is numerically true (then the axioms lack a
