@@ -500,3 +500,157 @@
 (assert (forall ((k Int) (x T) (y T))
   (= (matmul 0 (ewmul x (const_imm k)) (ewmul y (const_imm k)))
      (ewmul (ewmul x y) (const_imm k)))))
+
+;; @axiom X36
+;; @about a matmul by an all-ones left factor does not depend on the order of a row concat
+;; @note ones(m, p + q) times [x; y] puts the column sums of x and y into
+;; @note every output row, whatever their order. Trees: axis 0 from the
+;; @note constant (none), axis 1 from the concat's, which keeps x's and y's
+;; @note where they agree: the same for both orders. From the k=4 unknowns
+;; @note (109 of them).
+;; @shape x = p n
+;; @shape y = q n
+;; @const const_one = m s
+;; @param act = 0,1
+(assert (forall ((act Int) (m Int) (s Int) (x T) (y T))
+  (= (matmul act (const_one 2 m s 0 0) (concat 0 x y))
+     (matmul act (const_one 2 m s 0 0) (concat 0 y x)))))
+
+;; @axiom X37
+;; @about a concat forgets the nesting of its right operand on another axis where the operands' trees differ
+;; @note concat on axis a keeps each other axis's tree only where both
+;; @note operands have the same one. The two nestings of a concat on axis
+;; @note b != a have equal values, trees with 2 + the operands' splits on
+;; @note axis b, and the same trees on every other axis (a tree is kept
+;; @note only where all three operands agree, nested either way). Where
+;; @note x's axis-b tree has another number of splits, it differs from
+;; @note both nestings' trees, so the outer concat empties axis b on both
+;; @note sides (the guard); on axis a it joins x's tree with the same
+;; @note tree. From the k=4 unknowns (concat pairs).
+;; @rank 2
+;; @shape x = * [b]=m
+;; @shape y = * [b]=p
+;; @shape z = * [b]=q
+;; @shape u = * [b]=s
+;; @param a = axes
+;; @param b = axes
+(assert (forall ((a Int) (b Int) (x T) (y T) (z T) (u T))
+  (! (=> (and (not (= a b))
+              (not (= (splits b x) (+ 2 (splits b y) (splits b z) (splits b u)))))
+         (= (concat a x (concat b (concat b y z) u)) (concat a x (concat b y (concat b z u)))))
+     :pattern ((concat a x (concat b (concat b y z) u)))
+     :pattern ((concat a x (concat b y (concat b z u)))))))
+
+;; @axiom X38
+;; @about a concat forgets the nesting of its left operand on another axis where the operands' trees differ
+;; @note X37 with the re-nested operand on the left.
+;; @rank 2
+;; @shape x = * [b]=m
+;; @shape y = * [b]=p
+;; @shape z = * [b]=q
+;; @shape u = * [b]=s
+;; @param a = axes
+;; @param b = axes
+(assert (forall ((a Int) (b Int) (x T) (y T) (z T) (u T))
+  (! (=> (and (not (= a b))
+              (not (= (splits b x) (+ 2 (splits b y) (splits b z) (splits b u)))))
+         (= (concat a (concat b (concat b y z) u) x) (concat a (concat b y (concat b z u)) x)))
+     :pattern ((concat a (concat b (concat b y z) u) x))
+     :pattern ((concat a (concat b y (concat b z u)) x)))))
+
+;; @axiom X39
+;; @about ewmul forgets the nesting of a concat operand where the other operand's tree differs
+;; @note ewmul keeps each axis's tree only where both operands have the
+;; @note same one. The two nestings of a concat on axis b have equal
+;; @note values, trees with 2 + the operands' splits on axis b, and the
+;; @note same trees on every other axis. Where x's axis-b tree has another
+;; @note number of splits, it differs from both, and axis b is empty on
+;; @note both sides (the guard). With A3 it covers either operand. From
+;; @note the k=4 unknowns (ewmul by a nested concat).
+;; @rank 2
+;; @shape x = * [b]=m
+;; @shape y = * [b]=p
+;; @shape z = * [b]=q
+;; @shape u = * [b]=s
+;; @param b = axes
+(assert (forall ((b Int) (x T) (y T) (z T) (u T))
+  (! (=> (not (= (splits b x) (+ 2 (splits b y) (splits b z) (splits b u))))
+         (= (ewmul x (concat b (concat b y z) u)) (ewmul x (concat b y (concat b z u)))))
+     :pattern ((ewmul x (concat b (concat b y z) u)))
+     :pattern ((ewmul x (concat b y (concat b z u)))))))
+
+;; @axiom X40
+;; @about ewadd forgets the nesting of a concat operand where the other operand's tree differs
+;; @note X39 for ewadd, which keeps trees the same way; with A1 it covers
+;; @note either operand.
+;; @rank 2
+;; @shape x = * [b]=m
+;; @shape y = * [b]=p
+;; @shape z = * [b]=q
+;; @shape u = * [b]=s
+;; @param b = axes
+(assert (forall ((b Int) (x T) (y T) (z T) (u T))
+  (! (=> (not (= (splits b x) (+ 2 (splits b y) (splits b z) (splits b u))))
+         (= (ewadd x (concat b (concat b y z) u)) (ewadd x (concat b y (concat b z u)))))
+     :pattern ((ewadd x (concat b (concat b y z) u)))
+     :pattern ((ewadd x (concat b y (concat b z u)))))))
+
+;; @axiom X41
+;; @about conv2d does not depend on how its weight's input-channel concat is nested
+;; @note The weight's values are the same either way; conv2d takes axis 0's
+;; @note tree from the data and axis 1's from the weight's axis 0, which
+;; @note both nestings keep where p, q and r agree (and nowhere else). The
+;; @note weight's axis-1 tree itself is dropped. From the k=4 unknowns
+;; @note (a weight of channel copies). Checked at stride 1 and one image
+;; @note size per axis (neither plays a part).
+;; @shape x = 1 c h h
+;; @shape p = o e kh kw
+;; @shape q = o f kh kw
+;; @shape r = o g kh kw
+;; @kernel kh kw
+;; @param sh = 1
+;; @param sw = 1
+;; @param pad = 0,1
+;; @param act = 0,1
+(assert (forall ((sh Int) (sw Int) (pad Int) (act Int) (x T) (p T) (q T) (r T))
+  (= (conv2d sh sw pad act x (concat 1 (concat 1 p q) r))
+     (conv2d sh sw pad act x (concat 1 p (concat 1 q r))))))
+
+;; @axiom X42
+;; @about conv2d of a channel concat does not depend on how the concat's left operand is nested
+;; @note As X29 one level down: conv2d's data gives axis 0's tree alone
+;; @note (kept where x, y, z and u agree, for both nestings), and X29's
+;; @note rotations at the top cannot reach (a (b c)) d from ((a b) c) d.
+;; @note From the k=4 unknowns. Checked at stride 1, square images and
+;; @note kernels, without activation (none plays a part).
+;; @shape x = 1 c h h
+;; @shape y = 1 d h h
+;; @shape z = 1 e h h
+;; @shape u = 1 f h h
+;; @shape v = o g kh kh
+;; @kernel kh
+;; @param sh = 1
+;; @param sw = 1
+;; @param pad = 0
+;; @param act = 0
+(assert (forall ((sh Int) (sw Int) (pad Int) (act Int) (x T) (y T) (z T) (u T) (v T))
+  (= (conv2d sh sw pad act (concat 1 (concat 1 (concat 1 x y) z) u) v)
+     (conv2d sh sw pad act (concat 1 (concat 1 x (concat 1 y z)) u) v))))
+
+;; @axiom X43
+;; @about conv2d of an input concatenated four times, in four groups, is the plain conv2d
+;; @note X11 for four copies (two pairs): each group of output channels
+;; @note convolves one copy of x with its part of w. Trees: axis 0 from
+;; @note x's (the concats keep it), axis 1 from w's axis 0, on both sides.
+;; @note From the k=3 and k=4 unknowns. Checked with 4 output channels
+;; @note (four groups need a multiple of 4).
+;; @shape x = n c h w
+;; @shape v = 4 c kh kw
+;; @kernel kh kw
+;; @param sh = 1,2
+;; @param sw = 1,2
+;; @param pad = 0,1
+;; @param act = 0,1
+(assert (forall ((sh Int) (sw Int) (pad Int) (act Int) (x T) (v T))
+  (=> (= (dim 1 v) (dim 1 x))
+      (= (conv2d sh sw pad act (concat 1 (concat 1 x x) (concat 1 x x)) v) (conv2d sh sw pad act x v)))))
