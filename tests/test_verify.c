@@ -193,6 +193,18 @@ static const struct {
             "conv2d(concat(1, concat(1, i1, concat(1, i2, i1)), i2), w20)",
      true},
     {"X43", "conv2d(concat(1, concat(1, i1, i1), concat(1, i1, i1)), w21) => conv2d(i1, w21)", true},
+    {"X44", "ewmul(matmul(ewmul(m4, const_imm(shape=2x2)), m4), const_imm(shape=2x2)) => "
+            "ewmul(ewmul(m4, m4), const_imm(shape=2x2))",
+     true},
+    {"X45", "ewmul(matmul(m4, ewmul(m4, const_imm(shape=2x2))), const_imm(shape=2x2)) => "
+            "ewmul(ewmul(m4, m4), const_imm(shape=2x2))",
+     true},
+    {"X46", "ewmul(matmul(a1, transpose(a2)), const_imm(shape=2x2)) => "
+            "ewmul(matmul(a2, transpose(a1)), const_imm(shape=2x2))",
+     true},
+    {"X47", "ewmul(matmul(transpose(a1), a2), const_imm(shape=3x3)) => "
+            "ewmul(matmul(transpose(a2), a1), const_imm(shape=3x3))",
+     true},
     {"C1", "chmul(1, conv2d(s=2x2, i1, w1), c1) => conv2d(s=2x2, i1, chmul(0, w1, c1))", true},
     {"C2", "chmul(1, chadd(1, i1, c1), c2) => chadd(1, chmul(1, i1, c2), ewmul(c1, c2))", true},
     {"C3", "chadd(1, chadd(1, i1, c1), c2) => chadd(1, i1, ewadd(c1, c2))", true},

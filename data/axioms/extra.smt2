@@ -654,3 +654,46 @@
 (assert (forall ((sh Int) (sw Int) (pad Int) (act Int) (x T) (v T))
   (=> (= (dim 1 v) (dim 1 x))
       (= (conv2d sh sw pad act (concat 1 (concat 1 x x) (concat 1 x x)) v) (conv2d sh sw pad act x v)))))
+
+;; @axiom X44
+;; @about the diagonal of a product whose left factor is masked to its diagonal is an entrywise product
+;; @note (D y)[i][i] = x[i][i] y[i][i] for D = x masked by the identity
+;; @note matrix. Trees: none on either side (const_imm has none, ewmul
+;; @note keeps only shared ones). From the k=4 unknowns (the identity
+;; @note matrix's algebra).
+;; @shape x = k k
+;; @shape y = k k
+;; @const const_imm = k k
+(assert (forall ((k Int) (x T) (y T))
+  (= (ewmul (matmul 0 (ewmul x (const_imm k)) y) (const_imm k))
+     (ewmul (ewmul x y) (const_imm k)))))
+
+;; @axiom X45
+;; @about the diagonal of a product whose right factor is masked to its diagonal is an entrywise product
+;; @note (x D)[i][i] = x[i][i] y[i][i]; X44's mirror.
+;; @shape x = k k
+;; @shape y = k k
+;; @const const_imm = k k
+(assert (forall ((k Int) (x T) (y T))
+  (= (ewmul (matmul 0 x (ewmul y (const_imm k))) (const_imm k))
+     (ewmul (ewmul x y) (const_imm k)))))
+
+;; @axiom X46
+;; @about the diagonal of x times y transposed is that of y times x transposed
+;; @note Both are sum over j of x[i][j] y[i][j]. Trees: none (as X44).
+;; @shape x = k n
+;; @shape y = k n
+;; @const const_imm = k k
+(assert (forall ((k Int) (x T) (y T))
+  (= (ewmul (matmul 0 x (transpose 0 y)) (const_imm k))
+     (ewmul (matmul 0 y (transpose 0 x)) (const_imm k)))))
+
+;; @axiom X47
+;; @about the diagonal of x transposed times y is that of y transposed times x
+;; @note Both are sum over j of x[j][i] y[j][i]. Trees: none (as X44).
+;; @shape x = n k
+;; @shape y = n k
+;; @const const_imm = k k
+(assert (forall ((k Int) (x T) (y T))
+  (= (ewmul (matmul 0 (transpose 0 x) y) (const_imm k))
+     (ewmul (matmul 0 (transpose 0 y) x) (const_imm k)))))
