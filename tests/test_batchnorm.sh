@@ -97,16 +97,23 @@ run "$py" tests/conv_bn_model.py --bias "$tmp/mb.onnx" 32 28
 expect "write the conv-with-bias-BN-relu model" 0
 run "$bin/taso-show" "$tmp/mb.onnx"
 has "Conv's bias imports as a chadd" "chmul 3 chadd 6" "$tmp/out"
-run "$bin/taso-optimize" --job jobs/batchnorm.ini --model "$tmp/mb.onnx" \
-  --substitutions "$tmp/batchnorm.h5" --budget 200 --out "$tmp/mb.opt.h5" --threads 1 \
-  --keep-slower --confirm-runs 1
-expect "optimize the model with biases" 0
-run "$bin/taso-show" "$tmp/mb.opt.h5" --graph
+# Costs are measured on the spot, so whether the search's path through
+# the graph with one more step stays within alpha of the best depends on
+# the timings (under the sanitizers on a loaded machine, once, it did not):
+# up to three searches, each timing anew; the first that folds counts.
 through='chmul(1, chadd(1, i1, v2), v1) => chadd(1, chmul(1, i1, v1), ewmul(v1, v2))'
 count() { grep -F -- "$1" "$tmp/out" | sed -n 's/^ *\([0-9]*\) x .*/\1/p'; }
-n_through=$(count "$through")
-n_fold=$(count "$fold")
-echo "scales moved through a bias: ${n_through:-0}, folded: ${n_fold:-0}"
+for attempt in 1 2 3; do
+  run "$bin/taso-optimize" --job jobs/batchnorm.ini --model "$tmp/mb.onnx" \
+    --substitutions "$tmp/batchnorm.h5" --budget 200 --out "$tmp/mb.opt.h5" --threads 1 \
+    --keep-slower --confirm-runs 1 --fresh
+  expect "optimize the model with biases (search $attempt)" 0
+  run "$bin/taso-show" "$tmp/mb.opt.h5" --graph
+  n_through=$(count "$through")
+  n_fold=$(count "$fold")
+  echo "search $attempt: scales moved through a bias: ${n_through:-0}, folded: ${n_fold:-0}"
+  [ "${n_through:-0}" -ge 1 ] && [ "${n_fold:-0}" -ge 1 ] && break
+done
 if [ "${n_through:-0}" -lt 1 ] || [ "${n_fold:-0}" -lt 1 ]; then
   echo "FAIL: no normalization was folded through a convolution's bias"
   show
