@@ -491,7 +491,6 @@ static void add_fact(taso_prover_t *p, Z3_ast fact, Z3_ast *facts, int *n) {
  * is missing) stands for tensors of several shapes, so neither it nor any
  * term over it gets facts: they could contradict each other. A graph that
  * does not type-check gets none (the numeric check reports it). */
-
 static taso_err_t shape_facts(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *g,
                               const Z3_ast *v, Z3_ast *facts, int *n) {
   if (p->type_fn[TYPE_DIM] < 0 && p->type_fn[TYPE_SPLITS] < 0 && p->type_fn[TYPE_RANK] < 0)
