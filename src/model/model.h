@@ -82,8 +82,10 @@ void taso_model_print(const taso_model_t *m, FILE *f);
 
 /* ---- where models come from ---------------------------------------------
  * Every tool that takes a model takes a spec: a built-in name with optional
- * parameter overrides ("resnet50", "inception_v3:batch=1,size=75"), an
- * .onnx file or a model .h5 file (kind taso-model). */
+ * parameter overrides ("resnet50", "inception_v3:batch=1,size=75"), a
+ * model text file in the built-ins' language with the same overrides
+ * ("tests/data/branches.model:blocks=2"), an .onnx file or a model .h5
+ * file (kind taso-model). */
 
 /* Loads a model from a spec, dispatching on its form. Errors name the spec
  * and what is wrong; on error m is left empty. (load.c) */

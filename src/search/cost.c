@@ -89,6 +89,21 @@ double taso_search_cpu_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double taso_cost_estimate(const taso_rt_config_t *cfg) {
+  double out = 0, moved = 0;
+  for (int i = 0; i < cfg->nout; i++) out += (double)taso_tensor_size(&cfg->out[i]);
+  moved = out;
+  for (int i = 0; i < cfg->nin; i++) moved += (double)taso_tensor_size(&cfg->in[i]);
+  double flops = out;
+  const taso_tensor_t *a = &cfg->in[0], *w = &cfg->in[1];
+  if (cfg->kind == TASO_OP_CONV2D) /* per output: C/g x KH x KW multiply-adds */
+    flops = 2 * out * (double)taso_tensor_size(w) / (double)w->dim[0];
+  else if (cfg->kind == TASO_OP_MATMUL || cfg->kind == TASO_OP_BMM)
+    flops = 2 * out * (double)a->dim[a->rank - 1];
+  double compute = flops / (TASO_EST_GFLOPS * 1e6), traffic = 4 * moved / (TASO_EST_GBS * 1e6);
+  return TASO_EST_OVERHEAD_MS + (compute > traffic ? compute : traffic);
+}
+
 taso_cost_options_t taso_cost_options_default(void) {
   return (taso_cost_options_t){.measure = true, .fusion = true, .warmup = 2, .runs = 10};
 }

@@ -40,6 +40,18 @@ double taso_search_cpu_now(void);
 typedef taso_err_t (*taso_cost_lookup_fn)(void *ctx, const char *key,
                                           const taso_rt_config_t *cfg, double *ms, bool *found);
 
+/* A configuration's cost estimated, not measured: a fixed launch overhead
+ * plus the longer of its arithmetic (2 flops per multiply-add of a conv2d,
+ * matmul or bmm; one per element written otherwise) at TASO_EST_GFLOPS and
+ * its traffic (every operand and result read or written once, 4 bytes an
+ * element) at TASO_EST_GBS. The same figure on every machine and run, so
+ * that a search on it is repeatable anywhere (tests, planning away from the
+ * target); it ranks graphs, it does not predict their latency. */
+#define TASO_EST_OVERHEAD_MS 0.005
+#define TASO_EST_GFLOPS 100.0
+#define TASO_EST_GBS 20.0
+double taso_cost_estimate(const taso_rt_config_t *cfg);
+
 typedef struct {
   bool measure;         /* measure misses on the backend; false: a miss is an error */
   bool fusion;          /* steps as the runtime fuses them; false: one step per node */

@@ -34,7 +34,8 @@
 static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
                   *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text,
                   *confirm_text, *search_text, *width_text, *target_text, *guard_cache_path;
-static bool per_node, no_check, no_measure, keep_slower, costs_record, check_incremental, chain;
+static bool per_node, no_check, no_measure, keep_slower, costs_record, check_incremental, chain,
+    estimate;
 
 static const taso_tool_flag_t flags[] = {
     {"cost-per-node", "cost one step per node (no epilogue fusion in the cost model)", &per_node},
@@ -48,6 +49,9 @@ static const taso_tool_flag_t flags[] = {
     {"chain", "rule chains: each expansion also follows every rule's cheapest improving "
      "rewrite by that rule alone while it keeps getting cheaper (job: [optimize] chain = on)",
      &chain},
+    {"estimate-costs", "cost each step by a fixed estimate of its arithmetic and memory "
+     "traffic (taso_cost_estimate), not measured: the same search on every machine",
+     &estimate},
     {"check-incremental", "cost every rewrite both by the steps it changed and from scratch; "
      "any difference is an error (a check of the search's incremental costs)", &check_incremental},
     {0},
@@ -164,6 +168,8 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   if (!subst_path) taso_tool_usage_error(t, "--substitutions FILE is required");
   if (!t->out_path) taso_tool_usage_error(t, "--out FILE is required");
   if (costs_record && !costs_path) taso_tool_usage_error(t, "--record-costs needs --costs FILE");
+  if (estimate && (costs_path || costs_record))
+    taso_tool_usage_error(t, "--estimate-costs measures nothing: it takes no --costs");
   s->search.alpha = t->have_job ? t->job.alpha : 1.05;
   s->search.budget = t->have_job ? t->job.budget : 1000;
   s->search.time_limit = t->have_job ? t->job.optimize_time_limit : 600;
@@ -263,6 +269,8 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_substitutions", subst_path);
   if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_backend", rec->s->be->name);
   if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_ended_by", ended);
+  if (err == TASO_OK)
+    err = taso_artifact_set_string(a, "optimize_costs", estimate ? "estimated" : "measured");
   if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_before_ms", r->cost_before);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_after_ms", r->cost_after);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "search_seconds", r->seconds);
@@ -373,6 +381,15 @@ static taso_err_t lookup(void *ctx, const char *key, const taso_rt_config_t *cfg
   *found = err == TASO_OK || err == TASO_ERR_UNSUPPORTED;
   if (err == TASO_ERR_UNSUPPORTED) *ms = 1e12;
   return err == TASO_ERR_UNKNOWN || err == TASO_ERR_UNSUPPORTED ? TASO_OK : err;
+}
+
+/* --estimate-costs as the cost cache's lookup: every configuration found. */
+static taso_err_t estimate_lookup(void *ctx, const char *key, const taso_rt_config_t *cfg,
+                                  double *ms, bool *found) {
+  (void)ctx, (void)key;
+  *ms = taso_cost_estimate(cfg);
+  *found = true;
+  return TASO_OK;
 }
 
 /* One measured cache entry as a database row (the fastest run: the
@@ -568,11 +585,13 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
     copt.lookup = lookup;
     copt.lookup_ctx = r;
   }
+  if (estimate) copt.lookup = estimate_lookup;
   TASO_TRY(taso_cost_cache_new(s->be, r->ctx, &copt, &r->costs));
   taso_tool_print(t, "taso-optimize: %s (%d nodes), %d rules from %lld proved substitutions; "
-                  "costs on %s (%s)\n", r->m.name, r->m.graph.nnodes, r->rules.n,
-                  (long long)r->proved, s->be->name, info);
-  taso_tool_print(t, "taso-optimize: weights timed %s: the model's tensors take %.1f MiB%s\n",
+                  "costs %s %s (%s)\n", r->m.name, r->m.graph.nnodes, r->rules.n,
+                  (long long)r->proved, estimate ? "estimated, not measured on" : "on",
+                  s->be->name, info);
+  if (!estimate) taso_tool_print(t, "taso-optimize: weights timed %s: the model's tensors take %.1f MiB%s\n",
                   copt.warm_weights ? "warm" : "cold",
                   (double)taso_rt_model_bytes(&r->m) / (1 << 20),
                   copt.warm_weights ? ", under half the last-level cache"
@@ -607,9 +626,10 @@ static void summarize(taso_tool_t *t, const run_t *r) {
   taso_cost_cache_stats(r->costs, &cs);
   int distinct = 0;
   for (int i = 0; i < r->rules.n; i++) distinct += res->fired[i] > 0;
-  taso_tool_print(t, "taso-optimize: %lld configurations from the cost database, %lld measured "
+  taso_tool_print(t, "taso-optimize: %lld configurations %s, %lld measured "
                   "(%.1f s, %lld on the reference backend); search ended by %s\n",
-                  (long long)cs.looked_up, (long long)cs.measured, cs.measure_s,
+                  (long long)cs.looked_up, estimate ? "estimated" : "from the cost database",
+                  (long long)cs.measured, cs.measure_s,
                   (long long)cs.fallbacks,
                   res->timed_out ? "the time limit" : res->budget_spent ? "the budget" : "an empty queue");
   if (r->guard) {
