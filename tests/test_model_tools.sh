@@ -105,5 +105,13 @@ printf 'not a protobuf' >"$tmp/bad.onnx"
 run "$bin/taso-convert" "$tmp/bad.onnx" "$tmp/b.h5"
 check "a file that is no ONNX model" failed_with taso-convert "bad.onnx"
 
+# a model text file by its path, with overrides as a built-in takes them
+run "$bin/taso-show" "$src/tests/data/branches.model:blocks=2"
+check "a .model file with overrides" eval 'succeeded && grep -q "^operators: conv2d 6 concat 2$" "$tmp/out"'
+run "$bin/taso-show" "$tmp/nope.model"
+check "a missing .model file is named" failed_with taso-show "nope.model"
+run "$bin/taso-show" "$src/tests/data/branches.model:blockz=2"
+check "an unknown parameter of a .model file" failed_with taso-show "branches.model: unknown parameter 'blockz'"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

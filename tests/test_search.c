@@ -96,6 +96,34 @@ static void test_missing_cost(void) {
   taso_model_free(&m);
 }
 
+/* A conv2d configuration: activation [1, c, h, h], o filters of 3x3. */
+static taso_rt_config_t conv_config(int c, int h, int o) {
+  taso_rt_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.kind = TASO_OP_CONV2D;
+  cfg.p = taso_params_default();
+  cfg.nin = 2;
+  cfg.nout = 1;
+  cfg.in[0] = taso_tensor_make(4, (int32_t[]){1, c, h, h});
+  cfg.in[1] = taso_tensor_make(4, (int32_t[]){o, c, 3, 3});
+  cfg.out[0] = taso_tensor_make(4, (int32_t[]){1, o, h, h});
+  return cfg;
+}
+
+/* --estimate-costs: the same figure every time; a step costs at least the
+ * overhead, so that two small convolutions merged into one of twice the
+ * filters cost less than both; a large one is bound by its arithmetic. */
+static void test_estimate(void) {
+  taso_rt_config_t one = conv_config(4, 8, 4), two = conv_config(4, 8, 8);
+  double e1 = taso_cost_estimate(&one), e2 = taso_cost_estimate(&two);
+  CHECK(e1 == taso_cost_estimate(&one));
+  CHECK(e1 > TASO_EST_OVERHEAD_MS && e2 > e1 && e2 < 2 * e1);
+  taso_rt_config_t big = conv_config(64, 56, 64);
+  double macs = 64.0 * 56 * 56 * 64 * 9, compute = 2 * macs / (TASO_EST_GFLOPS * 1e6);
+  double e = taso_cost_estimate(&big);
+  CHECK(e > compute && e == compute + TASO_EST_OVERHEAD_MS);
+}
+
 /* Adds concat(1, relu(x), relu(y)) over new inputs x and y as an output. */
 static void add_relu_pair(taso_model_t *m, const char *x_name, const char *y_name) {
   taso_ref_t x, y, rx, ry, cat;
@@ -246,6 +274,7 @@ int main(void) {
   static const test_case_t cases[] = {
       TEST(test_graph_cost),
       TEST(test_missing_cost),
+      TEST(test_estimate),
       TEST(test_search),
       TEST(test_chain),
   };
