@@ -697,3 +697,89 @@
 (assert (forall ((k Int) (x T) (y T))
   (= (ewmul (matmul 0 (transpose 0 x) y) (const_imm k))
      (ewmul (matmul 0 (transpose 0 y) x) (const_imm k)))))
+
+;; @axiom X48
+;; @about scaling the columns of a right factor by column sums commutes with the product
+;; @note ones(p, q) z repeats z's column sums s in every row, so
+;; @note y * (ones z) scales y's column j by s[j], and so does x (y * (ones
+;; @note z)) = (x y) * (ones z) with the ones of x's row count; x is
+;; @note square here, so that one constant shape serves both sides (the
+;; @note small-tensor check gives a constant one shape). Trees: axis 1 on
+;; @note both sides is y's where it agrees with z's; axis 0 is x's on the
+;; @note left and empty on the right unless x's is empty (the guard). From
+;; @note the k=4 unknowns (all-ones products).
+;; @shape x = p p
+;; @shape y = p n
+;; @shape z = q n
+;; @const const_one = p q
+(assert (forall ((p Int) (q Int) (x T) (y T) (z T))
+  (=> (= (splits 0 x) 0)
+      (= (matmul 0 x (ewmul y (matmul 0 (const_one 2 p q 0 0) z)))
+         (ewmul (matmul 0 x y) (matmul 0 (const_one 2 p q 0 0) z))))))
+
+;; @axiom X49
+;; @about scaling the rows of a left factor by row sums commutes with the product
+;; @note z ones(q, p) repeats z's row sums t in every column, so (y * (z
+;; @note ones)) x = (y x) * (z ones): X48's mirror, with x square and the
+;; @note guard on its axis-1 tree.
+;; @shape x = p p
+;; @shape y = m p
+;; @shape z = m q
+;; @const const_one = q p
+(assert (forall ((p Int) (q Int) (x T) (y T) (z T))
+  (=> (= (splits 1 x) 0)
+      (= (matmul 0 (ewmul y (matmul 0 z (const_one 2 q p 0 0))) x)
+         (ewmul (matmul 0 y x) (matmul 0 z (const_one 2 q p 0 0)))))))
+
+;; @axiom X50
+;; @about ewadd forgets an ewmul by all ones where the other operand has no split trees
+;; @note The values agree (A41's), and with y's trees all empty ewadd
+;; @note empties every axis on both sides, whatever x's trees (A41 alone
+;; @note needs x's empty). From the k=4 unknowns (an ewmul by all ones of a
+;; @note concat).
+;; @rank 2,3,4
+;; @shape x = *
+;; @shape y = *
+;; @const const_one = *
+(assert (forall ((r Int) (d0 Int) (d1 Int) (d2 Int) (d3 Int) (x T) (y T))
+  (=> (and (= (splits 0 y) 0) (= (splits 1 y) 0) (= (splits 2 y) 0) (= (splits 3 y) 0))
+      (= (ewadd (ewmul x (const_one r d0 d1 d2 d3)) y) (ewadd x y)))))
+
+;; @axiom X51
+;; @about a matmul forgets an ewmul by all ones of its right operand where that has no column tree
+;; @note Equal values; the result's axis 0 is x's on both sides, its axis
+;; @note 1 the right operand's, empty on both sides under the guard (its
+;; @note axis-0 tree is summed away). From the k=4 unknowns.
+;; @shape x = m p
+;; @shape y = p n
+;; @const const_one = p n
+;; @param act = 0,1
+(assert (forall ((act Int) (p Int) (n Int) (x T) (y T))
+  (=> (= (splits 1 y) 0)
+      (= (matmul act x (ewmul y (const_one 2 p n 0 0))) (matmul act x y)))))
+
+;; @axiom X52
+;; @about an ewmul by all ones of a matmul's left operand moves to its result
+;; @note Equal values. Trees: axis 0 empty on both sides (the ewmul's),
+;; @note axis 1 z's on the left and empty on the right, so z's must be
+;; @note empty (the guard); z is square so that one constant shape serves
+;; @note both sides. From the k=4 unknowns.
+;; @shape y = m p
+;; @shape z = p p
+;; @const const_one = m p
+(assert (forall ((m Int) (p Int) (y T) (z T))
+  (=> (= (splits 1 z) 0)
+      (= (matmul 0 (ewmul y (const_one 2 m p 0 0)) z)
+         (ewmul (matmul 0 y z) (const_one 2 m p 0 0))))))
+
+;; @axiom X53
+;; @about an ewmul by all ones of a matmul's right operand moves to its result
+;; @note X52's mirror: axis 1 empty on both sides, axis 0 z's on the left
+;; @note and empty on the right under the guard; z square.
+;; @shape z = m m
+;; @shape y = m n
+;; @const const_one = m n
+(assert (forall ((m Int) (n Int) (y T) (z T))
+  (=> (= (splits 0 z) 0)
+      (= (matmul 0 z (ewmul y (const_one 2 m n 0 0)))
+         (ewmul (matmul 0 z y) (const_one 2 m n 0 0))))))
