@@ -783,3 +783,29 @@
   (=> (= (splits 0 z) 0)
       (= (matmul 0 z (ewmul y (const_one 2 m n 0 0)))
          (ewmul (matmul 0 z y) (const_one 2 m n 0 0))))))
+
+;; @axiom X54
+;; @about a product by a diagonal matrix on the left scales rows, which commutes with an ewmul
+;; @note D = x masked by the identity matrix is diagonal, so (D y)[i][j] =
+;; @note x[i][i] y[i][j] and (D y) * z = D (y * z). Trees: D has none, so
+;; @note axis 0 is empty on both sides; axis 1 is y's where it agrees with
+;; @note z's on both sides. From the k=4 unknowns (the identity matrix's
+;; @note algebra).
+;; @shape x = k k
+;; @shape y = k n
+;; @shape z = k n
+;; @const const_imm = k k
+(assert (forall ((k Int) (x T) (y T) (z T))
+  (= (ewmul (matmul 0 (ewmul x (const_imm k)) y) z)
+     (matmul 0 (ewmul x (const_imm k)) (ewmul y z)))))
+
+;; @axiom X55
+;; @about a product by a diagonal matrix on the right scales columns, which commutes with an ewmul
+;; @note X54's mirror: (y D) * z = (y * z) D; axis 1 empty on both sides.
+;; @shape x = k k
+;; @shape y = m k
+;; @shape z = m k
+;; @const const_imm = k k
+(assert (forall ((k Int) (x T) (y T) (z T))
+  (= (ewmul (matmul 0 y (ewmul x (const_imm k))) z)
+     (matmul 0 (ewmul y z) (ewmul x (const_imm k))))))
