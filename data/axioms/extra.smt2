@@ -809,3 +809,20 @@
 (assert (forall ((k Int) (x T) (y T) (z T))
   (= (ewmul (matmul 0 y (ewmul x (const_imm k))) z)
      (matmul 0 (ewmul y z) (ewmul x (const_imm k))))))
+
+;; @axiom X56
+;; @about a matmul by an all-ones left factor sums a row concat's operands, so an ewadd may move between them
+;; @note ones(m, s) times [a + b; c] puts the column sums of a, b and c into
+;; @note every output row, as ones(m, s) times [a; b + c] does. Trees:
+;; @note axis 0 from the constant (none); axis 1 is the concat's, kept
+;; @note where its operands agree: the common tree of a, b and c where
+;; @note all three agree, else empty, on both sides. From the k=4
+;; @note unknowns (all-ones products), with X36 for the operands' order.
+;; @shape a = p n
+;; @shape b = p n
+;; @shape c = p n
+;; @const const_one = m s
+;; @param act = 0,1
+(assert (forall ((act Int) (m Int) (s Int) (a T) (b T) (c T))
+  (= (matmul act (const_one 2 m s 0 0) (concat 0 (ewadd a b) c))
+     (matmul act (const_one 2 m s 0 0) (concat 0 a (ewadd b c))))))
