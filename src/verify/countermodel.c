@@ -195,8 +195,13 @@ static void fix_point(finder_t *f, Z3_model m, Z3_ast app, void *ctx) {
 static Z3_solver limited_solver(finder_t *f) {
   Z3_context c = f->c;
   Z3_solver s = Z3_mk_simple_solver(c);
+  if (!s) return NULL; /* out of memory (z3ctx.h) */
   Z3_solver_inc_ref(c, s);
   Z3_params params = Z3_mk_params(c);
+  if (!params) {
+    Z3_solver_dec_ref(c, s);
+    return NULL;
+  }
   Z3_params_inc_ref(c, params);
   taso_limits_apply(c, params, f->lim);
   Z3_solver_set_params(c, s, params);
@@ -257,6 +262,11 @@ static taso_err_t check_model(finder_t *f, const taso_axioms_t *ax, const Z3_ast
   Z3_context c = f->c;
   Z3_solver check = limited_solver(f);
   *ok = false;
+  if (!check) {
+    snprintf(why, (size_t)wlen, "%d tensors: %s", 1 << f->width, "memory limit");
+    taso_z3_take_error(NULL, 0);
+    return TASO_OK;
+  }
   for (int d = 0; d < ax->ndecls; d++)
     each_point(f, raw_decl(f, &ax->decls[d]), &ax->decls[d], m, fix_point, check);
   bool all = true;
@@ -360,6 +370,13 @@ static taso_err_t search(finder_t *f, const taso_axioms_t *ax, const bool *use, 
   *found = false;
   if (!forms || !vecs) err = taso_error(TASO_ERR_NOMEM, "no memory for a countermodel");
   f->s = limited_solver(f);
+  if (!f->s && err == TASO_OK) {
+    snprintf(why, (size_t)wlen, "%d tensors: %s", 1 << f->width, "memory limit");
+    taso_z3_take_error(NULL, 0);
+    free(forms);
+    free(vecs);
+    return TASO_OK;
+  }
   for (int i = 0; i < ax->n && err == TASO_OK; i++) {
     if (!use[i] && i != goal) continue;
     if ((err = parse_axiom(f, &ax->v[i], &vecs[i], &forms[i])) != TASO_OK) break;
@@ -403,7 +420,7 @@ static taso_err_t search(finder_t *f, const taso_axioms_t *ax, const bool *use, 
     }
   }
 done:
-  Z3_solver_dec_ref(c, f->s);
+  if (f->s) Z3_solver_dec_ref(c, f->s);
   for (int i = 0; vecs && i < ax->n; i++)
     if (vecs[i]) Z3_ast_vector_dec_ref(c, vecs[i]);
   free(forms);

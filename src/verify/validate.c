@@ -1150,15 +1150,19 @@ static taso_err_t decide_z3(taso_checker_t *ch, const taso_graph_t *g, const tas
   }
   if (err == TASO_OK) err = taso_eval_graph_z3(z, g, types, inputs, values);
   if (err == TASO_OK) {
+    /* A NULL handle is Z3 out of memory (z3ctx.h): the case becomes
+     * unknown below, from the error it left. */
     Z3_solver s = Z3_mk_solver_for_logic(c, Z3_mk_string_symbol(c, "QF_UFNRA"));
-    Z3_solver_inc_ref(c, s);
-    Z3_params params = Z3_mk_params(c);
-    Z3_params_inc_ref(c, params);
-    Z3_params_set_uint(c, params, Z3_mk_string_symbol(c, "timeout"), ch->timeout_ms);
-    Z3_solver_set_params(c, s, params);
-    Z3_params_dec_ref(c, params);
+    if (s) Z3_solver_inc_ref(c, s);
+    Z3_params params = s ? Z3_mk_params(c) : NULL;
+    if (params) {
+      Z3_params_inc_ref(c, params);
+      Z3_params_set_uint(c, params, Z3_mk_string_symbol(c, "timeout"), ch->timeout_ms);
+      Z3_solver_set_params(c, s, params);
+      Z3_params_dec_ref(c, params);
+    }
     Z3_ast zero = Z3_mk_real(c, 0, 1);
-    Z3_solver_assert(c, s, Z3_mk_eq(c, Z3_mk_app(c, z->relu, 1, &zero), zero));
+    if (params) Z3_solver_assert(c, s, Z3_mk_eq(c, Z3_mk_app(c, z->relu, 1, &zero), zero));
     const taso_tensor_t *t = &types[g->outputs[0]];
     int64_t size = taso_tensor_size(t), nd = 0;
     Z3_ast *ne = malloc(sizeof *ne * (size_t)size);
@@ -1166,7 +1170,7 @@ static taso_err_t decide_z3(taso_checker_t *ch, const taso_graph_t *g, const tas
     for (int64_t k = 0; ne && k < size; k++)
       if (!differ || differ[k])
         ne[nd++] = Z3_mk_not(c, Z3_mk_eq(c, values[g->outputs[0]][k], values[g->outputs[1]][k]));
-    if (ne) {
+    if (ne && params) {
       Z3_solver_assert(c, s, nd == 1 ? ne[0] : Z3_mk_or(c, (unsigned)nd, ne));
       Z3_lbool r = Z3_solver_check(c, s);
       row->path = TASO_PATH_Z3;
@@ -1212,7 +1216,7 @@ static taso_err_t decide_z3(taso_checker_t *ch, const taso_graph_t *g, const tas
       }
     }
     free(ne);
-    Z3_solver_dec_ref(c, s);
+    if (s) Z3_solver_dec_ref(c, s);
   }
   char msg[256];
   if (taso_z3_take_error(msg, sizeof msg)) {

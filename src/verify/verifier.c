@@ -370,7 +370,8 @@ Z3_context taso_prover_context(taso_prover_t *p) {
   return p->c;
 }
 
-/* A solver holding the assumptions, with the query timeout. */
+/* A solver holding the assumptions, with the query timeout; NULL when
+ * Z3 ran out of memory making it (taso_limits_check takes a NULL). */
 static Z3_solver new_solver_mbqi(taso_prover_t *p, bool mbqi);
 static Z3_solver new_solver(taso_prover_t *p) {
   return new_solver_mbqi(p, false);
@@ -381,8 +382,13 @@ static Z3_solver new_solver_mbqi(taso_prover_t *p, bool mbqi) {
    * tactics first, which ignore our patterns and can overrun the timeout
    * by many seconds. */
   Z3_solver s = Z3_mk_simple_solver(p->c);
+  if (!s) return NULL; /* out of memory (z3ctx.h): the query says so */
   Z3_solver_inc_ref(p->c, s);
   Z3_params params = Z3_mk_params(p->c);
+  if (!params) {
+    Z3_solver_dec_ref(p->c, s);
+    return NULL;
+  }
   Z3_params_inc_ref(p->c, params);
   taso_limits_apply(p->c, params, &p->lim);
   /* E-matching only: once the patterns find nothing new, Z3 answers
@@ -717,13 +723,21 @@ static taso_err_t prove(taso_prover_t *p, const taso_inputs_t *in, const taso_gr
 
   bool proved = true;
   for (int o = 0; o < src->noutputs && proved; o++) {
+    /* Every handle is checked before use: under Z3's memory cap, shared
+     * by the threads of the process, any call may fail and return NULL. */
     Z3_solver s = new_solver(p);
-    for (int k = 0; k < nfacts; k++) Z3_solver_assert(p->c, s, facts[k]);
-    Z3_solver_assert(p->c, s,
-                     Z3_mk_not(p->c, Z3_mk_eq(p->c, ts[src->outputs[o]], td[dst->outputs[o]])));
+    Z3_ast eq = s ? Z3_mk_eq(p->c, ts[src->outputs[o]], td[dst->outputs[o]]) : NULL;
+    Z3_ast goal = eq ? Z3_mk_not(p->c, eq) : NULL;
+    if (s && !goal) {
+      Z3_solver_dec_ref(p->c, s);
+      s = NULL;
+    }
+    for (int k = 0; s && k < nfacts; k++)
+      if (facts[k]) Z3_solver_assert(p->c, s, facts[k]);
+    if (s) Z3_solver_assert(p->c, s, goal);
     char unknown[64] = "";
     Z3_lbool res = check(p, s, unknown, sizeof unknown);
-    Z3_solver_dec_ref(p->c, s);
+    if (s) Z3_solver_dec_ref(p->c, s);
     char zmsg[128];
     if (taso_z3_take_error(zmsg, sizeof zmsg)) {
       snprintf(r->reason, sizeof r->reason, "output %d: Z3 error: %s", o, zmsg);
@@ -788,6 +802,13 @@ static taso_err_t prove_lemma(taso_prover_t *p, const taso_axiom_t *a, bool *pro
     goal = Z3_substitute_vars(c, Z3_get_quantifier_body(c, f), nb, subst);
   }
   Z3_solver s = new_solver(p);
+  if (!s) {
+    snprintf(why, (size_t)len, "memory limit");
+    *proved = false;
+    Z3_ast_vector_dec_ref(c, fv);
+    taso_z3_take_error(NULL, 0);
+    return TASO_OK;
+  }
   Z3_solver_assert(c, s, Z3_mk_not(c, goal));
   taso_err_t err = TASO_OK;
   for (int i = 0; i < a->nmeta && err == TASO_OK; i++) {
@@ -897,6 +918,7 @@ static Z3_lbool entail_query(taso_prover_t *p, bool mbqi, int n, const Z3_ast *f
                              const bool *use, Z3_ast not_goal, bool *core, char *why, int len) {
   Z3_context c = p->c;
   Z3_solver s = new_solver_mbqi(p, mbqi);
+  if (!s) return check(p, s, why, len); /* undef: memory limit */
   for (int i = 0; i < n; i++)
     if (use[i]) Z3_solver_assert_and_track(c, s, f[i], lit[i]);
   Z3_solver_assert(c, s, not_goal);

@@ -78,9 +78,13 @@ const char *taso_limits_reason(const char *why, double seconds, const taso_limit
 }
 
 /* Z3's count of resource units spent in the context so far (its
- * statistic "rlimit count", cumulative over the context's queries). */
+ * statistic "rlimit count", cumulative over the context's queries); -1
+ * when Z3 cannot say: its memory cap is the process's, so a query of
+ * another thread that runs out makes this thread's calls fail too, and a
+ * failed call returns NULL, which no reference count may touch. */
 static double rlimit_count(Z3_context c, Z3_solver s) {
   Z3_stats st = Z3_solver_get_statistics(c, s);
+  if (!st) return -1;
   Z3_stats_inc_ref(c, st);
   double v = 0;
   for (unsigned i = 0; i < Z3_stats_size(c, st); i++)
@@ -94,6 +98,12 @@ static double rlimit_count(Z3_context c, Z3_solver s) {
 Z3_lbool taso_limits_check(Z3_context c, Z3_solver s, const taso_limits_t *lim, char *why,
                            int len) {
   struct timespec t0, t1;
+  if (!s) { /* the solver could not be made (z3ctx.h) */
+    char zmsg[256];
+    taso_z3_take_error(zmsg, sizeof zmsg);
+    snprintf(why, (size_t)len, "memory limit (%u MiB)", lim->memory_mb);
+    return Z3_L_UNDEF;
+  }
   double spent = lim->rlimit ? rlimit_count(c, s) : 0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   Z3_lbool r = Z3_solver_check(c, s);
@@ -106,7 +116,8 @@ Z3_lbool taso_limits_check(Z3_context c, Z3_solver s, const taso_limits_t *lim, 
   }
   /* Z3 4.8.12 reports a spent resource limit as "canceled" or plain
    * "unknown": the count of units the query spent tells. */
-  if (r == Z3_L_UNDEF && lim->rlimit && rlimit_count(c, s) - spent >= lim->rlimit)
+  double now = r == Z3_L_UNDEF && lim->rlimit && spent >= 0 ? rlimit_count(c, s) : -1;
+  if (now >= 0 && now - spent >= lim->rlimit)
     snprintf(why, (size_t)len, "resource limit (rlimit %u)", lim->rlimit);
   else if (r == Z3_L_UNDEF)
     snprintf(why, (size_t)len, "%s",

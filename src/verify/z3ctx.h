@@ -54,7 +54,10 @@ const char *taso_limits_reason(const char *reason_unknown, double seconds,
                                const taso_limits_t *lim);
 
 /* Z3_solver_check under lim: on undef, why names the limit that ended
- * it; an out-of-memory error (the cap) is taken and becomes undef. */
+ * it; an out-of-memory error (the cap) is taken and becomes undef.
+ * The cap is the process's: while one thread's query holds it, any Z3
+ * call of another thread may fail and return NULL. s may be such a NULL
+ * (a solver that could not be made): undef, "memory limit". */
 Z3_lbool taso_limits_check(Z3_context c, Z3_solver s, const taso_limits_t *lim, char *why, int len);
 
 #endif
