@@ -48,20 +48,11 @@ unsigned taso_limits_timeout_ms(const taso_limits_t *lim) {
 
 void taso_z3_memory_cap(unsigned mb) {
   static _Atomic unsigned memory_set;
-  /* Both are global to the process: set once per value (every thread of a
-   * run asks for the same). The cap is the high watermark, at which the
-   * SMT kernel stops its search and answers unknown ("memout"), its state
-   * intact. memory_max_size makes an allocation past it throw, wherever it
-   * happens, and Z3 is not safe to use after that (two k=4 verify runs
-   * died of a segmentation fault destroying a solver afterwards; its
-   * maintainers advise ending the process): it is only a backstop, at
-   * twice the cap, for memory the search's checks do not see in time. */
+  /* memory_max_size is global to the process: set once per value (every
+   * thread of a run asks for the same). */
   if (mb && memory_set != mb) {
-    unsigned cap = mb < 4095 ? mb : 4095; /* the watermark is in bytes, 32 bits */
     char text[32];
-    snprintf(text, sizeof text, "%u", cap << 20);
-    Z3_global_param_set("memory_high_watermark", text);
-    snprintf(text, sizeof text, "%u", 2 * mb);
+    snprintf(text, sizeof text, "%u", mb);
     Z3_global_param_set("memory_max_size", text);
     memory_set = mb;
   }
@@ -77,7 +68,7 @@ void taso_limits_apply(Z3_context c, Z3_params params, const taso_limits_t *lim)
 const char *taso_limits_reason(const char *why, double seconds, const taso_limits_t *lim) {
   if (!why || !why[0]) return "unknown";
   if (strstr(why, "resource limit") || strstr(why, "rlimit")) return "resource limit (rlimit)";
-  if (strstr(why, "memory") || strstr(why, "memout")) return "memory limit";
+  if (strstr(why, "memory")) return "memory limit";
   if (strstr(why, "timeout")) return "timeout";
   /* "canceled" with the resource count not spent (taso_limits_check
    * looks first): the timer, or an interrupt. */
@@ -128,9 +119,6 @@ Z3_lbool taso_limits_check(Z3_context c, Z3_solver s, const taso_limits_t *lim, 
   double now = r == Z3_L_UNDEF && lim->rlimit && spent >= 0 ? rlimit_count(c, s) : -1;
   if (now >= 0 && now - spent >= lim->rlimit)
     snprintf(why, (size_t)len, "resource limit (rlimit %u)", lim->rlimit);
-  else if (r == Z3_L_UNDEF && !strcmp(taso_limits_reason(Z3_solver_get_reason_unknown(c, s),
-                                                          seconds, lim), "memory limit"))
-    snprintf(why, (size_t)len, "memory limit (%u MiB)", lim->memory_mb);
   else if (r == Z3_L_UNDEF)
     snprintf(why, (size_t)len, "%s",
              taso_limits_reason(Z3_solver_get_reason_unknown(c, s), seconds, lim));

@@ -44,9 +44,7 @@ unsigned taso_limits_timeout_ms(const taso_limits_t *lim);
  * process's memory cap (memory_max_size) the first time one is given. */
 void taso_limits_apply(Z3_context c, Z3_params params, const taso_limits_t *lim);
 
-/* Z3's memory cap for the whole process, MiB (0: leave it): the SMT
- * search stops at it and answers unknown ("memory limit"); a hard limit
- * at twice the cap is the backstop (z3ctx.c says why not at the cap). */
+/* Z3's memory cap for the whole process, MiB (0: leave it). */
 void taso_z3_memory_cap(unsigned mb);
 
 /* Names the limit that ended a query from Z3's reason_unknown and the
