@@ -128,18 +128,29 @@ taso_err_t taso_model_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, ta
   buffers_t in = {0};
   taso_rt_plan_t *plan[2] = {NULL, NULL};
   double med[2][MAX_ROUNDS];
-  taso_err_t err = make_buffers(a, &in); /* b reads the same run-time inputs */
+  double *ms = malloc(sizeof *ms * 2 * (size_t)runs);
+  taso_err_t err = ms ? make_buffers(a, &in) : taso_error(TASO_ERR_NOMEM, "timings");
+  /* b reads the same run-time inputs */
   if (err == TASO_OK) err = taso_rt_plan(be, ctx, a, NULL, &plan[0]);
   if (err == TASO_OK) err = taso_rt_plan(be, ctx, b, NULL, &plan[1]);
-  /* alternated, a b b a a b ..., so that a change of load, and whatever
-   * the model timed just before leaves behind, weighs on both alike */
-  for (int k = 0; k < rounds && err == TASO_OK; k++)
-    for (int i = 0; i < 2 && err == TASO_OK; i++) {
-      int w = i ^ (k & 1);
-      taso_rt_stats_t st;
-      err = taso_rt_time_model(plan[w], (const float *const *)in.in, 3, runs, &st);
-      med[w][k] = st.median;
+  taso_rt_stats_t st;
+  for (int w = 0; w < 2 && err == TASO_OK; w++) /* warm-up */
+    err = taso_rt_time_model(plan[w], (const float *const *)in.in, 3, 1, &st);
+  /* run by run, a b b a a b ..., so that a change of load, and whatever
+   * the model timed just before leaves behind, weighs on both alike,
+   * within a round as well as between rounds */
+  for (int k = 0; k < rounds && err == TASO_OK; k++) {
+    for (int r = 0; r < runs && err == TASO_OK; r++)
+      for (int i = 0; i < 2 && err == TASO_OK; i++) {
+        int w = i ^ (r & 1);
+        err = taso_rt_time_model(plan[w], (const float *const *)in.in, 0, 1, &st);
+        ms[w * runs + r] = st.median;
+      }
+    for (int w = 0; w < 2 && err == TASO_OK; w++) {
+      qsort(ms + w * runs, (size_t)runs, sizeof(double), compare_ms);
+      med[w][k] = ms[w * runs + runs / 2];
     }
+  }
   int faster = 0; /* paired, before the sort */
   for (int k = 0; k < rounds && err == TASO_OK; k++) faster += med[1][k] < med[0][k];
   if (b_faster) *b_faster = faster;
@@ -149,6 +160,7 @@ taso_err_t taso_model_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, ta
   taso_rt_plan_free(plan[0]);
   taso_rt_plan_free(plan[1]);
   buffers_free(&in);
+  free(ms);
   return err;
 }
 

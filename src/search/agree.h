@@ -28,14 +28,14 @@ taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *c
 
 /* End-to-end latencies of models a and b (*a_ms, *b_ms) on be, with a's
  * seeded run-time inputs (b must take the same ones, in the same order)
- * and each one's weights (seeded where absent): `runs` timed runs after 3
- * warm-up runs, alternated between the two `rounds` times (1 to 15; a b,
- * then b a, and so on); each is the median of its rounds' medians.
- * *b_faster (unless NULL) counts the rounds in which b's median was below
- * a's: a paired comparison, each pair timed seconds apart, where the
- * medians across rounds also carry the load changes between rounds. Time
- * models as they will run: a rewritten graph's weight-only nodes folded
- * (taso_model_fold_weights). */
+ * and each one's weights (seeded where absent): after 3 warm-up runs each,
+ * `rounds` rounds (1 to 15) of `runs` single runs of each, alternated run
+ * by run (a b, then b a, and so on); each is the median of its rounds'
+ * medians. *b_faster (unless NULL) counts the rounds in which b's median
+ * was below a's: a paired comparison in which a change of load weighs on
+ * both alike, where the medians across rounds still carry the load
+ * changes between rounds. Time models as they will run: a rewritten
+ * graph's weight-only nodes folded (taso_model_fold_weights). */
 taso_err_t taso_model_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *a,
                                 taso_model_t *b, int runs, int rounds, double *a_ms,
                                 double *b_ms, int *b_faster);
