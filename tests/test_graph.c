@@ -103,7 +103,12 @@ static void test_index(void) {
         in[1] = TASO_REF((int)((seed >> 12) % (unsigned)a.nnodes), 0);
         taso_params_t p = taso_params_default();
         CHECK_OK(taso_graph_add(&a, TASO_OP_EWADD, &p, in, &ra));
-        CHECK_OK(taso_graph_add_indexed(&b, &ix, TASO_OP_EWADD, &p, in, &rb));
+        if (k % 3) {
+          CHECK_OK(taso_graph_add_indexed(&b, &ix, TASO_OP_EWADD, &p, in, &rb));
+        } else { /* a node copied as it stands, with its params hash */
+          taso_node_t n = a.nodes[TASO_REF_NODE(ra)];
+          CHECK_OK(taso_graph_add_node_indexed(&b, &ix, &n, taso_node_params_hash(&n), &rb));
+        }
       }
       CHECK(ra == rb && a.nnodes == b.nnodes);
     }
@@ -146,6 +151,42 @@ static void test_canonical_order(void) {
   CHECK_OK(taso_graph_parse("ewadd(x1,x2)", &inputs, &b));
   CHECK(taso_graph_hash(&b) == h);
   CHECK(h == UINT64_C(0x1d496204a450caba));
+  taso_graph_free(&a);
+  taso_graph_free(&b);
+}
+
+/* Structural hashes: equal graphs alike, wherever their nodes stand; a
+ * node's params hash leaves its operands out, its structural hash not. */
+static void test_struct_hash(void) {
+  taso_graph_t a, b;
+  taso_graph_init(&a);
+  taso_graph_init(&b);
+  uint64_t ha[16], hb[16];
+  CHECK_OK(taso_graph_parse("ewadd(matmul(x1, w1), relu(x2)), relu(x1)", &inputs, &a));
+  CHECK_OK(taso_graph_parse("ewadd(matmul(x1,w1),relu(x2)),relu(x1)", &inputs, &b));
+  CHECK(a.nnodes < 16 && b.nnodes < 16);
+  CHECK(taso_graph_struct_hash_all(&a, ha) == taso_graph_struct_hash_all(&b, hb));
+  /* the two relus: the same params hash, different structural hashes */
+  int relu[2], nrelu = 0;
+  for (int i = 0; i < a.nnodes && nrelu < 2; i++)
+    if (a.nodes[i].kind == TASO_OP_RELU) relu[nrelu++] = i;
+  CHECK(nrelu == 2);
+  CHECK(taso_node_params_hash(&a.nodes[relu[0]]) == taso_node_params_hash(&a.nodes[relu[1]]));
+  CHECK(ha[relu[0]] != ha[relu[1]]);
+  /* the same nodes in another order of outputs, operands swapped: different */
+  CHECK_OK(taso_graph_parse("relu(x1), ewadd(matmul(x1, w1), relu(x2))", &inputs, &b));
+  CHECK(taso_graph_struct_hash_all(&a, ha) != taso_graph_struct_hash_all(&b, hb));
+  CHECK_OK(taso_graph_parse("ewadd(relu(x2), matmul(x1, w1)), relu(x1)", &inputs, &b));
+  CHECK(taso_graph_struct_hash_all(&a, ha) != taso_graph_struct_hash_all(&b, hb));
+  /* a node's hash is what it computes: the subterm matmul(x1, w1) alike in both */
+  CHECK_OK(taso_graph_parse("relu(matmul(x1, w1))", &inputs, &b));
+  taso_graph_struct_hash_all(&a, ha);
+  taso_graph_struct_hash_all(&b, hb);
+  int ma = -1, mb = -1;
+  for (int i = 0; i < a.nnodes; i++) ma = a.nodes[i].kind == TASO_OP_MATMUL ? i : ma;
+  for (int i = 0; i < b.nnodes; i++) mb = b.nodes[i].kind == TASO_OP_MATMUL ? i : mb;
+  CHECK(ma >= 0 && mb >= 0 && ha[ma] == hb[mb]);
+  CHECK(taso_node_struct_hash(taso_node_params_hash(&a.nodes[ma]), &a.nodes[ma], ha) == ha[ma]);
   taso_graph_free(&a);
   taso_graph_free(&b);
 }
@@ -225,7 +266,7 @@ static void test_inputs(void) {
 int main(void) {
   setup();
   test_case_t cases[] = {TEST(test_round_trip), TEST(test_hash_consing), TEST(test_index),
-                         TEST(test_canonical_order),
+                         TEST(test_canonical_order), TEST(test_struct_hash),
                          TEST(test_errors), TEST(test_subst_and_templates), TEST(test_inputs)};
   int rc = test_run(cases, sizeof cases / sizeof *cases);
   taso_inputs_free(&inputs);

@@ -87,13 +87,25 @@ taso_err_t taso_graph_copy(taso_graph_t *dst, const taso_graph_t *src) {
 
 _Static_assert(sizeof(taso_node_t) % 4 == 0, "a node is 4-byte words");
 
-/* The hash of a node's words, for taso_graph_index_t. */
-static uint64_t node_hash(const taso_node_t *n) { return taso_hash_words(n, sizeof *n / 4); }
+uint64_t taso_node_params_hash(const taso_node_t *n) {
+  return taso_hash_words(n, offsetof(taso_node_t, in) / 4);
+}
 
-/* The index slot holding a node equal to n, or the empty slot for it. */
-static int index_slot(const taso_graph_t *g, const taso_graph_index_t *ix, const taso_node_t *n) {
-  int mask = ix->nslots - 1, at = (int)(node_hash(n) & (uint64_t)mask);
-  while (ix->slots[at] && memcmp(&g->nodes[ix->slots[at] - 1], n, sizeof *n) != 0)
+/* A node's index hash: its params hash with its operands mixed in. */
+static uint64_t index_hash(uint64_t params, const taso_node_t *n) {
+  uint64_t h = taso_mix64(params ^ ((uint64_t)(uint32_t)n->in[0] << 32 | (uint32_t)n->in[1]));
+  return taso_mix64(h ^ (uint32_t)n->in[2]);
+}
+
+/* The index slot holding a node equal to n (index hash h), or the empty
+ * slot for it; a slot's tag (the hash's high half) spares comparing
+ * nodes that differ only in their operands. */
+static int index_slot(const taso_graph_t *g, const taso_graph_index_t *ix, const taso_node_t *n,
+                      uint64_t h) {
+  int mask = ix->nslots - 1, at = (int)(h & (uint64_t)mask);
+  uint32_t tag = (uint32_t)(h >> 32);
+  while (ix->slots[at] &&
+         (ix->tags[at] != tag || memcmp(&g->nodes[ix->slots[at] - 1], n, sizeof *n) != 0))
     at = (at + 1) & mask;
   return at;
 }
@@ -105,28 +117,40 @@ static taso_err_t index_fit(const taso_graph_t *g, taso_graph_index_t *ix, int n
     int n = ix->nslots ? ix->nslots : 256;
     while (n < 2 * need) n *= 2;
     int32_t *slots = realloc(ix->slots, sizeof *slots * (size_t)n);
-    if (!slots) return taso_error(TASO_ERR_NOMEM, "node index of %d nodes", need);
-    ix->slots = slots;
+    if (slots) ix->slots = slots;
+    uint32_t *tags = slots ? realloc(ix->tags, sizeof *tags * (size_t)n) : NULL;
+    if (!tags) return taso_error(TASO_ERR_NOMEM, "node index of %d nodes", need);
+    ix->tags = tags;
     ix->nslots = n;
   }
   memset(ix->slots, 0, sizeof *ix->slots * (size_t)ix->nslots);
-  for (int i = 0; i < g->nnodes; i++) ix->slots[index_slot(g, ix, &g->nodes[i])] = i + 1;
+  for (int i = 0; i < g->nnodes; i++) {
+    const taso_node_t *n = &g->nodes[i];
+    uint64_t h = index_hash(taso_node_params_hash(n), n);
+    int at = index_slot(g, ix, n, h);
+    ix->slots[at] = i + 1;
+    ix->tags[at] = (uint32_t)(h >> 32);
+  }
   ix->indexed = g->nnodes;
   return TASO_OK;
 }
 
 void taso_graph_index_free(taso_graph_index_t *ix) {
   free(ix->slots);
+  free(ix->tags);
   memset(ix, 0, sizeof *ix);
 }
 
-/* Adds n unless g has it; with an index, found in constant time. */
+/* Adds n unless g has it; with an index (and n's params hash), found in
+ * constant time. */
 static taso_err_t add_node(taso_graph_t *g, taso_graph_index_t *ix, const taso_node_t *n,
-                           taso_ref_t *ref) {
+                           uint64_t params, taso_ref_t *ref) {
   int slot = -1;
+  uint64_t h = 0;
   if (ix) {
     TASO_TRY(index_fit(g, ix, g->nnodes + 1));
-    slot = index_slot(g, ix, n);
+    h = index_hash(params, n);
+    slot = index_slot(g, ix, n, h);
     if (ix->slots[slot]) {
       *ref = TASO_REF(ix->slots[slot] - 1, 0);
       return TASO_OK;
@@ -142,8 +166,18 @@ static taso_err_t add_node(taso_graph_t *g, taso_graph_index_t *ix, const taso_n
   g->nodes[g->nnodes] = *n;
   *ref = TASO_REF(g->nnodes, 0);
   g->nnodes++;
-  if (ix) ix->slots[slot] = g->nnodes, ix->indexed = g->nnodes;
+  if (ix) {
+    ix->slots[slot] = g->nnodes;
+    ix->tags[slot] = (uint32_t)(h >> 32);
+    ix->indexed = g->nnodes;
+  }
   return TASO_OK;
+}
+
+taso_err_t taso_graph_add_node_indexed(taso_graph_t *g, taso_graph_index_t *ix,
+                                       const taso_node_t *n, uint64_t params_hash,
+                                       taso_ref_t *ref) {
+  return add_node(g, ix, n, params_hash, ref);
 }
 
 taso_err_t taso_graph_add_indexed(taso_graph_t *g, taso_graph_index_t *ix, taso_op_kind_t kind,
@@ -179,7 +213,7 @@ taso_err_t taso_graph_add_indexed(taso_graph_t *g, taso_graph_index_t *ix, taso_
       return taso_error(TASO_ERR_ARG, "%s: operand %d refers to no tensor", op->name, i);
     n.in[i] = in[i];
   }
-  return add_node(g, ix, &n, ref);
+  return add_node(g, ix, &n, ix ? taso_node_params_hash(&n) : 0, ref);
 }
 
 taso_err_t taso_graph_add(taso_graph_t *g, taso_op_kind_t kind, const taso_params_t *p,
@@ -194,7 +228,7 @@ taso_err_t taso_graph_add_input_indexed(taso_graph_t *g, taso_graph_index_t *ix,
   n.kind = TASO_OP_INPUT;
   n.p.input = input;
   n.in[0] = n.in[1] = n.in[2] = -1;
-  return add_node(g, ix, &n, ref);
+  return add_node(g, ix, &n, ix ? taso_node_params_hash(&n) : 0, ref);
 }
 
 taso_err_t taso_graph_add_input(taso_graph_t *g, int input, taso_ref_t *ref) {
@@ -298,6 +332,28 @@ uint64_t taso_graph_hash(const taso_graph_t *g) {
     h = hash_ints(h, n->in, 3);
   }
   return hash_ints(h, g->outputs, g->noutputs);
+}
+
+uint64_t taso_node_struct_hash(uint64_t params_hash, const taso_node_t *n,
+                               const uint64_t *hashes) {
+  uint64_t h = params_hash;
+  for (int a = 0; a < 3 && n->in[a] >= 0; a++)
+    h = taso_mix64(h ^ (hashes[TASO_REF_NODE(n->in[a])] + (uint64_t)TASO_REF_PORT(n->in[a])));
+  return h;
+}
+
+uint64_t taso_graph_struct_hash(const taso_graph_t *g, const uint64_t *hashes) {
+  uint64_t h = taso_mix64((uint64_t)g->noutputs);
+  for (int o = 0; o < g->noutputs; o++)
+    h = taso_mix64(h ^ (hashes[TASO_REF_NODE(g->outputs[o])] +
+                        (uint64_t)TASO_REF_PORT(g->outputs[o])));
+  return h;
+}
+
+uint64_t taso_graph_struct_hash_all(const taso_graph_t *g, uint64_t *hashes) {
+  for (int i = 0; i < g->nnodes; i++)
+    hashes[i] = taso_node_struct_hash(taso_node_params_hash(&g->nodes[i]), &g->nodes[i], hashes);
+  return taso_graph_struct_hash(g, hashes);
 }
 
 /* ---- text form ---------------------------------------------------------- */

@@ -69,6 +69,7 @@ taso_err_t taso_graph_add_output(taso_graph_t *g, taso_ref_t ref);
  * nodes are added only through it (else it is rebuilt on the next add). */
 typedef struct {
   int32_t *slots; /* open addressing: node + 1, 0 empty */
+  uint32_t *tags; /* per slot: the high half of its node's index hash */
   int nslots;     /* a power of two, at least twice the nodes */
   int indexed;    /* the graph's node count when last in step */
 } taso_graph_index_t;
@@ -77,6 +78,19 @@ taso_err_t taso_graph_add_indexed(taso_graph_t *g, taso_graph_index_t *ix, taso_
                                   const taso_params_t *p, const taso_ref_t *in, taso_ref_t *ref);
 taso_err_t taso_graph_add_input_indexed(taso_graph_t *g, taso_graph_index_t *ix, int input,
                                         taso_ref_t *ref);
+
+/* The hash of a node's operator and parameters (its operands left out):
+ * the same wherever the node stands, so a caller that adds copies of one
+ * node to many graphs, or hashes many graphs sharing it, computes it once.
+ * Not stable across builds: never stored. */
+uint64_t taso_node_params_hash(const taso_node_t *n);
+
+/* Adds (or finds) n as it stands: parameters as a graph holds them (those
+ * its operator does not take 0), operands valid tensors of g; params_hash
+ * is taso_node_params_hash(n). For copying nodes from another graph. */
+taso_err_t taso_graph_add_node_indexed(taso_graph_t *g, taso_graph_index_t *ix,
+                                       const taso_node_t *n, uint64_t params_hash,
+                                       taso_ref_t *ref);
 
 /* Types of every node output: types[2*node + port]. Errors name the operator. */
 taso_err_t taso_graph_infer(const taso_graph_t *g, const taso_inputs_t *in,
@@ -95,6 +109,18 @@ int taso_graph_compare(const taso_graph_t *a, const taso_graph_t *b);
 
 /* 64-bit hash of a canonical graph, stable across machines and runs. */
 uint64_t taso_graph_hash(const taso_graph_t *g);
+
+/* Structural hashes, for hash tables (not stable: never stored). A node's
+ * mixes its params hash with its operands' structural hashes (hashes[k]
+ * for node k) and ports, so that it depends on what the node computes,
+ * not on where it stands; a graph's mixes its outputs'. Equal canonical
+ * graphs hash alike; a caller that knows which nodes a rewrite left
+ * alone reuses their params hashes, and hashes a rewrite in a few mixes
+ * per node. _all fills hashes for every node and returns the graph's. */
+uint64_t taso_node_struct_hash(uint64_t params_hash, const taso_node_t *n,
+                               const uint64_t *hashes);
+uint64_t taso_graph_struct_hash(const taso_graph_t *g, const uint64_t *hashes);
+uint64_t taso_graph_struct_hash_all(const taso_graph_t *g, uint64_t *hashes);
 
 /* Canonical text of the outputs, comma-separated. Returns the length it
  * needs (like snprintf); the text is cut to len - 1 characters. */

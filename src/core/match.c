@@ -23,6 +23,8 @@ typedef struct {
   int ntrail;
   taso_ref_t *at;      /* per lhs output: the host tensor it matched */
   taso_ref_t *built;   /* per host node and mode (2 * node + original): its ref in the result, or -1 */
+  uint64_t *params;    /* per host node: taso_node_params_hash, once a match is built */
+  bool params_ready;
   taso_graph_t out;
   taso_graph_index_t out_index; /* finds equal nodes of out in constant time */
   taso_rewrite_fn fn;
@@ -126,16 +128,10 @@ static taso_err_t build_host(matcher_t *m, taso_ref_t h, bool original, taso_ref
     if (m->at[o] == h) return build_rhs(m, m->rhs->outputs[o], out);
   int node = TASO_REF_NODE(h), slot = 2 * node + original;
   if (m->built[slot] < 0) {
-    const taso_node_t *n = &m->host->nodes[node];
+    taso_node_t n = m->host->nodes[node]; /* its operands as built */
+    for (int a = 0; a < 3 && n.in[a] >= 0; a++) TASO_TRY(build_host(m, n.in[a], original, &n.in[a]));
     taso_ref_t ref;
-    if (n->kind == TASO_OP_INPUT) {
-      TASO_TRY(taso_graph_add_input_indexed(&m->out, &m->out_index, n->p.input, &ref));
-    } else {
-      taso_ref_t in[3] = {-1, -1, -1};
-      for (int a = 0; a < taso_ops[n->kind].arity; a++)
-        TASO_TRY(build_host(m, n->in[a], original, &in[a]));
-      TASO_TRY(taso_graph_add_indexed(&m->out, &m->out_index, n->kind, &n->p, in, &ref));
-    }
+    TASO_TRY(taso_graph_add_node_indexed(&m->out, &m->out_index, &n, m->params[node], &ref));
     if (m->traced) m->prov[TASO_REF_NODE(ref)] = node; /* an equal node found: made from node too */
     m->built[slot] = ref;
   }
@@ -152,6 +148,9 @@ static taso_err_t emit(matcher_t *m) {
   }
   taso_graph_clear(&m->out);
   for (int i = 0; i < 2 * m->host->nnodes; i++) m->built[i] = -1;
+  for (int i = 0; i < m->host->nnodes && !m->params_ready; i++)
+    m->params[i] = taso_node_params_hash(&m->host->nodes[i]);
+  m->params_ready = true;
   for (int o = 0; o < m->host->noutputs; o++) {
     taso_ref_t ref;
     TASO_TRY(build_host(m, m->host->outputs[o], false, &ref));
@@ -204,7 +203,8 @@ static taso_err_t alloc(matcher_t *m) {
   m->trail = malloc(sizeof *m->trail * (m->lhs->nnodes + in->n + 1));
   m->at = malloc(sizeof *m->at * (m->lhs->noutputs + 1));
   m->built = malloc(sizeof *m->built * (2 * m->host->nnodes + 1));
-  if (!m->bound || !m->node_map || !m->trail || !m->at || !m->built)
+  m->params = malloc(sizeof *m->params * (m->host->nnodes + 1));
+  if (!m->bound || !m->node_map || !m->trail || !m->at || !m->built || !m->params)
     return taso_error(TASO_ERR_NOMEM, "rewrite");
   if (m->traced) {
     /* the result holds at most each host node twice (as is, and as the
@@ -236,6 +236,7 @@ static taso_err_t run(matcher_t *m) {
   free(m->trail);
   free(m->at);
   free(m->built);
+  free(m->params);
   free(m->typed.v);
   free(m->rhs_types);
   free(m->lhs_types);

@@ -426,15 +426,19 @@ taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *
 
 /* ---- planning: fusion ------------------------------------------------------ */
 
-/* How many operands and graph outputs read each tensor. */
+/* How many operands and graph outputs read each tensor (uses[ref]), then
+ * a node reading it (uses[2 * nnodes + ref], -1 if none). */
 static int *count_consumers(const taso_model_t *m) {
   const taso_graph_t *g = &m->graph;
-  int *uses = calloc((size_t)(2 * g->nnodes), sizeof *uses);
+  size_t refs = (size_t)(2 * g->nnodes);
+  int *uses = calloc(2 * refs + 1, sizeof *uses);
   if (!uses) return NULL;
+  int *reader = uses + refs;
+  for (size_t r = 0; r < refs; r++) reader[r] = -1;
   for (int i = 0; i < g->nnodes; i++) {
     const taso_node_t *n = &g->nodes[i];
     if (n->kind == TASO_OP_INPUT) continue;
-    for (int a = 0; a < taso_ops[n->kind].arity; a++) uses[n->in[a]]++;
+    for (int a = 0; a < taso_ops[n->kind].arity; a++) uses[n->in[a]]++, reader[n->in[a]] = i;
   }
   for (int o = 0; o < g->noutputs; o++) uses[g->outputs[o]]++;
   return uses;
@@ -442,14 +446,7 @@ static int *count_consumers(const taso_model_t *m) {
 
 /* The one node reading ref, or -1 when it has other readers or is an output. */
 static int sole_consumer(const taso_model_t *m, const int *uses, taso_ref_t ref) {
-  if (uses[ref] != 1) return -1;
-  for (int i = TASO_REF_NODE(ref) + 1; i < m->graph.nnodes; i++) {
-    const taso_node_t *n = &m->graph.nodes[i];
-    if (n->kind == TASO_OP_INPUT) continue;
-    for (int a = 0; a < taso_ops[n->kind].arity; a++)
-      if (n->in[a] == ref) return i;
-  }
-  return -1;
+  return uses[ref] == 1 ? uses[2 * m->graph.nnodes + ref] : -1;
 }
 
 /* A bias for a result of type out: one value per channel of a

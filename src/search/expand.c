@@ -10,7 +10,10 @@
 void taso_expander_free(taso_expander_t *x) {
   taso_cost_memo_free(&x->memo);
   free(x->types);
+  free(x->hashes);
+  free(x->host_params);
   x->types = NULL;
+  x->hashes = x->host_params = NULL;
   x->types_cap = 0;
 }
 
@@ -19,10 +22,30 @@ static taso_err_t fit_types(taso_expander_t *x, int nnodes) {
   int cap = x->types_cap ? x->types_cap : 512;
   while (cap < 2 * nnodes) cap *= 2;
   taso_tensor_t *t = realloc(x->types, sizeof *t * (size_t)cap);
-  if (!t) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", nnodes);
-  x->types = t;
+  if (t) x->types = t;
+  uint64_t *h = t ? realloc(x->hashes, sizeof *h * (size_t)cap) : NULL;
+  if (!h) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", nnodes);
+  x->hashes = h;
   x->types_cap = cap;
   return TASO_OK;
+}
+
+taso_err_t taso_expander_hash(taso_expander_t *x, const taso_graph_t *g, uint64_t *hash) {
+  TASO_TRY(fit_types(x, g->nnodes + 1));
+  const int *prov = x->prov && x->host_params ? x->prov : NULL;
+  for (int i = 0; i < g->nnodes; i++) {
+    const taso_node_t *n = &g->nodes[i];
+    uint64_t params = prov && prov[i] >= 0 ? x->host_params[prov[i]] : taso_node_params_hash(n);
+    x->hashes[i] = taso_node_struct_hash(params, n, x->hashes);
+  }
+  *hash = taso_graph_struct_hash(g, x->hashes);
+  if (!prov || !x->check) return TASO_OK;
+  uint64_t *full = malloc(sizeof *full * (size_t)(g->nnodes + 1));
+  if (!full) return taso_error(TASO_ERR_NOMEM, "hashes of %d nodes", g->nnodes);
+  bool same = taso_graph_struct_hash_all(g, full) == *hash;
+  free(full);
+  return same ? TASO_OK : taso_error(TASO_ERR_ARG, "incremental check: rule %d: a rewrite "
+                                     "hashes differently from scratch", x->rule);
 }
 
 /* g's types into x->types, those of a node made from a host node taken
@@ -115,7 +138,10 @@ taso_err_t taso_expander_start(taso_expander_t *x, taso_graph_t *start, double *
 static taso_err_t begin_host(taso_expander_t *x, const taso_graph_t *host, taso_child_fn fn,
                              void *ctx, taso_tensor_t **types) {
   *types = malloc(sizeof **types * 2 * (size_t)(host->nnodes + 1));
-  if (!*types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", host->nnodes);
+  uint64_t *params = realloc(x->host_params, sizeof *params * (size_t)(host->nnodes + 1));
+  if (params) x->host_params = params;
+  if (!*types || !params) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", host->nnodes);
+  for (int i = 0; i < host->nnodes; i++) params[i] = taso_node_params_hash(&host->nodes[i]);
   TASO_TRY(taso_graph_infer(host, x->prob->inputs, *types));
   double ms;
   taso_err_t err = taso_cost_of_graph_reusing(x->costs, host, *types, x->prob->is_weight, NULL,

@@ -20,12 +20,14 @@ typedef struct {
   taso_rule_guard_t *guard; /* NULL: each rule's recorded relation only */
   int rule;                 /* the rule being applied */
   taso_tensor_t *types;     /* scratch: a result's types */
-  int types_cap;
+  uint64_t *hashes;         /* scratch: a result's structural node hashes */
+  int types_cap;            /* of types (2 per node) and hashes (1 per node) */
   bool check;               /* cost every result both ways: a difference is an error */
   /* while a host is expanded: its memo, and the provenance of the result
    * being passed to the callback (NULL outside it) */
   const taso_graph_t *host;
   const taso_tensor_t *host_types;
+  uint64_t *host_params;    /* per host node: taso_node_params_hash */
   taso_cost_memo_t memo;
   const int *prov;
   int64_t checked;          /* results checked (check) */
@@ -44,6 +46,12 @@ uint32_t taso_graph_kinds(const taso_graph_t *g);
  * the rewrite changed, taking the others' costs from the host's
  * (taso_cost_of_graph_reusing: the same figure to the bit). */
 taso_err_t taso_expander_cost(taso_expander_t *x, const taso_graph_t *g, double *ms);
+
+/* The structural hash of g (taso_graph_struct_hash: what the searches'
+ * seen sets and owners go by). Called with a result from within
+ * taso_expand's callback, the nodes the rewrite made from host nodes take
+ * their params hashes from the host's: a few mixes per node. */
+taso_err_t taso_expander_hash(taso_expander_t *x, const taso_graph_t *g, uint64_t *hash);
 
 /* Applies every rule whose operators the host has at every proved match,
  * calling fn with each result, and stop after each rule. */

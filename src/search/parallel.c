@@ -226,7 +226,8 @@ static bool is_dup(par_t *p, const taso_graph_t *g, uint64_t hash) {
 static taso_err_t keep(par_t *p, const taso_graph_t *g, child_t c, double ms, bool check_dup) {
   if (!(ms < p->opt->alpha * p->best)) return TASO_OK;
   if (p->seeding && ms < p->host_ms) TASO_TRY(note_seed(p, g, ms));
-  uint64_t hash = taso_graph_hash(g);
+  uint64_t hash;
+  TASO_TRY(taso_expander_hash(&p->x, g, &hash));
   if (check_dup && is_dup(p, g, hash)) return TASO_OK;
   c.cost = ms;
   return send(p, g, hash, c);
@@ -267,7 +268,8 @@ static taso_err_t on_child(void *ctx, const taso_graph_t *g) {
   bool pending, ok;
   TASO_TRY(cost_of(p, g, &ms, &pending, &ok));
   if (pending) {
-    uint64_t hash = taso_graph_hash(g);
+    uint64_t hash;
+    TASO_TRY(taso_expander_hash(&p->x, g, &hash));
     return is_dup(p, g, hash) ? TASO_OK : stash(p, g, hash);
   }
   child_t c = {.parent = p->parent, .parent_rank = p->parent_rank, .pick = p->pick,
@@ -781,7 +783,8 @@ static taso_err_t share_verdicts(par_t *p, const int *qpick, taso_err_t err) {
 
 static taso_err_t on_link(void *ctx, const taso_graph_t *g, double ms, bool *go) {
   par_t *p = ctx;
-  uint64_t hash = taso_graph_hash(g);
+  uint64_t hash;
+  TASO_TRY(taso_expander_hash(&p->x, g, &hash));
   child_t c = {.cost = ms, .parent = p->link_parent, .parent_rank = p->rank, .pick = p->pick,
                .seq = p->seq++, .rule = p->link_rule, .depth = p->link_depth};
   /* a graph sent this round by an earlier result is kept from there */
@@ -796,8 +799,10 @@ static taso_err_t on_link(void *ctx, const taso_graph_t *g, double ms, bool *go)
 
 /* The chain of a seed, after its pick's expansion. */
 static taso_err_t follow_chain(par_t *p, const seed_t *sd) {
-  TASO_TRY(taso_store_keep_path(&p->store, &sd->g, taso_graph_hash(&sd->g), sd->ms, p->parent,
-                                p->parent_rank, p->depth, sd->rule));
+  uint64_t hash;
+  TASO_TRY(taso_expander_hash(&p->x, &sd->g, &hash));
+  TASO_TRY(taso_store_keep_path(&p->store, &sd->g, hash, sd->ms, p->parent, p->parent_rank,
+                                p->depth, sd->rule));
   p->link_parent = p->store.n - 1;
   p->link_depth = p->depth + 1;
   p->link_rule = sd->rule;
@@ -1003,8 +1008,9 @@ static taso_err_t run(par_t *p) {
   taso_graph_t start;
   taso_graph_init(&start);
   double cost = 0;
+  uint64_t hash = 0;
   taso_err_t err = start_graph(p, &start, &cost);
-  uint64_t hash = taso_graph_hash(&start);
+  if (err == TASO_OK) err = taso_expander_hash(&p->x, &start, &hash);
   if (err == TASO_OK && owner(p, hash) == p->rank)
     err = taso_store_add(&p->store, &start, hash, cost, -1, -1);
   p->max_nodes = 2 * start.nnodes;

@@ -220,7 +220,8 @@ static taso_err_t on_rewrite(void *ctx, const taso_graph_t *g) {
   }
   TASO_TRY(err);
   if (!(ms < s->opt->alpha * s->best)) return TASO_OK;
-  uint64_t hash = taso_graph_hash(g);
+  uint64_t hash;
+  TASO_TRY(taso_expander_hash(&s->x, g, &hash));
   if (s->store.nslots && s->store.slots[taso_seen_slot(&s->store, g, hash)]) return TASO_OK;
   s->res->queued++;
   TASO_TRY(taso_store_add(&s->store, g, hash, ms, s->parent, s->x.rule));
@@ -253,8 +254,9 @@ static bool stop_now(void *ctx) {
  * one seen before ends the chain (what follows it was made then). */
 static taso_err_t on_link(void *ctx, const taso_graph_t *g, double ms, bool *go) {
   search_t *s = ctx;
-  uint64_t hash = taso_graph_hash(g);
+  uint64_t hash;
   *go = false;
+  TASO_TRY(taso_expander_hash(&s->x, g, &hash));
   if (s->store.nslots && s->store.slots[taso_seen_slot(&s->store, g, hash)]) return TASO_OK;
   s->res->queued++;
   TASO_TRY(taso_store_add(&s->store, g, hash, ms, s->parent, s->x.rule));
@@ -309,8 +311,10 @@ static taso_err_t run(search_t *s, taso_graph_t *host) {
   taso_graph_t start;
   taso_graph_init(&start);
   double cost = 0;
+  uint64_t hash = 0;
   taso_err_t err = taso_expander_start(&s->x, &start, &cost);
-  if (err == TASO_OK) err = taso_store_add(&s->store, &start, taso_graph_hash(&start), cost, -1, -1);
+  if (err == TASO_OK) err = taso_expander_hash(&s->x, &start, &hash);
+  if (err == TASO_OK) err = taso_store_add(&s->store, &start, hash, cost, -1, -1);
   s->max_nodes = 2 * start.nnodes;
   taso_graph_free(&start);
   TASO_TRY(err);

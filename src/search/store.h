@@ -16,7 +16,7 @@
 typedef struct {
   taso_graph_t g;   /* canonical, exactly sized */
   double cost;      /* ms */
-  uint64_t hash;    /* taso_graph_hash */
+  uint64_t hash;    /* taso_graph_struct_hash (taso_expander_hash) */
   int64_t parent;   /* store index of the graph it was rewritten from; -1 */
   int parent_rank;  /* the rank holding the parent (parallel search; else 0) */
   int depth;        /* rewrites from the input graph (parallel search; else 0) */
