@@ -10,7 +10,7 @@
 #   3. taso-run latency of the original and of the optimized model in the
 #      same run: RUNS runs each, alternated three times, the median of the
 #      three medians (independent of taso-optimize's own confirmation, whose
-#      paired rounds won, "won 5/5", the "ended by" column gives).
+#      pairs of runs won, "won 71/100", the "ended by" column gives).
 # Prints one line per model, beside the published speedups over the input
 # graph and search times of the original TASO and of Tensat (Tensat's
 # Table 1, on an NVIDIA T4: a comparison of kind, not of number), then the
@@ -108,8 +108,9 @@ for spec in $specs; do
   ended=$(sed -n 's/.*, ended by \(.*\)$/\1/p' "$tmp/log")
   # the confirmation found the result no faster: the file is the input
   grep -q 'holds the input graph' "$tmp/log" && ended="$ended, kept input"
-  # its paired rounds (taso-optimize writes the result only if it won all)
-  won=$(sed -n 's/.*faster in \([0-9]* of [0-9]*\) rounds.*/\1/p' "$tmp/log" | head -1)
+  # its pairs of runs won (taso-optimize writes the result only when a sign
+  # test over them finds it faster)
+  won=$(sed -n 's/.*faster in \([0-9]* of [0-9]*\) pairs of runs.*/\1/p' "$tmp/log" | head -1)
   [ -n "$won" ] && ended="$ended, won ${won/ of /\/}"
   { echo "$spec:"; sed -n '/^applied rules/,/^model /p' "$tmp/log" | grep ' x  ' | head -5; } >>"$tmp/rules"
   if ! step "$spec compare" "$bin/taso-run" --model "$out" --compare "$spec" --runs 0 --threads "$threads"; then

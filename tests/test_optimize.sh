@@ -100,14 +100,16 @@ verdict=$(/usr/bin/python3 -c '
 import sys, h5py
 a = h5py.File(sys.argv[1], "r").attrs
 before, after, kept = a["latency_before_ms"], a["latency_after_ms"], int(a["kept_input"])
-rounds, won = int(a["latency_rounds"]), int(a["latency_rounds_faster"])
-good = rounds == 5 and 0 <= won <= rounds and kept == (0 if won == rounds else 1)
-good = good and (kept or after < before) # won every pair: every order statistic is lower
-print("ok" if good else "bad", before, after, kept, won, rounds)
+pairs, won = int(a["latency_pairs"]), int(a["latency_pairs_faster"])
+needed = int(a["latency_pairs_needed"])
+# 15 pairs (3 runs x 5 rounds): a sign test at 1/32 needs 12 (P(X >= 12) = 0.018)
+good = int(a["latency_rounds"]) == 5 and pairs == 15 and needed == 12 and 0 <= won <= pairs
+good = good and kept == (0 if won >= needed and after < before else 1)
+print("ok" if good else "bad", before, after, kept, won, pairs)
 ' "$tmp/confirm.opt.h5" 2>&1)
 kept=$(echo "$verdict" | awk '{ print $4 }')
 case $verdict in
-  ok*) echo "ok: confirmation consistent (before, after, kept, rounds won, rounds: ${verdict#ok })" ;;
+  ok*) echo "ok: confirmation consistent (before, after, kept, pairs won, pairs: ${verdict#ok })" ;;
   *) echo "FAIL: confirmation: $verdict"; show; fail=1 ;;
 esac
 if [ "$kept" = 1 ]; then # the input graph: it has the original's operator counts

@@ -54,7 +54,7 @@ done
 [ "$(attr "$tmp/d1.h5" optimize_costs)" = '"measured"' ] ||
   { echo "FAIL: d1.h5 does not record measured costs"; fail=1; }
 
-run "$bin/taso-optimize" "${common[@]}" --no-measure --out "$tmp/base.h5"
+run "$bin/taso-optimize" "${common[@]}" --out "$tmp/base.h5"
 expect "baseline on estimated costs" 0
 [ "$(attr "$tmp/base.h5" optimize_costs)" = '"estimated"' ] ||
   { echo "FAIL: base.h5 does not record estimated costs"; fail=1; }
@@ -65,7 +65,7 @@ expect "estimated costs with a database are refused" 2
 has "the refusal names both options" "--estimate-costs measures nothing: it takes no --costs" "$tmp/err"
 base=$(attr "$tmp/base.h5" cost_after_ms)
 for n in 1 2 4; do
-  run "$mpiexec" --oversubscribe -n $n "$bin/taso-optimize" "${common[@]}" --no-measure \
+  run "$mpiexec" --oversubscribe -n $n "$bin/taso-optimize" "${common[@]}" \
     --search parallel --out "$tmp/p$n.h5"
   expect "parallel on $n ranks" 0
   [ "$(attr "$tmp/p$n.h5" ranks)" = "$n" ] || { echo "FAIL: p$n.h5 does not record $n ranks"; fail=1; }
@@ -75,7 +75,7 @@ done
 # The incremental costs (a rewrite configures only the steps it changed):
 # every rewrite costed both ways must agree to the bit, and the result
 # must be the one above, on 2 ranks here and in the baseline below.
-run "$mpiexec" --oversubscribe -n 2 "$bin/taso-optimize" "${common[@]}" --no-measure \
+run "$mpiexec" --oversubscribe -n 2 "$bin/taso-optimize" "${common[@]}" \
   --search parallel --check-incremental --out "$tmp/pcheck.h5"
 expect "parallel on 2 ranks, costs checked both ways" 0
 checked=$(sed -n 's/.*incremental check: \([0-9]*\) rewrites costed both ways.*/\1/p' "$tmp/out")
@@ -98,7 +98,7 @@ for d in ("graphs/nodes", "graphs/outputs", "optimize_rules"):
 PY
 done
 for n in 1 4; do
-  run "$mpiexec" --oversubscribe -n $n "$bin/taso-optimize" "${common[@]}" --no-measure \
+  run "$mpiexec" --oversubscribe -n $n "$bin/taso-optimize" "${common[@]}" \
     --search parallel --width 1 --out "$tmp/w$n.h5"
   expect "parallel on $n ranks, width 1" 0
   cost=$(attr "$tmp/w$n.h5" cost_after_ms)
@@ -121,7 +121,7 @@ for d in ("graphs/nodes", "graphs/outputs", "optimize_rules"):
 PY
 }
 verdicts=$tmp/verdicts.h5
-run "$mpiexec" --oversubscribe -n 2 "$bin/taso-optimize" "${common[@]}" --no-measure \
+run "$mpiexec" --oversubscribe -n 2 "$bin/taso-optimize" "${common[@]}" \
   --search parallel --guard-cache "$verdicts" --out "$tmp/g2.h5"
 expect "parallel on 2 ranks, filling a verdict cache" 0
 stored=$(sed -n 's/.*holds \([0-9]*\) re-proof verdicts.*/\1/p' "$tmp/out")
@@ -132,16 +132,16 @@ expect "taso-show reads the verdict file" 0
 listed=$(grep -cE '^  (applied|refused) .* \(relation [0-9]+ bytes\)$' "$tmp/out")
 [ "$listed" -eq "${stored:-0}" ] || { echo "FAIL: taso-show lists $listed of $stored verdicts"; show; fail=1; }
 for n in 1 4; do
-  run "$mpiexec" --oversubscribe -n $n "$bin/taso-optimize" "${common[@]}" --no-measure \
+  run "$mpiexec" --oversubscribe -n $n "$bin/taso-optimize" "${common[@]}" \
     --search parallel --guard-cache "$verdicts" --out "$tmp/g$n.h5"
   expect "parallel on $n ranks, from the verdict cache" 0
   has "$n ranks: every verdict from the cache" "(0 proofs" "$tmp/out"
   same_graph "$tmp/p1.h5" "$tmp/g$n.h5" || { echo "FAIL: from the verdict cache, $n ranks differ"; fail=1; }
 done
-run "$bin/taso-optimize" "${common[@]}" --no-measure --guard-cache "$verdicts" --out "$tmp/gb.h5"
+run "$bin/taso-optimize" "${common[@]}" --guard-cache "$verdicts" --out "$tmp/gb.h5"
 expect "baseline with the verdict cache" 0
 same_graph "$tmp/base.h5" "$tmp/gb.h5" || { echo "FAIL: from the verdict cache, the baseline differs"; fail=1; }
-run "$bin/taso-optimize" "${common[@]}" --no-measure --guard-cache "$tmp/substitutions.h5" \
+run "$bin/taso-optimize" "${common[@]}" --guard-cache "$tmp/substitutions.h5" \
   --out "$tmp/x.h5"
 expect "a substitutions file as --guard-cache is refused" 1
 has "the refusal names the option" "--guard-cache" "$tmp/err"
@@ -151,7 +151,7 @@ has "the refusal names the option" "--guard-cache" "$tmp/err"
 # depend on the rank count either and must agree with the original. (No
 # assertion that chains end cheaper: a greedy chain can end in a local
 # minimum, and did here once under sanitizers, 0.390 against 0.355 ms.)
-run "$bin/taso-optimize" "${common[@]}" --no-measure --chain --out "$tmp/cb.h5"
+run "$bin/taso-optimize" "${common[@]}" --chain --out "$tmp/cb.h5"
 expect "baseline with rule chains" 0
 links=$(attr "$tmp/cb.h5" chain_links)
 echo "  baseline with chains: cost $(attr "$tmp/cb.h5" cost_after_ms) ms, $links links (baseline $base)"
@@ -159,7 +159,7 @@ echo "  baseline with chains: cost $(attr "$tmp/cb.h5" cost_after_ms) ms, $links
 run "$bin/taso-run" --model "$tmp/cb.h5" --compare "$model" --runs 0 --threads 1
 expect "the chained baseline's result agrees with the original" 0
 for n in 1 2 4; do
-  run "$mpiexec" --oversubscribe -n $n "$bin/taso-optimize" "${common[@]}" --no-measure \
+  run "$mpiexec" --oversubscribe -n $n "$bin/taso-optimize" "${common[@]}" \
     --search parallel --chain --out "$tmp/c$n.h5"
   expect "parallel with rule chains on $n ranks" 0
   echo "  chains, $n ranks: cost $(attr "$tmp/c$n.h5" cost_after_ms) ms, $(attr "$tmp/c$n.h5" chain_links) links"

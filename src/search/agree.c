@@ -7,6 +7,7 @@
  */
 #include "agree.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,20 +140,21 @@ taso_err_t taso_model_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, ta
   /* run by run, a b b a a b ..., so that a change of load, and whatever
    * the model timed just before leaves behind, weighs on both alike,
    * within a round as well as between rounds */
+  int faster = 0; /* pairs won by b */
   for (int k = 0; k < rounds && err == TASO_OK; k++) {
-    for (int r = 0; r < runs && err == TASO_OK; r++)
+    for (int r = 0; r < runs && err == TASO_OK; r++) {
       for (int i = 0; i < 2 && err == TASO_OK; i++) {
         int w = i ^ (r & 1);
         err = taso_rt_time_model(plan[w], (const float *const *)in.in, 0, 1, &st);
         ms[w * runs + r] = st.median;
       }
+      faster += err == TASO_OK && ms[runs + r] < ms[r];
+    }
     for (int w = 0; w < 2 && err == TASO_OK; w++) {
       qsort(ms + w * runs, (size_t)runs, sizeof(double), compare_ms);
       med[w][k] = ms[w * runs + runs / 2];
     }
   }
-  int faster = 0; /* paired, before the sort */
-  for (int k = 0; k < rounds && err == TASO_OK; k++) faster += med[1][k] < med[0][k];
   if (b_faster) *b_faster = faster;
   for (int w = 0; w < 2 && err == TASO_OK; w++)
     qsort(med[w], (size_t)rounds, sizeof(double), compare_ms);
@@ -162,6 +164,16 @@ taso_err_t taso_model_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, ta
   buffers_free(&in);
   free(ms);
   return err;
+}
+
+int taso_sign_test_needed(int n, double alpha) {
+  double tail = 0, log_half_n = (double)n * log(0.5);
+  for (int k = n; k >= 0; k--) {
+    double p = exp(lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0) + log_half_n);
+    if (tail + p > alpha) return k + 1;
+    tail += p;
+  }
+  return 0;
 }
 
 /* The configuration keys of g's operators (types from m's inputs). */

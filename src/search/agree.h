@@ -31,14 +31,20 @@ taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *c
  * and each one's weights (seeded where absent): after 3 warm-up runs each,
  * `rounds` rounds (1 to 15) of `runs` single runs of each, alternated run
  * by run (a b, then b a, and so on); each is the median of its rounds'
- * medians. *b_faster (unless NULL) counts the rounds in which b's median
- * was below a's: a paired comparison in which a change of load weighs on
- * both alike, where the medians across rounds still carry the load
- * changes between rounds. Time models as they will run: a rewritten
+ * medians. *b_faster (unless NULL) counts the pairs of runs (runs x
+ * rounds, each pair timed back to back) in which b was faster: a paired
+ * comparison in which a change of load weighs on both alike, where
+ * medians still carry it. Time models as they will run: a rewritten
  * graph's weight-only nodes folded (taso_model_fold_weights). */
 taso_err_t taso_model_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *a,
                                 taso_model_t *b, int runs, int rounds, double *a_ms,
                                 double *b_ms, int *b_faster);
+
+/* The fewest pairs of n that b must win for a one-sided sign test at
+ * level alpha: the smallest k with P(X >= k) <= alpha for X binomial (n,
+ * 1/2), what a b no faster than a would reach by chance; n + 1 when not
+ * even all n do. */
+int taso_sign_test_needed(int n, double alpha);
 
 /* What rewrite `step` of r's path made that its parent lacks: one line per
  * new operator configuration, "conv2d(...) in=... out=...", to buf. */

@@ -90,9 +90,9 @@ double taso_search_cpu_now(void) {
 }
 
 double taso_cost_estimate(const taso_rt_config_t *cfg) {
-  double out = 0, moved = 0;
+  double out = 0;
   for (int i = 0; i < cfg->nout; i++) out += (double)taso_tensor_size(&cfg->out[i]);
-  moved = out;
+  double moved = out;
   for (int i = 0; i < cfg->nin; i++) moved += (double)taso_tensor_size(&cfg->in[i]);
   double flops = out;
   const taso_tensor_t *a = &cfg->in[0], *w = &cfg->in[1];

@@ -75,9 +75,9 @@ static const taso_tool_option_t options[] = {
     {"budget", "N", "graphs taken from the queue (job: [optimize] budget)", &budget_text},
     {"time-limit", "S", "seconds of search (job: [optimize] time_limit)", &time_limit_text},
     {"confirm-runs", "N",
-     "timed runs of the input and of the result per round, in 5 alternated rounds; the "
-     "result is written only when it was faster in every round (default 20; 0: no "
-     "confirmation)",
+     "timed runs of the input and of the result per round, in 5 rounds, alternated run by "
+     "run; the result is written only when a sign test over the pairs of runs finds it "
+     "faster (default 20; 0: no confirmation)",
      &confirm_text},
     {"costs", "FILE", "a cost database (taso-measure's costs.h5) consulted before measuring",
      &costs_path},
@@ -130,11 +130,12 @@ static const taso_tool_spec_t spec = {
              "is named with its rule and shapes, the model is still written, and the exit\n"
              "status is 3.\n"
              "\n"
-             "Then both are timed end to end on --backend (--confirm-runs), alternated in\n"
-             "5 rounds: a result that is not faster than the input in every round is not\n"
-             "written; the input graph is, and the root attribute kept_input says so\n"
-             "(unless --keep-slower). With no true difference, a result passes by chance\n"
-             "once in 32.\n",
+             "Then both are timed end to end on --backend (--confirm-runs), alternated run\n"
+             "by run in 5 rounds: a result is written only when its median is below the\n"
+             "input's and it won enough pairs of runs that a result no faster would do so\n"
+             "by chance once in 32 or less (a one-sided sign test: 60 of 100 pairs at the\n"
+             "default 20 runs). Otherwise the input graph is, and the root attribute\n"
+             "kept_input says so (unless --keep-slower).\n",
     .job_help = "job file: the [optimize] settings",
     .out_help = "the optimized model (.h5, kind taso-model; required)",
     .out_kind = TASO_KIND_MODEL,
@@ -254,7 +255,9 @@ typedef struct {
   double relative; /* then: the largest relative output difference */
   bool timed;      /* input and result were timed end to end */
   double latency_before, latency_after; /* then: their medians, ms */
-  int rounds, rounds_faster; /* then: rounds timed, and those the result won */
+  int rounds, pairs;         /* then: rounds timed, pairs of runs timed in them */
+  int pairs_faster;          /* the pairs the result won */
+  int pairs_needed;          /* the sign test's threshold */
   bool kept_input; /* the result was not faster: the input graph was written */
 } record_t;
 
@@ -301,8 +304,11 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
     err = taso_artifact_set_real(a, "latency_after_ms", rec->latency_after);
   if (err == TASO_OK && rec->timed)
     err = taso_artifact_set_count(a, "latency_rounds", rec->rounds);
+  if (err == TASO_OK && rec->timed) err = taso_artifact_set_count(a, "latency_pairs", rec->pairs);
   if (err == TASO_OK && rec->timed)
-    err = taso_artifact_set_count(a, "latency_rounds_faster", rec->rounds_faster);
+    err = taso_artifact_set_count(a, "latency_pairs_faster", rec->pairs_faster);
+  if (err == TASO_OK && rec->timed)
+    err = taso_artifact_set_count(a, "latency_pairs_needed", rec->pairs_needed);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "kept_input", rec->kept_input);
   if (err == TASO_OK) err = taso_artifact_write_table(a, &taso_fired_rules_table, rows, n, 0, n);
   free(rows);
@@ -517,29 +523,33 @@ static taso_err_t check(taso_tool_t *t, const settings_t *s, run_t *r, double *r
  * end; a result that is not faster gives way to the input (unless
  * --keep-slower), which then replaces r->m: the cost model is a sum of
  * steps timed alone, and only the whole run says what a user gets. Faster
- * means faster in every one of the paired rounds (a sign test: with no true
- * difference, 1 chance in 2^ROUNDS), not only in the medians, where one
- * load change on a shared machine can decide a gain of a few percent. */
+ * means a lower median and enough pairs of runs won that a result no
+ * faster would win as many once in 32 or less (a one-sided sign test);
+ * each pair is timed back to back, so that a load change on a shared
+ * machine weighs on both. */
 static taso_err_t confirm(taso_tool_t *t, const settings_t *s, run_t *r, record_t *rec) {
   enum { ROUNDS = 5 };
   taso_model_t input;
   taso_err_t err = taso_model_load(model_spec, &input);
   if (err == TASO_OK)
     err = taso_model_latencies(s->be, r->ctx, &input, &r->m, s->confirm_runs, ROUNDS,
-                               &rec->latency_before, &rec->latency_after, &rec->rounds_faster);
+                               &rec->latency_before, &rec->latency_after, &rec->pairs_faster);
   if (err != TASO_OK) {
     taso_model_free(&input);
     return err;
   }
   rec->timed = true;
   rec->rounds = ROUNDS;
+  rec->pairs = ROUNDS * s->confirm_runs;
+  rec->pairs_needed = taso_sign_test_needed(rec->pairs, 1.0 / 32);
   double before = rec->latency_before, after = rec->latency_after;
-  rec->kept_input = rec->rounds_faster < ROUNDS && !keep_slower;
+  bool faster = after < before && rec->pairs_faster >= rec->pairs_needed;
+  rec->kept_input = !faster && !keep_slower;
   taso_tool_print(t, "taso-optimize: measured end to end %.4g ms -> %.4g ms (x%.3f; medians of "
-                  "%d x %d runs, %s backend; faster in %d of %d rounds)%s\n", before, after,
-                  after > 0 ? before / after : 0.0, ROUNDS, s->confirm_runs, s->be->name,
-                  rec->rounds_faster, ROUNDS,
-                  rec->kept_input ? ": not faster in every round, the input graph is written "
+                  "%d x %d runs, %s backend; faster in %d of %d pairs of runs, %d needed)%s\n",
+                  before, after, after > 0 ? before / after : 0.0, ROUNDS, s->confirm_runs,
+                  s->be->name, rec->pairs_faster, rec->pairs, rec->pairs_needed,
+                  rec->kept_input ? ": not measured faster, the input graph is written "
                                     "(--keep-slower writes the result)" : "");
   if (rec->kept_input) { /* the input, as it was given */
     taso_model_free(&r->m);
@@ -591,11 +601,12 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
                   "costs %s %s (%s)\n", r->m.name, r->m.graph.nnodes, r->rules.n,
                   (long long)r->proved, estimate ? "estimated, not measured on" : "on",
                   s->be->name, info);
-  if (!estimate) taso_tool_print(t, "taso-optimize: weights timed %s: the model's tensors take %.1f MiB%s\n",
-                  copt.warm_weights ? "warm" : "cold",
-                  (double)taso_rt_model_bytes(&r->m) / (1 << 20),
-                  copt.warm_weights ? ", under half the last-level cache"
-                                    : ", not under half the last-level cache of a host backend");
+  if (!estimate)
+    taso_tool_print(t, "taso-optimize: weights timed %s: the model's tensors take %.1f MiB%s\n",
+                    copt.warm_weights ? "warm" : "cold",
+                    (double)taso_rt_model_bytes(&r->m) / (1 << 20),
+                    copt.warm_weights ? ", under half the last-level cache"
+                                      : ", not under half the last-level cache of a host backend");
   taso_search_problem_t prob = {.graph = &r->m.graph, .inputs = &r->m.inputs,
                                 .is_weight = r->m.is_weight};
   taso_search_options_t opt = s->search;

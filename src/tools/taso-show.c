@@ -297,13 +297,18 @@ static taso_err_t show_optimization(taso_artifact_t *a) {
   printf("  cost %.4g -> %.4g ms (x%.3f); %lld graphs explored in %.1f s, ended by %s\n", before,
          after, after > 0 ? before / after : 0.0, (long long)explored, seconds, ended ? ended : "?");
   double lat_before, lat_after;
-  int64_t kept = 0, rounds = 0, won = 0;
+  int64_t kept = 0, rounds = 0, pairs = 0, won = 0, needed = 0;
   taso_artifact_get_count(a, "kept_input", &kept);
-  char paired[64] = "";
-  if (taso_artifact_get_count(a, "latency_rounds", &rounds) == TASO_OK &&
-      taso_artifact_get_count(a, "latency_rounds_faster", &won) == TASO_OK)
+  char paired[80] = "";
+  if (taso_artifact_get_count(a, "latency_pairs", &pairs) == TASO_OK &&
+      taso_artifact_get_count(a, "latency_pairs_faster", &won) == TASO_OK &&
+      taso_artifact_get_count(a, "latency_pairs_needed", &needed) == TASO_OK)
+    snprintf(paired, sizeof paired, ", faster in %lld of %lld pairs of runs, %lld needed",
+             (long long)won, (long long)pairs, (long long)needed);
+  else if (taso_artifact_get_count(a, "latency_rounds", &rounds) == TASO_OK &&
+           taso_artifact_get_count(a, "latency_rounds_faster", &won) == TASO_OK)
     snprintf(paired, sizeof paired, ", faster in %lld of %lld rounds", (long long)won,
-             (long long)rounds);
+             (long long)rounds); /* files of 2026-11-26 */
   if (taso_artifact_get_real(a, "latency_before_ms", &lat_before) == TASO_OK &&
       taso_artifact_get_real(a, "latency_after_ms", &lat_after) == TASO_OK)
     printf("  measured end to end %.4g -> %.4g ms (x%.3f%s)%s\n", lat_before, lat_after,

@@ -192,22 +192,8 @@ static void fix_point(finder_t *f, Z3_model m, Z3_ast app, void *ctx) {
     Z3_solver_assert(f->c, check, Z3_mk_eq(f->c, app, v));
 }
 
-static Z3_solver limited_solver(finder_t *f) {
-  Z3_context c = f->c;
-  Z3_solver s = Z3_mk_simple_solver(c);
-  if (!s) return NULL; /* out of memory (z3ctx.h) */
-  Z3_solver_inc_ref(c, s);
-  Z3_params params = Z3_mk_params(c);
-  if (!params) {
-    Z3_solver_dec_ref(c, s);
-    return NULL;
-  }
-  Z3_params_inc_ref(c, params);
-  taso_limits_apply(c, params, f->lim);
-  Z3_solver_set_params(c, s, params);
-  Z3_params_dec_ref(c, params);
-  return s;
-}
+/* Z3's default search (model-based instantiation on) under the limits. */
+static Z3_solver limited_solver(finder_t *f) { return taso_limited_solver(f->c, f->lim, true); }
 
 /* The raw function of decl d, as the prelude declared it. */
 static Z3_func_decl raw_decl(finder_t *f, const taso_decl_t *d) {
@@ -372,10 +358,8 @@ static taso_err_t search(finder_t *f, const taso_axioms_t *ax, const bool *use, 
   f->s = limited_solver(f);
   if (!f->s && err == TASO_OK) {
     snprintf(why, (size_t)wlen, "%d tensors: %s", 1 << f->width, "memory limit");
-    taso_z3_take_error(NULL, 0);
-    free(forms);
-    free(vecs);
-    return TASO_OK;
+    taso_z3_take_error(NULL, 0); /* a verdict, not an error */
+    goto done;
   }
   for (int i = 0; i < ax->n && err == TASO_OK; i++) {
     if (!use[i] && i != goal) continue;

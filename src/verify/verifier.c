@@ -378,27 +378,13 @@ static Z3_solver new_solver(taso_prover_t *p) {
 }
 
 static Z3_solver new_solver_mbqi(taso_prover_t *p, bool mbqi) {
-  /* The plain SMT kernel: Z3_mk_solver would run its preprocessing
-   * tactics first, which ignore our patterns and can overrun the timeout
-   * by many seconds. */
-  Z3_solver s = Z3_mk_simple_solver(p->c);
-  if (!s) return NULL; /* out of memory (z3ctx.h): the query says so */
-  Z3_solver_inc_ref(p->c, s);
-  Z3_params params = Z3_mk_params(p->c);
-  if (!params) {
-    Z3_solver_dec_ref(p->c, s);
-    return NULL;
-  }
-  Z3_params_inc_ref(p->c, params);
-  taso_limits_apply(p->c, params, &p->lim);
-  /* E-matching only: once the patterns find nothing new, Z3 answers
-   * unknown at once. Model-based instantiation would go on building
-   * candidate models of uninterpreted tensors until the timeout (and past
-   * it), and cannot find a proof E-matching misses on these axioms. */
-  Z3_params_set_bool(p->c, params, Z3_mk_string_symbol(p->c, "smt.mbqi"), mbqi);
-  Z3_solver_set_params(p->c, s, params);
-  Z3_params_dec_ref(p->c, params);
-  for (int i = 0; i < p->nassume; i++) Z3_solver_assert(p->c, s, p->assume[i]);
+  /* E-matching only (mbqi false): once the patterns find nothing new, Z3
+   * answers unknown at once. Model-based instantiation would go on
+   * building candidate models of uninterpreted tensors until the timeout
+   * (and past it), and cannot find a proof E-matching misses on these
+   * axioms. */
+  Z3_solver s = taso_limited_solver(p->c, &p->lim, mbqi);
+  for (int i = 0; s && i < p->nassume; i++) Z3_solver_assert(p->c, s, p->assume[i]);
   return s;
 }
 

@@ -65,6 +65,26 @@ void taso_limits_apply(Z3_context c, Z3_params params, const taso_limits_t *lim)
   taso_z3_memory_cap(lim->memory_mb);
 }
 
+Z3_solver taso_limited_solver(Z3_context c, const taso_limits_t *lim, bool mbqi) {
+  /* The plain SMT kernel: Z3_mk_solver would run its preprocessing
+   * tactics first, which ignore our patterns and can overrun the timeout
+   * by many seconds. */
+  Z3_solver s = Z3_mk_simple_solver(c);
+  if (!s) return NULL; /* out of memory: the query says so */
+  Z3_solver_inc_ref(c, s);
+  Z3_params params = Z3_mk_params(c);
+  if (!params) {
+    Z3_solver_dec_ref(c, s);
+    return NULL;
+  }
+  Z3_params_inc_ref(c, params);
+  taso_limits_apply(c, params, lim);
+  Z3_params_set_bool(c, params, Z3_mk_string_symbol(c, "smt.mbqi"), mbqi);
+  Z3_solver_set_params(c, s, params);
+  Z3_params_dec_ref(c, params);
+  return s;
+}
+
 const char *taso_limits_reason(const char *why, double seconds, const taso_limits_t *lim) {
   if (!why || !why[0]) return "unknown";
   if (strstr(why, "resource limit") || strstr(why, "rlimit")) return "resource limit (rlimit)";

@@ -44,6 +44,13 @@ unsigned taso_limits_timeout_ms(const taso_limits_t *lim);
  * process's memory cap (memory_max_size) the first time one is given. */
 void taso_limits_apply(Z3_context c, Z3_params params, const taso_limits_t *lim);
 
+/* A solver of Z3's plain SMT kernel (no preprocessing tactics, which
+ * ignore patterns and can overrun the timeout) under lim, with
+ * model-based quantifier instantiation (smt.mbqi, Z3's default: on) as
+ * given; the caller holds its one reference. NULL when Z3 ran out of
+ * memory making it (taso_limits_check takes a NULL). */
+Z3_solver taso_limited_solver(Z3_context c, const taso_limits_t *lim, bool mbqi);
+
 /* Z3's memory cap for the whole process, MiB (0: leave it). */
 void taso_z3_memory_cap(unsigned mb);
 
