@@ -142,7 +142,9 @@ int64_t taso_rt_model_bytes(const taso_model_t *m);
 
 /* Whether m's weights stay in cache from one inference to the next on
  * backend be: a host backend, and every tensor of m fits in half of the
- * last-level cache. Then no operand is timed cold (warm_weights):
+ * last-level cache that its CPUs can count on (at most 16 MiB per online
+ * CPU: a virtual machine reports its host's whole cache). Then no operand
+ * is timed cold (warm_weights):
  * SqueezeNet at 64x64 touches 6 MiB, and its steps timed alone and warm
  * sum to its end-to-end time, while cold they sum to half as much again.
  * Accelerators: always cold (their cache is not looked up). */

@@ -605,8 +605,9 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
     taso_tool_print(t, "taso-optimize: weights timed %s: the model's tensors take %.1f MiB%s\n",
                     copt.warm_weights ? "warm" : "cold",
                     (double)taso_rt_model_bytes(&r->m) / (1 << 20),
-                    copt.warm_weights ? ", under half the last-level cache"
-                                      : ", not under half the last-level cache of a host backend");
+                    copt.warm_weights ? ", under half the last-level cache share"
+                                      : ", not under half the last-level cache share of a host "
+                                        "backend");
   taso_search_problem_t prob = {.graph = &r->m.graph, .inputs = &r->m.inputs,
                                 .is_weight = r->m.is_weight};
   taso_search_options_t opt = s->search;
