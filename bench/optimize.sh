@@ -7,10 +7,15 @@
 #   2. the optimized model must agree with the original on seeded inputs
 #      (taso-optimize's own check, naming the first rewrite that made it
 #      differ, and taso-run --compare; float32 tolerance), else DIFFERS;
-#   3. taso-run latency of the original and of the optimized model in the
-#      same run: RUNS runs each, alternated three times, the median of the
-#      three medians (independent of taso-optimize's own confirmation, whose
-#      pairs of runs won, "won 71/100", the "ended by" column gives).
+#   3. the end-to-end latency of the input and of the search's result,
+#      from taso-optimize's own confirmation: 5 rounds of RUNS runs each,
+#      alternated run by run, the medians of the rounds' medians ("-" when
+#      nothing was rewritten); the pairs of runs the result won ("won
+#      71/100") are in the "ended by" column, with "kept input" where they
+#      were too few and the file holds the input graph. (Before
+#      2026-11-27 separate taso-run processes timed the input and the
+#      written file, which compared a kept input with itself: noise of up
+#      to 30% on this shared machine.)
 # Prints one line per model, beside the published speedups over the input
 # graph and search times of the original TASO and of Tensat (Tensat's
 # Table 1, on an NVIDIA T4: a comparison of kind, not of number), then the
@@ -46,7 +51,6 @@ step() { # step LABEL CMD...: runs, echoes, keeps its output in $tmp/log
   fi
 }
 
-median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > 0 ? a / b : 0) }'; }
 # Published (optimizer.md section 4, Tensat Table 1): TASO %, Tensat %,
 # TASO search s, Tensat search s; "-" where the model was not in the table.
@@ -90,10 +94,11 @@ for spec in $specs; do
   # exit 3: written, but the result differs from the original (its finding
   # names the rewrite); anything else non-zero: no result
   agrees=yes
-  echo "+ $bin/taso-optimize --model $spec --substitutions $subst --out $out --budget $budget --time-limit $limit --threads $threads ${costs[*]}" >>"$tmp/commands"
+  echo "+ $bin/taso-optimize --model $spec --substitutions $subst --out $out --budget $budget --time-limit $limit --threads $threads --confirm-runs $runs ${costs[*]}" >>"$tmp/commands"
   "$bin/taso-optimize" --model "$spec" --substitutions "$subst" --out "$out" --budget "$budget" \
-    --time-limit "$limit" --threads "$threads" "${costs[@]}" >"$tmp/log" 2>&1
+    --time-limit "$limit" --threads "$threads" --confirm-runs "$runs" "${costs[@]}" >"$tmp/log" 2>&1
   rc=$?
+  cp "$tmp/log" "$tmp/opt.log"
   if [ "$rc" = 3 ]; then
     agrees=DIFFERS
     fail=1
@@ -117,20 +122,17 @@ for spec in $specs; do
     agrees=DIFFERS
     fail=1
   fi
-  # Alternated, three times each, median of the medians: a shared
-  # machine's load then weighs on both alike.
-  lat=() olat=()
-  for i in 1 2 3; do
-    step "$spec latency" "$bin/taso-run" --model "$spec" --runs "$runs" --threads "$threads" || continue 2
-    lat+=("$(sed -n 's/^end to end: median \([^ ]*\) ms.*/\1/p' "$tmp/log")")
-    step "$spec opt latency" "$bin/taso-run" --model "$out" --runs "$runs" --threads "$threads" || continue 2
-    olat+=("$(sed -n 's/^end to end: median \([^ ]*\) ms.*/\1/p' "$tmp/log")")
-  done
-  lat=$(median "${lat[@]}")
-  olat=$(median "${olat[@]}")
+  # The latencies of taso-optimize's confirmation, input and result as
+  # searched (also when the input was kept): medians of 5 rounds of RUNS
+  # runs each, alternated run by run; none when nothing was rewritten.
+  lat=- olat=- lx=-
+  read -r lat olat _ <<<"$(sed -n \
+    's/^taso-optimize: measured end to end \([^ ]*\) ms -> \([^ ]*\) ms .*/\1 \2/p' \
+    "$tmp/opt.log" | head -1) - -"
+  [ "$lat" != - ] && lx=$(printf '%.3f' "$(ratio "$lat" "$olat")")
   read -r taso_pct tensat_pct taso_s tensat_s <<<"$(published "$name")"
-  printf '%-24s %10s %10s %6.3f %9s %9s %6.3f %8s %8s %-11s %-12s %6s %6s %7s %7s\n' "$spec" \
-    "$before" "$after" "$(ratio "$before" "$after")" "$lat" "$olat" "$(ratio "$lat" "$olat")" \
+  printf '%-24s %10s %10s %6.3f %9s %9s %6s %8s %8s %-11s %-12s %6s %6s %7s %7s\n' "$spec" \
+    "$before" "$after" "$(ratio "$before" "$after")" "$lat" "$olat" "$lx" \
     "$explored" "$secs" "$agrees" "$ended" "$taso_pct" "$tensat_pct" "$taso_s" "$tensat_s"
 done
 echo "# rules that fired most, per model (count x rule):"
