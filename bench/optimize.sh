@@ -20,8 +20,12 @@
 # graph and search times of the original TASO and of Tensat (Tensat's
 # Table 1, on an NVIDIA T4: a comparison of kind, not of number), then the
 # rules, then every command it ran. COSTS=costs.h5 reads a taso-measure
-# database (rows it lacks are still measured on the spot). CHAIN=1 searches
-# with rule chains (--chain) instead of the original's search alone.
+# database (rows it lacks are still measured on the spot). MEASURE=1 first
+# fills it (COSTS, else a scratch file) with `taso-measure --expand` for each
+# model, as the pipeline's measure stage does, so that the search's time
+# limit is not spent timing configurations on the spot (its seconds are in
+# the "measure s" column). CHAIN=1 searches with rule chains (--chain)
+# instead of the original's search alone.
 # Usage: bench/optimize.sh [BUILD_DIR] [SUBSTITUTIONS] [BUDGET] [TIME_LIMIT] [RUNS] [THREADS]
 #   (defaults: build, a workstation set made here, 1000, 300 s, 20, 1)
 # Without SUBSTITUTIONS it generates and verifies jobs/workstation.ini
@@ -67,7 +71,9 @@ published() {
   esac
 }
 costs=()
-[ -n "${COSTS:-}" ] && costs=(--costs "$COSTS")
+db=${COSTS:-}
+[ "${MEASURE:-0}" = 1 ] && [ -z "$db" ] && db=$tmp/costs.h5
+[ -n "$db" ] && costs=(--costs "$db")
 [ "${CHAIN:-0}" = 1 ] && costs+=(--chain)
 
 if [ -z "$subst" ]; then
@@ -82,9 +88,9 @@ specs=${MODELS:-"nasrnn squeezenet:size=64 resnet50:size=28 resnext50:size=64 be
 
 echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# substitutions $subst, budget $budget, time limit $limit s, $threads threads, $runs runs, rule chains: ${CHAIN:-0}"
-printf '%-24s %10s %10s %6s %9s %9s %6s %8s %8s %-11s %-12s %6s %6s %7s %7s\n' model "cost ms" \
-  "opt ms" "x" "run ms" "opt run" "x" explored "search s" agrees "ended by" "TASO%" "Tensat%" \
-  "TASO s" "Tensat s"
+printf '%-24s %9s %10s %10s %6s %9s %9s %6s %8s %8s %-11s %-12s %6s %6s %7s %7s\n' model \
+  "measure s" "cost ms" "opt ms" "x" "run ms" "opt run" "x" explored "search s" agrees "ended by" \
+  "TASO%" "Tensat%" "TASO s" "Tensat s"
 : >"$tmp/rules"
 : >"$tmp/findings"
 fail=0
@@ -94,6 +100,13 @@ for spec in $specs; do
   # exit 3: written, but the result differs from the original (its finding
   # names the rewrite); anything else non-zero: no result
   agrees=yes
+  msecs=-
+  if [ "${MEASURE:-0}" = 1 ]; then
+    t0=$(date +%s.%N)
+    step "$spec measure" "$bin/taso-measure" --job "$here/jobs/workstation.ini" --model "$spec" \
+      --expand --substitutions "$subst" --db "$db" || { fail=1; continue; }
+    msecs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  fi
   echo "+ $bin/taso-optimize --model $spec --substitutions $subst --out $out --budget $budget --time-limit $limit --threads $threads --confirm-runs $runs ${costs[*]}" >>"$tmp/commands"
   "$bin/taso-optimize" --model "$spec" --substitutions "$subst" --out "$out" --budget "$budget" \
     --time-limit "$limit" --threads "$threads" --confirm-runs "$runs" "${costs[@]}" >"$tmp/log" 2>&1
@@ -131,8 +144,8 @@ for spec in $specs; do
     "$tmp/opt.log" | head -1) - -"
   [ "$lat" != - ] && lx=$(printf '%.3f' "$(ratio "$lat" "$olat")")
   read -r taso_pct tensat_pct taso_s tensat_s <<<"$(published "$name")"
-  printf '%-24s %10s %10s %6.3f %9s %9s %6s %8s %8s %-11s %-12s %6s %6s %7s %7s\n' "$spec" \
-    "$before" "$after" "$(ratio "$before" "$after")" "$lat" "$olat" "$lx" \
+  printf '%-24s %9s %10s %10s %6.3f %9s %9s %6s %8s %8s %-11s %-12s %6s %6s %7s %7s\n' "$spec" \
+    "$msecs" "$before" "$after" "$(ratio "$before" "$after")" "$lat" "$olat" "$lx" \
     "$explored" "$secs" "$agrees" "$ended" "$taso_pct" "$tensat_pct" "$taso_s" "$tensat_s"
 done
 echo "# rules that fired most, per model (count x rule):"

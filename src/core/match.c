@@ -23,7 +23,8 @@ typedef struct {
   int ntrail;
   taso_ref_t *at;      /* per lhs output: the host tensor it matched */
   taso_ref_t *built;   /* per host node and mode (2 * node + original): its ref in the result, or -1 */
-  uint64_t *params;    /* per host node: taso_node_params_hash, once a match is built */
+  const uint64_t *params; /* per host node: taso_node_params_hash (the caller's, or own) */
+  uint64_t *own_params;   /* computed once a match is built, when the caller gave none */
   bool params_ready;
   taso_graph_t out;
   taso_graph_index_t out_index; /* finds equal nodes of out in constant time */
@@ -149,7 +150,7 @@ static taso_err_t emit(matcher_t *m) {
   taso_graph_clear(&m->out);
   for (int i = 0; i < 2 * m->host->nnodes; i++) m->built[i] = -1;
   for (int i = 0; i < m->host->nnodes && !m->params_ready; i++)
-    m->params[i] = taso_node_params_hash(&m->host->nodes[i]);
+    m->own_params[i] = taso_node_params_hash(&m->host->nodes[i]);
   m->params_ready = true;
   for (int o = 0; o < m->host->noutputs; o++) {
     taso_ref_t ref;
@@ -203,7 +204,8 @@ static taso_err_t alloc(matcher_t *m) {
   m->trail = malloc(sizeof *m->trail * (m->lhs->nnodes + in->n + 1));
   m->at = malloc(sizeof *m->at * (m->lhs->noutputs + 1));
   m->built = malloc(sizeof *m->built * (2 * m->host->nnodes + 1));
-  m->params = malloc(sizeof *m->params * (m->host->nnodes + 1));
+  if (!m->params) m->params = m->own_params = malloc(sizeof *m->own_params * (m->host->nnodes + 1));
+  else m->params_ready = true;
   if (!m->bound || !m->node_map || !m->trail || !m->at || !m->built || !m->params)
     return taso_error(TASO_ERR_NOMEM, "rewrite");
   if (m->traced) {
@@ -236,7 +238,7 @@ static taso_err_t run(matcher_t *m) {
   free(m->trail);
   free(m->at);
   free(m->built);
-  free(m->params);
+  free(m->own_params);
   free(m->typed.v);
   free(m->rhs_types);
   free(m->lhs_types);
@@ -266,13 +268,14 @@ taso_err_t taso_rewrite_all_accepting(const taso_graph_t *host, const taso_tenso
 }
 
 taso_err_t taso_rewrite_all_traced(const taso_graph_t *host, const taso_tensor_t *host_types,
-                                   const taso_graph_t *lhs, const taso_graph_t *rhs,
-                                   const taso_inputs_t *in, taso_accept_fn accept,
-                                   void *accept_ctx, taso_traced_fn fn, void *ctx) {
+                                   const uint64_t *host_params, const taso_graph_t *lhs,
+                                   const taso_graph_t *rhs, const taso_inputs_t *in,
+                                   taso_accept_fn accept, void *accept_ctx, taso_traced_fn fn,
+                                   void *ctx) {
   if (!accept) return taso_error(TASO_ERR_ARG, "rewrite: an accepting rewrite needs a callback");
   matcher_t m = {.host = host, .lhs = lhs, .rhs = rhs, .types = host_types, .in = in,
                  .any_type = true, .accept = accept, .accept_ctx = accept_ctx, .traced = fn,
-                 .ctx = ctx};
+                 .ctx = ctx, .params = host_params};
   return run(&m);
 }
 

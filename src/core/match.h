@@ -58,11 +58,14 @@ taso_err_t taso_rewrite_all_accepting(const taso_graph_t *host, const taso_tenso
  * (a node of rhs alone). Valid during the call only. */
 typedef taso_err_t (*taso_traced_fn)(void *ctx, const taso_graph_t *result, const int *prov);
 
-/* taso_rewrite_all_accepting with each result's provenance. */
+/* taso_rewrite_all_accepting with each result's provenance. host_params,
+ * if not NULL, is taso_node_params_hash of each host node (a caller that
+ * applies many rules to one host computes it once; else each call does). */
 taso_err_t taso_rewrite_all_traced(const taso_graph_t *host, const taso_tensor_t *host_types,
-                                   const taso_graph_t *lhs, const taso_graph_t *rhs,
-                                   const taso_inputs_t *in, taso_accept_fn accept,
-                                   void *accept_ctx, taso_traced_fn fn, void *ctx);
+                                   const uint64_t *host_params, const taso_graph_t *lhs,
+                                   const taso_graph_t *rhs, const taso_inputs_t *in,
+                                   taso_accept_fn accept, void *accept_ctx, taso_traced_fn fn,
+                                   void *ctx);
 
 /* The accept callback of taso_rewrite_all_checked: ctx is the condition
  * (a const taso_shape_cond_t *). */

@@ -269,10 +269,17 @@ static taso_err_t run_config(void *arg) {
   return r->be->run(r->ctx, r->k, r->in, r->out);
 }
 
-/* The last-level cache that cpu0 sees, in bytes (sysfs; a chiplet CPU has
+/* The last-level cache that cpu0 sees, in bytes: TASO_LLC_MIB when set
+ * (for a machine whose sysfs misreports it), else sysfs (a chiplet CPU has
  * one per chiplet, and only its own is shared with this core: 32 MiB
- * here); 0 when sysfs does not say. */
-static int64_t llc_bytes(void) {
+ * here); 0 when neither says. */
+int64_t taso_rt_llc_bytes(void) {
+  const char *env = getenv("TASO_LLC_MIB");
+  if (env && *env) {
+    char *end;
+    long long mib = strtoll(env, &end, 10);
+    if (*end == '\0' && mib > 0 && mib <= (1 << 20)) return (int64_t)mib << 20;
+  }
   int64_t l3 = 0;
   FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
   if (f) {
@@ -289,7 +296,7 @@ static int64_t llc_bytes(void) {
  * at least 64 MiB, at most 512; at least 256 MiB on an accelerator (an
  * H100's L2 is 50). */
 static int64_t sweep_floats(const taso_backend_t *be) {
-  int64_t least = (int64_t)(be->device_uuid ? 256 : 64) << 20, bytes = 2 * llc_bytes();
+  int64_t least = (int64_t)(be->device_uuid ? 256 : 64) << 20, bytes = 2 * taso_rt_llc_bytes();
   bytes = bytes < least ? least : bytes > ((int64_t)512 << 20) ? (int64_t)512 << 20 : bytes;
   return bytes / (int64_t)sizeof(float);
 }
@@ -309,7 +316,7 @@ int64_t taso_rt_model_bytes(const taso_model_t *m) {
  * 5.6), shared with every other guest. */
 static int64_t llc_share_bytes(void) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  int64_t l3 = llc_bytes(), cap = (int64_t)(cpus > 0 ? cpus : 1) * (16 << 20);
+  int64_t l3 = taso_rt_llc_bytes(), cap = (int64_t)(cpus > 0 ? cpus : 1) * (16 << 20);
   return l3 < cap ? l3 : cap;
 }
 

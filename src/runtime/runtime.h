@@ -150,6 +150,12 @@ int64_t taso_rt_model_bytes(const taso_model_t *m);
  * Accelerators: always cold (their cache is not looked up). */
 bool taso_rt_weights_stay_warm(const taso_model_t *m, const taso_backend_t *be);
 
+/* The last-level cache cpu0 sees, in bytes (sysfs), or TASO_LLC_MIB MiB
+ * when that is set: for a machine whose sysfs misreports it, and for
+ * tests, whose cold timings then sweep 64 MiB, not 512; 0 when neither
+ * says. */
+int64_t taso_rt_llc_bytes(void);
+
 /* The configuration's complete, canonical key: the operator in the
  * registry's text form with every parameter, operand and result shapes,
  * fused epilogue and layout, e.g.

@@ -597,11 +597,13 @@ taso_err_t taso_rewrite_all_guarded(taso_rule_guard_t *g, int64_t rule, int dir,
 taso_err_t taso_rewrite_all_guarded_traced(taso_rule_guard_t *g, int64_t rule, int dir,
                                            const taso_graph_t *host,
                                            const taso_tensor_t *host_types,
+                                           const uint64_t *host_params,
                                            const taso_graph_t *lhs, const taso_graph_t *rhs,
                                            taso_traced_fn fn, void *ctx) {
   call_t c = {.g = g, .rule = rule, .dir = dir, .lhs = lhs, .rhs = rhs};
   TASO_TRY(recorded(g, rule, dir, lhs, rhs, &c.cond));
-  return taso_rewrite_all_traced(host, host_types, lhs, rhs, &g->in, guard_accepts, &c, fn, ctx);
+  return taso_rewrite_all_traced(host, host_types, host_params, lhs, rhs, &g->in, guard_accepts,
+                                 &c, fn, ctx);
 }
 
 taso_err_t taso_rule_guard_accepts(taso_rule_guard_t *g, int64_t rule, int dir,

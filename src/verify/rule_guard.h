@@ -89,6 +89,7 @@ taso_err_t taso_rewrite_all_guarded(taso_rule_guard_t *g, int64_t rule, int dir,
 taso_err_t taso_rewrite_all_guarded_traced(taso_rule_guard_t *g, int64_t rule, int dir,
                                            const taso_graph_t *host,
                                            const taso_tensor_t *host_types,
+                                           const uint64_t *host_params,
                                            const taso_graph_t *lhs, const taso_graph_t *rhs,
                                            taso_traced_fn fn, void *ctx);
 
