@@ -7,6 +7,8 @@
 src=${TASO_SOURCE_DIR:?set TASO_SOURCE_DIR}
 bin=${TASO_BIN_DIR:?set TASO_BIN_DIR}
 mpiexec=${MPIEXEC:-mpirun}
+# 1 in the sanitizer build (tests/CMakeLists.txt): fewer repetitions
+sanitized=${TASO_TEST_SANITIZED:-0}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$src" || exit 1 # jobs name their axioms relative to the tree
@@ -27,6 +29,20 @@ expect() { # expect DESCRIPTION STATUS: the last run's status, one error line on
   else
     echo "ok: $1"
   fi
+}
+# The optimizer tests' rules, generated and verified on 1 rank: the small
+# set of tests/data/optimize_test.ini (candidates in $tmp/candidates.h5,
+# proved rules in $tmp/substitutions.h5) and the batch-normalization rules
+# of jobs/batchnorm.ini ($tmp/bn.h5).
+optimizer_rules() {
+  run "$mpiexec" -n 1 "$bin/taso-generate" --job tests/data/optimize_test.ini --out "$tmp/candidates.h5"
+  expect "generate the test set" 0
+  run "$mpiexec" -n 1 "$bin/taso-verify" --in "$tmp/candidates.h5" --out "$tmp/substitutions.h5"
+  expect "verify the test set" 0
+  run "$mpiexec" -n 1 "$bin/taso-generate" --job jobs/batchnorm.ini --out "$tmp/bn.c.h5"
+  expect "generate the batch-normalization set" 0
+  run "$mpiexec" -n 1 "$bin/taso-verify" --in "$tmp/bn.c.h5" --out "$tmp/bn.h5"
+  expect "verify the batch-normalization set" 0
 }
 has() { # has DESCRIPTION STRING FILE: a fixed string that must be in FILE
   if grep -qF -- "$2" "$3"; then echo "ok: $1"; else echo "FAIL: $1"; show; fail=1; fi
