@@ -20,6 +20,7 @@ void taso_model_free(taso_model_t *m) {
   free(m->is_weight);
   free(m->output_names);
   free(m->types);
+  free(m->calls);
   taso_inputs_free(&m->inputs);
   taso_graph_free(&m->graph);
   memset(m, 0, sizeof *m);

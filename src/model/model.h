@@ -27,6 +27,21 @@
 #define TASO_MODEL_NAME_LEN 128
 #define TASO_KIND_MODEL "taso-model"
 
+/* One step of a call plan (issue 16, src/select): which library call
+ * computes which nodes, in which layout, writing where. A plan lists every
+ * step of the model in run order; it refers to node indices, so any change
+ * to the graph drops it. */
+#define TASO_CALL_NAME_LEN 32
+typedef struct {
+  int32_t node;       /* the node whose result the step computes (a fused chain's last) */
+  int32_t first_node; /* the chain's head (== node for a step of one node) */
+  int32_t fused;      /* nodes in the chain: 1 alone, 2-4 with epilogues */
+  int32_t layout;     /* taso_rt_layout_t of the step's 4-d activations */
+  int32_t in_place;   /* 0: its result gets a buffer of its own; k > 0: it writes
+                         over operand k-1's buffer (that operand is dead after it) */
+  char call[TASO_CALL_NAME_LEN]; /* the library function's name (data/library) */
+} taso_call_t;
+
 typedef struct {
   char name[TASO_MODEL_NAME_LEN]; /* the model's name: "resnet50" */
   taso_inputs_t inputs;           /* graph inputs: activations then weights, any order */
@@ -38,6 +53,9 @@ typedef struct {
   char (*output_names)[TASO_MODEL_NAME_LEN]; /* per graph output: its name */
   taso_tensor_t *types;           /* 2 * nnodes node types, after taso_model_finish */
   int types_cap;                  /* allocated entries of types */
+  taso_call_t *calls;             /* a selected call plan (malloc'd), or NULL */
+  int ncalls;                     /* its steps */
+  char library[TASO_MODEL_NAME_LEN]; /* the library description it was selected from */
 } taso_model_t;
 
 void taso_model_init(taso_model_t *m, const char *name);
