@@ -37,6 +37,7 @@ struct taso_rt_plan {
   bool *nhwc;             /* per tensor: its buffer holds it channels last */
   plan_step_t *steps;
   int nsteps;
+  bool called;            /* the steps follow a call plan (its in-place writes only) */
 };
 
 /* ---- configurations -------------------------------------------------------- */
@@ -132,11 +133,14 @@ int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len) {
   for (int a = 0, used = 0; a < cfg->nin; a++)
     if (cfg->cold & (1u << a))
       used += snprintf(cold + used, sizeof cold - (size_t)used, "%s%c", used ? "" : " cold=", 'a' + a);
-  return snprintf(buf, (size_t)len, "%s in=%s out=%s fuse=%s%s%s%s layout=%s%s", text, shapes[0],
+  char alias[16] = "";
+  if (cfg->in_place > 0 && cfg->in_place <= cfg->nin)
+    snprintf(alias, sizeof alias, " inplace=%c", 'a' + cfg->in_place - 1);
+  return snprintf(buf, (size_t)len, "%s in=%s out=%s fuse=%s%s%s%s layout=%s%s%s", text, shapes[0],
                   shapes[1], cfg->fuse ? "" : "none", cfg->fuse & TASO_FUSE_BIAS ? "bias" : "",
                   cfg->fuse & TASO_FUSE_SUM ? (cfg->fuse & TASO_FUSE_BIAS ? "+sum" : "sum") : "",
                   cfg->fuse & TASO_FUSE_RELU ? (cfg->fuse & ~TASO_FUSE_RELU ? "+relu" : "relu") : "",
-                  cfg->layout >= 0 && cfg->layout <= 2 ? layouts[cfg->layout] : "?", cold);
+                  cfg->layout >= 0 && cfg->layout <= 2 ? layouts[cfg->layout] : "?", cold, alias);
 }
 
 bool taso_rt_channels_last(const taso_rt_config_t *cfg, int slot) {
@@ -360,10 +364,18 @@ static taso_err_t config_buffers(config_run_t *r, const taso_rt_config_t *cfg) {
     for (int64_t i = 0; i < room; i++) r->host[i] = 0; /* its own pages, not the zero page */
     if (r->be->device_uuid) TASO_TRY(r->be->alloc(r->ctx, r->sweep_count, &r->sweep));
   }
+  if (cfg->in_place < 0 || cfg->in_place > cfg->nin ||
+      (cfg->in_place && taso_tensor_size(&cfg->in[cfg->in_place - 1]) != taso_tensor_size(&cfg->out[0])))
+    return taso_error(TASO_ERR_ARG, "in place over operand %d: not an operand of the output's size",
+                      cfg->in_place - 1);
   for (int i = 0; i < cfg->nin + cfg->nout; i++) {
     const taso_tensor_t *t = i < cfg->nin ? &cfg->in[i] : &cfg->out[i - cfg->nin];
     int64_t n = taso_tensor_size(t);
     void **slot = i < cfg->nin ? &r->in[i] : &r->out[i - cfg->nin];
+    if (i == cfg->nin && cfg->in_place) { /* the result overwrites its operand, run after run */
+      *slot = r->in[cfg->in_place - 1];
+      continue;
+    }
     TASO_TRY(r->be->alloc(r->ctx, n, slot));
     float *host = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
     if (!host) return taso_error(TASO_ERR_NOMEM, "timing data");
@@ -380,7 +392,7 @@ static void release_config(config_run_t *r) {
   for (int i = 0; i < TASO_RT_MAX_IN; i++)
     if (r->in[i]) r->be->release(r->ctx, r->in[i]);
   for (int i = 0; i < 2; i++)
-    if (r->out[i]) r->be->release(r->ctx, r->out[i]);
+    if (r->out[i] && !(i == 0 && r->cfg && r->cfg->in_place)) r->be->release(r->ctx, r->out[i]);
   if (r->sweep) r->be->release(r->ctx, r->sweep);
   free(r->host);
 }
@@ -636,6 +648,63 @@ static taso_err_t find_chains(const taso_model_t *m, const int *uses, const part
   return TASO_OK;
 }
 
+/* The chains a call plan lists, found as find_chains finds its own (the
+ * same configurations), each checked to be one the runtime fuses;
+ * call_at[node] gets the plan's step covering each node (-1: none). */
+static taso_err_t chains_from_calls(const taso_model_t *m, const int *uses,
+                                    const taso_rt_options_t *opt, int *claimed, const int *head_at,
+                                    plan_step_t *chain, int *call_at) {
+  int nn = m->graph.nnodes;
+  for (int i = 0; i < nn; i++) call_at[i] = -1;
+  for (int j = 0; j < opt->ncalls; j++) {
+    const taso_call_t *c = &opt->calls[j];
+    int head = c->first_node;
+    if (c->node < 0 || c->node >= nn || head < 0 || head > c->node || c->fused < 1 ||
+        m->graph.nodes[c->node].kind == TASO_OP_INPUT)
+      return taso_error(TASO_ERR_ARG, "call plan step %d (%s): no operator t%d..t%d of %d nodes",
+                        j, c->call, head, c->node, nn);
+    int last = head, fused = 1;
+    if (c->fused > 1) {
+      if (head_at[head] < 0)
+        return taso_error(TASO_ERR_ARG, "call plan step %d (%s): t%d (%s) heads no fused chain",
+                          j, c->call, head, taso_ops[m->graph.nodes[head].kind].name);
+      plan_step_t *s = &chain[head_at[head]];
+      TASO_TRY(step_of_node(m, head, s));
+      last = fuse_chain(m, uses, NULL, head, s, c->fused - 1);
+      for (int k = head; k != last; k = sole_consumer(m, uses, TASO_REF(k, 0))) fused++;
+      s->info.node = last;
+      s->info.fused = fused;
+    }
+    if (last != c->node || fused != c->fused)
+      return taso_error(TASO_ERR_ARG,
+                        "call plan step %d (%s): t%d..t%d (%d nodes) is not a chain the runtime "
+                        "fuses in this graph", j, c->call, head, c->node, c->fused);
+    for (int k = head;; k = sole_consumer(m, uses, TASO_REF(k, 0))) {
+      if (call_at[k] >= 0)
+        return taso_error(TASO_ERR_ARG, "call plan: node t%d is in steps %d and %d", k,
+                          call_at[k], j);
+      call_at[k] = j;
+      if (k == last) break;
+      claimed[k] = -2;
+    }
+    if (c->fused > 1) claimed[last] = head;
+  }
+  for (int i = 0; i < nn; i++)
+    if (call_at[i] < 0 && m->graph.nodes[i].kind != TASO_OP_INPUT)
+      return taso_error(TASO_ERR_ARG, "call plan: node t%d (%s) is in no step (a plan made "
+                        "for another graph?)", i, taso_ops[m->graph.nodes[i].kind].name);
+  return TASO_OK;
+}
+
+/* The layout and in-place write a step gets: its call's, or the options'. */
+static void apply_call(const taso_rt_options_t *opt, const int *call_at, int node,
+                       plan_step_t *s) {
+  const taso_call_t *c = opt->calls ? &opt->calls[call_at[node]] : NULL;
+  s->info.cfg.layout = c ? c->layout : opt->layout;
+  s->info.cfg.in_place = c ? c->in_place : 0;
+  memcpy(s->info.in, s->in, sizeof s->info.in);
+}
+
 /* An operand computed by an absent node is a weight once the model is
  * written (folded), so it is cold like the model's own weights; with
  * warm_weights none is. */
@@ -650,7 +719,7 @@ static void mark_cold(const partial_t *part, const taso_rt_options_t *opt, plan_
  * fuse_chain works on (head_of_node's fields, and the operands it added). */
 static taso_err_t hand_over(const taso_model_t *m, const int *uses, const partial_t *part,
                             const plan_step_t *chain, int node, const taso_rt_options_t *opt,
-                            plan_step_t *s) {
+                            const int *call_at, plan_step_t *s) {
   if (part->known) {
     if (!chain) head_of_node(m, node, s);
     if (part->known(part->ctx, m, chain ? &chain->info : &s->info)) {
@@ -666,7 +735,7 @@ static taso_err_t hand_over(const taso_model_t *m, const int *uses, const partia
     TASO_TRY(full_chain(m, uses, chain, s));
   else
     TASO_TRY(step_of_node(m, node, s));
-  s->info.cfg.layout = opt->layout;
+  apply_call(opt, call_at, node, s);
   s->info.reason = "";
   mark_cold(part, opt, s);
   return part->each(part->ctx, &s->info);
@@ -682,6 +751,7 @@ static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt,
   int *uses = count_consumers(m);
   int *claimed = malloc(sizeof *claimed * cap);
   int *head_at = malloc(sizeof *head_at * cap);
+  int *call_at = malloc(sizeof *call_at * cap);
   for (int i = 0; head_at && i < nn; i++) {
     int32_t kind = m->graph.nodes[i].kind;
     head_at[i] = kind == TASO_OP_CONV2D || kind == TASO_OP_MATMUL ? heads++ : -1;
@@ -691,17 +761,19 @@ static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt,
    * partial plan hands its steps over one by one through one scratch step */
   plan->steps = malloc(sizeof *plan->steps * (part->each ? 1 : cap));
   taso_err_t err = TASO_OK;
-  if (!uses || !claimed || !head_at || !chain || !plan->steps)
+  if (!uses || !claimed || !head_at || !call_at || !chain || !plan->steps)
     err = taso_error(TASO_ERR_NOMEM, "plan of %d nodes", nn);
   for (int i = 0; i < nn && err == TASO_OK; i++) claimed[i] = -1;
-  if (err == TASO_OK && !opt->no_fusion)
+  if (err == TASO_OK && opt->calls)
+    err = chains_from_calls(m, uses, opt, claimed, head_at, chain, call_at);
+  else if (err == TASO_OK && !opt->no_fusion)
     err = find_chains(m, uses, part, claimed, head_at, chain);
   for (int i = 0; i < nn && err == TASO_OK; i++) {
     if (m->graph.nodes[i].kind == TASO_OP_INPUT || claimed[i] == -2) continue;
     if (part->absent && part->absent[i]) continue;
     const plan_step_t *c = claimed[i] >= 0 ? &chain[head_at[claimed[i]]] : NULL;
     if (part->each) {
-      err = hand_over(m, uses, part, c, i, opt, &plan->steps[0]);
+      err = hand_over(m, uses, part, c, i, opt, call_at, &plan->steps[0]);
       continue;
     }
     plan_step_t *s = &plan->steps[plan->nsteps];
@@ -709,7 +781,7 @@ static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt,
       *s = *c;
     else
       err = step_of_node(m, i, s);
-    s->info.cfg.layout = opt->layout;
+    apply_call(opt, call_at, i, s);
     s->info.reason = s->reason;
     mark_cold(part, opt, s);
     for (int o = 0; o < s->info.cfg.nout; o++) s->out[o] = TASO_REF(s->info.node, o);
@@ -718,6 +790,7 @@ static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt,
   free(uses);
   free(claimed);
   free(head_at);
+  free(call_at);
   free(chain);
   return err;
 }
@@ -807,6 +880,39 @@ static bool in_place(const taso_rt_plan_t *plan, const int *last, int s) {
   return last[summand] == s && plan->m->graph.nodes[TASO_REF_NODE(summand)].kind != TASO_OP_INPUT;
 }
 
+/* Whether a call plan's in-place step s may write over its operand:
+ * nothing reads the operand after it (liveness of the plan's own order),
+ * and it is no model input or weight, not read through another operand
+ * of s, and of the result's size. The selection proved the same from the
+ * library's constraints; the runner checks it again, and refuses. */
+static taso_err_t check_in_place(const taso_rt_plan_t *plan, const int *last, int s) {
+  const plan_step_t *st = &plan->steps[s];
+  const taso_rt_config_t *cfg = &st->info.cfg;
+  int k = cfg->in_place - 1;
+  const char *why = NULL;
+  char later[64];
+  if (k < 0 || k >= cfg->nin) {
+    why = "is not one of its operands";
+  } else {
+    taso_ref_t r = st->in[k];
+    if (last[r] == plan->nsteps) {
+      why = "is a graph output";
+    } else if (last[r] > s) {
+      snprintf(later, sizeof later, "step %d reads later", last[r]);
+      why = later;
+    } else if (plan->m->graph.nodes[TASO_REF_NODE(r)].kind == TASO_OP_INPUT) {
+      why = "is a model input or weight (the next run reads it again)";
+    } else if (taso_tensor_size(&cfg->in[k]) != taso_tensor_size(&cfg->out[0])) {
+      why = "has another size than the result";
+    }
+    for (int a = 0; a < cfg->nin && !why; a++)
+      if (a != k && st->in[a] == r) why = "the step also reads through another operand";
+  }
+  if (!why) return TASO_OK;
+  return taso_error(TASO_ERR_ARG, "call plan step %d (%s of t%d) may not write over operand %d, "
+                    "which %s: refused", s, taso_ops[cfg->kind].name, st->info.node, k, why);
+}
+
 /* A buffer for every tensor a step touches; weights uploaded now. */
 static taso_err_t make_buffers(taso_rt_plan_t *plan) {
   taso_model_t *m = plan->m;
@@ -817,7 +923,11 @@ static taso_err_t make_buffers(taso_rt_plan_t *plan) {
   for (int s = 0; s < plan->nsteps && err == TASO_OK; s++) {
     plan_step_t *st = &plan->steps[s];
     for (int a = 0; a < st->info.cfg.nin && err == TASO_OK; a++) err = alloc_tensor(plan, st->in[a]);
-    if (err == TASO_OK && in_place(plan, last, s)) {
+    if (err == TASO_OK && st->info.cfg.in_place) {
+      err = check_in_place(plan, last, s);
+      if (err == TASO_OK) plan->buf[st->out[0]] = plan->buf[st->in[st->info.cfg.in_place - 1]];
+      st->info.in_place = err == TASO_OK;
+    } else if (err == TASO_OK && !plan->called && in_place(plan, last, s)) {
       plan->buf[st->out[0]] = plan->buf[st->in[st->info.cfg.nin - 1]];
       st->info.in_place = true;
     }
@@ -880,16 +990,19 @@ taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model
   plan->be = be;
   plan->ctx = ctx;
   plan->m = m;
+  plan->called = opt ? opt->calls != NULL : m->calls != NULL;
   plan->buf = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->buf);
   plan->owned = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->owned);
   plan->nhwc = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->nhwc);
+  defaults.calls = m->calls; /* the model's own call plan, when it has one */
+  defaults.ncalls = m->ncalls;
   const taso_rt_options_t *o = opt ? opt : &defaults;
   taso_err_t err = plan->buf && plan->owned && plan->nhwc
                        ? make_steps(plan, o, &(partial_t){0})
                        : taso_error(TASO_ERR_NOMEM, "buffer table");
   if (err == TASO_OK) err = tensor_layouts(plan);
   /* NHWC is a whole-plan choice: its steps share channels-last buffers */
-  bool choose = o->choose_layout && o->layout != TASO_RT_NHWC;
+  bool choose = o->choose_layout && o->layout != TASO_RT_NHWC && !o->calls;
   for (int s = 0; s < plan->nsteps && err == TASO_OK && choose; s++)
     if (plan->steps[s].info.cfg.kind == TASO_OP_CONV2D) err = choose_layout(plan, &plan->steps[s]);
   if (err == TASO_OK) err = make_buffers(plan);
@@ -959,6 +1072,26 @@ taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
   *steps = k.v;
   *nsteps = k.n;
   return TASO_OK;
+}
+
+bool taso_rt_chain_config(const taso_model_t *m, int head, int extra, taso_rt_config_t *cfg,
+                          int *last, taso_ref_t *in) {
+  int32_t kind = m->graph.nodes[head].kind;
+  if (kind != TASO_OP_CONV2D && kind != TASO_OP_MATMUL) return false;
+  int *uses = count_consumers(m);
+  plan_step_t s;
+  if (!uses || step_of_node(m, head, &s) != TASO_OK) {
+    free(uses);
+    return false;
+  }
+  int end = fuse_chain(m, uses, NULL, head, &s, extra), fused = 0;
+  for (int k = head; k != end; k = sole_consumer(m, uses, TASO_REF(k, 0))) fused++;
+  free(uses);
+  if (fused != extra) return false;
+  *cfg = s.info.cfg;
+  *last = end;
+  if (in) memcpy(in, s.in, sizeof s.in);
+  return true;
 }
 
 int taso_rt_plan_steps(const taso_rt_plan_t *plan) { return plan->nsteps; }

@@ -73,6 +73,8 @@ typedef struct {
                                         (conv2d operand 1) stay row-major [O, C/g, KH, KW] */
   unsigned cold;                     /* bit i: operand i is a model weight, which a run
                                         reads once from memory, not from cache (timed so) */
+  int32_t in_place;                  /* 0: out[0] has a buffer of its own; k > 0: out[0]
+                                        is operand k-1's buffer (timed so, keyed "inplace=") */
 } taso_rt_config_t;
 
 typedef struct taso_rt_ctx taso_rt_ctx_t;       /* a backend's open device */
@@ -207,6 +209,11 @@ typedef struct taso_rt_plan taso_rt_plan_t;
 
 typedef struct {
   bool no_fusion; /* one step per node: no conv/matmul epilogue fusion */
+  /* A call plan (src/select): the steps, their fusion, layouts and
+   * in-place writes as listed, instead of the runtime's own fusion; every
+   * operator node must be in exactly one step. NULL: the runtime plans. */
+  const taso_call_t *calls;
+  int ncalls;
   int32_t layout; /* taso_rt_layout_t asked of conv2d steps */
   bool choose_layout; /* time each conv2d step in NCHW and BLOCKED; keep the faster */
   bool warm_weights;  /* no operand cold: the model stays in cache (taso_rt_weights_stay_warm) */
@@ -218,14 +225,16 @@ typedef struct {
   int first_node;         /* the head of a fused chain (== node unless fused) */
   int fused;              /* nodes in the chain: 1 alone, 2-4 with epilogues */
   bool fallback;          /* runs the reference kernel (the backend said unsupported) */
-  bool in_place;          /* a fused residual writing over its summand's buffer */
+  bool in_place;          /* writes over an operand's buffer (cfg.in_place says which,
+                             or, without a call plan, a fused residual's summand) */
   const char *reason;     /* why it fell back; "" otherwise */
   taso_rt_config_t cfg;   /* its configuration */
+  taso_ref_t in[TASO_RT_MAX_IN]; /* the tensors it reads, in configuration order */
 } taso_rt_step_info_t;
 
 /* Plans m (its weights made with taso_model_make_weights if they have no
- * values) on an open backend context; opt NULL: the defaults (fusion on,
- * NCHW). The plan refers to m, be and ctx, which must outlive it. */
+ * values) on an open backend context; opt NULL: m's own call plan when it
+ * has one (m->calls), else the defaults (fusion on, NCHW). The plan refers to m, be and ctx, which must outlive it. */
 taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
                         const taso_rt_options_t *opt, taso_rt_plan_t **plan);
 void taso_rt_plan_free(taso_rt_plan_t *plan);
@@ -260,6 +269,14 @@ typedef taso_err_t (*taso_rt_step_fn)(void *ctx, const taso_rt_step_info_t *info
 taso_err_t taso_rt_steps_partial(const taso_model_t *m, const taso_rt_options_t *opt,
                                  const bool *absent, taso_rt_known_fn known, taso_rt_step_fn each,
                                  void *ctx);
+
+/* The configuration of node head (a conv2d or matmul) fused with the
+ * next `extra` nodes of its epilogue chain (bias, residual sum, ReLU, as
+ * the runtime fuses them; operands taken as they are, none cold); *last,
+ * the chain's last node, and in (TASO_RT_MAX_IN, may be NULL) the tensors
+ * it reads. false when the chain has fewer than `extra` such nodes. */
+bool taso_rt_chain_config(const taso_model_t *m, int head, int extra, taso_rt_config_t *cfg,
+                          int *last, taso_ref_t *in);
 
 int taso_rt_plan_steps(const taso_rt_plan_t *plan);
 void taso_rt_plan_step(const taso_rt_plan_t *plan, int i, taso_rt_step_info_t *info);
