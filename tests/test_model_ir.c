@@ -1,7 +1,7 @@
 /*
  * Models on the one IR: the model-only operators' shape rules, text form and
  * double evaluation; the builder; folding of weight-only subgraphs; the
- * taso-model artifact written and read back.
+ * taso-model artifact written and read back, with and without a call plan.
  */
 #define _DEFAULT_SOURCE
 #include <math.h>
@@ -259,6 +259,7 @@ static void test_fold_and_h5(void) {
   CHECK(back.graph.nnodes == m.graph.nnodes && back.inputs.n == m.inputs.n);
   CHECK(taso_graph_compare(&back.graph, &m.graph) == 0);
   CHECK_STR(back.output_names[0], "logits");
+  CHECK(back.calls == NULL && back.ncalls == 0); /* no plan written, none read */
   for (int i = 0; i < m.inputs.n && i < back.inputs.n; i++) {
     CHECK_STR(back.names[i], m.names[i]);
     CHECK(back.is_weight[i] == m.is_weight[i]);
@@ -288,10 +289,106 @@ static void test_fold_and_h5(void) {
   taso_model_free(&back);
 }
 
+/* A fresh temporary path ending in .h5 (path: a "..XXXXXX.h5" template). */
+static void temp_h5(char *path) {
+  int fd = mkstemps(path, 3);
+  CHECK(fd >= 0);
+  close(fd);
+  unlink(path);
+}
+
+static void set_plan(taso_model_t *m, const taso_call_t *calls, int n, const char *library) {
+  taso_model_drop_plan(m);
+  m->calls = malloc(sizeof *calls * (size_t)n);
+  CHECK(m->calls != NULL);
+  if (!m->calls) return;
+  memcpy(m->calls, calls, sizeof *calls * (size_t)n);
+  m->ncalls = n;
+  snprintf(m->library, sizeof m->library, "%s", library);
+}
+
+/* m written with its plan's row 1 spoiled by the caller is refused on
+ * reading, with the file, the row and what is wrong (says) named. */
+static void check_bad_plan(taso_model_t *m, const char *path, const taso_provenance_t *prov,
+                           const char *says) {
+  taso_model_t back;
+  CHECK_OK(taso_model_write_h5(m, path, prov));
+  CHECK_ERR(taso_model_read_h5(path, &back), TASO_ERR_FORMAT);
+  const char *detail = taso_error_detail();
+  CHECK(strstr(detail, path) != NULL);
+  CHECK(strstr(detail, "/plan row 1:") != NULL);
+  CHECK(strstr(detail, says) != NULL);
+  CHECK(back.calls == NULL && back.ncalls == 0);
+}
+
+static void test_plan_h5(void) {
+  taso_model_t m, back, unfolded, dropped;
+  char path[] = "/tmp/test_model_XXXXXX.h5";
+  temp_h5(path);
+  taso_provenance_t prov;
+  memset(&prov, 0, sizeof prov);
+  prov.tool = "test_model";
+  prov.ranks = 1;
+  prov.threads = 1;
+  /* folded fc: t0 data, t1 fc.bias, t2 the transposed weight, t3 matmul,
+   * t4 add; written as it is (nothing left to fold), plan and all */
+  build_fc(&m);
+  CHECK_OK(taso_model_fold_weights(&m));
+  CHECK(m.graph.nnodes == 5);
+  /* row 1's call name is as long as one can be (31 characters) */
+  const taso_call_t plan[] = {
+      {.node = 3, .first_node = 3, .fused = 1, .layout = 2, .in_place = 0, .call = "sgemm"},
+      {4, 3, 2, 1, 5, "add_in_place_over_first_operand"},
+      {.node = 4, .first_node = 4, .fused = 1, .layout = 0, .in_place = 1, .call = "add"},
+  };
+  set_plan(&m, plan, 3, "data/library/cpu.lib");
+  CHECK_OK(taso_model_write_h5(&m, path, &prov));
+  CHECK(m.ncalls == 3);
+  CHECK_OK(taso_model_read_h5(path, &back));
+  CHECK(back.ncalls == 3 && back.calls != NULL);
+  CHECK_STR(back.library, "data/library/cpu.lib");
+  for (int i = 0; i < 3 && i < back.ncalls && back.calls; i++) {
+    const taso_call_t *a = &back.calls[i], *b = &plan[i];
+    CHECK(a->node == b->node && a->first_node == b->first_node && a->fused == b->fused);
+    CHECK(a->layout == b->layout && a->in_place == b->in_place);
+    CHECK_STR(a->call, b->call);
+  }
+  /* the builder drops a plan: it lists the steps of the graph as it was */
+  CHECK_OK(taso_model_output(&back, back.graph.outputs[0], "again"));
+  CHECK(back.calls == NULL && back.ncalls == 0 && back.library[0] == '\0');
+
+  /* A plan of a graph that writing folds is one of a graph no longer
+   * there: not written. */
+  build_fc(&unfolded);
+  set_plan(&unfolded, plan, 2, "data/library/cpu.lib");
+  CHECK_OK(taso_model_write_h5(&unfolded, path, &prov));
+  CHECK(unfolded.ncalls == 0 && unfolded.calls == NULL);
+  CHECK_OK(taso_model_read_h5(path, &dropped));
+  CHECK(dropped.ncalls == 0 && dropped.calls == NULL);
+
+  /* Rows a file edited by hand may hold. */
+  m.calls[1].fused = 9;
+  check_bad_plan(&m, path, &prov, "fused 9 is not within 1..4");
+  m.calls[1].fused = 2;
+  m.calls[1].node = 5;
+  check_bad_plan(&m, path, &prov, "node 5 is not within 0..4");
+  m.calls[1].node = 2;
+  check_bad_plan(&m, path, &prov, "first_node 3 is not within 0..2");
+  m.calls[1].node = 4;
+  m.calls[1].in_place = -1;
+  check_bad_plan(&m, path, &prov, "in_place -1 is not within 0..5");
+  unlink(path);
+  taso_model_free(&m);
+  taso_model_free(&back);
+  taso_model_free(&unfolded);
+  taso_model_free(&dropped);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   const test_case_t cases[] = {TEST(test_text_round_trip), TEST(test_eval),
-                               TEST(test_builder_errors), TEST(test_fold_and_h5)};
+                               TEST(test_builder_errors), TEST(test_fold_and_h5),
+                               TEST(test_plan_h5)};
   int rc = test_run(cases, (int)(sizeof cases / sizeof *cases));
   MPI_Finalize();
   return rc;

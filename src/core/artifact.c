@@ -321,20 +321,21 @@ static taso_err_t subst_type(const taso_artifact_t *a, hid_t *out) {
 /* Attributes                                                               */
 /* ------------------------------------------------------------------------ */
 
-/* Writes a scalar root attribute, replacing one of the same name. Collective:
- * every rank passes the same value. */
-static taso_err_t put_attr(const taso_artifact_t *a, const char *name, hid_t type,
-                           const void *value) {
+/* Writes a scalar attribute of loc (the file, or one of its datasets),
+ * replacing one of the same name. Collective: every rank passes the same
+ * value. */
+static taso_err_t put_attr_at(const taso_artifact_t *a, hid_t loc, const char *name, hid_t type,
+                              const void *value) {
   taso_err_t err = TASO_OK;
   hid_t space = H5I_INVALID_HID, attr = H5I_INVALID_HID;
-  htri_t exists = H5Aexists(a->file, name);
+  htri_t exists = H5Aexists(loc, name);
   if (exists < 0) return h5_fail(a, "look up attribute '%s'", name);
-  if (exists > 0 && H5Adelete(a->file, name) < 0) return h5_fail(a, "replace attribute '%s'", name);
+  if (exists > 0 && H5Adelete(loc, name) < 0) return h5_fail(a, "replace attribute '%s'", name);
   if ((space = H5Screate(H5S_SCALAR)) < 0) {
     err = h5_fail(a, "create a scalar dataspace");
     goto done;
   }
-  if ((attr = H5Acreate2(a->file, name, type, space, H5P_DEFAULT, H5P_DEFAULT)) < 0) {
+  if ((attr = H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT)) < 0) {
     err = h5_fail(a, "create attribute '%s'", name);
     goto done;
   }
@@ -344,8 +345,15 @@ done:
   return release(a, space, H5Sclose, err);
 }
 
+/* A scalar root attribute. */
+static taso_err_t put_attr(const taso_artifact_t *a, const char *name, hid_t type,
+                           const void *value) {
+  return put_attr_at(a, a->file, name, type, value);
+}
+
 /* A fixed-length string, so that h5dump and h5py show it as plain text. */
-static taso_err_t put_string(const taso_artifact_t *a, const char *name, const char *value) {
+static taso_err_t put_string_at(const taso_artifact_t *a, hid_t loc, const char *name,
+                                const char *value) {
   taso_err_t err = TASO_OK;
   const char *text = value ? value : "";
   hid_t type = H5Tcopy(H5T_C_S1);
@@ -353,8 +361,12 @@ static taso_err_t put_string(const taso_artifact_t *a, const char *name, const c
       H5Tset_strpad(type, H5T_STR_NULLTERM) < 0 || H5Tset_cset(type, H5T_CSET_UTF8) < 0)
     err = h5_fail(a, "create the string type of attribute '%s'", name);
   else
-    err = put_attr(a, name, type, text);
+    err = put_attr_at(a, loc, name, type, text);
   return release(a, type, H5Tclose, err);
+}
+
+static taso_err_t put_string(const taso_artifact_t *a, const char *name, const char *value) {
+  return put_string_at(a, a->file, name, value);
 }
 
 /* Opens a root attribute of loc, or gives TASO_ERR_FORMAT naming it. */
@@ -1670,6 +1682,53 @@ taso_err_t taso_artifact_write_table(taso_artifact_t *a, const taso_table_t *t,
   err = release(a, type, H5Tclose, err);
   quiet_end(&q);
   return settle(a, err);
+}
+
+/* Opens table t's dataset for one of its attributes, or gives
+ * TASO_ERR_FORMAT naming it. */
+static taso_err_t open_table(const taso_artifact_t *a, const taso_table_t *t, hid_t *dset) {
+  bool exists = false;
+  TASO_TRY(path_exists(a, t->path, &exists));
+  if (!exists) return taso_error(TASO_ERR_FORMAT, "%s: no dataset %s", a->path, t->path);
+  if ((*dset = H5Dopen2(a->file, t->path, H5P_DEFAULT)) < 0) return h5_fail(a, "open %s", t->path);
+  return TASO_OK;
+}
+
+taso_err_t taso_artifact_set_table_string(taso_artifact_t *a, const taso_table_t *t,
+                                          const char *name, const char *value) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  hid_t dset = H5I_INVALID_HID;
+  taso_err_t err = TASO_OK;
+  if (!a->writable)
+    err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot set '%s' of %s", a->path, name,
+                     t->path);
+  if (err == TASO_OK) err = open_table(a, t, &dset);
+  if (err == TASO_OK) err = put_string_at(a, dset, name, value);
+  err = release(a, dset, H5Dclose, err);
+  quiet_end(&q);
+  return settle(a, err);
+}
+
+taso_err_t taso_artifact_get_table_string(taso_artifact_t *a, const taso_table_t *t,
+                                          const char *name, char **value) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  hid_t dset = H5I_INVALID_HID;
+  *value = NULL;
+  taso_err_t err = open_table(a, t, &dset);
+  htri_t exists = err == TASO_OK ? H5Aexists(dset, name) : 1;
+  if (exists < 0) err = h5_fail(a, "look up attribute '%s' of %s", name, t->path);
+  if (exists == 0)
+    err = taso_error(TASO_ERR_FORMAT, "%s: %s has no attribute '%s'", a->path, t->path, name);
+  if (err == TASO_OK) err = get_string(a, dset, name, value);
+  err = release(a, dset, H5Dclose, err);
+  if (err != TASO_OK) {
+    free(*value);
+    *value = NULL;
+  }
+  quiet_end(&q);
+  return err;
 }
 
 taso_err_t taso_artifact_remove(taso_artifact_t *a, const char *path) {

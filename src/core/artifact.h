@@ -201,6 +201,14 @@ taso_err_t taso_artifact_read_table(taso_artifact_t *a, const taso_table_t *t, i
  * rows at its offset (any rank may write 0). */
 taso_err_t taso_artifact_write_table(taso_artifact_t *a, const taso_table_t *t,
                                      const void *local, int64_t n, int64_t offset, int64_t total);
+/* A string attribute of table t's dataset (which must exist): the
+ * writer's, collective, same value on every rank; the reader's, not
+ * collective, *value malloc'd. A missing table or attribute is
+ * TASO_ERR_FORMAT naming the file. */
+taso_err_t taso_artifact_set_table_string(taso_artifact_t *a, const taso_table_t *t,
+                                          const char *name, const char *value);
+taso_err_t taso_artifact_get_table_string(taso_artifact_t *a, const taso_table_t *t,
+                                          const char *name, char **value);
 /* Collective. Removes a dataset if it exists. */
 taso_err_t taso_artifact_remove(taso_artifact_t *a, const char *path);
 

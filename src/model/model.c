@@ -26,6 +26,13 @@ void taso_model_free(taso_model_t *m) {
   memset(m, 0, sizeof *m);
 }
 
+void taso_model_drop_plan(taso_model_t *m) {
+  free(m->calls);
+  m->calls = NULL;
+  m->ncalls = 0;
+  m->library[0] = '\0';
+}
+
 /* Grows the per-node type table to hold node `node`. */
 static taso_err_t types_fit(taso_model_t *m, int nodes) {
   if (2 * nodes <= m->types_cap) return TASO_OK;
@@ -46,6 +53,7 @@ int taso_model_find_input(const taso_model_t *m, const char *name) {
 
 taso_err_t taso_model_input(taso_model_t *m, const char *name, bool is_weight, int rank,
                             const int32_t *dim, const float *values, taso_ref_t *ref) {
+  taso_model_drop_plan(m); /* it lists every step of the graph as it was */
   if (!name[0] || strlen(name) >= TASO_MODEL_NAME_LEN)
     return taso_error(TASO_ERR_ARG, "tensor name '%.40s' must have 1 to %d characters", name,
                       TASO_MODEL_NAME_LEN - 1);
@@ -81,6 +89,7 @@ taso_err_t taso_model_input(taso_model_t *m, const char *name, bool is_weight, i
 
 taso_err_t taso_model_node(taso_model_t *m, taso_op_kind_t kind, const taso_params_t *p,
                            const taso_ref_t *in, taso_ref_t *ref) {
+  taso_model_drop_plan(m);
   if (kind <= TASO_OP_INPUT || kind >= TASO_OP_COUNT)
     return taso_error(TASO_ERR_UNKNOWN, "operator kind %d", (int)kind);
   const taso_op_info_t *op = &taso_ops[kind];
@@ -101,6 +110,7 @@ taso_err_t taso_model_node(taso_model_t *m, taso_op_kind_t kind, const taso_para
 }
 
 taso_err_t taso_model_output(taso_model_t *m, taso_ref_t ref, const char *name) {
+  taso_model_drop_plan(m); /* an output's result must stay: not one to write over */
   int n = m->graph.noutputs;
   void *names = realloc(m->output_names, sizeof *m->output_names * (size_t)(n + 1));
   if (!names) return taso_error(TASO_ERR_NOMEM, "output names");

@@ -61,6 +61,11 @@ typedef struct {
 void taso_model_init(taso_model_t *m, const char *name);
 void taso_model_free(taso_model_t *m);
 
+/* Frees m's call plan, if any (calls NULL, ncalls 0, library ""): for
+ * whoever changes m's graph other than through the builder below, which
+ * drops it itself. */
+void taso_model_drop_plan(taso_model_t *m);
+
 /* Adds a graph input (a weight when is_weight) with its own name, shape and,
  * optionally, values (copied; NULL: made from the seed when needed). *ref
  * receives the tensor. Names must be unique. */

@@ -5,7 +5,9 @@
  * the short names; /graphs: one graph, the model) and adds /model: a
  * tensors table (each input's own name, whether it is a weight, where its
  * values start in /weights), the outputs' names, and the weights'
- * values as one float32 array, so that h5py reads them as arrays.
+ * values as one float32 array, so that h5py reads them as arrays. A model
+ * with a call plan adds /plan: one row per step (taso_call_t's fields),
+ * with the library it was selected from as the attribute "library".
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -43,11 +45,22 @@ static const taso_field_t info_fields[] = {
     {"seed", offsetof(info_rec_t, seed), TASO_FIELD_INT64, 0},
 };
 static const taso_field_t value_field[] = {{NULL, 0, TASO_FIELD_FLOAT, 0}};
+static const taso_field_t call_fields[] = {
+    {"node", offsetof(taso_call_t, node), TASO_FIELD_INT32, 0},
+    {"first_node", offsetof(taso_call_t, first_node), TASO_FIELD_INT32, 0},
+    {"fused", offsetof(taso_call_t, fused), TASO_FIELD_INT32, 0},
+    {"layout", offsetof(taso_call_t, layout), TASO_FIELD_INT32, 0},
+    {"in_place", offsetof(taso_call_t, in_place), TASO_FIELD_INT32, 0},
+    {"call", offsetof(taso_call_t, call), TASO_FIELD_STRING, TASO_CALL_NAME_LEN},
+};
+_Static_assert(sizeof(taso_call_t) == 5 * sizeof(int32_t) + TASO_CALL_NAME_LEN,
+               "taso_call_t has padding");
 
 static const taso_table_t tensors_table = {"/tensors", sizeof(tensor_rec_t), tensor_fields, 3};
 static const taso_table_t outputs_table = {"/outputs", sizeof(name_rec_t), name_fields, 1};
 static const taso_table_t info_table = {"/model", sizeof(info_rec_t), info_fields, 2};
 static const taso_table_t weights_table = {"/weights", sizeof(float), value_field, 1};
+static const taso_table_t plan_table = {"/plan", sizeof(taso_call_t), call_fields, 6};
 
 /* ---- folding weight-only subgraphs -------------------------------------- */
 
@@ -239,6 +252,26 @@ static taso_err_t write_tables(taso_artifact_t *a, const taso_model_t *m) {
   return err;
 }
 
+/* The plan, copied into zeroed memory: the bytes after each call's name
+ * reach the file too. */
+static taso_err_t write_plan(taso_artifact_t *a, const taso_model_t *m) {
+  taso_call_t *rows = calloc((size_t)m->ncalls, sizeof *rows);
+  if (!rows) return taso_error(TASO_ERR_NOMEM, "plan of %d steps", m->ncalls);
+  for (int i = 0; i < m->ncalls; i++) {
+    const taso_call_t *c = &m->calls[i];
+    rows[i].node = c->node;
+    rows[i].first_node = c->first_node;
+    rows[i].fused = c->fused;
+    rows[i].layout = c->layout;
+    rows[i].in_place = c->in_place;
+    snprintf(rows[i].call, sizeof rows[i].call, "%.*s", TASO_CALL_NAME_LEN - 1, c->call);
+  }
+  taso_err_t err = taso_artifact_write_table(a, &plan_table, rows, m->ncalls, 0, m->ncalls);
+  if (err == TASO_OK) err = taso_artifact_set_table_string(a, &plan_table, "library", m->library);
+  free(rows);
+  return err;
+}
+
 taso_err_t taso_model_write_h5(taso_model_t *m, const char *path, const taso_provenance_t *prov) {
   TASO_TRY(taso_model_fold_weights(m));
   TASO_TRY(taso_model_make_weights(m));
@@ -248,6 +281,7 @@ taso_err_t taso_model_write_h5(taso_model_t *m, const char *path, const taso_pro
   if (err == TASO_OK) err = taso_artifact_write_inputs(a, &m->inputs);
   if (err == TASO_OK) err = taso_artifact_write_graphs(a, &m->graph, 1, &first);
   if (err == TASO_OK) err = write_tables(a, m);
+  if (err == TASO_OK && m->ncalls > 0) err = write_plan(a, m);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "nodes", m->graph.nnodes);
   if (a) {
     taso_err_t close = taso_artifact_close(a);
@@ -292,6 +326,57 @@ static taso_err_t rebuild(const char *path, const taso_inputs_t *in, const taso_
   return err;
 }
 
+static taso_err_t bad_row(const char *path, int64_t row, const char *field, int value, int lo,
+                          int hi) {
+  return taso_error(TASO_ERR_FORMAT, "%s: /plan row %lld: %s %d is not within %d..%d", path,
+                    (long long)row, field, value, lo, hi);
+}
+
+/* The plan's rows as a model of nnodes nodes can hold them: a file edited
+ * by hand must not send the runtime to a node it does not have. */
+static taso_err_t check_plan(const char *path, const taso_call_t *rows, int64_t n, int nnodes) {
+  for (int64_t i = 0; i < n; i++) {
+    const taso_call_t *c = &rows[i];
+    if (c->node < 0 || c->node >= nnodes) return bad_row(path, i, "node", c->node, 0, nnodes - 1);
+    if (c->first_node < 0 || c->first_node > c->node)
+      return bad_row(path, i, "first_node", c->first_node, 0, c->node);
+    if (c->fused < 1 || c->fused > 4) return bad_row(path, i, "fused", c->fused, 1, 4);
+    if (c->layout < 0 || c->layout > 2) return bad_row(path, i, "layout", c->layout, 0, 2);
+    if (c->in_place < 0 || c->in_place > 5) return bad_row(path, i, "in_place", c->in_place, 0, 5);
+    if (!memchr(c->call, '\0', TASO_CALL_NAME_LEN))
+      return taso_error(TASO_ERR_FORMAT, "%s: /plan row %lld: call name is not NUL-terminated",
+                        path, (long long)i);
+  }
+  return TASO_OK;
+}
+
+/* The plan, when the file has one, into m (already rebuilt). */
+static taso_err_t read_plan(taso_artifact_t *a, const char *path, taso_model_t *m) {
+  int64_t n = 0;
+  taso_call_t *rows = NULL;
+  char *library = NULL;
+  TASO_TRY(taso_artifact_table_length(a, &plan_table, &n));
+  if (n == 0) return TASO_OK;
+  taso_err_t err = TASO_OK;
+  if (n > INT32_MAX)
+    err = taso_error(TASO_ERR_FORMAT, "%s: /plan has %lld rows", path, (long long)n);
+  if (err == TASO_OK) err = taso_artifact_read_table(a, &plan_table, 0, n, (void **)&rows);
+  if (err == TASO_OK) err = check_plan(path, rows, n, m->graph.nnodes);
+  if (err == TASO_OK) err = taso_artifact_get_table_string(a, &plan_table, "library", &library);
+  if (err == TASO_OK && strlen(library) >= TASO_MODEL_NAME_LEN)
+    err = taso_error(TASO_ERR_FORMAT, "%s: /plan's library name is longer than %d characters", path,
+                     TASO_MODEL_NAME_LEN - 1);
+  if (err == TASO_OK) {
+    snprintf(m->library, sizeof m->library, "%s", library);
+    m->calls = rows;
+    m->ncalls = (int)n;
+    rows = NULL;
+  }
+  free(rows);
+  free(library);
+  return err;
+}
+
 taso_err_t taso_model_read_h5(const char *path, taso_model_t *m) {
   taso_artifact_t *a = NULL;
   taso_inputs_t in = {0};
@@ -322,6 +407,7 @@ taso_err_t taso_model_read_h5(const char *path, taso_model_t *m) {
     m->seed = (uint64_t)info->seed;
     err = rebuild(path, &in, g, t, o, w, nw, m);
   }
+  if (err == TASO_OK) err = read_plan(a, path, m);
   if (a) {
     taso_err_t close = taso_artifact_close(a);
     if (err == TASO_OK) err = close;

@@ -56,11 +56,14 @@ static taso_err_t run_view(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_mo
   return err;
 }
 
-/* m with graph g and g's types (malloc'd into *types). */
+/* m with graph g and g's types (malloc'd into *types), without m's call
+ * plan (one of m's graph, not g's). */
 static taso_err_t view_of(taso_model_t *m, const taso_graph_t *g, taso_model_t *view,
                           taso_tensor_t **types) {
   *view = *m;
   view->graph = *g;
+  view->calls = NULL;
+  view->ncalls = 0;
   *types = malloc(sizeof **types * 2 * (size_t)(g->nnodes + 1));
   if (!*types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", g->nnodes);
   view->types = *types;

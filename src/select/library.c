@@ -86,6 +86,7 @@ static taso_err_t parse_covers(const taso_library_t *lib, int line, char *text,
     w = trim(w);
     if (part == 0) {
       cv->kind = taso_op_lookup(w);
+      if (cv->kind == TASO_OP_COUNT) return bad(lib, line, "unknown operator", w);
       if (cv->kind != TASO_OP_CONV2D && cv->kind != TASO_OP_MATMUL)
         return bad(lib, line, "only conv2d and matmul take an epilogue, not", w);
       continue;

@@ -337,6 +337,8 @@ static taso_err_t on_result(void *ctx, const taso_graph_t *g) {
   TASO_TRY(err);
   taso_model_t view = *x->m;
   view.graph = *g;
+  view.calls = NULL; /* a plan of the model's graph, not g's */
+  view.ncalls = 0;
   view.types = x->types;
   view.types_cap = x->types_cap;
   taso_cost_mark_folded(g, x->m->is_weight, x->folded); /* as the optimizer costs g */

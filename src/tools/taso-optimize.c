@@ -229,8 +229,10 @@ static void spell_out_splits(taso_model_t *m) {
   }
 }
 
-/* Puts the best graph into m, typed, its splits spelled out. */
+/* Puts the best graph into m, typed, its splits spelled out; a call plan
+ * of the input's graph does not fit it. */
 static taso_err_t adopt(taso_model_t *m, const taso_graph_t *best) {
+  taso_model_drop_plan(m);
   TASO_TRY(taso_graph_copy(&m->graph, best));
   if (2 * m->graph.nnodes > m->types_cap) {
     taso_tensor_t *types = realloc(m->types, sizeof *types * 2 * (size_t)m->graph.nnodes);

@@ -21,14 +21,17 @@
 #include "runtime.h"
 #include "tool.h"
 
-static bool profile, no_fusion;
+static bool profile, no_fusion, runtime_plan;
 static const char *model_spec, *backend_name = "cpu", *runs_text = "20", *warmup_text = "3",
-                  *compare_spec, *tolerance_text = "1e-4", *layout_text = "nchw", *seed_text = "1", *inputs_dir,
+                  *compare_spec, *tolerance_text = "1e-4", *layout_text, *seed_text = "1", *inputs_dir,
                   *expect_dir, *save_dir;
 
 static const taso_tool_flag_t flags[] = {
     {"profile", "time each step alone: its share, and the runtime overhead", &profile},
     {"no-fusion", "one step per node (no conv/matmul epilogue fusion)", &no_fusion},
+    {"runtime-plan", "ignore a call plan the model carries (taso-select's) and let the runtime "
+     "plan its steps (a model with a plan follows it unless this, --no-fusion or --layout)",
+     &runtime_plan},
     {0},
 };
 
@@ -100,14 +103,15 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   s->tolerance = strtod(tolerance_text, &end);
   if (end == tolerance_text || *end || !(s->tolerance >= 0))
     taso_tool_usage_error(t, "--tolerance: expected a number >= 0, got '%s'", tolerance_text);
+  const char *layout = layout_text ? layout_text : "nchw";
   const char *layouts[] = {"nchw", "nhwc", "blocked", "choose"};
   s->layout = -1;
   for (int i = 0; i < 4; i++)
-    if (strcmp(layout_text, layouts[i]) == 0) s->layout = i == 3 ? TASO_RT_NCHW : i;
-  s->choose_layout = strcmp(layout_text, "choose") == 0;
+    if (strcmp(layout, layouts[i]) == 0) s->layout = i == 3 ? TASO_RT_NCHW : i;
+  s->choose_layout = strcmp(layout, "choose") == 0;
   if (s->layout < 0)
     taso_tool_usage_error(t, "--layout: expected nchw, nhwc, blocked or choose, got '%s'",
-                          layout_text);
+                          layout);
   if (!taso_backend_find(backend_name))
     taso_tool_usage_error(t, "--backend: no backend '%s' in this build (reference, cpu%s)",
                           backend_name, taso_backend_find("gpu") ? ", gpu" : "");
@@ -218,6 +222,8 @@ static taso_err_t load(const char *model, const taso_backend_t *be, taso_rt_ctx_
       return taso_error(TASO_ERR_NOMEM, "outputs");
   taso_rt_options_t opt = {
       .no_fusion = no_fusion, .layout = s->layout, .choose_layout = s->choose_layout};
+  if (l->m.calls && !runtime_plan && !no_fusion && !layout_text)
+    opt = (taso_rt_options_t){.calls = l->m.calls, .ncalls = l->m.ncalls};
   TASO_TRY(taso_rt_plan(be, ctx, &l->m, &opt, &l->plan));
   return taso_rt_run(l->plan, (const float *const *)l->inputs, l->outputs);
 }

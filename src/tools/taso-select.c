@@ -213,9 +213,10 @@ static taso_err_t check(taso_tool_t *t, run_t *r) {
 static taso_err_t time_both(taso_tool_t *t, run_t *r, const taso_call_t *plain, int nplain) {
   taso_model_t a;
   TASO_TRY(taso_model_load(model_spec, &a));
-  taso_err_t err = TASO_OK;
+  taso_model_drop_plan(&a);
+  taso_err_t err = taso_model_fold_weights(&a); /* the nodes the plain plan names */
   a.calls = malloc(sizeof *a.calls * (size_t)(nplain ? nplain : 1));
-  if (!a.calls) err = taso_error(TASO_ERR_NOMEM, "plain plan");
+  if (err == TASO_OK && !a.calls) err = taso_error(TASO_ERR_NOMEM, "plain plan");
   if (err == TASO_OK) {
     memcpy(a.calls, plain, sizeof *a.calls * (size_t)nplain);
     a.ncalls = nplain;
@@ -321,8 +322,8 @@ static taso_err_t run(taso_tool_t *t, run_t *r) {
   }
   TASO_TRY(taso_library_load(library_path, &r->lib));
   TASO_TRY(taso_model_load(model_spec, &r->m));
-  free(r->m.calls); /* a plan it came with is selected again */
-  r->m.calls = NULL, r->m.ncalls = 0;
+  taso_model_drop_plan(&r->m); /* a plan it came with is selected again */
+  TASO_TRY(taso_model_fold_weights(&r->m)); /* as written: a plan names the nodes of the file */
   char info[256];
   TASO_TRY(r->be->probe(info, sizeof info));
   TASO_TRY(r->be->open(t->threads, &r->ctx));

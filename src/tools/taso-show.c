@@ -46,7 +46,8 @@ static const taso_tool_spec_t spec = {
              "operator and whether taso imports every node. A model (a model .h5 file,\n"
              "an .onnx file or a built-in name such as resnet50 or\n"
              "inception_v3:batch=1) prints its operators by kind, FLOPs and weight\n"
-             "bytes, and with --graph one line per node. A cost database (costs.h5)\n"
+             "bytes, with --graph one line per node, and its call plan (one library call\n"
+             "per step) if it carries one. A cost database (costs.h5)\n"
              "prints its rows by device: median and minimum in ms, spread (max - min)\n"
              "and IQR over the median, runs, outliers, the configuration, and the device\n"
              "unit held with its holding interval (wall-clock seconds). Runs on one rank.\n",
@@ -243,8 +244,32 @@ static int by_name(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* A model's call plan: per step its call, the nodes it computes (a fused
+ * chain's head to its last), the layout and the operand it writes over. */
+static void show_plan(const taso_model_t *m) {
+  static const char *const layouts[] = {"nchw", "nhwc", "blocked"};
+  int width = 4;
+  for (int i = 0; i < m->ncalls; i++)
+    if ((int)strlen(m->calls[i].call) > width) width = (int)strlen(m->calls[i].call);
+  printf("plan: %d step%s selected from %s\n", m->ncalls, m->ncalls == 1 ? "" : "s",
+         m->library[0] ? m->library : "?");
+  for (int i = 0; i < m->ncalls; i++) {
+    const taso_call_t *c = &m->calls[i];
+    char nodes[64];
+    int len = c->first_node == c->node
+                  ? snprintf(nodes, sizeof nodes, "t%d", (int)c->node)
+                  : snprintf(nodes, sizeof nodes, "t%d..t%d", (int)c->first_node, (int)c->node);
+    if (c->fused > 1 && len > 0 && len < (int)sizeof nodes)
+      snprintf(nodes + len, sizeof nodes - (size_t)len, " (%d fused)", (int)c->fused);
+    printf("  %4d  %-*s  %-18s  %s", i, width, c->call, nodes,
+           c->layout >= 0 && c->layout <= 2 ? layouts[c->layout] : "?");
+    if (c->in_place > 0) printf(", in place over operand %d", (int)c->in_place - 1);
+    printf("\n");
+  }
+}
+
 /* A model: its tensors, operators by kind, FLOPs and weight bytes; with
- * --graph, every node. */
+ * --graph, every node; its call plan, if it has one. */
 static void show_model(const taso_model_t *m) {
   int64_t counts[TASO_OP_COUNT], bytes;
   double flops;
@@ -272,6 +297,7 @@ static void show_model(const taso_model_t *m) {
     if (counts[k]) printf(" %s %lld", taso_ops[k].name, (long long)counts[k]);
   printf("\n");
   if (list_nodes) taso_model_print(m, stdout);
+  if (m->ncalls > 0) show_plan(m);
 }
 
 /* What taso-optimize did to a model, when it made this file: its costs,
