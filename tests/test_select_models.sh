@@ -6,8 +6,10 @@
 # (taso-show lists it) and be followed by taso-run, agreeing with the
 # runtime's own plan of the original model. The models whose convolutions
 # or matmuls have an epilogue must get fused calls and a lower cost. One
-# model is also selected on measured costs and timed (exercised, no
-# assertion on time). A bad library description is refused naming the
+# model's candidate calls are measured (taso-measure --library) and it is
+# selected from that database alone, and timed (no assertion on time); the
+# joint search (taso-optimize --select) rewrites a model and its result is
+# selected again. A bad library description is refused naming the
 # file, and a file that is no model is not replaced without --fresh.
 #
 # ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
@@ -37,10 +39,37 @@ for case in "resnet50:size=14,bn=1 0" "resnet50:size=14 1" "resnext50:size=32,gr
   expect "$spec: taso-run follows the plan and agrees with the runtime's plan" 0
 done
 
-# measured costs, both plans timed (no assertion on time)
-run "$bin/taso-select" --model squeezenet:size=48 --runs 2 --threads 1 --out "$tmp/measured.h5"
-expect "select squeezenet on measured costs, timed" 0
+# the measure stage measures what selection weighs: after taso-measure
+# --library, taso-select finds every cost it asks for in the database
+# (--no-measure makes a missing one an error); both plans timed (no
+# assertion on time)
+printf '[job]\nname = select-test\n[measure]\nmin_runs = 3\nmax_runs = 5\nlock_dir = %s/locks\n' \
+  "$tmp" >"$tmp/measure.ini"
+run "$bin/taso-measure" --job "$tmp/measure.ini" --model squeezenet:size=48 \
+  --library data/library/onednn.smt2 --db "$tmp/costs.h5"
+expect "measure squeezenet's candidate calls" 0
+run "$bin/taso-select" --model squeezenet:size=48 --costs "$tmp/costs.h5" --no-measure --runs 2 \
+  --threads 1 --out "$tmp/measured.h5"
+expect "select squeezenet on measured costs from the database alone, timed" 0
 has "both plans timed" "measured end to end: plain" "$tmp/out"
+
+# the joint search: graphs costed by their selected call plans; the result
+# rewritten (batch normalization folded), selected again and checked
+job=tests/data/optimize_test.ini
+optimizer_rules
+run "$bin/taso-optimize" --job "$job" --model resnet50:size=14,bn=1 --substitutions \
+  "$tmp/substitutions.h5,$tmp/bn.h5" --select data/library/onednn.smt2 --out "$tmp/joint.h5" \
+  --budget 8 --chain --estimate-costs --confirm-runs 0 --threads 1
+expect "joint search on resnet50 with batch normalization" 0
+has "joint search announced" "joint search: graphs cost their call plans" "$tmp/out"
+has "the joint result agrees" "the result agrees with the original" "$tmp/out"
+steps=$(sed -n 's/.* \([0-9]*\) rewrites by [0-9]* rules -> .*/\1/p' "$tmp/out")
+[ "${steps:-0}" -gt 0 ] && echo "ok: rewritten ($steps)" || { echo "FAIL: nothing rewritten"; show; fail=1; }
+run "$bin/taso-select" --model "$tmp/joint.h5" --estimate-costs --runs 0 --threads 1 --out "$tmp/joint.sel.h5"
+expect "select the joint result" 0
+fused=$(sed -n 's/.*selected, row-major: *cost .* calls (\([0-9]*\) fused.*/\1/p' "$tmp/out")
+[ "${fused:-0}" -gt 0 ] && echo "ok: folded normalizations leave fused calls ($fused)" \
+  || { echo "FAIL: no fused call after folding"; show; fail=1; }
 
 # bad input: a library description refused with its file named; no overwrite
 run "$bin/taso-select" --model squeezenet:size=48 --estimate-costs --runs 0 \

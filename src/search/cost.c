@@ -436,6 +436,10 @@ taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *
   view.graph = *g;
   view.types = (taso_tensor_t *)(uintptr_t)types; /* the planner only reads them */
   view.is_weight = (bool *)(uintptr_t)is_weight;  /* which operands are cold; only read */
+  if (c->opt.graph_cost) {
+    if (record) record->n = 0;
+    return c->opt.graph_cost(c->opt.graph_ctx, &view, any ? c->constant : NULL, ms);
+  }
   summing_t r = {.c = c, .host = host, .prov = host && host->n ? prov : NULL,
                  .layout = TASO_RT_NCHW, .record = record};
   if (record) {

@@ -52,6 +52,14 @@ typedef taso_err_t (*taso_cost_lookup_fn)(void *ctx, const char *key,
 #define TASO_EST_GBS 20.0
 double taso_cost_estimate(const taso_rt_config_t *cfg);
 
+/* A graph's cost computed by the caller instead of as the sum of the
+ * runtime's steps (the joint search with library-call selection): m is
+ * a view of the graph (its graph, types and is_weight only), absent marks
+ * the nodes computed from weights alone (folded when the model is
+ * written). It may ask the cache for configurations' costs. */
+typedef taso_err_t (*taso_cost_graph_fn)(void *ctx, const taso_model_t *m, const bool *absent,
+                                         double *ms);
+
 typedef struct {
   bool measure;         /* measure misses on the backend; false: a miss is an error */
   bool fusion;          /* steps as the runtime fuses them; false: one step per node */
@@ -60,6 +68,9 @@ typedef struct {
   bool defer;           /* a miss is noted as pending, not measured (see below) */
   taso_cost_lookup_fn lookup; /* consulted on a miss before measuring; NULL: none */
   void *lookup_ctx;     /* passed to lookup */
+  taso_cost_graph_fn graph_cost; /* NULL: the sum of the steps; else every graph's cost
+                                    (no step of a host is reused: memos stay empty) */
+  void *graph_ctx;      /* passed to graph_cost */
 } taso_cost_options_t;
 
 /* Defaults: measure, fusion, 2 warm-up and 10 timed runs, no lookup. */

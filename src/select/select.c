@@ -28,6 +28,20 @@ static bool has_4d(const taso_rt_config_t *cfg) {
   return cfg->out[0].rank == 4 || (cfg->nout > 1 && cfg->out[1].rank == 4);
 }
 
+static bool absent(const sel_t *s, int node) { return s->opt->absent && s->opt->absent[node]; }
+
+/* Operands computed by absent nodes are weights once folded: cold. */
+static void mark_folded(const sel_t *s, taso_rt_config_t *cfg, const taso_ref_t *in) {
+  for (int a = 0; s->opt->absent && a < cfg->nin; a++)
+    if (absent(s, TASO_REF_NODE(in[a]))) cfg->cold |= 1u << a;
+}
+
+/* The operands of node i. */
+static void operands(const taso_model_t *m, int i, taso_ref_t *in) {
+  const taso_node_t *n = &m->graph.nodes[i];
+  for (int a = 0; a < taso_ops[n->kind].arity; a++) in[a] = n->in[a];
+}
+
 /* The cheapest call that covers cfg and may be made, over the layouts the
  * options allow: cfg's layout is set to the one chosen. */
 static taso_err_t best_call(sel_t *s, taso_rt_config_t *cfg, choice_t *best) {
@@ -161,7 +175,7 @@ static taso_err_t try_in_place(sel_t *s, step_t *st, int i, const int *last, int
   taso_library_props_of(&cfg, &p);
   p.overwrites = true;
   p.read_later = last[r] > i;
-  p.is_input = m->graph.nodes[TASO_REF_NODE(r)].kind == TASO_OP_INPUT;
+  p.is_input = m->graph.nodes[TASO_REF_NODE(r)].kind == TASO_OP_INPUT || absent(s, TASO_REF_NODE(r));
   p.same_size = taso_tensor_size(&cfg.in[k]) == taso_tensor_size(&cfg.out[0]);
   for (int a = 0; a < cfg.nin; a++) p.read_twice |= a != k && st->in[a] == r;
   int writes = cfg.fuse & TASO_FUSE_SUM ? TASO_WRITES_SUMMAND : TASO_WRITES_OPERAND;
@@ -215,9 +229,12 @@ static taso_err_t single_choices(sel_t *s, choice_t *single, int *head_at, int *
   for (int i = 0; i < m->graph.nnodes; i++) {
     int32_t kind = m->graph.nodes[i].kind;
     head_at[i] = -1;
-    if (kind == TASO_OP_INPUT) continue;
+    if (kind == TASO_OP_INPUT || absent(s, i)) continue;
     taso_rt_config_t cfg;
+    taso_ref_t in[TASO_RT_MAX_IN];
     TASO_TRY(taso_rt_config_of_node(m, i, &cfg));
+    operands(m, i, in);
+    mark_folded(s, &cfg, in);
     TASO_TRY(best_call(s, &cfg, &single[i]));
     if (single[i].ms == HUGE_VAL) return no_call(s, &cfg, i);
     if (!s->opt->plain && (kind == TASO_OP_CONV2D || kind == TASO_OP_MATMUL)) head_at[i] = (*nheads)++;
@@ -236,8 +253,10 @@ static taso_err_t head_choices(sel_t *s, const choice_t *single, const int *head
     h->len = 0;
     for (int k = 1; k <= MAX_EXTRA; k++) {
       taso_rt_config_t cfg;
+      taso_ref_t in[TASO_RT_MAX_IN];
       int last;
-      if (!taso_rt_chain_config(m, i, k, &cfg, &last, NULL)) break;
+      if (!taso_rt_chain_config(m, i, k, &cfg, &last, in)) break;
+      mark_folded(s, &cfg, in);
       h->len = k;
       h->node[k] = last;
       TASO_TRY(best_call(s, &cfg, &h->opt[k]));
@@ -269,9 +288,9 @@ static taso_err_t emit(sel_t *s, int first, int node, int fused, const choice_t 
     taso_rt_chain_config(m, first, fused - 1, &st->cfg, &last, st->in);
   } else {
     TASO_TRY(taso_rt_config_of_node(m, node, &st->cfg));
-    const taso_node_t *n = &m->graph.nodes[node];
-    for (int a = 0; a < taso_ops[n->kind].arity; a++) st->in[a] = n->in[a];
+    operands(m, node, st->in);
   }
+  mark_folded(s, &st->cfg, st->in);
   if (s->opt->warm_weights) st->cfg.cold = 0;
   st->cfg.layout = c->layout;
   st->ms = c->ms;
@@ -318,6 +337,7 @@ taso_err_t taso_select_plan(const taso_model_t *m, taso_library_t *lib,
   /* the steps, in run order: a chain where its last node stands */
   int n = 0;
   for (int i = 0; i < nn && err == TASO_OK; i++) {
+    if (absent(&s, i)) continue;
     if (m->graph.nodes[i].kind == TASO_OP_INPUT || covered[i] >= 0) {
       const head_t *h = covered[i] >= 0 ? &heads[covered[i]] : NULL;
       if (h && h->node[h->k] == i)

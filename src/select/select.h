@@ -36,6 +36,8 @@ typedef struct {
   bool plain;        /* one call per operator, NCHW, none in place: the baseline */
   bool nhwc;         /* every step channels last; false: NCHW or BLOCKED per step */
   bool warm_weights; /* no operand timed cold (taso_rt_weights_stay_warm) */
+  const bool *absent; /* nodes computed from weights alone, taken as weights (what
+                         writing the model folds; the optimizer's cost); NULL: none */
 } taso_select_options_t;
 
 typedef struct {

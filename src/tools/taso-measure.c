@@ -42,12 +42,13 @@
 #include "runtime.h"
 #include "rule_guard.h"
 #include "search.h"
+#include "select.h"
 #include "tool.h"
 
 #define MAX_MODELS 64
 
 static const char *model_last, *db_path = "costs.h5", *backend_name = "cpu", *subst_path,
-                  *depth_text = "1";
+                  *depth_text = "1", *library_path;
 static bool estimate, expand, no_device_lock;
 
 static const taso_tool_flag_t flags[] = {
@@ -71,6 +72,10 @@ static const taso_tool_option_t options[] = {
     {"db", "FILE", "the cost database to fill and reuse (default costs.h5)", &db_path},
     {"backend", "NAME", "cpu (default), gpu, or reference", &backend_name},
     {"substitutions", "FILE", "taso-verify's output: the rules of --expand", &subst_path},
+    {"library", "FILE",
+     "a library description (data/library/): also every call taso-select weighs for\n"
+     "                  each model (fused variants, layouts, in place), as it selects",
+     &library_path},
     {"depth", "N", "rewrites deep for --expand: 1 (default) or 2 (every rewrite of every\n"
                    "                  rewrite: far more graphs)",
      &depth_text},
@@ -113,6 +118,7 @@ typedef struct {
   taso_rules_t rules;  /* --expand: the proved rules */
   taso_axioms_t *ax;   /* --expand: the rule guard, as taso-optimize's: */
   taso_rule_guard_t *guard; /* a rule applies where proved or proved again */
+  taso_library_t *lib; /* --library, or NULL */
 } settings_t;
 
 /* The harness keeps one value per option; --model may repeat, so argv is
@@ -412,6 +418,46 @@ static taso_err_t expand_model(const settings_t *s, taso_model_t *m, items_t *it
   return err;
 }
 
+/* --library: each configuration the selection asks the cost of is one to
+ * measure, and so is its in-place variant wherever the library has an
+ * in-place call for it: which steps may write in place depends on the
+ * plan the measured costs make, so every candidate is measured. The
+ * selection is told estimates. */
+typedef struct {
+  items_t *it;
+  const taso_library_t *lib;
+} calls_t;
+
+static taso_err_t collect_call(void *ctx, const taso_rt_config_t *cfg, double *ms) {
+  calls_t *c = ctx;
+  *ms = taso_cost_estimate(cfg);
+  TASO_TRY(add_item(c->it, cfg, false));
+  for (int i = 0; !cfg->in_place && i < taso_library_ncalls(c->lib); i++) {
+    int writes = taso_library_call(c->lib, i)->writes;
+    if (writes == TASO_WRITES_OWN || !taso_library_covers(c->lib, i, cfg)) continue;
+    taso_rt_config_t v = *cfg;
+    v.in_place = writes == TASO_WRITES_SUMMAND ? cfg->nin : 1;
+    if (taso_tensor_size(&v.in[v.in_place - 1]) == taso_tensor_size(&v.out[0]))
+      TASO_TRY(add_item(c->it, &v, false));
+  }
+  return TASO_OK;
+}
+
+static taso_err_t collect_calls(const settings_t *s, taso_model_t *m, bool warm, items_t *it) {
+  TASO_TRY(taso_model_fold_weights(m)); /* as taso-select selects */
+  calls_t c = {.it = it, .lib = s->lib};
+  for (int pass = 0; pass < 3; pass++) { /* the plain plan, row-major, channels last */
+    taso_select_options_t o = {.plain = pass == 0, .nhwc = pass == 2, .warm_weights = warm};
+    taso_call_t *calls = NULL;
+    int n = 0;
+    taso_select_stats_t st;
+    taso_err_t err = taso_select_plan(m, s->lib, &o, collect_call, &c, &calls, &n, &st);
+    free(calls);
+    if (err != TASO_OK && !(err == TASO_ERR_UNSUPPORTED && pass == 2)) return err;
+  }
+  return TASO_OK;
+}
+
 /* Every node's configuration, then every step's (fused) as a plan would
  * run it (taso_rt_steps: no backend, so that ranks without a device
  * collect too), then with --expand those of the rewritten graphs. */
@@ -434,6 +480,7 @@ static taso_err_t collect_model(const char *model, const settings_t *s, items_t 
   if (err == TASO_OK) err = taso_rt_steps(&m, &opt, &steps, &nsteps);
   for (int k = 0; err == TASO_OK && k < nsteps; k++) err = add_item(it, &steps[k].cfg, false);
   if (err == TASO_OK && s->depth > 0) err = expand_model(s, &m, it, graphs);
+  if (err == TASO_OK && s->lib) err = collect_calls(s, &m, opt.warm_weights, it);
   free(steps);
   taso_model_free(&m);
   return err;
@@ -917,6 +964,7 @@ int main(int argc, char **argv) {
     taso_tool_note_defaults(&t, "measure", (const char *const[]){"models", NULL});
   }
   TASO_TOOL_STEP(&t, err, t.rank == 0 ? check_db(&t) : TASO_OK);
+  if (library_path) TASO_TOOL_STEP(&t, err, taso_library_load(library_path, &s.lib));
   int64_t proved = 0, graphs = 0, added = 0;
   if (s.depth > 0) TASO_TOOL_STEP(&t, err, taso_rules_load(t.comm, subst_path, &s.rules, &proved));
   if (s.depth > 0 && err == TASO_OK) {
@@ -986,5 +1034,6 @@ int main(int argc, char **argv) {
   items_free(&all);
   if (s.depth > 0) taso_rules_free(&s.rules);
   taso_tool_guard_close(s.ax, s.guard);
+  taso_library_free(s.lib);
   return taso_tool_finish(&t, err);
 }

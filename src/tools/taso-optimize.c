@@ -29,11 +29,13 @@
 #include "derive_guard.h"
 #include "guard_cache.h"
 #include "verifier.h"
+#include "select.h"
 #include "tool.h"
 
 static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
                   *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text,
-                  *confirm_text, *search_text, *width_text, *target_text, *guard_cache_path;
+                  *confirm_text, *search_text, *width_text, *target_text, *guard_cache_path,
+                  *select_path;
 static bool per_node, no_check, no_measure, keep_slower, costs_record, check_incremental, chain,
     estimate;
 
@@ -79,6 +81,11 @@ static const taso_tool_option_t options[] = {
      "run; the result is written only when a sign test over the pairs of runs finds it "
      "faster (default 20; 0: no confirmation)",
      &confirm_text},
+    {"select", "FILE",
+     "the joint search: a graph costs what its best call plan from this library description "
+     "(data/library/) costs, as taso-select selects it (fused calls, layouts NCHW or BLOCKED, "
+     "in place), not the runtime's own steps; then run taso-select on the result",
+     &select_path},
     {"costs", "FILE", "a cost database (taso-measure's costs.h5) consulted before measuring",
      &costs_path},
     {"device", "TEXT",
@@ -169,6 +176,7 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   if (!subst_path) taso_tool_usage_error(t, "--substitutions FILE is required");
   if (!t->out_path) taso_tool_usage_error(t, "--out FILE is required");
   if (costs_record && !costs_path) taso_tool_usage_error(t, "--record-costs needs --costs FILE");
+  if (select_path && per_node) taso_tool_usage_error(t, "--select and --cost-per-node are two costs");
   if (estimate && (costs_path || costs_record))
     taso_tool_usage_error(t, "--estimate-costs measures nothing: it takes no --costs");
   s->search.alpha = t->have_job ? t->job.alpha : 1.05;
@@ -276,6 +284,9 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_ended_by", ended);
   if (err == TASO_OK)
     err = taso_artifact_set_string(a, "optimize_costs", estimate ? "estimated" : "measured");
+  if (err == TASO_OK)
+    err = taso_artifact_set_string(a, "optimize_cost_of", select_path ? "selected call plans"
+                                   : per_node ? "one step per node" : "the runtime's steps");
   if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_before_ms", r->cost_before);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_after_ms", r->cost_after);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "search_seconds", r->seconds);
@@ -356,7 +367,28 @@ typedef struct {
   bool kept_input;          /* the result was measured no faster: the input was written */
   int width;                /* the parallel search's round width */
   bool chain;               /* rule chains on */
+  taso_library_t *lib;      /* --select, or NULL */
+  bool warm;                /* no operand timed cold */
 } run_t;
+
+/* ---- the joint search (--select) ------------------------------------------------------------ */
+
+static taso_err_t call_cost(void *ctx, const taso_rt_config_t *cfg, double *ms) {
+  return taso_cost_of_config(((run_t *)ctx)->costs, cfg, ms);
+}
+
+/* A graph's cost: its selected call plan's (row-major layouts). */
+static taso_err_t plan_cost(void *ctx, const taso_model_t *m, const bool *absent, double *ms) {
+  run_t *r = ctx;
+  taso_select_options_t o = {.warm_weights = r->warm, .absent = absent};
+  taso_call_t *calls = NULL;
+  int n = 0;
+  taso_select_stats_t st;
+  taso_err_t err = taso_select_plan(m, r->lib, &o, call_cost, r, &calls, &n, &st);
+  free(calls);
+  *ms = st.ms;
+  return err;
+}
 
 /* The database's device for --backend: --device, else its only device
  * whose identity starts with the backend's name. */
@@ -598,6 +630,16 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
     copt.lookup_ctx = r;
   }
   if (estimate) copt.lookup = estimate_lookup;
+  r->warm = copt.warm_weights || estimate;
+  if (select_path) {
+    if (strcmp(s->kind, "parallel") == 0)
+      return taso_error(TASO_ERR_ARG, "--select: the joint search is the backtracking one only");
+    TASO_TRY(taso_library_load(select_path, &r->lib));
+    copt.graph_cost = plan_cost;
+    copt.graph_ctx = r;
+    taso_tool_print(t, "taso-optimize: joint search: graphs cost their call plans from %s (%s)\n",
+                    taso_library_name(r->lib), select_path);
+  }
   TASO_TRY(taso_cost_cache_new(s->be, r->ctx, &copt, &r->costs));
   taso_tool_print(t, "taso-optimize: %s (%d nodes), %d rules from %lld proved substitutions; "
                   "costs %s %s (%s)\n", r->m.name, r->m.graph.nnodes, r->rules.n,
@@ -710,6 +752,7 @@ int main(int argc, char **argv) {
   taso_costdb_free(&r.db);
   taso_tool_guard_close(r.ax, r.guard);
   taso_rules_free(&r.rules);
+  taso_library_free(r.lib);
   taso_model_free(&r.m);
   return taso_tool_finish(&t, err);
 }
