@@ -8,7 +8,8 @@
 # the rounds' medians, and the pairs of runs the selected plan won. Also
 # each plan's cost (the sum of its calls' costs), the bytes of its buffers
 # (every tensor, less those written in place: what the runner allocates),
-# the calls fused, in place and in a blocked layout, the selection's
+# the peak resident memory of a taso-run process running each plan, the
+# calls fused, in place and in a blocked layout, the selection's
 # seconds and Z3 queries, and whether the selected plan agrees with the
 # reference backend. No assertion: it prints figures.
 # Usage: bench/select.sh [BUILD_DIR] [RUNS] [THREADS]   (defaults: build, 20, 2)
@@ -24,8 +25,8 @@ extra=()
 [ -n "${COSTS:-}" ] && extra+=(--costs "$COSTS")
 [ "${ESTIMATE:-0}" = 1 ] && extra+=(--estimate-costs)
 echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $threads threads, $(date -u +%F)"
-echo "| model | plain cost ms | selected | cost x | plain latency ms | selected | latency x | won | plain MiB | selected MiB | calls (fused, in place, blocked) | select s | Z3 queries | agrees |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"
+echo "| model | plain cost ms | selected | cost x | plain latency ms | selected | latency x | won | plain MiB | selected MiB | peak RSS plain / selected MiB | calls (fused, in place, blocked) | select s | Z3 queries | agrees |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"
 for m in $models; do
   log=$tmp/log
   if ! "$build/bin/taso-select" --model "$m" --runs "$runs" --threads "$threads" "${extra[@]}" \
@@ -38,9 +39,13 @@ for m in $models; do
   calls=$(grep -E "selected, (row-major|channels last)" "$log" | sed -n 's/.* \([0-9]* calls ([^)]*)\).*/\1/p' | head -1)
   lat=$(sed -n 's/.*plain \([0-9.e+-]*\) ms, selected \([0-9.e+-]*\) ms (x\([0-9.]*\);.* faster in \([0-9]* of [0-9]*\) pairs.*/\1 \2 \3 \4/p' "$log")
   agrees=$(grep -q "plan agrees with" "$log" && echo yes || echo DIFFERS)
+  # peak resident memory of a process running each plan (taso-run, 3 runs)
+  rss() { /usr/bin/time -f %M "$build/bin/taso-run" --model "$tmp/out.h5" --runs 3 --threads "$threads" "$@" 2>&1 >/dev/null | tail -1; }
+  prss=$(rss --no-fusion)
+  srss=$(rss)
   read -r pc pmib <<<"$plain"
   read -r secs queries sc smib <<<"$sel"
   read -r pl sl lx won <<<"${lat:-- - - -}"
   cx=$(awk -v a="$pc" -v b="$sc" 'BEGIN { printf "%.3f", a / b }')
-  echo "| $m | $pc | $sc | $cx | $pl | $sl | $lx | ${won:-} | $pmib | $smib | $calls | $secs | $queries | $agrees |"
+  echo "| $m | $pc | $sc | $cx | $pl | $sl | $lx | ${won:-} | $pmib | $smib | $((prss / 1024)) / $((srss / 1024)) | $calls | $secs | $queries | $agrees |"
 done

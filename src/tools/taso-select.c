@@ -240,6 +240,20 @@ static void print_stats(taso_tool_t *t, const char *what, const taso_select_stat
                   (double)s->bytes / (1 << 20));
 }
 
+/* Whether the runner takes a channels-last plan: a 4-d weight that a
+ * convolution reads as its weight and another operator as an activation
+ * cannot be stored both ways (the selection does not see it). */
+static bool plannable(taso_tool_t *t, run_t *r, const taso_call_t *calls, int n) {
+  taso_rt_options_t opt = {.calls = calls, .ncalls = n};
+  taso_rt_plan_t *plan = NULL;
+  taso_err_t err = taso_rt_plan(r->be, r->ctx, &r->m, &opt, &plan);
+  taso_rt_plan_free(plan);
+  if (err != TASO_OK)
+    taso_tool_print(t, "taso-select: the channels-last plan cannot run (%s): row-major kept\n",
+                    taso_error_detail());
+  return err == TASO_OK;
+}
+
 static taso_err_t select_all(taso_tool_t *t, run_t *r) {
   bool rowmajor = strcmp(layouts_text, "nhwc") != 0, nhwc = strcmp(layouts_text, "rowmajor") != 0;
   bool warm = taso_rt_weights_stay_warm(&r->m, r->be) || estimate;
@@ -262,6 +276,11 @@ static taso_err_t select_all(taso_tool_t *t, run_t *r) {
     }
     if (err != TASO_OK) break;
     print_stats(t, pass ? "selected, channels last:" : "selected, row-major:", &st);
+    if (pass == 1 && best && st.ms < r->chosen.ms && !plannable(t, r, other, nother)) {
+      free(other);
+      other = NULL;
+      continue;
+    }
     if (!best || st.ms < r->chosen.ms) {
       free(best);
       best = other, nbest = nother, r->chosen = st;
