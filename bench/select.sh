@@ -25,7 +25,7 @@ extra=()
 [ -n "${COSTS:-}" ] && extra+=(--costs "$COSTS")
 [ "${ESTIMATE:-0}" = 1 ] && extra+=(--estimate-costs)
 echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $threads threads, $(date -u +%F)"
-echo "| model | plain cost ms | selected | cost x | plain latency ms | selected | latency x | won | plain MiB | selected MiB | peak RSS plain / selected MiB | calls (fused, in place, blocked) | select s | Z3 queries | agrees |"
+echo "| model | plain cost ms | selected | cost x | plain latency ms | selected | latency x | won | plain MiB | selected MiB | peak RSS plain / selected MiB | calls (fused, in place, blocked) | select s (and measuring) | Z3 queries | agrees |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"
 for m in $models; do
   log=$tmp/log
@@ -35,7 +35,7 @@ for m in $models; do
     continue
   fi
   plain=$(sed -n 's/.*plain (per operator): *cost \([0-9.e+-]*\) ms.*buffers \([0-9.]*\) MiB.*/\1 \2/p' "$log")
-  sel=$(sed -n 's/.*calls selected from .* in \([0-9.]*\) s (\([0-9]*\) Z3 queries.*cost [0-9.e+-]* -> \([0-9.e+-]*\) ms.*-> \([0-9.]*\) MiB.*/\1 \2 \3 \4/p' "$log")
+  sel=$(sed -n 's/.*calls selected from .* in \([0-9.]*\) s (\([0-9.]*\) s of it measuring; \([0-9]*\) Z3 queries.*cost [0-9.e+-]* -> \([0-9.e+-]*\) ms.*-> \([0-9.]*\) MiB.*/\1 \2 \3 \4 \5/p' "$log")
   calls=$(grep -E "selected, (row-major|channels last)" "$log" | sed -n 's/.* \([0-9]* calls ([^)]*)\).*/\1/p' | head -1)
   lat=$(sed -n 's/.*plain \([0-9.e+-]*\) ms, selected \([0-9.e+-]*\) ms (x\([0-9.]*\);.* faster in \([0-9]* of [0-9]*\) pairs.*/\1 \2 \3 \4/p' "$log")
   agrees=$(grep -q "plan agrees with" "$log" && echo yes || echo DIFFERS)
@@ -44,7 +44,8 @@ for m in $models; do
   prss=$(rss --no-fusion)
   srss=$(rss)
   read -r pc pmib <<<"$plain"
-  read -r secs queries sc smib <<<"$sel"
+  read -r secs msecs queries sc smib <<<"$sel"
+  secs=$(awk -v a="$secs" -v b="$msecs" 'BEGIN { printf "%.2f (%.1f measuring)", a - b, b }')
   read -r pl sl lx won <<<"${lat:-- - - -}"
   cx=$(awk -v a="$pc" -v b="$sc" 'BEGIN { printf "%.3f", a / b }')
   echo "| $m | $pc | $sc | $cx | $pl | $sl | $lx | ${won:-} | $pmib | $smib | $((prss / 1024)) / $((srss / 1024)) | $calls | $secs | $queries | $agrees |"

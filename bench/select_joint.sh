@@ -13,7 +13,8 @@
 # run (5 rounds of RUNS); the rows of different files come from different
 # processes (medians, so compare their ratios loosely). Searches use
 # estimated costs by default (ESTIMATE=0 measures on the spot; COSTS=FILE
-# reads a database), with rule chains, BUDGET graphs each.
+# reads a database), with rule chains, BUDGET graphs each; calls are
+# selected on measured costs (COSTS, else measured on the spot).
 # Usage: bench/select_joint.sh [BUILD_DIR] SUBSTITUTIONS[,FILE...] [RUNS] [THREADS]
 #   MODELS="resnet50:size=56 bert:layers=2" by default; BUDGET=100.
 set -u
@@ -29,6 +30,8 @@ trap 'rm -rf "$tmp"' EXIT
 costs=(--estimate-costs)
 [ "${ESTIMATE:-1}" = 0 ] && costs=()
 [ -n "${COSTS:-}" ] && costs=(--costs "$COSTS")
+select_costs=() # calls are selected on measured costs (COSTS, else measured on the spot)
+[ -n "${COSTS:-}" ] && select_costs=(--costs "$COSTS")
 optimize() { # optimize MODEL OUT EXTRA...: prints the search's seconds
   local m=$1 out=$2; shift 2
   "$build/bin/taso-optimize" --job jobs/workstation.ini --model "$m" --substitutions "$subst" \
@@ -37,7 +40,7 @@ optimize() { # optimize MODEL OUT EXTRA...: prints the search's seconds
   sed -n 's/.* explored, .* generated, \([0-9.]*\) s search.*/\1/p' "$tmp/opt.log"
 }
 timed() { # timed MODEL: "PLAIN_MS SELECTED_MS WON" of one file, in one process
-  "$build/bin/taso-select" --model "$1" --runs "$runs" --threads "$threads" "${costs[@]}" \
+  "$build/bin/taso-select" --model "$1" --runs "$runs" --threads "$threads" "${select_costs[@]}" \
     --out "$tmp/sel.h5" --fresh >"$tmp/sel.log" 2>&1 || { echo "- - -"; return; }
   grep -q "plan agrees with" "$tmp/sel.log" || echo "DIFFERS" >&2
   sed -n 's/.*plain \([0-9.e+-]*\) ms, selected \([0-9.e+-]*\) ms .* faster in \([0-9]* of [0-9]*\) pairs.*/\1 \2 \3/p' "$tmp/sel.log"
