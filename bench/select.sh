@@ -11,7 +11,9 @@
 # the peak resident memory of a taso-run process running each plan, the
 # calls fused, in place and in a blocked layout, the selection's
 # seconds and Z3 queries, and whether the selected plan agrees with the
-# reference backend. No assertion: it prints figures.
+# reference backend; and the runtime's own plan (its fixed fusion, NCHW:
+# what taso-run ran before plans), timed alone by taso-run in another
+# process. No assertion: it prints figures.
 # Usage: bench/select.sh [BUILD_DIR] [RUNS] [THREADS]   (defaults: build, 20, 2)
 #   MODELS="spec ..." picks models; ESTIMATE=1 selects on estimated costs.
 set -u
@@ -25,8 +27,8 @@ extra=()
 [ -n "${COSTS:-}" ] && extra+=(--costs "$COSTS")
 [ "${ESTIMATE:-0}" = 1 ] && extra+=(--estimate-costs)
 echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $threads threads, $(date -u +%F)"
-echo "| model | plain cost ms | selected | cost x | plain latency ms | selected | latency x | won | plain MiB | selected MiB | peak RSS plain / selected MiB | calls (fused, in place, blocked) | select s (and measuring) | Z3 queries | agrees |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"
+echo "| model | plain cost ms | selected | cost x | plain latency ms | runtime's plan ms | selected | latency x | won | plain MiB | selected MiB | peak RSS plain / selected MiB | calls (fused, in place, blocked) | select s (and measuring) | Z3 queries | agrees |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"
 for m in $models; do
   log=$tmp/log
   if ! "$build/bin/taso-select" --model "$m" --runs "$runs" --threads "$threads" "${extra[@]}" \
@@ -43,10 +45,14 @@ for m in $models; do
   rss() { /usr/bin/time -f %M "$build/bin/taso-run" --model "$tmp/out.h5" --runs 3 --threads "$threads" "$@" 2>&1 >/dev/null | tail -1; }
   prss=$(rss --no-fusion)
   srss=$(rss)
+  # the runtime's own plan (its fixed fusion, NCHW), timed alone: another
+  # process, so compare it loosely
+  rt=$("$build/bin/taso-run" --model "$tmp/out.h5" --runtime-plan --runs "$((runs * 5))" \
+    --threads "$threads" 2>&1 | sed -n 's/^end to end: median \([0-9.]*\) ms.*/\1/p')
   read -r pc pmib <<<"$plain"
   read -r secs msecs queries sc smib <<<"$sel"
   secs=$(awk -v a="$secs" -v b="$msecs" 'BEGIN { printf "%.2f (%.1f measuring)", a - b, b }')
   read -r pl sl lx won <<<"${lat:-- - - -}"
   cx=$(awk -v a="$pc" -v b="$sc" 'BEGIN { printf "%.3f", a / b }')
-  echo "| $m | $pc | $sc | $cx | $pl | $sl | $lx | ${won:-} | $pmib | $smib | $((prss / 1024)) / $((srss / 1024)) | $calls | $secs | $queries | $agrees |"
+  echo "| $m | $pc | $sc | $cx | $pl | ${rt:--} | $sl | $lx | ${won:-} | $pmib | $smib | $((prss / 1024)) / $((srss / 1024)) | $calls | $secs | $queries | $agrees |"
 done
