@@ -12,6 +12,7 @@ typedef struct {
   double ms;    /* HUGE_VAL: no call may be made */
   int call;     /* library call index */
   int32_t layout;
+  int32_t in_place; /* 0, or 1 + the operand it writes over */
 } choice_t;
 
 typedef struct {
@@ -20,6 +21,7 @@ typedef struct {
   const taso_select_options_t *opt;
   taso_select_cost_fn cost;
   void *ctx;
+  int *uses; /* per tensor: operands of nodes and graph outputs reading it */
 } sel_t;
 
 static bool has_4d(const taso_rt_config_t *cfg) {
@@ -42,9 +44,51 @@ static void operands(const taso_model_t *m, int i, taso_ref_t *in) {
   for (int a = 0; a < taso_ops[n->kind].arity; a++) in[a] = n->in[a];
 }
 
+/* The operand a call covering cfg could write over: a fused sum's summand,
+ * an element-wise operator's input; -1 when none. */
+static int overwritable(const taso_rt_config_t *cfg) {
+  if (cfg->fuse & TASO_FUSE_SUM) return cfg->nin - 1;
+  bool alone = cfg->nin == 1 && cfg->nout == 1 && !cfg->fuse &&
+               taso_tensor_size(&cfg->in[0]) == taso_tensor_size(&cfg->out[0]);
+  return alone ? 0 : -1;
+}
+
+/* The cheapest call writing cfg's result over operand k (tensor in[k]) that
+ * the library allows where that operand is read later or not (read_later):
+ * *call its index, -1 when none may be made. */
+static taso_err_t in_place_call(sel_t *s, const taso_rt_config_t *cfg, const taso_ref_t *in,
+                                int k, bool read_later, double *ms, int *call) {
+  const taso_model_t *m = s->m;
+  taso_rt_config_t v = *cfg;
+  v.in_place = k + 1;
+  taso_lib_props_t p;
+  taso_library_props_of(&v, &p);
+  p.overwrites = true;
+  p.read_later = read_later;
+  p.is_input = m->graph.nodes[TASO_REF_NODE(in[k])].kind == TASO_OP_INPUT || absent(s, TASO_REF_NODE(in[k]));
+  p.same_size = taso_tensor_size(&v.in[k]) == taso_tensor_size(&v.out[0]);
+  for (int a = 0; a < v.nin; a++) p.read_twice |= a != k && in[a] == in[k];
+  int writes = cfg->fuse & TASO_FUSE_SUM ? TASO_WRITES_SUMMAND : TASO_WRITES_OPERAND;
+  *call = -1;
+  for (int c = 0; c < taso_library_ncalls(s->lib); c++) {
+    if (taso_library_call(s->lib, c)->writes != writes || !taso_library_covers(s->lib, c, &v)) continue;
+    bool ok;
+    TASO_TRY(taso_library_allows(s->lib, c, &p, &ok));
+    if (!ok) continue;
+    TASO_TRY(s->cost(s->ctx, &v, ms));
+    *call = c;
+    return TASO_OK;
+  }
+  return TASO_OK;
+}
+
 /* The cheapest call that covers cfg and may be made, over the layouts the
- * options allow: cfg's layout is set to the one chosen. */
-static taso_err_t best_call(sel_t *s, taso_rt_config_t *cfg, choice_t *best) {
+ * options allow: cfg's layout is set to the one chosen. With its operands
+ * (in), also a call writing in place over one whose only reader, in the
+ * whole graph, is this step (then nothing reads it after, whatever the
+ * plan's order), so that fusion is weighed with what in place saves. */
+static taso_err_t best_call(sel_t *s, taso_rt_config_t *cfg, const taso_ref_t *in,
+                            choice_t *best) {
   unsigned layouts = s->opt->plain ? 1u << TASO_RT_NCHW
                      : s->opt->nhwc ? 1u << TASO_RT_NHWC
                                     : 1u << TASO_RT_NCHW | 1u << TASO_RT_BLOCKED;
@@ -68,6 +112,11 @@ static taso_err_t best_call(sel_t *s, taso_rt_config_t *cfg, choice_t *best) {
       if (ms < best->ms) *best = (choice_t){.ms = ms, .call = c, .layout = l};
       break; /* the first call that may be made, in file order: the same configuration */
     }
+    int k = in && !s->opt->plain ? overwritable(cfg) : -1;
+    if (k < 0) continue;
+    int c;
+    TASO_TRY(in_place_call(s, cfg, in, k, s->uses[in[k]] > 1, &ms, &c));
+    if (c >= 0 && ms <= best->ms) *best = (choice_t){.ms = ms, .call = c, .layout = l, .in_place = k + 1};
   }
   cfg->layout = best->layout;
   return TASO_OK;
@@ -164,42 +213,18 @@ typedef struct {
 } step_t;
 
 /* Step i writes over operand k when a call that does so covers it, may be
- * made there, and costs no more. */
+ * made there on the plan's liveness, and costs no more. */
 static taso_err_t try_in_place(sel_t *s, step_t *st, int i, const int *last, int k,
                                taso_call_t *call) {
-  const taso_model_t *m = s->m;
-  taso_ref_t r = st->in[k];
-  taso_rt_config_t cfg = st->cfg;
-  cfg.in_place = k + 1;
-  taso_lib_props_t p;
-  taso_library_props_of(&cfg, &p);
-  p.overwrites = true;
-  p.read_later = last[r] > i;
-  p.is_input = m->graph.nodes[TASO_REF_NODE(r)].kind == TASO_OP_INPUT || absent(s, TASO_REF_NODE(r));
-  p.same_size = taso_tensor_size(&cfg.in[k]) == taso_tensor_size(&cfg.out[0]);
-  for (int a = 0; a < cfg.nin; a++) p.read_twice |= a != k && st->in[a] == r;
-  int writes = cfg.fuse & TASO_FUSE_SUM ? TASO_WRITES_SUMMAND : TASO_WRITES_OPERAND;
-  for (int c = 0; c < taso_library_ncalls(s->lib); c++) {
-    const taso_lib_call_t *lc = taso_library_call(s->lib, c);
-    if (lc->writes != writes || !taso_library_covers(s->lib, c, &cfg)) continue;
-    bool ok;
-    TASO_TRY(taso_library_allows(s->lib, c, &p, &ok));
-    if (!ok) continue;
-    double ms;
-    TASO_TRY(s->cost(s->ctx, &cfg, &ms));
-    if (ms > st->ms) return TASO_OK;
-    st->ms = ms;
-    st->cfg = cfg;
-    call->in_place = k + 1;
-    snprintf(call->call, sizeof call->call, "%s", lc->name);
-    return TASO_OK;
-  }
+  double ms;
+  int c;
+  TASO_TRY(in_place_call(s, &st->cfg, st->in, k, last[st->in[k]] > i, &ms, &c));
+  if (c < 0 || ms > st->ms) return TASO_OK;
+  st->ms = ms;
+  st->cfg.in_place = k + 1;
+  call->in_place = k + 1;
+  snprintf(call->call, sizeof call->call, "%s", taso_library_call(s->lib, c)->name);
   return TASO_OK;
-}
-
-static bool elementwise_alone(const taso_rt_config_t *cfg) {
-  return cfg->nin == 1 && cfg->nout == 1 && !cfg->fuse &&
-         taso_tensor_size(&cfg->in[0]) == taso_tensor_size(&cfg->out[0]);
 }
 
 static taso_err_t in_place(sel_t *s, step_t *steps, taso_call_t *calls, int n) {
@@ -212,11 +237,8 @@ static taso_err_t in_place(sel_t *s, step_t *steps, taso_call_t *calls, int n) {
   for (int o = 0; o < g->noutputs; o++) last[g->outputs[o]] = n; /* the caller reads them */
   taso_err_t err = TASO_OK;
   for (int i = 0; i < n && err == TASO_OK; i++) {
-    const taso_rt_config_t *cfg = &steps[i].cfg;
-    if (cfg->fuse & TASO_FUSE_SUM)
-      err = try_in_place(s, &steps[i], i, last, cfg->nin - 1, &calls[i]);
-    else if (elementwise_alone(cfg))
-      err = try_in_place(s, &steps[i], i, last, 0, &calls[i]);
+    int k = overwritable(&steps[i].cfg);
+    if (k >= 0 && !calls[i].in_place) err = try_in_place(s, &steps[i], i, last, k, &calls[i]);
   }
   free(last);
   return err;
@@ -235,7 +257,7 @@ static taso_err_t single_choices(sel_t *s, choice_t *single, int *head_at, int *
     TASO_TRY(taso_rt_config_of_node(m, i, &cfg));
     operands(m, i, in);
     mark_folded(s, &cfg, in);
-    TASO_TRY(best_call(s, &cfg, &single[i]));
+    TASO_TRY(best_call(s, &cfg, in, &single[i]));
     if (single[i].ms == HUGE_VAL) return no_call(s, &cfg, i);
     if (!s->opt->plain && (kind == TASO_OP_CONV2D || kind == TASO_OP_MATMUL)) head_at[i] = (*nheads)++;
   }
@@ -259,7 +281,7 @@ static taso_err_t head_choices(sel_t *s, const choice_t *single, const int *head
       mark_folded(s, &cfg, in);
       h->len = k;
       h->node[k] = last;
-      TASO_TRY(best_call(s, &cfg, &h->opt[k]));
+      TASO_TRY(best_call(s, &cfg, in, &h->opt[k]));
     }
   }
   return TASO_OK;
@@ -293,8 +315,10 @@ static taso_err_t emit(sel_t *s, int first, int node, int fused, const choice_t 
   mark_folded(s, &st->cfg, st->in);
   if (s->opt->warm_weights) st->cfg.cold = 0;
   st->cfg.layout = c->layout;
+  st->cfg.in_place = c->in_place;
   st->ms = c->ms;
-  *call = (taso_call_t){.node = node, .first_node = first, .fused = fused, .layout = c->layout};
+  *call = (taso_call_t){.node = node, .first_node = first, .fused = fused, .layout = c->layout,
+                        .in_place = c->in_place};
   snprintf(call->call, sizeof call->call, "%s", taso_library_call(s->lib, c->call)->name);
   return TASO_OK;
 }
@@ -311,11 +335,16 @@ taso_err_t taso_select_plan(const taso_model_t *m, taso_library_t *lib,
   head_t *heads = malloc(sizeof *heads * cap);
   taso_call_t *calls = malloc(sizeof *calls * cap);
   step_t *steps = malloc(sizeof *steps * cap);
+  s.uses = calloc(2 * cap + 1, sizeof *s.uses);
+  for (int i = 0; s.uses && i < nn; i++)
+    if (m->graph.nodes[i].kind != TASO_OP_INPUT)
+      for (int a = 0; a < taso_ops[m->graph.nodes[i].kind].arity; a++) s.uses[m->graph.nodes[i].in[a]]++;
+  for (int o = 0; s.uses && o < m->graph.noutputs; o++) s.uses[m->graph.outputs[o]]++;
   *calls_out = NULL;
   *ncalls = 0;
   memset(stats, 0, sizeof *stats);
   taso_err_t err = TASO_OK;
-  if (!single || !head_at || !covered || !owner1 || !owner2 || !heads || !calls || !steps)
+  if (!single || !head_at || !covered || !owner1 || !owner2 || !heads || !calls || !steps || !s.uses)
     err = taso_error(TASO_ERR_NOMEM, "selection for %d nodes", nn);
   if (err == TASO_OK) err = single_choices(&s, single, head_at, &nheads);
   if (err == TASO_OK) err = head_choices(&s, single, head_at, heads);
@@ -374,5 +403,6 @@ taso_err_t taso_select_plan(const taso_model_t *m, taso_library_t *lib,
   free(heads);
   free(calls);
   free(steps);
+  free(s.uses);
   return err;
 }

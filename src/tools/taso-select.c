@@ -92,8 +92,8 @@ typedef struct {
   double seconds;                   /* selection, both layouts */
   double measure_seconds;           /* of it, measuring configurations on the spot */
   double relative;                  /* against the reference backend; NaN: not checked */
-  double latency_plain, latency_chosen;
-  int pairs_faster;
+  double latency_plain, latency_chosen, latency_runtime; /* the runtime's own plan */
+  int pairs_faster, pairs_faster_runtime;
 } run_t;
 
 /* ---- costs --------------------------------------------------------------------- */
@@ -224,12 +224,20 @@ static taso_err_t time_both(taso_tool_t *t, run_t *r, const taso_call_t *plain, 
     err = taso_model_latencies(r->be, r->ctx, &a, &r->m, r->runs, 5, &r->latency_plain,
                                &r->latency_chosen, &r->pairs_faster);
   }
+  taso_model_drop_plan(&a); /* then the runtime's own plan (its fixed fusion, NCHW) */
+  double chosen = 0;
+  if (err == TASO_OK)
+    err = taso_model_latencies(r->be, r->ctx, &a, &r->m, r->runs, 5, &r->latency_runtime, &chosen,
+                               &r->pairs_faster_runtime);
   taso_model_free(&a);
   TASO_TRY(err);
   taso_tool_print(t, "taso-select: measured end to end: plain %.4g ms, selected %.4g ms (x%.3f; "
                   "medians of 5 x %d runs, %s backend; the selected plan faster in %d of %d pairs)\n",
                   r->latency_plain, r->latency_chosen, r->latency_plain / r->latency_chosen,
                   r->runs, r->be->name, r->pairs_faster, 5 * r->runs);
+  taso_tool_print(t, "taso-select: measured end to end: the runtime's own plan %.4g ms, selected "
+                  "%.4g ms (x%.3f; faster in %d of %d pairs)\n", r->latency_runtime, chosen,
+                  r->latency_runtime / chosen, r->pairs_faster_runtime, 5 * r->runs);
   return TASO_OK;
 }
 
@@ -336,6 +344,11 @@ static taso_err_t write_output(taso_tool_t *t, run_t *r) {
     err = taso_artifact_set_real(a, "select_latency_plain_ms", r->latency_plain);
     if (err == TASO_OK) err = taso_artifact_set_real(a, "select_latency_ms", r->latency_chosen);
     if (err == TASO_OK) err = taso_artifact_set_count(a, "select_pairs_faster", r->pairs_faster);
+    if (err == TASO_OK)
+      err = taso_artifact_set_real(a, "select_latency_runtime_plan_ms", r->latency_runtime);
+    if (err == TASO_OK)
+      err = taso_artifact_set_count(a, "select_pairs_faster_than_runtime_plan",
+                                    r->pairs_faster_runtime);
   }
   taso_err_t closed = taso_artifact_close(a);
   return err != TASO_OK ? err : closed;
