@@ -28,7 +28,7 @@ extra=()
 [ -n "${COSTS:-}" ] && extra+=(--costs "$COSTS")
 [ "${ESTIMATE:-0}" = 1 ] && extra+=(--estimate-costs)
 echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $threads threads, $(date -u +%F)"
-echo "| model | plain cost ms | selected | cost x | plain latency ms | runtime's plan ms (selected won) | selected | latency x | won | plain MiB | selected MiB | peak RSS plain / selected MiB | calls (fused, in place, blocked) | select s (and measuring) | Z3 queries | agrees |"
+echo "| model | plain cost ms | selected | cost x | plain latency ms | runtime's plan ms vs selected, one pairing | selected | latency x | won | plain MiB | selected MiB | peak RSS plain / selected MiB | calls (fused, in place, blocked) | select s (and measuring) | Z3 queries | agrees |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"
 for m in $models; do
   log=$tmp/log
@@ -51,6 +51,6 @@ for m in $models; do
   secs=$(awk -v a="$secs" -v b="$msecs" 'BEGIN { printf "%.2f (%.1f measuring)", a - b, b }')
   read -r pl sl lx won <<<"${lat:-- - - -}"
   cx=$(awk -v a="$pc" -v b="$sc" 'BEGIN { printf "%.3f", a / b }')
-  rt=$(sed -n "s/.*the runtime's own plan \([0-9.e+-]*\) ms, selected .* faster in \([0-9]*\) of.*/\1 (\2)/p" "$log")
+  rt=$(sed -n "s/.*the runtime's own plan \([0-9.e+-]*\) ms, selected \([0-9.e+-]*\) ms (x\([0-9.]*\); faster in \([0-9]*\) of.*/\1 vs \2 (x\3, won \4)/p" "$log")
   echo "| $m | $pc | $sc | $cx | $pl | ${rt:--} | $sl | $lx | ${won:-} | $pmib | $smib | $((prss / 1024)) / $((srss / 1024)) | $calls | $secs | $queries | $agrees |"
 done
