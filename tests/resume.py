@@ -8,7 +8,8 @@
       killed part-way); 4 if ROWS never appeared within SECONDS.
 
   resume.py rows FILE DATASET
-      Prints how many rows DATASET of FILE holds.
+      Prints how many rows DATASET of FILE holds (of a slot table, with
+      DATASET_marks beside it, how many are marked).
 
   resume.py compare CLEAN RESUMED [--attrs A,B] SPEC...
       SPEC is DATASET:KEY:FIELD,FIELD (KEY one field or F+G). RESUMED's
@@ -29,7 +30,12 @@ import h5py  # noqa: E402
 
 
 def rows(path, dataset):
+    """Rows of DATASET; of a slot table (DATASET_marks beside it), the
+    marked ones."""
     with h5py.File(path, "r") as f:
+        marks = dataset + "_marks"
+        if marks in f:
+            return int((f[marks][:] != 0).sum())
         return len(f[dataset])
 
 

@@ -1731,6 +1731,165 @@ taso_err_t taso_artifact_get_table_string(taso_artifact_t *a, const taso_table_t
   return err;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Slot tables: streams that a kill cannot corrupt                          */
+/* ------------------------------------------------------------------------ */
+
+static void marks_path(const taso_table_t *t, char *out, size_t size) {
+  snprintf(out, size, "%s_marks", t->path);
+}
+
+/* A contiguous dataset of total rows, its space allocated now, so that
+ * writing rows later touches no metadata; zero-filled when fill. */
+static taso_err_t create_fixed(const taso_artifact_t *a, const char *name, hid_t type,
+                               int64_t total, bool fill) {
+  taso_err_t err = TASO_OK;
+  hsize_t dims = (hsize_t)total;
+  hid_t space = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, dset = H5I_INVALID_HID;
+  if ((space = H5Screate_simple(1, &dims, NULL)) < 0 ||
+      (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0 || H5Pset_layout(dcpl, H5D_CONTIGUOUS) < 0 ||
+      H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 ||
+      H5Pset_fill_time(dcpl, fill ? H5D_FILL_TIME_ALLOC : H5D_FILL_TIME_NEVER) < 0 ||
+      H5Pset_obj_track_times(dcpl, 0) < 0)
+    err = h5_fail(a, "set up dataset %s", name);
+  if (err == TASO_OK &&
+      (dset = H5Dcreate2(a->file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT)) < 0)
+    err = h5_fail(a, "create dataset %s", name);
+  err = release(a, dset, H5Dclose, err);
+  err = release(a, dcpl, H5Pclose, err);
+  return release(a, space, H5Sclose, err);
+}
+
+taso_err_t taso_artifact_create_slots(taso_artifact_t *a, const taso_table_t *t, int64_t total) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  char marks[256];
+  hid_t type = H5I_INVALID_HID;
+  bool exists = false;
+  taso_err_t err = TASO_OK;
+  marks_path(t, marks, sizeof marks);
+  if (!a->writable)
+    err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot create %s", a->path, t->path);
+  if (err == TASO_OK && total < 0) err = taso_error(TASO_ERR_ARG, "%s: bad slot count", a->path);
+  if (err == TASO_OK) err = table_type(a, t, &type);
+  if (err == TASO_OK) err = path_exists(a, t->path, &exists);
+  if (err == TASO_OK && exists)
+    err = taso_error(TASO_ERR_ARG, "%s: already holds %s", a->path, t->path);
+  if ((err = settle(a, err)) == TASO_OK)
+    err = settle(a, create_fixed(a, t->path, type, total, false));
+  if (err == TASO_OK) err = settle(a, create_fixed(a, marks, H5T_NATIVE_UINT8, total, true));
+  if (err == TASO_OK && H5Fflush(a->file, H5F_SCOPE_GLOBAL) < 0) err = h5_fail(a, "flush the file");
+  err = release(a, type, H5Tclose, err);
+  quiet_end(&q);
+  return settle(a, err);
+}
+
+/* Writes buf (n elements of type) at slots[] of dataset name, collectively,
+ * and flushes: the slots as runs of a union of hyperslabs. */
+static taso_err_t write_at_slots(const taso_artifact_t *a, const char *name, hid_t type,
+                                 const void *buf, const int64_t *slots, int64_t n) {
+  static const int64_t nothing[4];
+  taso_err_t err = TASO_OK;
+  hsize_t mdims = n > 0 ? (hsize_t)n : 1;
+  hid_t dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
+  if ((dset = H5Dopen2(a->file, name, H5P_DEFAULT)) < 0) err = h5_fail(a, "open %s", name);
+  if (err == TASO_OK &&
+      ((fspace = H5Dget_space(dset)) < 0 || (mspace = H5Screate_simple(1, &mdims, NULL)) < 0))
+    err = h5_fail(a, "get the dataspaces of %s", name);
+  if (err == TASO_OK && n == 0 && (H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0))
+    err = h5_fail(a, "select no rows of %s", name);
+  for (int64_t i = 0; err == TASO_OK && i < n;) {
+    int64_t j = i + 1;
+    while (j < n && slots[j] == slots[j - 1] + 1)
+      j++;
+    hsize_t start = (hsize_t)slots[i], count = (hsize_t)(j - i);
+    if (H5Sselect_hyperslab(fspace, i ? H5S_SELECT_OR : H5S_SELECT_SET, &start, NULL, &count,
+                            NULL) < 0)
+      err = h5_fail(a, "select rows of %s", name);
+    i = j;
+  }
+  if ((err = settle(a, err)) == TASO_OK) {
+    if (H5Dwrite(dset, type, mspace, fspace, a->xfer, n > 0 ? buf : (const void *)nothing) < 0)
+      err = h5_fail(a, "write %s", name);
+    if (err == TASO_OK && H5Fflush(a->file, H5F_SCOPE_GLOBAL) < 0)
+      err = h5_fail(a, "flush the file");
+    err = settle(a, err);
+  }
+  err = release(a, mspace, H5Sclose, err);
+  err = release(a, fspace, H5Sclose, err);
+  return release(a, dset, H5Dclose, err);
+}
+
+taso_err_t taso_artifact_put_slots(taso_artifact_t *a, const taso_table_t *t, const void *local,
+                                   const int64_t *slots, int64_t n) {
+  if (!a) return no_handle();
+  quiet_t q = quiet_begin();
+  char marks[256];
+  hid_t type = H5I_INVALID_HID;
+  unsigned char *ones = NULL;
+  taso_err_t err = TASO_OK;
+  marks_path(t, marks, sizeof marks);
+  if (!a->writable)
+    err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write %s", a->path, t->path);
+  for (int64_t i = 0; err == TASO_OK && i < n; i++)
+    if (slots[i] < 0 || (i > 0 && slots[i] <= slots[i - 1]))
+      err = taso_error(TASO_ERR_ARG, "%s: %s: slots not strictly increasing", a->path, t->path);
+  if (err == TASO_OK && !(ones = malloc(n > 0 ? (size_t)n : 1)))
+    err = taso_error(TASO_ERR_NOMEM, "%s: no memory for %lld marks", a->path, (long long)n);
+  if (err == TASO_OK) {
+    memset(ones, 1, n > 0 ? (size_t)n : 1);
+    err = table_type(a, t, &type);
+  }
+  /* The rows reach the file before their marks do. */
+  if ((err = settle(a, err)) == TASO_OK) err = write_at_slots(a, t->path, type, local, slots, n);
+  if (err == TASO_OK) err = write_at_slots(a, marks, H5T_NATIVE_UINT8, ones, slots, n);
+  free(ones);
+  err = release(a, type, H5Tclose, err);
+  quiet_end(&q);
+  return settle(a, err);
+}
+
+taso_err_t taso_artifact_read_marks(taso_artifact_t *a, const taso_table_t *t, int64_t lo,
+                                    int64_t hi, unsigned char **marks) {
+  if (!a) return no_handle();
+  char name[256];
+  marks_path(t, name, sizeof name);
+  quiet_t q = quiet_begin();
+  taso_err_t err = TASO_OK;
+  int64_t n = 0, count = hi - lo;
+  hid_t dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
+  hsize_t start = (hsize_t)lo, cnt = (hsize_t)count, mdims = count > 0 ? (hsize_t)count : 1;
+  unsigned char *buf = NULL;
+  *marks = NULL;
+  err = open_rows(a, name, H5T_NATIVE_UINT8, &dset, &n);
+  if (err == TASO_OK && (lo < 0 || hi < lo || hi > n))
+    err = taso_error(TASO_ERR_FORMAT, "%s: %s has %lld slots, not the %lld expected", a->path, name,
+                     (long long)n, (long long)hi);
+  if (err == TASO_OK && !(buf = calloc(mdims, 1)))
+    err = taso_error(TASO_ERR_NOMEM, "%s: no memory for %lld marks", a->path, (long long)count);
+  if (err == TASO_OK &&
+      ((fspace = H5Dget_space(dset)) < 0 || (mspace = H5Screate_simple(1, &mdims, NULL)) < 0))
+    err = h5_fail(a, "get the dataspaces of %s", name);
+  if (err == TASO_OK &&
+      (count > 0 ? H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &cnt, NULL) < 0
+                 : (H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0)))
+    err = h5_fail(a, "select marks of %s", name);
+  if ((err = settle(a, err)) == TASO_OK) {
+    if (H5Dread(dset, H5T_NATIVE_UINT8, mspace, fspace, a->xfer, buf) < 0)
+      err = h5_fail(a, "read %s", name);
+    err = settle(a, err);
+  }
+  err = release(a, mspace, H5Sclose, err);
+  err = release(a, fspace, H5Sclose, err);
+  err = release(a, dset, H5Dclose, err);
+  quiet_end(&q);
+  if (err == TASO_OK)
+    *marks = buf;
+  else
+    free(buf);
+  return err;
+}
+
 taso_err_t taso_artifact_remove(taso_artifact_t *a, const char *path) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();

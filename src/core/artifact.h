@@ -209,6 +209,22 @@ taso_err_t taso_artifact_set_table_string(taso_artifact_t *a, const taso_table_t
                                           const char *name, const char *value);
 taso_err_t taso_artifact_get_table_string(taso_artifact_t *a, const taso_table_t *t,
                                           const char *name, char **value);
+/* Slot tables: a stream of rows that a kill cannot leave unreadable. The
+ * dataset (contiguous, total rows) and its marks (PATH_marks, one byte a
+ * row, zeros) are made once and never change shape; each row is written at
+ * its own slot, the file flushed, and only then its mark set. A row counts
+ * once marked, so whenever a run is killed, every counted row is whole and
+ * the file's structure is as it was made. */
+/* Collective. Creates table t with total empty slots and its marks. */
+taso_err_t taso_artifact_create_slots(taso_artifact_t *a, const taso_table_t *t, int64_t total);
+/* Collective. Writes each rank's n rows at slots[] (strictly increasing),
+ * flushes, then marks them and flushes again. */
+taso_err_t taso_artifact_put_slots(taso_artifact_t *a, const taso_table_t *t, const void *local,
+                                   const int64_t *slots, int64_t n);
+/* Collective. Every rank reads the marks of slots [lo, hi) into *marks
+ * (malloc'd; 1 for a written row, 0 for none). */
+taso_err_t taso_artifact_read_marks(taso_artifact_t *a, const taso_table_t *t, int64_t lo,
+                                    int64_t hi, unsigned char **marks);
 /* Collective. Removes a dataset if it exists. */
 taso_err_t taso_artifact_remove(taso_artifact_t *a, const char *path);
 

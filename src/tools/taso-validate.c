@@ -10,12 +10,12 @@
  * rank's OpenMP threads share it, one Z3 context per thread. Check rows
  * stream into /stream of OUT.resume in rounds (a rank that has worked a few
  * seconds enters a non-blocking barrier and works on until all have
- * entered, then all append and flush), so a killed run started again with
- * the same --out decides only what is missing. At the end the rows are
- * redistributed by index (each rank reads a slice of /stream and sends
- * each row to the rank owning its index block), sorted and written to
- * /checks of OUT.tmp in index order, which is then renamed over --out
- * (tool.h), so the file does not depend on the rank count.
+ * entered, then all write and flush), so a killed run started again with
+ * the same --out decides only what is missing. /stream is a slot table
+ * (artifact.h): row i at slot i, counted once marked, so a kill at any
+ * moment leaves it readable. At the end each rank copies its block of
+ * slots to /checks of OUT.tmp, which is then renamed over --out (tool.h),
+ * so the file does not depend on the rank count.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -433,7 +433,7 @@ typedef struct {
   const unsigned char *done;
   taso_artifact_t *out;
   taso_check_t *local, *batch;
-  int64_t nlocal, cap, *mine_rows;
+  int64_t nlocal, cap, *slots, *mine_rows;
   double *mine_cpu, *last_end;
 } round_t;
 
@@ -478,9 +478,24 @@ static taso_err_t take(void *ctx, int64_t start, int64_t end, int64_t *results) 
   return TASO_OK;
 }
 
+static int compare_index(const void *a, const void *b) {
+  int64_t x = ((const taso_check_t *)a)->index, y = ((const taso_check_t *)b)->index;
+  return (x > y) - (x < y);
+}
+
 static taso_err_t flush(void *ctx) {
   round_t *r = ctx;
-  taso_err_t err = taso_artifact_append_table(r->out, &stream_table, r->local, r->nlocal);
+  taso_err_t err = TASO_OK;
+  int64_t *slots = realloc(r->slots, sizeof *slots * (size_t)(r->nlocal + 1));
+  if (!slots) err = taso_error(TASO_ERR_NOMEM, "no memory for slots");
+  if (slots) r->slots = slots;
+  qsort(r->local, (size_t)r->nlocal, sizeof *r->local, compare_index);
+  for (int64_t i = 0; err == TASO_OK && i < r->nlocal; i++)
+    slots[i] = r->local[i].index;
+  /* Collective: a rank out of memory still takes part, writing nothing. */
+  taso_err_t put = taso_artifact_put_slots(r->out, &stream_table, r->local, r->slots,
+                                           err == TASO_OK ? r->nlocal : 0);
+  if (err == TASO_OK) err = put;
   *r->mine_rows += r->nlocal;
   r->nlocal = 0;
   return err;
@@ -514,12 +529,12 @@ static taso_err_t run_checks(taso_tool_t *t, taso_checker_t **checkers, int64_t 
                      .already = already};
   taso_err_t err = taso_tool_rounds(t, &r);
   free(state.local);
+  free(state.slots);
   free(state.batch);
   return err;
 }
 
-/* Whether a row read back is one of this plan's (a kill may leave rows
- * half written at the end of /stream). */
+/* Whether a row read back is one of this plan's. */
 static bool row_ok(const taso_plan_t *p, const taso_check_t *r) {
   if (r->index < 0 || r->index >= taso_plan_total(p) || r->outcome < TASO_CHECK_PROVED ||
       r->outcome > TASO_CHECK_UNKNOWN || r->axiom < 0 || r->axiom >= taso_plan_naxioms(p))
@@ -529,17 +544,22 @@ static bool row_ok(const taso_plan_t *p, const taso_check_t *r) {
          memchr(r->name, '\0', sizeof r->name) && !strcmp(r->name, taso_plan_name(p, r->axiom));
 }
 
-/* Collective. Marks in done[] every index with a row in /stream. */
+/* Collective. Marks in done[] every index whose slot of /stream holds a
+ * row of this plan (each rank checks a block). */
 static taso_err_t read_done(taso_tool_t *t, taso_artifact_t *out, const taso_plan_t *p,
                             unsigned char *done, int64_t total, int64_t *ndone) {
-  int64_t len = 0, lo, hi;
+  int64_t lo, hi;
   taso_check_t *rows = NULL;
-  TASO_TRY(taso_artifact_table_length(out, &stream_table, &len));
-  taso_tool_block(t, len, &lo, &hi);
-  TASO_TRY(taso_artifact_read_table(out, &stream_table, lo, hi, (void **)&rows));
-  for (int64_t i = 0; i < hi - lo; i++)
-    if (row_ok(p, &rows[i])) done[rows[i].index] = 1;
+  unsigned char *marks = NULL;
+  taso_err_t err = TASO_OK;
+  taso_tool_block(t, total, &lo, &hi);
+  TASO_TOOL_STEP(t, err, taso_artifact_read_marks(out, &stream_table, lo, hi, &marks));
+  TASO_TOOL_STEP(t, err, taso_artifact_read_table(out, &stream_table, lo, hi, (void **)&rows));
+  for (int64_t i = 0; err == TASO_OK && i < hi - lo; i++)
+    done[lo + i] = marks[i] && rows[i].index == lo + i && row_ok(p, &rows[i]);
   free(rows);
+  free(marks);
+  TASO_TRY(err);
   /* MPI counts are int: the flags go in slices. */
   for (int64_t off = 0; off < total; off += 1 << 28) {
     int n = (int)(total - off < (1 << 28) ? total - off : 1 << 28);
@@ -551,68 +571,25 @@ static taso_err_t read_done(taso_tool_t *t, taso_artifact_t *out, const taso_pla
   return TASO_OK;
 }
 
-static int owner_of(int64_t index, int64_t total, int size) {
-  int64_t base = total / size, extra = total % size;
-  if (index < extra * (base + 1)) return (int)(index / (base + 1));
-  return (int)(extra + (index - extra * (base + 1)) / base);
-}
-
-static int compare_index(const void *a, const void *b) {
-  int64_t x = ((const taso_check_t *)a)->index, y = ((const taso_check_t *)b)->index;
-  return (x > y) - (x < y);
-}
-
-/* Collective. /stream of out (OUT.resume) to /checks of dst (OUT.tmp) in
- * index order; tallies per axiom. */
+/* Collective. /stream of out (OUT.resume) to /checks of dst (OUT.tmp):
+ * each rank copies its block of slots; tallies per axiom. */
 static taso_err_t finish_checks(taso_tool_t *t, taso_artifact_t *out, taso_artifact_t *dst,
                                 const taso_plan_t *p, tally_t *tally, taso_check_t **shown,
                                 int *nshown) {
-  int64_t total = taso_plan_total(p), len = 0, lo, hi, mylo, myhi;
-  taso_check_t *rows = NULL, *sendbuf = NULL, *mine = NULL;
-  int *scount = calloc((size_t)t->size, sizeof(int)),
-      *rcount = calloc((size_t)t->size, sizeof(int));
-  int *sdispl = calloc((size_t)t->size, sizeof(int)),
-      *rdispl = calloc((size_t)t->size, sizeof(int));
+  int64_t total = taso_plan_total(p), mylo, myhi;
+  taso_check_t *mine = NULL;
+  unsigned char *marks = NULL;
   int naxioms = taso_plan_naxioms(p);
-  taso_err_t err =
-      scount && rcount && sdispl && rdispl ? TASO_OK : taso_error(TASO_ERR_NOMEM, "no memory");
-  if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
-  TASO_TOOL_STEP(t, err, taso_artifact_table_length(out, &stream_table, &len));
-  taso_tool_block(t, len, &lo, &hi);
-  TASO_TOOL_STEP(t, err, taso_artifact_read_table(out, &stream_table, lo, hi, (void **)&rows));
-  if (err != TASO_OK) goto done;
-  int64_t nrows = hi - lo, nkeep = 0;
-  for (int64_t i = 0; i < nrows; i++)
-    if (row_ok(p, &rows[i])) rows[nkeep++] = rows[i];
-  /* Grouped by owner: sorting by index does it, and owners are ordered. */
-  qsort(rows, (size_t)nkeep, sizeof *rows, compare_index);
-  for (int64_t i = 0; i < nkeep; i++)
-    scount[owner_of(rows[i].index, total, t->size)] += (int)sizeof *rows;
-  MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, t->comm);
-  int64_t rbytes = 0;
-  for (int r = 0, s = 0; r < t->size; r++) {
-    sdispl[r] = s;
-    s += scount[r];
-    rdispl[r] = (int)rbytes;
-    rbytes += rcount[r];
-  }
-  sendbuf = rows;
-  if (!(mine = malloc((size_t)rbytes + 1))) err = taso_error(TASO_ERR_NOMEM, "no memory for rows");
-  if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
-  MPI_Alltoallv(sendbuf, scount, sdispl, MPI_BYTE, mine, rcount, rdispl, MPI_BYTE, t->comm);
-  int64_t nmine = rbytes / (int64_t)sizeof *mine, m = 0;
-  qsort(mine, (size_t)nmine, sizeof *mine, compare_index);
-  for (int64_t i = 0; i < nmine; i++) /* a resumed run may hold a row twice */
-    if (m == 0 || mine[m - 1].index != mine[i].index) mine[m++] = mine[i];
+  taso_err_t err = TASO_OK;
   taso_tool_block(t, total, &mylo, &myhi);
+  TASO_TOOL_STEP(t, err, taso_artifact_read_table(out, &stream_table, mylo, myhi, (void **)&mine));
+  TASO_TOOL_STEP(t, err, taso_artifact_read_marks(out, &stream_table, mylo, myhi, &marks));
+  if (err != TASO_OK) goto done;
+  int64_t m = myhi - mylo;
   taso_err_t bad = TASO_OK;
-  if (m != myhi - mylo)
-    bad = taso_error(TASO_ERR_FORMAT, "%s: %lld rows for combinations %lld..%lld (%lld expected)",
-                     t->out_path, (long long)m, (long long)mylo, (long long)myhi - 1,
-                     (long long)(myhi - mylo));
   for (int64_t i = 0; bad == TASO_OK && i < m; i++)
-    if (mine[i].index != mylo + i)
-      bad = taso_error(TASO_ERR_FORMAT, "%s: combination %lld has no row", t->out_path,
+    if (!marks[i] || mine[i].index != mylo + i || !row_ok(p, &mine[i]))
+      bad = taso_error(TASO_ERR_FORMAT, "%s: combination %lld has no row", t->resume_path,
                        (long long)(mylo + i));
   if ((err = taso_tool_agree(t, bad)) != TASO_OK) goto done;
   TASO_TOOL_STEP(t, err, taso_artifact_write_table(dst, &checks_table, mine, m, mylo, total));
@@ -673,12 +650,8 @@ static taso_err_t finish_checks(taso_tool_t *t, taso_artifact_t *out, taso_artif
   free(secs);
   free(few);
 done:
-  free(rows);
   free(mine);
-  free(scount);
-  free(rcount);
-  free(sdispl);
-  free(rdispl);
+  free(marks);
   return err;
 }
 
@@ -723,7 +696,8 @@ static taso_err_t check_output(taso_tool_t *t, uint64_t dig, taso_artifact_t **o
 }
 
 /* Collective. A fresh OUT.resume for this plan. */
-static taso_err_t create_stream(taso_tool_t *t, uint64_t dig, taso_artifact_t **out) {
+static taso_err_t create_stream(taso_tool_t *t, uint64_t dig, int64_t total,
+                                taso_artifact_t **out) {
   taso_provenance_t prov;
   taso_err_t err = TASO_OK;
   taso_tool_provenance(t, &prov);
@@ -732,6 +706,7 @@ static taso_err_t create_stream(taso_tool_t *t, uint64_t dig, taso_artifact_t **
   TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "plan_digest", (int64_t)dig));
   TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "complete", 0));
   TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "redundancy_done", 0));
+  TASO_TOOL_STEP(t, err, taso_artifact_create_slots(*out, &stream_table, total));
   return err;
 }
 
@@ -746,7 +721,7 @@ static taso_err_t open_stream(taso_tool_t *t, const taso_plan_t *plan, uint64_t 
   MPI_Bcast(&have, 1, MPI_INT, 0, t->comm);
   *ndone = 0;
   *have_red = false;
-  if (!have) return create_stream(t, dig, out);
+  if (!have) return create_stream(t, dig, total, out);
   taso_err_t err =
       taso_tool_agree(t, taso_artifact_open_rw(t->comm, t->resume_path, TASO_KIND_VALIDATION, out));
   if (err == TASO_OK && digest_of(t, *out) != (int64_t)dig) {
@@ -767,7 +742,7 @@ static taso_err_t open_stream(taso_tool_t *t, const taso_plan_t *plan, uint64_t 
   memset(done, 0, (size_t)total);
   *ndone = 0;
   *have_red = false;
-  if (err == TASO_OK) err = create_stream(t, dig, out);
+  if (err == TASO_OK) err = create_stream(t, dig, total, out);
   return err;
 }
 

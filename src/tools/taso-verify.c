@@ -9,15 +9,18 @@
  * context per thread. Decisions stream into the output's /decisions in
  * rounds: a rank that has worked for a few seconds enters a non-blocking
  * barrier and keeps working until every rank has entered it, then all
- * append what they decided to OUT.resume and flush. A killed run started
- * again with the same --out finds the decisions already made there and
- * decides only the rest. At the end the whole result is written to OUT.tmp
+ * write what they decided to OUT.resume and flush. OUT.resume's
+ * /decisions is a slot table (artifact.h): row i's decision at slot i,
+ * counted once marked, so that a kill at any moment leaves it readable. A
+ * killed run started again with the same --out finds the decisions
+ * already made there and decides only the rest. At the end the whole result is written to OUT.tmp
  * and renamed over --out (tool.h): /decisions in row order and
  * /substitutions with every candidate row, in the candidates' order, with
  * its verdict, so the result does not depend on the rank or thread count.
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +32,17 @@
 #include "tool.h"
 #include "verifier.h"
 
-#define ROUND_SECONDS 5.0 /* work between two appends to the output */
+#define ROUND_SECONDS 5.0 /* work between two writes to OUT.resume */
+
+/* OUT.resume's /decisions (the final file's is written in row order by
+ * taso_artifact_append_decisions). */
+static const taso_field_t decision_fields[] = {
+    {"row", offsetof(taso_decision_t, row), TASO_FIELD_INT64, 0},
+    {"seconds", offsetof(taso_decision_t, seconds), TASO_FIELD_DOUBLE, 0},
+    {"verdict", offsetof(taso_decision_t, verdict), TASO_FIELD_INT32, 0},
+    {"reason", offsetof(taso_decision_t, reason), TASO_FIELD_STRING, TASO_REASON_LEN},
+};
+static const taso_table_t slots_table = {"/decisions", sizeof(taso_decision_t), decision_fields, 4};
 
 static const taso_tool_spec_t spec = {
     .name = "taso-verify",
@@ -177,27 +190,29 @@ static taso_err_t write_key(taso_tool_t *t, taso_artifact_t *a, int64_t nrows,
   return err;
 }
 
-/* Whether a decision read back can be used: a row of these candidates
- * with a verdict. A disk that filled up during an append can leave zeroed
- * records at the end of /decisions; they are not decisions. */
-static bool usable(const taso_decision_t *d, int64_t nrows) {
-  return d->row >= 0 && d->row < nrows && d->verdict >= TASO_VERDICT_PROVED &&
-         d->verdict <= TASO_VERDICT_REFUTED;
+/* Whether a decision read back at slot row is one: of that row, with a
+ * verdict. */
+static bool usable(const taso_decision_t *d, int64_t row) {
+  return d->row == row && d->verdict >= TASO_VERDICT_PROVED && d->verdict <= TASO_VERDICT_REFUTED;
 }
 
-/* Collective. Marks in done[] the usable decisions of a (rows already
- * decided). */
-static taso_err_t mark_done(taso_tool_t *t, taso_artifact_t *a, int64_t nrows, bool *done,
-                            int64_t *ndone) {
-  taso_decision_t *dec = NULL;
-  int64_t ndec = 0;
-  taso_err_t err = taso_tool_agree(t, taso_artifact_read_decisions(a, &dec, &ndec));
-  for (int64_t i = 0; err == TASO_OK && i < ndec; i++)
-    if (usable(&dec[i], nrows) && !done[dec[i].row]) {
-      done[dec[i].row] = true;
-      (*ndone)++;
-    }
-  free(dec);
+/* Collective. Every rank reads OUT.resume's decisions (*dec, malloc'd) and
+ * marks in done[] the rows that have one. */
+static taso_err_t read_slots(taso_tool_t *t, taso_artifact_t *a, int64_t nrows,
+                             taso_decision_t **dec, bool *done, int64_t *ndone) {
+  unsigned char *marks = NULL;
+  taso_err_t err = TASO_OK;
+  *dec = NULL;
+  TASO_TOOL_STEP(t, err, taso_artifact_read_marks(a, &slots_table, 0, nrows, &marks));
+  TASO_TOOL_STEP(t, err, taso_artifact_read_table(a, &slots_table, 0, nrows, (void **)dec));
+  *ndone = 0;
+  for (int64_t i = 0; err == TASO_OK && i < nrows; i++)
+    *ndone += done[i] = marks[i] && usable(&(*dec)[i], i);
+  free(marks);
+  if (err != TASO_OK) {
+    free(*dec);
+    *dec = NULL;
+  }
   return err;
 }
 
@@ -248,7 +263,7 @@ static taso_err_t create_resume(taso_tool_t *t, int64_t nrows, const resume_key_
   TASO_TOOL_STEP(
       t, err, taso_artifact_create(t->comm, t->resume_path, TASO_KIND_SUBSTITUTIONS, &prov, out));
   if (err == TASO_OK) err = write_key(t, *out, nrows, key);
-  TASO_TOOL_STEP(t, err, taso_artifact_append_decisions(*out, NULL, 0));
+  TASO_TOOL_STEP(t, err, taso_artifact_create_slots(*out, &slots_table, nrows));
   return err;
 }
 
@@ -270,7 +285,11 @@ static taso_err_t open_resume(taso_tool_t *t, int64_t nrows, const resume_key_t 
         t, taso_tool_refuse(t, t->resume_path, "decisions made with %s", other));
     return taso_tool_close(t, out, err);
   }
-  if (err == TASO_OK) err = mark_done(t, *out, nrows, done, ndone);
+  if (err == TASO_OK) {
+    taso_decision_t *dec = NULL;
+    err = read_slots(t, *out, nrows, &dec, done, ndone);
+    free(dec);
+  }
   if (err == TASO_OK) return TASO_OK;
   taso_tool_warn(t, "%s cannot be resumed (%s): starting afresh", t->resume_path,
                  taso_error_detail());
@@ -331,7 +350,7 @@ typedef struct {
   const int64_t *todo;
   taso_artifact_t *out;
   taso_decision_t *local;
-  int64_t nlocal, cap;
+  int64_t nlocal, cap, *slots;
 } round_t;
 
 /* Decides rows todo[start..end) into the round's decisions. */
@@ -351,9 +370,29 @@ static taso_err_t take(void *ctx, int64_t start, int64_t end, int64_t *results) 
   return TASO_OK;
 }
 
+static int compare_rows(const void *a, const void *b) {
+  int64_t x = ((const taso_decision_t *)a)->row, y = ((const taso_decision_t *)b)->row;
+  return (x > y) - (x < y);
+}
+
 static taso_err_t flush(void *ctx) {
   round_t *r = ctx;
-  taso_err_t err = taso_artifact_append_decisions(r->out, r->local, r->nlocal);
+  taso_err_t err = TASO_OK;
+  int64_t *slots = realloc(r->slots, sizeof *slots * (size_t)(r->nlocal + 1));
+  if (!slots) err = taso_error(TASO_ERR_NOMEM, "no memory for slots");
+  if (slots) r->slots = slots;
+  qsort(r->local, (size_t)r->nlocal, sizeof *r->local, compare_rows);
+  for (int64_t i = 0; err == TASO_OK && i < r->nlocal; i++) {
+    taso_decision_t *d = &r->local[i];
+    size_t used = strnlen(d->reason, TASO_REASON_LEN - 1);
+    memset(d->reason + used, 0, TASO_REASON_LEN - used); /* no stray bytes in the file */
+    d->pad_ = 0;
+    slots[i] = d->row;
+  }
+  /* Collective: a rank out of memory still takes part, writing nothing. */
+  taso_err_t put = taso_artifact_put_slots(r->out, &slots_table, r->local, r->slots,
+                                           err == TASO_OK ? r->nlocal : 0);
+  if (err == TASO_OK) err = put;
   r->nlocal = 0;
   return err;
 }
@@ -377,12 +416,8 @@ static taso_err_t run(taso_tool_t *t, const work_t *w, const int64_t *todo, int6
                      .already = already};
   taso_err_t err = taso_tool_rounds(t, &r);
   free(state.local);
+  free(state.slots);
   return err;
-}
-
-static int compare_rows(const void *a, const void *b) {
-  int64_t x = ((const taso_decision_t *)a)->row, y = ((const taso_decision_t *)b)->row;
-  return (x > y) - (x < y);
 }
 
 /* What the final file is made of. */
@@ -441,19 +476,15 @@ static taso_err_t write_final(taso_tool_t *t, const final_t *f, const taso_decis
 static taso_err_t finish(taso_tool_t *t, taso_artifact_t **resume, const final_t *f,
                          int64_t *verdicts) {
   taso_decision_t *dec = NULL;
-  int64_t ndec = 0, m = 0;
-  taso_err_t err = taso_tool_agree(t, taso_artifact_read_decisions(*resume, &dec, &ndec));
+  int64_t m = 0;
+  bool *done = calloc((size_t)f->nrows + 1, sizeof *done);
+  taso_err_t err = taso_tool_agree(
+      t,
+      done ? TASO_OK : taso_error(TASO_ERR_NOMEM, "no memory for %lld rows", (long long)f->nrows));
+  if (err == TASO_OK) err = read_slots(t, *resume, f->nrows, &dec, done, &m);
+  free(done);
   err = taso_tool_close(t, resume, err);
   if (err != TASO_OK) return err;
-  /* Row order; a row decided in two runs (killed between its append and
-   * the next round) counts once. */
-  for (int64_t i = 0; i < ndec; i++)
-    if (usable(&dec[i], f->nrows)) dec[m++] = dec[i];
-  qsort(dec, (size_t)m, sizeof *dec, compare_rows);
-  ndec = m;
-  m = 0;
-  for (int64_t i = 0; i < ndec; i++)
-    if (m == 0 || dec[m - 1].row != dec[i].row) dec[m++] = dec[i];
   taso_err_t bad = m == f->nrows
                        ? TASO_OK
                        : taso_error(TASO_ERR_FORMAT, "%s: %lld decisions for %lld candidate rows",
