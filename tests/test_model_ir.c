@@ -375,8 +375,8 @@ static void test_plan_h5(void) {
   m.calls[1].node = 2;
   check_bad_plan(&m, path, &prov, "first_node 3 is not within 0..2");
   m.calls[1].node = 4;
-  m.calls[1].in_place = -1;
-  check_bad_plan(&m, path, &prov, "in_place -1 is not within 0..5");
+  m.calls[1].in_place = -2;
+  check_bad_plan(&m, path, &prov, "in_place -2 is not within -1..5");
   unlink(path);
   taso_model_free(&m);
   taso_model_free(&back);

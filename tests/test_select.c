@@ -6,7 +6,10 @@
  * SMT-LIB) are refused with the file and the problem; a selected plan
  * fuses, writes in place only where nothing reads the operand later, runs
  * and agrees with the reference backend; and the runner refuses a plan
- * that writes over an operand a later step reads.
+ * that writes over an operand a later step reads. A concat is placed (its
+ * operands written into its result by their producers) only where each
+ * slice is one block, and the runner refuses one that is not, or whose
+ * operand's producer writes over its own operand.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -35,8 +38,10 @@ static taso_lib_props_t good(const taso_lib_call_t *c) {
   p.layout = c->layouts & 1 ? 0 : c->layouts & 2 ? 1 : 2;
   p.rank = 4, p.batch = 1, p.channels_in = 16, p.channels_out = 32, p.groups = 1;
   p.kernel_h = p.kernel_w = 3, p.stride_h = p.stride_w = 1;
-  p.overwrites = c->writes != TASO_WRITES_OWN;
+  p.overwrites = c->writes == TASO_WRITES_OPERAND || c->writes == TASO_WRITES_SUMMAND;
   p.same_size = true;
+  p.placed = c->writes == TASO_WRITES_PRODUCERS;
+  p.outer = 1, p.slice_align = 256, p.producers_own = true;
   return p;
 }
 
@@ -64,6 +69,9 @@ static void check_calls(const char *file) {
     p = good(c);
     p.overwrites = !p.overwrites; /* an in-place call only in place, the others never */
     CHECK(!allows(lib, i, p));
+    p = good(c);
+    p.placed = !p.placed; /* a placing call only placing, the others never */
+    CHECK(!allows(lib, i, p));
     for (int l = 0; l < 3; l++) { /* the layouts it lists, and no other */
       p = good(c);
       p.layout = l;
@@ -82,6 +90,25 @@ static void check_calls(const char *file) {
       CHECK(!allows(lib, i, p));
     }
     if (c->writes == TASO_WRITES_OWN) continue;
+    if (c->writes == TASO_WRITES_PRODUCERS) {
+      p = good(c);
+      p.outer = 2; /* slices interleaved: a batch above 1 before the channel axis */
+      CHECK(!allows(lib, i, p));
+      p = good(c);
+      p.producers_own = false;
+      CHECK(!allows(lib, i, p));
+      p = good(c);
+      p.placed_overwritten = true;
+      CHECK(!allows(lib, i, p));
+      p = good(c);
+      p.slice_align = 2; /* not even float-aligned */
+      CHECK(!allows(lib, i, p));
+      p.slice_align = 8; /* oneDNN takes it; cuDNN's constraint asks 16 */
+      CHECK(allows(lib, i, p) == (strcmp(file, "onednn.smt2") == 0));
+      p.slice_align = 16;
+      CHECK(allows(lib, i, p));
+      continue;
+    }
     bool *flags[] = {&p.read_later, &p.is_input, &p.read_twice};
     for (int f = 0; f < 3; f++) {
       p = good(c);
@@ -116,6 +143,7 @@ static void refused(const char *file, const char *problem) {
 
 static void test_bad_libraries(void) {
   refused("unsafe_in_place.smt2", "unsafe in-place call");
+  refused("unsafe_placed.smt2", "unsafe placing call");
   refused("never.smt2", "no match can satisfy");
   refused("unknown_op.smt2", "unknown operator");
   refused("bad_smt.smt2", "Z3 cannot parse");
@@ -197,6 +225,16 @@ static void run(taso_model_t *m, const taso_backend_t *be, taso_rt_options_t *op
   be->close(ctx);
 }
 
+/* Whether got equals want within float rounding (relative to want's largest). */
+static bool agree(const float *want, const float *got, int n) {
+  double diff = 0, scale = 0;
+  for (int i = 0; i < n; i++) {
+    diff = fmax(diff, fabs((double)want[i] - got[i]));
+    scale = fmax(scale, fabs((double)want[i]));
+  }
+  return scale > 0 && diff <= 1e-4 * scale;
+}
+
 static void test_selection(void) {
   taso_library_t *lib = load("onednn.smt2");
   if (!lib) return;
@@ -232,12 +270,7 @@ static void test_selection(void) {
   taso_rt_options_t ref_opt = {.no_fusion = true}, sel = {.calls = calls, .ncalls = n};
   run(&m, taso_backend_find("reference"), &ref_opt, want, TASO_OK);
   run(&m, taso_backend_find("cpu"), &sel, got, TASO_OK);
-  double diff = 0, scale = 0;
-  for (int i = 0; i < 8 * 12 * 12; i++) {
-    diff = fmax(diff, fabs((double)want[i] - got[i]));
-    scale = fmax(scale, fabs((double)want[i]));
-  }
-  CHECK(scale > 0 && diff <= 1e-4 * scale);
+  CHECK(agree(want, got, 8 * 12 * 12));
   run(&m, taso_backend_find("reference"), &sel, got, TASO_OK); /* the plan on the reference backend */
 
   /* writing over the live sigmoid's operand is refused by the runner */
@@ -245,7 +278,7 @@ static void test_selection(void) {
   if (bad) {
     bad->in_place = 1;
     run(&m, taso_backend_find("cpu"), &sel, got, TASO_ERR_ARG);
-    CHECK(strstr(taso_error_detail(), "reads later") != NULL);
+    CHECK(strstr(taso_error_detail(), "reads it later") != NULL);
     bad->in_place = 0;
   }
   /* a plan for another graph is refused, not run */
@@ -257,8 +290,95 @@ static void test_selection(void) {
   taso_library_free(lib);
 }
 
+/* ---- placed concats ------------------------------------------------------------- */
+
+/* conv + relu and conv + sigmoid, concatenated on the channels, then a
+ * conv over both: the sigmoid's operand is dead after it (in place, until
+ * its result is placed in the concat). Returns the sigmoid's node. */
+static int build_concat(taso_model_t *m, int batch) {
+  taso_model_init(m, "concat");
+  int32_t xd[4] = {batch, 8, 12, 12};
+  taso_ref_t x;
+  CHECK_OK(taso_model_input(m, "image", false, 4, xd, NULL, &x));
+  taso_ref_t a = node(m, TASO_OP_RELU, node(m, TASO_OP_CONV2D, x, weight(m, "c1", 4, 8, 8, 3, 3)), -1);
+  taso_ref_t b = node(m, TASO_OP_SIGMOID, node(m, TASO_OP_CONV2D, x, weight(m, "c2", 4, 8, 8, 1, 1)), -1);
+  taso_params_t p = taso_params_default();
+  p.axis = 1;
+  taso_ref_t in[3] = {a, b, -1}, cat = -1;
+  CHECK_OK(taso_model_node(m, TASO_OP_CONCAT, &p, in, &cat));
+  taso_ref_t y = node(m, TASO_OP_CONV2D, cat, weight(m, "c3", 4, 8, 16, 1, 1));
+  CHECK_OK(taso_model_output(m, y, "out"));
+  return TASO_REF_NODE(b);
+}
+
+static const taso_call_t *concat_step(const taso_model_t *m, const taso_call_t *calls, int n) {
+  for (int i = 0; i < n; i++)
+    if (m->graph.nodes[calls[i].node].kind == TASO_OP_CONCAT) return &calls[i];
+  return NULL;
+}
+
+static void test_placed_concat(void) {
+  taso_library_t *lib = load("onednn.smt2");
+  if (!lib) return;
+  taso_model_t m;
+  int sigmoid = build_concat(&m, 1);
+  taso_call_t *calls = NULL;
+  int n = 0;
+  taso_select_stats_t st, plain_st;
+  taso_select_options_t plain = {.plain = true}, opt = {0};
+  CHECK_OK(taso_select_plan(&m, lib, &plain, cost, NULL, &calls, &n, &plain_st));
+  CHECK(plain_st.placed == 0);
+  free(calls);
+  CHECK_OK(taso_select_plan(&m, lib, &opt, cost, NULL, &calls, &n, &st));
+  CHECK(st.placed == 1);
+  CHECK(st.bytes < plain_st.bytes);
+  const taso_call_t *c = concat_step(&m, calls, n), *sg = step_of(calls, n, sigmoid);
+  CHECK(c && c->in_place == TASO_CALL_PLACED && strcmp(c->call, "concat_placed") == 0);
+  CHECK(sg && sg->in_place == 0); /* its result is a slice of the concat's now */
+
+  float want[8 * 12 * 12], got[8 * 12 * 12];
+  taso_rt_options_t ref_opt = {.no_fusion = true}, sel = {.calls = calls, .ncalls = n};
+  run(&m, taso_backend_find("reference"), &ref_opt, want, TASO_OK);
+  memset(got, 0, sizeof got);
+  run(&m, taso_backend_find("cpu"), &sel, got, TASO_OK);
+  CHECK(agree(want, got, 8 * 12 * 12));
+
+  /* a producer writing over its own operand cannot write a slice too */
+  taso_call_t *flip = (taso_call_t *)sg;
+  if (flip) {
+    flip->in_place = 1;
+    run(&m, taso_backend_find("cpu"), &sel, got, TASO_ERR_ARG);
+    CHECK(strstr(taso_error_detail(), "placed in a concat") != NULL);
+    flip->in_place = 0;
+  }
+  free(calls);
+  taso_model_free(&m);
+
+  /* batch 2: the slices interleave; not placed, and a plan saying so is refused */
+  build_concat(&m, 2);
+  CHECK_OK(taso_select_plan(&m, lib, &opt, cost, NULL, &calls, &n, &st));
+  CHECK(st.placed == 0);
+  taso_call_t *cat = (taso_call_t *)concat_step(&m, calls, n);
+  CHECK(cat && cat->in_place == 0);
+  if (cat) {
+    cat->in_place = TASO_CALL_PLACED;
+    sel = (taso_rt_options_t){.calls = calls, .ncalls = n};
+    taso_rt_ctx_t *ctx = NULL;
+    const taso_backend_t *be = taso_backend_find("cpu");
+    CHECK_OK(be->open(0, &ctx));
+    taso_rt_plan_t *plan = NULL;
+    CHECK_ERR(taso_rt_plan(be, ctx, &m, &sel, &plan), TASO_ERR_ARG);
+    CHECK(strstr(taso_error_detail(), "not one block") != NULL);
+    taso_rt_plan_free(plan);
+    be->close(ctx);
+  }
+  free(calls);
+  taso_model_free(&m);
+  taso_library_free(lib);
+}
+
 int main(void) {
   const test_case_t cases[] = {TEST(test_onednn), TEST(test_cudnn), TEST(test_bad_libraries),
-                               TEST(test_selection)};
+                               TEST(test_selection), TEST(test_placed_concat)};
   return test_run(cases, (int)(sizeof cases / sizeof cases[0]));
 }

@@ -59,6 +59,19 @@
 (assert (not overwritten_read_twice))
 (assert overwritten_same_size)
 
+; The same placing on the GPU: cuDNN and cuBLAS write any device pointer,
+; but their vectorized kernels (and tensor cores) want 16-byte alignment,
+; so a slice must start on one.
+;; @call concat_placed
+;; covers: concat
+;; layouts: nchw
+;; writes: producers
+(assert (= dtype F32))
+(assert (= outer 1))
+(assert (>= slice_align 16))
+(assert producers_own)
+(assert (not placed_overwritten))
+
 ;; @call op
 ;; covers: *
 ;; layouts: nchw nhwc

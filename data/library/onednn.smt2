@@ -95,6 +95,20 @@
 (assert (not overwritten_read_twice))
 (assert overwritten_same_size)
 
+; A concat along an axis with only 1s before it, in row-major buffers: each
+; operand's slice of the result is one block, which its producer writes
+; (any oneDNN primitive takes a destination pointer), so the concat copies
+; nothing. Alignment: oneDNN takes any float-aligned pointer.
+;; @call concat_placed
+;; covers: concat
+;; layouts: nchw blocked
+;; writes: producers
+(assert (= dtype F32))
+(assert (= outer 1))
+(assert (>= slice_align 4))
+(assert producers_own)
+(assert (not placed_overwritten))
+
 ; Every operator alone, into a buffer of its own: the plain plan's call.
 ;; @call op
 ;; covers: *

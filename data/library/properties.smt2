@@ -29,3 +29,17 @@
 (declare-const overwritten_is_input Bool)   ; it is a model input or weight (read again next run)
 (declare-const overwritten_read_twice Bool) ; the call also reads it through another operand
 (declare-const overwritten_same_size Bool)  ; it has as many values as the result
+
+; A concat made by placing its operands: their producers write each one
+; into its slice of the result, and the call copies nothing. The selection
+; sets these from the plan: its steps, their in-place writes, its layout.
+(declare-const placed Bool)             ; the call places its operands (writes: producers)
+(declare-const outer Int)               ; concat: the product of the result's dims before
+                                        ; the axis (1: each slice is one block of the buffer)
+(declare-const slice_align Int)         ; concat: bytes, the largest power of two up to 256
+                                        ; dividing every slice's offset in the result
+(declare-const producers_own Bool)      ; every operand is a distinct result of another step
+                                        ; into a buffer of its own (no model input or weight,
+                                        ; no result written over its operand)
+(declare-const placed_overwritten Bool) ; a step writes over an operand or the result while
+                                        ; another tensor in that buffer is still read

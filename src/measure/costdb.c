@@ -126,6 +126,36 @@ taso_err_t taso_costdb_cost(const taso_costdb_t *db, const char *device,
   return TASO_OK;
 }
 
+taso_err_t taso_costdb_pick_device(const taso_costdb_t *db, const char *path, const char *backend,
+                                   const char *device, char *out, size_t size) {
+  int found = 0;
+  char names[512] = "";
+  size_t blen = strlen(backend);
+  for (int64_t i = 0; i < db->n; i++) {
+    const char *d = db->rows[i].device;
+    if (i > 0 && strcmp(d, db->rows[i - 1].device) == 0) continue; /* rows sorted by device */
+    bool wanted =
+        device ? strcmp(d, device) == 0 : strncmp(d, backend, blen) == 0 && d[blen] == ':';
+    size_t used = strlen(names);
+    snprintf(names + used, sizeof names - used, "%s\"%s\"", used ? ", " : "", d);
+    if (wanted && found++ == 0) snprintf(out, size, "%s", d);
+  }
+  if (found == 1) return TASO_OK;
+  return taso_error(TASO_ERR_ARG, "%s: %s (devices: %s); name one with --device", path,
+                    found ? "several devices of this backend" : "no rows of the device asked for",
+                    names[0] ? names : "none");
+}
+
+taso_err_t taso_costdb_lookup(void *ctx, const char *key, const taso_rt_config_t *cfg, double *ms,
+                              bool *found) {
+  (void)key;
+  const taso_costdb_source_t *src = ctx;
+  taso_err_t err = taso_costdb_cost(src->db, src->device, cfg, ms);
+  *found = err == TASO_OK || err == TASO_ERR_UNSUPPORTED;
+  if (err == TASO_ERR_UNSUPPORTED) *ms = TASO_COST_UNAVAILABLE_MS;
+  return err == TASO_ERR_UNKNOWN || err == TASO_ERR_UNSUPPORTED ? TASO_OK : err;
+}
+
 /* ---- reading ------------------------------------------------------------ */
 
 /* The file's layout: 1 when it has no "costs_format" count (written before the

@@ -85,6 +85,24 @@ const taso_cost_row_t *taso_costdb_find(const taso_costdb_t *db, const char *dev
 taso_err_t taso_costdb_cost(const taso_costdb_t *db, const char *device,
                             const taso_rt_config_t *cfg, double *ms);
 
+/* The device whose rows a tool reads for backend: device when given (it
+ * must have rows), else the only one whose identity starts "BACKEND:".
+ * The error names path and lists the devices it has. */
+taso_err_t taso_costdb_pick_device(const taso_costdb_t *db, const char *path, const char *backend,
+                                   const char *device, char *out, size_t size);
+
+/* A database as the cost cache's source (a taso_cost_lookup_fn, ctx a
+ * taso_costdb_source_t): a configuration without a row is not found; an
+ * unavailable one costs TASO_COST_UNAVAILABLE_MS, so that nothing needing
+ * it is ever chosen. */
+#define TASO_COST_UNAVAILABLE_MS 1e12
+typedef struct {
+  const taso_costdb_t *db;
+  const char *device;
+} taso_costdb_source_t;
+taso_err_t taso_costdb_lookup(void *ctx, const char *key, const taso_rt_config_t *cfg, double *ms,
+                              bool *found);
+
 /* Sorts rows by (device, key); of equal ones keeps the last given. */
 void taso_costdb_normalize(taso_costdb_t *db);
 

@@ -32,13 +32,16 @@
  * step of the model in run order; it refers to node indices, so any change
  * to the graph drops it. */
 #define TASO_CALL_NAME_LEN 32
+#define TASO_CALL_PLACED (-1)
 typedef struct {
   int32_t node;       /* the node whose result the step computes (a fused chain's last) */
   int32_t first_node; /* the chain's head (== node for a step of one node) */
   int32_t fused;      /* nodes in the chain: 1 alone, 2-4 with epilogues */
   int32_t layout;     /* taso_rt_layout_t of the step's 4-d activations */
   int32_t in_place;   /* 0: its result gets a buffer of its own; k > 0: it writes
-                         over operand k-1's buffer (that operand is dead after it) */
+                         over operand k-1's buffer (that operand is dead after it);
+                         TASO_CALL_PLACED (a concat): its operands' producers wrote
+                         them into their slices of its result, and it runs nothing */
   char call[TASO_CALL_NAME_LEN]; /* the library function's name (data/library) */
 } taso_call_t;
 

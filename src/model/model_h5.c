@@ -342,7 +342,8 @@ static taso_err_t check_plan(const char *path, const taso_call_t *rows, int64_t 
       return bad_row(path, i, "first_node", c->first_node, 0, c->node);
     if (c->fused < 1 || c->fused > 4) return bad_row(path, i, "fused", c->fused, 1, 4);
     if (c->layout < 0 || c->layout > 2) return bad_row(path, i, "layout", c->layout, 0, 2);
-    if (c->in_place < 0 || c->in_place > 5) return bad_row(path, i, "in_place", c->in_place, 0, 5);
+    if (c->in_place < TASO_CALL_PLACED || c->in_place > 5)
+      return bad_row(path, i, "in_place", c->in_place, TASO_CALL_PLACED, 5);
     if (!memchr(c->call, '\0', TASO_CALL_NAME_LEN))
       return taso_error(TASO_ERR_FORMAT, "%s: /plan row %lld: call name is not NUL-terminated",
                         path, (long long)i);

@@ -34,6 +34,8 @@ struct taso_rt_plan {
   taso_rt_ctx_t *ref_ctx; /* the reference backend, for fallback steps */
   void **buf;             /* per tensor (2 * nnodes): its buffer on be, or NULL */
   bool *owned;            /* per tensor: buf was allocated for it (not shared in place) */
+  taso_ref_t *root;       /* per tensor: the one whose buffer holds it (itself, an operand
+                             it was written over, or a concat it was placed in) */
   bool *nhwc;             /* per tensor: its buffer holds it channels last */
   plan_step_t *steps;
   int nsteps;
@@ -880,11 +882,22 @@ static bool in_place(const taso_rt_plan_t *plan, const int *last, int s) {
   return last[summand] == s && plan->m->graph.nodes[TASO_REF_NODE(summand)].kind != TASO_OP_INPUT;
 }
 
+/* The last step reading any tensor that shares ref's buffer (placed in
+ * the same concat result, or written over it). */
+static int last_of_buffer(const taso_rt_plan_t *plan, const int *last, taso_ref_t ref) {
+  int at = last[ref];
+  for (int t = 0; t < 2 * plan->m->graph.nnodes; t++)
+    if (plan->root[t] == plan->root[ref] && last[t] > at) at = last[t];
+  return at;
+}
+
 /* Whether a call plan's in-place step s may write over its operand:
- * nothing reads the operand after it (liveness of the plan's own order),
- * and it is no model input or weight, not read through another operand
- * of s, and of the result's size. The selection proved the same from the
- * library's constraints; the runner checks it again, and refuses. */
+ * nothing reads the operand after it, nor any tensor in the same buffer
+ * (liveness of the plan's own order), it is no model input or weight,
+ * not read through another operand of s, of the result's size, and the
+ * result is not placed in a concat already. The selection proved the
+ * same from the library's constraints; the runner checks it again, and
+ * refuses. */
 static taso_err_t check_in_place(const taso_rt_plan_t *plan, const int *last, int s) {
   const plan_step_t *st = &plan->steps[s];
   const taso_rt_config_t *cfg = &st->info.cfg;
@@ -893,12 +906,16 @@ static taso_err_t check_in_place(const taso_rt_plan_t *plan, const int *last, in
   char later[64];
   if (k < 0 || k >= cfg->nin) {
     why = "is not one of its operands";
+  } else if (plan->buf[st->out[0]]) {
+    why = "cannot be its result's buffer: the result is placed in a concat";
   } else {
     taso_ref_t r = st->in[k];
-    if (last[r] == plan->nsteps) {
-      why = "is a graph output";
-    } else if (last[r] > s) {
-      snprintf(later, sizeof later, "step %d reads later", last[r]);
+    int at = last_of_buffer(plan, last, r);
+    if (at == plan->nsteps) {
+      why = "is (or shares its buffer with) a graph output";
+    } else if (at > s) {
+      snprintf(later, sizeof later, "step %d reads %s later", at,
+               last[r] > s ? "it" : "a tensor in its buffer");
       why = later;
     } else if (plan->m->graph.nodes[TASO_REF_NODE(r)].kind == TASO_OP_INPUT) {
       why = "is a model input or weight (the next run reads it again)";
@@ -913,22 +930,76 @@ static taso_err_t check_in_place(const taso_rt_plan_t *plan, const int *last, in
                     "which %s: refused", s, taso_ops[cfg->kind].name, st->info.node, k, why);
 }
 
-/* A buffer for every tensor a step touches; weights uploaded now. */
+/* A placed concat (step s): its result gets a buffer, and each operand
+ * the slice of it where the concat would have copied it, which its
+ * producer then writes. Refused unless each slice is one block of the
+ * buffer (nothing before the axis but 1s, row-major), and each operand a
+ * distinct result of another step with no buffer yet. */
+static taso_err_t place_concat(taso_rt_plan_t *plan, int s) {
+  plan_step_t *st = &plan->steps[s];
+  const taso_rt_config_t *cfg = &st->info.cfg;
+  const taso_tensor_t *o = &cfg->out[0];
+  const char *why = NULL;
+  char what[96] = "";
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < cfg->p.axis; d++) outer *= o->dim[d];
+  for (int d = cfg->p.axis + 1; d < o->rank; d++) inner *= o->dim[d];
+  if (cfg->kind != TASO_OP_CONCAT)
+    why = "is no concat";
+  else if (outer != 1)
+    why = "has slices that are not one block each (dimensions before the axis above 1)";
+  else if (plan->nhwc[st->out[0]])
+    why = "is stored channels last (its slices are not blocks)";
+  for (int a = 0; a < cfg->nin && !why; a++) {
+    taso_ref_t r = st->in[a];
+    snprintf(what, sizeof what, "operand %d (t%d) ", a, TASO_REF_NODE(r));
+    if (plan->m->graph.nodes[TASO_REF_NODE(r)].kind == TASO_OP_INPUT)
+      why = "is a model input or weight";
+    else if (plan->buf[r])
+      why = "already has a buffer (placed elsewhere, or read before)";
+    else if (plan->nhwc[r])
+      why = "is stored channels last";
+    for (int b = 0; b < a && !why; b++)
+      if (st->in[b] == r) why = "is also another operand";
+  }
+  if (why)
+    return taso_error(TASO_ERR_ARG, "call plan step %d (concat t%d) cannot be placed: %s%s", s,
+                      st->info.node, what, why);
+  TASO_TRY(alloc_tensor(plan, st->out[0]));
+  int64_t offset = 0;
+  for (int a = 0; a < cfg->nin; a++) {
+    taso_ref_t r = st->in[a];
+    plan->buf[r] = (float *)plan->buf[st->out[0]] + offset;
+    plan->root[r] = plan->root[st->out[0]];
+    offset += cfg->in[a].dim[cfg->p.axis] * inner;
+  }
+  st->info.placed = true;
+  return TASO_OK;
+}
+
+/* A buffer for every tensor a step touches; weights uploaded now. Placed
+ * concats first, the last first, so that one placed in another gets its
+ * slice before its own operands get theirs. */
 static taso_err_t make_buffers(taso_rt_plan_t *plan) {
   taso_model_t *m = plan->m;
   TASO_TRY(taso_model_make_weights(m));
   int *last = last_readers(plan);
   if (!last) return taso_error(TASO_ERR_NOMEM, "buffer plan");
   taso_err_t err = TASO_OK;
+  for (int t = 0; t < 2 * m->graph.nnodes; t++) plan->root[t] = t;
+  for (int s = plan->nsteps - 1; s >= 0 && err == TASO_OK; s--)
+    if (plan->steps[s].info.cfg.in_place == TASO_CALL_PLACED) err = place_concat(plan, s);
   for (int s = 0; s < plan->nsteps && err == TASO_OK; s++) {
     plan_step_t *st = &plan->steps[s];
     for (int a = 0; a < st->info.cfg.nin && err == TASO_OK; a++) err = alloc_tensor(plan, st->in[a]);
-    if (err == TASO_OK && st->info.cfg.in_place) {
+    if (err == TASO_OK && st->info.cfg.in_place > 0) {
       err = check_in_place(plan, last, s);
-      if (err == TASO_OK) plan->buf[st->out[0]] = plan->buf[st->in[st->info.cfg.in_place - 1]];
+      taso_ref_t r = st->in[st->info.cfg.in_place - 1];
+      if (err == TASO_OK) plan->buf[st->out[0]] = plan->buf[r], plan->root[st->out[0]] = plan->root[r];
       st->info.in_place = err == TASO_OK;
     } else if (err == TASO_OK && !plan->called && in_place(plan, last, s)) {
-      plan->buf[st->out[0]] = plan->buf[st->in[st->info.cfg.nin - 1]];
+      taso_ref_t r = st->in[st->info.cfg.nin - 1];
+      plan->buf[st->out[0]] = plan->buf[r], plan->root[st->out[0]] = plan->root[r];
       st->info.in_place = true;
     }
     for (int o = 0; o < st->info.cfg.nout && err == TASO_OK; o++) err = alloc_tensor(plan, st->out[o]);
@@ -949,6 +1020,7 @@ static taso_err_t make_buffers(taso_rt_plan_t *plan) {
 /* Prepares a step on the backend, or on the reference backend with host
  * copies of its buffers when the backend has no call for it. */
 static taso_err_t prepare_step(taso_rt_plan_t *plan, plan_step_t *s) {
+  if (s->info.placed) return TASO_OK;
   taso_err_t err = plan->be->prepare(plan->ctx, &s->info.cfg, &s->k);
   if (err != TASO_ERR_UNSUPPORTED) return err;
   snprintf(s->reason, sizeof s->reason, "%s", taso_error_detail());
@@ -994,10 +1066,11 @@ taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model
   plan->buf = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->buf);
   plan->owned = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->owned);
   plan->nhwc = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->nhwc);
+  plan->root = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->root);
   defaults.calls = m->calls; /* the model's own call plan, when it has one */
   defaults.ncalls = m->ncalls;
   const taso_rt_options_t *o = opt ? opt : &defaults;
-  taso_err_t err = plan->buf && plan->owned && plan->nhwc
+  taso_err_t err = plan->buf && plan->owned && plan->nhwc && plan->root
                        ? make_steps(plan, o, &(partial_t){0})
                        : taso_error(TASO_ERR_NOMEM, "buffer table");
   if (err == TASO_OK) err = tensor_layouts(plan);
@@ -1030,6 +1103,7 @@ void taso_rt_plan_free(taso_rt_plan_t *plan) {
   free(plan->buf);
   free(plan->owned);
   free(plan->nhwc);
+  free(plan->root);
   free(plan->steps);
   free(plan);
 }
@@ -1074,19 +1148,16 @@ taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
   return TASO_OK;
 }
 
-bool taso_rt_chain_config(const taso_model_t *m, int head, int extra, taso_rt_config_t *cfg,
-                          int *last, taso_ref_t *in) {
+int *taso_rt_consumers(const taso_model_t *m) { return count_consumers(m); }
+
+bool taso_rt_chain_config(const taso_model_t *m, const int *uses, int head, int extra,
+                          taso_rt_config_t *cfg, int *last, taso_ref_t *in) {
   int32_t kind = m->graph.nodes[head].kind;
   if (kind != TASO_OP_CONV2D && kind != TASO_OP_MATMUL) return false;
-  int *uses = count_consumers(m);
   plan_step_t s;
-  if (!uses || step_of_node(m, head, &s) != TASO_OK) {
-    free(uses);
-    return false;
-  }
+  if (step_of_node(m, head, &s) != TASO_OK) return false;
   int end = fuse_chain(m, uses, NULL, head, &s, extra), fused = 0;
   for (int k = head; k != end; k = sole_consumer(m, uses, TASO_REF(k, 0))) fused++;
-  free(uses);
   if (fused != extra) return false;
   *cfg = s.info.cfg;
   *last = end;
@@ -1118,6 +1189,7 @@ static taso_err_t run_fallback(taso_rt_plan_t *plan, plan_step_t *s) {
 }
 
 static taso_err_t run_step(taso_rt_plan_t *plan, plan_step_t *s) {
+  if (s->info.placed) return TASO_OK;
   if (s->info.fallback) return run_fallback(plan, s);
   void *in[TASO_RT_MAX_IN], *out[2];
   for (int a = 0; a < s->info.cfg.nin; a++) in[a] = plan->buf[s->in[a]];

@@ -74,7 +74,9 @@ typedef struct {
   unsigned cold;                     /* bit i: operand i is a model weight, which a run
                                         reads once from memory, not from cache (timed so) */
   int32_t in_place;                  /* 0: out[0] has a buffer of its own; k > 0: out[0]
-                                        is operand k-1's buffer (timed so, keyed "inplace=") */
+                                        is operand k-1's buffer (timed so, keyed "inplace=");
+                                        TASO_CALL_PLACED: a concat whose operands were
+                                        written into its result (never timed: runs nothing) */
 } taso_rt_config_t;
 
 typedef struct taso_rt_ctx taso_rt_ctx_t;       /* a backend's open device */
@@ -227,6 +229,8 @@ typedef struct {
   bool fallback;          /* runs the reference kernel (the backend said unsupported) */
   bool in_place;          /* writes over an operand's buffer (cfg.in_place says which,
                              or, without a call plan, a fused residual's summand) */
+  bool placed;            /* a concat whose operands' producers wrote them into its
+                             result (cfg.in_place TASO_CALL_PLACED): it runs nothing */
   const char *reason;     /* why it fell back; "" otherwise */
   taso_rt_config_t cfg;   /* its configuration */
   taso_ref_t in[TASO_RT_MAX_IN]; /* the tensors it reads, in configuration order */
@@ -270,13 +274,19 @@ taso_err_t taso_rt_steps_partial(const taso_model_t *m, const taso_rt_options_t 
                                  const bool *absent, taso_rt_known_fn known, taso_rt_step_fn each,
                                  void *ctx);
 
+/* The graph's consumer table (malloc'd; NULL without memory): first, for
+ * each tensor (a taso_ref_t), how many operands and graph outputs read it;
+ * then what taso_rt_chain_config needs. */
+int *taso_rt_consumers(const taso_model_t *m);
+
 /* The configuration of node head (a conv2d or matmul) fused with the
  * next `extra` nodes of its epilogue chain (bias, residual sum, ReLU, as
  * the runtime fuses them; operands taken as they are, none cold); *last,
  * the chain's last node, and in (TASO_RT_MAX_IN, may be NULL) the tensors
- * it reads. false when the chain has fewer than `extra` such nodes. */
-bool taso_rt_chain_config(const taso_model_t *m, int head, int extra, taso_rt_config_t *cfg,
-                          int *last, taso_ref_t *in);
+ * it reads. false when the chain has fewer than `extra` such nodes.
+ * consumers: taso_rt_consumers of m. */
+bool taso_rt_chain_config(const taso_model_t *m, const int *consumers, int head, int extra,
+                          taso_rt_config_t *cfg, int *last, taso_ref_t *in);
 
 int taso_rt_plan_steps(const taso_rt_plan_t *plan);
 void taso_rt_plan_step(const taso_rt_plan_t *plan, int i, taso_rt_step_info_t *info);

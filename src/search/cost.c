@@ -104,6 +104,14 @@ double taso_cost_estimate(const taso_rt_config_t *cfg) {
   return TASO_EST_OVERHEAD_MS + (compute > traffic ? compute : traffic);
 }
 
+taso_err_t taso_cost_estimate_lookup(void *ctx, const char *key, const taso_rt_config_t *cfg,
+                                     double *ms, bool *found) {
+  (void)ctx, (void)key;
+  *ms = taso_cost_estimate(cfg);
+  *found = true;
+  return TASO_OK;
+}
+
 taso_cost_options_t taso_cost_options_default(void) {
   return (taso_cost_options_t){.measure = true, .fusion = true, .warmup = 2, .runs = 10};
 }

@@ -51,6 +51,10 @@ typedef taso_err_t (*taso_cost_lookup_fn)(void *ctx, const char *key,
 #define TASO_EST_GFLOPS 100.0
 #define TASO_EST_GBS 20.0
 double taso_cost_estimate(const taso_rt_config_t *cfg);
+/* taso_cost_estimate as the cache's source (--estimate-costs): every
+ * configuration found. */
+taso_err_t taso_cost_estimate_lookup(void *ctx, const char *key, const taso_rt_config_t *cfg,
+                                     double *ms, bool *found);
 
 /* A graph's cost computed by the caller instead of as the sum of the
  * runtime's steps (the joint search with library-call selection): m is

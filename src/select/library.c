@@ -129,9 +129,11 @@ static taso_err_t header(taso_library_t *lib, const char *dir, int line, char *k
   if (strcmp(key, "covers") == 0) return parse_covers(lib, line, value, c);
   if (strcmp(key, "layouts") == 0) return parse_layouts(lib, line, value, &c->layouts);
   if (strcmp(key, "writes") == 0) {
-    c->writes = strcmp(value, "operand") == 0   ? TASO_WRITES_OPERAND
-                : strcmp(value, "summand") == 0 ? TASO_WRITES_SUMMAND : -1;
-    return c->writes < 0 ? bad(lib, line, "writes: expected operand or summand, got", value) : TASO_OK;
+    c->writes = strcmp(value, "operand") == 0     ? TASO_WRITES_OPERAND
+                : strcmp(value, "summand") == 0   ? TASO_WRITES_SUMMAND
+                : strcmp(value, "producers") == 0 ? TASO_WRITES_PRODUCERS : -1;
+    return c->writes < 0 ? bad(lib, line, "writes: expected operand, summand or producers, got", value)
+                         : TASO_OK;
   }
   return bad(lib, line, "unknown header (covers, layouts, writes)", key);
 }
@@ -192,6 +194,8 @@ static taso_err_t parse(taso_library_t *lib, char *text, const char *dir) {
           return bad(lib, k->line, "writes: summand, but a pattern has no sum", k->name);
     if (k->writes == TASO_WRITES_OPERAND && k->ncover)
       return bad(lib, k->line, "writes: operand is for operators alone", k->name);
+    if (k->writes == TASO_WRITES_PRODUCERS && (k->ncover || k->any || k->kinds != 1ull << TASO_OP_CONCAT))
+      return bad(lib, k->line, "writes: producers is for \"covers: concat\" alone", k->name);
   }
   return TASO_OK;
 }
@@ -241,27 +245,52 @@ static void one_line(char *s) {
     if (*p == '\n') *p = ' ';
 }
 
-/* What loading proves of each call. */
+/* How a call is made, as properties: writing over an operand, placing
+ * its operands, or neither. */
+static const char *made(const taso_lib_call_t *c) {
+  if (c->writes == TASO_WRITES_PRODUCERS) return "(assert (not overwrites))(assert placed)";
+  if (c->writes) return "(assert overwrites)(assert (not placed))";
+  return "(assert (not overwrites))(assert (not placed))";
+}
+
+/* What loading proves of each call: some match satisfies it, and one that
+ * writes over an operand or places its operands excludes every case where
+ * that is wrong. */
 static taso_err_t check_calls(taso_library_t *lib) {
+  static const char *const hazard[] = {
+      [TASO_WRITES_OPERAND] = "(assert (or overwritten_read_later overwritten_is_input "
+                              "overwritten_read_twice (not overwritten_same_size)))",
+      [TASO_WRITES_SUMMAND] = "(assert (or overwritten_read_later overwritten_is_input "
+                              "overwritten_read_twice (not overwritten_same_size)))",
+      [TASO_WRITES_PRODUCERS] = "(assert (or (not (= outer 1)) (= layout NHWC) "
+                                "(not producers_own) placed_overwritten))",
+  };
   for (int i = 0; i < lib->ncalls; i++) {
     const taso_lib_call_t *c = &lib->calls[i];
     bool sat;
-    TASO_TRY(satisfiable(lib, i, c->writes ? "(assert overwrites)" : "(assert (not overwrites))",
-                         &sat, NULL, 0));
+    TASO_TRY(satisfiable(lib, i, made(c), &sat, NULL, 0));
     if (!sat) return bad(lib, c->line, "no match can satisfy the constraints of call", c->name);
     if (!c->writes) continue;
-    char model[2048];
-    TASO_TRY(satisfiable(lib, i,
-                         "(assert overwrites)\n(assert (or overwritten_read_later "
-                         "overwritten_is_input overwritten_read_twice (not overwritten_same_size)))",
-                         &sat, model, sizeof model));
+    char model[2048], query[640], among[96] = "(assert (or";
+    for (int l = 0; l < 3; l++) /* its layouts line is a condition too */
+      if (c->layouts >> l & 1)
+        snprintf(among + strlen(among), sizeof among - strlen(among), " (= layout %d)", l);
+    snprintf(query, sizeof query, "%s\n%s))\n%s", made(c), among, hazard[c->writes]);
+    TASO_TRY(satisfiable(lib, i, query, &sat, model, sizeof model));
     if (sat) {
       one_line(model);
       char why[2300];
-      snprintf(why, sizeof why, "%s writes over an operand, and its constraints allow it where a "
-               "later step still reads it, or a model input, or another size (Z3's example: %.1500s)",
-               c->name, model);
-      return bad(lib, c->line, "unsafe in-place call", why);
+      if (c->writes == TASO_WRITES_PRODUCERS)
+        snprintf(why, sizeof why, "%s places its operands in its result, and its constraints "
+                 "allow it where a slice is not one block, or an operand is no result of its "
+                 "own, or is overwritten while another is read (Z3's example: %.1500s)",
+                 c->name, model);
+      else
+        snprintf(why, sizeof why, "%s writes over an operand, and its constraints allow it where "
+                 "a later step still reads it, or a model input, or another size (Z3's example: "
+                 "%.1500s)", c->name, model);
+      return bad(lib, c->line, c->writes == TASO_WRITES_PRODUCERS ? "unsafe placing call"
+                                                                  : "unsafe in-place call", why);
     }
   }
   return TASO_OK;
@@ -340,6 +369,18 @@ void taso_library_props_of(const taso_rt_config_t *cfg, taso_lib_props_t *p) {
     p->stride_h = cfg->p.stride[0];
     p->stride_w = cfg->p.stride[1];
   }
+  p->outer = 1;
+  if (cfg->kind == TASO_OP_CONCAT) {
+    int64_t inner = 1, offset = 0;
+    for (int d = 0; d < cfg->p.axis; d++) p->outer *= o->dim[d];
+    for (int d = cfg->p.axis + 1; d < o->rank; d++) inner *= o->dim[d];
+    p->slice_align = 256;
+    for (int a = 0; a < cfg->nin; a++) {
+      int64_t bytes = 4 * offset;
+      while (bytes % p->slice_align) p->slice_align /= 2;
+      offset += cfg->in[a].dim[cfg->p.axis] * inner;
+    }
+  }
 }
 
 static uint64_t answer_hash(int call, const taso_lib_props_t *p) {
@@ -364,22 +405,27 @@ taso_err_t taso_library_allows(taso_library_t *lib, int i, const taso_lib_props_
       break;
     }
   }
-  char facts[1024];
+  char facts[2048];
   snprintf(facts, sizeof facts,
            "(assert (= layout %d))(assert (= dtype %d))(assert (= rank %d))(assert (= batch %d))"
            "(assert (= channels_in %d))(assert (= channels_out %d))(assert (= groups %d))"
            "(assert (= kernel_h %d))(assert (= kernel_w %d))(assert (= stride_h %d))"
            "(assert (= stride_w %d))(assert (= overwrites %s))"
            "(assert (= overwritten_read_later %s))(assert (= overwritten_is_input %s))"
-           "(assert (= overwritten_read_twice %s))(assert (= overwritten_same_size %s))",
+           "(assert (= overwritten_read_twice %s))(assert (= overwritten_same_size %s))"
+           "(assert (= outer %d))(assert (= slice_align %d))(assert (= placed %s))"
+           "(assert (= producers_own %s))(assert (= placed_overwritten %s))",
            (int)p->layout, (int)p->dtype, (int)p->rank, (int)p->batch, (int)p->channels_in,
            (int)p->channels_out, (int)p->groups, (int)p->kernel_h, (int)p->kernel_w,
            (int)p->stride_h, (int)p->stride_w, p->overwrites ? "true" : "false",
            p->read_later ? "true" : "false", p->is_input ? "true" : "false",
-           p->read_twice ? "true" : "false", p->same_size ? "true" : "false");
-  /* a call that writes in place is made only so, and one that does not, only not */
-  bool sat = p->overwrites == (lib->calls[i].writes != TASO_WRITES_OWN) &&
-             (lib->calls[i].layouts >> p->layout & 1);
+           p->read_twice ? "true" : "false", p->same_size ? "true" : "false", (int)p->outer,
+           (int)p->slice_align, p->placed ? "true" : "false", p->producers_own ? "true" : "false",
+           p->placed_overwritten ? "true" : "false");
+  /* a call that writes in place (or places) is made only so, and one that does not, only not */
+  int writes = lib->calls[i].writes;
+  bool sat = p->overwrites == (writes == TASO_WRITES_OPERAND || writes == TASO_WRITES_SUMMAND) &&
+             p->placed == (writes == TASO_WRITES_PRODUCERS) && (lib->calls[i].layouts >> p->layout & 1);
   if (sat) TASO_TRY(satisfiable(lib, i, facts, &sat, NULL, 0));
   if (slot) *slot = (answer_t){.used = true, .ok = sat, .call = i, .p = *p};
   *ok = sat;

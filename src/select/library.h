@@ -9,7 +9,8 @@
  * ("relu sigmoid"), or "*", any operator alone. A call that writes over an
  * operand (in place) must, by its constraints, exclude every case where
  * that is wrong: loading proves it with Z3 and refuses a file whose call
- * allows it.
+ * allows it; so must a concat whose operands are written into its result
+ * (placed) exclude every case where that is wrong.
  */
 #ifndef TASO_LIBRARY_H
 #define TASO_LIBRARY_H
@@ -22,7 +23,15 @@
 
 #define TASO_LIB_MAX_COVERS 8
 
-enum { TASO_WRITES_OWN = 0, TASO_WRITES_OPERAND = 1, TASO_WRITES_SUMMAND = 2 };
+/* Where a call's result goes: a buffer of its own, over an operand (the
+ * input of an operator alone, or a fused sum's summand), or, for a concat,
+ * nowhere: its operands' producers write them into their slices of it. */
+enum {
+  TASO_WRITES_OWN = 0,
+  TASO_WRITES_OPERAND = 1,
+  TASO_WRITES_SUMMAND = 2,
+  TASO_WRITES_PRODUCERS = 3,
+};
 
 typedef struct {
   int32_t kind;  /* taso_op_kind_t; -1 with kinds: a list of single operators */
@@ -46,6 +55,8 @@ typedef struct {
   int32_t layout, dtype, rank, batch, channels_in, channels_out, groups;
   int32_t kernel_h, kernel_w, stride_h, stride_w;
   bool overwrites, read_later, is_input, read_twice, same_size;
+  int32_t outer, slice_align; /* concat: before the axis; offsets' alignment in bytes */
+  bool placed, producers_own, placed_overwritten;
 } taso_lib_props_t;
 
 typedef struct taso_library taso_library_t;
@@ -67,7 +78,7 @@ const taso_lib_call_t *taso_library_call(const taso_library_t *lib, int i);
 bool taso_library_covers(const taso_library_t *lib, int i, const taso_rt_config_t *cfg);
 
 /* The properties of a configuration (layout, shapes, convolution
- * parameters); the in-place ones false. */
+ * parameters, a concat's slices); the in-place and placing ones false. */
 void taso_library_props_of(const taso_rt_config_t *cfg, taso_lib_props_t *p);
 
 /* Whether call i may be made on a match with properties p: Z3 on the

@@ -1,4 +1,5 @@
-/* Library-call selection: fusion, layouts, then in-place writes. */
+/* Library-call selection: fusion, layouts, placed concats, then in-place
+ * writes. */
 #include "select.h"
 
 #include <math.h>
@@ -21,7 +22,8 @@ typedef struct {
   const taso_select_options_t *opt;
   taso_select_cost_fn cost;
   void *ctx;
-  int *uses; /* per tensor: operands of nodes and graph outputs reading it */
+  int *uses; /* taso_rt_consumers: first, per tensor, operands and graph outputs reading it */
+  taso_ref_t *root; /* per tensor: the concat result it is placed in, or itself */
 } sel_t;
 
 static bool has_4d(const taso_rt_config_t *cfg) {
@@ -212,13 +214,38 @@ typedef struct {
   double ms;
 } step_t;
 
+/* The last step reading each tensor (n: a graph output, read by the
+ * caller), and then, at root, the last reading any tensor of its buffer. */
+static int *liveness(const sel_t *s, const step_t *steps, int n) {
+  const taso_graph_t *g = &s->m->graph;
+  int refs = 2 * g->nnodes;
+  int *last = malloc(sizeof *last * (size_t)(2 * refs + 1));
+  if (!last) return NULL;
+  for (int i = 0; i < refs; i++) last[i] = -1;
+  for (int i = 0; i < n; i++)
+    for (int a = 0; a < steps[i].cfg.nin; a++) last[steps[i].in[a]] = i;
+  for (int o = 0; o < g->noutputs; o++) last[g->outputs[o]] = n;
+  int *group = last + refs;
+  for (int i = 0; i < refs; i++) group[i] = -1;
+  for (int i = 0; i < refs; i++)
+    if (last[i] > group[s->root[i]]) group[s->root[i]] = last[i];
+  return last;
+}
+
+/* Whether overwriting tensor ref at step i leaves every tensor of its
+ * buffer unread after i. */
+static bool dead_after(const sel_t *s, const int *last, taso_ref_t ref, int i) {
+  int refs = 2 * s->m->graph.nnodes;
+  return last[ref] <= i && last[refs + s->root[ref]] <= i;
+}
+
 /* Step i writes over operand k when a call that does so covers it, may be
  * made there on the plan's liveness, and costs no more. */
 static taso_err_t try_in_place(sel_t *s, step_t *st, int i, const int *last, int k,
                                taso_call_t *call) {
   double ms;
   int c;
-  TASO_TRY(in_place_call(s, &st->cfg, st->in, k, last[st->in[k]] > i, &ms, &c));
+  TASO_TRY(in_place_call(s, &st->cfg, st->in, k, !dead_after(s, last, st->in[k], i), &ms, &c));
   if (c < 0 || ms > st->ms) return TASO_OK;
   st->ms = ms;
   st->cfg.in_place = k + 1;
@@ -227,20 +254,119 @@ static taso_err_t try_in_place(sel_t *s, step_t *st, int i, const int *last, int
   return TASO_OK;
 }
 
+/* In-place writes on the plan's liveness, where none was chosen already;
+ * a step whose result is placed in a concat keeps writing there. */
 static taso_err_t in_place(sel_t *s, step_t *steps, taso_call_t *calls, int n) {
-  const taso_graph_t *g = &s->m->graph;
-  int *last = malloc(sizeof *last * (size_t)(2 * g->nnodes + 1));
+  int *last = liveness(s, steps, n);
   if (!last) return taso_error(TASO_ERR_NOMEM, "liveness");
-  for (int i = 0; i < 2 * g->nnodes; i++) last[i] = -1;
-  for (int i = 0; i < n; i++)
-    for (int a = 0; a < steps[i].cfg.nin; a++) last[steps[i].in[a]] = i;
-  for (int o = 0; o < g->noutputs; o++) last[g->outputs[o]] = n; /* the caller reads them */
   taso_err_t err = TASO_OK;
   for (int i = 0; i < n && err == TASO_OK; i++) {
     int k = overwritable(&steps[i].cfg);
-    if (k >= 0 && !calls[i].in_place) err = try_in_place(s, &steps[i], i, last, k, &calls[i]);
+    taso_ref_t out = TASO_REF(calls[i].node, 0);
+    if (k >= 0 && !calls[i].in_place && s->root[out] == out)
+      err = try_in_place(s, &steps[i], i, last, k, &calls[i]);
   }
   free(last);
+  return err;
+}
+
+/* ---- placed concats -------------------------------------------------------- */
+
+/* Whether some step writes over a tensor of the buffer that concat step c
+ * would share (its operands and result) while another of them is read. */
+static bool overwritten(const step_t *steps, const taso_call_t *calls, int n,
+                        int c, const int *last) {
+  const step_t *cs = &steps[c];
+  taso_ref_t result = TASO_REF(calls[c].node, 0);
+  int end = last[result];
+  for (int a = 0; a < cs->cfg.nin; a++)
+    if (last[cs->in[a]] > end) end = last[cs->in[a]];
+  for (int j = 0; j < n; j++) {
+    if (calls[j].in_place <= 0) continue;
+    taso_ref_t t = steps[j].in[calls[j].in_place - 1];
+    bool member = t == result;
+    for (int a = 0; a < cs->cfg.nin; a++) member |= t == cs->in[a];
+    if (member && end > j) return true;
+  }
+  return false;
+}
+
+/* Concat step c places its operands in its result when a call that does so
+ * may be made and saves more than the producers lose: a producer writing
+ * over its own operand is made to write a buffer of its own (the cheapest
+ * such call), since its result is now a slice of the concat's. */
+static taso_err_t try_place(sel_t *s, step_t *steps, taso_call_t *calls, int n, int c,
+                            const int *step_at) {
+  step_t *cs = &steps[c];
+  const taso_model_t *m = s->m;
+  taso_rt_config_t v = cs->cfg;
+  v.in_place = TASO_CALL_PLACED;
+  taso_lib_props_t p;
+  taso_library_props_of(&v, &p);
+  p.placed = true;
+  p.producers_own = true;
+  int prod[TASO_RT_MAX_IN];
+  choice_t alt[TASO_RT_MAX_IN];
+  double lose = 0;
+  for (int a = 0; a < v.nin && p.producers_own; a++) {
+    int node = TASO_REF_NODE(cs->in[a]);
+    prod[a] = m->graph.nodes[node].kind == TASO_OP_INPUT || absent(s, node) ? -1 : step_at[node];
+    p.producers_own = prod[a] >= 0 && s->root[cs->in[a]] == cs->in[a];
+    for (int b = 0; b < a && p.producers_own; b++) p.producers_own = cs->in[b] != cs->in[a];
+    alt[a].ms = -1;
+    if (p.producers_own && calls[prod[a]].in_place > 0) {
+      taso_rt_config_t own = steps[prod[a]].cfg;
+      own.in_place = 0;
+      TASO_TRY(best_call(s, &own, NULL, &alt[a]));
+      if (alt[a].ms == HUGE_VAL) return TASO_OK;
+      lose += alt[a].ms - steps[prod[a]].ms;
+    }
+  }
+  int *last = liveness(s, steps, n);
+  if (!last) return taso_error(TASO_ERR_NOMEM, "liveness");
+  p.placed_overwritten = overwritten(steps, calls, n, c, last);
+  free(last);
+  if (lose >= cs->ms) return TASO_OK;
+  for (int k = 0; k < taso_library_ncalls(s->lib); k++) {
+    const taso_lib_call_t *call = taso_library_call(s->lib, k);
+    bool ok;
+    if (call->writes != TASO_WRITES_PRODUCERS || !taso_library_covers(s->lib, k, &v)) continue;
+    TASO_TRY(taso_library_allows(s->lib, k, &p, &ok));
+    if (!ok) continue;
+    for (int a = 0; a < v.nin; a++) {
+      s->root[cs->in[a]] = s->root[TASO_REF(calls[c].node, 0)];
+      if (alt[a].ms < 0) continue;
+      step_t *ps = &steps[prod[a]];
+      ps->cfg.in_place = 0;
+      ps->cfg.layout = alt[a].layout;
+      ps->ms = alt[a].ms;
+      calls[prod[a]].in_place = 0;
+      calls[prod[a]].layout = alt[a].layout;
+      snprintf(calls[prod[a]].call, sizeof calls[prod[a]].call, "%s",
+               taso_library_call(s->lib, alt[a].call)->name);
+    }
+    cs->cfg = v;
+    cs->ms = 0;
+    calls[c].in_place = TASO_CALL_PLACED;
+    snprintf(calls[c].call, sizeof calls[c].call, "%s", call->name);
+    return TASO_OK;
+  }
+  return TASO_OK;
+}
+
+/* Every concat, the last first (one placed in another gets its slice
+ * first, as the runner places them). */
+static taso_err_t place(sel_t *s, step_t *steps, taso_call_t *calls, int n) {
+  int nn = s->m->graph.nnodes;
+  int *step_at = malloc(sizeof *step_at * (size_t)(nn + 1));
+  if (!step_at) return taso_error(TASO_ERR_NOMEM, "placing");
+  for (int i = 0; i < nn; i++) step_at[i] = -1;
+  for (int i = 0; i < n; i++) step_at[calls[i].node] = i;
+  taso_err_t err = TASO_OK;
+  for (int i = n - 1; i >= 0 && err == TASO_OK; i--)
+    if (steps[i].cfg.kind == TASO_OP_CONCAT && calls[i].in_place == 0)
+      err = try_place(s, steps, calls, n, i, step_at);
+  free(step_at);
   return err;
 }
 
@@ -277,7 +403,7 @@ static taso_err_t head_choices(sel_t *s, const choice_t *single, const int *head
       taso_rt_config_t cfg;
       taso_ref_t in[TASO_RT_MAX_IN];
       int last;
-      if (!taso_rt_chain_config(m, i, k, &cfg, &last, in)) break;
+      if (!taso_rt_chain_config(m, s->uses, i, k, &cfg, &last, in)) break;
       mark_folded(s, &cfg, in);
       h->len = k;
       h->node[k] = last;
@@ -301,13 +427,34 @@ static int partner(const head_t *heads, int nheads, int h, const int *owner1, co
   return found;
 }
 
+/* The bytes of every tensor a plan keeps: each node's results, but of the
+ * nodes computed from weights alone (absent) only those a step reads,
+ * which are the folded weights. */
+static int64_t plan_bytes(const taso_model_t *m, const bool *absent) {
+  const taso_graph_t *g = &m->graph;
+  if (!absent) return taso_rt_model_bytes(m);
+  bool *read = calloc((size_t)g->nnodes + 1, sizeof *read);
+  if (!read) return taso_rt_model_bytes(m);
+  for (int i = 0; i < g->nnodes; i++)
+    if (!absent[i] && g->nodes[i].kind != TASO_OP_INPUT)
+      for (int a = 0; a < taso_ops[g->nodes[i].kind].arity; a++)
+        read[TASO_REF_NODE(g->nodes[i].in[a])] = true;
+  int64_t bytes = 0;
+  for (int i = 0; i < g->nnodes; i++)
+    if (!absent[i] || read[i])
+      for (int o = 0; o < taso_ops[g->nodes[i].kind].outputs; o++)
+        bytes += (int64_t)sizeof(float) * taso_tensor_size(&m->types[2 * i + o]);
+  free(read);
+  return bytes;
+}
+
 /* One step's call (in run order) and what in-place needs of it. */
 static taso_err_t emit(sel_t *s, int first, int node, int fused, const choice_t *c, step_t *st,
                        taso_call_t *call) {
   const taso_model_t *m = s->m;
   if (fused > 1) {
     int last;
-    taso_rt_chain_config(m, first, fused - 1, &st->cfg, &last, st->in);
+    taso_rt_chain_config(m, s->uses, first, fused - 1, &st->cfg, &last, st->in);
   } else {
     TASO_TRY(taso_rt_config_of_node(m, node, &st->cfg));
     operands(m, node, st->in);
@@ -335,16 +482,15 @@ taso_err_t taso_select_plan(const taso_model_t *m, taso_library_t *lib,
   head_t *heads = malloc(sizeof *heads * cap);
   taso_call_t *calls = malloc(sizeof *calls * cap);
   step_t *steps = malloc(sizeof *steps * cap);
-  s.uses = calloc(2 * cap + 1, sizeof *s.uses);
-  for (int i = 0; s.uses && i < nn; i++)
-    if (m->graph.nodes[i].kind != TASO_OP_INPUT)
-      for (int a = 0; a < taso_ops[m->graph.nodes[i].kind].arity; a++) s.uses[m->graph.nodes[i].in[a]]++;
-  for (int o = 0; s.uses && o < m->graph.noutputs; o++) s.uses[m->graph.outputs[o]]++;
+  s.uses = taso_rt_consumers(m);
+  s.root = malloc(sizeof *s.root * (2 * cap + 1));
+  for (int t = 0; s.root && t < 2 * nn; t++) s.root[t] = t;
   *calls_out = NULL;
   *ncalls = 0;
   memset(stats, 0, sizeof *stats);
   taso_err_t err = TASO_OK;
-  if (!single || !head_at || !covered || !owner1 || !owner2 || !heads || !calls || !steps || !s.uses)
+  if (!single || !head_at || !covered || !owner1 || !owner2 || !heads || !calls || !steps || !s.uses ||
+      !s.root)
     err = taso_error(TASO_ERR_NOMEM, "selection for %d nodes", nn);
   if (err == TASO_OK) err = single_choices(&s, single, head_at, &nheads);
   if (err == TASO_OK) err = head_choices(&s, single, head_at, heads);
@@ -377,16 +523,21 @@ taso_err_t taso_select_plan(const taso_model_t *m, taso_library_t *lib,
     err = emit(&s, i, i, 1, &single[i], &steps[n], &calls[n]);
     n++;
   }
+  if (err == TASO_OK && !opt->plain) err = place(&s, steps, calls, n);
   if (err == TASO_OK && !opt->plain) err = in_place(&s, steps, calls, n);
   if (err == TASO_OK) {
-    stats->bytes = taso_rt_model_bytes(m);
+    stats->bytes = plan_bytes(m, opt->absent);
     for (int i = 0; i < n; i++) {
       stats->ms += steps[i].ms;
       stats->fused += calls[i].fused > 1;
       stats->blocked += calls[i].layout == TASO_RT_BLOCKED;
-      if (calls[i].in_place) {
+      if (calls[i].in_place > 0) {
         stats->in_place++;
         stats->bytes -= 4 * taso_tensor_size(&steps[i].cfg.out[0]);
+      } else if (calls[i].in_place == TASO_CALL_PLACED) {
+        stats->placed++;
+        for (int a = 0; a < steps[i].cfg.nin; a++)
+          stats->bytes -= 4 * taso_tensor_size(&steps[i].cfg.in[a]);
       }
     }
     stats->steps = n;
@@ -404,5 +555,6 @@ taso_err_t taso_select_plan(const taso_model_t *m, taso_library_t *lib,
   free(calls);
   free(steps);
   free(s.uses);
+  free(s.root);
   return err;
 }

@@ -43,7 +43,9 @@ typedef struct {
 typedef struct {
   double ms;             /* the plan's cost: the sum of its calls' */
   int steps, fused, in_place, blocked; /* steps; of them fused, in place, blocked */
-  int64_t bytes;         /* buffers of the plan: every tensor, less those written in place */
+  int placed;            /* concats whose operands are written into their result */
+  int64_t bytes;         /* buffers of the plan: every tensor, less those written in place
+                            or placed in a concat */
   int64_t queries, cached; /* Z3 queries; answers from the cache */
 } taso_select_stats_t;
 

@@ -434,7 +434,9 @@ static taso_err_t collect_call(void *ctx, const taso_rt_config_t *cfg, double *m
   TASO_TRY(add_item(c->it, cfg, false));
   for (int i = 0; !cfg->in_place && i < taso_library_ncalls(c->lib); i++) {
     int writes = taso_library_call(c->lib, i)->writes;
-    if (writes == TASO_WRITES_OWN || !taso_library_covers(c->lib, i, cfg)) continue;
+    if (writes == TASO_WRITES_OWN || writes == TASO_WRITES_PRODUCERS ||
+        !taso_library_covers(c->lib, i, cfg))
+      continue; /* a placed concat runs nothing: no cost to measure */
     taso_rt_config_t v = *cfg;
     v.in_place = writes == TASO_WRITES_SUMMAND ? cfg->nin : 1;
     if (taso_tensor_size(&v.in[v.in_place - 1]) == taso_tensor_size(&v.out[0]))

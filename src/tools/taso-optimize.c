@@ -362,6 +362,7 @@ typedef struct {
   int64_t proved;
   taso_costdb_t db;         /* --costs, or empty */
   char device[TASO_COST_DEVICE_LEN]; /* the database's device whose rows are read */
+  taso_costdb_source_t source;       /* db's rows of device, the cache's source */
   taso_axioms_t *ax;        /* for the rule guard */
   taso_rule_guard_t *guard; /* re-proves rules at new shape relations */
   bool kept_input;          /* the result was measured no faster: the input was written */
@@ -388,48 +389,6 @@ static taso_err_t plan_cost(void *ctx, const taso_model_t *m, const bool *absent
   free(calls);
   *ms = st.ms;
   return err;
-}
-
-/* The database's device for --backend: --device, else its only device
- * whose identity starts with the backend's name. */
-static taso_err_t pick_device(const settings_t *s, run_t *r) {
-  int found = 0;
-  char names[512] = "";
-  for (int64_t i = 0; i < r->db.n; i++) {
-    const char *d = r->db.rows[i].device;
-    if (i > 0 && strcmp(d, r->db.rows[i - 1].device) == 0) continue; /* rows sorted by device */
-    bool wanted = device_text ? strcmp(d, device_text) == 0
-                              : strncmp(d, s->be->name, strlen(s->be->name)) == 0 &&
-                                    d[strlen(s->be->name)] == ':';
-    size_t used = strlen(names);
-    snprintf(names + used, sizeof names - used, "%s\"%s\"", used ? ", " : "", d);
-    if (wanted && found++ == 0) snprintf(r->device, sizeof r->device, "%s", d);
-  }
-  if (found == 1) return TASO_OK;
-  return taso_error(TASO_ERR_ARG, "--costs %s: %s (devices: %s); name one with --device", costs_path,
-                    found ? "several devices of this backend" : "no rows of the device asked for",
-                    names[0] ? names : "none");
-}
-
-/* The database as the cost cache's lookup: an unavailable configuration
- * costs so much that no graph needing it is ever chosen. */
-static taso_err_t lookup(void *ctx, const char *key, const taso_rt_config_t *cfg, double *ms,
-                         bool *found) {
-  (void)key;
-  const run_t *r = ctx;
-  taso_err_t err = taso_costdb_cost(&r->db, r->device, cfg, ms);
-  *found = err == TASO_OK || err == TASO_ERR_UNSUPPORTED;
-  if (err == TASO_ERR_UNSUPPORTED) *ms = 1e12;
-  return err == TASO_ERR_UNKNOWN || err == TASO_ERR_UNSUPPORTED ? TASO_OK : err;
-}
-
-/* --estimate-costs as the cost cache's lookup: every configuration found. */
-static taso_err_t estimate_lookup(void *ctx, const char *key, const taso_rt_config_t *cfg,
-                                  double *ms, bool *found) {
-  (void)ctx, (void)key;
-  *ms = taso_cost_estimate(cfg);
-  *found = true;
-  return TASO_OK;
 }
 
 /* One measured cache entry as a database row (the fastest run: the
@@ -474,7 +433,8 @@ static taso_err_t record_costs(taso_tool_t *t, const settings_t *s, run_t *r) {
  * or its only one of --backend), else, when recording into a database
  * without one, this machine's identity as taso-measure writes it. */
 static taso_err_t choose_device(const taso_tool_t *t, const settings_t *s, run_t *r) {
-  taso_err_t err = pick_device(s, r);
+  taso_err_t err = taso_costdb_pick_device(&r->db, costs_path, s->be->name, device_text, r->device,
+                                           sizeof r->device);
   if (err == TASO_OK || !costs_record || device_text) return err;
   taso_device_t d;
   memset(&d, 0, sizeof d);
@@ -626,10 +586,11 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   if (costs_path) {
     TASO_TRY(taso_costdb_read(costs_path, costs_record, &r->db));
     TASO_TRY(choose_device(t, s, r));
-    copt.lookup = lookup;
-    copt.lookup_ctx = r;
+    r->source = (taso_costdb_source_t){&r->db, r->device};
+    copt.lookup = taso_costdb_lookup;
+    copt.lookup_ctx = &r->source;
   }
-  if (estimate) copt.lookup = estimate_lookup;
+  if (estimate) copt.lookup = taso_cost_estimate_lookup;
   r->warm = copt.warm_weights || estimate;
   if (select_path) {
     if (strcmp(s->kind, "parallel") == 0)

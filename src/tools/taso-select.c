@@ -87,6 +87,7 @@ typedef struct {
   taso_cost_cache_t *costs;
   taso_costdb_t db;
   char device[TASO_COST_DEVICE_LEN];
+  taso_costdb_source_t source; /* db's rows of device */
   int runs;
   taso_select_stats_t plain, chosen;
   double seconds;                   /* selection, both layouts */
@@ -98,42 +99,8 @@ typedef struct {
 
 /* ---- costs --------------------------------------------------------------------- */
 
-static taso_err_t lookup(void *ctx, const char *key, const taso_rt_config_t *cfg, double *ms,
-                         bool *found) {
-  (void)key;
-  const run_t *r = ctx;
-  taso_err_t err = taso_costdb_cost(&r->db, r->device, cfg, ms);
-  *found = err == TASO_OK || err == TASO_ERR_UNSUPPORTED;
-  if (err == TASO_ERR_UNSUPPORTED) *ms = 1e12;
-  return err == TASO_ERR_UNKNOWN || err == TASO_ERR_UNSUPPORTED ? TASO_OK : err;
-}
-
-static taso_err_t estimate_lookup(void *ctx, const char *key, const taso_rt_config_t *cfg,
-                                  double *ms, bool *found) {
-  (void)ctx, (void)key;
-  *ms = taso_cost_estimate(cfg);
-  *found = true;
-  return TASO_OK;
-}
-
 static taso_err_t cost_of(void *ctx, const taso_rt_config_t *cfg, double *ms) {
   return taso_cost_of_config(((run_t *)ctx)->costs, cfg, ms);
-}
-
-/* The database's device for --backend: --device, else its only one. */
-static taso_err_t pick_device(run_t *r) {
-  int found = 0;
-  for (int64_t i = 0; i < r->db.n; i++) {
-    const char *d = r->db.rows[i].device;
-    if (i > 0 && strcmp(d, r->db.rows[i - 1].device) == 0) continue;
-    bool wanted = device_text ? strcmp(d, device_text) == 0
-                              : strncmp(d, r->be->name, strlen(r->be->name)) == 0 &&
-                                    d[strlen(r->be->name)] == ':';
-    if (wanted && found++ == 0) snprintf(r->device, sizeof r->device, "%s", d);
-  }
-  if (found == 1) return TASO_OK;
-  return taso_error(TASO_ERR_ARG, "--costs %s: %s; name one with --device", costs_path,
-                    found ? "several devices of this backend" : "no rows of the device asked for");
 }
 
 static taso_err_t open_costs(run_t *r) {
@@ -142,11 +109,13 @@ static taso_err_t open_costs(run_t *r) {
   copt.warm_weights = taso_rt_weights_stay_warm(&r->m, r->be);
   if (costs_path) {
     TASO_TRY(taso_costdb_read(costs_path, false, &r->db));
-    TASO_TRY(pick_device(r));
-    copt.lookup = lookup;
-    copt.lookup_ctx = r;
+    TASO_TRY(taso_costdb_pick_device(&r->db, costs_path, r->be->name, device_text, r->device,
+                                     sizeof r->device));
+    r->source = (taso_costdb_source_t){&r->db, r->device};
+    copt.lookup = taso_costdb_lookup;
+    copt.lookup_ctx = &r->source;
   }
-  if (estimate) copt.lookup = estimate_lookup;
+  if (estimate) copt.lookup = taso_cost_estimate_lookup;
   return taso_cost_cache_new(r->be, r->ctx, &copt, &r->costs);
 }
 
@@ -244,9 +213,9 @@ static taso_err_t time_both(taso_tool_t *t, run_t *r, const taso_call_t *plain, 
 /* ---- selection ---------------------------------------------------------------- */
 
 static void print_stats(taso_tool_t *t, const char *what, const taso_select_stats_t *s) {
-  taso_tool_print(t, "taso-select: %-22s cost %.4g ms, %d calls (%d fused, %d in place, %d blocked), "
-                  "buffers %.1f MiB\n", what, s->ms, s->steps, s->fused, s->in_place, s->blocked,
-                  (double)s->bytes / (1 << 20));
+  taso_tool_print(t, "taso-select: %-22s cost %.4g ms, %d calls (%d fused, %d in place, %d blocked, "
+                  "%d concats placed), buffers %.1f MiB\n", what, s->ms, s->steps, s->fused,
+                  s->in_place, s->blocked, s->placed, (double)s->bytes / (1 << 20));
 }
 
 /* Whether the runner takes a channels-last plan: a 4-d weight that a
@@ -270,10 +239,9 @@ static taso_err_t select_all(taso_tool_t *t, run_t *r) {
   int nplain = 0, nbest = 0, nother = 0;
   taso_select_stats_t st;
   taso_select_options_t o = {.plain = true, .warm_weights = warm};
-  double t0 = taso_search_now();
   taso_err_t err = taso_select_plan(&r->m, r->lib, &o, cost_of, r, &plain, &nplain, &r->plain);
   if (err == TASO_OK) print_stats(t, "plain (per operator):", &r->plain);
-  t0 = taso_search_now(); /* the plain plan is the baseline, not the selection */
+  double t0 = taso_search_now(); /* the plain plan is the baseline, not the selection */
   taso_cost_stats_t cs;
   taso_cost_cache_stats(r->costs, &cs);
   double measured0 = cs.measure_s;

@@ -264,6 +264,7 @@ static void show_plan(const taso_model_t *m) {
     printf("  %4d  %-*s  %-18s  %s", i, width, c->call, nodes,
            c->layout >= 0 && c->layout <= 2 ? layouts[c->layout] : "?");
     if (c->in_place > 0) printf(", in place over operand %d", (int)c->in_place - 1);
+    if (c->in_place == TASO_CALL_PLACED) printf(", operands placed in its result (runs nothing)");
     printf("\n");
   }
 }
