@@ -28,7 +28,7 @@ extra=()
 [ -n "${COSTS:-}" ] && extra+=(--costs "$COSTS")
 [ "${ESTIMATE:-0}" = 1 ] && extra+=(--estimate-costs)
 echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $threads threads, $(date -u +%F)"
-echo "| model | plain cost ms | selected | cost x | plain latency ms | runtime's plan ms vs selected, one pairing | selected | latency x | won | plain MiB | selected MiB | peak RSS plain / selected MiB | calls (fused, in place, blocked) | select s (and measuring) | Z3 queries | agrees |"
+echo "| model | plain cost ms | selected | cost x | plain latency ms | runtime's plan ms vs selected, one pairing | selected | latency x | won | plain MiB | selected MiB | peak RSS plain / selected MiB | calls (fused, in place, blocked, concats placed) | select s (and measuring) | Z3 queries | agrees |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"
 for m in $models; do
   log=$tmp/log
