@@ -370,12 +370,23 @@ typedef struct {
   bool chain;               /* rule chains on */
   taso_library_t *lib;      /* --select, or NULL */
   bool warm;                /* no operand timed cold */
+  bool deferring;           /* the parallel search defers the cache's misses */
+  bool pending;             /* a call plan's configuration was deferred */
 } run_t;
 
 /* ---- the joint search (--select) ------------------------------------------------------------ */
 
+/* A configuration's cost for the selection. In the parallel search a miss
+ * is deferred (measured later, on rank 0): the selection goes on with an
+ * estimate, so that every miss of the graph is noted in one pass, and the
+ * graph's cost is then pending. */
 static taso_err_t call_cost(void *ctx, const taso_rt_config_t *cfg, double *ms) {
-  return taso_cost_of_config(((run_t *)ctx)->costs, cfg, ms);
+  run_t *r = ctx;
+  taso_err_t err = taso_cost_of_config(r->costs, cfg, ms);
+  if (err != TASO_ERR_UNKNOWN || !r->deferring) return err;
+  r->pending = true;
+  *ms = taso_cost_estimate(cfg);
+  return TASO_OK;
 }
 
 /* A graph's cost: its selected call plan's (row-major layouts). */
@@ -385,9 +396,12 @@ static taso_err_t plan_cost(void *ctx, const taso_model_t *m, const bool *absent
   taso_call_t *calls = NULL;
   int n = 0;
   taso_select_stats_t st;
+  r->pending = false;
   taso_err_t err = taso_select_plan(m, r->lib, &o, call_cost, r, &calls, &n, &st);
   free(calls);
   *ms = st.ms;
+  if (err == TASO_OK && r->pending)
+    err = taso_error(TASO_ERR_UNKNOWN, "configurations of the call plan pending");
   return err;
 }
 
@@ -593,8 +607,7 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   if (estimate) copt.lookup = taso_cost_estimate_lookup;
   r->warm = copt.warm_weights || estimate;
   if (select_path) {
-    if (strcmp(s->kind, "parallel") == 0)
-      return taso_error(TASO_ERR_ARG, "--select: the joint search is the backtracking one only");
+    r->deferring = strcmp(s->kind, "parallel") == 0 && !no_measure; /* as defer_costs below */
     TASO_TRY(taso_library_load(select_path, &r->lib));
     copt.graph_cost = plan_cost;
     copt.graph_ctx = r;
