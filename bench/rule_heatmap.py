@@ -6,6 +6,8 @@
 reads each optimized model's /optimize_rules table (rule as applied, its
 row in the substitutions file, times it fired on the path to the result)
 and writes OUT_PREFIX.csv and OUT_PREFIX.png, and prints the same table.
+A NAME of the form FAMILY/MODEL marks its family (bench/rule_families.sh):
+the map draws a line between families and names each over its columns.
 A rule is a (row, text) pair: the text is the direction it was applied in,
 and the two directions of one row are different rewrites. Rows are the
 rules that fired in some model, those shared by most models first; columns
@@ -84,7 +86,19 @@ def main(argv):
             if x:
                 ax.text(j, i, str(x), ha="center", va="center", fontsize=7,
                         color="white" if x > top ** 0.6 else "black")
-    ax.set_title("times each substitution fired, per model", fontsize=9)
+    families = [n.split("/")[0] if "/" in n else "" for n in names]
+    for j in range(1, len(names)):
+        if families[j] != families[j - 1]:
+            ax.axvline(j - 0.5, color="#333333", linewidth=1.2)
+    start = 0
+    for j in range(1, len(names) + 1):
+        if j == len(names) or families[j] != families[start]:
+            if families[start]:
+                ax.text((start + j - 1) / 2, -0.7, families[start], ha="center", va="bottom",
+                        fontsize=7, fontweight="bold")
+            start = j
+    ax.set_title("times each substitution fired, per model" +
+                 (" (grouped by family)\n" if any(families) else ""), fontsize=9)
     bar = fig.colorbar(im, ax=ax, label="times fired", fraction=0.04, pad=0.02)
     # Whole counts on the log scale, no 4x10^0 labels.
     bar.set_ticks([t for t in (1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000) if t <= max(top, 2)])

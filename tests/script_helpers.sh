@@ -30,15 +30,22 @@ expect() { # expect DESCRIPTION STATUS: the last run's status, one error line on
     echo "ok: $1"
   fi
 }
+# The small set alone (tests/data/optimize_test.ini): $tmp/candidates.h5,
+# $tmp/substitutions.h5.
+small_rules() {
+  run "$mpiexec" -n 1 "$bin/taso-generate" --job tests/data/optimize_test.ini --out "$tmp/candidates.h5"
+  expect "generate the test set" 0
+  run "$mpiexec" -n 1 "$bin/taso-verify" --in "$tmp/candidates.h5" --out "$tmp/substitutions.h5"
+  expect "verify the test set" 0
+}
+# A root attribute of an HDF5 file, as h5dump prints its value.
+attr() { h5dump -a "/$2" "$1" | sed -n 's/^ *(0): *//p'; }
 # The optimizer tests' rules, generated and verified on 1 rank: the small
 # set of tests/data/optimize_test.ini (candidates in $tmp/candidates.h5,
 # proved rules in $tmp/substitutions.h5) and the batch-normalization rules
 # of jobs/batchnorm.ini ($tmp/bn.h5).
 optimizer_rules() {
-  run "$mpiexec" -n 1 "$bin/taso-generate" --job tests/data/optimize_test.ini --out "$tmp/candidates.h5"
-  expect "generate the test set" 0
-  run "$mpiexec" -n 1 "$bin/taso-verify" --in "$tmp/candidates.h5" --out "$tmp/substitutions.h5"
-  expect "verify the test set" 0
+  small_rules
   run "$mpiexec" -n 1 "$bin/taso-generate" --job jobs/batchnorm.ini --out "$tmp/bn.c.h5"
   expect "generate the batch-normalization set" 0
   run "$mpiexec" -n 1 "$bin/taso-verify" --in "$tmp/bn.c.h5" --out "$tmp/bn.h5"

@@ -21,13 +21,8 @@ set -u
 source "$(dirname "$0")/script_helpers.sh"
 py=/usr/bin/python3
 
-attr() { h5dump -a "/$2" "$1" | sed -n 's/^ *(0): *//p'; }
-
 job=tests/data/optimize_test.ini
-run "$mpiexec" -n 1 "$bin/taso-generate" --job "$job" --out "$tmp/candidates.h5"
-expect "generate the test set" 0
-run "$mpiexec" -n 1 "$bin/taso-verify" --in "$tmp/candidates.h5" --out "$tmp/substitutions.h5"
-expect "verify the test set" 0
+small_rules
 
 model=tests/data/branches.model
 base_args=(--job "$job" --model "$model" --substitutions "$tmp/substitutions.h5" --budget 24

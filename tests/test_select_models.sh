@@ -86,7 +86,6 @@ fused=$(sed -n 's/.*selected, row-major: *cost .* calls (\([0-9]*\) fused.*/\1/p
 # the joint search in parallel (tests/data/branches.model, whose merges pay):
 # on 1 and 2 ranks on estimated costs the same result; on 2 ranks measuring,
 # where each call plan's misses are deferred and measured once on rank 0
-attr() { h5dump -a "/$2" "$1" | sed -n 's/^ *(0): *//p'; }
 joint=(--job "$job" --model tests/data/branches.model --substitutions "$tmp/substitutions.h5"
   --select data/library/onednn.smt2 --search parallel --budget 24 --confirm-runs 0 --threads 1)
 for n in 1 2; do

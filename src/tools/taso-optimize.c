@@ -29,13 +29,14 @@
 #include "derive_guard.h"
 #include "guard_cache.h"
 #include "verifier.h"
+#include "family.h"
 #include "select.h"
 #include "tool.h"
 
 static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
                   *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text,
                   *confirm_text, *search_text, *width_text, *target_text, *guard_cache_path,
-                  *select_path;
+                  *select_path, *rules_text = "all", *usage_path;
 static bool per_node, no_check, no_measure, keep_slower, costs_record, check_incremental, chain,
     estimate;
 
@@ -68,6 +69,11 @@ static const taso_tool_option_t options[] = {
     {"backend", "NAME", "where costs are measured: reference, cpu or gpu (default cpu)",
      &backend_name},
     {"onnx", "FILE", "also write the optimized model as ONNX", &onnx_path},
+    {"rules", "CHOICE", "the rules searched: all (default); auto, the subset of the model's "
+     "family (taso-rules); FAMILY, that family's subset; random:N, N rules at random (seeded, "
+     "for comparisons); or FILE, a text file of rules, one \"lhs => rhs\" a line", &rules_text},
+    {"rule-usage", "FILE", "the rule-usage file auto and FAMILY pick from (taso-rules' output; "
+     "default data/rule_usage.h5)", &usage_path},
     {"search", "KIND", "backtracking (the original's, one rank) or parallel (over the ranks; "
      "job: [optimize] search)", &search_text},
     {"width", "K", "parallel: graphs expanded per round over all ranks (default 8)", &width_text},
@@ -280,6 +286,9 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   const char *ended = r->timed_out ? "time limit" : r->budget_spent ? "budget" : "queue empty";
   taso_err_t err = taso_artifact_set_string(a, "optimize_search", rec->s->kind);
   if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_substitutions", subst_path);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_model", model_spec);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_rules_choice", rules_text);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "rules_searched", rec->rules->n);
   if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_backend", rec->s->be->name);
   if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_ended_by", ended);
   if (err == TASO_OK)
@@ -586,10 +595,102 @@ static taso_err_t finish_rank0(taso_tool_t *t, const settings_t *s, run_t *r, re
   return TASO_OK;
 }
 
+/* A text file of rules, one "lhs => rhs" a line; # starts a comment. */
+static taso_err_t read_rule_file(const char *path, char (**texts)[TASO_RULE_TEXT], int *n) {
+  FILE *f = fopen(path, "r");
+  if (!f) return taso_error(TASO_ERR_IO, "--rules %s: cannot read it (%s)", path, strerror(errno));
+  char line[TASO_RULE_TEXT + 2];
+  int cap = 0, lineno = 0;
+  taso_err_t err = TASO_OK;
+  *texts = NULL;
+  *n = 0;
+  while (err == TASO_OK && fgets(line, sizeof line, f)) {
+    lineno++;
+    size_t len = strlen(line);
+    if (len == sizeof line - 1 && line[len - 1] != '\n') {
+      err = taso_error(TASO_ERR_PARSE, "%s:%d: a rule longer than %d characters", path, lineno,
+                       TASO_RULE_TEXT - 1);
+      break;
+    }
+    while (len && (line[len - 1] == '\n' || line[len - 1] == ' ')) line[--len] = 0;
+    char *p = line;
+    while (*p == ' ') p++;
+    if (!*p || *p == '#') continue;
+    if (!strstr(p, " => ")) {
+      err = taso_error(TASO_ERR_PARSE, "%s:%d: expected \"lhs => rhs\", got '%s'", path, lineno, p);
+      break;
+    }
+    if (*n == cap) {
+      cap = cap ? 2 * cap : 64;
+      char(*v)[TASO_RULE_TEXT] = realloc(*texts, sizeof *v * (size_t)cap);
+      if (!v) {
+        err = taso_error(TASO_ERR_NOMEM, "--rules %s", path);
+        break;
+      }
+      *texts = v;
+    }
+    snprintf((*texts)[(*n)++], TASO_RULE_TEXT, "%s", p);
+  }
+  fclose(f);
+  return err;
+}
+
+/* --rules: which of the loaded rules the search tries. */
+static taso_err_t choose_rules(taso_tool_t *t, run_t *r) {
+  if (strcmp(rules_text, "all") == 0) return TASO_OK;
+  int before = r->rules.n;
+  if (strncmp(rules_text, "random:", 7) == 0) {
+    char *end;
+    long k = strtol(rules_text + 7, &end, 10);
+    if (end == rules_text + 7 || *end || k < 0)
+      return taso_error(TASO_ERR_ARG, "--rules %s: expected random:N, N a count", rules_text);
+    TASO_TRY(taso_rules_keep_random(&r->rules, (int)k, t->have_job ? t->job.seed : 1));
+    taso_tool_print(t, "taso-optimize: rules: %d of %d at random\n", r->rules.n, before);
+    return TASO_OK;
+  }
+  char(*texts)[TASO_RULE_TEXT] = NULL;
+  int n = 0, matched = 0;
+  char what[1400];
+  taso_err_t err = TASO_OK;
+  bool by_family = strcmp(rules_text, "auto") == 0 || taso_family_known(rules_text);
+  if (by_family) {
+    char fallback[1100];
+    const char *data = getenv("TASO_DATA_DIR");
+    snprintf(fallback, sizeof fallback, "%s/rule_usage.h5", data ? data : TASO_DEFAULT_DATA_DIR);
+    const char *path = usage_path ? usage_path : fallback;
+    taso_features_t f;
+    taso_model_features(&r->m, &f);
+    const char *family = strcmp(rules_text, "auto") == 0 ? taso_family_of(&f) : rules_text;
+    const char *from = NULL;
+    taso_usage_t u;
+    TASO_TRY(taso_usage_read(path, &u));
+    err = taso_usage_subset(&u, family, &f, &texts, &n, &from);
+    if (err == TASO_OK && from && strcmp(from, family) != 0)
+      snprintf(what, sizeof what, "family %s (none in %s: the nearest model's, %s, lent)", family,
+               path, from);
+    else
+      snprintf(what, sizeof what, "family %s (from %s)", family, path);
+    taso_usage_free(&u);
+  } else {
+    err = read_rule_file(rules_text, &texts, &n);
+    snprintf(what, sizeof what, "%s", rules_text);
+  }
+  if (err == TASO_OK) err = taso_rules_keep(&r->rules, (const char(*)[TASO_RULE_TEXT])texts, n, &matched);
+  free(texts);
+  TASO_TRY(err);
+  taso_tool_print(t, "taso-optimize: rules: %s: %d of %d (%d of its %d rules found in the "
+                  "substitutions)\n", what, r->rules.n, before, matched, n);
+  if (matched < n)
+    taso_tool_warn(t, "--rules %s: %d of its rules are not in %s (another rule set?)", rules_text,
+                   n - matched, subst_path);
+  return TASO_OK;
+}
+
 static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   TASO_TRY(taso_rules_load(t->comm, subst_path, &r->rules, &r->proved));
   TASO_TRY(open_guard(t, r));
   TASO_TRY(taso_model_load(model_spec, &r->m));
+  TASO_TRY(choose_rules(t, r));
   char info[256];
   TASO_TRY(s->be->probe(info, sizeof info));
   TASO_TRY(s->be->open(t->threads, &r->ctx));

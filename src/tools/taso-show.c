@@ -19,6 +19,7 @@
 #include "model.h"
 #include "search.h"
 #include "onnx.h"
+#include "family.h"
 #include "tool.h"
 
 static bool list_graphs, list_nodes;
@@ -76,6 +77,8 @@ static const char *const *kind_counts(const char *kind) {
   static const char *const model[] = {"nodes", "weight_values", NULL};
   static const char *const costs[] = {"rows", "measured", "unavailable", NULL};
   static const char *const verdicts[] = {"rows", NULL};
+  static const char *const usage[] = {"models", NULL};
+  if (strcmp(kind, TASO_KIND_RULE_USAGE) == 0) return usage;
   if (strcmp(kind, TASO_KIND_COSTS) == 0) return costs;
   if (strcmp(kind, TASO_KIND_GUARD_VERDICTS) == 0) return verdicts;
   if (strcmp(kind, TASO_KIND_MODEL) == 0) return model;
@@ -297,6 +300,9 @@ static void show_model(const taso_model_t *m) {
   for (int k = TASO_OP_INPUT + 1; k < TASO_OP_COUNT; k++)
     if (counts[k]) printf(" %s %lld", taso_ops[k].name, (long long)counts[k]);
   printf("\n");
+  taso_features_t f;
+  taso_model_features(m, &f);
+  printf("family %s (taso-optimize --rules auto searches with its subset)\n", taso_family_of(&f));
   if (list_nodes) taso_model_print(m, stdout);
   if (m->ncalls > 0) show_plan(m);
 }
@@ -454,6 +460,33 @@ static taso_err_t show_costs(const char *path) {
   return TASO_OK;
 }
 
+/* A rule-usage file: each model's family and the rules that fired on its
+ * search's path, then each family's subset size. */
+static taso_err_t show_usage(const char *path) {
+  taso_usage_t u;
+  TASO_TRY(taso_usage_read(path, &u));
+  printf("rule usage of %d models (searches with %s)\n", u.nmodels, u.substitutions);
+  for (int i = 0; i < u.nmodels; i++) {
+    printf("model %s (%s), family %s\n", u.models[i].name, u.models[i].spec, u.models[i].family);
+    for (int64_t r = 0; r < u.nrules; r++)
+      if (u.rules[r].model == i) printf("  %4lld x  %s\n", (long long)u.rules[r].count, u.rules[r].text);
+  }
+  taso_err_t err = TASO_OK;
+  for (int i = 0; i < u.nmodels && err == TASO_OK; i++) {
+    bool first = true;
+    for (int j = 0; j < i; j++) first &= strcmp(u.models[j].family, u.models[i].family) != 0;
+    if (!first) continue;
+    char(*texts)[TASO_RULE_TEXT] = NULL;
+    int n = 0;
+    const char *from = NULL;
+    err = taso_usage_subset(&u, u.models[i].family, NULL, &texts, &n, &from);
+    if (err == TASO_OK) printf("family %-12s subset of %d rules\n", u.models[i].family, n);
+    free(texts);
+  }
+  taso_usage_free(&u);
+  return err;
+}
+
 static bool ends_with(const char *s, const char *tail) {
   size_t n = strlen(s), k = strlen(tail);
   return n >= k && strcmp(s + n - k, tail) == 0;
@@ -504,6 +537,7 @@ int main(int argc, char **argv) {
   if (err == TASO_OK && strcmp(kind, TASO_KIND_MODEL) == 0) err = load_and_show(t.in_path);
   if (err == TASO_OK && strcmp(kind, TASO_KIND_COSTS) == 0) err = show_costs(t.in_path);
   if (err == TASO_OK && strcmp(kind, TASO_KIND_GUARD_VERDICTS) == 0) err = show_verdicts(t.in_path);
+  if (err == TASO_OK && strcmp(kind, TASO_KIND_RULE_USAGE) == 0) err = show_usage(t.in_path);
   free(decisions);
   free(rows);
   taso_graphs_free(graphs, ngraphs);

@@ -24,7 +24,7 @@
 #include "version.h"
 
 
-#define MAX_FLAGS 16
+#define MAX_FLAGS 24
 #define MAX_THREADS 4096
 
 /* getopt_long values of the common options; flags follow OPT_FLAG. Above

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Rule subsets per model family (issue 17), evaluated leave-one-out. For
+# every built-in model:
+#   all      taso-optimize with every rule of SUBSTITUTIONS;
+#   family   --rules auto: the subset of the model's family, learned from
+#            the other models' all-rules searches (taso-rules, without any
+#            model of the same name: ResNet-50's two variants leave
+#            together), borrowed from the nearest model's family when no
+#            other model is of its own;
+#   random   --rules random:N, N the family subset's size (seeded);
+# each with its search seconds and final cost. Costs are estimated
+# (--estimate-costs: the same search on every machine, no measuring inside
+# the search time) unless COSTS=costs.h5 names a database (then misses are
+# measured and recorded into it, and the first search of a model pays for
+# them). Targets: the family subset searches at least 3 times faster and
+# ends within 1% of the all-rules cost.
+# Also writes OUT/usage.h5 (every model's usage: what data/rule_usage.h5
+# is), OUT/rules.png (the heat map, models grouped by family) and
+# OUT/families.png (search seconds against final cost, per choice), and,
+# with FAMILY_JOBS=1, generates and verifies jobs/families/*.ini (each
+# family's operators only) and prints their rule counts and times.
+# No assertion: it prints figures.
+# Usage: bench/rule_families.sh [BUILD_DIR] SUBSTITUTIONS[,FILE...] [BUDGET] [THREADS]
+#   OUT=dir (default rule-families), MODELS="spec ...", COSTS=costs.h5, FAMILY_JOBS=1
+set -u
+build=${1:-build}
+subst=${2:?usage: bench/rule_families.sh BUILD_DIR SUBSTITUTIONS [BUDGET] [THREADS]}
+budget=${3:-100}
+threads=${4:-1}
+out=${OUT:-rule-families}
+py=/usr/bin/python3
+mpiexec=${MPIEXEC:-mpirun}
+here=$(cd "$(dirname "$0")/.." && pwd)
+models=${MODELS:-"resnet50:size=56 resnet50:bn=1,size=56 resnext50:size=64 nasnet_a:size=64
+  nasrnn bert:layers=2 inception_v3:size=75 squeezenet:size=64 mobilenet_v2:size=64"}
+costs=(--estimate-costs)
+[ -n "${COSTS:-}" ] && costs=(--costs "$COSTS" --record-costs)
+mkdir -p "$out"/all "$out"/family "$out"/random "$out"/loo || exit 2
+"$py" -c 'import h5py, matplotlib' 2>/dev/null ||
+  { echo "rule_families.sh: $py lacks h5py or matplotlib" >&2; exit 2; }
+
+attrs() { # attrs FILE NAME...: the root attributes, space-separated
+  "$py" - "$@" <<'EOF'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    print(" ".join(str(f.attrs[a].decode() if isinstance(f.attrs[a], bytes) else f.attrs[a])
+                   for a in sys.argv[2:]))
+EOF
+}
+optimize() { # optimize SPEC OUT EXTRA...
+  local spec=$1 o=$2
+  shift 2
+  "$build/bin/taso-optimize" --job "$here/jobs/workstation.ini" --model "$spec" \
+    --substitutions "$subst" --out "$o" --fresh --budget "$budget" --time-limit 3600 --chain \
+    --confirm-runs 0 --no-check --threads "$threads" "${costs[@]}" "$@" >"$o.log" 2>&1 ||
+    { echo "FAIL: taso-optimize $spec $*: $(grep -m1 error "$o.log")" >&2; return 1; }
+}
+
+declare -A name family file
+keys=()
+for spec in $models; do
+  key=${spec//[:=,]/_}
+  keys+=("$key")
+  read -r _ n _ f <<<"$("$build/bin/taso-rules" --model "$spec" | head -1 | tr -d ':')"
+  name[$key]=$n family[$key]=$f file[$key]=$out/all/$key.opt.h5
+  optimize "$spec" "${file[$key]}" || exit 1
+done
+all=$(for k in "${keys[@]}"; do printf '%s,' "${file[$k]}"; done)
+"$build/bin/taso-rules" --in "${all%,}" --out "$out/usage.h5" --fresh >"$out/usage.log" 2>&1 ||
+  { echo "FAIL: taso-rules: $(cat "$out/usage.log")"; exit 1; }
+
+echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, $threads threads, $(date -u +%F); budget $budget, ${costs[*]}"
+echo "| model | family | rules all / family | search s all | family | random | x faster (family) | cost ms input | all | family | random | family within 1% | random within 1% |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+rows=$out/rows.csv
+echo "model,family,choice,seconds,cost" >"$rows"
+for k in $(for k in "${keys[@]}"; do echo "${family[$k]} $k"; done | sort | cut -d' ' -f2); do
+  spec=${k}
+  for s in $models; do [ "${s//[:=,]/_}" = "$k" ] && spec=$s; done
+  # leave-one-out: the usage of every model of another name
+  loo=$(for j in "${keys[@]}"; do [ "${name[$j]}" != "${name[$k]}" ] && printf '%s,' "${file[$j]}"; done)
+  "$build/bin/taso-rules" --in "${loo%,}" --out "$out/loo/$k.usage.h5" --fresh >/dev/null 2>&1 ||
+    { echo "FAIL: taso-rules for $k"; continue; }
+  optimize "$spec" "$out/family/$k.opt.h5" --rules auto --rule-usage "$out/loo/$k.usage.h5" || continue
+  read -r n_sub <<<"$(attrs "$out/family/$k.opt.h5" rules_searched)"
+  optimize "$spec" "$out/random/$k.opt.h5" --rules "random:$n_sub" || continue
+  read -r n_all s_all c_in c_all <<<"$(attrs "${file[$k]}" rules_searched search_seconds cost_before_ms cost_after_ms)"
+  read -r s_fam c_fam <<<"$(attrs "$out/family/$k.opt.h5" search_seconds cost_after_ms)"
+  read -r s_rnd c_rnd <<<"$(attrs "$out/random/$k.opt.h5" search_seconds cost_after_ms)"
+  lent=$(sed -n 's/.*family [a-z]* (none in .*: the nearest model.s, \([a-z]*\), lent).*/ (from \1)/p' \
+    "$out/family/$k.opt.h5.log")
+  for c in "all $s_all $c_all" "family $s_fam $c_fam" "random $s_rnd $c_rnd"; do
+    read -r ch sec cost <<<"$c"
+    echo "$spec,${family[$k]},$ch,$sec,$cost" >>"$rows"
+  done
+  awk -v m="$spec" -v f="${family[$k]}$lent" -v na="$n_all" -v nf="$n_sub" -v sa="$s_all" -v sf="$s_fam" \
+    -v sr="$s_rnd" -v ci="$c_in" -v ca="$c_all" -v cf="$c_fam" -v cr="$c_rnd" 'BEGIN {
+    printf "| %s | %s | %d / %d | %.2f | %.2f | %.2f | %.1f | %.4g | %.4g | %.4g | %.4g | %s | %s |\n",
+      m, f, na, nf, sa, sf, sr, (sf > 0 ? sa / sf : 0), ci, ca, cf, cr,
+      (cf <= 1.01 * ca ? "yes" : "no"), (cr <= 1.01 * ca ? "yes" : "no") }'
+done
+"$py" "$here/bench/rule_families.py" "$rows" "$out/families.png"
+heat=()
+for k in "${keys[@]}"; do heat+=("${family[$k]}/${name[$k]}${k#"${name[$k]}"}=${file[$k]}"); done
+"$py" "$here/bench/rule_heatmap.py" "$out/rules" $(printf '%s\n' "${heat[@]}" | sort) >"$out/heatmap.txt"
+echo "# wrote $out/usage.h5, $out/rules.png (heat map by family), $out/families.png, $rows"
+
+if [ "${FAMILY_JOBS:-0}" = 1 ]; then
+  echo
+  echo "| family job | candidates | proved | generate s | verify s |"
+  echo "|---|---:|---:|---:|---:|"
+  for job in "$here"/jobs/families/*.ini; do
+    f=$(basename "$job" .ini)
+    t0=$(date +%s.%N)
+    "$mpiexec" -n 2 "$build/bin/taso-generate" --job "$job" --out "$out/$f.candidates.h5" --fresh \
+      >"$out/$f.generate.log" 2>&1 || { echo "| $f | generate failed |"; continue; }
+    t1=$(date +%s.%N)
+    "$mpiexec" -n 2 "$build/bin/taso-verify" --job "$job" --in "$out/$f.candidates.h5" \
+      --out "$out/$f.h5" --fresh >"$out/$f.verify.log" 2>&1 || { echo "| $f | verify failed |"; continue; }
+    t2=$(date +%s.%N)
+    read -r cand proved <<<"$(attrs "$out/$f.h5" candidates_rows proved)"
+    awk -v f="$f" -v c="$cand" -v p="$proved" -v a="$t0" -v b="$t1" -v e="$t2" \
+      'BEGIN { printf "| %s | %s | %s | %.1f | %.1f |\n", f, c, p, b - a, e - b }'
+  done
+fi
