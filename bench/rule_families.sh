@@ -91,7 +91,7 @@ for k in $(for k in "${keys[@]}"; do echo "${family[$k]} $k"; done | sort | cut 
     "$out/family/$k.opt.h5.log")
   for c in "all $s_all $c_all" "family $s_fam $c_fam" "random $s_rnd $c_rnd"; do
     read -r ch sec cost <<<"$c"
-    echo "$spec,${family[$k]},$ch,$sec,$cost" >>"$rows"
+    echo "\"$spec\",${family[$k]},$ch,$sec,$cost" >>"$rows"
   done
   awk -v m="$spec" -v f="${family[$k]}$lent" -v na="$n_all" -v nf="$n_sub" -v sa="$s_all" -v sf="$s_fam" \
     -v sr="$s_rnd" -v ci="$c_in" -v ca="$c_all" -v cf="$c_fam" -v cr="$c_rnd" 'BEGIN {

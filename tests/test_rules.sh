@@ -92,6 +92,12 @@ expect "--rules FILE" 0
 [ "$(attr "$tmp/file.opt.h5" rules_searched)" = "$n" ] && echo "ok: the file's rules searched" ||
   { echo "FAIL: --rules FILE searched $(attr "$tmp/file.opt.h5" rules_searched), auto $n"; fail=1; }
 
+# without --rule-usage, the usage shipped in data/ (made with the main
+# job's rule sets: this test set shares few of their rules, and says so)
+run "$bin/taso-optimize" "${common[@]}" --model "$branches" --rules auto --out "$tmp/dflt.opt.h5"
+expect "--rules auto with the shipped usage" 0
+has "from data/rule_usage.h5" "data/rule_usage.h5" "$tmp/out"
+
 # an imported model gets a family too
 run "$bin/taso-convert" "$branches" "$tmp/branches.onnx"
 expect "export branches as ONNX" 0
