@@ -18,7 +18,8 @@
 # is), OUT/rules.png (the heat map, models grouped by family) and
 # OUT/families.png (search seconds against final cost, per choice), and,
 # with FAMILY_JOBS=1, generates and verifies jobs/families/*.ini (each
-# family's operators only) and prints their rule counts and times.
+# family's operators only) and prints their rule counts and times, the
+# workstation job (every operator) first for reference.
 # No assertion: it prints figures.
 # Usage: bench/rule_families.sh [BUILD_DIR] SUBSTITUTIONS[,FILE...] [BUDGET] [THREADS]
 #   OUT=dir (default rule-families), MODELS="spec ...", COSTS=costs.h5, FAMILY_JOBS=1
@@ -109,7 +110,7 @@ if [ "${FAMILY_JOBS:-0}" = 1 ]; then
   echo
   echo "| family job | candidates | proved | generate s | verify s |"
   echo "|---|---:|---:|---:|---:|"
-  for job in "$here"/jobs/families/*.ini; do
+  for job in "$here"/jobs/workstation.ini "$here"/jobs/families/*.ini; do # all operators, then each family's
     f=$(basename "$job" .ini)
     t0=$(date +%s.%N)
     "$mpiexec" -n 2 "$build/bin/taso-generate" --job "$job" --out "$out/$f.candidates.h5" --fresh \
