@@ -22,7 +22,8 @@
 # workstation job (every operator) first for reference.
 # No assertion: it prints figures.
 # Usage: bench/rule_families.sh [BUILD_DIR] SUBSTITUTIONS[,FILE...] [BUDGET] [THREADS]
-#   OUT=dir (default rule-families), MODELS="spec ...", COSTS=costs.h5, FAMILY_JOBS=1
+#   OUT=dir (default rule-families), MODELS="spec ...", COSTS=costs.h5, FAMILY_JOBS=1,
+#   TIME_LIMIT=seconds per search (default 3600; with COSTS, misses measured cold take time)
 set -u
 build=${1:-build}
 subst=${2:?usage: bench/rule_families.sh BUILD_DIR SUBSTITUTIONS [BUDGET] [THREADS]}
@@ -52,7 +53,7 @@ optimize() { # optimize SPEC OUT EXTRA...
   local spec=$1 o=$2
   shift 2
   "$build/bin/taso-optimize" --job "$here/jobs/workstation.ini" --model "$spec" \
-    --substitutions "$subst" --out "$o" --fresh --budget "$budget" --time-limit 3600 --chain \
+    --substitutions "$subst" --out "$o" --fresh --budget "$budget" --time-limit "${TIME_LIMIT:-3600}" --chain \
     --confirm-runs 0 --no-check --threads "$threads" "${costs[@]}" "$@" >"$o.log" 2>&1 ||
     { echo "FAIL: taso-optimize $spec $*: $(grep -m1 error "$o.log")" >&2; return 1; }
 }
@@ -70,7 +71,7 @@ all=$(for k in "${keys[@]}"; do printf '%s,' "${file[$k]}"; done)
 "$build/bin/taso-rules" --in "${all%,}" --out "$out/usage.h5" --fresh >"$out/usage.log" 2>&1 ||
   { echo "FAIL: taso-rules: $(cat "$out/usage.log")"; exit 1; }
 
-echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, $threads threads, $(date -u +%F); budget $budget, ${costs[*]}"
+echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, $threads threads, $(date -u +%F); budget $budget, time limit ${TIME_LIMIT:-3600} s, ${costs[*]}"
 echo "| model | family | rules all / family | search s all | family | random | x faster (family) | cost ms input | all | family | random | family within 1% | random within 1% |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
 rows=$out/rows.csv
