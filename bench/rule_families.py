@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Search seconds against final cost for three rule choices (issue 17).
+"""Search seconds against final cost for the rule choices (issue 17).
 
     rule_families.py ROWS.csv OUT.png
 
 ROWS.csv (bench/rule_families.sh): model, family, choice (all, family,
-random), seconds, cost. Each point is one search; its cost is shown
+random, zoo), seconds, cost. Each point is one search; its cost is shown
 relative to the all-rules search of the same model (1.0: as good), so
 that models of different sizes share one axis. Needs Debian's
 python3-matplotlib (run with /usr/bin/python3).
@@ -23,7 +23,8 @@ def main(argv):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    style = {"all": ("o", "#444444"), "family": ("s", "#d62728"), "random": ("^", "#1f77b4")}
+    style = {"all": ("o", "#444444"), "family": ("s", "#d62728"), "random": ("^", "#1f77b4"),
+             "zoo": ("D", "#2ca02c")}
     for choice, (marker, colour) in style.items():
         pts = [(float(r["seconds"]), float(r["cost"]) / best[r["model"]])
                for r in rows if r["choice"] == choice and best.get(r["model"])]

@@ -8,6 +8,8 @@
 #            together), borrowed from the nearest model's family when no
 #            other model is of its own;
 #   random   --rules random:N, N the family subset's size (seeded);
+#   zoo      --rules zoo: every rule that fired in some other model, whatever
+#            its family (what the families are measured against);
 # each with its search seconds and final cost. Costs are estimated
 # (--estimate-costs: the same search on every machine, no measuring inside
 # the search time) unless COSTS=costs.h5 names a database (then misses are
@@ -22,7 +24,8 @@
 # workstation job (every operator) first for reference.
 # No assertion: it prints figures.
 # Usage: bench/rule_families.sh [BUILD_DIR] SUBSTITUTIONS[,FILE...] [BUDGET] [THREADS]
-#   OUT=dir (default rule-families), MODELS="spec ...", COSTS=costs.h5, FAMILY_JOBS=1,
+#   OUT=dir (default rule-families), MODELS="spec ...", COSTS=costs.h5, FAMILY_JOBS=1 (or
+#   only: the family jobs alone),
 #   TIME_LIMIT=seconds per search (default 3600; with COSTS, misses measured cold take time)
 set -u
 build=${1:-build}
@@ -37,7 +40,7 @@ models=${MODELS:-"resnet50:size=56 resnet50:bn=1,size=56 resnext50:size=64 nasne
   nasrnn bert:layers=2 inception_v3:size=75 squeezenet:size=64 mobilenet_v2:size=64"}
 costs=(--estimate-costs)
 [ -n "${COSTS:-}" ] && costs=(--costs "$COSTS" --record-costs)
-mkdir -p "$out"/all "$out"/family "$out"/random "$out"/loo || exit 2
+mkdir -p "$out"/all "$out"/family "$out"/random "$out"/zoo "$out"/loo || exit 2
 "$py" -c 'import h5py, matplotlib' 2>/dev/null ||
   { echo "rule_families.sh: $py lacks h5py or matplotlib" >&2; exit 2; }
 
@@ -60,6 +63,7 @@ optimize() { # optimize SPEC OUT EXTRA...
 
 declare -A name family file
 keys=()
+[ "${FAMILY_JOBS:-0}" = only ] && models= # the family jobs alone
 for spec in $models; do
   key=${spec//[:=,]/_}
   keys+=("$key")
@@ -67,13 +71,14 @@ for spec in $models; do
   name[$key]=$n family[$key]=$f file[$key]=$out/all/$key.opt.h5
   optimize "$spec" "${file[$key]}" || exit 1
 done
+if [ -n "$models" ]; then
 all=$(for k in "${keys[@]}"; do printf '%s,' "${file[$k]}"; done)
 "$build/bin/taso-rules" --in "${all%,}" --out "$out/usage.h5" --fresh >"$out/usage.log" 2>&1 ||
   { echo "FAIL: taso-rules: $(cat "$out/usage.log")"; exit 1; }
 
 echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, $threads threads, $(date -u +%F); budget $budget, time limit ${TIME_LIMIT:-3600} s, ${costs[*]}"
-echo "| model | family | rules all / family | search s all | family | random | x faster (family) | cost ms input | all | family | random | family within 1% | random within 1% |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+echo "| model | family | rules all / family / zoo | search s all | family | random | zoo | x faster (family) | cost ms input | all | family | random | zoo | within 1%: family, random, zoo |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 rows=$out/rows.csv
 echo "model,family,choice,seconds,cost" >"$rows"
 for k in $(for k in "${keys[@]}"; do echo "${family[$k]} $k"; done | sort | cut -d' ' -f2); do
@@ -86,28 +91,32 @@ for k in $(for k in "${keys[@]}"; do echo "${family[$k]} $k"; done | sort | cut 
   optimize "$spec" "$out/family/$k.opt.h5" --rules auto --rule-usage "$out/loo/$k.usage.h5" || continue
   read -r n_sub <<<"$(attrs "$out/family/$k.opt.h5" rules_searched)"
   optimize "$spec" "$out/random/$k.opt.h5" --rules "random:$n_sub" || continue
+  optimize "$spec" "$out/zoo/$k.opt.h5" --rules zoo --rule-usage "$out/loo/$k.usage.h5" || continue
   read -r n_all s_all c_in c_all <<<"$(attrs "${file[$k]}" rules_searched search_seconds cost_before_ms cost_after_ms)"
   read -r s_fam c_fam <<<"$(attrs "$out/family/$k.opt.h5" search_seconds cost_after_ms)"
   read -r s_rnd c_rnd <<<"$(attrs "$out/random/$k.opt.h5" search_seconds cost_after_ms)"
+  read -r n_zoo s_zoo c_zoo <<<"$(attrs "$out/zoo/$k.opt.h5" rules_searched search_seconds cost_after_ms)"
   lent=$(sed -n 's/.*family [a-z]* (none in .*: the nearest model.s, \([a-z]*\), lent).*/ (from \1)/p' \
     "$out/family/$k.opt.h5.log")
-  for c in "all $s_all $c_all" "family $s_fam $c_fam" "random $s_rnd $c_rnd"; do
+  for c in "all $s_all $c_all" "family $s_fam $c_fam" "random $s_rnd $c_rnd" "zoo $s_zoo $c_zoo"; do
     read -r ch sec cost <<<"$c"
     echo "\"$spec\",${family[$k]},$ch,$sec,$cost" >>"$rows"
   done
-  awk -v m="$spec" -v f="${family[$k]}$lent" -v na="$n_all" -v nf="$n_sub" -v sa="$s_all" -v sf="$s_fam" \
-    -v sr="$s_rnd" -v ci="$c_in" -v ca="$c_all" -v cf="$c_fam" -v cr="$c_rnd" 'BEGIN {
-    printf "| %s | %s | %d / %d | %.2f | %.2f | %.2f | %.1f | %.4g | %.4g | %.4g | %.4g | %s | %s |\n",
-      m, f, na, nf, sa, sf, sr, (sf > 0 ? sa / sf : 0), ci, ca, cf, cr,
-      (cf <= 1.01 * ca ? "yes" : "no"), (cr <= 1.01 * ca ? "yes" : "no") }'
+  awk -v m="$spec" -v f="${family[$k]}$lent" -v na="$n_all" -v nf="$n_sub" -v nz="$n_zoo" -v sa="$s_all" \
+    -v sf="$s_fam" -v sr="$s_rnd" -v sz="$s_zoo" -v ci="$c_in" -v ca="$c_all" -v cf="$c_fam" \
+    -v cr="$c_rnd" -v cz="$c_zoo" 'function ok(c) { return c <= 1.01 * ca ? "yes" : "no" } BEGIN {
+    printf "| %s | %s | %d / %d / %d | %.2f | %.2f | %.2f | %.2f | %s | %.4g | %.4g | %.4g | %.4g | %.4g | %s, %s, %s |\n",
+      m, f, na, nf, nz, sa, sf, sr, sz, (sf > 0.01 ? sprintf("%.1f", sa / sf) : sprintf(">%d", sa / 0.01)),
+      ci, ca, cf, cr, cz, ok(cf), ok(cr), ok(cz) }'
 done
 "$py" "$here/bench/rule_families.py" "$rows" "$out/families.png"
 heat=()
 for k in "${keys[@]}"; do heat+=("${family[$k]}/${name[$k]}${k#"${name[$k]}"}=${file[$k]}"); done
 "$py" "$here/bench/rule_heatmap.py" "$out/rules" $(printf '%s\n' "${heat[@]}" | sort) >"$out/heatmap.txt"
 echo "# wrote $out/usage.h5, $out/rules.png (heat map by family), $out/families.png, $rows"
+fi
 
-if [ "${FAMILY_JOBS:-0}" = 1 ]; then
+if [ "${FAMILY_JOBS:-0}" != 0 ]; then
   echo
   echo "| family job | candidates | proved | generate s | verify s |"
   echo "|---|---:|---:|---:|---:|"

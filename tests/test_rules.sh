@@ -5,6 +5,7 @@
 # taso-optimize --rules auto searches a model with its family's subset
 # (the rules that fired in that family: as many as were fired, and the
 # same cost as with every rule), --rules FAMILY with another family's,
+# --rules zoo with every model's,
 # --rules random:N with N, --rules FILE with the rules a text file lists,
 # and --rules auto works on an imported ONNX model. Bad input (an unknown
 # choice, a malformed rules file, a usage file that is none, a model no
@@ -74,6 +75,14 @@ run "$bin/taso-optimize" "${common[@]}" --model "$branches" --rules rnn --rule-u
   --out "$tmp/fam.opt.h5"
 expect "--rules FAMILY" 0
 has "another family's subset" "rules: family rnn" "$tmp/out"
+
+run "$bin/taso-optimize" "${common[@]}" --model "$branches" --rules zoo --rule-usage "$tmp/usage.h5" \
+  --out "$tmp/zoo.opt.h5"
+expect "--rules zoo" 0
+has "every model's rules" "rules: every model's" "$tmp/out"
+zoo=$(attr "$tmp/zoo.opt.h5" rules_searched)
+[ "${zoo:-0}" -ge "$n" ] && echo "ok: zoo searched $zoo rules, at least the family's $n" ||
+  { echo "FAIL: zoo searched ${zoo:-?} rules"; fail=1; }
 
 run "$bin/taso-optimize" "${common[@]}" --model "$branches" --rules random:3 --out "$tmp/rnd.opt.h5"
 expect "--rules random:3" 0

@@ -74,8 +74,10 @@ bool taso_family_known(const char *name) {
   return false;
 }
 
+/* Models with convolutions and models without are apart by at least 1:
+ * an RNN borrows from a transformer before any CNN. */
 double taso_features_distance(const taso_features_t *a, const taso_features_t *b) {
-  double d = 0;
+  double d = (a->v[TASO_OP_CONV2D] > 0) != (b->v[TASO_OP_CONV2D] > 0);
   for (int i = 0; i < TASO_FEATURES; i++) d += a->v[i] > b->v[i] ? a->v[i] - b->v[i] : b->v[i] - a->v[i];
   return d;
 }
@@ -275,6 +277,25 @@ void taso_usage_free(taso_usage_t *u) {
 
 static int compare_text(const void *a, const void *b) { return strcmp(a, b); }
 
+/* The distinct texts of the rules that fired in the models of family (of
+ * every model when NULL), sorted. */
+static taso_err_t distinct(const taso_usage_t *u, const char *family,
+                           char (**texts)[TASO_RULE_TEXT], int *n) {
+  char(*v)[TASO_RULE_TEXT] = malloc(sizeof *v * (size_t)(u->nrules + 1));
+  if (!v) return taso_error(TASO_ERR_NOMEM, "rule subset");
+  int k = 0;
+  for (int64_t i = 0; i < u->nrules; i++)
+    if (!family || strcmp(u->models[u->rules[i].model].family, family) == 0)
+      memcpy(v[k++], u->rules[i].text, TASO_RULE_TEXT);
+  qsort(v, (size_t)k, sizeof *v, compare_text);
+  int m = 0;
+  for (int i = 0; i < k; i++)
+    if (m == 0 || strcmp(v[m - 1], v[i]) != 0) memmove(v[m++], v[i], TASO_RULE_TEXT);
+  *texts = v;
+  *n = m;
+  return TASO_OK;
+}
+
 taso_err_t taso_usage_subset(const taso_usage_t *u, const char *family,
                              const taso_features_t *features, char (**texts)[TASO_RULE_TEXT],
                              int *n, const char **from) {
@@ -292,18 +313,11 @@ taso_err_t taso_usage_subset(const taso_usage_t *u, const char *family,
     }
     if (!*from) return TASO_OK;
   }
-  char(*v)[TASO_RULE_TEXT] = malloc(sizeof *v * (size_t)(u->nrules + 1));
-  if (!v) return taso_error(TASO_ERR_NOMEM, "rule subset");
-  int k = 0;
-  for (int64_t i = 0; i < u->nrules; i++)
-    if (strcmp(u->models[u->rules[i].model].family, *from) == 0) memcpy(v[k++], u->rules[i].text, TASO_RULE_TEXT);
-  qsort(v, (size_t)k, sizeof *v, compare_text);
-  int m = 0;
-  for (int i = 0; i < k; i++)
-    if (m == 0 || strcmp(v[m - 1], v[i]) != 0) memmove(v[m++], v[i], TASO_RULE_TEXT);
-  *texts = v;
-  *n = m;
-  return TASO_OK;
+  return distinct(u, *from, texts, n);
+}
+
+taso_err_t taso_usage_all(const taso_usage_t *u, char (**texts)[TASO_RULE_TEXT], int *n) {
+  return distinct(u, NULL, texts, n);
 }
 
 /* Keeps the rules with keep[i], in order; frees the others. */

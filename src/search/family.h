@@ -56,7 +56,8 @@ const char *taso_feature_name(int i);
 const char *taso_family_of(const taso_features_t *f);
 /* Whether name is one of the families above. */
 bool taso_family_known(const char *name);
-/* Distance between two models' features (L1). */
+/* Distance between two models' features: L1, plus 1 when one has
+ * convolutions and the other none. */
 double taso_features_distance(const taso_features_t *a, const taso_features_t *b);
 
 /* One model of a usage artifact. */
@@ -101,6 +102,9 @@ void taso_usage_free(taso_usage_t *u);
 taso_err_t taso_usage_subset(const taso_usage_t *u, const char *family,
                              const taso_features_t *features, char (**texts)[TASO_RULE_TEXT],
                              int *n, const char **from);
+
+/* Every distinct rule text of u, whatever the family (*texts malloc'd). */
+taso_err_t taso_usage_all(const taso_usage_t *u, char (**texts)[TASO_RULE_TEXT], int *n);
 
 /* Keeps in rules only those whose text is one of texts (n of them), in
  * their order; *matched receives how many of texts matched a rule. */

@@ -70,9 +70,10 @@ static const taso_tool_option_t options[] = {
      &backend_name},
     {"onnx", "FILE", "also write the optimized model as ONNX", &onnx_path},
     {"rules", "CHOICE", "the rules searched: all (default); auto, the subset of the model's "
-     "family (taso-rules); FAMILY, that family's subset; random:N, N rules at random (seeded, "
+     "family (taso-rules); FAMILY, that family's subset; zoo, every rule that fired in some "
+     "model of the usage; random:N, N rules at random (seeded, "
      "for comparisons); or FILE, a text file of rules, one \"lhs => rhs\" a line", &rules_text},
-    {"rule-usage", "FILE", "the rule-usage file auto and FAMILY pick from (taso-rules' output; "
+    {"rule-usage", "FILE", "the rule-usage file auto, FAMILY and zoo pick from (taso-rules' output; "
      "default data/rule_usage.h5)", &usage_path},
     {"search", "KIND", "backtracking (the original's, one rank) or parallel (over the ranks; "
      "job: [optimize] search)", &search_text},
@@ -652,7 +653,8 @@ static taso_err_t choose_rules(taso_tool_t *t, run_t *r) {
   int n = 0, matched = 0;
   char what[1400];
   taso_err_t err = TASO_OK;
-  bool by_family = strcmp(rules_text, "auto") == 0 || taso_family_known(rules_text);
+  bool zoo = strcmp(rules_text, "zoo") == 0;
+  bool by_family = zoo || strcmp(rules_text, "auto") == 0 || taso_family_known(rules_text);
   if (by_family) {
     char fallback[1100];
     const char *data = getenv("TASO_DATA_DIR");
@@ -664,8 +666,13 @@ static taso_err_t choose_rules(taso_tool_t *t, run_t *r) {
     const char *from = NULL;
     taso_usage_t u;
     TASO_TRY(taso_usage_read(path, &u));
-    err = taso_usage_subset(&u, family, &f, &texts, &n, &from);
-    if (err == TASO_OK && from && strcmp(from, family) != 0)
+    if (zoo)
+      err = taso_usage_all(&u, &texts, &n);
+    else
+      err = taso_usage_subset(&u, family, &f, &texts, &n, &from);
+    if (err == TASO_OK && zoo)
+      snprintf(what, sizeof what, "every model's (from %s)", path);
+    else if (err == TASO_OK && from && strcmp(from, family) != 0)
       snprintf(what, sizeof what, "family %s (none in %s: the nearest model's, %s, lent)", family,
                path, from);
     else
