@@ -343,8 +343,10 @@ taso_err_t taso_rules_keep(taso_rules_t *rules, const char (*texts)[TASO_RULE_TE
     free(keep), free(hit), free(sorted);
     return taso_error(TASO_ERR_NOMEM, "rule subset");
   }
-  memcpy(sorted, texts, (size_t)TASO_RULE_TEXT * (size_t)n);
-  qsort(sorted, (size_t)n, TASO_RULE_TEXT, compare_text);
+  if (n > 0) { /* texts may be NULL when empty */
+    memcpy(sorted, texts, (size_t)TASO_RULE_TEXT * (size_t)n);
+    qsort(sorted, (size_t)n, TASO_RULE_TEXT, compare_text);
+  }
   char text[TASO_RULE_TEXT];
   for (int i = 0; i < rules->n; i++) {
     taso_rule_format(rules, i, text, sizeof text);

@@ -489,7 +489,7 @@ static taso_err_t flush(void *ctx) {
   int64_t *slots = realloc(r->slots, sizeof *slots * (size_t)(r->nlocal + 1));
   if (!slots) err = taso_error(TASO_ERR_NOMEM, "no memory for slots");
   if (slots) r->slots = slots;
-  qsort(r->local, (size_t)r->nlocal, sizeof *r->local, compare_index);
+  if (r->nlocal > 1) qsort(r->local, (size_t)r->nlocal, sizeof *r->local, compare_index);
   for (int64_t i = 0; err == TASO_OK && i < r->nlocal; i++)
     slots[i] = r->local[i].index;
   /* Collective: a rank out of memory still takes part, writing nothing. */
