@@ -273,7 +273,9 @@ static taso_err_t in_place(sel_t *s, step_t *steps, taso_call_t *calls, int n) {
 /* ---- placed concats -------------------------------------------------------- */
 
 /* Whether some step writes over a tensor of the buffer that concat step c
- * would share (its operands and result) while another of them is read. */
+ * would share (its operands and result) while another of them is read;
+ * last: each tensor's last reader (liveness's first half, which placing
+ * does not change). */
 static bool overwritten(const step_t *steps, const taso_call_t *calls, int n,
                         int c, const int *last) {
   const step_t *cs = &steps[c];
@@ -296,7 +298,7 @@ static bool overwritten(const step_t *steps, const taso_call_t *calls, int n,
  * over its own operand is made to write a buffer of its own (the cheapest
  * such call), since its result is now a slice of the concat's. */
 static taso_err_t try_place(sel_t *s, step_t *steps, taso_call_t *calls, int n, int c,
-                            const int *step_at) {
+                            const int *step_at, const int *last) {
   step_t *cs = &steps[c];
   const taso_model_t *m = s->m;
   taso_rt_config_t v = cs->cfg;
@@ -322,11 +324,8 @@ static taso_err_t try_place(sel_t *s, step_t *steps, taso_call_t *calls, int n, 
       lose += alt[a].ms - steps[prod[a]].ms;
     }
   }
-  int *last = liveness(s, steps, n);
-  if (!last) return taso_error(TASO_ERR_NOMEM, "liveness");
-  p.placed_overwritten = overwritten(steps, calls, n, c, last);
-  free(last);
   if (lose >= cs->ms) return TASO_OK;
+  p.placed_overwritten = overwritten(steps, calls, n, c, last);
   for (int k = 0; k < taso_library_ncalls(s->lib); k++) {
     const taso_lib_call_t *call = taso_library_call(s->lib, k);
     bool ok;
@@ -358,15 +357,20 @@ static taso_err_t try_place(sel_t *s, step_t *steps, taso_call_t *calls, int n, 
  * first, as the runner places them). */
 static taso_err_t place(sel_t *s, step_t *steps, taso_call_t *calls, int n) {
   int nn = s->m->graph.nnodes;
-  int *step_at = malloc(sizeof *step_at * (size_t)(nn + 1));
-  if (!step_at) return taso_error(TASO_ERR_NOMEM, "placing");
+  int *step_at = malloc(sizeof *step_at * (size_t)(nn + 1)), *last = liveness(s, steps, n);
+  if (!step_at || !last) {
+    free(step_at);
+    free(last);
+    return taso_error(TASO_ERR_NOMEM, "placing");
+  }
   for (int i = 0; i < nn; i++) step_at[i] = -1;
   for (int i = 0; i < n; i++) step_at[calls[i].node] = i;
   taso_err_t err = TASO_OK;
   for (int i = n - 1; i >= 0 && err == TASO_OK; i--)
     if (steps[i].cfg.kind == TASO_OP_CONCAT && calls[i].in_place == 0)
-      err = try_place(s, steps, calls, n, i, step_at);
+      err = try_place(s, steps, calls, n, i, step_at, last);
   free(step_at);
+  free(last);
   return err;
 }
 
