@@ -392,7 +392,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--verbose"))
       verbose = 1;
     else {
-      fprintf(stderr, "usage: %s [--dir DIR] [--backend reference|cpu|gpu] [--markdown FILE] [--verbose]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s [--dir DIR] [--backend reference|cpu|gpu] [--markdown FILE] [--verbose]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -458,8 +460,9 @@ int main(int argc, char **argv) {
     }
     print_table(f, rows, nrows, 1, dir, counted);
     if (backend)
-      fprintf(f, "\nOn the %s backend, %d of the runnable tests ran a step on the reference kernel "
-                 "(a configuration the backend does not support).\n",
+      fprintf(f,
+              "\nOn the %s backend, %d of the runnable tests ran a step on the reference kernel "
+              "(a configuration the backend does not support).\n",
               backend->name, fallback_tests);
     fprintf(f, "\nIn all: %d tests, %d passed, %d failed, %d not runnable.\n", counted, passed,
             failed, counted - passed - failed);

@@ -27,7 +27,7 @@ packages=(libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libz3-dev z3
   libdnnl-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev)
 # The test mode also brings up a single-node Slurm with its own daemons
 # and state (tests/test_slurm.sh), and reads the ONNX backend tests.
-test_packages=(slurmctld slurmd slurm-client munge libonnx-testdata python3-onnx)
+test_packages=(slurmctld slurmd slurm-client munge libonnx-testdata python3-onnx clang-format)
 
 run() {
   echo "+ $*" >&2

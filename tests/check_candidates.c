@@ -58,7 +58,9 @@ static void check(const char *spec) {
   }
   bool ok = must ? (found || implied) : !found;
   printf("%s: %s %s%s\n", ok ? "ok" : "FAIL", must ? "expected" : "excluded", spec + 1,
-         found ? " (present)" : implied ? " (implied)" : "");
+         found     ? " (present)"
+         : implied ? " (implied)"
+                   : "");
   failures += !ok;
   free(key);
   free(pattern);
@@ -85,11 +87,13 @@ int main(int argc, char **argv) {
   patterns = calloc((size_t)nrows + 1, sizeof *patterns);
   for (int64_t i = 0; i < nrows; i++) {
     char *key;
-    TASO_CHECK(taso_cand_key(&inputs, &graphs[rows[i].src], &graphs[rows[i].dst], true, &patterns[i]));
+    TASO_CHECK(
+        taso_cand_key(&inputs, &graphs[rows[i].src], &graphs[rows[i].dst], true, &patterns[i]));
     TASO_CHECK(taso_cand_key(&inputs, &graphs[rows[i].src], &graphs[rows[i].dst], false, &key));
     TASO_CHECK(taso_cand_parse(&inputs, key, &cands[ncands++]));
   }
-  for (int i = 2; i < argc; i++) check(argv[i]);
+  for (int i = 2; i < argc; i++)
+    check(argv[i]);
   int failed = failures + (test_failures > 0);
   printf("%d passed, %d failed\n", argc - 2 - failed, failed);
   for (int64_t i = 0; i < ncands; i++) {

@@ -34,19 +34,19 @@
 #include "eval.h"
 #include "match.h"
 #include "rule_guard.h"
-#include "verifier.h"
 #include "shape_cond.h"
+#include "verifier.h"
 
 typedef struct {
   int64_t rules, directions, instances, satisfying, violating, overflow;
   int64_t applied_any, failed_any, applied_checked, failed_checked;
-  int64_t refused_equal;      /* violating, refused, and the sides agree there */
-  int64_t failed_violating;   /* violating instances where any_type gave a wrong graph */
+  int64_t refused_equal;        /* violating, refused, and the sides agree there */
+  int64_t failed_violating;     /* violating instances where any_type gave a wrong graph */
   int64_t unapplied_satisfying; /* satisfying but the checked engine found nothing */
   int64_t rules_failing_any, rules_failing_checked;
   int64_t applied_guarded, failed_guarded; /* with AXIOMS: the guarded engine */
-  int64_t guarded_outside;   /* outside the relation, and the guard applied it */
-  int64_t guarded_refused_equal; /* outside, any_type right, the guard refused */
+  int64_t guarded_outside;                 /* outside the relation, and the guard applied it */
+  int64_t guarded_refused_equal;           /* outside, any_type right, the guard refused */
 } figures_t;
 
 static figures_t fig;
@@ -62,7 +62,9 @@ static uint64_t rnd(void) {
   return z ^ z >> 31;
 }
 
-static int uniform(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
+static int uniform(int lo, int hi) {
+  return lo + (int)(rnd() % (uint64_t)(hi - lo + 1));
+}
 
 /* ---- exact comparison of two graphs over one input table --------------- */
 
@@ -79,8 +81,8 @@ static void evald_free(evald_t *e) {
   memset(e, 0, sizeof *e);
 }
 
-static taso_err_t evaluate(const taso_graph_t *g, const taso_inputs_t *at, taso_rat_t *const *inputs,
-                           evald_t *e) {
+static taso_err_t evaluate(const taso_graph_t *g, const taso_inputs_t *at,
+                           taso_rat_t *const *inputs, evald_t *e) {
   e->n = g->nnodes;
   e->types = malloc(sizeof *e->types * (size_t)(2 * g->nnodes + 1));
   e->values = calloc((size_t)(2 * g->nnodes + 1), sizeof *e->values);
@@ -104,9 +106,9 @@ static bool same_output(const taso_graph_t *ga, const evald_t *a, const taso_gra
 /* ---- one instance ------------------------------------------------------- */
 
 typedef struct {
-  const taso_graph_t *host;  /* the pattern side, at the instance's shapes */
-  const taso_inputs_t *at;   /* the instance's input table */
-  taso_rat_t **inputs;       /* random values per table entry */
+  const taso_graph_t *host; /* the pattern side, at the instance's shapes */
+  const taso_inputs_t *at;  /* the instance's input table */
+  taso_rat_t **inputs;      /* random values per table entry */
   evald_t host_val;
   int results, wrong, overflow;
 } instance_t;
@@ -116,8 +118,10 @@ static taso_err_t compare_result(void *ctx, const taso_graph_t *result) {
   evald_t r = {0};
   taso_err_t err = evaluate(result, x->at, x->inputs, &r);
   x->results++;
-  if (err == TASO_ERR_OVERFLOW) x->overflow++;
-  else if (err != TASO_OK) x->wrong++; /* the result does not even type-check */
+  if (err == TASO_ERR_OVERFLOW)
+    x->overflow++;
+  else if (err != TASO_OK)
+    x->wrong++; /* the result does not even type-check */
   else
     for (int o = 0; o < x->host->noutputs; o++)
       if (!same_output(x->host, &x->host_val, result, &r, o)) {
@@ -133,13 +137,15 @@ static taso_err_t random_inputs(const taso_inputs_t *at, taso_rat_t **inputs) {
     int64_t n = taso_tensor_size(&at->v[i].type);
     inputs[i] = malloc(sizeof *inputs[i] * (size_t)(n ? n : 1));
     if (!inputs[i]) return taso_error(TASO_ERR_NOMEM, "check_shapes");
-    for (int64_t k = 0; k < n; k++) inputs[i][k] = taso_rat(uniform(-3, 3), 1);
+    for (int64_t k = 0; k < n; k++)
+      inputs[i][k] = taso_rat(uniform(-3, 3), 1);
   }
   return TASO_OK;
 }
 
 static void free_inputs(const taso_inputs_t *at, taso_rat_t **inputs) {
-  for (int i = 0; i < at->n; i++) free(inputs[i]);
+  for (int i = 0; i < at->n; i++)
+    free(inputs[i]);
 }
 
 static void shapes_text(const taso_graph_t *g, const taso_inputs_t *at, char *buf, int len) {
@@ -149,7 +155,8 @@ static void shapes_text(const taso_graph_t *g, const taso_inputs_t *at, char *bu
     if (g->nodes[i].kind != TASO_OP_INPUT) continue;
     char s[64];
     taso_shape_format(&at->v[g->nodes[i].p.input].type, s, sizeof s);
-    n += snprintf(buf + n, (size_t)(len - n), "%s%s=%s", n ? " " : "", at->v[g->nodes[i].p.input].name, s);
+    n += snprintf(buf + n, (size_t)(len - n), "%s%s=%s", n ? " " : "",
+                  at->v[g->nodes[i].p.input].name, s);
   }
 }
 
@@ -191,7 +198,8 @@ static taso_err_t run_instance(direction_t *d, const taso_inputs_t *at, bool hol
   taso_rat_t **inputs = calloc((size_t)at->n + 1, sizeof *inputs);
   if (!types || !inputs) return taso_error(TASO_ERR_NOMEM, "check_shapes");
   instance_t any = {.host = d->lhs, .at = at, .inputs = inputs}, chk = any, grd = any;
-  taso_err_t err = taso_graph_infer(d->lhs, at, types) == TASO_OK ? random_inputs(at, inputs) : TASO_ERR_SHAPE;
+  taso_err_t err =
+      taso_graph_infer(d->lhs, at, types) == TASO_OK ? random_inputs(at, inputs) : TASO_ERR_SHAPE;
   if (err == TASO_OK) err = evaluate(d->lhs, at, inputs, &any.host_val);
   if (err == TASO_ERR_SHAPE || err == TASO_ERR_OVERFLOW) {
     fig.overflow += err == TASO_ERR_OVERFLOW;
@@ -199,9 +207,11 @@ static taso_err_t run_instance(direction_t *d, const taso_inputs_t *at, bool hol
     goto done;
   }
   chk.host_val = any.host_val;
-  if (err == TASO_OK) err = taso_rewrite_all(d->lhs, types, d->lhs, d->rhs, table, true, compare_result, &any);
   if (err == TASO_OK)
-    err = taso_rewrite_all_checked(d->lhs, types, d->lhs, d->rhs, table, d->cond, compare_result, &chk);
+    err = taso_rewrite_all(d->lhs, types, d->lhs, d->rhs, table, true, compare_result, &any);
+  if (err == TASO_OK)
+    err = taso_rewrite_all_checked(d->lhs, types, d->lhs, d->rhs, table, d->cond, compare_result,
+                                   &chk);
   grd.host_val = any.host_val;
   if (err == TASO_OK && guard)
     err = taso_rewrite_all_guarded(guard, d->rule, d->dir, d->lhs, types, d->lhs, d->rhs,
@@ -221,9 +231,12 @@ static taso_err_t run_instance(direction_t *d, const taso_inputs_t *at, bool hol
   fig.unapplied_satisfying += holds && chk.results == 0;
   d->failed_any |= any.wrong > 0;
   d->failed_checked |= chk.wrong > 0;
-  if (chk.wrong) report(d, at, "FAIL (checked rewrite changed the value)");
-  else if (holds && chk.results == 0) report(d, at, "FAIL (proved relation refused)");
-  else if (any.wrong && fig.failed_violating <= 5) report(d, at, "refused, rightly (any_type is wrong here)");
+  if (chk.wrong)
+    report(d, at, "FAIL (checked rewrite changed the value)");
+  else if (holds && chk.results == 0)
+    report(d, at, "FAIL (proved relation refused)");
+  else if (any.wrong && fig.failed_violating <= 5)
+    report(d, at, "refused, rightly (any_type is wrong here)");
 done:
   if (any.host_val.types) evald_free(&any.host_val);
   free_inputs(at, inputs);
@@ -248,7 +261,8 @@ static bool used(const direction_t *d, int v) {
  * decide). */
 static void map_sizes(const direction_t *d, taso_inputs_t *at) {
   int32_t to[64];
-  for (int s = 0; s < 64; s++) to[s] = rnd() % 5 < 2 ? s : uniform(1, 9);
+  for (int s = 0; s < 64; s++)
+    to[s] = rnd() % 5 < 2 ? s : uniform(1, 9);
   for (int v = 0; v < at->n; v++)
     if (used(d, v))
       for (int a = 0; a < at->v[v].type.rank; a++)
@@ -275,8 +289,10 @@ static taso_err_t check_direction(direction_t *d, int samples) {
   int sat = 0, vio = 0;
   for (int t = 0; t < 40 * samples && err == TASO_OK && (sat < samples || vio < samples / 2); t++) {
     memcpy(at.v, table->v, sizeof *at.v * (size_t)table->n);
-    if (t % 2) move_axes(d, &at);
-    else map_sizes(d, &at);
+    if (t % 2)
+      move_axes(d, &at);
+    else
+      map_sizes(d, &at);
     err = taso_shape_cond_holds_at(d->cond, d->lhs, d->rhs, &at, &holds);
     if (err != TASO_OK || (holds ? sat >= samples : vio >= samples / 2)) continue;
     int64_t before = fig.instances;
@@ -289,7 +305,8 @@ static taso_err_t check_direction(direction_t *d, int samples) {
 
 static int operators(const taso_graph_t *g) {
   int n = 0;
-  for (int i = 0; i < g->nnodes; i++) n += g->nodes[i].kind != TASO_OP_INPUT;
+  for (int i = 0; i < g->nnodes; i++)
+    n += g->nodes[i].kind != TASO_OP_INPUT;
   return n;
 }
 
@@ -330,7 +347,8 @@ static void print_figures(double seconds) {
   if (!guard) return;
   taso_rule_guard_stats_t st;
   taso_rule_guard_stats(guard, &st);
-  printf("guarded:  applied at %" PRId64 ", wrong at %" PRId64 "; outside the relation: applied at %" PRId64
+  printf("guarded:  applied at %" PRId64 ", wrong at %" PRId64
+         "; outside the relation: applied at %" PRId64
          ", refused where any_type is right at %" PRId64 "\n",
          fig.applied_guarded, fig.failed_guarded, fig.guarded_outside, fig.guarded_refused_equal);
   printf("guard:    matches %" PRId64 ": accepted by condition %" PRId64 ", by re-proof %" PRId64

@@ -11,47 +11,45 @@
 static int test_failures;
 static int test_checks;
 
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    test_checks++;                                                             \
-    if (!(cond)) {                                                             \
-      test_failures++;                                                         \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    test_checks++;                                                                                 \
+    if (!(cond)) {                                                                                 \
+      test_failures++;                                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                     \
+    }                                                                                              \
   } while (0)
 
-#define CHECK_OK(call)                                                         \
-  do {                                                                         \
-    taso_err_t check_err_ = (call);                                            \
-    test_checks++;                                                             \
-    if (check_err_ != TASO_OK) {                                               \
-      test_failures++;                                                         \
-      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call, \
-              taso_strerror(check_err_), taso_error_detail());                 \
-    }                                                                          \
+#define CHECK_OK(call)                                                                             \
+  do {                                                                                             \
+    taso_err_t check_err_ = (call);                                                                \
+    test_checks++;                                                                                 \
+    if (check_err_ != TASO_OK) {                                                                   \
+      test_failures++;                                                                             \
+      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call,                     \
+              taso_strerror(check_err_), taso_error_detail());                                     \
+    }                                                                                              \
   } while (0)
 
-#define CHECK_ERR(call, code)                                                  \
-  do {                                                                         \
-    taso_err_t check_err_ = (call);                                            \
-    test_checks++;                                                             \
-    if (check_err_ != (code)) {                                                \
-      test_failures++;                                                         \
-      fprintf(stderr, "%s:%d: %s returned %s, expected %s (%s)\n", __FILE__,   \
-              __LINE__, #call, taso_strerror(check_err_), taso_strerror(code), \
-              taso_error_detail());                                            \
-    }                                                                          \
+#define CHECK_ERR(call, code)                                                                      \
+  do {                                                                                             \
+    taso_err_t check_err_ = (call);                                                                \
+    test_checks++;                                                                                 \
+    if (check_err_ != (code)) {                                                                    \
+      test_failures++;                                                                             \
+      fprintf(stderr, "%s:%d: %s returned %s, expected %s (%s)\n", __FILE__, __LINE__, #call,      \
+              taso_strerror(check_err_), taso_strerror(code), taso_error_detail());                \
+    }                                                                                              \
   } while (0)
 
-#define CHECK_STR(a, b)                                                        \
-  do {                                                                         \
-    const char *check_a_ = (a), *check_b_ = (b);                               \
-    test_checks++;                                                             \
-    if (strcmp(check_a_, check_b_) != 0) {                                     \
-      test_failures++;                                                         \
-      fprintf(stderr, "%s:%d: \"%s\" != \"%s\"\n", __FILE__, __LINE__,         \
-              check_a_, check_b_);                                             \
-    }                                                                          \
+#define CHECK_STR(a, b)                                                                            \
+  do {                                                                                             \
+    const char *check_a_ = (a), *check_b_ = (b);                                                   \
+    test_checks++;                                                                                 \
+    if (strcmp(check_a_, check_b_) != 0) {                                                         \
+      test_failures++;                                                                             \
+      fprintf(stderr, "%s:%d: \"%s\" != \"%s\"\n", __FILE__, __LINE__, check_a_, check_b_);        \
+    }                                                                                              \
   } while (0)
 
 typedef struct {
@@ -76,6 +74,7 @@ static inline int test_run(const test_case_t *cases, int n) {
   return failed ? 1 : 0;
 }
 
-#define TEST(fn) {#fn, fn}
+#define TEST(fn)                                                                                   \
+  { #fn, fn }
 
 #endif

@@ -22,8 +22,8 @@ static void setup(void) {
   TASO_CHECK(taso_inputs_add(&inputs, "w2", 2, w));
   TASO_CHECK(taso_inputs_add(&inputs, "i1", 4, i));
   TASO_CHECK(taso_inputs_add(&inputs, "w4", 4, k));
-  const char *names[] = {"matmul", "ewadd", "relu", "conv2d", "concat(axis=0)", "split(axis=0)",
-                         "const_imm"};
+  const char *names[] = {"matmul",         "ewadd",         "relu",     "conv2d",
+                         "concat(axis=0)", "split(axis=0)", "const_imm"};
   for (nops = 0; nops < 7; nops++)
     TASO_CHECK(taso_op_template_parse(names[nops], &ops[nops].kind, &ops[nops].p));
 }
@@ -46,7 +46,6 @@ static void set_add(set_t *s, uint64_t h) {
   }
   s->v[s->n++] = h;
 }
-
 
 /* Sorts and reports whether all distinct. */
 static bool set_distinct(set_t *s) {
@@ -74,8 +73,10 @@ static uint64_t hash_of(const taso_enum_t *e, const taso_enum_graph_t *g) {
     taso_ref_t in[3] = {-1, -1, -1};
     for (int a = 0; a < taso_ops[v->kind].arity; a++) {
       int node = TASO_REF_NODE(g->in[j][a]);
-      if (node < inputs.n) TASO_CHECK(taso_graph_add_input(&out, node, &in[a]));
-      else in[a] = map[node - inputs.n] + TASO_REF_PORT(g->in[j][a]);
+      if (node < inputs.n)
+        TASO_CHECK(taso_graph_add_input(&out, node, &in[a]));
+      else
+        in[a] = map[node - inputs.n] + TASO_REF_PORT(g->in[j][a]);
     }
     TASO_CHECK(taso_graph_add(&out, v->kind, &v->p, in, &map[j]));
   }
@@ -96,7 +97,8 @@ static uint64_t hash_of(const taso_enum_t *e, const taso_enum_graph_t *g) {
   }
   taso_graph_free(&one);
   qsort(cone, (size_t)out.noutputs, sizeof *cone, u64_cmp);
-  for (int s = 0; s < out.noutputs; s++) h = (h ^ cone[s]) * 0x100000001b3ULL + (h >> 29);
+  for (int s = 0; s < out.noutputs; s++)
+    h = (h ^ cone[s]) * 0x100000001b3ULL + (h >> 29);
   if (getenv("TEST_ENUM_DUMP")) {
     char buf[512];
     TASO_CHECK(taso_graph_canonicalize(&out));
@@ -154,8 +156,12 @@ static void brute(brute_t *b, int depth, int max) {
       for (int p = 0; p < taso_ops[b->vars[b->variant[j]].kind].outputs; p++)
         if (!consumers[TASO_REF(inputs.n + j, p)]) sinks[ns++] = TASO_REF(inputs.n + j, p);
     int32_t type_ids[BRUTE_MAX_REFS] = {0};
-    taso_enum_graph_t g = {.nops = depth, .variant = b->variant, .in = (const taso_ref_t(*)[3])b->in,
-                           .type = type_ids, .nsinks = ns, .sinks = sinks};
+    taso_enum_graph_t g = {.nops = depth,
+                           .variant = b->variant,
+                           .in = (const taso_ref_t(*)[3])b->in,
+                           .type = type_ids,
+                           .nsinks = ns,
+                           .sinks = sinks};
     set_add(&b->found, hash_of(b->e, &g));
   }
   /* The second bound is the arrays' (max never exceeds it): it lets the
@@ -211,8 +217,10 @@ static void test_matches_brute_force(void) {
     CHECK(!c.dead_op);
     brute_t b = {.e = e};
     b.vars = taso_enum_variants(e, &b.nv);
-    for (int r = 0; r < BRUTE_MAX_REFS; r++) b.types[r].rank = -1;
-    for (int i = 0; i < inputs.n; i++) b.types[TASO_REF(i, 0)] = inputs.v[i].type;
+    for (int r = 0; r < BRUTE_MAX_REFS; r++)
+      b.types[r].rank = -1;
+    for (int i = 0; i < inputs.n; i++)
+      b.types[TASO_REF(i, 0)] = inputs.v[i].type;
     tag = "B";
     brute(&b, 0, max);
     tag = "E";
@@ -268,14 +276,16 @@ static void test_shared_count_pass(void) {
         CHECK_OK(taso_enum_create(&inputs, ops, nops, max, p, parts, &e[p]));
         const int64_t *w = taso_enum_partial_weights(e[p], &m);
         CHECK(m == n);
-        for (int64_t i = 0; i < n && m == n; i++) sum[i] += w[i];
+        for (int64_t i = 0; i < n && m == n; i++)
+          sum[i] += w[i];
       }
       CHECK(!memcmp(sum, want, sizeof *sum * (size_t)n));
       /* summed in place, a part enumerates the same shards as the whole */
       memcpy(taso_enum_partial_weights(e[parts - 1], &m), sum, sizeof *sum * (size_t)n);
       CHECK(taso_enum_total(e[parts - 1]) == taso_enum_total(whole));
       CHECK(taso_enum_graphs(e[parts - 1]) == taso_enum_graphs(whole));
-      for (int p = 0; p < parts; p++) taso_enum_free(e[p]);
+      for (int p = 0; p < parts; p++)
+        taso_enum_free(e[p]);
       free(sum);
     }
     taso_enum_free(whole);
@@ -333,7 +343,8 @@ static bool cut_relu(void *ctx, const taso_enum_graph_t *g) {
 static void levels(taso_enum_t *e, int max, int parts, bool cut, visit_ctx_t *c) {
   taso_enum_visitor_t v = {.ctx = c, .visit = visit, .expand = cut ? cut_relu : NULL};
   for (int level = 1; level <= max; level++)
-    for (int p = 0; p < parts; p++) CHECK_OK(taso_enum_level(e, level, p, parts, &v));
+    for (int p = 0; p < parts; p++)
+      CHECK_OK(taso_enum_level(e, level, p, parts, &v));
 }
 
 /* A visit that also records whether a relu has a consumer placed after it
@@ -359,7 +370,8 @@ static void test_levels_partition(void) {
     levels(e, 3, parts, false, &lv);
     CHECK(lv.seen.n == whole.seen.n);
     CHECK(set_distinct(&lv.seen));
-    CHECK(lv.seen.n == whole.seen.n && !memcmp(lv.seen.v, whole.seen.v, sizeof *lv.seen.v * (size_t)lv.seen.n));
+    CHECK(lv.seen.n == whole.seen.n &&
+          !memcmp(lv.seen.v, whole.seen.v, sizeof *lv.seen.v * (size_t)lv.seen.n));
     free(lv.seen.v);
   }
   visit_ctx_t one = {.e = e}, many = {.e = e};
@@ -367,10 +379,12 @@ static void test_levels_partition(void) {
   levels(e, 3, 7, true, &many);
   CHECK(one.seen.n > 0 && one.seen.n < whole.seen.n);
   CHECK(set_distinct(&one.seen) && set_distinct(&many.seen));
-  CHECK(one.seen.n == many.seen.n && !memcmp(one.seen.v, many.seen.v, sizeof *one.seen.v * (size_t)one.seen.n));
+  CHECK(one.seen.n == many.seen.n &&
+        !memcmp(one.seen.v, many.seen.v, sizeof *one.seen.v * (size_t)one.seen.n));
   visit_ctx_t check = {.e = e};
   taso_enum_visitor_t cv = {.ctx = &check, .visit = visit_cut, .expand = cut_relu};
-  for (int level = 1; level <= 3; level++) CHECK_OK(taso_enum_level(e, level, 0, 1, &cv));
+  for (int level = 1; level <= 3; level++)
+    CHECK_OK(taso_enum_level(e, level, 0, 1, &cv));
   CHECK(!check.dead_op);
   free(check.seen.v);
   free(one.seen.v);
@@ -422,10 +436,12 @@ static void test_weights_and_identities(void) {
   TASO_CHECK(taso_inputs_add(&in, "w7", 4, k13));
   taso_op_template_t t[3];
   const char *names[] = {"conv2d", "enlarge(k=3x3)", "relu"};
-  for (int n = 0; n < 3; n++) TASO_CHECK(taso_op_template_parse(names[n], &t[n].kind, &t[n].p));
+  for (int n = 0; n < 3; n++)
+    TASO_CHECK(taso_op_template_parse(names[n], &t[n].kind, &t[n].p));
   for (int restrict_weights = 0; restrict_weights < 3; restrict_weights++) {
     /* 0: defaults; 1: weights w4, w7 only; 2: identities kept */
-    taso_enum_opts_t opts = {.weights = restrict_weights == 1 ? 6 : ~0ull, .keep_identities = restrict_weights == 2};
+    taso_enum_opts_t opts = {.weights = restrict_weights == 1 ? 6 : ~0ull,
+                             .keep_identities = restrict_weights == 2};
     taso_enum_t *e;
     CHECK_OK(taso_enum_create_opts(&in, t, 3, 3, 0, 1, &opts, &e));
     opts_ctx_t c = {.e = e, .not_weights = 1, .ninputs = in.n};
@@ -448,10 +464,10 @@ static void test_rejects_bad_limits(void) {
 
 int main(void) {
   setup();
-  const test_case_t cases[] = {TEST(test_matches_brute_force), TEST(test_shards_partition),
-                               TEST(test_shared_count_pass), TEST(test_pattern_keys),
-                               TEST(test_rejects_bad_limits),
-                               TEST(test_levels_partition), TEST(test_weights_and_identities)};
+  const test_case_t cases[] = {TEST(test_matches_brute_force),   TEST(test_shards_partition),
+                               TEST(test_shared_count_pass),     TEST(test_pattern_keys),
+                               TEST(test_rejects_bad_limits),    TEST(test_levels_partition),
+                               TEST(test_weights_and_identities)};
   int rc = test_run(cases, (int)(sizeof cases / sizeof *cases));
   taso_inputs_free(&inputs);
   return rc;

@@ -26,8 +26,7 @@ static taso_ref_t input(taso_model_t *m, const char *name, bool weight, int rank
   return r;
 }
 
-static taso_ref_t op(taso_model_t *m, taso_op_kind_t kind, taso_ref_t a, taso_ref_t b,
-                     int axis) {
+static taso_ref_t op(taso_model_t *m, taso_op_kind_t kind, taso_ref_t a, taso_ref_t b, int axis) {
   taso_params_t p = taso_params_default();
   p.axis = axis;
   taso_ref_t in[3] = {a, b, -1}, r = -1;
@@ -45,15 +44,18 @@ static const char *family_of(const char *shape) {
     y = op(&m, TASO_OP_MATMUL, x, w, 0);
     if (!strcmp(shape, "attention")) {
       taso_ref_t q = input(&m, "q", false, 3, 2, 8, 8, 0), k = input(&m, "k", false, 3, 2, 8, 8, 0);
-      CHECK_OK(taso_model_output(&m, op(&m, TASO_OP_SOFTMAX, op(&m, TASO_OP_BMM, q, k, 0), -1, 2), "a"));
+      CHECK_OK(
+          taso_model_output(&m, op(&m, TASO_OP_SOFTMAX, op(&m, TASO_OP_BMM, q, k, 0), -1, 2), "a"));
     } else if (!strcmp(shape, "gates")) {
       y = op(&m, TASO_OP_TANH, y, -1, 0);
     }
   } else {
     taso_ref_t x = input(&m, "x", false, 4, 1, 8, 6, 6);
     taso_ref_t w = input(&m, "w", true, 4, 8, 8, 3, 3), dw = input(&m, "dw", true, 4, 8, 1, 3, 3);
-    y = op(&m, TASO_OP_CONV2D, x, !strcmp(shape, "depthwise") || !strcmp(shape, "cells") ? dw : w, 0);
-    if (!strcmp(shape, "residual") || !strcmp(shape, "depthwise")) y = op(&m, TASO_OP_EWADD, y, x, 0);
+    y = op(&m, TASO_OP_CONV2D, x, !strcmp(shape, "depthwise") || !strcmp(shape, "cells") ? dw : w,
+           0);
+    if (!strcmp(shape, "residual") || !strcmp(shape, "depthwise"))
+      y = op(&m, TASO_OP_EWADD, y, x, 0);
     if (!strcmp(shape, "branches") || !strcmp(shape, "cells"))
       y = op(&m, TASO_OP_CONCAT, y, op(&m, TASO_OP_CONV2D, x, w, 0), 1);
     y = op(&m, TASO_OP_RELU, y, -1, 0);
@@ -62,7 +64,8 @@ static const char *family_of(const char *shape) {
   taso_features_t f;
   taso_model_features(&m, &f);
   double ops = 0;
-  for (int k = 0; k < TASO_OP_COUNT; k++) ops += f.v[k];
+  for (int k = 0; k < TASO_OP_COUNT; k++)
+    ops += f.v[k];
   CHECK(fabs(ops - 1) < 1e-9); /* operator kinds are fractions of the operators */
   const char *family = taso_family_of(&f);
   taso_model_free(&m);
@@ -71,9 +74,14 @@ static const char *family_of(const char *shape) {
 
 static void test_shapes(void) {
   static const char *const want[][2] = {
-      {"attention", "transformer"}, {"gates", "rnn"},          {"dense", "mlp"},
-      {"cells", "nas"},             {"depthwise", "mobile"},   {"branches", "multibranch"},
-      {"residual", "residual"},     {"plain", "cnn"},
+      {"attention", "transformer"},
+      {"gates", "rnn"},
+      {"dense", "mlp"},
+      {"cells", "nas"},
+      {"depthwise", "mobile"},
+      {"branches", "multibranch"},
+      {"residual", "residual"},
+      {"plain", "cnn"},
   };
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     const char *got = family_of(want[i][0]);
@@ -86,10 +94,14 @@ static void test_shapes(void) {
 
 static void test_builtins(void) {
   static const char *const want[][2] = {
-      {"resnet50:size=28", "residual"},  {"resnet50:bn=1,size=28", "residual"},
-      {"resnext50:size=32", "residual"}, {"nasnet_a:size=32", "nas"},
-      {"nasrnn", "rnn"},                 {"bert:layers=1", "transformer"},
-      {"inception_v3", "multibranch"},   {"squeezenet:size=32", "multibranch"},
+      {"resnet50:size=28", "residual"},
+      {"resnet50:bn=1,size=28", "residual"},
+      {"resnext50:size=32", "residual"},
+      {"nasnet_a:size=32", "nas"},
+      {"nasrnn", "rnn"},
+      {"bert:layers=1", "transformer"},
+      {"inception_v3", "multibranch"},
+      {"squeezenet:size=32", "multibranch"},
       {"mobilenet_v2:size=32", "mobile"},
   };
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
@@ -140,8 +152,12 @@ static void test_usage(void) {
   fire(&u, 1, "ewadd(x1, x2) => ewadd(x2, x1)");
   fire(&u, 2, "matmul(x1, w1) => matmul(x1, w1)");
   snprintf(u.substitutions, sizeof u.substitutions, "s.h5");
-  taso_provenance_t prov = {.tool = "test_family", .job_path = "", .job_text = "", .ranks = 1,
-                            .threads = 1, .start_time = "2026-11-27T00:00:00Z"};
+  taso_provenance_t prov = {.tool = "test_family",
+                            .job_path = "",
+                            .job_text = "",
+                            .ranks = 1,
+                            .threads = 1,
+                            .start_time = "2026-11-27T00:00:00Z"};
   CHECK_OK(taso_usage_write(&u, path, &prov));
   taso_usage_t back;
   CHECK_OK(taso_usage_read(path, &back));

@@ -1,8 +1,8 @@
 /* Fingerprints pair equal graphs and tell apart unequal ones. */
-#include <stdlib.h>
 #include "fingerprint.h"
 #include "memo.h"
 #include "test.h"
+#include <stdlib.h>
 
 static taso_inputs_t inputs;
 static taso_fp_inputs_t rnd;
@@ -10,10 +10,13 @@ static taso_fp_inputs_t rnd;
 static void setup(void) {
   int32_t x[2] = {2, 4}, w[2] = {4, 4}, i[4] = {2, 4, 5, 5}, w4[4] = {4, 4, 3, 3};
   const char *names2[] = {"x1", "x2", "x3"}, *wn[] = {"w1", "w2"}, *cw[] = {"w4", "w5"};
-  for (int k = 0; k < 3; k++) TASO_CHECK(taso_inputs_add(&inputs, names2[k], 2, x));
-  for (int k = 0; k < 2; k++) TASO_CHECK(taso_inputs_add(&inputs, wn[k], 2, w));
+  for (int k = 0; k < 3; k++)
+    TASO_CHECK(taso_inputs_add(&inputs, names2[k], 2, x));
+  for (int k = 0; k < 2; k++)
+    TASO_CHECK(taso_inputs_add(&inputs, wn[k], 2, w));
   TASO_CHECK(taso_inputs_add(&inputs, "i1", 4, i));
-  for (int k = 0; k < 2; k++) TASO_CHECK(taso_inputs_add(&inputs, cw[k], 4, w4));
+  for (int k = 0; k < 2; k++)
+    TASO_CHECK(taso_inputs_add(&inputs, cw[k], 4, w4));
   TASO_CHECK(taso_fp_inputs_init(&rnd, &inputs, 42));
 }
 
@@ -85,7 +88,8 @@ static void test_seed_determinism(void) {
   for (int s = 0; s < TASO_FP_SETS; s++) {
     CHECK(memcmp(again.values[s], rnd.values[s], sizeof(taso_fp_t) * n) == 0);
     CHECK(memcmp(other.values[s], rnd.values[s], sizeof(taso_fp_t) * n) != 0);
-    for (int64_t e = 0; e < n; e++) CHECK(rnd.values[s][e] < TASO_P61);
+    for (int64_t e = 0; e < n; e++)
+      CHECK(rnd.values[s][e] < TASO_P61);
   }
   CHECK(memcmp(rnd.values[0], rnd.values[1], sizeof(taso_fp_t) * n) != 0);
   taso_fp_inputs_free(&again);
@@ -150,8 +154,8 @@ static void test_memo_holds(void) {
 int main(void) {
   setup();
   test_case_t cases[] = {TEST(test_known_substitutions), TEST(test_distinct),
-                         TEST(test_seed_determinism), TEST(test_field),
-                         TEST(test_max_model), TEST(test_memo_holds)};
+                         TEST(test_seed_determinism),    TEST(test_field),
+                         TEST(test_max_model),           TEST(test_memo_holds)};
   int rc = test_run(cases, sizeof cases / sizeof *cases);
   taso_fp_inputs_free(&rnd);
   taso_inputs_free(&inputs);

@@ -9,8 +9,10 @@ static taso_inputs_t inputs;
 static void setup(void) {
   int32_t x[2] = {2, 4}, w[2] = {4, 4}, i[4] = {2, 4, 5, 5}, w4[4] = {4, 4, 3, 3};
   const char *xs[] = {"x1", "x2", "x3"}, *ws[] = {"w1", "w2", "w3"};
-  for (int k = 0; k < 3; k++) TASO_CHECK(taso_inputs_add(&inputs, xs[k], 2, x));
-  for (int k = 0; k < 3; k++) TASO_CHECK(taso_inputs_add(&inputs, ws[k], 2, w));
+  for (int k = 0; k < 3; k++)
+    TASO_CHECK(taso_inputs_add(&inputs, xs[k], 2, x));
+  for (int k = 0; k < 3; k++)
+    TASO_CHECK(taso_inputs_add(&inputs, ws[k], 2, w));
   TASO_CHECK(taso_inputs_add(&inputs, "i1", 4, i));
   TASO_CHECK(taso_inputs_add(&inputs, "w4", 4, w4));
   TASO_CHECK(taso_inputs_add(&inputs, "w5", 4, w4));
@@ -40,14 +42,16 @@ static void test_round_trip(void) {
   round_trip("ewadd(conv2d(i1, w4), conv2d(i1, w5))", "ewadd(conv2d(i1, w4), conv2d(i1, w5))");
   round_trip("  ewadd( conv2d(i1,w4) ,conv2d(i1 , w5))", "ewadd(conv2d(i1, w4), conv2d(i1, w5))");
   round_trip("conv2d(s=1x1, pad=same, act=none, i1, w4)", "conv2d(i1, w4)");
-  round_trip("conv2d(act=relu, pad=valid, s=2x1, i1, w4)", "conv2d(s=2x1, pad=valid, act=relu, i1, w4)");
+  round_trip("conv2d(act=relu, pad=valid, s=2x1, i1, w4)",
+             "conv2d(s=2x1, pad=valid, act=relu, i1, w4)");
   round_trip("concat(axis=1, x1, x2)", "concat(1, x1, x2)");
   round_trip("split0(1, concat(1, x1, x2)), split1(1, concat(1, x1, x2))",
              "split0(1, concat(1, x1, x2)), split1(1, concat(1, x1, x2))");
   round_trip("transpose(layout=view, x1)", "transpose(layout=view, x1)");
   round_trip("transpose(layout=materialized, x1)", "transpose(x1)");
   round_trip("pool_max(pad=valid, k=3x3, i1)", "pool_max(k=3x3, pad=valid, i1)");
-  round_trip("conv2d(i1, const_pool(k=3x3, shape=4x1x3x3))", "conv2d(i1, const_pool(k=3x3, shape=4x1x3x3))");
+  round_trip("conv2d(i1, const_pool(k=3x3, shape=4x1x3x3))",
+             "conv2d(i1, const_pool(k=3x3, shape=4x1x3x3))");
   round_trip("smul(matmul(x1, w1), s0)", "smul(matmul(x1, w1), s0)");
   round_trip("matmul(act=relu, x1, ewadd(w1, const_imm(shape=4x4)))",
              "matmul(act=relu, x1, ewadd(w1, const_imm(shape=4x4)))");
@@ -61,7 +65,8 @@ static void test_hash_consing(void) {
   CHECK_OK(taso_graph_parse("ewadd(relu(x1), relu(x1))", &inputs, &g));
   CHECK(g.nnodes == 3);
   /* both outputs of one split node */
-  CHECK_OK(taso_graph_parse("split0(0, concat(0, x1, x2)), split1(0, concat(0, x1, x2))", &inputs, &g));
+  CHECK_OK(
+      taso_graph_parse("split0(0, concat(0, x1, x2)), split1(0, concat(0, x1, x2))", &inputs, &g));
   CHECK(g.nnodes == 4 && g.noutputs == 2);
   CHECK(TASO_REF_NODE(g.outputs[0]) == TASO_REF_NODE(g.outputs[1]));
   CHECK(TASO_REF_PORT(g.outputs[0]) == 0 && TASO_REF_PORT(g.outputs[1]) == 1);
@@ -183,8 +188,10 @@ static void test_struct_hash(void) {
   taso_graph_struct_hash_all(&a, ha);
   taso_graph_struct_hash_all(&b, hb);
   int ma = -1, mb = -1;
-  for (int i = 0; i < a.nnodes; i++) ma = a.nodes[i].kind == TASO_OP_MATMUL ? i : ma;
-  for (int i = 0; i < b.nnodes; i++) mb = b.nodes[i].kind == TASO_OP_MATMUL ? i : mb;
+  for (int i = 0; i < a.nnodes; i++)
+    ma = a.nodes[i].kind == TASO_OP_MATMUL ? i : ma;
+  for (int i = 0; i < b.nnodes; i++)
+    mb = b.nodes[i].kind == TASO_OP_MATMUL ? i : mb;
   CHECK(ma >= 0 && mb >= 0 && ha[ma] == hb[mb]);
   CHECK(taso_node_struct_hash(taso_node_params_hash(&a.nodes[ma]), &a.nodes[ma], ha) == ha[ma]);
   taso_graph_free(&a);
@@ -235,7 +242,8 @@ static void test_subst_and_templates(void) {
   taso_op_kind_t kind;
   taso_params_t p;
   CHECK_OK(taso_op_template_parse("conv2d(act=relu)", &kind, &p));
-  CHECK(kind == TASO_OP_CONV2D && p.act == TASO_ACT_RELU && p.stride[0] == 1 && p.pad == TASO_PAD_SAME);
+  CHECK(kind == TASO_OP_CONV2D && p.act == TASO_ACT_RELU && p.stride[0] == 1 &&
+        p.pad == TASO_PAD_SAME);
   CHECK_OK(taso_op_template_parse("matmul", &kind, &p));
   CHECK(kind == TASO_OP_MATMUL);
   CHECK_OK(taso_op_template_parse("const_pool(k=3x3)", &kind, &p)); /* shape comes later */
@@ -265,9 +273,9 @@ static void test_inputs(void) {
 
 int main(void) {
   setup();
-  test_case_t cases[] = {TEST(test_round_trip), TEST(test_hash_consing), TEST(test_index),
-                         TEST(test_canonical_order), TEST(test_struct_hash),
-                         TEST(test_errors), TEST(test_subst_and_templates), TEST(test_inputs)};
+  test_case_t cases[] = {TEST(test_round_trip),          TEST(test_hash_consing), TEST(test_index),
+                         TEST(test_canonical_order),     TEST(test_struct_hash),  TEST(test_errors),
+                         TEST(test_subst_and_templates), TEST(test_inputs)};
   int rc = test_run(cases, sizeof cases / sizeof *cases);
   taso_inputs_free(&inputs);
   return rc;

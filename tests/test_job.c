@@ -57,7 +57,8 @@ static bool has_shape(const taso_job_t *job, const char *name, int rank, int32_t
 
 static int count_kind(const taso_job_t *job, taso_op_kind_t kind) {
   int n = 0;
-  for (int i = 0; i < job->nops; i++) n += job->ops[i].kind == kind;
+  for (int i = 0; i < job->nops; i++)
+    n += job->ops[i].kind == kind;
   return n;
 }
 
@@ -157,7 +158,8 @@ static void test_workstation(void) {
   check_original_space(&job);
   CHECK(job.max_ops == 3);
   CHECK(job.nsizes == 2 && job.sizes[0] == 1 && job.sizes[1] == 2);
-  CHECK_STR(job.method, "representatives"); /* the exhaustive set derives from it (bench/derive.sh) */
+  CHECK_STR(job.method,
+            "representatives"); /* the exhaustive set derives from it (bench/derive.sh) */
   taso_job_free(&job);
 }
 
@@ -169,7 +171,8 @@ static void test_paper(void) {
   check_original_space(&paper);
   CHECK(paper.max_ops == 4);
   CHECK(paper.nsizes == 4);
-  for (int i = 0; i < 4 && i < paper.nsizes; i++) CHECK(paper.sizes[i] == i + 1);
+  for (int i = 0; i < 4 && i < paper.nsizes; i++)
+    CHECK(paper.sizes[i] == i + 1);
   /* The same space as workstation.ini, in the same order. */
   CHECK(paper.nops == ws.nops && memcmp(paper.ops, ws.ops, sizeof ws.ops[0] * ws.nops) == 0);
   CHECK(paper.inputs.n == ws.inputs.n);
@@ -234,24 +237,24 @@ static void test_optimize(void) {
 
 static void test_values(void) {
   taso_job_t job;
-  const char *path = write_file("values.ini",
-                                "; a comment\n"
-                                "[job]\n"
-                                "name = v-1.b\n"
-                                "seed = 18446744073709551615\n"
-                                "[generate]\n"
-                                "max_ops = 8\n"
-                                "operators =\n"
-                                "    conv2d( s = 2x2 , act = relu )  pool_max(k=3x3,pad=valid)\n"
-                                "\n"
-                                "# comments and blank lines do not end a value\n"
-                                "    concat(axis=3)\n"
-                                "[verify]\n"
-                                "timeout = 0.25\n"
-                                "axioms = /tmp/ax\n"
-                                "[validate]\n"
-                                "sizes = 16, 3 ,1\n"
-                                "timeout = 1e3\n");
+  const char *path =
+      write_file("values.ini", "; a comment\n"
+                               "[job]\n"
+                               "name = v-1.b\n"
+                               "seed = 18446744073709551615\n"
+                               "[generate]\n"
+                               "max_ops = 8\n"
+                               "operators =\n"
+                               "    conv2d( s = 2x2 , act = relu )  pool_max(k=3x3,pad=valid)\n"
+                               "\n"
+                               "# comments and blank lines do not end a value\n"
+                               "    concat(axis=3)\n"
+                               "[verify]\n"
+                               "timeout = 0.25\n"
+                               "axioms = /tmp/ax\n"
+                               "[validate]\n"
+                               "sizes = 16, 3 ,1\n"
+                               "timeout = 1e3\n");
   CHECK_OK(taso_job_load(path, &job));
   CHECK_STR(job.name, "v-1.b");
   CHECK(job.seed == UINT64_MAX);
@@ -294,8 +297,7 @@ static void test_parse_sizes(void) {
 static void test_syntax_errors(void) {
   expect_error("noeq.ini", "[job]\nname = t\nthis line has no equals sign\n", TASO_ERR_PARSE, 3,
                "expected 'key = value'");
-  expect_error("unclosed.ini", "# a job\n[job\nname = t\n", TASO_ERR_PARSE, 2,
-               "no closing ']'");
+  expect_error("unclosed.ini", "# a job\n[job\nname = t\n", TASO_ERR_PARSE, 2, "no closing ']'");
   expect_error("nosection.ini", "seed = 3\n[job]\n", TASO_ERR_PARSE, 1, "before any [section]");
   /* A syntax error is reported even when a bad key comes first... */
   expect_error("order1.ini", "[job]\nfoo = 1\nbroken line\n", TASO_ERR_UNKNOWN, 2,
@@ -308,8 +310,8 @@ static void test_syntax_errors(void) {
 }
 
 static void test_unknown_names(void) {
-  expect_error("key.ini", "[job]\nseed = 2\n\n[generate]\nmax_ops = 2\nfoo = 1\n",
-               TASO_ERR_UNKNOWN, 6, "unknown key 'foo' in section [generate]");
+  expect_error("key.ini", "[job]\nseed = 2\n\n[generate]\nmax_ops = 2\nfoo = 1\n", TASO_ERR_UNKNOWN,
+               6, "unknown key 'foo' in section [generate]");
   expect_error("section.ini", "[job]\nseed = 2\n[bogus]\nx = 1\n", TASO_ERR_UNKNOWN, 4,
                "unknown section [bogus]");
   expect_error("operator.ini",
@@ -337,19 +339,16 @@ static void test_bad_values(void) {
   expect_error("twice.ini", "[generate]\nmax_ops = 2\nmax_ops = 3\n", TASO_ERR_PARSE, 3,
                "second value");
   expect_error("cont.ini", "[generate]\nmax_ops = 2\n   3\n", TASO_ERR_PARSE, 3, NULL);
-  expect_error("dupinput.ini", "[inputs]\nx1 = 2x4\nx2 = 4\nx1 = 2\n", TASO_ERR_PARSE, 4,
-               "twice");
+  expect_error("dupinput.ini", "[inputs]\nx1 = 2x4\nx2 = 4\nx1 = 2\n", TASO_ERR_PARSE, 4, "twice");
   expect_error("opname.ini", "[inputs]\nrelu = 2x4\n", TASO_ERR_PARSE, 2, "relu");
   expect_error("badname.ini", "[inputs]\n1x = 2x4\n", TASO_ERR_PARSE, 2, NULL);
   expect_error("jobname.ini", "[job]\nname = a b\n", TASO_ERR_PARSE, 2, NULL);
   expect_error("paren.ini", "[generate]\noperators = relu conv2d(act=relu\n", TASO_ERR_PARSE, 2,
                "parentheses");
-  expect_error("paren2.ini", "[generate]\noperators = relu)\n", TASO_ERR_PARSE, 2,
-               "parentheses");
+  expect_error("paren2.ini", "[generate]\noperators = relu)\n", TASO_ERR_PARSE, 2, "parentheses");
   expect_error("duptemplate.ini", "[generate]\noperators = conv2d relu\n  conv2d(act=none)\n",
                TASO_ERR_PARSE, 3, "conv2d(act=none)");
-  expect_error("nokernel.ini", "[generate]\noperators = pool_avg\n", TASO_ERR_PARSE, 2,
-               "pool_avg");
+  expect_error("nokernel.ini", "[generate]\noperators = pool_avg\n", TASO_ERR_PARSE, 2, "pool_avg");
 }
 
 static void test_missing_file(void) {
@@ -370,13 +369,14 @@ int main(void) {
     return 1;
   }
   static const test_case_t cases[] = {
-      TEST(test_smoke),       TEST(test_workstation),   TEST(test_paper),
-      TEST(test_defaults),    TEST(test_values),        TEST(test_parse_sizes),
+      TEST(test_smoke),         TEST(test_workstation),   TEST(test_paper),
+      TEST(test_defaults),      TEST(test_values),        TEST(test_parse_sizes),
       TEST(test_syntax_errors), TEST(test_unknown_names), TEST(test_bad_values),
-      TEST(test_missing_file), TEST(test_optimize),
+      TEST(test_missing_file),  TEST(test_optimize),
   };
   int rc = test_run(cases, (int)(sizeof cases / sizeof cases[0]));
-  for (int i = 0; i < nwritten; i++) remove(written[i]);
+  for (int i = 0; i < nwritten; i++)
+    remove(written[i]);
   rmdir(tmpdir);
   return rc;
 }

@@ -77,9 +77,9 @@ static void test_text_round_trip(void) {
     taso_graph_free(&g);
   }
   /* Impossible shapes and bad parameters are refused with the operator. */
-  const char *bad[] = {"permute(perm=0x1x1x3, x)", "split_at0(1, at=3, x)",
-                       "reshape(shape=7x16, x)", "add(x, q)", "batchnorm(x, x, c)",
-                       "clip(min=1, x)", "conv2d(pad=3x0x0x0, x, w)"};
+  const char *bad[] = {
+      "permute(perm=0x1x1x3, x)", "split_at0(1, at=3, x)", "reshape(shape=7x16, x)",   "add(x, q)",
+      "batchnorm(x, x, c)",       "clip(min=1, x)",        "conv2d(pad=3x0x0x0, x, w)"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     taso_graph_t g;
     taso_graph_init(&g);
@@ -102,19 +102,22 @@ static void test_eval(void) {
   CHECK_OK(taso_inputs_add(&in, "b", 1, b));
   CHECK_OK(taso_inputs_add(&in, "y", 4, y));
   double xv[6] = {1, -2, 3, -4, 5, -6}, bv[3] = {10, 20, 30}, yv[12];
-  for (int i = 0; i < 12; i++) yv[i] = i;
+  for (int i = 0; i < 12; i++)
+    yv[i] = i;
   double *vals[3] = {xv, bv, yv};
   taso_tensor_t t;
 
   double *r = eval_text("add(x, b)", &in, vals, &t); /* broadcast over rows */
   double want_add[6] = {11, 18, 33, 6, 25, 24};
-  for (int i = 0; r && i < 6; i++) CHECK(r[i] == want_add[i]);
+  for (int i = 0; r && i < 6; i++)
+    CHECK(r[i] == want_add[i]);
   free(r);
 
   r = eval_text("permute(perm=1x0, x)", &in, vals, &t);
   double want_perm[6] = {1, -4, -2, 5, 3, -6};
   CHECK(t.dim[0] == 3 && t.dim[1] == 2);
-  for (int i = 0; r && i < 6; i++) CHECK(r[i] == want_perm[i]);
+  for (int i = 0; r && i < 6; i++)
+    CHECK(r[i] == want_perm[i]);
   free(r);
 
   r = eval_text("permute(perm=0x2x3x1, y)", &in, vals, &t); /* NCHW -> NHWC */
@@ -122,7 +125,8 @@ static void test_eval(void) {
   /* out[0,h,w,c] = y[0,c,h,w] = c*6 + h*3 + w */
   for (int h = 0; r && h < 2; h++)
     for (int w = 0; w < 3; w++)
-      for (int c = 0; c < 2; c++) CHECK(r[(h * 3 + w) * 2 + c] == c * 6 + h * 3 + w);
+      for (int c = 0; c < 2; c++)
+        CHECK(r[(h * 3 + w) * 2 + c] == c * 6 + h * 3 + w);
   free(r);
 
   r = eval_text("softmax(1, x)", &in, vals, &t);
@@ -135,16 +139,19 @@ static void test_eval(void) {
 
   r = eval_text("split_at1(3, at=1, y)", &in, vals, &t); /* the last two columns */
   CHECK(t.dim[3] == 2);
-  for (int i = 0; r && i < 4; i++) CHECK(r[2 * i] == 3 * i + 1 && r[2 * i + 1] == 3 * i + 2);
+  for (int i = 0; r && i < 4; i++)
+    CHECK(r[2 * i] == 3 * i + 1 && r[2 * i + 1] == 3 * i + 2);
   free(r);
 
   r = eval_text("clip(min=-1, max=4, sigmoid(x))", &in, vals, &t);
-  for (int i = 0; r && i < 6; i++) CHECK(fabs(r[i] - 1 / (1 + exp(-xv[i]))) < 1e-12);
+  for (int i = 0; r && i < 6; i++)
+    CHECK(fabs(r[i] - 1 / (1 + exp(-xv[i]))) < 1e-12);
   free(r);
 
   r = eval_text("clip(min=-3, max=4, x)", &in, vals, &t);
   double want_clip[6] = {1, -2, 3, -3, 4, -3};
-  for (int i = 0; r && i < 6; i++) CHECK(r[i] == want_clip[i]);
+  for (int i = 0; r && i < 6; i++)
+    CHECK(r[i] == want_clip[i]);
   free(r);
 
   /* exclude_pad: a 3x3 average at a corner of a 3x3 image divides by the 4
@@ -155,7 +162,8 @@ static void test_eval(void) {
   double iv[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
   double *v2[1] = {iv};
   r = eval_text("pool_avg(k=3x3, pad=1x1x1x1, exclude_pad=1, i)", &in2, v2, &t);
-  for (int k = 0; r && k < 9; k++) CHECK(fabs(r[k] - 1) < 1e-12);
+  for (int k = 0; r && k < 9; k++)
+    CHECK(fabs(r[k] - 1) < 1e-12);
   free(r);
   r = eval_text("pool_avg(k=3x3, pad=1x1x1x1, i)", &in2, v2, &t);
   CHECK(r && fabs(r[0] - 4.0 / 9) < 1e-12 && fabs(r[4] - 1) < 1e-12);
@@ -193,7 +201,8 @@ static double *run(taso_model_t *m, int64_t *n) {
     else
       taso_model_random_input(m, i, 99, f);
     inputs[i] = malloc(sizeof(double) * (size_t)size);
-    for (int64_t k = 0; k < size; k++) inputs[i][k] = f[k];
+    for (int64_t k = 0; k < size; k++)
+      inputs[i][k] = f[k];
     free(f);
   }
   double **v = calloc((size_t)2 * m->graph.nnodes, sizeof *v);
@@ -204,7 +213,8 @@ static double *run(taso_model_t *m, int64_t *n) {
   v[o] = NULL;
   taso_values_free((void **)v, 2 * m->graph.nnodes);
   free(v);
-  for (int i = 0; i < m->inputs.n; i++) free(inputs[i]);
+  for (int i = 0; i < m->inputs.n; i++)
+    free(inputs[i]);
   free(inputs);
   return res;
 }
@@ -240,7 +250,8 @@ static void test_fold_and_h5(void) {
   CHECK(flops == 2.0 * 2 * 3 * 4);
   double *after = run(&folded, &n2);
   CHECK(n1 == 6 && n2 == 6);
-  for (int i = 0; before && after && i < 6; i++) CHECK(fabs(before[i] - after[i]) < 1e-6);
+  for (int i = 0; before && after && i < 6; i++)
+    CHECK(fabs(before[i] - after[i]) < 1e-6);
 
   char path[] = "/tmp/test_model_XXXXXX.h5";
   int fd = mkstemps(path, 3);
@@ -269,7 +280,8 @@ static void test_fold_and_h5(void) {
                    sizeof(float) * (size_t)taso_tensor_size(&m.inputs.v[i].type)) == 0);
   }
   double *again = run(&back, &n3);
-  for (int i = 0; again && after && i < 6; i++) CHECK(fabs(again[i] - after[i]) < 1e-6);
+  for (int i = 0; again && after && i < 6; i++)
+    CHECK(fabs(again[i] - after[i]) < 1e-6);
   /* A truncated file is refused with its name. */
   FILE *f = fopen(path, "r+");
   CHECK(f != NULL);

@@ -205,9 +205,14 @@ static void test_overrides(void) {
   /* bn=1: a chmul and a chadd after each of the body's 52 convolutions,
    * a ReLU after each normalized one that had it fused, the same output;
    * its scales are seeded near 1 and its shifts near 0 */
-  const expected_t bn = {"resnet50", "1x2048x2x2", 224,
-                         {{TASO_OP_CONV2D, 52}, {TASO_OP_CHMUL, 52}, {TASO_OP_CHADD, 52},
-                          {TASO_OP_EWADD, 16}, {TASO_OP_RELU, 52}}};
+  const expected_t bn = {"resnet50",
+                         "1x2048x2x2",
+                         224,
+                         {{TASO_OP_CONV2D, 52},
+                          {TASO_OP_CHMUL, 52},
+                          {TASO_OP_CHADD, 52},
+                          {TASO_OP_EWADD, 16},
+                          {TASO_OP_RELU, 52}}};
   CHECK_OK(load("resnet50", "size=14,bn=1", &m));
   check_counts(&bn, &m);
   CHECK_STR(m.graph.noutputs ? output_shape(&m, 0, shape, sizeof shape) : "", "1x2048x2x2");

@@ -69,7 +69,8 @@ static result_t run(const char *text, int out) {
   for (int i = 0; i < inputs.n; i++) {
     int64_t size = taso_tensor_size(&inputs.v[i].type);
     in[i] = malloc(sizeof **in * size);
-    for (int64_t e = 0; e < size; e++) in[i][e] = taso_rat(input_value(i, e), 1);
+    for (int64_t e = 0; e < size; e++)
+      in[i][e] = taso_rat(input_value(i, e), 1);
   }
   CHECK_OK(taso_eval_graph_rational(&ctx, &g, types, in, values));
   taso_ref_t ref = g.outputs[out];
@@ -165,8 +166,10 @@ static void test_window_formula(void) {
   int32_t before;
   CHECK(taso_window_out(5, 3, 1, TASO_PAD_SAME, &before) == 5 && before == 1);
   CHECK(taso_window_out(5, 3, 2, TASO_PAD_SAME, &before) == 3 && before == 1);
-  CHECK(taso_window_out(4, 3, 2, TASO_PAD_SAME, &before) == 2 && before == 0); /* p = 1: 0 before, 1 after */
-  CHECK(taso_window_out(6, 4, 1, TASO_PAD_SAME, &before) == 6 && before == 1); /* p = 3: 1 before, 2 after */
+  CHECK(taso_window_out(4, 3, 2, TASO_PAD_SAME, &before) == 2 &&
+        before == 0); /* p = 1: 0 before, 1 after */
+  CHECK(taso_window_out(6, 4, 1, TASO_PAD_SAME, &before) == 6 &&
+        before == 1); /* p = 3: 1 before, 2 after */
   CHECK(taso_window_out(5, 1, 2, TASO_PAD_SAME, &before) == 3 && before == 0);
   CHECK(taso_window_out(1, 3, 2, TASO_PAD_SAME, &before) == 1 && before == 1);
   CHECK(taso_window_out(5, 3, 2, TASO_PAD_VALID, &before) == 2 && before == 0);
@@ -192,7 +195,7 @@ static void test_conv2d(void) {
   int64_t grouped[] = {1 * 1 + 2 * 10, 3 * 100 + 4 * 1000};
   expect_ints("conv2d(g, gw)", grouped, 2);
   expect_shape("conv2d(g, gw)", "1x2x1x1");
-  expect_bad_shape("conv2d(x, gw)");          /* 1 channel, weight wants 2 */
+  expect_bad_shape("conv2d(x, gw)");           /* 1 channel, weight wants 2 */
   expect_bad_shape("conv2d(pad=valid, p, k)"); /* 3x3 kernel on 1x1 VALID */
   expect_bad_shape("conv2d(a, b)");
   /* output channels not a multiple of groups: 4 channels, weight [3,2,1,1] */
@@ -254,7 +257,8 @@ static void test_enlarge_constants(void) {
   expect_bad_shape("enlarge(k=1x1, q)");
   result_t r = run("const_pool(k=3x3, shape=2x1x3x3)", 0);
   CHECK(r.n == 18);
-  for (int64_t i = 0; i < r.n; i++) CHECK(r.v[i].num == 1 && r.v[i].den == 9);
+  for (int64_t i = 0; i < r.n; i++)
+    CHECK(r.v[i].num == 1 && r.v[i].den == 9);
   free(r.v);
   int64_t ic[2 * 2 * 9] = {0};
   ic[(0 * 2 + 0) * 9 + 4] = 1;
@@ -269,10 +273,10 @@ static void test_enlarge_constants(void) {
   expect_bad_shape("const_imm(shape=2x3)");
   /* identities the axioms rely on, checked numerically */
   int64_t xv[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-  expect_ints("conv2d(x, const_iconv(k=3x3, shape=1x1x3x3))", xv, 9);  /* A39 */
+  expect_ints("conv2d(x, const_iconv(k=3x3, shape=1x1x3x3))", xv, 9); /* A39 */
   int64_t mv[] = {1, 2, 3, 4, 5, 6};
   expect_ints("matmul(m, const_imm(shape=2x2))", mv, 6); /* A40 */
-  expect_ints("ewmul(m, const_one(shape=3x2))", mv, 6);   /* A41 */
+  expect_ints("ewmul(m, const_one(shape=3x2))", mv, 6);  /* A41 */
 }
 
 static void test_split_trees(void) {
@@ -393,10 +397,15 @@ static void test_registry_complete(void) {
 
 int main(void) {
   setup();
-  test_case_t cases[] = {TEST(test_elementwise), TEST(test_transpose_matmul),
-                         TEST(test_window_formula), TEST(test_conv2d), TEST(test_pool),
-                         TEST(test_concat_split), TEST(test_enlarge_constants),
-                         TEST(test_split_trees), TEST(test_instantiations_agree),
+  test_case_t cases[] = {TEST(test_elementwise),
+                         TEST(test_transpose_matmul),
+                         TEST(test_window_formula),
+                         TEST(test_conv2d),
+                         TEST(test_pool),
+                         TEST(test_concat_split),
+                         TEST(test_enlarge_constants),
+                         TEST(test_split_trees),
+                         TEST(test_instantiations_agree),
                          TEST(test_registry_complete)};
   int rc = test_run(cases, sizeof cases / sizeof *cases);
   taso_inputs_free(&inputs);

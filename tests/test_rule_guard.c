@@ -173,8 +173,8 @@ static void test_shared_verdicts(void) {
   taso_rule_guard_stats(r.g, &s);
   CHECK(s.proofs == 0 && s.matches == 0);
   bool verdict = false;
-  CHECK_OK(taso_rule_guard_decide(other.g, q[0].rule, q[0].dir, &other.lhs, &other.rhs,
-                                  q[0].types, &verdict));
+  CHECK_OK(taso_rule_guard_decide(other.g, q[0].rule, q[0].dir, &other.lhs, &other.rhs, q[0].types,
+                                  &verdict));
   CHECK(verdict);
   CHECK_OK(taso_rule_guard_put_verdict(r.g, q[0].key, q[0].len, verdict));
   taso_rule_guard_set_probe(r.g, false);

@@ -32,7 +32,8 @@ static taso_rt_config_t config(taso_op_kind_t kind, const taso_params_t *p, int 
   cfg.p = p ? *p : taso_params_default();
   cfg.nin = n;
   cfg.nout = taso_ops[kind].outputs;
-  for (int i = 0; i < n; i++) cfg.in[i] = in[i];
+  for (int i = 0; i < n; i++)
+    cfg.in[i] = in[i];
   CHECK_OK(taso_op_infer(kind, &cfg.p, in, cfg.out));
   return cfg;
 }
@@ -55,8 +56,8 @@ static void fill(float *x, int64_t n, uint64_t seed) {
 /* Runs cfg on one backend with the given host operands; results to host. */
 static bool sum_in_place; /* run_on passes the summand's buffer as the output */
 
-static taso_err_t run_on(const taso_backend_t *be, taso_rt_ctx_t *ctx,
-                         const taso_rt_config_t *cfg, float **host_in, float **host_out) {
+static taso_err_t run_on(const taso_backend_t *be, taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg,
+                         float **host_in, float **host_out) {
   void *in[TASO_RT_MAX_IN] = {0}, *out[2] = {0};
   taso_rt_kernel_t *k = NULL;
   taso_err_t err = be->prepare(ctx, cfg, &k);
@@ -130,7 +131,8 @@ static taso_err_t compare_one(const char *what, taso_rt_config_t config_copy) {
   } else if (err != TASO_ERR_UNSUPPORTED) {
     fprintf(stderr, "%s: %s\n", what, taso_error_detail());
   }
-  for (int i = 0; i < cfg->nin; i++) free(in[i]);
+  for (int i = 0; i < cfg->nin; i++)
+    free(in[i]);
   for (int o = 0; o < cfg->nout; o++) {
     free(want[o]);
     free(got[o]);
@@ -158,7 +160,8 @@ static void test_conv2d(void) {
   AGREE("conv bias+sum+relu", fused(c, TASO_FUSE_BIAS | TASO_FUSE_SUM | TASO_FUSE_RELU, 16));
   AGREE("conv sum", fused(c, TASO_FUSE_SUM, 16));
   sum_in_place = true;
-  AGREE("conv bias+sum+relu in place", fused(c, TASO_FUSE_BIAS | TASO_FUSE_SUM | TASO_FUSE_RELU, 16));
+  AGREE("conv bias+sum+relu in place",
+        fused(c, TASO_FUSE_BIAS | TASO_FUSE_SUM | TASO_FUSE_RELU, 16));
   sum_in_place = false;
   c.layout = TASO_RT_BLOCKED;
   AGREE("conv blocked", c);
@@ -279,7 +282,8 @@ static void test_elementwise(void) {
       AGREE(taso_ops[k].name, config((taso_op_kind_t)k, &q, 2, cv2));
     }
   p = taso_params_default();
-  for (p.axis = 0; p.axis < 4; p.axis += 3) AGREE("softmax", config(TASO_OP_SOFTMAX, &p, 1, &x));
+  for (p.axis = 0; p.axis < 4; p.axis += 3)
+    AGREE("softmax", config(TASO_OP_SOFTMAX, &p, 1, &x));
   p.axis = 1;
   AGREE("softmax rank 2", config(TASO_OP_SOFTMAX, &p, 1, &v));
 }
@@ -352,8 +356,8 @@ static taso_ref_t weight(taso_model_t *m, const char *name, int rank, int32_t a,
   return r;
 }
 
-static taso_ref_t node(taso_model_t *m, taso_op_kind_t kind, const taso_params_t *p,
-                       taso_ref_t a, taso_ref_t b) {
+static taso_ref_t node(taso_model_t *m, taso_op_kind_t kind, const taso_params_t *p, taso_ref_t a,
+                       taso_ref_t b) {
   taso_params_t d = taso_params_default();
   taso_ref_t in[3] = {a, b, -1}, r = -1;
   CHECK_OK(taso_model_node(m, kind, p ? p : &d, in, &r));
@@ -411,8 +415,7 @@ static void build_cnn(taso_model_t *m, bool with_fallback) {
 static int in_place_steps;
 
 static void run_model(taso_model_t *m, const taso_backend_t *be, taso_rt_ctx_t *ctx,
-                      taso_rt_options_t opt, float out[2][10], int *fused_steps,
-                      int *fallbacks) {
+                      taso_rt_options_t opt, float out[2][10], int *fused_steps, int *fallbacks) {
   in_place_steps = 0;
   taso_rt_plan_t *plan = NULL;
   CHECK_OK(taso_rt_plan(be, ctx, m, &opt, &plan));
@@ -455,7 +458,8 @@ static void test_model(void) {
     CHECK(fused == 6);
     CHECK(fallbacks == fb);
     CHECK(in_place_steps == 1);
-    for (int o = 0; o < 2; o++) CHECK(difference(got[o], want[o], 10) <= 1e-4);
+    for (int o = 0; o < 2; o++)
+      CHECK(difference(got[o], want[o], 10) <= 1e-4);
     /* unfused; each conv's layout chosen by timing; channels last throughout */
     taso_rt_options_t others[] = {{.no_fusion = true},
                                   {.choose_layout = true},
@@ -464,11 +468,13 @@ static void test_model(void) {
     for (int i = 0; i < 4; i++) {
       run_model(&m, cpu, cpu_ctx, others[i], got, &fused, &fallbacks);
       CHECK(fallbacks == fb);
-      for (int o = 0; o < 2; o++) CHECK(difference(got[o], want[o], 10) <= 1e-4);
+      for (int o = 0; o < 2; o++)
+        CHECK(difference(got[o], want[o], 10) <= 1e-4);
     }
     /* the reference backend keeps channels-last buffers too */
     run_model(&m, ref, ref_ctx, others[2], got, &fused, &fallbacks);
-    for (int o = 0; o < 2; o++) CHECK(difference(got[o], want[o], 10) <= 1e-5);
+    for (int o = 0; o < 2; o++)
+      CHECK(difference(got[o], want[o], 10) <= 1e-5);
     taso_model_free(&m);
   }
 }
@@ -605,10 +611,9 @@ int main(void) {
   CHECK_OK(ref->open(0, &ref_ctx));
   CHECK_OK(cpu->open(0, &cpu_ctx));
   const test_case_t cases[] = {
-      TEST(test_probe),    TEST(test_conv2d),         TEST(test_matmul),
-      TEST(test_pool),     TEST(test_elementwise),    TEST(test_data_movement),
-      TEST(test_unsupported), TEST(test_model),       TEST(test_time_config), TEST(test_config_key),
-      TEST(test_cold),
+      TEST(test_probe),       TEST(test_conv2d),        TEST(test_matmul),      TEST(test_pool),
+      TEST(test_elementwise), TEST(test_data_movement), TEST(test_unsupported), TEST(test_model),
+      TEST(test_time_config), TEST(test_config_key),    TEST(test_cold),
   };
   int rc = test_run(cases, (int)(sizeof cases / sizeof cases[0]));
   cpu->close(cpu_ctx);

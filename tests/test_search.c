@@ -272,11 +272,8 @@ static void test_chain(void) {
 
 int main(void) {
   static const test_case_t cases[] = {
-      TEST(test_graph_cost),
-      TEST(test_missing_cost),
-      TEST(test_estimate),
-      TEST(test_search),
-      TEST(test_chain),
+      TEST(test_graph_cost), TEST(test_missing_cost), TEST(test_estimate),
+      TEST(test_search),     TEST(test_chain),
   };
   return test_run(cases, (int)(sizeof cases / sizeof cases[0]));
 }

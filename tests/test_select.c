@@ -126,8 +126,12 @@ static void check_calls(const char *file) {
   taso_library_free(lib);
 }
 
-static void test_onednn(void) { check_calls("onednn.smt2"); }
-static void test_cudnn(void) { check_calls("cudnn.smt2"); }
+static void test_onednn(void) {
+  check_calls("onednn.smt2");
+}
+static void test_cudnn(void) {
+  check_calls("cudnn.smt2");
+}
 
 static void refused(const char *file, const char *problem) {
   taso_library_t *lib = NULL;
@@ -180,7 +184,8 @@ static void build(taso_model_t *m, int *live_sigmoid, int *dead_sigmoid) {
   taso_ref_t a = node(m, TASO_OP_CONV2D, x, weight(m, "c1", 4, 8, 8, 3, 3));
   a = node(m, TASO_OP_ADD, a, weight(m, "b1", 4, 1, 8, 1, 1));
   a = node(m, TASO_OP_RELU, a, -1);
-  taso_ref_t r1 = node(m, TASO_OP_EWADD, node(m, TASO_OP_CONV2D, a, weight(m, "c2", 4, 8, 8, 3, 3)), a);
+  taso_ref_t r1 =
+      node(m, TASO_OP_EWADD, node(m, TASO_OP_CONV2D, a, weight(m, "c2", 4, 8, 8, 3, 3)), a);
   taso_ref_t again = node(m, TASO_OP_EWMUL, a, r1); /* a is read after the residual */
   taso_ref_t s1 = node(m, TASO_OP_SIGMOID, again, -1);
   *live_sigmoid = TASO_REF_NODE(s1);
@@ -197,7 +202,8 @@ static void build(taso_model_t *m, int *live_sigmoid, int *dead_sigmoid) {
 static taso_err_t cost(void *ctx, const taso_rt_config_t *cfg, double *ms) {
   (void)ctx;
   double n = 0;
-  for (int i = 0; i < cfg->nin; i++) n += (double)taso_tensor_size(&cfg->in[i]);
+  for (int i = 0; i < cfg->nin; i++)
+    n += (double)taso_tensor_size(&cfg->in[i]);
   *ms = 0.01 + 1e-7 * (n + (double)taso_tensor_size(&cfg->out[0])) + 1e-4 * cfg->layout;
   return TASO_OK;
 }
@@ -252,7 +258,7 @@ static void test_selection(void) {
   CHECK(st.ms < plain_st.ms);
   CHECK(st.steps < plain_st.steps);
   CHECK(st.bytes < plain_st.bytes);
-  CHECK(st.fused == 3);   /* conv+bias+relu, and both residual convs */
+  CHECK(st.fused == 3);    /* conv+bias+relu, and both residual convs */
   CHECK(st.in_place == 2); /* the second residual and the second sigmoid */
   for (int i = 0; i < n && getenv("TASO_TEST_VERBOSE"); i++)
     fprintf(stderr, "step %d: t%d..t%d %s in_place %d layout %d\n", i, calls[i].first_node,
@@ -271,7 +277,8 @@ static void test_selection(void) {
   run(&m, taso_backend_find("reference"), &ref_opt, want, TASO_OK);
   run(&m, taso_backend_find("cpu"), &sel, got, TASO_OK);
   CHECK(agree(want, got, 8 * 12 * 12));
-  run(&m, taso_backend_find("reference"), &sel, got, TASO_OK); /* the plan on the reference backend */
+  run(&m, taso_backend_find("reference"), &sel, got,
+      TASO_OK); /* the plan on the reference backend */
 
   /* writing over the live sigmoid's operand is refused by the runner */
   taso_call_t *bad = (taso_call_t *)step_of(calls, n, live);
@@ -300,8 +307,10 @@ static int build_concat(taso_model_t *m, int batch) {
   int32_t xd[4] = {batch, 8, 12, 12};
   taso_ref_t x;
   CHECK_OK(taso_model_input(m, "image", false, 4, xd, NULL, &x));
-  taso_ref_t a = node(m, TASO_OP_RELU, node(m, TASO_OP_CONV2D, x, weight(m, "c1", 4, 8, 8, 3, 3)), -1);
-  taso_ref_t b = node(m, TASO_OP_SIGMOID, node(m, TASO_OP_CONV2D, x, weight(m, "c2", 4, 8, 8, 1, 1)), -1);
+  taso_ref_t a =
+      node(m, TASO_OP_RELU, node(m, TASO_OP_CONV2D, x, weight(m, "c1", 4, 8, 8, 3, 3)), -1);
+  taso_ref_t b =
+      node(m, TASO_OP_SIGMOID, node(m, TASO_OP_CONV2D, x, weight(m, "c2", 4, 8, 8, 1, 1)), -1);
   taso_params_t p = taso_params_default();
   p.axis = 1;
   taso_ref_t in[3] = {a, b, -1}, cat = -1;

@@ -22,7 +22,8 @@ static void setup(void) {
 static taso_inputs_t at(int n, const char *const *names, const int32_t (*dims)[4]) {
   taso_inputs_t t = {.n = table.n, .v = malloc(sizeof *t.v * (size_t)table.n)};
   memcpy(t.v, table.v, sizeof *t.v * (size_t)table.n);
-  for (int k = 0; k < n; k++) t.v[taso_inputs_find(&table, names[k])].type = taso_tensor_make(4, dims[k]);
+  for (int k = 0; k < n; k++)
+    t.v[taso_inputs_find(&table, names[k])].type = taso_tensor_make(4, dims[k]);
   return t;
 }
 
@@ -62,8 +63,8 @@ static void rewrites(const rule_t *r, const taso_inputs_t *t, int *any, int *che
   *any = *checked = 0;
   CHECK_OK(taso_graph_infer(&r->lhs, t, types));
   CHECK_OK(taso_rewrite_all(&r->lhs, types, &r->lhs, &r->rhs, &table, true, count, any));
-  CHECK_OK(taso_rewrite_all_checked(&r->lhs, types, &r->lhs, &r->rhs, &table, &r->cond, count,
-                                    checked));
+  CHECK_OK(
+      taso_rewrite_all_checked(&r->lhs, types, &r->lhs, &r->rhs, &table, &r->cond, count, checked));
   free(types);
 }
 

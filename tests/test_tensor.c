@@ -29,7 +29,8 @@ static void test_tree_join_split(void) {
 static void test_tree_limit(void) {
   taso_tree_t t = {{0}}, empty = {{0}};
   int joins = 0;
-  while (taso_tree_join(&t, 1, &t, &empty) == TASO_OK) joins++;
+  while (taso_tree_join(&t, 1, &t, &empty) == TASO_OK)
+    joins++;
   CHECK(joins == (TASO_TREE_CODE - 1) / 2);
   CHECK_ERR(taso_tree_join(&t, 1, &t, &empty), TASO_ERR_LIMIT);
 }

@@ -35,18 +35,18 @@ static void make_inputs(taso_inputs_t *in) {
     int rank;
     int32_t dim[4];
   } t[] = {
-      {"a1", 2, {2, 3}},       {"a2", 2, {2, 3}},       {"a3", 2, {2, 3}},
-      {"a4", 2, {2, 3}},       {"m1", 2, {2, 3}},       {"m2", 2, {3, 4}},
-      {"m3", 2, {4, 5}},       {"m4", 2, {2, 2}},       {"m5", 2, {2, 4}},
-      {"m6", 2, {3, 2}},       {"m7", 2, {3, 4}},       {"s0", 0, {0}},
-      {"s1", 0, {0}},          {"i1", 4, {1, 2, 4, 4}}, {"i2", 4, {1, 2, 4, 4}},
-      {"w1", 4, {2, 2, 3, 3}}, {"w2", 4, {2, 2, 3, 3}}, {"w4", 4, {2, 2, 1, 3}},
-      {"w5", 4, {2, 2, 1, 3}}, {"i3", 4, {1, 2, 3, 1}}, {"w7", 4, {2, 2, 3, 1}},
-      {"i4", 4, {1, 2, 1, 3}}, {"w8", 4, {2, 2, 1, 1}}, {"w9", 4, {2, 1, 1, 1}},
-      {"c1", 1, {2}},          {"c2", 1, {2}},          {"c0", 1, {1}},
-      {"w6", 4, {2, 6, 1, 1}}, {"a6", 2, {6, 3}},       {"i5", 4, {1, 3, 4, 4}},
+      {"a1", 2, {2, 3}},        {"a2", 2, {2, 3}},        {"a3", 2, {2, 3}},
+      {"a4", 2, {2, 3}},        {"m1", 2, {2, 3}},        {"m2", 2, {3, 4}},
+      {"m3", 2, {4, 5}},        {"m4", 2, {2, 2}},        {"m5", 2, {2, 4}},
+      {"m6", 2, {3, 2}},        {"m7", 2, {3, 4}},        {"s0", 0, {0}},
+      {"s1", 0, {0}},           {"i1", 4, {1, 2, 4, 4}},  {"i2", 4, {1, 2, 4, 4}},
+      {"w1", 4, {2, 2, 3, 3}},  {"w2", 4, {2, 2, 3, 3}},  {"w4", 4, {2, 2, 1, 3}},
+      {"w5", 4, {2, 2, 1, 3}},  {"i3", 4, {1, 2, 3, 1}},  {"w7", 4, {2, 2, 3, 1}},
+      {"i4", 4, {1, 2, 1, 3}},  {"w8", 4, {2, 2, 1, 1}},  {"w9", 4, {2, 1, 1, 1}},
+      {"c1", 1, {2}},           {"c2", 1, {2}},           {"c0", 1, {1}},
+      {"w6", 4, {2, 6, 1, 1}},  {"a6", 2, {6, 3}},        {"i5", 4, {1, 3, 4, 4}},
       {"w20", 4, {2, 8, 1, 1}}, {"w21", 4, {4, 2, 3, 3}}, {"r1", 2, {1, 2}},
-      {"a7", 2, {4, 3}},       {"q3", 2, {3, 3}},
+      {"a7", 2, {4, 3}},        {"q3", 2, {3, 3}},
   };
   memset(in, 0, sizeof *in);
   for (size_t i = 0; i < sizeof t / sizeof *t; i++)
@@ -85,12 +85,15 @@ static const struct {
      true},
     {"A19", "ewadd(matmul(m1, m2), matmul(m4, m5)) => matmul(concat(1, m1, m4), concat(0, m2, m5))",
      true},
-    {"A20", "concat(0, ewadd(a1, a2), ewadd(a3, a4)) => ewadd(concat(0, a1, a3), concat(0, a2, a4))",
+    {"A20",
+     "concat(0, ewadd(a1, a2), ewadd(a3, a4)) => ewadd(concat(0, a1, a3), concat(0, a2, a4))",
      true},
-    {"A21", "concat(1, ewmul(a1, a2), ewmul(a3, a4)) => ewmul(concat(1, a1, a3), concat(1, a2, a4))",
+    {"A21",
+     "concat(1, ewmul(a1, a2), ewmul(a3, a4)) => ewmul(concat(1, a1, a3), concat(1, a2, a4))",
      true},
-    {"A22", "concat(0, conv2d(act=relu, i1, w1), conv2d(act=relu, i2, w1)) => "
-            "conv2d(act=relu, concat(0, i1, i2), w1)",
+    {"A22",
+     "concat(0, conv2d(act=relu, i1, w1), conv2d(act=relu, i2, w1)) => "
+     "conv2d(act=relu, concat(0, i1, i2), w1)",
      true},
     {"A23", "concat(1, conv2d(i1, w1), conv2d(i1, w2)) => conv2d(i1, concat(0, w1, w2))", true},
     {"A24", "matmul(m1, matmul(m2, m3)) => matmul(matmul(m1, m2), m3)", true},
@@ -101,24 +104,29 @@ static const struct {
     {"A29", "transpose(transpose(a1)) => a1", true},
     {"A30", "transpose(matmul(m1, m2)) => matmul(transpose(m2), transpose(m1))", true},
     {"A31", "transpose(concat(0, a1, a2)) => concat(1, transpose(a1), transpose(a2))", true},
-    {"A32", "concat(0, concat(1, a1, a2), concat(1, a3, a4)) => "
-            "concat(1, concat(0, a1, a3), concat(0, a2, a4))",
+    {"A32",
+     "concat(0, concat(1, a1, a2), concat(1, a3, a4)) => "
+     "concat(1, concat(0, a1, a3), concat(0, a2, a4))",
      true},
     {"A33", "transpose(ewadd(a1, a2)) => ewadd(transpose(a1), transpose(a2))", true},
     {"A34", "transpose(ewmul(a1, a2)) => ewmul(transpose(a1), transpose(a2))", true},
     /* pooling empties the split tree of axis 1, concat(1, ...) does not */
-    {"A35", "concat(1, pool_avg(k=3x3, i1), pool_avg(k=3x3, i2)) => pool_avg(k=3x3, concat(1, i1, i2))",
+    {"A35",
+     "concat(1, pool_avg(k=3x3, i1), pool_avg(k=3x3, i2)) => pool_avg(k=3x3, concat(1, i1, i2))",
      false},
-    {"A36", "concat(0, pool_max(k=3x3, i1), pool_max(k=3x3, i2)) => pool_max(k=3x3, concat(0, i1, i2))",
+    {"A36",
+     "concat(0, pool_max(k=3x3, i1), pool_max(k=3x3, i2)) => pool_max(k=3x3, concat(0, i1, i2))",
      true},
-    {"A37", "concat(1, pool_max(k=3x3, i1), pool_max(k=3x3, i2)) => pool_max(k=3x3, concat(1, i1, i2))",
+    {"A37",
+     "concat(1, pool_max(k=3x3, i1), pool_max(k=3x3, i2)) => pool_max(k=3x3, concat(1, i1, i2))",
      false},
     {"A38", "conv2d(i1, const_pool(k=3x3, shape=2x1x3x3)) => pool_avg(k=3x3, i1)", true},
     {"A39", "conv2d(i1, const_iconv(k=3x3, shape=2x2x3x3)) => i1", true},
     {"A40", "matmul(m1, const_imm(shape=3x3)) => m1", true},
     {"A41", "ewmul(a1, const_one(shape=2x3)) => a1", true},
     /* the two sides have different shapes: equal only as convolution weights */
-    {"A42", "pool_avg(k=3x3, const_iconv(k=3x3, shape=2x2x3x3)) => const_pool(k=3x3, shape=2x1x3x3)",
+    {"A42",
+     "pool_avg(k=3x3, const_iconv(k=3x3, shape=2x2x3x3)) => const_pool(k=3x3, shape=2x1x3x3)",
      false},
     {"A43", "conv2d(i1, w4) => conv2d(i1, enlarge(k=3x3, w4))", true},
     {"X1", "transpose(layout=view, a1) => transpose(a1)", true},
@@ -139,8 +147,9 @@ static const struct {
     {"X13", "smul(const_one(shape=scalar), s0) => s0", true},
     {"X14", "relu(const_one(shape=2x3)) => const_one(shape=2x3)", true},
     {"X15", "conv2d(const_one(shape=1x2x4x4), w1) => conv2d(const_one(shape=1x4x4x4), w1)", true},
-    {"X16", "ewmul(const_iconv(k=3x3, shape=2x2x3x3), const_iconv(k=3x3, shape=2x2x3x3)) => "
-            "const_iconv(k=3x3, shape=2x2x3x3)",
+    {"X16",
+     "ewmul(const_iconv(k=3x3, shape=2x2x3x3), const_iconv(k=3x3, shape=2x2x3x3)) => "
+     "const_iconv(k=3x3, shape=2x2x3x3)",
      true},
     {"X17", "relu(const_iconv(k=3x3, shape=2x2x3x3)) => const_iconv(k=3x3, shape=2x2x3x3)", true},
     {"X18", "relu(const_imm(shape=3x3)) => const_imm(shape=3x3)", true},
@@ -149,89 +158,121 @@ static const struct {
     {"X21", "conv2d(w4, const_one(shape=2x2x3x3)) => conv2d(w4, const_one(shape=2x2x1x3))", true},
     {"X22", "conv2d(pool_avg(k=3x3, i3), w4) => pool_avg(k=3x3, conv2d(i3, w4))", true},
     {"X23", "transpose(const_one(shape=2x3)) => const_one(shape=3x2)", true},
-    {"X24", "ewmul(concat(0, const_one(shape=1x3), const_one(shape=1x3)), a1) => "
-            "ewmul(const_one(shape=2x3), a1)",
+    {"X24",
+     "ewmul(concat(0, const_one(shape=1x3), const_one(shape=1x3)), a1) => "
+     "ewmul(const_one(shape=2x3), a1)",
      true},
-    {"X25", "ewadd(concat(1, const_one(shape=2x1), const_one(shape=2x2)), a1) => "
-            "ewadd(const_one(shape=2x3), a1)",
+    {"X25",
+     "ewadd(concat(1, const_one(shape=2x1), const_one(shape=2x2)), a1) => "
+     "ewadd(const_one(shape=2x3), a1)",
      true},
     {"X26", "ewmul(transpose(m4), const_imm(shape=2x2)) => ewmul(m4, const_imm(shape=2x2))", true},
-    {"X27", "pool_avg(k=3x3, concat(1, concat(1, i1, i2), i1)) => pool_avg(k=3x3, concat(1, i1, concat(1, i2, i1)))",
+    {"X27",
+     "pool_avg(k=3x3, concat(1, concat(1, i1, i2), i1)) => pool_avg(k=3x3, concat(1, i1, concat(1, "
+     "i2, i1)))",
      true},
-    {"X28", "pool_max(k=3x3, concat(1, concat(1, i1, i2), i1)) => pool_max(k=3x3, concat(1, i1, concat(1, i2, i1)))",
+    {"X28",
+     "pool_max(k=3x3, concat(1, concat(1, i1, i2), i1)) => pool_max(k=3x3, concat(1, i1, concat(1, "
+     "i2, i1)))",
      true},
-    {"X29", "conv2d(concat(1, concat(1, i1, i2), i1), w6) => conv2d(concat(1, i1, concat(1, i2, i1)), w6)", true},
-    {"X30", "matmul(concat(1, m1, m1), concat(0, concat(0, m4, m4), m4)) => "
-            "matmul(concat(1, m1, m1), concat(0, m4, concat(0, m4, m4)))",
+    {"X29",
+     "conv2d(concat(1, concat(1, i1, i2), i1), w6) => conv2d(concat(1, i1, concat(1, i2, i1)), w6)",
+     true},
+    {"X30",
+     "matmul(concat(1, m1, m1), concat(0, concat(0, m4, m4), m4)) => "
+     "matmul(concat(1, m1, m1), concat(0, m4, concat(0, m4, m4)))",
      true},
     {"X31", "relu(smul(relu(a1), s0)) => smul(relu(a1), relu(s0))", true},
     {"X32", "relu(ewmul(a1, relu(a2))) => ewmul(relu(a1), relu(a2))", true},
     {"X33", "smul(relu(s0), s1) => smul(s1, relu(s0))", true},
-    {"X34", "pool_avg(k=3x3, conv2d(i1, const_one(shape=2x1x1x3))) => "
-            "conv2d(pool_avg(k=3x3, i1), const_one(shape=2x1x1x3))",
+    {"X34",
+     "pool_avg(k=3x3, conv2d(i1, const_one(shape=2x1x1x3))) => "
+     "conv2d(pool_avg(k=3x3, i1), const_one(shape=2x1x1x3))",
      true},
-    {"X35", "matmul(ewmul(m4, const_imm(shape=2x2)), ewmul(m4, const_imm(shape=2x2))) => "
-            "ewmul(ewmul(m4, m4), const_imm(shape=2x2))",
+    {"X35",
+     "matmul(ewmul(m4, const_imm(shape=2x2)), ewmul(m4, const_imm(shape=2x2))) => "
+     "ewmul(ewmul(m4, m4), const_imm(shape=2x2))",
      true},
-    {"X36", "matmul(const_one(shape=2x4), concat(0, a1, a2)) => "
-            "matmul(const_one(shape=2x4), concat(0, a2, a1))",
+    {"X36",
+     "matmul(const_one(shape=2x4), concat(0, a1, a2)) => "
+     "matmul(const_one(shape=2x4), concat(0, a2, a1))",
      true},
-    {"X37", "concat(1, a6, concat(0, concat(0, a1, a2), a3)) => "
-            "concat(1, a6, concat(0, a1, concat(0, a2, a3)))",
+    {"X37",
+     "concat(1, a6, concat(0, concat(0, a1, a2), a3)) => "
+     "concat(1, a6, concat(0, a1, concat(0, a2, a3)))",
      true},
-    {"X38", "concat(1, concat(0, concat(0, a1, a2), a3), a6) => "
-            "concat(1, concat(0, a1, concat(0, a2, a3)), a6)",
+    {"X38",
+     "concat(1, concat(0, concat(0, a1, a2), a3), a6) => "
+     "concat(1, concat(0, a1, concat(0, a2, a3)), a6)",
      true},
-    {"X39", "ewmul(a6, concat(0, concat(0, a1, a2), a3)) => "
-            "ewmul(a6, concat(0, a1, concat(0, a2, a3)))",
+    {"X39",
+     "ewmul(a6, concat(0, concat(0, a1, a2), a3)) => "
+     "ewmul(a6, concat(0, a1, concat(0, a2, a3)))",
      true},
-    {"X40", "ewadd(a6, concat(0, concat(0, a1, a2), a3)) => "
-            "ewadd(a6, concat(0, a1, concat(0, a2, a3)))",
+    {"X40",
+     "ewadd(a6, concat(0, concat(0, a1, a2), a3)) => "
+     "ewadd(a6, concat(0, a1, concat(0, a2, a3)))",
      true},
-    {"X41", "conv2d(i5, concat(1, concat(1, w9, w9), w9)) => conv2d(i5, concat(1, w9, concat(1, w9, w9)))",
+    {"X41",
+     "conv2d(i5, concat(1, concat(1, w9, w9), w9)) => conv2d(i5, concat(1, w9, concat(1, w9, w9)))",
      true},
-    {"X42", "conv2d(concat(1, concat(1, concat(1, i1, i2), i1), i2), w20) => "
-            "conv2d(concat(1, concat(1, i1, concat(1, i2, i1)), i2), w20)",
+    {"X42",
+     "conv2d(concat(1, concat(1, concat(1, i1, i2), i1), i2), w20) => "
+     "conv2d(concat(1, concat(1, i1, concat(1, i2, i1)), i2), w20)",
      true},
-    {"X43", "conv2d(concat(1, concat(1, i1, i1), concat(1, i1, i1)), w21) => conv2d(i1, w21)", true},
-    {"X44", "ewmul(matmul(ewmul(m4, const_imm(shape=2x2)), m4), const_imm(shape=2x2)) => "
-            "ewmul(ewmul(m4, m4), const_imm(shape=2x2))",
+    {"X43", "conv2d(concat(1, concat(1, i1, i1), concat(1, i1, i1)), w21) => conv2d(i1, w21)",
      true},
-    {"X45", "ewmul(matmul(m4, ewmul(m4, const_imm(shape=2x2))), const_imm(shape=2x2)) => "
-            "ewmul(ewmul(m4, m4), const_imm(shape=2x2))",
+    {"X44",
+     "ewmul(matmul(ewmul(m4, const_imm(shape=2x2)), m4), const_imm(shape=2x2)) => "
+     "ewmul(ewmul(m4, m4), const_imm(shape=2x2))",
      true},
-    {"X46", "ewmul(matmul(a1, transpose(a2)), const_imm(shape=2x2)) => "
-            "ewmul(matmul(a2, transpose(a1)), const_imm(shape=2x2))",
+    {"X45",
+     "ewmul(matmul(m4, ewmul(m4, const_imm(shape=2x2))), const_imm(shape=2x2)) => "
+     "ewmul(ewmul(m4, m4), const_imm(shape=2x2))",
      true},
-    {"X47", "ewmul(matmul(transpose(a1), a2), const_imm(shape=3x3)) => "
-            "ewmul(matmul(transpose(a2), a1), const_imm(shape=3x3))",
+    {"X46",
+     "ewmul(matmul(a1, transpose(a2)), const_imm(shape=2x2)) => "
+     "ewmul(matmul(a2, transpose(a1)), const_imm(shape=2x2))",
      true},
-    {"X48", "matmul(m4, ewmul(a1, matmul(const_one(shape=2x2), a2))) => "
-            "ewmul(matmul(m4, a1), matmul(const_one(shape=2x2), a2))",
+    {"X47",
+     "ewmul(matmul(transpose(a1), a2), const_imm(shape=3x3)) => "
+     "ewmul(matmul(transpose(a2), a1), const_imm(shape=3x3))",
      true},
-    {"X49", "matmul(ewmul(m6, matmul(m2, const_one(shape=4x2))), m4) => "
-            "ewmul(matmul(m6, m4), matmul(m2, const_one(shape=4x2)))",
+    {"X48",
+     "matmul(m4, ewmul(a1, matmul(const_one(shape=2x2), a2))) => "
+     "ewmul(matmul(m4, a1), matmul(const_one(shape=2x2), a2))",
      true},
-    {"X50", "ewadd(ewmul(concat(0, a1, a2), const_one(shape=4x3)), a7) => "
-            "ewadd(concat(0, a1, a2), a7)",
+    {"X49",
+     "matmul(ewmul(m6, matmul(m2, const_one(shape=4x2))), m4) => "
+     "ewmul(matmul(m6, m4), matmul(m2, const_one(shape=4x2)))",
      true},
-    {"X51", "matmul(m5, ewmul(concat(0, a1, a2), const_one(shape=4x3))) => "
-            "matmul(m5, concat(0, a1, a2))",
+    {"X50",
+     "ewadd(ewmul(concat(0, a1, a2), const_one(shape=4x3)), a7) => "
+     "ewadd(concat(0, a1, a2), a7)",
      true},
-    {"X52", "matmul(ewmul(concat(0, a1, a2), const_one(shape=4x3)), q3) => "
-            "ewmul(matmul(concat(0, a1, a2), q3), const_one(shape=4x3))",
+    {"X51",
+     "matmul(m5, ewmul(concat(0, a1, a2), const_one(shape=4x3))) => "
+     "matmul(m5, concat(0, a1, a2))",
      true},
-    {"X53", "matmul(m4, ewmul(concat(1, m4, m4), const_one(shape=2x4))) => "
-            "ewmul(matmul(m4, concat(1, m4, m4)), const_one(shape=2x4))",
+    {"X52",
+     "matmul(ewmul(concat(0, a1, a2), const_one(shape=4x3)), q3) => "
+     "ewmul(matmul(concat(0, a1, a2), q3), const_one(shape=4x3))",
      true},
-    {"X54", "ewmul(matmul(ewmul(m4, const_imm(shape=2x2)), a1), a2) => "
-            "matmul(ewmul(m4, const_imm(shape=2x2)), ewmul(a1, a2))",
+    {"X53",
+     "matmul(m4, ewmul(concat(1, m4, m4), const_one(shape=2x4))) => "
+     "ewmul(matmul(m4, concat(1, m4, m4)), const_one(shape=2x4))",
      true},
-    {"X55", "ewmul(matmul(a1, ewmul(q3, const_imm(shape=3x3))), a2) => "
-            "matmul(ewmul(a1, a2), ewmul(q3, const_imm(shape=3x3)))",
+    {"X54",
+     "ewmul(matmul(ewmul(m4, const_imm(shape=2x2)), a1), a2) => "
+     "matmul(ewmul(m4, const_imm(shape=2x2)), ewmul(a1, a2))",
      true},
-    {"X56", "matmul(const_one(shape=2x4), concat(0, ewadd(a1, a2), a3)) => "
-            "matmul(const_one(shape=2x4), concat(0, a1, ewadd(a2, a3)))",
+    {"X55",
+     "ewmul(matmul(a1, ewmul(q3, const_imm(shape=3x3))), a2) => "
+     "matmul(ewmul(a1, a2), ewmul(q3, const_imm(shape=3x3)))",
+     true},
+    {"X56",
+     "matmul(const_one(shape=2x4), concat(0, ewadd(a1, a2), a3)) => "
+     "matmul(const_one(shape=2x4), concat(0, a1, ewadd(a2, a3)))",
      true},
     {"C1", "chmul(1, conv2d(s=2x2, i1, w1), c1) => conv2d(s=2x2, i1, chmul(0, w1, c1))", true},
     {"C2", "chmul(1, chadd(1, i1, c1), c2) => chadd(1, chmul(1, i1, c2), ewmul(c1, c2))", true},
@@ -242,7 +283,8 @@ static const struct {
     {"C7", "chmul(1, ewadd(i1, i2), c1) => ewadd(chmul(1, i1, c1), chmul(1, i2, c1))", true},
     {"C8", "chmul(1, ewmul(i1, i2), c1) => ewmul(chmul(1, i1, c1), i2)", true},
     {"C9", "chadd(1, ewadd(i1, i2), c1) => ewadd(chadd(1, i1, c1), i2)", true},
-    {"C10", "conv2d(act=relu, chmul(1, i1, c1), w1) => conv2d(act=relu, i1, chmul(1, w1, c1))", true},
+    {"C10", "conv2d(act=relu, chmul(1, i1, c1), w1) => conv2d(act=relu, i1, chmul(1, w1, c1))",
+     true},
     {"C11", "chmul(0, conv2d(i1, w1), c0) => conv2d(chmul(0, i1, c0), w1)", true},
     {"C12", "ewadd(chmul(1, i1, c1), chmul(1, i1, c2)) => chmul(1, i1, ewadd(c1, c2))", true},
     {"C13", "ewmul(i1, chadd(1, i2, c1)) => ewadd(ewmul(i1, i2), chmul(1, i1, c1))", true},
@@ -338,7 +380,8 @@ static void test_axioms_prove_themselves(void) {
   /* Every axiom has an instance above. */
   for (int k = 0; k < ax->n; k++) {
     bool found = ax->v[k].kind == TASO_AXIOM_LEMMA;
-    for (int i = 0; i < NINSTANCES && !found; i++) found = !strcmp(instances[i].axiom, ax->v[k].name);
+    for (int i = 0; i < NINSTANCES && !found; i++)
+      found = !strcmp(instances[i].axiom, ax->v[k].name);
     if (!found) fprintf(stderr, "axiom %s has no instance in the test\n", ax->v[k].name);
     CHECK(found);
   }
@@ -433,7 +476,8 @@ static void test_timeout(void) {
    * timeout ends the query. */
   CHECK_OK(taso_prover_new(ax, 0.3, &p));
   taso_verify_result_t r = decide(
-      p, &in, "ewmul(ewadd(ewadd(a1, a2), ewadd(a3, a2)), ewadd(ewadd(a1, a3), ewadd(a2, a1))) => a1",
+      p, &in,
+      "ewmul(ewadd(ewadd(a1, a2), ewadd(a3, a2)), ewadd(ewadd(a1, a3), ewadd(a2, a1))) => a1",
       false);
   CHECK(r.verdict == TASO_VERDICT_UNKNOWN && strstr(r.reason, "timeout") != NULL);
   /* The prover goes on after a timeout: the next query is decided as usual.
@@ -512,7 +556,8 @@ static bool exactly_equal(const taso_inputs_t *in, const char *text, uint64_t se
     free(types[s]);
     taso_graph_free(&g[s]);
   }
-  for (int i = 0; inputs && i < in->n; i++) free(inputs[i]);
+  for (int i = 0; inputs && i < in->n; i++)
+    free(inputs[i]);
   free(inputs);
   return equal;
 }
@@ -616,8 +661,7 @@ static bool refuted_only(taso_prover_t *p, const taso_inputs_t *in, const char *
             (!reason || strstr(r.reason, reason));
   if (!ok)
     fprintf(stderr, "%s: alone %d, decided %d (%s), expected unknown, then refuted%s%s\n", text,
-            (int)alone.verdict, (int)r.verdict, r.reason, reason ? ": " : "",
-            reason ? reason : "");
+            (int)alone.verdict, (int)r.verdict, r.reason, reason ? ": " : "", reason ? reason : "");
   return ok;
 }
 
@@ -674,8 +718,9 @@ static void test_shape_facts(void) {
         TASO_VERDICT_PROVED);
   /* A constant is some relu's result (X14 fires on the constant alone), so
    * X31 takes it as non-negative; a1 may be negative, and the pair is false. */
-  CHECK(decide(p, &in, "smul(const_one(shape=2x3), relu(s0)) => relu(smul(const_one(shape=2x3), s0))",
-               true).verdict == TASO_VERDICT_PROVED);
+  CHECK(decide(p, &in,
+               "smul(const_one(shape=2x3), relu(s0)) => relu(smul(const_one(shape=2x3), s0))", true)
+            .verdict == TASO_VERDICT_PROVED);
   CHECK(refuted_only(p, &in, "relu(smul(a1, s0)) => smul(a1, relu(s0))", NULL));
   /* X34: box filters of one width commute; a 3x3 pool and a 1x2 kernel
    * are not in its guard (and do not commute at the borders). */
@@ -685,8 +730,9 @@ static void test_shape_facts(void) {
   /* X37 needs x's tree on the inner axis to differ from the nestings':
    * here it is the left nesting's own, which the outer concat keeps on
    * the left side and empties on the right: equal values, other trees. */
-  const char *same = "concat(1, concat(0, concat(0, a1, a2), a3), concat(0, concat(0, a2, a3), a1)) => "
-                     "concat(1, concat(0, concat(0, a1, a2), a3), concat(0, a2, concat(0, a3, a1)))";
+  const char *same =
+      "concat(1, concat(0, concat(0, a1, a2), a3), concat(0, concat(0, a2, a3), a1)) => "
+      "concat(1, concat(0, concat(0, a1, a2), a3), concat(0, a2, concat(0, a3, a1)))";
   CHECK(refuted_only(p, &in, same, "split trees differ"));
   /* X48 scales columns by column sums; scaling rows by row sums does not
    * commute with a left factor (values differ), and a left factor with a
@@ -706,7 +752,8 @@ static void test_shape_facts(void) {
   const char *full = "ewmul(matmul(m4, a1), a2) => matmul(m4, ewmul(a1, a2))";
   CHECK(refuted_only(p, &in, full, NULL));
   /* X56 needs the all-ones left factor: another one weighs the rows. */
-  const char *sums = "matmul(m5, concat(0, ewadd(a1, a2), a3)) => matmul(m5, concat(0, a1, ewadd(a2, a3)))";
+  const char *sums =
+      "matmul(m5, concat(0, ewadd(a1, a2), a3)) => matmul(m5, concat(0, a1, ewadd(a2, a3)))";
   CHECK(refuted_only(p, &in, sums, NULL));
   taso_prover_free(p);
   /* Without X3 the first pair cannot be proved. */
@@ -755,8 +802,9 @@ static void test_malformed(void) {
   const char *decls = "(declare-sort T 0)\n(declare-fun ewadd (T T) T)\n";
   put_file(dir, "decls.smt2", decls);
   /* An unknown function on line 5. */
-  put_file(dir, "bad.smt2",
-           "; a file\n\n;; @axiom B1\n;; @about nothing\n(assert (forall ((x T)) (= (foo x) x)))\n");
+  put_file(
+      dir, "bad.smt2",
+      "; a file\n\n;; @axiom B1\n;; @about nothing\n(assert (forall ((x T)) (= (foo x) x)))\n");
   char where[1100];
   snprintf(where, sizeof where, "%s/bad.smt2:5:", dir);
   expect_load_error(dir, where, "(in axiom B1)");
@@ -857,10 +905,10 @@ static void test_known_bad(void) {
 
 int main(void) {
   test_case_t cases[] = {
-      TEST(test_load),          TEST(test_lemmas),       TEST(test_axioms_prove_themselves),
-      TEST(test_needs_lemma),   TEST(test_wrong_candidates), TEST(test_missing_axiom),
-      TEST(test_timeout),       TEST(test_unexpressible), TEST(test_malformed),
-      TEST(test_known_bad),     TEST(test_shape_facts), TEST(test_new_axioms_exact),
+      TEST(test_load),        TEST(test_lemmas),           TEST(test_axioms_prove_themselves),
+      TEST(test_needs_lemma), TEST(test_wrong_candidates), TEST(test_missing_axiom),
+      TEST(test_timeout),     TEST(test_unexpressible),    TEST(test_malformed),
+      TEST(test_known_bad),   TEST(test_shape_facts),      TEST(test_new_axioms_exact),
   };
   return test_run(cases, sizeof cases / sizeof *cases);
 }

@@ -45,7 +45,8 @@ static const char *const substs[] = {
     "ewadd(matmul(x1, w1), matmul(x1, w2)) => matmul(x1, ewadd(w1, w2))",
     "relu(transpose(w1)) => transpose(relu(w1))",
     "ewadd(transpose(w1), transpose(w2)) => transpose(ewadd(w1, w2))",
-    "concat(0, concat(1, x1, x2), concat(1, x3, x1)) => concat(1, concat(0, x1, x3), concat(0, x2, x1))",
+    "concat(0, concat(1, x1, x2), concat(1, x3, x1)) => concat(1, concat(0, x1, x3), concat(0, x2, "
+    "x1))",
     "smul(smul(x1, s0), s0) => smul(x1, smul(s0, s0))",
     "relu(x1) => x1",
     "concat(1, concat(1, x1, x2), x3) => concat(1, x1, concat(1, x2, x3))",
@@ -95,11 +96,16 @@ int main(int argc, char **argv) {
     taso_graph_init(&g[2 * (i - lo) + 1]);
     if (taso_subst_parse(substs[i], &in, &g[2 * (i - lo)], &g[2 * (i - lo) + 1]) != TASO_OK)
       return fail(substs[i]);
-    rows[i - lo] = (taso_subst_t){.src = 2 * i, .dst = 2 * i + 1, .verdict = TASO_VERDICT_CANDIDATE};
+    rows[i - lo] =
+        (taso_subst_t){.src = 2 * i, .dst = 2 * i + 1, .verdict = TASO_VERDICT_CANDIDATE};
   }
   const char *job = argc > 2 ? argv[2] : "";
-  taso_provenance_t prov = {.tool = "test_verify_fixture", .job_path = job, .job_text = "",
-                            .ranks = size, .threads = 1, .seed = 1};
+  taso_provenance_t prov = {.tool = "test_verify_fixture",
+                            .job_path = job,
+                            .job_text = "",
+                            .ranks = size,
+                            .threads = 1,
+                            .seed = 1};
   FILE *f = argc > 2 ? fopen(job, "r") : NULL;
   static char text[65536];
   if (f) {
@@ -120,7 +126,8 @@ int main(int argc, char **argv) {
       taso_artifact_set_count(a, "substitutions", NSUBSTS) != TASO_OK)
     return fail("counts");
   if (taso_artifact_close(a) != TASO_OK) return fail("close");
-  for (int i = 0; i < 2 * (hi - lo); i++) taso_graph_free(&g[i]);
+  for (int i = 0; i < 2 * (hi - lo); i++)
+    taso_graph_free(&g[i]);
   free(g);
   free(rows);
   taso_inputs_free(&in);

@@ -17,9 +17,10 @@ static void test_unsat(void) {
   Z3_ast sum = Z3_mk_add(c, 2, (Z3_ast[]){x, y});
   Z3_ast lhs = Z3_mk_mul(c, 2, (Z3_ast[]){sum, sum});
   Z3_ast two = Z3_mk_real(c, 2, 1);
-  Z3_ast rhs = Z3_mk_add(c, 3, (Z3_ast[]){Z3_mk_mul(c, 2, (Z3_ast[]){x, x}),
-                                          Z3_mk_mul(c, 3, (Z3_ast[]){two, x, y}),
-                                          Z3_mk_mul(c, 2, (Z3_ast[]){y, y})});
+  Z3_ast rhs = Z3_mk_add(c, 3,
+                         (Z3_ast[]){Z3_mk_mul(c, 2, (Z3_ast[]){x, x}),
+                                    Z3_mk_mul(c, 3, (Z3_ast[]){two, x, y}),
+                                    Z3_mk_mul(c, 2, (Z3_ast[]){y, y})});
   Z3_solver_push(c, s);
   Z3_solver_assert(c, s, Z3_mk_not(c, Z3_mk_eq(c, lhs, rhs)));
   CHECK(Z3_solver_check(c, s) == Z3_L_FALSE);

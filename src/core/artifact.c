@@ -1481,8 +1481,7 @@ static taso_err_t read_decisions(taso_artifact_t *a, taso_decision_t **rows, int
   taso_err_t err = settle(a, decision_type(a, &type));
   *rows = NULL;
   *n = 0;
-  if (err == TASO_OK)
-    err = read_rows(a, "/decisions", type, sizeof **rows, true, (void **)rows, n);
+  if (err == TASO_OK) err = read_rows(a, "/decisions", type, sizeof **rows, true, (void **)rows, n);
   for (int64_t i = 0; i < *n && err == TASO_OK; i++) {
     taso_decision_t *d = &(*rows)[i];
     d->reason[TASO_REASON_LEN - 1] = '\0';
@@ -1516,11 +1515,20 @@ static taso_err_t table_type(const taso_artifact_t *a, const taso_table_t *t, hi
   if (t->nfields == 1 && !t->fields[0].name) {
     hid_t base = H5I_INVALID_HID;
     switch (t->fields[0].kind) {
-    case TASO_FIELD_INT32: base = H5T_NATIVE_INT32; break;
-    case TASO_FIELD_INT64: base = H5T_NATIVE_INT64; break;
-    case TASO_FIELD_DOUBLE: base = H5T_NATIVE_DOUBLE; break;
-    case TASO_FIELD_FLOAT: base = H5T_NATIVE_FLOAT; break;
-    case TASO_FIELD_STRING: break;
+    case TASO_FIELD_INT32:
+      base = H5T_NATIVE_INT32;
+      break;
+    case TASO_FIELD_INT64:
+      base = H5T_NATIVE_INT64;
+      break;
+    case TASO_FIELD_DOUBLE:
+      base = H5T_NATIVE_DOUBLE;
+      break;
+    case TASO_FIELD_FLOAT:
+      base = H5T_NATIVE_FLOAT;
+      break;
+    case TASO_FIELD_STRING:
+      break;
     }
     if (base < 0 || (*out = H5Tcopy(base)) < 0)
       return h5_fail(a, "create the element type of %s", t->path);
@@ -1532,10 +1540,18 @@ static taso_err_t table_type(const taso_artifact_t *a, const taso_table_t *t, hi
     const taso_field_t *f = &t->fields[i];
     hid_t base = H5I_INVALID_HID, own = H5I_INVALID_HID;
     switch (f->kind) {
-    case TASO_FIELD_INT32: base = H5T_NATIVE_INT32; break;
-    case TASO_FIELD_INT64: base = H5T_NATIVE_INT64; break;
-    case TASO_FIELD_DOUBLE: base = H5T_NATIVE_DOUBLE; break;
-    case TASO_FIELD_FLOAT: base = H5T_NATIVE_FLOAT; break;
+    case TASO_FIELD_INT32:
+      base = H5T_NATIVE_INT32;
+      break;
+    case TASO_FIELD_INT64:
+      base = H5T_NATIVE_INT64;
+      break;
+    case TASO_FIELD_DOUBLE:
+      base = H5T_NATIVE_DOUBLE;
+      break;
+    case TASO_FIELD_FLOAT:
+      base = H5T_NATIVE_FLOAT;
+      break;
     case TASO_FIELD_STRING:
       if ((own = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(own, f->size) < 0 ||
           H5Tset_strpad(own, H5T_STR_NULLTERM) < 0)
@@ -1586,8 +1602,8 @@ done:
   return release(a, type, H5Tclose, err);
 }
 
-taso_err_t taso_artifact_append_table(taso_artifact_t *a, const taso_table_t *t,
-                                      const void *local, int64_t n) {
+taso_err_t taso_artifact_append_table(taso_artifact_t *a, const taso_table_t *t, const void *local,
+                                      int64_t n) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
   taso_err_t err;
@@ -1663,8 +1679,8 @@ taso_err_t taso_artifact_read_table(taso_artifact_t *a, const taso_table_t *t, i
   return err;
 }
 
-taso_err_t taso_artifact_write_table(taso_artifact_t *a, const taso_table_t *t,
-                                     const void *local, int64_t n, int64_t offset, int64_t total) {
+taso_err_t taso_artifact_write_table(taso_artifact_t *a, const taso_table_t *t, const void *local,
+                                     int64_t n, int64_t offset, int64_t total) {
   if (!a) return no_handle();
   quiet_t q = quiet_begin();
   hid_t type = H5I_INVALID_HID;

@@ -32,7 +32,7 @@
 typedef enum {
   TASO_VERDICT_CANDIDATE = 0, /* not yet verified */
   TASO_VERDICT_PROVED = 1,
-  TASO_VERDICT_UNKNOWN = 2,   /* timeout or solver gave up */
+  TASO_VERDICT_UNKNOWN = 2, /* timeout or solver gave up */
   TASO_VERDICT_REFUTED = 3,
 } taso_verdict_t;
 
@@ -189,8 +189,8 @@ typedef struct {
 /* Collective. Appends each rank's n rows, in rank order, creating the
  * table on first use, then flushes the file so that the rows survive a
  * kill. */
-taso_err_t taso_artifact_append_table(taso_artifact_t *a, const taso_table_t *t,
-                                      const void *local, int64_t n);
+taso_err_t taso_artifact_append_table(taso_artifact_t *a, const taso_table_t *t, const void *local,
+                                      int64_t n);
 /* Collective. The table's row count; 0 if it does not exist. */
 taso_err_t taso_artifact_table_length(taso_artifact_t *a, const taso_table_t *t, int64_t *n);
 /* Collective. Each rank reads rows [lo, hi) into *rows (malloc'd; NULL
@@ -199,8 +199,8 @@ taso_err_t taso_artifact_read_table(taso_artifact_t *a, const taso_table_t *t, i
                                     int64_t hi, void **rows);
 /* Collective. Creates the table with total rows and writes each rank's n
  * rows at its offset (any rank may write 0). */
-taso_err_t taso_artifact_write_table(taso_artifact_t *a, const taso_table_t *t,
-                                     const void *local, int64_t n, int64_t offset, int64_t total);
+taso_err_t taso_artifact_write_table(taso_artifact_t *a, const taso_table_t *t, const void *local,
+                                     int64_t n, int64_t offset, int64_t total);
 /* A string attribute of table t's dataset (which must exist): the
  * writer's, collective, same value on every rank; the reader's, not
  * collective, *value malloc'd. A missing table or attribute is

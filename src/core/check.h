@@ -15,16 +15,16 @@
 
 typedef enum {
   TASO_OK = 0,
-  TASO_ERR_NOMEM,   /* allocation failed */
-  TASO_ERR_IO,      /* a file could not be opened, read or written */
-  TASO_ERR_FORMAT,  /* a file is not what it should be (foreign, truncated) */
-  TASO_ERR_PARSE,   /* malformed text: graph, job file, axiom file */
-  TASO_ERR_UNKNOWN, /* an unknown operator, input, key or value */
-  TASO_ERR_SHAPE,   /* shapes or split trees not valid for an operator */
-  TASO_ERR_LIMIT,   /* a fixed capacity exceeded (split tree depth, name length) */
-  TASO_ERR_ARG,     /* a bad argument from the caller */
-  TASO_ERR_OVERFLOW,/* exact arithmetic out of range */
-  TASO_ERR_LIB,     /* an external library (MPI, HDF5, Z3, CUDA) failed */
+  TASO_ERR_NOMEM,       /* allocation failed */
+  TASO_ERR_IO,          /* a file could not be opened, read or written */
+  TASO_ERR_FORMAT,      /* a file is not what it should be (foreign, truncated) */
+  TASO_ERR_PARSE,       /* malformed text: graph, job file, axiom file */
+  TASO_ERR_UNKNOWN,     /* an unknown operator, input, key or value */
+  TASO_ERR_SHAPE,       /* shapes or split trees not valid for an operator */
+  TASO_ERR_LIMIT,       /* a fixed capacity exceeded (split tree depth, name length) */
+  TASO_ERR_ARG,         /* a bad argument from the caller */
+  TASO_ERR_OVERFLOW,    /* exact arithmetic out of range */
+  TASO_ERR_LIB,         /* an external library (MPI, HDF5, Z3, CUDA) failed */
   TASO_ERR_UNSUPPORTED, /* valid, but not something this backend or importer does */
   TASO_ERR_COUNT
 } taso_err_t;
@@ -33,8 +33,7 @@ typedef enum {
 const char *taso_strerror(taso_err_t err);
 
 /* Records a detail message for the calling thread and returns err. */
-taso_err_t taso_error(taso_err_t err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+taso_err_t taso_error(taso_err_t err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prefixes the current detail with more context ("job.ini:3: ..."). */
 taso_err_t taso_error_prefix(taso_err_t err, const char *fmt, ...)
@@ -50,18 +49,17 @@ void taso_fatal(const char *file, int line, const char *lib, const char *msg)
     __attribute__((noreturn));
 
 /* Propagates a taso_err_t from a call inside a function returning one. */
-#define TASO_TRY(call)                                                         \
-  do {                                                                         \
-    taso_err_t taso_try_err_ = (call);                                         \
-    if (taso_try_err_ != TASO_OK) return taso_try_err_;                        \
+#define TASO_TRY(call)                                                                             \
+  do {                                                                                             \
+    taso_err_t taso_try_err_ = (call);                                                             \
+    if (taso_try_err_ != TASO_OK) return taso_try_err_;                                            \
   } while (0)
 
 /* For library calls that return a taso_err_t but cannot fail in context. */
-#define TASO_CHECK(call)                                                       \
-  do {                                                                         \
-    taso_err_t taso_chk_ = (call);                                             \
-    if (taso_chk_ != TASO_OK)                                                  \
-      taso_fatal(__FILE__, __LINE__, "taso", taso_error_detail());             \
+#define TASO_CHECK(call)                                                                           \
+  do {                                                                                             \
+    taso_err_t taso_chk_ = (call);                                                                 \
+    if (taso_chk_ != TASO_OK) taso_fatal(__FILE__, __LINE__, "taso", taso_error_detail());         \
   } while (0)
 
 #endif

@@ -43,7 +43,8 @@
 /* Product of dims [from, to). */
 static int64_t EV_FN(ev_span_)(const taso_tensor_t *t, int from, int to) {
   int64_t n = 1;
-  for (int i = from; i < to; i++) n *= t->dim[i];
+  for (int i = from; i < to; i++)
+    n *= t->dim[i];
   return n;
 }
 
@@ -76,7 +77,8 @@ static void EV_FN(ev_conv2d_)(NUM_CTX_T c, const taso_params_t *p, const taso_te
             for (int32_t ky = ky0; ky < ky1; ky++) {
               int64_t xr = ((int64_t)(n * C + first + ci) * H + y0 + ky) * W + x0;
               int64_t wr = ((int64_t)(o * CG + ci) * KH + ky) * KW;
-              for (int32_t kx = kx0; kx < kx1; kx++) NUM_ACC_MAC(c, sum, x[xr + kx], w[wr + kx]);
+              for (int32_t kx = kx0; kx < kx1; kx++)
+                NUM_ACC_MAC(c, sum, x[xr + kx], w[wr + kx]);
             }
           out[((int64_t)(n * CO + o) * OH + oy) * OW + ox] =
               EV_FN(ev_act_)(c, p->act, NUM_ACC_GET(c, sum));
@@ -169,21 +171,26 @@ taso_err_t EV_FN(taso_eval_node_)(NUM_CTX_T c, const taso_node_t *node,
   NUM_T *o = out[0];
   switch ((taso_op_kind_t)node->kind) {
   case TASO_OP_EWADD:
-    for (int64_t i = 0; i < size; i++) o[i] = NUM_ADD(c, in[0][i], in[1][i]);
+    for (int64_t i = 0; i < size; i++)
+      o[i] = NUM_ADD(c, in[0][i], in[1][i]);
     break;
   case TASO_OP_EWMUL:
-    for (int64_t i = 0; i < size; i++) o[i] = NUM_MUL(c, in[0][i], in[1][i]);
+    for (int64_t i = 0; i < size; i++)
+      o[i] = NUM_MUL(c, in[0][i], in[1][i]);
     break;
   case TASO_OP_SMUL:
-    for (int64_t i = 0; i < size; i++) o[i] = NUM_MUL(c, in[0][i], in[1][0]);
+    for (int64_t i = 0; i < size; i++)
+      o[i] = NUM_MUL(c, in[0][i], in[1][0]);
     break;
   case TASO_OP_RELU:
-    for (int64_t i = 0; i < size; i++) o[i] = NUM_RELU(c, in[0][i]);
+    for (int64_t i = 0; i < size; i++)
+      o[i] = NUM_RELU(c, in[0][i]);
     break;
   case TASO_OP_TRANSPOSE: {
     int32_t m = in_types[0].dim[0], n = in_types[0].dim[1];
     for (int32_t i = 0; i < m; i++)
-      for (int32_t j = 0; j < n; j++) o[(int64_t)j * m + i] = in[0][(int64_t)i * n + j];
+      for (int32_t j = 0; j < n; j++)
+        o[(int64_t)j * m + i] = in[0][(int64_t)i * n + j];
     break;
   }
   case TASO_OP_MATMUL: {
@@ -212,7 +219,8 @@ taso_err_t EV_FN(taso_eval_node_)(NUM_CTX_T c, const taso_node_t *node,
     const taso_tensor_t *whole = is_concat ? ot : &in_types[0];
     const taso_tensor_t *part0 = is_concat ? &in_types[0] : &out_types[0];
     int a = p->axis;
-    int64_t outer = EV_FN(ev_span_)(whole, 0, a), inner = EV_FN(ev_span_)(whole, a + 1, whole->rank);
+    int64_t outer = EV_FN(ev_span_)(whole, 0, a),
+            inner = EV_FN(ev_span_)(whole, a + 1, whole->rank);
     int64_t n0 = part0->dim[a] * inner, nw = whole->dim[a] * inner, n1 = nw - n0;
     NUM_T *dst0 = is_concat ? o : out[0], *dst1 = is_concat ? o + n0 : out[1];
     for (int64_t q = 0; q < outer; q++)
@@ -230,7 +238,8 @@ taso_err_t EV_FN(taso_eval_node_)(NUM_CTX_T c, const taso_node_t *node,
     const taso_tensor_t *wt = &in_types[0];
     int32_t h = wt->dim[2], w = wt->dim[3], KH = ot->dim[2], KW = ot->dim[3];
     int32_t dy = (KH - h) / 2, dx = (KW - w) / 2;
-    for (int64_t i = 0; i < size; i++) o[i] = NUM_ZERO(c);
+    for (int64_t i = 0; i < size; i++)
+      o[i] = NUM_ZERO(c);
     for (int64_t oc = 0; oc < (int64_t)wt->dim[0] * wt->dim[1]; oc++)
       for (int32_t y = 0; y < h; y++)
         for (int32_t x = 0; x < w; x++)
@@ -239,22 +248,27 @@ taso_err_t EV_FN(taso_eval_node_)(NUM_CTX_T c, const taso_node_t *node,
   }
   case TASO_OP_CONST_POOL: {
     NUM_T v = NUM_FRAC(c, 1, p->kernel[0] * p->kernel[1]);
-    for (int64_t i = 0; i < size; i++) o[i] = v;
+    for (int64_t i = 0; i < size; i++)
+      o[i] = v;
     break;
   }
   case TASO_OP_CONST_ICONV: {
     int32_t C = ot->dim[0], KH = ot->dim[2], KW = ot->dim[3];
-    for (int64_t i = 0; i < size; i++) o[i] = NUM_ZERO(c);
-    for (int32_t q = 0; q < C; q++) o[(((int64_t)q * C + q) * KH + KH / 2) * KW + KW / 2] = NUM_ONE(c);
+    for (int64_t i = 0; i < size; i++)
+      o[i] = NUM_ZERO(c);
+    for (int32_t q = 0; q < C; q++)
+      o[(((int64_t)q * C + q) * KH + KH / 2) * KW + KW / 2] = NUM_ONE(c);
     break;
   }
   case TASO_OP_CONST_IMM: {
     int32_t k = ot->dim[0];
-    for (int64_t i = 0; i < size; i++) o[i] = (i / k == i % k) ? NUM_ONE(c) : NUM_ZERO(c);
+    for (int64_t i = 0; i < size; i++)
+      o[i] = (i / k == i % k) ? NUM_ONE(c) : NUM_ZERO(c);
     break;
   }
   case TASO_OP_CONST_ONE:
-    for (int64_t i = 0; i < size; i++) o[i] = NUM_ONE(c);
+    for (int64_t i = 0; i < size; i++)
+      o[i] = NUM_ONE(c);
     break;
   case TASO_OP_ADD:
   case TASO_OP_MUL:
@@ -279,7 +293,8 @@ taso_err_t EV_FN(taso_eval_node_)(NUM_CTX_T c, const taso_node_t *node,
     break;
   }
   case TASO_OP_RESHAPE:
-    for (int64_t i = 0; i < size; i++) o[i] = in[0][i];
+    for (int64_t i = 0; i < size; i++)
+      o[i] = in[0][i];
     break;
   case TASO_OP_PERMUTE:
     EV_FN(ev_permute_)(p, &in_types[0], in[0], ot, o);
@@ -301,7 +316,8 @@ taso_err_t EV_FN(taso_eval_node_)(NUM_CTX_T c, const taso_node_t *node,
   case TASO_OP_SPLIT_AT: {
     int a = p->axis;
     const taso_tensor_t *whole = &in_types[0];
-    int64_t outer = EV_FN(ev_span_)(whole, 0, a), inner = EV_FN(ev_span_)(whole, a + 1, whole->rank);
+    int64_t outer = EV_FN(ev_span_)(whole, 0, a),
+            inner = EV_FN(ev_span_)(whole, a + 1, whole->rank);
     int64_t n0 = (int64_t)p->at * inner, nw = whole->dim[a] * inner, n1 = nw - n0;
     for (int64_t q = 0; q < outer; q++) {
       memcpy(out[0] + q * n0, in[0] + q * nw, sizeof(NUM_T) * (size_t)n0);
@@ -315,10 +331,12 @@ taso_err_t EV_FN(taso_eval_node_)(NUM_CTX_T c, const taso_node_t *node,
       o[i] = NUM_DIV(c, NUM_ONE(c), NUM_ADD(c, NUM_ONE(c), NUM_EXP(c, -in[0][i])));
     break;
   case TASO_OP_TANH:
-    for (int64_t i = 0; i < size; i++) o[i] = NUM_TANH(c, in[0][i]);
+    for (int64_t i = 0; i < size; i++)
+      o[i] = NUM_TANH(c, in[0][i]);
     break;
   case TASO_OP_CLIP:
-    for (int64_t i = 0; i < size; i++) o[i] = NUM_CLIP(c, in[0][i], p->bound[0], p->bound[1]);
+    for (int64_t i = 0; i < size; i++)
+      o[i] = NUM_CLIP(c, in[0][i], p->bound[0], p->bound[1]);
     break;
   case TASO_OP_SOFTMAX: {
     /* max-shifted, so that large logits do not overflow */
@@ -329,12 +347,14 @@ taso_err_t EV_FN(taso_eval_node_)(NUM_CTX_T c, const taso_node_t *node,
       for (int64_t r = 0; r < inner; r++) {
         const NUM_T *x = in[0] + q * len * inner + r;
         NUM_T *y = o + q * len * inner + r, top = x[0], sum = NUM_ZERO(c);
-        for (int64_t j = 1; j < len; j++) top = NUM_MAX(c, top, x[j * inner]);
+        for (int64_t j = 1; j < len; j++)
+          top = NUM_MAX(c, top, x[j * inner]);
         for (int64_t j = 0; j < len; j++) {
           y[j * inner] = NUM_EXP(c, NUM_ADD(c, x[j * inner], -top));
           sum = NUM_ADD(c, sum, y[j * inner]);
         }
-        for (int64_t j = 0; j < len; j++) y[j * inner] = NUM_DIV(c, y[j * inner], sum);
+        for (int64_t j = 0; j < len; j++)
+          y[j * inner] = NUM_DIV(c, y[j * inner], sum);
       }
     break;
   }
@@ -350,14 +370,16 @@ taso_err_t EV_FN(taso_eval_node_)(NUM_CTX_T c, const taso_node_t *node,
 
 taso_err_t EV_FN(taso_eval_graph_)(NUM_CTX_T c, const taso_graph_t *g, const taso_tensor_t *types,
                                    NUM_T *const *inputs, NUM_T **values) {
-  for (int i = 0; i < 2 * g->nnodes; i++) values[i] = NULL;
+  for (int i = 0; i < 2 * g->nnodes; i++)
+    values[i] = NULL;
   for (int i = 0; i < g->nnodes; i++) {
     const taso_node_t *n = &g->nodes[i];
     int outputs = n->kind == TASO_OP_INPUT ? 1 : taso_ops[n->kind].outputs;
     for (int port = 0; port < outputs; port++) {
       int64_t size = taso_tensor_size(&types[2 * i + port]);
       values[2 * i + port] = malloc(sizeof(NUM_T) * (size_t)(size ? size : 1));
-      if (!values[2 * i + port]) return taso_error(TASO_ERR_NOMEM, "tensor of %lld elements", (long long)size);
+      if (!values[2 * i + port])
+        return taso_error(TASO_ERR_NOMEM, "tensor of %lld elements", (long long)size);
     }
     if (n->kind == TASO_OP_INPUT) {
       memcpy(values[2 * i], inputs[n->p.input], sizeof(NUM_T) * taso_tensor_size(&types[2 * i]));

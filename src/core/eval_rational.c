@@ -68,7 +68,6 @@ taso_err_t taso_eval_graph_rational(taso_rat_ctx_t *ctx, const taso_graph_t *g,
                                     taso_rat_t **values) {
   ctx->overflow = false;
   TASO_TRY(taso_eval_graph_rational_impl(ctx, g, types, inputs, values));
-  if (ctx->overflow)
-    return taso_error(TASO_ERR_OVERFLOW, "a rational value left the 64-bit range");
+  if (ctx->overflow) return taso_error(TASO_ERR_OVERFLOW, "a rational value left the 64-bit range");
   return TASO_OK;
 }

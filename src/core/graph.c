@@ -66,7 +66,8 @@ void taso_graph_clear(taso_graph_t *g) {
 static taso_err_t grow(void **v, int *cap, int need, size_t elem) {
   if (need <= *cap) return TASO_OK;
   int cap2 = *cap ? *cap * 2 : 8;
-  while (cap2 < need) cap2 *= 2;
+  while (cap2 < need)
+    cap2 *= 2;
   void *p = realloc(*v, elem * cap2);
   if (!p) return taso_error(TASO_ERR_NOMEM, "graph of %d nodes", need);
   *v = p;
@@ -115,7 +116,8 @@ static taso_err_t index_fit(const taso_graph_t *g, taso_graph_index_t *ix, int n
   if (ix->nslots >= 2 * need && ix->indexed == g->nnodes) return TASO_OK;
   if (ix->nslots < 2 * need) {
     int n = ix->nslots ? ix->nslots : 256;
-    while (n < 2 * need) n *= 2;
+    while (n < 2 * need)
+      n *= 2;
     int32_t *slots = realloc(ix->slots, sizeof *slots * (size_t)n);
     if (slots) ix->slots = slots;
     uint32_t *tags = slots ? realloc(ix->tags, sizeof *tags * (size_t)n) : NULL;
@@ -206,7 +208,8 @@ taso_err_t taso_graph_add_indexed(taso_graph_t *g, taso_graph_index_t *ix, taso_
     n.p.rank = p->rank;
     memcpy(n.p.shape, p->shape, sizeof n.p.shape);
   }
-  for (int i = 0; i < 3; i++) n.in[i] = -1;
+  for (int i = 0; i < 3; i++)
+    n.in[i] = -1;
   for (int i = 0; i < op->arity; i++) {
     int node = TASO_REF_NODE(in[i]), port = TASO_REF_PORT(in[i]);
     if (in[i] < 0 || node >= g->nnodes || port >= taso_ops[g->nodes[node].kind].outputs)
@@ -241,8 +244,7 @@ taso_err_t taso_graph_add_output(taso_graph_t *g, taso_ref_t ref) {
   return TASO_OK;
 }
 
-taso_err_t taso_graph_infer(const taso_graph_t *g, const taso_inputs_t *in,
-                            taso_tensor_t *types) {
+taso_err_t taso_graph_infer(const taso_graph_t *g, const taso_inputs_t *in, taso_tensor_t *types) {
   for (int i = 0; i < g->nnodes; i++) {
     const taso_node_t *n = &g->nodes[i];
     taso_tensor_t args[3];
@@ -253,7 +255,8 @@ taso_err_t taso_graph_infer(const taso_graph_t *g, const taso_inputs_t *in,
       types[2 * i] = in->v[n->p.input].type;
       continue;
     }
-    for (int a = 0; a < taso_ops[n->kind].arity; a++) args[a] = types[n->in[a]];
+    for (int a = 0; a < taso_ops[n->kind].arity; a++)
+      args[a] = types[n->in[a]];
     TASO_TRY(taso_op_infer(n->kind, &n->p, args, &types[2 * i]));
   }
   return TASO_OK;
@@ -263,7 +266,8 @@ taso_err_t taso_graph_infer(const taso_graph_t *g, const taso_inputs_t *in,
 static void visit(const taso_graph_t *g, int node, int *map, taso_node_t *out, int *count) {
   if (map[node] >= 0) return;
   const taso_node_t *n = &g->nodes[node];
-  for (int a = 0; a < 3 && n->in[a] >= 0; a++) visit(g, TASO_REF_NODE(n->in[a]), map, out, count);
+  for (int a = 0; a < 3 && n->in[a] >= 0; a++)
+    visit(g, TASO_REF_NODE(n->in[a]), map, out, count);
   taso_node_t m = *n;
   for (int a = 0; a < 3 && m.in[a] >= 0; a++)
     m.in[a] = TASO_REF(map[TASO_REF_NODE(m.in[a])], TASO_REF_PORT(m.in[a]));
@@ -279,9 +283,11 @@ taso_err_t taso_graph_canonicalize_map(taso_graph_t *g, int *where) {
     free(out);
     return taso_error(TASO_ERR_NOMEM, "canonicalizing a graph of %d nodes", g->nnodes);
   }
-  for (int i = 0; i < g->nnodes; i++) map[i] = -1;
+  for (int i = 0; i < g->nnodes; i++)
+    map[i] = -1;
   int count = 0;
-  for (int o = 0; o < g->noutputs; o++) visit(g, TASO_REF_NODE(g->outputs[o]), map, out, &count);
+  for (int o = 0; o < g->noutputs; o++)
+    visit(g, TASO_REF_NODE(g->outputs[o]), map, out, &count);
   for (int o = 0; o < g->noutputs; o++)
     g->outputs[o] = TASO_REF(map[TASO_REF_NODE(g->outputs[o])], TASO_REF_PORT(g->outputs[o]));
   if (count) memcpy(g->nodes, out, sizeof *out * count);
@@ -291,7 +297,9 @@ taso_err_t taso_graph_canonicalize_map(taso_graph_t *g, int *where) {
   return TASO_OK;
 }
 
-taso_err_t taso_graph_canonicalize(taso_graph_t *g) { return taso_graph_canonicalize_map(g, NULL); }
+taso_err_t taso_graph_canonicalize(taso_graph_t *g) {
+  return taso_graph_canonicalize_map(g, NULL);
+}
 
 int taso_graph_compare(const taso_graph_t *a, const taso_graph_t *b) {
   if (a->nnodes != b->nnodes) return a->nnodes < b->nnodes ? -1 : 1;
@@ -311,7 +319,8 @@ static uint64_t mix64(uint64_t x) {
 }
 
 static uint64_t hash_ints(uint64_t h, const int32_t *v, size_t n) {
-  for (size_t i = 0; i < n; i++) h = mix64(h ^ (uint32_t)v[i]) + 0x9e3779b97f4a7c15ULL;
+  for (size_t i = 0; i < n; i++)
+    h = mix64(h ^ (uint32_t)v[i]) + 0x9e3779b97f4a7c15ULL;
   return h;
 }
 
@@ -334,8 +343,7 @@ uint64_t taso_graph_hash(const taso_graph_t *g) {
   return hash_ints(h, g->outputs, g->noutputs);
 }
 
-uint64_t taso_node_struct_hash(uint64_t params_hash, const taso_node_t *n,
-                               const uint64_t *hashes) {
+uint64_t taso_node_struct_hash(uint64_t params_hash, const taso_node_t *n, const uint64_t *hashes) {
   uint64_t h = params_hash;
   for (int a = 0; a < 3 && n->in[a] >= 0; a++)
     h = taso_mix64(h ^ (hashes[TASO_REF_NODE(n->in[a])] + (uint64_t)TASO_REF_PORT(n->in[a])));
@@ -345,8 +353,8 @@ uint64_t taso_node_struct_hash(uint64_t params_hash, const taso_node_t *n,
 uint64_t taso_graph_struct_hash(const taso_graph_t *g, const uint64_t *hashes) {
   uint64_t h = taso_mix64((uint64_t)g->noutputs);
   for (int o = 0; o < g->noutputs; o++)
-    h = taso_mix64(h ^ (hashes[TASO_REF_NODE(g->outputs[o])] +
-                        (uint64_t)TASO_REF_PORT(g->outputs[o])));
+    h = taso_mix64(h ^
+                   (hashes[TASO_REF_NODE(g->outputs[o])] + (uint64_t)TASO_REF_PORT(g->outputs[o])));
   return h;
 }
 
@@ -367,8 +375,8 @@ static void emit(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2
 static void emit(out_t *o, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  o->n += vsnprintf(o->n < o->len ? o->buf + o->n : NULL, o->n < o->len ? o->len - o->n : 0,
-                    fmt, ap);
+  o->n +=
+      vsnprintf(o->n < o->len ? o->buf + o->n : NULL, o->n < o->len ? o->len - o->n : 0, fmt, ap);
   va_end(ap);
 }
 
@@ -384,13 +392,15 @@ static void put(out_t *o, const char *str) {
 /* A permutation of r axes holds r - 1 as its largest entry; the rest are 0. */
 static int taso_perm_rank(const int32_t *perm) {
   int32_t top = 0;
-  for (int i = 0; i < TASO_MAX_RANK; i++) top = perm[i] > top ? perm[i] : top;
+  for (int i = 0; i < TASO_MAX_RANK; i++)
+    top = perm[i] > top ? perm[i] : top;
   return top + 1;
 }
 
 static void emit_dims(out_t *o, int rank, const int32_t *d) {
   if (rank == 0) emit(o, "scalar");
-  for (int i = 0; i < rank; i++) emit(o, i ? "x%d" : "%d", d[i]);
+  for (int i = 0; i < rank; i++)
+    emit(o, i ? "x%d" : "%d", d[i]);
 }
 
 static void format_ref(const taso_graph_t *g, const taso_inputs_t *in, taso_ref_t ref, out_t *o) {
@@ -421,7 +431,8 @@ static void format_ref(const taso_graph_t *g, const taso_inputs_t *in, taso_ref_
     ARG("pad=%dx%dx%dx%d", n->p.pads[0], n->p.pads[1], n->p.pads[2], n->p.pads[3]);
   if ((op->params & TASO_P_COUNT_PAD) && n->p.exclude_pad) ARG("exclude_pad=1");
   if (op->params & TASO_P_AT) ARG("at=%d", n->p.at);
-  if (op->params & TASO_P_BOUND) ARG("min=%g, max=%g", (double)n->p.bound[0], (double)n->p.bound[1]);
+  if (op->params & TASO_P_BOUND)
+    ARG("min=%g, max=%g", (double)n->p.bound[0], (double)n->p.bound[1]);
   if (op->params & TASO_P_PERM) {
     ARG("perm=");
     emit_dims(o, taso_perm_rank(n->p.perm), n->p.perm);
@@ -461,21 +472,24 @@ typedef struct {
 } parser_t;
 
 /* The column is the token's when it lies in the text, else the cursor's. */
-static taso_err_t fail(parser_t *ps, taso_err_t err, const char *what, const char *tok, int toklen) {
+static taso_err_t fail(parser_t *ps, taso_err_t err, const char *what, const char *tok,
+                       int toklen) {
   size_t len = strlen(ps->text);
   const char *at = (tok >= ps->text && tok <= ps->text + len) ? tok : ps->s;
   return taso_error(err, "column %d: %s '%.*s'", (int)(at - ps->text) + 1, what, toklen, tok);
 }
 
 static void skip_space(parser_t *ps) {
-  while (isspace((unsigned char)*ps->s)) ps->s++;
+  while (isspace((unsigned char)*ps->s))
+    ps->s++;
 }
 
 /* A word: letters, digits, '_' and '-' (for negative numbers). */
 static int word(parser_t *ps, const char **start) {
   skip_space(ps);
   *start = ps->s;
-  while (isalnum((unsigned char)*ps->s) || (*ps->s && strchr("_-.+", *ps->s))) ps->s++;
+  while (isalnum((unsigned char)*ps->s) || (*ps->s && strchr("_-.+", *ps->s)))
+    ps->s++;
   return (int)(ps->s - *start);
 }
 
@@ -489,7 +503,8 @@ static bool accept(parser_t *ps, char c) {
 static taso_err_t expect(parser_t *ps, char c) {
   if (accept(ps, c)) return TASO_OK;
   const char *t = ps->s;
-  return fail(ps, TASO_ERR_PARSE, c == ')' ? "expected ')' or ',' at" : "expected a different character at",
+  return fail(ps, TASO_ERR_PARSE,
+              c == ')' ? "expected ')' or ',' at" : "expected a different character at",
               *t ? t : "end of text", *t ? 1 : 11);
 }
 
@@ -530,20 +545,33 @@ static taso_err_t parse_param(parser_t *ps, const taso_op_info_t *op, const char
   } else {
     if (!accept(ps, '=')) return fail(ps, TASO_ERR_PARSE, "expected '=' after", key, klen);
     vlen = word(ps, &v);
-    if (word_is(key, klen, "axis")) flag = TASO_P_AXIS;
-    else if (word_is(key, klen, "s")) flag = TASO_P_STRIDE;
-    else if (word_is(key, klen, "pad")) flag = TASO_P_PAD;
-    else if (word_is(key, klen, "act")) flag = TASO_P_ACT;
-    else if (word_is(key, klen, "k")) flag = TASO_P_KERNEL;
-    else if (word_is(key, klen, "layout")) flag = TASO_P_LAYOUT;
-    else if (word_is(key, klen, "shape")) flag = TASO_P_SHAPE;
-    else if (word_is(key, klen, "perm")) flag = TASO_P_PERM;
-    else if (word_is(key, klen, "min") || word_is(key, klen, "max")) flag = TASO_P_BOUND;
-    else if (word_is(key, klen, "at")) flag = TASO_P_AT;
-    else if (word_is(key, klen, "exclude_pad")) flag = TASO_P_COUNT_PAD;
-    else return fail(ps, TASO_ERR_UNKNOWN, "unknown parameter", key, klen);
+    if (word_is(key, klen, "axis"))
+      flag = TASO_P_AXIS;
+    else if (word_is(key, klen, "s"))
+      flag = TASO_P_STRIDE;
+    else if (word_is(key, klen, "pad"))
+      flag = TASO_P_PAD;
+    else if (word_is(key, klen, "act"))
+      flag = TASO_P_ACT;
+    else if (word_is(key, klen, "k"))
+      flag = TASO_P_KERNEL;
+    else if (word_is(key, klen, "layout"))
+      flag = TASO_P_LAYOUT;
+    else if (word_is(key, klen, "shape"))
+      flag = TASO_P_SHAPE;
+    else if (word_is(key, klen, "perm"))
+      flag = TASO_P_PERM;
+    else if (word_is(key, klen, "min") || word_is(key, klen, "max"))
+      flag = TASO_P_BOUND;
+    else if (word_is(key, klen, "at"))
+      flag = TASO_P_AT;
+    else if (word_is(key, klen, "exclude_pad"))
+      flag = TASO_P_COUNT_PAD;
+    else
+      return fail(ps, TASO_ERR_UNKNOWN, "unknown parameter", key, klen);
   }
-  if (!(op->params & flag)) return fail(ps, TASO_ERR_PARSE, "operator takes no parameter", key, klen);
+  if (!(op->params & flag))
+    return fail(ps, TASO_ERR_PARSE, "operator takes no parameter", key, klen);
   /* min and max share one flag: each is given once, in either order */
   unsigned bit = flag == TASO_P_BOUND && word_is(key, klen, "max") ? 1u << 31 : flag;
   if (*seen & bit) return fail(ps, TASO_ERR_PARSE, "parameter given twice:", key, klen);
@@ -572,7 +600,8 @@ static taso_err_t parse_param(parser_t *ps, const taso_op_info_t *op, const char
     int r = parse_dims(v, vlen, d, TASO_MAX_RANK);
     ok = r >= 1;
     memset(p->perm, 0, sizeof p->perm);
-    for (int i = 0; ok && i < r; i++) p->perm[i] = d[i];
+    for (int i = 0; ok && i < r; i++)
+      p->perm[i] = d[i];
     ok = ok && taso_perm_rank(p->perm) == r; /* the shape rule checks the rest */
     break;
   }
@@ -606,7 +635,8 @@ static taso_err_t parse_param(parser_t *ps, const taso_op_info_t *op, const char
   case TASO_P_SHAPE:
     p->rank = parse_dims(v, vlen, p->shape, TASO_MAX_RANK);
     ok = p->rank >= 0;
-    for (int i = 0; ok && i < p->rank; i++) ok = p->shape[i] >= 1;
+    for (int i = 0; ok && i < p->rank; i++)
+      ok = p->shape[i] >= 1;
     break;
   }
   if (!ok) return fail(ps, TASO_ERR_PARSE, "bad parameter value", v, vlen);
@@ -622,8 +652,8 @@ static taso_err_t parse_expr(parser_t *ps, taso_ref_t *ref) {
   const char *name;
   int nlen = word(ps, &name);
   if (nlen == 0)
-    return fail(ps, TASO_ERR_PARSE, "expected an operator or input at", *ps->s ? ps->s : "end of text",
-                *ps->s ? 1 : 11);
+    return fail(ps, TASO_ERR_PARSE, "expected an operator or input at",
+                *ps->s ? ps->s : "end of text", *ps->s ? 1 : 11);
   skip_space(ps);
   if (*ps->s != '(') {
     char buf[TASO_NAME_LEN];
@@ -696,13 +726,14 @@ static taso_err_t parse_op(parser_t *ps, const char *name, int nlen, taso_op_kin
     }
     if (!operands) return fail(ps, TASO_ERR_PARSE, "expected a parameter at", w, wlen ? wlen : 1);
     ps->s = save;
-    if (*noperands == op->arity) return fail(ps, TASO_ERR_PARSE, "too many operands for", name, nlen);
+    if (*noperands == op->arity)
+      return fail(ps, TASO_ERR_PARSE, "too many operands for", name, nlen);
     TASO_TRY(parse_expr(ps, &operands[(*noperands)++]));
   } while (accept(ps, ','));
   TASO_TRY(expect(ps, ')'));
 done:;
-  unsigned required = op->params & (TASO_P_AXIS | TASO_P_KERNEL | TASO_P_SHAPE | TASO_P_PERM |
-                                    TASO_P_AT);
+  unsigned required =
+      op->params & (TASO_P_AXIS | TASO_P_KERNEL | TASO_P_SHAPE | TASO_P_PERM | TASO_P_AT);
   if ((op->params & TASO_P_BOUND) && !((seen & TASO_P_BOUND) && (seen & (1u << 31))))
     return fail(ps, TASO_ERR_PARSE, "missing min or max parameter of", name, nlen);
   /* Templates leave shapes to the enumerator, which knows the partner. */
@@ -720,7 +751,8 @@ taso_err_t taso_op_template_parse(const char *text, taso_op_kind_t *kind, taso_p
   parser_t ps = {text, text, &no_inputs, &none};
   const char *name;
   int nlen = word(&ps, &name), port, n;
-  if (nlen == 0) return fail(&ps, TASO_ERR_PARSE, "expected an operator at", text, (int)strlen(text));
+  if (nlen == 0)
+    return fail(&ps, TASO_ERR_PARSE, "expected an operator at", text, (int)strlen(text));
   TASO_TRY(parse_op(&ps, name, nlen, kind, &port, p, NULL, &n));
   skip_space(&ps);
   if (*ps.s) return fail(&ps, TASO_ERR_PARSE, "unexpected text", ps.s, (int)strlen(ps.s));

@@ -20,7 +20,7 @@
 #define TASO_NAME_LEN 16
 
 typedef int32_t taso_ref_t; /* node * 2 + port */
-#define TASO_REF(node, port) ((taso_ref_t)((node) * 2 + (port)))
+#define TASO_REF(node, port) ((taso_ref_t)((node)*2 + (port)))
 #define TASO_REF_NODE(ref) ((ref) / 2)
 #define TASO_REF_PORT(ref) ((ref) % 2)
 
@@ -35,13 +35,13 @@ typedef struct {
 } taso_inputs_t;
 
 typedef struct {
-  int32_t kind;      /* taso_op_kind_t */
-  taso_params_t p;   /* parameters; unused ones 0 */
-  taso_ref_t in[3];  /* tensor inputs; -1 past arity */
+  int32_t kind;     /* taso_op_kind_t */
+  taso_params_t p;  /* parameters; unused ones 0 */
+  taso_ref_t in[3]; /* tensor inputs; -1 past arity */
 } taso_node_t;
 
 typedef struct {
-  taso_node_t *nodes;  /* topological order */
+  taso_node_t *nodes; /* topological order */
   int nnodes, node_cap;
   taso_ref_t *outputs; /* the graph's results, in order */
   int noutputs, out_cap;
@@ -89,12 +89,10 @@ uint64_t taso_node_params_hash(const taso_node_t *n);
  * its operator does not take 0), operands valid tensors of g; params_hash
  * is taso_node_params_hash(n). For copying nodes from another graph. */
 taso_err_t taso_graph_add_node_indexed(taso_graph_t *g, taso_graph_index_t *ix,
-                                       const taso_node_t *n, uint64_t params_hash,
-                                       taso_ref_t *ref);
+                                       const taso_node_t *n, uint64_t params_hash, taso_ref_t *ref);
 
 /* Types of every node output: types[2*node + port]. Errors name the operator. */
-taso_err_t taso_graph_infer(const taso_graph_t *g, const taso_inputs_t *in,
-                            taso_tensor_t *types);
+taso_err_t taso_graph_infer(const taso_graph_t *g, const taso_inputs_t *in, taso_tensor_t *types);
 
 /* Rewrites g in canonical node order (depth-first from the outputs, inputs
  * in order) and drops nodes no output depends on. */
@@ -117,8 +115,7 @@ uint64_t taso_graph_hash(const taso_graph_t *g);
  * graphs hash alike; a caller that knows which nodes a rewrite left
  * alone reuses their params hashes, and hashes a rewrite in a few mixes
  * per node. _all fills hashes for every node and returns the graph's. */
-uint64_t taso_node_struct_hash(uint64_t params_hash, const taso_node_t *n,
-                               const uint64_t *hashes);
+uint64_t taso_node_struct_hash(uint64_t params_hash, const taso_node_t *n, const uint64_t *hashes);
 uint64_t taso_graph_struct_hash(const taso_graph_t *g, const uint64_t *hashes);
 uint64_t taso_graph_struct_hash_all(const taso_graph_t *g, uint64_t *hashes);
 

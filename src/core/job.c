@@ -57,7 +57,8 @@ static taso_err_t parse_int_range(const char *text, long lo, long hi, int *out) 
 }
 
 /* ERANGE from strtoull then means exactly "does not fit a uint64_t". */
-_Static_assert(sizeof(unsigned long long) == sizeof(uint64_t), "seed parsing assumes 64-bit long long");
+_Static_assert(sizeof(unsigned long long) == sizeof(uint64_t),
+               "seed parsing assumes 64-bit long long");
 
 static taso_err_t parse_seed(const char *text, uint64_t *out) {
   char *end = NULL;
@@ -99,25 +100,22 @@ static taso_err_t parse_shape(const char *text, int *rank, int32_t *dim) {
     long v;
     if (!read_digits(p, &end, &v))
       return taso_error(TASO_ERR_PARSE,
-                        "shape '%s': expected sizes joined by 'x' (such as 2x4) or 'scalar'",
-                        text);
+                        "shape '%s': expected sizes joined by 'x' (such as 2x4) or 'scalar'", text);
     if (r == TASO_MAX_RANK)
       return taso_error(TASO_ERR_SHAPE, "shape '%s' has more than %d dimensions", text,
                         TASO_MAX_RANK);
     if (v < 1)
-      return taso_error(TASO_ERR_SHAPE, "shape '%s': size %ld on axis %d; sizes must be >= 1",
-                        text, v, r);
+      return taso_error(TASO_ERR_SHAPE, "shape '%s': size %ld on axis %d; sizes must be >= 1", text,
+                        v, r);
     /* Element counts are int32 further down the pipeline. */
     if (v > INT32_MAX / elems)
-      return taso_error(TASO_ERR_SHAPE, "shape '%s' has more than %d elements", text,
-                        INT32_MAX);
+      return taso_error(TASO_ERR_SHAPE, "shape '%s' has more than %d elements", text, INT32_MAX);
     elems *= v;
     dim[r++] = (int32_t)v;
     if (*end == '\0') break;
     if (*end != 'x')
       return taso_error(TASO_ERR_PARSE,
-                        "shape '%s': expected sizes joined by 'x' (such as 2x4) or 'scalar'",
-                        text);
+                        "shape '%s': expected sizes joined by 'x' (such as 2x4) or 'scalar'", text);
     p = end + 1;
   }
   *rank = r;
@@ -131,12 +129,13 @@ taso_err_t taso_parse_sizes(const char *text, int32_t *sizes, int *n) {
   /* Blanks around items are allowed because "1, 2, 3" is how people write
    * lists; everything else must be digits and commas. */
   for (;;) {
-    while (*p == ' ' || *p == '\t') p++;
+    while (*p == ' ' || *p == '\t')
+      p++;
     const char *end;
     long v;
     if (!read_digits(p, &end, &v))
-      return taso_error(TASO_ERR_PARSE, "size list '%s': expected a number at position %d",
-                        text, (int)(p - text) + 1);
+      return taso_error(TASO_ERR_PARSE, "size list '%s': expected a number at position %d", text,
+                        (int)(p - text) + 1);
     if (v < 1 || v > JOB_MAX_SIZE)
       return taso_error(TASO_ERR_PARSE, "size list '%s': size %ld out of range 1..%d", text, v,
                         JOB_MAX_SIZE);
@@ -144,11 +143,11 @@ taso_err_t taso_parse_sizes(const char *text, int32_t *sizes, int *n) {
       if (got[i] == v)
         return taso_error(TASO_ERR_PARSE, "size list '%s': size %ld listed twice", text, v);
     if (count == TASO_MAX_SIZES)
-      return taso_error(TASO_ERR_LIMIT, "size list '%s': more than %d sizes", text,
-                        TASO_MAX_SIZES);
+      return taso_error(TASO_ERR_LIMIT, "size list '%s': more than %d sizes", text, TASO_MAX_SIZES);
     got[count++] = (int32_t)v;
     p = end;
-    while (*p == ' ' || *p == '\t') p++;
+    while (*p == ' ' || *p == '\t')
+      p++;
     if (*p == '\0') break;
     if (*p != ',')
       return taso_error(TASO_ERR_PARSE, "size list '%s': expected ',' at position %d", text,
@@ -173,8 +172,8 @@ static taso_err_t set_name(taso_job_t *job, const char *value) {
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)value[i];
     if (!isalnum(c) && c != '_' && c != '-' && c != '.')
-      return taso_error(TASO_ERR_PARSE,
-                        "name '%s' may hold only letters, digits, '_', '-' and '.'", value);
+      return taso_error(TASO_ERR_PARSE, "name '%s' may hold only letters, digits, '_', '-' and '.'",
+                        value);
   }
   memcpy(job->name, value, len + 1);
   return TASO_OK;
@@ -190,8 +189,8 @@ static taso_err_t set_max_ops(taso_job_t *job, const char *value) {
 
 static taso_err_t set_method(taso_job_t *job, const char *value) {
   if (strcmp(value, "representatives") && strcmp(value, "exhaustive"))
-    return taso_error(TASO_ERR_UNKNOWN,
-                      "unknown method '%s' (known: representatives, exhaustive)", value);
+    return taso_error(TASO_ERR_UNKNOWN, "unknown method '%s' (known: representatives, exhaustive)",
+                      value);
   snprintf(job->method, sizeof job->method, "%s", value);
   return TASO_OK;
 }
@@ -257,7 +256,8 @@ static taso_err_t add_template(taso_job_t *job, const char *text) {
 static taso_err_t set_operators(taso_job_t *job, const char *value) {
   const char *p = value;
   for (;;) {
-    while (isspace((unsigned char)*p)) p++;
+    while (isspace((unsigned char)*p))
+      p++;
     if (*p == '\0') return TASO_OK;
     const char *start = p;
     int depth = 0;
@@ -443,7 +443,8 @@ static const key_spec_t key_specs[] = {
     {"generate", "weights", set_weights, true, NULL}, /* derived: every input */
     {"generate", "identities", set_identities, false, "skip"},
     {"generate", "derive_steps", set_derive_steps, false, STR(TASO_DEFAULT_DERIVE_STEPS)},
-    {"generate", "derive_extra_ops", set_derive_extra_ops, false, STR(TASO_DEFAULT_DERIVE_EXTRA_OPS)},
+    {"generate", "derive_extra_ops", set_derive_extra_ops, false,
+     STR(TASO_DEFAULT_DERIVE_EXTRA_OPS)},
     {"generate", "derive_nodes", set_derive_nodes, false, STR(TASO_DEFAULT_DERIVE_NODES)},
     {"verify", "axioms", set_axioms, false, "data/axioms"},
     {"verify", "timeout", set_verify_timeout, false, "5"},
@@ -500,12 +501,10 @@ static taso_err_t add_input(taso_job_t *job, const char *name, const char *value
   /* Graph text refers to inputs by name, so names must read as words. */
   if (!is_identifier(name))
     return taso_error(TASO_ERR_PARSE,
-                      "input name '%s' must be a letter followed by letters, digits or '_'",
-                      name);
+                      "input name '%s' must be a letter followed by letters, digits or '_'", name);
   if (taso_inputs_find(&job->inputs, name) >= 0)
     return taso_error(TASO_ERR_PARSE,
-                      "input '%s' defined twice (an indented line continues the line above)",
-                      name);
+                      "input '%s' defined twice (an indented line continues the line above)", name);
   int rank = 0;
   int32_t dim[TASO_MAX_RANK] = {0};
   TASO_TRY(parse_shape(value, &rank, dim));
@@ -651,12 +650,13 @@ static taso_err_t syntax_error(const char *path, const char *text, int line) {
     p++;
   }
   if (!p) p = "";
-  while (*p == ' ' || *p == '\t') p++;
+  while (*p == ' ' || *p == '\t')
+    p++;
   int n = (int)strcspn(p, "\r\n");
   if (n > 40) n = 40;
   if (*p == '[')
-    return taso_error(TASO_ERR_PARSE, "%s:%d: section header '%.*s' has no closing ']'", path,
-                      line, n, p);
+    return taso_error(TASO_ERR_PARSE, "%s:%d: section header '%.*s' has no closing ']'", path, line,
+                      n, p);
   return taso_error(TASO_ERR_PARSE,
                     "%s:%d: expected 'key = value', '[section]' or a comment, got '%.*s'", path,
                     line, n, p);
@@ -691,10 +691,11 @@ int taso_job_defaults(const taso_job_t *job, const char *section, const char *co
     const key_spec_t *ks = &key_specs[i];
     if (!ks->def || strcmp(ks->section, section) || (job->given & ((uint64_t)1 << i))) continue;
     bool skipped = false;
-    for (int k = 0; skip && skip[k]; k++) skipped = skipped || !strcmp(skip[k], ks->key);
+    for (int k = 0; skip && skip[k]; k++)
+      skipped = skipped || !strcmp(skip[k], ks->key);
     if (skipped) continue;
-    int w = snprintf(buf + at, at < len ? len - at : 0, "%s[%s] %s = %s", at ? ", " : "",
-                     section, ks->key, ks->def);
+    int w = snprintf(buf + at, at < len ? len - at : 0, "%s[%s] %s = %s", at ? ", " : "", section,
+                     ks->key, ks->def);
     if (w > 0) at += (size_t)w;
     n++;
   }

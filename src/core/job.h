@@ -53,47 +53,47 @@ typedef struct {
 } taso_op_template_t;
 
 typedef struct {
-  char *path;                 /* as given */
-  char *text;                 /* the file's whole text, for provenance */
-  char name[64];              /* [job] name */
-  uint64_t seed;              /* [job] seed */
-  taso_inputs_t inputs;       /* [inputs] */
-  int max_ops;                /* [generate] max_ops */
+  char *path;                                 /* as given */
+  char *text;                                 /* the file's whole text, for provenance */
+  char name[64];                              /* [job] name */
+  uint64_t seed;                              /* [job] seed */
+  taso_inputs_t inputs;                       /* [inputs] */
+  int max_ops;                                /* [generate] max_ops */
   taso_op_template_t ops[TASO_MAX_TEMPLATES]; /* [generate] operators */
   int nops;
-  char method[16];            /* [generate] method: "representatives" or "exhaustive" */
-  char weights[1024];         /* [generate] weights: input names; "" every input */
-  bool keep_identities;       /* [generate] identities = keep: enumerate operators where
-                                 they are the identity (skip: not, the default) */
-  int derive_steps;           /* [generate] derive_steps: rewrites per derivation */
-  int derive_extra_ops;       /* [generate] derive_extra_ops: operators past the larger side */
-  int derive_nodes;           /* [generate] derive_nodes: graphs per side of a search */
-  char axioms[256];           /* [verify] axioms: path of the axiom file or folder */
-  double verify_timeout;      /* [verify] timeout, seconds */
+  char method[16];               /* [generate] method: "representatives" or "exhaustive" */
+  char weights[1024];            /* [generate] weights: input names; "" every input */
+  bool keep_identities;          /* [generate] identities = keep: enumerate operators where
+                                    they are the identity (skip: not, the default) */
+  int derive_steps;              /* [generate] derive_steps: rewrites per derivation */
+  int derive_extra_ops;          /* [generate] derive_extra_ops: operators past the larger side */
+  int derive_nodes;              /* [generate] derive_nodes: graphs per side of a search */
+  char axioms[256];              /* [verify] axioms: path of the axiom file or folder */
+  double verify_timeout;         /* [verify] timeout, seconds */
   int32_t sizes[TASO_MAX_SIZES]; /* [validate] sizes */
   int nsizes;
-  double validate_timeout;    /* [validate] timeout, seconds */
-  double redundancy_timeout;  /* [validate] redundancy_timeout, seconds: a safety net */
-  int verify_rlimit;          /* [verify] rlimit, Z3 resource units per query; 0 none */
-  int verify_memory_mb;       /* [verify] memory_mb, Z3's memory cap per rank; 0 none */
-  int redundancy_rlimit;      /* [validate] redundancy_rlimit, per redundancy query */
-  int validate_memory_mb;     /* [validate] memory_mb, Z3's memory cap per rank; 0 none */
-  char measure_models[1024];  /* [measure] models: specs separated by blanks; "" none */
-  int measure_warmup;         /* [measure] warmup: untimed runs per configuration */
-  int measure_min_runs;       /* [measure] min_runs: timed runs at least */
-  int measure_max_runs;       /* [measure] max_runs: timed runs at most */
-  double measure_spread;      /* [measure] spread: stop once IQR / median is at most this */
+  double validate_timeout;      /* [validate] timeout, seconds */
+  double redundancy_timeout;    /* [validate] redundancy_timeout, seconds: a safety net */
+  int verify_rlimit;            /* [verify] rlimit, Z3 resource units per query; 0 none */
+  int verify_memory_mb;         /* [verify] memory_mb, Z3's memory cap per rank; 0 none */
+  int redundancy_rlimit;        /* [validate] redundancy_rlimit, per redundancy query */
+  int validate_memory_mb;       /* [validate] memory_mb, Z3's memory cap per rank; 0 none */
+  char measure_models[1024];    /* [measure] models: specs separated by blanks; "" none */
+  int measure_warmup;           /* [measure] warmup: untimed runs per configuration */
+  int measure_min_runs;         /* [measure] min_runs: timed runs at least */
+  int measure_max_runs;         /* [measure] max_runs: timed runs at most */
+  double measure_spread;        /* [measure] spread: stop once IQR / median is at most this */
   int measure_cores_per_device; /* [measure] cores_per_device: CPU cores one measurement
                                    owns; 0: all the job's cores on the node */
-  char measure_lock_dir[256]; /* [measure] lock_dir; "": $TMPDIR/taso-devices, else
-                                 /tmp/taso-devices */
+  char measure_lock_dir[256];   /* [measure] lock_dir; "": $TMPDIR/taso-devices, else
+                                   /tmp/taso-devices */
   double measure_batch_seconds; /* [measure] batch_seconds: measuring between merges */
-  char search[32];            /* [optimize] search: "backtracking" or "parallel" */
-  double alpha;               /* [optimize] alpha, >= 1 */
-  int budget;                 /* [optimize] budget: graphs taken from the queue */
-  double optimize_time_limit; /* [optimize] time_limit, seconds */
-  bool chain;                 /* [optimize] chain: on (rule chains, search.h) or off */
-  uint64_t given;             /* keys the file sets, one bit each (taso_job_given) */
+  char search[32];              /* [optimize] search: "backtracking" or "parallel" */
+  double alpha;                 /* [optimize] alpha, >= 1 */
+  int budget;                   /* [optimize] budget: graphs taken from the queue */
+  double optimize_time_limit;   /* [optimize] time_limit, seconds */
+  bool chain;                   /* [optimize] chain: on (rule chains, search.h) or off */
+  uint64_t given;               /* keys the file sets, one bit each (taso_job_given) */
 } taso_job_t;
 
 taso_err_t taso_job_load(const char *path, taso_job_t *job);

@@ -14,15 +14,16 @@ typedef struct {
   bool any_type;       /* inputs bind to tensors of any shape (typed checks in emit) */
   taso_inputs_t typed; /* any_type: the table with the bound tensors' types */
   taso_tensor_t *rhs_types;
-  taso_accept_fn accept;    /* accepting matches: decides each one, else NULL */
+  taso_accept_fn accept; /* accepting matches: decides each one, else NULL */
   void *accept_ctx;
   taso_tensor_t *lhs_types; /* accepting matches: lhs typed on the bound tensors */
-  taso_ref_t *bound;   /* per input-table entry: the host tensor, or -1 */
-  int *node_map;       /* per lhs node: the host node, or -1 */
-  int *trail;          /* undo log: lhs node ids (>= 0) and inputs (-1 - index) */
+  taso_ref_t *bound;        /* per input-table entry: the host tensor, or -1 */
+  int *node_map;            /* per lhs node: the host node, or -1 */
+  int *trail;               /* undo log: lhs node ids (>= 0) and inputs (-1 - index) */
   int ntrail;
-  taso_ref_t *at;      /* per lhs output: the host tensor it matched */
-  taso_ref_t *built;   /* per host node and mode (2 * node + original): its ref in the result, or -1 */
+  taso_ref_t *at; /* per lhs output: the host tensor it matched */
+  taso_ref_t
+      *built; /* per host node and mode (2 * node + original): its ref in the result, or -1 */
   const uint64_t *params; /* per host node: taso_node_params_hash (the caller's, or own) */
   uint64_t *own_params;   /* computed once a match is built, when the caller gave none */
   bool params_ready;
@@ -31,9 +32,9 @@ typedef struct {
   taso_rewrite_fn fn;
   taso_traced_fn traced; /* instead of fn: with the result's provenance */
   void *ctx;
-  int *prov;           /* traced: per node of out, the host node it was made from, or -1 */
-  int *where;          /* traced: where canonicalizing out moved each node */
-  int *prov_out;       /* traced: prov, after canonicalizing */
+  int *prov;     /* traced: per node of out, the host node it was made from, or -1 */
+  int *where;    /* traced: where canonicalizing out moved each node */
+  int *prov_out; /* traced: prov, after canonicalizing */
   int prov_cap;
 } matcher_t;
 
@@ -114,7 +115,8 @@ static taso_err_t build_rhs(matcher_t *m, taso_ref_t r, taso_ref_t *out) {
   const taso_node_t *n = &m->rhs->nodes[TASO_REF_NODE(r)];
   if (n->kind == TASO_OP_INPUT) return build_host(m, m->bound[n->p.input], true, out);
   taso_ref_t in[3] = {-1, -1, -1};
-  for (int a = 0; a < taso_ops[n->kind].arity; a++) TASO_TRY(build_rhs(m, n->in[a], &in[a]));
+  for (int a = 0; a < taso_ops[n->kind].arity; a++)
+    TASO_TRY(build_rhs(m, n->in[a], &in[a]));
   int before = m->out.nnodes;
   TASO_TRY(taso_graph_add_indexed(&m->out, &m->out_index, n->kind, &n->p, in, out));
   if (m->traced && m->out.nnodes > before) m->prov[TASO_REF_NODE(*out)] = -1;
@@ -130,7 +132,8 @@ static taso_err_t build_host(matcher_t *m, taso_ref_t h, bool original, taso_ref
   int node = TASO_REF_NODE(h), slot = 2 * node + original;
   if (m->built[slot] < 0) {
     taso_node_t n = m->host->nodes[node]; /* its operands as built */
-    for (int a = 0; a < 3 && n.in[a] >= 0; a++) TASO_TRY(build_host(m, n.in[a], original, &n.in[a]));
+    for (int a = 0; a < 3 && n.in[a] >= 0; a++)
+      TASO_TRY(build_host(m, n.in[a], original, &n.in[a]));
     taso_ref_t ref;
     TASO_TRY(taso_graph_add_node_indexed(&m->out, &m->out_index, &n, m->params[node], &ref));
     if (m->traced) m->prov[TASO_REF_NODE(ref)] = node; /* an equal node found: made from node too */
@@ -148,7 +151,8 @@ static taso_err_t emit(matcher_t *m) {
     if (!ok) return TASO_OK;
   }
   taso_graph_clear(&m->out);
-  for (int i = 0; i < 2 * m->host->nnodes; i++) m->built[i] = -1;
+  for (int i = 0; i < 2 * m->host->nnodes; i++)
+    m->built[i] = -1;
   for (int i = 0; i < m->host->nnodes && !m->params_ready; i++)
     m->own_params[i] = taso_node_params_hash(&m->host->nodes[i]);
   m->params_ready = true;
@@ -172,7 +176,9 @@ static taso_err_t emit(matcher_t *m) {
 static taso_err_t match_from(matcher_t *m, int o) {
   if (o == m->lhs->noutputs) return emit(m);
   for (int node = 0; node < m->host->nnodes; node++) {
-    int ports = m->host->nodes[node].kind == TASO_OP_INPUT ? 1 : taso_ops[m->host->nodes[node].kind].outputs;
+    int ports = m->host->nodes[node].kind == TASO_OP_INPUT
+                    ? 1
+                    : taso_ops[m->host->nodes[node].kind].outputs;
     for (int port = 0; port < ports; port++) {
       taso_ref_t h = TASO_REF(node, port);
       int mark = m->ntrail;
@@ -204,8 +210,10 @@ static taso_err_t alloc(matcher_t *m) {
   m->trail = malloc(sizeof *m->trail * (m->lhs->nnodes + in->n + 1));
   m->at = malloc(sizeof *m->at * (m->lhs->noutputs + 1));
   m->built = malloc(sizeof *m->built * (2 * m->host->nnodes + 1));
-  if (!m->params) m->params = m->own_params = malloc(sizeof *m->own_params * (m->host->nnodes + 1));
-  else m->params_ready = true;
+  if (!m->params)
+    m->params = m->own_params = malloc(sizeof *m->own_params * (m->host->nnodes + 1));
+  else
+    m->params_ready = true;
   if (!m->bound || !m->node_map || !m->trail || !m->at || !m->built || !m->params)
     return taso_error(TASO_ERR_NOMEM, "rewrite");
   if (m->traced) {
@@ -227,8 +235,10 @@ static taso_err_t run(matcher_t *m) {
   taso_graph_init(&m->out);
   taso_err_t err = alloc(m);
   if (err == TASO_OK) {
-    for (int i = 0; i < m->in->n; i++) m->bound[i] = -1;
-    for (int i = 0; i < m->lhs->nnodes; i++) m->node_map[i] = -1;
+    for (int i = 0; i < m->in->n; i++)
+      m->bound[i] = -1;
+    for (int i = 0; i < m->lhs->nnodes; i++)
+      m->node_map[i] = -1;
     err = match_from(m, 0);
   }
   taso_graph_free(&m->out);
@@ -251,8 +261,14 @@ static taso_err_t run(matcher_t *m) {
 taso_err_t taso_rewrite_all(const taso_graph_t *host, const taso_tensor_t *host_types,
                             const taso_graph_t *lhs, const taso_graph_t *rhs,
                             const taso_inputs_t *in, bool any_type, taso_rewrite_fn fn, void *ctx) {
-  matcher_t m = {.host = host, .lhs = lhs, .rhs = rhs, .types = host_types, .in = in,
-                 .any_type = any_type, .fn = fn, .ctx = ctx};
+  matcher_t m = {.host = host,
+                 .lhs = lhs,
+                 .rhs = rhs,
+                 .types = host_types,
+                 .in = in,
+                 .any_type = any_type,
+                 .fn = fn,
+                 .ctx = ctx};
   return run(&m);
 }
 
@@ -261,8 +277,15 @@ taso_err_t taso_rewrite_all_accepting(const taso_graph_t *host, const taso_tenso
                                       const taso_inputs_t *in, taso_accept_fn accept,
                                       void *accept_ctx, taso_rewrite_fn fn, void *ctx) {
   if (!accept) return taso_error(TASO_ERR_ARG, "rewrite: an accepting rewrite needs a callback");
-  matcher_t m = {.host = host, .lhs = lhs, .rhs = rhs, .types = host_types, .in = in,
-                 .any_type = true, .accept = accept, .accept_ctx = accept_ctx, .fn = fn,
+  matcher_t m = {.host = host,
+                 .lhs = lhs,
+                 .rhs = rhs,
+                 .types = host_types,
+                 .in = in,
+                 .any_type = true,
+                 .accept = accept,
+                 .accept_ctx = accept_ctx,
+                 .fn = fn,
                  .ctx = ctx};
   return run(&m);
 }
@@ -273,9 +296,17 @@ taso_err_t taso_rewrite_all_traced(const taso_graph_t *host, const taso_tensor_t
                                    taso_accept_fn accept, void *accept_ctx, taso_traced_fn fn,
                                    void *ctx) {
   if (!accept) return taso_error(TASO_ERR_ARG, "rewrite: an accepting rewrite needs a callback");
-  matcher_t m = {.host = host, .lhs = lhs, .rhs = rhs, .types = host_types, .in = in,
-                 .any_type = true, .accept = accept, .accept_ctx = accept_ctx, .traced = fn,
-                 .ctx = ctx, .params = host_params};
+  matcher_t m = {.host = host,
+                 .lhs = lhs,
+                 .rhs = rhs,
+                 .types = host_types,
+                 .in = in,
+                 .any_type = true,
+                 .accept = accept,
+                 .accept_ctx = accept_ctx,
+                 .traced = fn,
+                 .ctx = ctx,
+                 .params = host_params};
   return run(&m);
 }
 

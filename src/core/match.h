@@ -39,8 +39,8 @@ taso_err_t taso_rewrite_all(const taso_graph_t *host, const taso_tensor_t *host_
  * taso_graph_infer gives them; valid during the call only). *accept
  * false skips the match; a non-OK return stops the enumeration. */
 typedef taso_err_t (*taso_accept_fn)(void *ctx, const taso_inputs_t *at,
-                                     const taso_tensor_t *lhs_types,
-                                     const taso_tensor_t *rhs_types, bool *accept);
+                                     const taso_tensor_t *lhs_types, const taso_tensor_t *rhs_types,
+                                     bool *accept);
 
 /* any_type matching where accept decides every match whose rhs
  * type-checks: the hook under the checked and the guarded rewrites

@@ -22,7 +22,8 @@ taso_err_t taso_merge_lock(const char *lock_path, int *fd) {
       return taso_error(TASO_ERR_IO, "%s: cannot create the lock file: %s", lock_path,
                         strerror(errno));
     int rc;
-    while ((rc = flock(*fd, LOCK_EX)) != 0 && errno == EINTR) continue;
+    while ((rc = flock(*fd, LOCK_EX)) != 0 && errno == EINTR)
+      continue;
     if (rc != 0) {
       int e = errno;
       close(*fd);
@@ -51,4 +52,3 @@ void taso_merge_unlock(const char *lock_path, int fd) {
   unlink(lock_path);
   close(fd);
 }
-

@@ -24,8 +24,7 @@ static taso_err_t shape_elementwise(const taso_params_t *p, const taso_tensor_t 
   return TASO_OK;
 }
 
-static taso_err_t shape_smul(const taso_params_t *p, const taso_tensor_t *in,
-                             taso_tensor_t *out) {
+static taso_err_t shape_smul(const taso_params_t *p, const taso_tensor_t *in, taso_tensor_t *out) {
   (void)p;
   if (in[1].rank != 0)
     return taso_error(TASO_ERR_SHAPE, "second operand must be a scalar, got rank %d", in[1].rank);
@@ -33,8 +32,7 @@ static taso_err_t shape_smul(const taso_params_t *p, const taso_tensor_t *in,
   return TASO_OK;
 }
 
-static taso_err_t shape_unary(const taso_params_t *p, const taso_tensor_t *in,
-                              taso_tensor_t *out) {
+static taso_err_t shape_unary(const taso_params_t *p, const taso_tensor_t *in, taso_tensor_t *out) {
   (void)p;
   out[0] = taso_tensor_make(in[0].rank, in[0].dim);
   return TASO_OK;
@@ -53,8 +51,8 @@ static taso_err_t shape_matmul(const taso_params_t *p, const taso_tensor_t *in,
                                taso_tensor_t *out) {
   (void)p;
   if (in[0].rank != 2 || in[1].rank != 2)
-    return taso_error(TASO_ERR_SHAPE, "needs two rank-2 operands, got ranks %d and %d",
-                      in[0].rank, in[1].rank);
+    return taso_error(TASO_ERR_SHAPE, "needs two rank-2 operands, got ranks %d and %d", in[0].rank,
+                      in[1].rank);
   if (in[0].dim[1] != in[1].dim[0])
     return taso_error(TASO_ERR_SHAPE, "inner sizes differ: [%d,%d] x [%d,%d]", in[0].dim[0],
                       in[0].dim[1], in[1].dim[0], in[1].dim[1]);
@@ -88,8 +86,7 @@ static taso_err_t window_shape(const taso_params_t *p, const taso_tensor_t *x, i
                                int32_t kw, int32_t c, taso_tensor_t *out) {
   int32_t before;
   if (p->stride[0] < 1 || p->stride[1] < 1)
-    return taso_error(TASO_ERR_SHAPE, "stride %dx%d must be positive", p->stride[0],
-                      p->stride[1]);
+    return taso_error(TASO_ERR_SHAPE, "stride %dx%d must be positive", p->stride[0], p->stride[1]);
   if (kh < 1 || kw < 1) return taso_error(TASO_ERR_SHAPE, "kernel %dx%d must be positive", kh, kw);
   if (p->pad == TASO_PAD_EXPLICIT)
     for (int i = 0; i < 4; i++)
@@ -99,8 +96,8 @@ static taso_err_t window_shape(const taso_params_t *p, const taso_tensor_t *x, i
   int32_t oh = taso_window_axis(p, 0, x->dim[2], kh, &before);
   int32_t ow = taso_window_axis(p, 1, x->dim[3], kw, &before);
   if (oh < 1 || ow < 1)
-    return taso_error(TASO_ERR_SHAPE, "kernel %dx%d does not fit input %dx%d with this padding",
-                      kh, kw, x->dim[2], x->dim[3]);
+    return taso_error(TASO_ERR_SHAPE, "kernel %dx%d does not fit input %dx%d with this padding", kh,
+                      kw, x->dim[2], x->dim[3]);
   int32_t d[4] = {x->dim[0], c, oh, ow};
   *out = taso_tensor_make(4, d);
   return TASO_OK;
@@ -110,8 +107,8 @@ static taso_err_t shape_conv2d(const taso_params_t *p, const taso_tensor_t *in,
                                taso_tensor_t *out) {
   const taso_tensor_t *x = &in[0], *w = &in[1];
   if (x->rank != 4 || w->rank != 4)
-    return taso_error(TASO_ERR_SHAPE, "needs rank-4 input and weight, got ranks %d and %d",
-                      x->rank, w->rank);
+    return taso_error(TASO_ERR_SHAPE, "needs rank-4 input and weight, got ranks %d and %d", x->rank,
+                      w->rank);
   if (x->dim[1] % w->dim[1] != 0)
     return taso_error(TASO_ERR_SHAPE, "input channels %d not a multiple of weight channels %d",
                       x->dim[1], w->dim[1]);
@@ -122,8 +119,7 @@ static taso_err_t shape_conv2d(const taso_params_t *p, const taso_tensor_t *in,
   return window_shape(p, x, w->dim[2], w->dim[3], w->dim[0], out);
 }
 
-static taso_err_t shape_pool(const taso_params_t *p, const taso_tensor_t *in,
-                             taso_tensor_t *out) {
+static taso_err_t shape_pool(const taso_params_t *p, const taso_tensor_t *in, taso_tensor_t *out) {
   if (in[0].rank != 4) return taso_error(TASO_ERR_SHAPE, "needs rank 4, got %d", in[0].rank);
   return window_shape(p, &in[0], p->kernel[0], p->kernel[1], in[0].dim[1], out);
 }
@@ -144,8 +140,7 @@ static taso_err_t shape_concat(const taso_params_t *p, const taso_tensor_t *in,
   return TASO_OK;
 }
 
-static taso_err_t shape_split(const taso_params_t *p, const taso_tensor_t *in,
-                              taso_tensor_t *out) {
+static taso_err_t shape_split(const taso_params_t *p, const taso_tensor_t *in, taso_tensor_t *out) {
   const taso_tensor_t *x = &in[0];
   taso_tree_t l, r;
   int32_t s;
@@ -163,10 +158,11 @@ static taso_err_t shape_split(const taso_params_t *p, const taso_tensor_t *in,
 static taso_err_t shape_enlarge(const taso_params_t *p, const taso_tensor_t *in,
                                 taso_tensor_t *out) {
   const taso_tensor_t *w = &in[0];
-  if (w->rank != 4) return taso_error(TASO_ERR_SHAPE, "needs a rank-4 weight, got rank %d", w->rank);
+  if (w->rank != 4)
+    return taso_error(TASO_ERR_SHAPE, "needs a rank-4 weight, got rank %d", w->rank);
   if (w->dim[2] > p->kernel[0] || w->dim[3] > p->kernel[1])
-    return taso_error(TASO_ERR_SHAPE, "kernel %dx%d larger than target %dx%d", w->dim[2],
-                      w->dim[3], p->kernel[0], p->kernel[1]);
+    return taso_error(TASO_ERR_SHAPE, "kernel %dx%d larger than target %dx%d", w->dim[2], w->dim[3],
+                      p->kernel[0], p->kernel[1]);
   int32_t d[4] = {w->dim[0], w->dim[1], p->kernel[0], p->kernel[1]};
   out[0] = taso_tensor_make(4, d);
   return TASO_OK;
@@ -339,8 +335,7 @@ static taso_err_t trees_none(const taso_params_t *p, const taso_tensor_t *in, ta
   return TASO_OK;
 }
 
-static taso_err_t trees_first(const taso_params_t *p, const taso_tensor_t *in,
-                              taso_tensor_t *out) {
+static taso_err_t trees_first(const taso_params_t *p, const taso_tensor_t *in, taso_tensor_t *out) {
   (void)p;
   memcpy(out[0].tree, in[0].tree, sizeof in[0].tree);
   return TASO_OK;
@@ -384,8 +379,7 @@ static taso_err_t trees_conv2d(const taso_params_t *p, const taso_tensor_t *in,
   return TASO_OK;
 }
 
-static taso_err_t trees_pool(const taso_params_t *p, const taso_tensor_t *in,
-                             taso_tensor_t *out) {
+static taso_err_t trees_pool(const taso_params_t *p, const taso_tensor_t *in, taso_tensor_t *out) {
   (void)p;
   out[0].tree[0] = in[0].tree[0];
   return TASO_OK;
@@ -407,8 +401,7 @@ static taso_err_t trees_concat(const taso_params_t *p, const taso_tensor_t *in,
   return taso_tree_join(&out[0].tree[a], in[0].dim[a], &in[0].tree[a], &in[1].tree[a]);
 }
 
-static taso_err_t trees_split(const taso_params_t *p, const taso_tensor_t *in,
-                              taso_tensor_t *out) {
+static taso_err_t trees_split(const taso_params_t *p, const taso_tensor_t *in, taso_tensor_t *out) {
   int32_t s;
   memcpy(out[0].tree, in[0].tree, sizeof in[0].tree);
   memcpy(out[1].tree, in[0].tree, sizeof in[0].tree);
@@ -441,8 +434,8 @@ const taso_op_info_t taso_ops[TASO_OP_COUNT] = {
     [TASO_OP_ENLARGE] = {"enlarge", 1, 1, TASO_P_KERNEL, shape_enlarge, trees_enlarge},
     [TASO_OP_CONST_POOL] = {"const_pool", 0, 1, TASO_P_KERNEL | TASO_P_SHAPE, shape_const_pool,
                             trees_none},
-    [TASO_OP_CONST_ICONV] = {"const_iconv", 0, 1, TASO_P_KERNEL | TASO_P_SHAPE,
-                             shape_const_iconv, trees_none},
+    [TASO_OP_CONST_ICONV] = {"const_iconv", 0, 1, TASO_P_KERNEL | TASO_P_SHAPE, shape_const_iconv,
+                             trees_none},
     [TASO_OP_CONST_IMM] = {"const_imm", 0, 1, TASO_P_SHAPE, shape_const_imm, trees_none},
     [TASO_OP_CONST_ONE] = {"const_one", 0, 1, TASO_P_SHAPE, shape_const_one, trees_none},
     [TASO_OP_ADD] = {"add", 2, 1, 0, shape_broadcast, trees_model},

@@ -36,8 +36,8 @@ typedef enum {
   /* Model-only operators: real models need them, substitutions never
    * mention them (no axioms, not enumerated, not fingerprinted). Only the
    * double evaluation and the runtime backends compute them. */
-  TASO_OP_ADD,       /* element-wise add with ONNX (trailing) broadcasting */
-  TASO_OP_MUL,       /* element-wise multiply with ONNX broadcasting */
+  TASO_OP_ADD, /* element-wise add with ONNX (trailing) broadcasting */
+  TASO_OP_MUL, /* element-wise multiply with ONNX broadcasting */
   TASO_OP_SIGMOID,
   TASO_OP_TANH,
   TASO_OP_CLIP,      /* min(max(x, bound[0]), bound[1]); ReLU6 is clip(0, 6) */
@@ -60,7 +60,8 @@ typedef enum {
  * from TASO_OP_CHMUL on; the kinds between are model-only. */
 #define TASO_OP_SUBST_END TASO_OP_ADD
 #define taso_op_is_model_only(k) ((k) >= TASO_OP_SUBST_END && (k) < TASO_OP_CHMUL)
-#define taso_op_in_subst(k) ((k) > TASO_OP_INPUT && (k) < TASO_OP_COUNT && !taso_op_is_model_only(k))
+#define taso_op_in_subst(k)                                                                        \
+  ((k) > TASO_OP_INPUT && (k) < TASO_OP_COUNT && !taso_op_is_model_only(k))
 
 /* EXPLICIT (model graphs only): pads[] gives the padding of each side. */
 enum { TASO_PAD_SAME = 0, TASO_PAD_VALID = 1, TASO_PAD_EXPLICIT = 2 };
@@ -69,17 +70,17 @@ enum { TASO_LAYOUT_MATERIALIZED = 0, TASO_LAYOUT_VIEW = 1 };
 
 /* Which parameters an operator takes (taso_op_info_t.params). */
 enum {
-  TASO_P_AXIS = 1 << 0,   /* concat, split, chmul, chadd: the axis */
-  TASO_P_STRIDE = 1 << 1, /* conv2d, pools: (sh, sw), default 1x1 */
-  TASO_P_PAD = 1 << 2,    /* conv2d, pools: SAME (default) or VALID */
-  TASO_P_ACT = 1 << 3,    /* conv2d, matmul: fused NONE (default) or RELU */
-  TASO_P_KERNEL = 1 << 4, /* pools, enlarge: (kh, kw) */
-  TASO_P_LAYOUT = 1 << 5, /* transpose: materialized (default) or view */
-  TASO_P_SHAPE = 1 << 6,  /* constants: the full shape */
-  TASO_P_INPUT = 1 << 7,  /* inputs: index into the input table */
-  TASO_P_PERM = 1 << 8,   /* permute: the permutation */
-  TASO_P_BOUND = 1 << 9,  /* clip: the bounds */
-  TASO_P_AT = 1 << 10,    /* split_at: the size of the first part */
+  TASO_P_AXIS = 1 << 0,       /* concat, split, chmul, chadd: the axis */
+  TASO_P_STRIDE = 1 << 1,     /* conv2d, pools: (sh, sw), default 1x1 */
+  TASO_P_PAD = 1 << 2,        /* conv2d, pools: SAME (default) or VALID */
+  TASO_P_ACT = 1 << 3,        /* conv2d, matmul: fused NONE (default) or RELU */
+  TASO_P_KERNEL = 1 << 4,     /* pools, enlarge: (kh, kw) */
+  TASO_P_LAYOUT = 1 << 5,     /* transpose: materialized (default) or view */
+  TASO_P_SHAPE = 1 << 6,      /* constants: the full shape */
+  TASO_P_INPUT = 1 << 7,      /* inputs: index into the input table */
+  TASO_P_PERM = 1 << 8,       /* permute: the permutation */
+  TASO_P_BOUND = 1 << 9,      /* clip: the bounds */
+  TASO_P_AT = 1 << 10,        /* split_at: the size of the first part */
   TASO_P_COUNT_PAD = 1 << 11, /* pool_avg in models: divisor excludes padding */
 };
 
@@ -105,10 +106,10 @@ typedef struct {
 } taso_params_t;
 
 typedef struct taso_op_info {
-  const char *name;  /* text-form name */
-  int arity;         /* tensor inputs */
-  int outputs;       /* tensor outputs: 1, or 2 for split */
-  unsigned params;   /* TASO_P_* taken */
+  const char *name; /* text-form name */
+  int arity;        /* tensor inputs */
+  int outputs;      /* tensor outputs: 1, or 2 for split */
+  unsigned params;  /* TASO_P_* taken */
   /* Shape rule: checks the inputs and sets out[i].rank and .dim (trees empty). */
   taso_err_t (*shape)(const taso_params_t *p, const taso_tensor_t *in, taso_tensor_t *out);
   /* Split-tree rule: sets out[i].tree from the inputs' trees (shapes already set). */
@@ -124,8 +125,8 @@ taso_op_kind_t taso_op_lookup(const char *name);
 taso_params_t taso_params_default(void);
 
 /* Shape rule then split-tree rule; errors name the operator. */
-taso_err_t taso_op_infer(taso_op_kind_t kind, const taso_params_t *p,
-                         const taso_tensor_t *in, taso_tensor_t *out);
+taso_err_t taso_op_infer(taso_op_kind_t kind, const taso_params_t *p, const taso_tensor_t *in,
+                         taso_tensor_t *out);
 
 /* Output size of a window of k with stride s on an axis of size i;
  * 0 when VALID and the window does not fit. Sets the padding before. */

@@ -20,13 +20,17 @@ typedef struct {
  * X9, X20-X22) and, for conv2d, on its channels (depthwise weights). */
 static int param_atoms(taso_op_kind_t kind) {
   switch (kind) {
-  case TASO_OP_CONV2D: return 5;
+  case TASO_OP_CONV2D:
+    return 5;
   case TASO_OP_POOL_AVG:
-  case TASO_OP_POOL_MAX: return 6;
+  case TASO_OP_POOL_MAX:
+    return 6;
   case TASO_OP_ENLARGE:
   case TASO_OP_CONST_POOL:
-  case TASO_OP_CONST_ICONV: return 4;
-  default: return 0;
+  case TASO_OP_CONST_ICONV:
+    return 4;
+  default:
+    return 0;
   }
 }
 
@@ -45,7 +49,8 @@ static int atom(const builder_t *b, int side, taso_ref_t ref, int a) {
 }
 
 static int find(int32_t *parent, int x) {
-  while (parent[x] != x) x = parent[x] = parent[parent[x]];
+  while (parent[x] != x)
+    x = parent[x] = parent[parent[x]];
   return x;
 }
 
@@ -58,7 +63,8 @@ static void link(builder_t *b, int x, int y) {
 }
 
 static void link_axes(builder_t *b, int side, taso_ref_t x, taso_ref_t y) {
-  for (int a = 0; a < TASO_MAX_RANK; a++) link(b, atom(b, side, x, a), atom(b, side, y, a));
+  for (int a = 0; a < TASO_MAX_RANK; a++)
+    link(b, atom(b, side, x, a), atom(b, side, y, a));
 }
 
 static int new_param(builder_t *b, int32_t value) {
@@ -92,7 +98,8 @@ static void link_conv(builder_t *b, int side, const taso_node_t *n, taso_ref_t o
   link(b, ch, atom(b, side, o, 1));
   link(b, ch, new_param(b, 1));
   b->grouped[find(b->parent, ch)] = true;
-  for (int ax = 0; ax < 2; ax++) link_window(b, side, n, o, ax, x, w);
+  for (int ax = 0; ax < 2; ax++)
+    link_window(b, side, n, o, ax, x, w);
 }
 
 /* The atoms node i's semantics compares or combines. */
@@ -107,7 +114,9 @@ static void link_node(builder_t *b, int side, int i) {
     link_axes(b, side, o, y);
     break;
   case TASO_OP_RELU:
-  case TASO_OP_SMUL: link_axes(b, side, o, x); break;
+  case TASO_OP_SMUL:
+    link_axes(b, side, o, x);
+    break;
   case TASO_OP_SPLIT:
     link_axes(b, side, o, x);
     link_axes(b, side, o + 1, x);
@@ -121,22 +130,29 @@ static void link_node(builder_t *b, int side, int i) {
     link(b, atom(b, side, o, 1), atom(b, side, y, 1));
     link(b, atom(b, side, x, 1), atom(b, side, y, 0));
     break;
-  case TASO_OP_CONV2D: link_conv(b, side, n, o); break;
+  case TASO_OP_CONV2D:
+    link_conv(b, side, n, o);
+    break;
   case TASO_OP_POOL_AVG:
   case TASO_OP_POOL_MAX:
   case TASO_OP_ENLARGE:
     link(b, atom(b, side, o, 0), atom(b, side, x, 0));
     link(b, atom(b, side, o, 1), atom(b, side, x, 1));
-    for (int ax = 0; ax < 2; ax++) link_window(b, side, n, o, ax, x, -1);
+    for (int ax = 0; ax < 2; ax++)
+      link_window(b, side, n, o, ax, x, -1);
     break;
   case TASO_OP_CONST_ICONV: /* the identity: as many outputs as inputs */
     link(b, atom(b, side, o, 0), atom(b, side, o, 1));
     /* fall through */
   case TASO_OP_CONST_POOL:
-    for (int ax = 0; ax < 2; ax++) link_window(b, side, n, o, ax, -1, -1);
+    for (int ax = 0; ax < 2; ax++)
+      link_window(b, side, n, o, ax, -1, -1);
     break;
-  case TASO_OP_CONST_IMM: link(b, atom(b, side, o, 0), atom(b, side, o, 1)); break;
-  default: break; /* inputs, const_one (a fixed shape): nothing compared */
+  case TASO_OP_CONST_IMM:
+    link(b, atom(b, side, o, 0), atom(b, side, o, 1));
+    break;
+  default:
+    break; /* inputs, const_one (a fixed shape): nothing compared */
   }
 }
 
@@ -191,10 +207,12 @@ static taso_err_t fill_atoms(builder_t *b) {
   b->grouped = calloc(na, sizeof *b->grouped);
   if (!c->value || !c->comp || !b->parent || !b->grouped)
     return taso_error(TASO_ERR_NOMEM, "shape condition");
-  for (int a = 0; a < c->natoms; a++) b->parent[a] = a;
+  for (int a = 0; a < c->natoms; a++)
+    b->parent[a] = a;
   for (int s = 0; s < c->nslots; s++)
     for (int a = 0; a < c->slot_rank[s]; a++) {
-      const taso_tensor_t *t = s < c->nlhs_slots ? &b->types[0][s] : &b->types[1][s - c->nlhs_slots];
+      const taso_tensor_t *t =
+          s < c->nlhs_slots ? &b->types[0][s] : &b->types[1][s - c->nlhs_slots];
       c->value[c->slot_atom[s] + a] = t->dim[a];
     }
   return TASO_OK;
@@ -209,9 +227,11 @@ static taso_err_t record_pairs(builder_t *b) {
   taso_shape_cond_t *c = b->c;
   int tensors = c->natoms - c->nparams;
   int64_t cap = 0;
-  for (int a = 0; a < c->natoms; a++) c->comp[a] = find(b->parent, a);
+  for (int a = 0; a < c->natoms; a++)
+    c->comp[a] = find(b->parent, a);
   for (int a = 0; a < tensors; a++)
-    for (int x = a + 1; x < c->natoms; x++) cap += c->comp[a] == c->comp[x];
+    for (int x = a + 1; x < c->natoms; x++)
+      cap += c->comp[a] == c->comp[x];
   c->pair = malloc(sizeof *c->pair * (size_t)(cap + 1));
   if (!c->pair) return taso_error(TASO_ERR_NOMEM, "shape condition");
   c->npairs = 0;
@@ -219,9 +239,11 @@ static taso_err_t record_pairs(builder_t *b) {
     for (int x = a + 1; x < c->natoms; x++) {
       if (c->comp[a] != c->comp[x]) continue;
       int32_t va = c->value[a], vx = c->value[x];
-      c->pair[c->npairs++] = (taso_shape_pair_t){
-          .a = a, .b = x, .order = (int8_t)((va > vx) - (va < vx)),
-          .divides = b->grouped[c->comp[a]] ? divides(va, vx) : -1};
+      c->pair[c->npairs++] =
+          (taso_shape_pair_t){.a = a,
+                              .b = x,
+                              .order = (int8_t)((va > vx) - (va < vx)),
+                              .divides = b->grouped[c->comp[a]] ? divides(va, vx) : -1};
     }
   return TASO_OK;
 }
@@ -230,7 +252,8 @@ static taso_err_t build(builder_t *b) {
   TASO_TRY(lay_out(b));
   TASO_TRY(fill_atoms(b));
   for (int side = 0; side < 2; side++)
-    for (int i = 0; i < b->g[side]->nnodes; i++) link_node(b, side, i);
+    for (int i = 0; i < b->g[side]->nnodes; i++)
+      link_node(b, side, i);
   link_inputs(b);
   return record_pairs(b);
 }
@@ -282,9 +305,11 @@ static int32_t value_at(const taso_shape_cond_t *c, const taso_tensor_t *tl,
 
 /* Per atom, its slot (-1 for parameters), recomputed from the slot table. */
 static void atom_slots(const taso_shape_cond_t *c, int32_t *out) {
-  for (int a = 0; a < c->natoms; a++) out[a] = -1;
+  for (int a = 0; a < c->natoms; a++)
+    out[a] = -1;
   for (int s = 0; s < c->nslots; s++)
-    for (int a = 0; a < c->slot_rank[s]; a++) out[c->slot_atom[s] + a] = s;
+    for (int a = 0; a < c->slot_rank[s]; a++)
+      out[c->slot_atom[s] + a] = s;
 }
 
 static bool ranks_match(const taso_shape_cond_t *c, const taso_tensor_t *tl,
@@ -300,7 +325,8 @@ static bool ranks_match(const taso_shape_cond_t *c, const taso_tensor_t *tl,
 bool taso_shape_cond_holds(const taso_shape_cond_t *cond, const taso_tensor_t *lhs_types,
                            const taso_tensor_t *rhs_types) {
   if (!ranks_match(cond, lhs_types, rhs_types)) return false;
-  int32_t stack[256], *slots = cond->natoms <= 256 ? stack : malloc(sizeof *slots * (size_t)cond->natoms);
+  int32_t stack[256],
+      *slots = cond->natoms <= 256 ? stack : malloc(sizeof *slots * (size_t)cond->natoms);
   if (!slots) return false; /* out of memory: refuse, never apply unchecked */
   atom_slots(cond, slots);
   bool ok = true;
@@ -315,8 +341,7 @@ bool taso_shape_cond_holds(const taso_shape_cond_t *cond, const taso_tensor_t *l
 }
 
 taso_err_t taso_shape_cond_holds_at(const taso_shape_cond_t *cond, const taso_graph_t *lhs,
-                                    const taso_graph_t *rhs, const taso_inputs_t *at,
-                                    bool *holds) {
+                                    const taso_graph_t *rhs, const taso_inputs_t *at, bool *holds) {
   taso_tensor_t *tl = NULL, *tr = NULL;
   taso_err_t err = infer_both(lhs, rhs, at, &tl, &tr);
   *holds = err == TASO_OK && taso_shape_cond_holds(cond, tl, tr);
@@ -368,13 +393,13 @@ int taso_shape_cond_format(const taso_shape_cond_t *cond, const taso_graph_t *lh
     bool dv = q->divides >= 0 && q->order != 0 && slots[q->a] >= 0 && slots[q->b] >= 0;
     char item[128];
     snprintf(item, sizeof item, "%s %s %s%s", x, op, y,
-             !dv                 ? ""
-             : q->divides & 1    ? " (divisible)"
-             : q->divides & 2    ? " (divides)"
-                                 : " (neither divides)");
+             !dv              ? ""
+             : q->divides & 1 ? " (divisible)"
+             : q->divides & 2 ? " (divides)"
+                              : " (neither divides)");
     if (n < len && listed(buf, item)) continue; /* several parameters of one value */
-    n += snprintf(buf + (n < len ? n : len), (size_t)(n < len ? len - n : 0), "%s%s",
-                  n ? ", " : "", item);
+    n += snprintf(buf + (n < len ? n : len), (size_t)(n < len ? len - n : 0), "%s%s", n ? ", " : "",
+                  item);
   }
   free(slots);
   return n;

@@ -44,14 +44,14 @@ typedef struct {
 } taso_shape_pair_t;
 
 typedef struct {
-  int natoms;             /* tensor axes of lhs, then rhs, then parameters */
-  int32_t *value;         /* per atom: its size at the proved instance */
-  int32_t *comp;          /* per atom: its component (the root atom) */
-  int nslots;             /* tensor slots: 2 * nnodes of lhs, then of rhs */
-  int32_t *slot_atom;     /* per slot: first atom, or -1 for no such port */
-  int32_t *slot_rank;     /* per slot: rank at the proved instance */
-  int nlhs_slots;         /* slots of lhs */
-  int nparams;            /* parameter atoms (the last ones) */
+  int natoms;              /* tensor axes of lhs, then rhs, then parameters */
+  int32_t *value;          /* per atom: its size at the proved instance */
+  int32_t *comp;           /* per atom: its component (the root atom) */
+  int nslots;              /* tensor slots: 2 * nnodes of lhs, then of rhs */
+  int32_t *slot_atom;      /* per slot: first atom, or -1 for no such port */
+  int32_t *slot_rank;      /* per slot: rank at the proved instance */
+  int nlhs_slots;          /* slots of lhs */
+  int nparams;             /* parameter atoms (the last ones) */
   taso_shape_pair_t *pair; /* every compared pair */
   int npairs;
 } taso_shape_cond_t;
@@ -72,8 +72,7 @@ bool taso_shape_cond_holds(const taso_shape_cond_t *cond, const taso_tensor_t *l
 /* The same from an input table with other shapes; false where either side
  * does not type-check there. */
 taso_err_t taso_shape_cond_holds_at(const taso_shape_cond_t *cond, const taso_graph_t *lhs,
-                                    const taso_graph_t *rhs, const taso_inputs_t *at,
-                                    bool *holds);
+                                    const taso_graph_t *rhs, const taso_inputs_t *at, bool *holds);
 
 /* The conditions on the inputs' axes, as text ("w10.0 = w11.0, i1.2 > k3"):
  * the pairs between input axes and parameters; derived tensors left out.

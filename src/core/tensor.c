@@ -7,13 +7,15 @@ taso_tensor_t taso_tensor_make(int rank, const int32_t *dim) {
   taso_tensor_t t;
   memset(&t, 0, sizeof t);
   t.rank = rank;
-  for (int i = 0; i < rank; i++) t.dim[i] = dim[i];
+  for (int i = 0; i < rank; i++)
+    t.dim[i] = dim[i];
   return t;
 }
 
 int64_t taso_tensor_size(const taso_tensor_t *t) {
   int64_t n = 1;
-  for (int i = 0; i < t->rank; i++) n *= t->dim[i];
+  for (int i = 0; i < t->rank; i++)
+    n *= t->dim[i];
   return n;
 }
 
@@ -36,8 +38,7 @@ static int code_len(const int32_t *code, int i) {
   return 1 + l + code_len(code, i + 1 + l);
 }
 
-taso_err_t taso_tree_join(taso_tree_t *out, int32_t s, const taso_tree_t *l,
-                          const taso_tree_t *r) {
+taso_err_t taso_tree_join(taso_tree_t *out, int32_t s, const taso_tree_t *l, const taso_tree_t *r) {
   int ll = code_len(l->code, 0), rl = code_len(r->code, 0);
   if (1 + ll + rl > TASO_TREE_CODE)
     return taso_error(TASO_ERR_LIMIT, "split tree deeper than %d concats on one axis",

@@ -38,8 +38,7 @@ bool taso_tree_equal(const taso_tree_t *a, const taso_tree_t *b);
 bool taso_tree_empty(const taso_tree_t *t);
 
 /* out = node (s, l, r); TASO_ERR_LIMIT when the code would not fit. */
-taso_err_t taso_tree_join(taso_tree_t *out, int32_t s, const taso_tree_t *l,
-                          const taso_tree_t *r);
+taso_err_t taso_tree_join(taso_tree_t *out, int32_t s, const taso_tree_t *l, const taso_tree_t *r);
 
 /* Splits a node into its size and subtrees; false for the empty tree. */
 bool taso_tree_split(const taso_tree_t *t, int32_t *s, taso_tree_t *l, taso_tree_t *r);

@@ -20,18 +20,19 @@ taso_err_t taso_grec_graph(const taso_grec_t *r, const taso_variant_t *variants,
   taso_ref_t map[TASO_ENUM_MAX_OPS];
   taso_graph_clear(g);
   /* a ref of the record -> a ref of g */
-#define MAPPED(ref, out)                                                        \
-  do {                                                                          \
-    int node_ = TASO_REF_NODE(ref);                                             \
-    if (node_ < ninputs)                                                        \
-      TASO_TRY(taso_graph_add_input(g, node_, &(out)));                         \
-    else                                                                        \
-      (out) = map[node_ - ninputs] + TASO_REF_PORT(ref);                        \
+#define MAPPED(ref, out)                                                                           \
+  do {                                                                                             \
+    int node_ = TASO_REF_NODE(ref);                                                                \
+    if (node_ < ninputs)                                                                           \
+      TASO_TRY(taso_graph_add_input(g, node_, &(out)));                                            \
+    else                                                                                           \
+      (out) = map[node_ - ninputs] + TASO_REF_PORT(ref);                                           \
   } while (0)
   for (int j = 0; j < r->nops; j++) {
     const taso_variant_t *v = &variants[r->variant[j]];
     taso_ref_t in[3] = {-1, -1, -1};
-    for (int a = 0; a < taso_ops[v->kind].arity; a++) MAPPED(r->in[j][a], in[a]);
+    for (int a = 0; a < taso_ops[v->kind].arity; a++)
+      MAPPED(r->in[j][a], in[a]);
     TASO_TRY(taso_graph_add(g, v->kind, &v->p, in, &map[j]));
   }
   for (int o = 0; o < r->nout; o++) {
@@ -45,7 +46,8 @@ taso_err_t taso_grec_graph(const taso_grec_t *r, const taso_variant_t *variants,
 
 int taso_graph_ops(const taso_graph_t *g) {
   int n = 0;
-  for (int i = 0; i < g->nnodes; i++) n += g->nodes[i].kind != TASO_OP_INPUT;
+  for (int i = 0; i < g->nnodes; i++)
+    n += g->nodes[i].kind != TASO_OP_INPUT;
   return n;
 }
 
@@ -59,7 +61,8 @@ static taso_err_t node_hashes(const taso_graph_t *g, uint64_t **out) {
     const taso_node_t *n = &g->nodes[i];
     uint64_t x = taso_mix64((uint64_t)n->kind);
     const int32_t *p = (const int32_t *)&n->p;
-    for (size_t k = 0; k < sizeof n->p / sizeof *p; k++) x = taso_mix64(x ^ (uint32_t)p[k]);
+    for (size_t k = 0; k < sizeof n->p / sizeof *p; k++)
+      x = taso_mix64(x ^ (uint32_t)p[k]);
     for (int a = 0; a < 3 && n->in[a] >= 0; a++)
       x = taso_mix64(x ^ h[TASO_REF_NODE(n->in[a])] ^ (uint64_t)TASO_REF_PORT(n->in[a]) << 1);
     h[i] = x;
@@ -115,13 +118,16 @@ static void cones(const taso_graph_t *g, uint64_t *cone) {
   for (int i = 0; i < g->nnodes && i < 64; i++) {
     const taso_node_t *n = &g->nodes[i];
     node_cone[i] = n->kind == TASO_OP_INPUT ? 0 : UINT64_C(1) << i;
-    for (int a = 0; a < 3 && n->in[a] >= 0; a++) node_cone[i] |= node_cone[TASO_REF_NODE(n->in[a])];
+    for (int a = 0; a < 3 && n->in[a] >= 0; a++)
+      node_cone[i] |= node_cone[TASO_REF_NODE(n->in[a])];
   }
-  for (int o = 0; o < g->noutputs; o++) cone[o] = node_cone[TASO_REF_NODE(g->outputs[o])];
+  for (int o = 0; o < g->noutputs; o++)
+    cone[o] = node_cone[TASO_REF_NODE(g->outputs[o])];
 }
 
 static int find_root(int *parent, int x) {
-  while (parent[x] != x) x = parent[x] = parent[parent[x]];
+  while (parent[x] != x)
+    x = parent[x] = parent[parent[x]];
   return x;
 }
 
@@ -132,7 +138,8 @@ bool taso_cand_independent(const taso_graph_t *src, const taso_graph_t *dst) {
   int parent[64], groups = n;
   cones(src, cs);
   cones(dst, cd);
-  for (int o = 0; o < n; o++) parent[o] = o;
+  for (int o = 0; o < n; o++)
+    parent[o] = o;
   for (int a = 0; a < n; a++)
     for (int b = a + 1; b < n; b++)
       if ((cs[a] & cs[b]) || (cd[a] & cd[b])) {
@@ -152,9 +159,9 @@ typedef struct {
   const taso_graph_t *side[2];
   bool both_ways;
   int nused, used[4 * TASO_ENUM_MAX_OPS]; /* inputs the candidate uses: 2 per operator and side */
-  int *cls;                                   /* targets: class per table input */
-  int ucls[4 * TASO_ENUM_MAX_OPS];            /* sources: class per used input */
-  int map[4 * TASO_ENUM_MAX_OPS];             /* used[k] -> new input index */
+  int *cls;                               /* targets: class per table input */
+  int ucls[4 * TASO_ENUM_MAX_OPS];        /* sources: class per used input */
+  int map[4 * TASO_ENUM_MAX_OPS];         /* used[k] -> new input index */
   bool taken[256];
   taso_graph_t a, b, tmp;
   char *best, *text;
@@ -229,7 +236,8 @@ static taso_err_t order_outputs(keyer_t *k) {
         k->b.outputs[o] = pairs[o].b;
       }
     }
-    for (int o = 0; o < made; o++) free(pairs[o].text);
+    for (int o = 0; o < made; o++)
+      free(pairs[o].text);
     TASO_TRY(err);
   }
   TASO_TRY(taso_graph_canonicalize(&k->a));
@@ -249,7 +257,8 @@ static taso_err_t try_renaming(keyer_t *k, int from) {
     size_t need = strlen(ta) + strlen(tb) + 5;
     if ((int)need > k->text_cap) {
       char *p = realloc(k->text, need);
-      if (!p) err = taso_error(TASO_ERR_NOMEM, "candidate text");
+      if (!p)
+        err = taso_error(TASO_ERR_NOMEM, "candidate text");
       else {
         k->text = p;
         k->text_cap = (int)need;
@@ -261,8 +270,10 @@ static taso_err_t try_renaming(keyer_t *k, int from) {
     if (!k->best || strcmp(k->text, k->best) < 0) {
       free(k->best);
       k->best = malloc(strlen(k->text) + 1);
-      if (!k->best) err = taso_error(TASO_ERR_NOMEM, "candidate text");
-      else strcpy(k->best, k->text);
+      if (!k->best)
+        err = taso_error(TASO_ERR_NOMEM, "candidate text");
+      else
+        strcpy(k->best, k->text);
     }
   }
   free(ta);
@@ -278,7 +289,8 @@ static taso_err_t assign(keyer_t *k, int u) {
     return k->both_ways ? try_renaming(k, 1) : TASO_OK;
   }
   int c = k->ucls[u], members = 0;
-  for (int u2 = 0; u2 < k->nused; u2++) members += k->ucls[u2] == c;
+  for (int u2 = 0; u2 < k->nused; u2++)
+    members += k->ucls[u2] == c;
   for (int i = 0, seen = 0; i < k->in->n && seen < members; i++) {
     if (k->cls[i] != c) continue;
     seen++;
@@ -296,8 +308,10 @@ static void note_inputs(keyer_t *k, const taso_graph_t *g) {
   for (int i = 0; i < g->nnodes; i++) {
     if (g->nodes[i].kind != TASO_OP_INPUT) continue;
     int x = g->nodes[i].p.input, u = 0;
-    while (u < k->nused && k->used[u] != x) u++;
-    if (u == k->nused && k->nused < (int)(sizeof k->used / sizeof *k->used)) k->used[k->nused++] = x;
+    while (u < k->nused && k->used[u] != x)
+      u++;
+    if (u == k->nused && k->nused < (int)(sizeof k->used / sizeof *k->used))
+      k->used[k->nused++] = x;
   }
 }
 
@@ -318,9 +332,11 @@ static void pattern_classes(keyer_t *k) {
         for (int a = 0; a < taso_ops[n->kind].arity; a++) {
           const taso_node_t *arg = &g->nodes[TASO_REF_NODE(n->in[a])];
           if (arg->kind != TASO_OP_INPUT || arg->p.input != k->used[u]) continue;
-          uint64_t h = taso_mix64((uint64_t)(k->both_ways ? 2 : side) << 40 ^ (uint64_t)n->kind << 32 ^ (uint64_t)a << 24);
+          uint64_t h = taso_mix64((uint64_t)(k->both_ways ? 2 : side) << 40 ^
+                                  (uint64_t)n->kind << 32 ^ (uint64_t)a << 24);
           const int32_t *p = (const int32_t *)&n->p;
-          for (size_t w = 0; w < sizeof n->p / sizeof *p; w++) h = taso_mix64(h ^ (uint32_t)p[w]);
+          for (size_t w = 0; w < sizeof n->p / sizeof *p; w++)
+            h = taso_mix64(h ^ (uint32_t)p[w]);
           sig[u] += h; /* a multiset: the order of uses does not count */
         }
       }
@@ -330,14 +346,18 @@ static void pattern_classes(keyer_t *k) {
    * start: the number of used inputs with a smaller signature */
   for (int u = 0; u < k->nused; u++) {
     int start = 0;
-    for (int v = 0; v < k->nused; v++) start += sig[v] < sig[u];
+    for (int v = 0; v < k->nused; v++)
+      start += sig[v] < sig[u];
     k->ucls[u] = start;
   }
-  for (int i = 0; i < k->in->n; i++) k->cls[i] = -1;
+  for (int i = 0; i < k->in->n; i++)
+    k->cls[i] = -1;
   for (int u = 0; u < k->nused; u++) {
     int members = 0;
-    for (int v = 0; v < k->nused; v++) members += sig[v] == sig[u];
-    for (int i = k->ucls[u]; i < k->ucls[u] + members; i++) k->cls[i] = k->ucls[u];
+    for (int v = 0; v < k->nused; v++)
+      members += sig[v] == sig[u];
+    for (int i = k->ucls[u]; i < k->ucls[u] + members; i++)
+      k->cls[i] = k->ucls[u];
   }
 }
 
@@ -368,7 +388,8 @@ taso_err_t taso_cand_key(const taso_inputs_t *in, const taso_graph_t *src, const
           break;
         }
     }
-    for (int u = 0; u < k.nused; u++) k.ucls[u] = k.cls[k.used[u]];
+    for (int u = 0; u < k.nused; u++)
+      k.ucls[u] = k.cls[k.used[u]];
   }
   taso_graph_init(&k.a);
   taso_graph_init(&k.b);

@@ -79,8 +79,8 @@ typedef struct {
   char *key;             /* canonical text "SRC => DST" */
   taso_graph_t src, dst; /* canonical graphs, outputs aligned */
   taso_tensor_t *tsrc, *tdst;
-  int size;              /* operators on both sides */
-  int inputs;            /* distinct inputs on both sides */
+  int size;                        /* operators on both sides */
+  int inputs;                      /* distinct inputs on both sides */
   uint8_t kinds[2][TASO_OP_COUNT]; /* operators per kind, per side */
 } taso_cand_t;
 

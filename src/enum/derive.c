@@ -22,14 +22,14 @@ const char *taso_pruned_reason(int32_t reason) {
 
 /* One graph the search reached. */
 typedef struct {
-  taso_graph_t g;         /* canonical */
-  taso_tensor_t *types;   /* g typed on the input table */
-  uint64_t hash;          /* taso_graph_hash(g) */
-  int depth;              /* rewrites from the side's start */
+  taso_graph_t g;               /* canonical */
+  taso_tensor_t *types;         /* g typed on the input table */
+  uint64_t hash;                /* taso_graph_hash(g) */
+  int depth;                    /* rewrites from the side's start */
   uint8_t kinds[TASO_OP_COUNT]; /* operators per kind, for the rules' quick filter */
-  uint64_t mask;          /* bit k: an operator of kind k; a quicker filter first */
-  int64_t parent, rule;   /* reached from graph parent of its side by rule; -1: the start */
-  int dir;                /* in direction dir */
+  uint64_t mask;                /* bit k: an operator of kind k; a quicker filter first */
+  int64_t parent, rule;         /* reached from graph parent of its side by rule; -1: the start */
+  int dir;                      /* in direction dir */
 } reached_t;
 
 /* The graphs one side reached, with an index by hash (open addressing;
@@ -42,12 +42,12 @@ typedef struct {
 } side_t;
 
 struct taso_deriver {
-  taso_inputs_t in;             /* the table every graph is typed on */
+  taso_inputs_t in; /* the table every graph is typed on */
   taso_derive_opts_t o;
-  taso_shape_cond_t *cond;      /* 2 per rule: src => dst, dst => src */
-  uint8_t *has_cond;            /* per direction: cond computed (its lhs has operators) */
-  uint64_t *mask;               /* per direction: the lhs's kinds (reached_t.mask) */
-  int64_t ncond, cond_cap;      /* rules whose conditions are computed */
+  taso_shape_cond_t *cond; /* 2 per rule: src => dst, dst => src */
+  uint8_t *has_cond;       /* per direction: cond computed (its lhs has operators) */
+  uint64_t *mask;          /* per direction: the lhs's kinds (reached_t.mask) */
+  int64_t ncond, cond_cap; /* rules whose conditions are computed */
   /* the directions 2 * rule + dir whose lhs has operators and rhs none,
    * ascending: the lookahead's rules, found without a pass over them all */
   int64_t *bare;
@@ -55,10 +55,19 @@ struct taso_deriver {
   side_t side[2];
   /* the path search (derive.h, optimistic): rewrites the hook refused on
    * a path, left out of the next search */
-  struct edge { uint64_t from, to; int64_t rule; int dir; } *forbidden;
+  struct edge {
+    uint64_t from, to;
+    int64_t rule;
+    int dir;
+  } * forbidden;
   int nforbidden, capforbidden;
   bool paths; /* record meetings: an optimistic search */
-  struct meeting { int side; int64_t a, b, rule; int dir; bool via; } meet;
+  struct meeting {
+    int side;
+    int64_t a, b, rule;
+    int dir;
+    bool via;
+  } meet;
 };
 
 taso_err_t taso_deriver_create(const taso_inputs_t *in, const taso_derive_opts_t *opts,
@@ -87,7 +96,8 @@ static void side_clear(side_t *s) {
     free(s->v[i].types);
   }
   s->n = 0;
-  for (int64_t i = 0; i < s->nslots; i++) s->slot[i] = 0;
+  for (int64_t i = 0; i < s->nslots; i++)
+    s->slot[i] = 0;
 }
 
 void taso_deriver_free(taso_deriver_t *d) {
@@ -161,12 +171,14 @@ static int64_t side_find(const side_t *s, const taso_graph_t *g, uint64_t hash) 
 
 static void side_index(side_t *s, int64_t i) {
   int64_t h = (int64_t)(s->v[i].hash & (uint64_t)(s->nslots - 1));
-  while (s->slot[h]) h = (h + 1) & (s->nslots - 1);
+  while (s->slot[h])
+    h = (h + 1) & (s->nslots - 1);
   s->slot[h] = i + 1;
 }
 
 /* Adds a copy of g (not in s) at depth. */
-static taso_err_t side_add(taso_deriver_t *d, side_t *s, const taso_graph_t *g, uint64_t hash, int depth) {
+static taso_err_t side_add(taso_deriver_t *d, side_t *s, const taso_graph_t *g, uint64_t hash,
+                           int depth) {
   if (2 * (s->n + 1) > s->nslots) { /* grow the index, keeping it at most half full */
     int64_t nslots = s->nslots ? 2 * s->nslots : 1024;
     int64_t *slot = calloc((size_t)nslots, sizeof *slot);
@@ -174,7 +186,8 @@ static taso_err_t side_add(taso_deriver_t *d, side_t *s, const taso_graph_t *g, 
     free(s->slot);
     s->slot = slot;
     s->nslots = nslots;
-    for (int64_t i = 0; i < s->n; i++) side_index(s, i);
+    for (int64_t i = 0; i < s->n; i++)
+      side_index(s, i);
   }
   if (s->n == s->cap) {
     int64_t cap = s->cap ? 2 * s->cap : 256;
@@ -208,11 +221,11 @@ static taso_err_t side_add(taso_deriver_t *d, side_t *s, const taso_graph_t *g, 
 /* The state of one layer's expansion, for the rewrite callback. */
 typedef struct {
   taso_deriver_t *d;
-  int me;       /* the side growing */
-  int depth;    /* of the graphs it adds */
-  int max_ops;  /* of any graph reached */
-  int best;     /* fewest steps of a meeting found, or -1 */
-  bool full;    /* the side reached max_nodes */
+  int me;             /* the side growing */
+  int depth;          /* of the graphs it adds */
+  int max_ops;        /* of any graph reached */
+  int best;           /* fewest steps of a meeting found, or -1 */
+  bool full;          /* the side reached max_nodes */
   int64_t host, rule; /* the graph rewritten and the rule, for the edge */
   int dir;
 } layer_t;
@@ -232,7 +245,8 @@ static taso_err_t reached(void *ctx, const taso_graph_t *g) {
   if (taso_graph_ops(g) > l->max_ops) return TASO_OK;
   uint64_t hash = taso_graph_hash(g);
   if (side_find(s, g, hash) >= 0) return TASO_OK;
-  if (l->d->nforbidden && forbidden(l->d, s->v[l->host].hash, hash, l->rule, l->dir)) return TASO_OK;
+  if (l->d->nforbidden && forbidden(l->d, s->v[l->host].hash, hash, l->rule, l->dir))
+    return TASO_OK;
   if (s->n >= l->d->o.max_nodes) {
     l->full = true;
     return TASO_OK;
@@ -286,10 +300,10 @@ static taso_err_t expand(layer_t *l, const taso_cand_t *rules, int64_t nrules, i
  * rewrite by a rule whose result side is a bare input. */
 typedef struct {
   taso_deriver_t *d;
-  int other;  /* the side looked into */
-  int depth;  /* steps to the graph rewritten, plus the one rewrite */
-  int best;   /* fewest steps of a meeting found, or -1 */
-  int budget; /* max_steps */
+  int other;          /* the side looked into */
+  int depth;          /* steps to the graph rewritten, plus the one rewrite */
+  int best;           /* fewest steps of a meeting found, or -1 */
+  int budget;         /* max_steps */
   int64_t host, rule; /* the graph rewritten (of side 1 - other) and the rule */
   int dir;
 } peek_t;
@@ -306,8 +320,8 @@ static taso_err_t peeked(void *ctx, const taso_graph_t *g) {
     int steps = p->depth + s->v[at].depth;
     if (steps <= p->budget && (p->best < 0 || steps < p->best)) {
       p->best = steps;
-      p->d->meet = (struct meeting){.side = 1 - p->other, .a = p->host, .b = at, .rule = p->rule, .dir = p->dir,
-                                    .via = true};
+      p->d->meet = (struct meeting){
+          .side = 1 - p->other, .a = p->host, .b = at, .rule = p->rule, .dir = p->dir, .via = true};
     }
   }
   return TASO_OK;
@@ -321,8 +335,8 @@ static taso_err_t peeked(void *ctx, const taso_graph_t *g) {
  * first), so each graph of a new layer [from, to) of side me is also
  * rewritten by those rules and each result looked up in the other side,
  * without being added. */
-static taso_err_t lookahead(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules, int me, int64_t from,
-                            int64_t to, int *best) {
+static taso_err_t lookahead(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules, int me,
+                            int64_t from, int64_t to, int *best) {
   peek_t p = {.d = d, .other = 1 - me, .best = -1, .budget = d->o.max_steps};
   for (int64_t i = from; i < to; i++) {
     reached_t host = d->side[me].v[i];
@@ -341,17 +355,20 @@ static taso_err_t lookahead(taso_deriver_t *d, const taso_cand_t *rules, int64_t
       if (d->o.rewrite)
         TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, k, dir, &host.g, host.types, lhs, rhs, peeked, &p));
       else
-        TASO_TRY(taso_rewrite_all_checked(&host.g, host.types, lhs, rhs, &d->in, &d->cond[at], peeked, &p));
+        TASO_TRY(taso_rewrite_all_checked(&host.g, host.types, lhs, rhs, &d->in, &d->cond[at],
+                                          peeked, &p));
     }
   }
   *best = p.best;
   return TASO_OK;
 }
 
-static int max_int(int a, int b) { return a > b ? a : b; }
+static int max_int(int a, int b) {
+  return a > b ? a : b;
+}
 
-static taso_err_t search(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules, const taso_graph_t *src,
-                         const taso_graph_t *dst, int *steps) {
+static taso_err_t search(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules,
+                         const taso_graph_t *src, const taso_graph_t *dst, int *steps) {
   *steps = -1;
   side_clear(&d->side[0]);
   side_clear(&d->side[1]);
@@ -368,15 +385,19 @@ static taso_err_t search(taso_deriver_t *d, const taso_cand_t *rules, int64_t nr
    * input, say, which no rule's side matches) or when it is full; the
    * other goes on, since a rewrite one way is not always one the other */
   bool stopped[2] = {false, false};
-  for (int me = 0; me < 2 && *steps < 0; me++) TASO_TRY(lookahead(d, rules, nrules, me, 0, 1, steps));
+  for (int me = 0; me < 2 && *steps < 0; me++)
+    TASO_TRY(lookahead(d, rules, nrules, me, 0, 1, steps));
   if (*steps >= 0) return TASO_OK;
   while (depth[0] + depth[1] < d->o.max_steps && !(stopped[0] && stopped[1])) {
     /* grow the side with the smaller frontier: fewer expansions per layer */
-    int me = stopped[0] ? 1 : stopped[1] ? 0
-           : d->side[0].n - layer_start[0] <= d->side[1].n - layer_start[1] ? 0 : 1;
+    int me = stopped[0]                                                       ? 1
+             : stopped[1]                                                     ? 0
+             : d->side[0].n - layer_start[0] <= d->side[1].n - layer_start[1] ? 0
+                                                                              : 1;
     layer_t l = {.d = d, .me = me, .depth = depth[me] + 1, .max_ops = max_ops, .best = -1};
     int64_t from = layer_start[me], to = d->side[me].n;
-    for (int64_t i = from; i < to; i++) TASO_TRY(expand(&l, rules, nrules, i));
+    for (int64_t i = from; i < to; i++)
+      TASO_TRY(expand(&l, rules, nrules, i));
     layer_start[me] = to;
     if (l.best < 0) TASO_TRY(lookahead(d, rules, nrules, me, to, d->side[me].n, &l.best));
     if (l.best >= 0) {
@@ -398,7 +419,8 @@ typedef struct {
 
 static taso_err_t checked(void *ctx, const taso_graph_t *g) {
   check_t *c = ctx;
-  if (!c->found && taso_graph_hash(g) == c->hash && taso_graph_compare(g, c->to) == 0) c->found = true;
+  if (!c->found && taso_graph_hash(g) == c->hash && taso_graph_compare(g, c->to) == 0)
+    c->found = true;
   return TASO_OK;
 }
 
@@ -425,7 +447,8 @@ static taso_err_t check_edge(taso_deriver_t *d, const taso_cand_t *rules, const 
 
 /* Checks every rewrite of side k's chain from graph i back to its start;
  * *ok false at the first refused. */
-static taso_err_t check_chain(taso_deriver_t *d, const taso_cand_t *rules, int k, int64_t i, bool *ok) {
+static taso_err_t check_chain(taso_deriver_t *d, const taso_cand_t *rules, int k, int64_t i,
+                              bool *ok) {
   const side_t *s = &d->side[k];
   *ok = true;
   for (; *ok && s->v[i].parent >= 0; i = s->v[i].parent)
@@ -457,7 +480,8 @@ taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrul
     TASO_TRY(check_chain(d, rules, m.side, m.a, &ok));
     if (ok) TASO_TRY(check_chain(d, rules, 1 - m.side, m.b, &ok));
     if (ok && m.via)
-      TASO_TRY(check_edge(d, rules, &d->side[m.side].v[m.a], &d->side[1 - m.side].v[m.b], m.rule, m.dir, &ok));
+      TASO_TRY(check_edge(d, rules, &d->side[m.side].v[m.a], &d->side[1 - m.side].v[m.b], m.rule,
+                          m.dir, &ok));
     if (ok) return TASO_OK;
     *steps = -1;
   }

@@ -57,10 +57,10 @@ enum { TASO_PRUNED_COMMON = 0, TASO_PRUNED_INDEPENDENT = 1, TASO_PRUNED_IMPLIED 
  * max_nodes), so the check repeats the search with that prefix: a
  * derivation from some kept substitutions is one from the kept set. */
 typedef struct {
-  int32_t reason;                /* TASO_PRUNED_* */
-  int32_t steps;                 /* rewrites the generator derived it in; -1: not derived there */
-  int64_t rules;                 /* from the first this many kept substitutions (rows) */
-  char text[TASO_PRUNED_TEXT];   /* "SRC => DST", the pair as found */
+  int32_t reason;              /* TASO_PRUNED_* */
+  int32_t steps;               /* rewrites the generator derived it in; -1: not derived there */
+  int64_t rules;               /* from the first this many kept substitutions (rows) */
+  char text[TASO_PRUNED_TEXT]; /* "SRC => DST", the pair as found */
 } taso_pruned_t;
 
 /* The /pruned table of candidates.h5 (absent in files of older generators). */
@@ -74,7 +74,8 @@ const char *taso_pruned_reason(int32_t reason);
  * hook accepts, each passed to fn: the signature of
  * taso_rewrite_all_guarded with the guard as ctx. */
 typedef taso_err_t (*taso_derive_rewrite_fn)(void *ctx, int64_t rule, int dir,
-                                             const taso_graph_t *host, const taso_tensor_t *host_types,
+                                             const taso_graph_t *host,
+                                             const taso_tensor_t *host_types,
                                              const taso_graph_t *lhs, const taso_graph_t *rhs,
                                              taso_rewrite_fn fn, void *fn_ctx);
 

@@ -40,31 +40,31 @@ struct taso_enum {
   /* type table */
   taso_tensor_t *types;
   int ntypes, types_cap;
-  int32_t *slots;   /* open-addressing table of type ids */
+  int32_t *slots; /* open-addressing table of type ids */
   int64_t slots_cap;
   /* shape-rule caches */
   valid_t *pool;
   int npool, pool_cap;
-  map_t valid_map;  /* (arity, type a, type b) -> valid applications */
+  map_t valid_map; /* (arity, type a, type b) -> valid applications */
   /* unit weights of the states above the unit depth, in depth-first order */
   int64_t *subtree, *skip;
   int64_t nstates, states_cap;
-  int part, nparts; /* the share of the count pass this process weighs */
-  int64_t units;    /* units met by the count pass so far */
+  int part, nparts;    /* the share of the count pass this process weighs */
+  int64_t units;       /* units met by the count pass so far */
   int64_t level_units; /* units met by the current level walk so far */
   /* the walk's state */
   int32_t variant[TASO_ENUM_MAX_OPS];
-  unsigned cone[TASO_ENUM_MAX_OPS]; /* operators each one depends on, itself included */
+  unsigned cone[TASO_ENUM_MAX_OPS];  /* operators each one depends on, itself included */
   uint64_t reads[TASO_ENUM_MAX_OPS]; /* inputs each one depends on (the first 64) */
   bool on_input[TASO_ENUM_MAX_OPS];  /* whether each one depends on any input */
-  int64_t constant_refused; /* operators not applied to constants alone */
+  int64_t constant_refused;          /* operators not applied to constants alone */
   taso_ref_t op_in[TASO_ENUM_MAX_OPS][3];
-  int32_t *ref_type;   /* type id per ref */
-  int32_t *consumers;  /* consumers per ref */
+  int32_t *ref_type;  /* type id per ref */
+  int32_t *consumers; /* consumers per ref */
   taso_ref_t sinks[2 * TASO_ENUM_MAX_OPS];
   int nops;
   list_t lists[TASO_ENUM_MAX_OPS + 1]; /* candidate list per depth */
-  list_t fresh;                         /* scratch for New(o) */
+  list_t fresh;                        /* scratch for New(o) */
 };
 
 /* ---- small utilities ----------------------------------------------------- */
@@ -72,14 +72,16 @@ struct taso_enum {
 static uint64_t type_hash(const taso_tensor_t *t) {
   const int32_t *w = (const int32_t *)t;
   uint64_t h = 0x9e3779b97f4a7c15ULL;
-  for (size_t i = 0; i < sizeof *t / sizeof *w; i++) h = taso_mix64(h ^ (uint32_t)w[i]) + i;
+  for (size_t i = 0; i < sizeof *t / sizeof *w; i++)
+    h = taso_mix64(h ^ (uint32_t)w[i]) + i;
   return h;
 }
 
 static taso_err_t grow(void **v, int64_t *cap, int64_t need, size_t elem) {
   if (need <= *cap) return TASO_OK;
   int64_t c = *cap ? *cap : 64;
-  while (c < need) c *= 2;
+  while (c < need)
+    c *= 2;
   void *p = realloc(*v, (size_t)c * elem);
   if (!p) return taso_error(TASO_ERR_NOMEM, "enumeration tables (%lld entries)", (long long)c);
   *v = p;
@@ -130,7 +132,8 @@ static taso_err_t map_init(map_t *m, int64_t cap) {
 /* Slot of key (found, or the empty slot where it goes). */
 static int64_t map_slot(const map_t *m, uint64_t key) {
   int64_t i = (int64_t)(taso_mix64(key) & (uint64_t)(m->cap - 1));
-  while (m->key[i] && m->key[i] != key + 1) i = (i + 1) & (m->cap - 1);
+  while (m->key[i] && m->key[i] != key + 1)
+    i = (i + 1) & (m->cap - 1);
   return i;
 }
 
@@ -165,10 +168,12 @@ static taso_err_t type_id(taso_enum_t *e, const taso_tensor_t *t, int32_t *id) {
     int64_t cap = e->slots_cap ? 2 * e->slots_cap : 256;
     int32_t *slots = malloc(sizeof *slots * (size_t)cap);
     if (!slots) return taso_error(TASO_ERR_NOMEM, "type table");
-    for (int64_t i = 0; i < cap; i++) slots[i] = -1;
+    for (int64_t i = 0; i < cap; i++)
+      slots[i] = -1;
     for (int32_t k = 0; k < e->ntypes; k++) {
       int64_t i = (int64_t)(type_hash(&e->types[k]) & (uint64_t)(cap - 1));
-      while (slots[i] >= 0) i = (i + 1) & (cap - 1);
+      while (slots[i] >= 0)
+        i = (i + 1) & (cap - 1);
       slots[i] = k;
     }
     free(e->slots);
@@ -400,7 +405,8 @@ static int64_t leaf_weight(const taso_enum_t *e, const cand_t *c) {
 /* The weight of a state at the unit depth: itself (if a graph) and its leaves. */
 static int64_t unit_weight(const taso_enum_t *e, const list_t *leaves) {
   int64_t w = e->nops > 0 ? 1 : 0;
-  for (int i = 0; i < leaves->n; i++) w += leaf_weight(e, &leaves->v[i]);
+  for (int i = 0; i < leaves->n; i++)
+    w += leaf_weight(e, &leaves->v[i]);
   return w;
 }
 
@@ -482,7 +488,7 @@ static taso_err_t note_state(taso_enum_t *e, int64_t *index) {
 static taso_err_t count(taso_enum_t *e, int d, int64_t *weight) {
   list_t *l = &e->lists[d];
   int64_t index, w = d > 0 && e->part == 0 ? 1 : 0; /* the state itself: part 0's */
-  if (d == e->unit_depth) { /* only the root, with max_ops 1 */
+  if (d == e->unit_depth) {                         /* only the root, with max_ops 1 */
     *weight = e->part == 0 ? unit_weight(e, l) : 0;
     GRAPHS(e) += e->part == 0 ? l->n : 0;
     return TASO_OK;
@@ -627,11 +633,15 @@ static taso_err_t level_walk(taso_enum_t *e, int d, level_t *w) {
   return TASO_OK;
 }
 
-taso_err_t taso_enum_level(taso_enum_t *e, int level, int part, int nparts, const taso_enum_visitor_t *v) {
+taso_err_t taso_enum_level(taso_enum_t *e, int level, int part, int nparts,
+                           const taso_enum_visitor_t *v) {
   if (level < 1 || level > e->max_ops)
     return taso_error(TASO_ERR_LIMIT, "level %d out of range 1..%d", level, e->max_ops);
-  level_t w = {.level = level, .unit = level >= 3 ? level - 2 : level - 1, .part = part,
-               .nparts = nparts, .v = v};
+  level_t w = {.level = level,
+               .unit = level >= 3 ? level - 2 : level - 1,
+               .part = part,
+               .nparts = nparts,
+               .v = v};
   e->level_units = 0;
   if (w.unit == 0 && part != 0) return TASO_OK; /* level 1: the root is the only unit */
   return level_walk(e, 0, &w);
@@ -756,7 +766,8 @@ void taso_enum_free(taso_enum_t *e) {
   free(e->skip);
   free(e->ref_type);
   free(e->consumers);
-  for (int d = 0; d <= TASO_ENUM_MAX_OPS; d++) free(e->lists[d].v);
+  for (int d = 0; d <= TASO_ENUM_MAX_OPS; d++)
+    free(e->lists[d].v);
   free(e->fresh.v);
   free(e);
 }
@@ -800,7 +811,8 @@ taso_err_t taso_enum_create_opts(const taso_inputs_t *in, const taso_op_template
   err = (e->ref_type && e->consumers) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "enumeration");
   if (err == TASO_OK) err = map_init(&e->valid_map, 1024);
   if (err == TASO_OK) err = build_variants(e, ops, nops);
-  for (int r = 0; err == TASO_OK && r < nrefs; r++) e->ref_type[r] = -1;
+  for (int r = 0; err == TASO_OK && r < nrefs; r++)
+    e->ref_type[r] = -1;
   for (int i = 0; err == TASO_OK && i < in->n; i++)
     err = type_id(e, &in->v[i].type, &e->ref_type[TASO_REF(i, 0)]);
   if (err == TASO_OK) err = root_cands(e, &e->lists[0]);

@@ -47,13 +47,13 @@ typedef struct {
 /* The graph being visited. Refs: input i is TASO_REF(i, 0), output `port`
  * of operator j is TASO_REF(ninputs + j, port). */
 typedef struct {
-  int nops;                   /* operators, in canonical order */
-  const int32_t *variant;     /* variant[j] of operator j */
-  const taso_ref_t (*in)[3];  /* in[j]: input refs of operator j, -1 past arity */
-  const int32_t *type;        /* type id of every ref (taso_enum_type) */
-  const unsigned *cone;       /* cone[j]: bit k set if operator j depends on k (k = j too) */
-  int nsinks;                 /* the graph's outputs */
-  const taso_ref_t *sinks;    /* in increasing ref order */
+  int nops;                  /* operators, in canonical order */
+  const int32_t *variant;    /* variant[j] of operator j */
+  const taso_ref_t (*in)[3]; /* in[j]: input refs of operator j, -1 past arity */
+  const int32_t *type;       /* type id of every ref (taso_enum_type) */
+  const unsigned *cone;      /* cone[j]: bit k set if operator j depends on k (k = j too) */
+  int nsinks;                /* the graph's outputs */
+  const taso_ref_t *sinks;   /* in increasing ref order */
 } taso_enum_graph_t;
 
 typedef struct {
@@ -131,7 +131,8 @@ taso_err_t taso_enum_run(taso_enum_t *e, int64_t begin, int64_t end, const taso_
  * over parts in depth-first order, so parts visit disjoint sets whose union
  * does not depend on their number when expand does not. Needs no count
  * pass: taso_enum_create with max_ops >= level. */
-taso_err_t taso_enum_level(taso_enum_t *e, int level, int part, int nparts, const taso_enum_visitor_t *v);
+taso_err_t taso_enum_level(taso_enum_t *e, int level, int part, int nparts,
+                           const taso_enum_visitor_t *v);
 
 /* The units the current (or last) level walk has met so far, its own and
  * the other parts': from 3 on, the units of level k are the graphs of

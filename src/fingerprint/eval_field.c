@@ -12,7 +12,8 @@
 #define NUM_MUL(c, a, b) taso_fp_mul((a), (b))
 /* ctx: a taso_fp_model_t of random coefficients, or NULL for the fixed model */
 #define NUM_RELU(c, a) ((c) ? taso_fp_relu_m((const taso_fp_model_t *)(c), (a)) : taso_fp_relu(a))
-#define NUM_MAX(c, a, b) ((c) ? taso_fp_max_m((const taso_fp_model_t *)(c), (a), (b)) : taso_fp_max((a), (b)))
+#define NUM_MAX(c, a, b)                                                                           \
+  ((c) ? taso_fp_max_m((const taso_fp_model_t *)(c), (a), (b)) : taso_fp_max((a), (b)))
 /* Sums of products in 128 bits: each product is below 2^122, so folding
  * once the sum reaches 2^126 keeps it from wrapping; one reduction at the end. */
 #define NUM_ACC_T unsigned __int128

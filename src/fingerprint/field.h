@@ -82,8 +82,9 @@ static inline taso_fp_t taso_fp_relu_m(const taso_fp_model_t *m, taso_fp_t a) {
 
 static inline taso_fp_t taso_fp_max_m(const taso_fp_model_t *m, taso_fp_t a, taso_fp_t b) {
   taso_fp_t d = taso_fp_add(a, TASO_P61 - b); /* a - b */
-  return taso_fp_add(taso_fp_add(taso_fp_mul(m->m2, taso_fp_mul(a, b)), taso_fp_mul(m->m1, taso_fp_add(a, b))),
-                     taso_fp_mul(m->m3, taso_fp_mul(d, d)));
+  return taso_fp_add(
+      taso_fp_add(taso_fp_mul(m->m2, taso_fp_mul(a, b)), taso_fp_mul(m->m1, taso_fp_add(a, b))),
+      taso_fp_mul(m->m3, taso_fp_mul(d, d)));
 }
 
 #endif

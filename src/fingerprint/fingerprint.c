@@ -34,7 +34,8 @@ taso_err_t taso_fp_inputs_init(taso_fp_inputs_t *r, const taso_inputs_t *in, uin
     }
     for (int i = 0; i < in->n; i++)
       for (int64_t e = r->offset[i]; e < r->offset[i + 1]; e++) {
-        uint64_t key = taso_mix64(taso_mix64(taso_mix64(seed) ^ (uint64_t)s) ^ (uint64_t)i) ^ (uint64_t)e;
+        uint64_t key =
+            taso_mix64(taso_mix64(taso_mix64(seed) ^ (uint64_t)s) ^ (uint64_t)i) ^ (uint64_t)e;
         r->values[s][e] = taso_fp_reduce(taso_mix64(key) >> 3); /* 61 bits, uniform enough */
       }
   }
@@ -42,7 +43,8 @@ taso_err_t taso_fp_inputs_init(taso_fp_inputs_t *r, const taso_inputs_t *in, uin
 }
 
 void taso_fp_inputs_free(taso_fp_inputs_t *r) {
-  for (int s = 0; s < TASO_FP_SETS; s++) free(r->values[s]);
+  for (int s = 0; s < TASO_FP_SETS; s++)
+    free(r->values[s]);
   free(r->offset);
   memset(r, 0, sizeof *r);
 }
@@ -52,7 +54,8 @@ static taso_err_t eval_set(const taso_fp_inputs_t *r, int s, const taso_graph_t 
                            const taso_tensor_t *types, taso_fp_t **values) {
   taso_fp_t **in = malloc(sizeof *in * (r->ninputs + 1));
   if (!in) return taso_error(TASO_ERR_NOMEM, "fingerprint evaluation");
-  for (int i = 0; i < r->ninputs; i++) in[i] = r->values[s] + r->offset[i];
+  for (int i = 0; i < r->ninputs; i++)
+    in[i] = r->values[s] + r->offset[i];
   taso_err_t err = taso_eval_graph_field((void *)&r->model[s], g, types, in, values);
   free(in);
   return err;
@@ -88,7 +91,8 @@ taso_fingerprint_t taso_fingerprint_combine(taso_fingerprint_t *outs, int n, boo
       outs[j] = outs[j - 1];
       outs[j - 1] = x;
     }
-  taso_fingerprint_t g = {{taso_mix64(0x47524150ULL + (uint64_t)n), taso_mix64(0x48ULL + (uint64_t)n)}};
+  taso_fingerprint_t g = {
+      {taso_mix64(0x47524150ULL + (uint64_t)n), taso_mix64(0x48ULL + (uint64_t)n)}};
   *distinct = true;
   for (int i = 0; i < n; i++) {
     if (i > 0 && !taso_fingerprint_cmp(&outs[i - 1], &outs[i])) *distinct = false;
@@ -124,7 +128,8 @@ taso_err_t taso_fingerprint_recheck(const taso_fp_inputs_t *r, const taso_graph_
   if (a->noutputs != b->noutputs) return TASO_OK;
   for (int o = 0; o < a->noutputs; o++)
     if (!taso_tensor_equal(&ta[a->outputs[o]], &tb[b->outputs[o]])) return TASO_OK;
-  taso_fp_t **va = calloc(2 * a->nnodes + 1, sizeof *va), **vb = calloc(2 * b->nnodes + 1, sizeof *vb);
+  taso_fp_t **va = calloc(2 * a->nnodes + 1, sizeof *va),
+            **vb = calloc(2 * b->nnodes + 1, sizeof *vb);
   taso_err_t err = (va && vb) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "re-check");
   if (err == TASO_OK) err = eval_set(r, 2, a, ta, va);
   if (err == TASO_OK) err = eval_set(r, 2, b, tb, vb);

@@ -48,9 +48,9 @@ int taso_fingerprint_cmp(const taso_fingerprint_t *a, const taso_fingerprint_t *
 taso_fingerprint_t taso_fingerprint_combine(taso_fingerprint_t *outs, int n, bool *distinct);
 
 typedef struct {
-  int ninputs;                        /* entries of the input table */
-  taso_fp_t *values[TASO_FP_SETS];    /* per set: all inputs' values, concatenated */
-  int64_t *offset;                    /* offset[i]: start of input i in each set */
+  int ninputs;                         /* entries of the input table */
+  taso_fp_t *values[TASO_FP_SETS];     /* per set: all inputs' values, concatenated */
+  int64_t *offset;                     /* offset[i]: start of input i in each set */
   taso_fp_model_t model[TASO_FP_SETS]; /* per set: relu and max coefficients */
 } taso_fp_inputs_t;
 

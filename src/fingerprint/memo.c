@@ -19,9 +19,9 @@ struct taso_memo {
   memo_key_t *key;
   uint8_t *ports, *marks;
   taso_fingerprint_t *fp; /* 2 per expression (ports) */
-  uint64_t *shash;      /* per expression */
-  taso_fp_t **val;      /* 2 per expression: values on input set 0, or NULL */
-  int32_t *slots;       /* open addressing over expression ids */
+  uint64_t *shash;        /* per expression */
+  taso_fp_t **val;        /* 2 per expression: values on input set 0, or NULL */
+  int32_t *slots;         /* open addressing over expression ids */
   int64_t slots_cap;
   taso_fp_t *scratch[2];
   int64_t scratch_size;
@@ -36,19 +36,19 @@ struct taso_memo {
 
 static uint64_t key_hash(const memo_key_t *k) {
   uint64_t h = taso_mix64((uint64_t)(uint32_t)k->variant);
-  for (int i = 0; i < 3; i++) h = taso_mix64(h ^ (uint32_t)k->in[i]);
+  for (int i = 0; i < 3; i++)
+    h = taso_mix64(h ^ (uint32_t)k->in[i]);
   return h;
 }
 
 static taso_err_t reserve(taso_memo_t *m) {
   if (m->n < m->cap) return TASO_OK;
   int64_t cap = m->cap ? 2 * m->cap : 1024;
-#define GROW(field, count)                                                                   \
-  do {                                                                                       \
-    void *p_ = realloc(m->field, sizeof *m->field * (size_t)(count));                        \
-    if (!p_)                                                                                 \
-      return taso_error(TASO_ERR_NOMEM, "tensor memo (%lld expressions)", (long long)cap);   \
-    m->field = p_;                                                                           \
+#define GROW(field, count)                                                                         \
+  do {                                                                                             \
+    void *p_ = realloc(m->field, sizeof *m->field * (size_t)(count));                              \
+    if (!p_) return taso_error(TASO_ERR_NOMEM, "tensor memo (%lld expressions)", (long long)cap);  \
+    m->field = p_;                                                                                 \
   } while (0)
   GROW(key, cap);
   GROW(ports, cap);
@@ -66,10 +66,12 @@ static taso_err_t rehash(taso_memo_t *m) {
   int64_t cap = m->slots_cap ? 2 * m->slots_cap : 2048;
   int32_t *slots = malloc(sizeof *slots * (size_t)cap);
   if (!slots) return taso_error(TASO_ERR_NOMEM, "tensor memo index");
-  for (int64_t i = 0; i < cap; i++) slots[i] = -1;
+  for (int64_t i = 0; i < cap; i++)
+    slots[i] = -1;
   for (int64_t e = 0; e < m->n; e++) {
     int64_t i = (int64_t)(key_hash(&m->key[e]) & (uint64_t)(cap - 1));
-    while (slots[i] >= 0) i = (i + 1) & (cap - 1);
+    while (slots[i] >= 0)
+      i = (i + 1) & (cap - 1);
     slots[i] = (int32_t)e;
   }
   free(m->slots);
@@ -130,7 +132,8 @@ taso_err_t taso_memo_create(const taso_fp_inputs_t *r, const taso_inputs_t *in, 
 
 void taso_memo_free(taso_memo_t *m) {
   if (!m) return;
-  for (int64_t i = 0; i < 2 * m->n; i++) free(m->val[i]);
+  for (int64_t i = 0; i < 2 * m->n; i++)
+    free(m->val[i]);
   free(m->key);
   free(m->ports);
   free(m->marks);
@@ -166,7 +169,8 @@ static taso_err_t room(taso_fp_t **buf, int64_t *size, int64_t n) {
 
 /* Evaluates node on in_tids into out[port] (buffers of the caller). */
 static taso_err_t eval(taso_memo_t *m, const taso_node_t *node, const int32_t *in_tids,
-                       const taso_tensor_t *in_types, const taso_tensor_t *out_types, taso_fp_t **out) {
+                       const taso_tensor_t *in_types, const taso_tensor_t *out_types,
+                       taso_fp_t **out) {
   const taso_op_info_t *info = &taso_ops[node->kind];
   const taso_fp_t *in[3];
   for (int a = 0; a < info->arity; a++)
@@ -178,9 +182,11 @@ static taso_err_t eval(taso_memo_t *m, const taso_node_t *node, const int32_t *i
 
 /* Pushes a hold of expression e; without kept values, they are evaluated
  * into the hold's buffers (out[port] receives them). */
-static taso_err_t hold(taso_memo_t *m, int32_t e, bool kept, const taso_node_t *node, const int32_t *in_tids,
-                       const taso_tensor_t *in_types, const taso_tensor_t *out_types, taso_fp_t **out) {
-  if (m->nheld == MEMO_HOLDS) return taso_error(TASO_ERR_LIMIT, "tensor memo: over %d holds", MEMO_HOLDS);
+static taso_err_t hold(taso_memo_t *m, int32_t e, bool kept, const taso_node_t *node,
+                       const int32_t *in_tids, const taso_tensor_t *in_types,
+                       const taso_tensor_t *out_types, taso_fp_t **out) {
+  if (m->nheld == MEMO_HOLDS)
+    return taso_error(TASO_ERR_LIMIT, "tensor memo: over %d holds", MEMO_HOLDS);
   int h = m->nheld, ports = taso_ops[node->kind].outputs;
   if (!kept) {
     for (int p = 0; p < ports; p++)
@@ -209,7 +215,8 @@ taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *n
                            const taso_tensor_t *out_types, int cone, bool held, int32_t *expr) {
   const taso_op_info_t *info = &taso_ops[node->kind];
   memo_key_t k = {.variant = variant, .in = {-1, -1, -1}};
-  for (int a = 0; a < info->arity; a++) k.in[a] = in_tids[a];
+  for (int a = 0; a < info->arity; a++)
+    k.in[a] = in_tids[a];
   TASO_TRY(rehash(m));
   int64_t slot = find(m, &k);
   if (m->slots[slot] >= 0) {
@@ -239,7 +246,8 @@ taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *n
         err = taso_error(TASO_ERR_NOMEM, "tensor of %lld elements", (long long)size);
     }
     if (err == TASO_OK) err = eval(m, node, in_tids, in_types, out_types, out);
-    if (err == TASO_OK && held) err = hold(m, (int32_t)e, true, node, in_tids, in_types, out_types, NULL);
+    if (err == TASO_OK && held)
+      err = hold(m, (int32_t)e, true, node, in_tids, in_types, out_types, NULL);
     if (err != TASO_OK) {
       for (int p = 0; p < 2; p++) {
         free(m->val[2 * e + p]);
@@ -252,16 +260,18 @@ taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *n
     m->val[2 * e] = out[0];
     m->val[2 * e + 1] = out[1];
   } else {
-    for (int p = 0; p < ports; p++) TASO_TRY(scratch(m, taso_tensor_size(&out_types[p])));
+    for (int p = 0; p < ports; p++)
+      TASO_TRY(scratch(m, taso_tensor_size(&out_types[p])));
     out[0] = m->scratch[0];
     out[1] = ports > 1 ? m->scratch[1] : NULL;
     TASO_TRY(eval(m, node, in_tids, in_types, out_types, out));
   }
   uint64_t sh = taso_mix64((uint64_t)(uint32_t)variant + 0x4f50ULL);
-  for (int a = 0; a < info->arity; a++) sh = taso_mix64(sh ^ taso_memo_shash(m, in_tids[a]));
+  for (int a = 0; a < info->arity; a++)
+    sh = taso_mix64(sh ^ taso_memo_shash(m, in_tids[a]));
   for (int p = 0; p < 2; p++)
-    m->fp[2 * e + p] = p < ports ? taso_tensor_fingerprint(&out_types[p], out[p])
-                                 : (taso_fingerprint_t){{0, 0}};
+    m->fp[2 * e + p] =
+        p < ports ? taso_tensor_fingerprint(&out_types[p], out[p]) : (taso_fingerprint_t){{0, 0}};
   m->key[e] = k;
   m->ports[e] = (uint8_t)ports;
   m->marks[e] = 0;
@@ -276,10 +286,12 @@ taso_err_t taso_memo_eval(taso_memo_t *m, const taso_node_t *node, const int32_t
                           const taso_tensor_t *in_types, const taso_tensor_t *out_types,
                           taso_fingerprint_t *fps) {
   int ports = taso_ops[node->kind].outputs;
-  for (int p = 0; p < ports; p++) TASO_TRY(scratch(m, taso_tensor_size(&out_types[p])));
+  for (int p = 0; p < ports; p++)
+    TASO_TRY(scratch(m, taso_tensor_size(&out_types[p])));
   taso_fp_t *out[2] = {m->scratch[0], ports > 1 ? m->scratch[1] : NULL};
   TASO_TRY(eval(m, node, in_tids, in_types, out_types, out));
-  for (int p = 0; p < ports; p++) fps[p] = taso_tensor_fingerprint(&out_types[p], out[p]);
+  for (int p = 0; p < ports; p++)
+    fps[p] = taso_tensor_fingerprint(&out_types[p], out[p]);
   return TASO_OK;
 }
 

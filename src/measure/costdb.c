@@ -16,7 +16,8 @@
 
 #include "merge_lock.h"
 
-#define F(name, kind, size) {#name, offsetof(taso_cost_row_t, name), kind, size}
+#define F(name, kind, size)                                                                        \
+  { #name, offsetof(taso_cost_row_t, name), kind, size }
 /* The algorithm column comes last, so that the fields before it are the
  * whole of format 1. */
 static const taso_field_t cost_fields[] = {
@@ -88,7 +89,8 @@ void taso_costdb_normalize(taso_costdb_t *db) {
   int64_t *order = malloc(sizeof *order * (size_t)db->n);
   taso_cost_row_t *sorted = malloc(sizeof *sorted * (size_t)db->n);
   if (!order || !sorted) taso_fatal(__FILE__, __LINE__, "taso", "no memory to sort cost rows");
-  for (int64_t i = 0; i < db->n; i++) order[i] = i;
+  for (int64_t i = 0; i < db->n; i++)
+    order[i] = i;
   qsort_r(order, (size_t)db->n, sizeof *order, compare_positions, db->rows);
   int64_t m = 0;
   for (int64_t i = 0; i < db->n; i++) {
@@ -120,8 +122,7 @@ taso_err_t taso_costdb_cost(const taso_costdb_t *db, const char *device,
   const taso_cost_row_t *r = taso_costdb_find(db, device, key);
   if (!r) return taso_error(TASO_ERR_UNKNOWN, "no cost of %s on %s", key, device);
   if (r->status != TASO_COST_MEASURED)
-    return taso_error(TASO_ERR_UNSUPPORTED, "%s is unavailable on %s: %s", key, device,
-                      r->message);
+    return taso_error(TASO_ERR_UNSUPPORTED, "%s is unavailable on %s: %s", key, device, r->message);
   *ms = r->median;
   return TASO_OK;
 }
@@ -165,8 +166,8 @@ static taso_err_t table_of(taso_artifact_t *a, const char *path, const taso_tabl
   if (taso_artifact_get_count(a, "costs_format", &format) != TASO_OK) format = 1;
   if (format > TASO_COSTS_FORMAT)
     return taso_error(TASO_ERR_FORMAT,
-                      "%s: a cost database of format %lld; this build reads up to format %d",
-                      path, (long long)format, TASO_COSTS_FORMAT);
+                      "%s: a cost database of format %lld; this build reads up to format %d", path,
+                      (long long)format, TASO_COSTS_FORMAT);
   *t = format == 1 ? &cost_table_format1 : &taso_cost_table;
   return TASO_OK;
 }
@@ -181,7 +182,8 @@ static taso_err_t read_rows(taso_artifact_t *a, const char *path, taso_costdb_t 
   db->rows = rows;
   db->n = n;
   /* format 1 has no algorithm: the read left those bytes as malloc gave them */
-  for (int64_t i = 0; t != &taso_cost_table && i < n; i++) db->rows[i].algorithm[0] = '\0';
+  for (int64_t i = 0; t != &taso_cost_table && i < n; i++)
+    db->rows[i].algorithm[0] = '\0';
   /* Files are written sorted; normalizing again costs little and makes a
    * file from elsewhere (h5 tools, an older writer) safe to search. */
   taso_costdb_normalize(db);
@@ -245,8 +247,7 @@ static taso_err_t write_beside(const char *path, const char *tmp, const taso_cos
   if (err == TASO_OK && sync_path(tmp, O_RDONLY) != 0)
     err = taso_error(TASO_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
   if (err == TASO_OK && rename(tmp, path) != 0)
-    err = taso_error(TASO_ERR_IO, "%s: cannot put %s in its place: %s", path, tmp,
-                     strerror(errno));
+    err = taso_error(TASO_ERR_IO, "%s: cannot put %s in its place: %s", path, tmp, strerror(errno));
   if (err != TASO_OK) {
     unlink(tmp);
     return err;

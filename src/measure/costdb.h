@@ -28,10 +28,10 @@
 
 #define TASO_KIND_COSTS "taso-costs"
 
-#define TASO_COST_DEVICE_LEN 160  /* device identity */
-#define TASO_COST_KEY_LEN 512     /* taso_rt_config_key */
-#define TASO_COST_MESSAGE_LEN 160 /* why a configuration is unavailable */
-#define TASO_COST_UNIT_LEN 96     /* the physical device held: "host:cpu0-15" */
+#define TASO_COST_DEVICE_LEN 160    /* device identity */
+#define TASO_COST_KEY_LEN 512       /* taso_rt_config_key */
+#define TASO_COST_MESSAGE_LEN 160   /* why a configuration is unavailable */
+#define TASO_COST_UNIT_LEN 96       /* the physical device held: "host:cpu0-15" */
 #define TASO_COST_ALGORITHM_LEN 128 /* the library's implementation: "brg:avx2" */
 
 /* The /costs layout version, the file's "costs_format" count. Format 1 (no such
@@ -46,21 +46,21 @@ typedef enum {
 /* One row. Times in milliseconds; wall-clock times in seconds since the
  * epoch. The record has no padding (HDF5 compound, taso_table_t). */
 typedef struct {
-  char device[TASO_COST_DEVICE_LEN];   /* device identity */
-  char key[TASO_COST_KEY_LEN];         /* configuration key */
-  char message[TASO_COST_MESSAGE_LEN]; /* unavailable: the library's message */
-  char unit[TASO_COST_UNIT_LEN];       /* the device instance that was held */
+  char device[TASO_COST_DEVICE_LEN];       /* device identity */
+  char key[TASO_COST_KEY_LEN];             /* configuration key */
+  char message[TASO_COST_MESSAGE_LEN];     /* unavailable: the library's message */
+  char unit[TASO_COST_UNIT_LEN];           /* the device instance that was held */
   char algorithm[TASO_COST_ALGORITHM_LEN]; /* the library's choice (taso_rt_describe) */
-  char when[32];                       /* ISO 8601 UTC, end of the measurement */
-  double median, min, max;             /* of the timed runs */
-  double spread;                       /* (max - min) / median */
-  double iqr_spread;                   /* interquartile range / median */
-  double held_from, held_to;           /* the device lock was held in between */
-  double flops;                        /* multiply-adds (conv, matmul) or elements moved */
-  int32_t runs;                        /* timed runs */
-  int32_t outliers;                    /* runs beyond median + 3 IQR (kept in the figures) */
-  int32_t status;                      /* taso_cost_status_t */
-  int32_t pad_;                        /* zero */
+  char when[32];                           /* ISO 8601 UTC, end of the measurement */
+  double median, min, max;                 /* of the timed runs */
+  double spread;                           /* (max - min) / median */
+  double iqr_spread;                       /* interquartile range / median */
+  double held_from, held_to;               /* the device lock was held in between */
+  double flops;                            /* multiply-adds (conv, matmul) or elements moved */
+  int32_t runs;                            /* timed runs */
+  int32_t outliers;                        /* runs beyond median + 3 IQR (kept in the figures) */
+  int32_t status;                          /* taso_cost_status_t */
+  int32_t pad_;                            /* zero */
 } taso_cost_row_t;
 
 /* A database in memory: rows sorted by (device, key), unique. */

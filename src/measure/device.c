@@ -37,7 +37,8 @@ void taso_format_units(const int *units, int n, char *buf, int len) {
   buf[0] = '\0';
   for (int i = 0; i < n && at < len; i++) {
     int j = i;
-    while (j + 1 < n && units[j + 1] == units[j] + 1) j++;
+    while (j + 1 < n && units[j + 1] == units[j] + 1)
+      j++;
     at += snprintf(buf + at, (size_t)(len - at), i ? ",%d" : "%d", units[i]);
     if (j > i && at < len) at += snprintf(buf + at, (size_t)(len - at), "-%d", units[j]);
     i = j;
@@ -77,7 +78,8 @@ static taso_err_t open_unit(const char *dir, const char *name, int *fd) {
 
 taso_err_t taso_device_open(taso_device_t *d, const char *dir, bool gpu, const int *units, int n) {
   memset(d, 0, sizeof *d);
-  for (int i = 0; i < TASO_DEVICE_MAX_UNITS; i++) d->fds[i] = -1;
+  for (int i = 0; i < TASO_DEVICE_MAX_UNITS; i++)
+    d->fds[i] = -1;
   if (n < 1 || n > TASO_DEVICE_MAX_UNITS)
     return taso_error(TASO_ERR_LIMIT, "a device of %d units (1 to %d)", n, TASO_DEVICE_MAX_UNITS);
   d->gpu = gpu;
@@ -98,7 +100,8 @@ taso_err_t taso_device_open(taso_device_t *d, const char *dir, bool gpu, const i
 taso_err_t taso_device_open_gpu(taso_device_t *d, const char *dir, int ordinal, const char *uuid) {
   char host[64];
   memset(d, 0, sizeof *d);
-  for (int i = 0; i < TASO_DEVICE_MAX_UNITS; i++) d->fds[i] = -1;
+  for (int i = 0; i < TASO_DEVICE_MAX_UNITS; i++)
+    d->fds[i] = -1;
   d->gpu = true;
   short_host(host);
   if (ordinal < 0) {
@@ -131,7 +134,8 @@ taso_err_t taso_device_bind(const taso_device_t *d) {
   if (d->gpu) return TASO_OK;
   cpu_set_t set;
   CPU_ZERO(&set);
-  for (int i = 0; i < d->nunits; i++) CPU_SET(d->units[i], &set);
+  for (int i = 0; i < d->nunits; i++)
+    CPU_SET(d->units[i], &set);
   omp_set_num_threads(d->nunits);
   int failed = 0;
   /* Each OpenMP thread sets its own affinity; the pool is reused by the
@@ -181,10 +185,12 @@ taso_err_t taso_device_hold(taso_device_t *d) {
   for (int i = 0; i < d->nunits; i++) {
     int rc;
     if (d->fds[i] < 0) continue; /* unlocked (taso_device_unlock) */
-    while ((rc = flock(d->fds[i], LOCK_EX)) != 0 && errno == EINTR) continue;
+    while ((rc = flock(d->fds[i], LOCK_EX)) != 0 && errno == EINTR)
+      continue;
     if (rc != 0 && errno != ENOLCK && errno != EOPNOTSUPP && errno != ENOSYS) {
       int e = errno;
-      for (int j = 0; j < i; j++) flock(d->fds[j], LOCK_UN);
+      for (int j = 0; j < i; j++)
+        flock(d->fds[j], LOCK_UN);
       return taso_error(TASO_ERR_IO, "cannot lock device %s: %s", d->unit, strerror(e));
     }
   }
@@ -200,10 +206,12 @@ static taso_err_t try_hold(taso_device_t *d, bool *held) {
   for (int i = 0; i < d->nunits && *held; i++) {
     int rc;
     if (d->fds[i] < 0) continue; /* unlocked (taso_device_unlock) */
-    while ((rc = flock(d->fds[i], LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) continue;
+    while ((rc = flock(d->fds[i], LOCK_EX | LOCK_NB)) != 0 && errno == EINTR)
+      continue;
     if (rc == 0 || errno == ENOLCK || errno == EOPNOTSUPP || errno == ENOSYS) continue;
     int e = errno;
-    for (int j = 0; j < i; j++) flock(d->fds[j], LOCK_UN);
+    for (int j = 0; j < i; j++)
+      flock(d->fds[j], LOCK_UN);
     if (e != EWOULDBLOCK)
       return taso_error(TASO_ERR_IO, "cannot lock device %s: %s", d->unit, strerror(e));
     *held = false;

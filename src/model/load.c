@@ -26,8 +26,10 @@ taso_err_t taso_model_load(const char *spec, taso_model_t *m) {
     return taso_model_parse_file(path, colon ? colon + 1 : NULL, m);
   }
   if (len == 0 || len >= sizeof name)
-    return taso_error(TASO_ERR_ARG, "'%s' is not a model: give a built-in name, a .model, an .onnx or a "
-                      ".h5 file", spec);
+    return taso_error(TASO_ERR_ARG,
+                      "'%s' is not a model: give a built-in name, a .model, an .onnx or a "
+                      ".h5 file",
+                      spec);
   memcpy(name, spec, len);
   name[len] = 0;
   TASO_TRY(taso_model_builtin_path(name, path, sizeof path));

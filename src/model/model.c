@@ -14,7 +14,8 @@ void taso_model_init(taso_model_t *m, const char *name) {
 }
 
 void taso_model_free(taso_model_t *m) {
-  for (int i = 0; i < m->inputs.n; i++) free(m->data[i]);
+  for (int i = 0; i < m->inputs.n; i++)
+    free(m->data[i]);
   free(m->data);
   free(m->names);
   free(m->is_weight);
@@ -37,7 +38,8 @@ void taso_model_drop_plan(taso_model_t *m) {
 static taso_err_t types_fit(taso_model_t *m, int nodes) {
   if (2 * nodes <= m->types_cap) return TASO_OK;
   int cap = m->types_cap ? m->types_cap : 64;
-  while (cap < 2 * nodes) cap *= 2;
+  while (cap < 2 * nodes)
+    cap *= 2;
   taso_tensor_t *t = realloc(m->types, sizeof *t * (size_t)cap);
   if (!t) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", nodes);
   m->types = t;
@@ -182,7 +184,8 @@ taso_err_t taso_model_make_weights(taso_model_t *m) {
                   : role == ROLE_SHIFT ? 0.1f
                                        : (float)sqrt(6.0 / (double)(fan_in > 0 ? fan_in : 1));
     float offset = role == ROLE_SCALE ? 1.0f : 0.0f;
-    for (int64_t k = 0; k < size; k++) m->data[i][k] = offset + uniform(&s, scale);
+    for (int64_t k = 0; k < size; k++)
+      m->data[i][k] = offset + uniform(&s, scale);
   }
   return TASO_OK;
 }
@@ -190,10 +193,12 @@ taso_err_t taso_model_make_weights(taso_model_t *m) {
 void taso_model_random_input(const taso_model_t *m, int i, uint64_t seed, float *out) {
   uint64_t s = name_seed(seed, m->names[i]);
   int64_t size = taso_tensor_size(&m->inputs.v[i].type);
-  for (int64_t k = 0; k < size; k++) out[k] = uniform(&s, 1.0f);
+  for (int64_t k = 0; k < size; k++)
+    out[k] = uniform(&s, 1.0f);
 }
 
-void taso_model_stats(const taso_model_t *m, int64_t *counts, double *flops, int64_t *weight_bytes) {
+void taso_model_stats(const taso_model_t *m, int64_t *counts, double *flops,
+                      int64_t *weight_bytes) {
   memset(counts, 0, sizeof *counts * TASO_OP_COUNT);
   *flops = 0;
   *weight_bytes = 0;
@@ -229,8 +234,8 @@ void taso_model_print(const taso_model_t *m, FILE *f) {
   char shape[64], text[512];
   for (int i = 0; i < m->inputs.n; i++) {
     taso_shape_format(&m->inputs.v[i].type, shape, sizeof shape);
-    fprintf(f, "%-6s %s %s %s\n", m->inputs.v[i].name, m->is_weight[i] ? "weight" : "input ",
-            shape, m->names[i]);
+    fprintf(f, "%-6s %s %s %s\n", m->inputs.v[i].name, m->is_weight[i] ? "weight" : "input ", shape,
+            m->names[i]);
   }
   for (int i = 0; i < m->graph.nnodes; i++) {
     const taso_node_t *n = &m->graph.nodes[i];

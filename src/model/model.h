@@ -46,19 +46,19 @@ typedef struct {
 } taso_call_t;
 
 typedef struct {
-  char name[TASO_MODEL_NAME_LEN]; /* the model's name: "resnet50" */
-  taso_inputs_t inputs;           /* graph inputs: activations then weights, any order */
+  char name[TASO_MODEL_NAME_LEN];     /* the model's name: "resnet50" */
+  taso_inputs_t inputs;               /* graph inputs: activations then weights, any order */
   char (*names)[TASO_MODEL_NAME_LEN]; /* per input: its own long name */
-  bool *is_weight;                /* per input: a weight (true) or a run-time input */
-  float **data;                   /* per input: values, row-major; NULL until made or read */
-  uint64_t seed;                  /* seeds weights without data and random run inputs */
-  taso_graph_t graph;             /* nodes in topological order; outputs */
+  bool *is_weight;                    /* per input: a weight (true) or a run-time input */
+  float **data;                       /* per input: values, row-major; NULL until made or read */
+  uint64_t seed;                      /* seeds weights without data and random run inputs */
+  taso_graph_t graph;                 /* nodes in topological order; outputs */
   char (*output_names)[TASO_MODEL_NAME_LEN]; /* per graph output: its name */
-  taso_tensor_t *types;           /* 2 * nnodes node types, after taso_model_finish */
-  int types_cap;                  /* allocated entries of types */
-  taso_call_t *calls;             /* a selected call plan (malloc'd), or NULL */
-  int ncalls;                     /* its steps */
-  char library[TASO_MODEL_NAME_LEN]; /* the library description it was selected from */
+  taso_tensor_t *types;                      /* 2 * nnodes node types, after taso_model_finish */
+  int types_cap;                             /* allocated entries of types */
+  taso_call_t *calls;                        /* a selected call plan (malloc'd), or NULL */
+  int ncalls;                                /* its steps */
+  char library[TASO_MODEL_NAME_LEN];         /* the library description it was selected from */
 } taso_model_t;
 
 void taso_model_init(taso_model_t *m, const char *name);

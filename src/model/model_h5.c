@@ -75,7 +75,8 @@ static bool *constant_nodes(const taso_model_t *m) {
       continue;
     }
     c[i] = true;
-    for (int a = 0; a < taso_ops[n->kind].arity; a++) c[i] = c[i] && c[TASO_REF_NODE(n->in[a])];
+    for (int a = 0; a < taso_ops[n->kind].arity; a++)
+      c[i] = c[i] && c[TASO_REF_NODE(n->in[a])];
   }
   return c;
 }
@@ -93,14 +94,17 @@ static void fold_matmul(const taso_node_t *n, const taso_tensor_t *at, const tas
   for (int64_t q = 0; q < batch; q++) {
     const double *x = a + q * M * K, *y = b + q * K * N;
     double *o = out + q * M * N;
-    for (int64_t i = 0; i < M * N; i++) o[i] = 0;
+    for (int64_t i = 0; i < M * N; i++)
+      o[i] = 0;
     for (int64_t i = 0; i < M; i++)
       for (int64_t t = 0; t < K; t++) {
         double s = x[i * K + t];
-        for (int64_t j = 0; j < N; j++) o[i * N + j] += s * y[t * N + j];
+        for (int64_t j = 0; j < N; j++)
+          o[i * N + j] += s * y[t * N + j];
       }
     if (n->p.act == TASO_ACT_RELU)
-      for (int64_t i = 0; i < M * N; i++) o[i] = o[i] > 0 ? o[i] : 0;
+      for (int64_t i = 0; i < M * N; i++)
+        o[i] = o[i] > 0 ? o[i] : 0;
   }
 }
 
@@ -127,7 +131,8 @@ static taso_err_t fold(taso_model_t *m, const bool *c) {
       if (err != TASO_OK) break;
       if (!op) {
         const float *w = m->data[n->p.input];
-        for (int64_t k = 0; k < taso_tensor_size(&m->types[2 * i]); k++) vals[2 * i][k] = w[k];
+        for (int64_t k = 0; k < taso_tensor_size(&m->types[2 * i]); k++)
+          vals[2 * i][k] = w[k];
       } else {
         const double *args[3];
         taso_tensor_t types[3];
@@ -149,9 +154,11 @@ static taso_err_t fold(taso_model_t *m, const bool *c) {
   for (int i = 0; i < nn && err == TASO_OK; i++) {
     const taso_node_t *n = &m->graph.nodes[i];
     if (n->kind == TASO_OP_INPUT || c[i]) continue;
-    for (int a = 0; a < taso_ops[n->kind].arity; a++) read[n->in[a]] = true;
+    for (int a = 0; a < taso_ops[n->kind].arity; a++)
+      read[n->in[a]] = true;
   }
-  for (int o = 0; o < m->graph.noutputs && err == TASO_OK; o++) read[m->graph.outputs[o]] = true;
+  for (int o = 0; o < m->graph.noutputs && err == TASO_OK; o++)
+    read[m->graph.outputs[o]] = true;
   /* Run-time inputs keep their place; then each read constant becomes a
    * weight (an input weight keeps its name, a folded result is named after
    * its node); then the other nodes, in order. */
@@ -172,7 +179,8 @@ static taso_err_t fold(taso_model_t *m, const bool *c) {
       err = taso_error(TASO_ERR_NOMEM, "folded weight");
       break;
     }
-    for (int64_t k = 0; k < size; k++) f[k] = (float)vals[r][k];
+    for (int64_t k = 0; k < size; k++)
+      f[k] = (float)vals[r][k];
     char name[TASO_MODEL_NAME_LEN];
     if (n->kind == TASO_OP_INPUT)
       snprintf(name, sizeof name, "%s", m->names[n->p.input]);
@@ -185,13 +193,15 @@ static taso_err_t fold(taso_model_t *m, const bool *c) {
     const taso_node_t *n = &m->graph.nodes[i];
     if (n->kind == TASO_OP_INPUT || c[i]) continue;
     taso_ref_t args[3] = {-1, -1, -1};
-    for (int a = 0; a < taso_ops[n->kind].arity; a++) args[a] = map[n->in[a]];
+    for (int a = 0; a < taso_ops[n->kind].arity; a++)
+      args[a] = map[n->in[a]];
     err = taso_model_node(&out, (taso_op_kind_t)n->kind, &n->p, args, &map[2 * i]);
     if (err == TASO_OK) map[2 * i + 1] = map[2 * i] + 1;
   }
   for (int o = 0; o < m->graph.noutputs && err == TASO_OK; o++)
     err = taso_model_output(&out, map[m->graph.outputs[o]], m->output_names[o]);
-  for (int r = 0; vals && r < 2 * nn; r++) free(vals[r]);
+  for (int r = 0; vals && r < 2 * nn; r++)
+    free(vals[r]);
   free(vals);
   free(map);
   free(read);
@@ -208,7 +218,8 @@ taso_err_t taso_model_fold_weights(taso_model_t *m) {
   bool *c = constant_nodes(m);
   if (!c) return taso_error(TASO_ERR_NOMEM, "folding");
   bool any = false;
-  for (int i = 0; i < m->graph.nnodes; i++) any = any || (c[i] && m->graph.nodes[i].kind != TASO_OP_INPUT);
+  for (int i = 0; i < m->graph.nnodes; i++)
+    any = any || (c[i] && m->graph.nodes[i].kind != TASO_OP_INPUT);
   taso_err_t err = TASO_OK;
   if (any && (err = taso_model_make_weights(m)) == TASO_OK) err = fold(m, c);
   free(c);
@@ -232,7 +243,8 @@ static taso_err_t write_tables(taso_artifact_t *a, const taso_model_t *m) {
     t[i].offset = m->data[i] ? total : -1;
     if (m->data[i]) total += taso_tensor_size(&m->inputs.v[i].type);
   }
-  for (int i = 0; i < no; i++) snprintf(o[i].name, sizeof o[i].name, "%s", m->output_names[i]);
+  for (int i = 0; i < no; i++)
+    snprintf(o[i].name, sizeof o[i].name, "%s", m->output_names[i]);
   float *w = malloc(sizeof(float) * (size_t)(total ? total : 1));
   taso_err_t err = t && o && w ? TASO_OK : taso_error(TASO_ERR_NOMEM, "model tables");
   for (int i = 0, at = 0; i < n && err == TASO_OK; i++)
@@ -293,8 +305,8 @@ taso_err_t taso_model_write_h5(taso_model_t *m, const char *path, const taso_pro
 /* Rebuilds the model through the builder, so that every type is checked
  * again: a file edited by hand cannot smuggle in an impossible shape. */
 static taso_err_t rebuild(const char *path, const taso_inputs_t *in, const taso_graph_t *g,
-                          const tensor_rec_t *t, const name_rec_t *o, const float *w,
-                          int64_t nw, taso_model_t *m) {
+                          const tensor_rec_t *t, const name_rec_t *o, const float *w, int64_t nw,
+                          taso_model_t *m) {
   taso_ref_t *map = malloc(sizeof *map * (size_t)(2 * g->nnodes + 1));
   if (!map) return taso_error(TASO_ERR_NOMEM, "%s: model of %d nodes", path, g->nnodes);
   taso_err_t err = TASO_OK;
@@ -306,16 +318,18 @@ static taso_err_t rebuild(const char *path, const taso_inputs_t *in, const taso_
       const float *values = NULL;
       if (t[k].offset >= 0) {
         if (t[k].offset + taso_tensor_size(ty) > nw)
-          err = taso_error(TASO_ERR_FORMAT, "%s: values of '%s' lie past /weights", path,
-                           t[k].name);
+          err =
+              taso_error(TASO_ERR_FORMAT, "%s: values of '%s' lie past /weights", path, t[k].name);
         values = w + t[k].offset;
       }
       if (err == TASO_OK)
-        err = taso_model_input(m, t[k].name, t[k].weight != 0, ty->rank, ty->dim, values, &map[2 * i]);
+        err = taso_model_input(m, t[k].name, t[k].weight != 0, ty->rank, ty->dim, values,
+                               &map[2 * i]);
       continue;
     }
     taso_ref_t args[3] = {-1, -1, -1};
-    for (int a = 0; a < taso_ops[n->kind].arity; a++) args[a] = map[n->in[a]];
+    for (int a = 0; a < taso_ops[n->kind].arity; a++)
+      args[a] = map[n->in[a]];
     err = taso_model_node(m, (taso_op_kind_t)n->kind, &n->p, args, &map[2 * i]);
     if (err == TASO_OK) map[2 * i + 1] = map[2 * i] + 1;
     if (err != TASO_OK) err = taso_error_prefix(err, "%s: node %d: ", path, i);
@@ -392,13 +406,15 @@ taso_err_t taso_model_read_h5(const char *path, taso_model_t *m) {
   if (err == TASO_OK) err = taso_artifact_read_inputs(a, &in);
   if (err == TASO_OK) err = taso_artifact_read_graphs(a, &g, &ng);
   if (err == TASO_OK && ng != 1)
-    err = taso_error(TASO_ERR_FORMAT, "%s: holds %lld graphs, a model has one", path, (long long)ng);
+    err =
+        taso_error(TASO_ERR_FORMAT, "%s: holds %lld graphs, a model has one", path, (long long)ng);
   if (err == TASO_OK) err = taso_artifact_table_length(a, &info_table, &ni);
   if (err == TASO_OK) err = taso_artifact_table_length(a, &tensors_table, &nt);
   if (err == TASO_OK) err = taso_artifact_table_length(a, &outputs_table, &no);
   if (err == TASO_OK) err = taso_artifact_table_length(a, &weights_table, &nw);
   if (err == TASO_OK && (ni != 1 || nt != in.n || no != g->noutputs))
-    err = taso_error(TASO_ERR_FORMAT, "%s: /model, /tensors and /outputs tables do not match its graph", path);
+    err = taso_error(TASO_ERR_FORMAT,
+                     "%s: /model, /tensors and /outputs tables do not match its graph", path);
   if (err == TASO_OK) err = taso_artifact_read_table(a, &info_table, 0, 1, (void **)&info);
   if (err == TASO_OK) err = taso_artifact_read_table(a, &tensors_table, 0, nt, (void **)&t);
   if (err == TASO_OK) err = taso_artifact_read_table(a, &outputs_table, 0, no, (void **)&o);

@@ -15,8 +15,8 @@
  * older opset imports where the operator then meant what it means at
  * TASO_ONNX_OPSET_MIN (the backend tests keep GlobalAveragePool at opset 1). */
 static const struct {
-  const char *op;  /* op_type of the default domain */
-  int since[8];    /* opsets that (re)defined it, ascending, 0-terminated */
+  const char *op; /* op_type of the default domain */
+  int since[8];   /* opsets that (re)defined it, ascending, 0-terminated */
 } supported[] = {
     {"Conv", {1, 11}},
     {"MatMul", {1, 9, 13}},
@@ -89,8 +89,7 @@ taso_err_t taso_onnx_load(const char *path, Onnx__ModelProto **out) {
   Onnx__ModelProto *m = len ? onnx__model_proto__unpack(NULL, len, bytes) : NULL;
   free(bytes);
   if (!m)
-    return taso_error(TASO_ERR_FORMAT,
-                      "%s: not an ONNX model (%s)", path,
+    return taso_error(TASO_ERR_FORMAT, "%s: not an ONNX model (%s)", path,
                       len ? "not a protobuf ModelProto: truncated, or another kind of file"
                           : "the file is empty");
   if (!m->graph) {
@@ -122,7 +121,9 @@ static int find_supported(const char *op_type) {
   return -1;
 }
 
-int taso_onnx_supported(const char *op_type) { return find_supported(op_type) >= 0; }
+int taso_onnx_supported(const char *op_type) {
+  return find_supported(op_type) >= 0;
+}
 
 const char *taso_onnx_supported_op(int i) {
   return i >= 0 && i < (int)(sizeof supported / sizeof *supported) ? supported[i].op : NULL;
@@ -164,7 +165,8 @@ void taso_onnx_issue(taso_onnx_issues_t *l, const Onnx__NodeProto *n, int64_t op
   const char *op = n->op_type ? n->op_type : "";
   int dflt = default_domain(n->domain);
   snprintf(what, sizeof what, "%s (%s%s%s, opset %lld%s%s)",
-           n->name && n->name[0] ? n->name : (n->n_output && n->output[0][0] ? n->output[0] : "unnamed"),
+           n->name && n->name[0] ? n->name
+                                 : (n->n_output && n->output[0][0] ? n->output[0] : "unnamed"),
            dflt ? "" : n->domain, dflt ? "" : ".", op, (long long)opset, reason ? ": " : "",
            reason ? reason : "");
   taso_onnx_issue_text(l, what, NULL);
@@ -181,8 +183,9 @@ taso_err_t taso_onnx_issues_error(const taso_onnx_issues_t *l, const char *path,
 taso_err_t taso_onnx_check(const Onnx__ModelProto *m, const char *path) {
   int64_t opset = taso_onnx_opset(m);
   if (opset < 1 || opset > TASO_ONNX_OPSET_MAX)
-    return taso_error(TASO_ERR_FORMAT, "%s: opset %lld of the default domain; taso imports %d to %d",
-                      path, (long long)opset, TASO_ONNX_OPSET_MIN, TASO_ONNX_OPSET_MAX);
+    return taso_error(TASO_ERR_FORMAT,
+                      "%s: opset %lld of the default domain; taso imports %d to %d", path,
+                      (long long)opset, TASO_ONNX_OPSET_MIN, TASO_ONNX_OPSET_MAX);
   /* Every unsupported node in one message: a user converting a model wants
    * the whole list at once, not one per attempt. */
   taso_onnx_issues_t issues = {.at = 0};
@@ -190,7 +193,8 @@ taso_err_t taso_onnx_check(const Onnx__ModelProto *m, const char *path) {
   for (size_t i = 0; i < g->n_node; i++) {
     const Onnx__NodeProto *n = g->node[i];
     const char *reason = "not an operator taso imports";
-    if (default_domain(n->domain) && taso_onnx_opset_ok(n->op_type ? n->op_type : "", opset, &reason))
+    if (default_domain(n->domain) &&
+        taso_onnx_opset_ok(n->op_type ? n->op_type : "", opset, &reason))
       continue;
     taso_onnx_issue(&issues, n, opset, reason);
   }
@@ -218,7 +222,8 @@ float taso_onnx_attr_float(const Onnx__NodeProto *n, const char *name, float def
 int taso_onnx_attr_ints(const Onnx__NodeProto *n, const char *name, int64_t *out, int max) {
   const Onnx__AttributeProto *a = taso_onnx_attr(n, name);
   if (!a) return -1;
-  for (size_t i = 0; i < a->n_ints && (int)i < max; i++) out[i] = a->ints[i];
+  for (size_t i = 0; i < a->n_ints && (int)i < max; i++)
+    out[i] = a->ints[i];
   return (int)a->n_ints;
 }
 
@@ -242,9 +247,10 @@ int64_t taso_onnx_numel(const Onnx__TensorProto *t) {
 }
 
 const char *taso_onnx_type_name(int32_t data_type) {
-  static const char *const names[] = {"undefined", "float", "uint8", "int8", "uint16", "int16",
-                                      "int32", "int64", "string", "bool", "float16", "double",
-                                      "uint32", "uint64", "complex64", "complex128", "bfloat16"};
+  static const char *const names[] = {"undefined",  "float",   "uint8",  "int8",   "uint16",
+                                      "int16",      "int32",   "int64",  "string", "bool",
+                                      "float16",    "double",  "uint32", "uint64", "complex64",
+                                      "complex128", "bfloat16"};
   return data_type >= 0 && data_type < (int32_t)(sizeof names / sizeof *names) ? names[data_type]
                                                                                : "unknown";
 }
@@ -266,8 +272,10 @@ taso_err_t taso_onnx_values_float(const Onnx__TensorProto *t, float *out, int64_
     size_t have = raw ? t->raw_data.len / 4 : t->n_float_data;
     if ((int64_t)have != n) return count_error(t, have, n);
     for (int64_t i = 0; i < n; i++) {
-      if (raw) raw_at(t, i, 4, &out[i]);
-      else out[i] = t->float_data[i];
+      if (raw)
+        raw_at(t, i, 4, &out[i]);
+      else
+        out[i] = t->float_data[i];
     }
     return TASO_OK;
   }
@@ -276,8 +284,10 @@ taso_err_t taso_onnx_values_float(const Onnx__TensorProto *t, float *out, int64_
     if ((int64_t)have != n) return count_error(t, have, n);
     for (int64_t i = 0; i < n; i++) {
       double d;
-      if (raw) raw_at(t, i, 8, &d);
-      else d = t->double_data[i];
+      if (raw)
+        raw_at(t, i, 8, &d);
+      else
+        d = t->double_data[i];
       out[i] = (float)d;
     }
     return TASO_OK;
@@ -292,8 +302,10 @@ taso_err_t taso_onnx_values_int(const Onnx__TensorProto *t, int64_t *out, int64_
     size_t have = raw ? t->raw_data.len / 8 : t->n_int64_data;
     if ((int64_t)have != n) return count_error(t, have, n);
     for (int64_t i = 0; i < n; i++) {
-      if (raw) raw_at(t, i, 8, &out[i]);
-      else out[i] = t->int64_data[i];
+      if (raw)
+        raw_at(t, i, 8, &out[i]);
+      else
+        out[i] = t->int64_data[i];
     }
     return TASO_OK;
   }
@@ -302,8 +314,10 @@ taso_err_t taso_onnx_values_int(const Onnx__TensorProto *t, int64_t *out, int64_
     if ((int64_t)have != n) return count_error(t, have, n);
     for (int64_t i = 0; i < n; i++) {
       int32_t v;
-      if (raw) raw_at(t, i, 4, &v);
-      else v = t->int32_data[i];
+      if (raw)
+        raw_at(t, i, 4, &v);
+      else
+        v = t->int32_data[i];
       out[i] = v;
     }
     return TASO_OK;
@@ -337,17 +351,18 @@ taso_err_t taso_onnx_read_tensor(const char *path, taso_onnx_tensor_t *out) {
     err = taso_error(TASO_ERR_FORMAT, "%s: element type %d; only float32 (1) is read", path,
                      (int)t->data_type);
   else if (t->n_dims > TASO_ONNX_MAX_RANK)
-    err = taso_error(TASO_ERR_LIMIT, "%s: rank %zu; at most %d", path, t->n_dims,
-                     TASO_ONNX_MAX_RANK);
+    err =
+        taso_error(TASO_ERR_LIMIT, "%s: rank %zu; at most %d", path, t->n_dims, TASO_ONNX_MAX_RANK);
   for (size_t i = 0; err == TASO_OK && i < t->n_dims; i++) {
     if (t->dims[i] < 0 || (t->dims[i] > 0 && n > INT64_MAX / t->dims[i]))
-      err = taso_error(TASO_ERR_FORMAT, "%s: dimension %zu is %lld", path, i,
-                       (long long)t->dims[i]);
+      err =
+          taso_error(TASO_ERR_FORMAT, "%s: dimension %zu is %lld", path, i, (long long)t->dims[i]);
     else
       n *= t->dims[i];
   }
   size_t have = t->has_raw_data ? t->raw_data.len / sizeof(float) : t->n_float_data;
-  if (err == TASO_OK && ((t->has_raw_data && t->raw_data.len % sizeof(float)) || (int64_t)have != n))
+  if (err == TASO_OK &&
+      ((t->has_raw_data && t->raw_data.len % sizeof(float)) || (int64_t)have != n))
     err = taso_error(TASO_ERR_FORMAT, "%s: %zu values for %lld elements", path, have, (long long)n);
   if (err == TASO_OK && !(out->data = malloc(sizeof(float) * (size_t)(n ? n : 1))))
     err = taso_error(TASO_ERR_NOMEM, "%s: no memory for %lld values", path, (long long)n);
@@ -356,7 +371,8 @@ taso_err_t taso_onnx_read_tensor(const char *path, taso_onnx_tensor_t *out) {
     memcpy(out->data, t->has_raw_data ? (const void *)t->raw_data.data : t->float_data,
            sizeof(float) * (size_t)n);
     out->rank = (int)t->n_dims;
-    for (int i = 0; i < out->rank; i++) out->dims[i] = t->dims[i];
+    for (int i = 0; i < out->rank; i++)
+      out->dims[i] = t->dims[i];
     out->n = n;
     snprintf(out->name, sizeof out->name, "%s", t->name ? t->name : "");
   }

@@ -27,11 +27,11 @@
 
 /* A float tensor read from a TensorProto. */
 typedef struct {
-  char name[64];                     /* the proto's name, cut to fit; may be empty */
-  int rank;                          /* number of dims */
-  int64_t dims[TASO_ONNX_MAX_RANK];  /* sizes */
-  int64_t n;                         /* elements: the product of dims */
-  float *data;                       /* n values, row-major; malloc'd */
+  char name[64];                    /* the proto's name, cut to fit; may be empty */
+  int rank;                         /* number of dims */
+  int64_t dims[TASO_ONNX_MAX_RANK]; /* sizes */
+  int64_t n;                        /* elements: the product of dims */
+  float *data;                      /* n values, row-major; malloc'd */
 } taso_onnx_tensor_t;
 
 /* Reads an ONNX model file. Errors name the file: it cannot be read, it is

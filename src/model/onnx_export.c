@@ -336,11 +336,12 @@ static int weight_of(const exporter_t *ex, taso_ref_t ref) {
  * broadcasting lays it along axis a: a weight's values written so (an Add
  * after a Conv then reads back as the convolution's bias), anything else
  * through a Reshape. */
-static void export_channel(exporter_t *ex, const taso_node_t *nd, const taso_tensor_t *x,
-                           char **in, char *out) {
+static void export_channel(exporter_t *ex, const taso_node_t *nd, const taso_tensor_t *x, char **in,
+                           char *out) {
   int64_t shape[TASO_MAX_RANK];
   int rank = x->rank - nd->p.axis, w = weight_of(ex, nd->in[1]);
-  for (int k = 0; k < rank; k++) shape[k] = k ? 1 : x->dim[nd->p.axis];
+  for (int k = 0; k < rank; k++)
+    shape[k] = k ? 1 : x->dim[nd->p.axis];
   char *vec = NULL;
   if (w >= 0) {
     vec = const_floats(ex, "channel_vector", rank, shape, ex->m->data[w], shape[0]);

@@ -103,7 +103,8 @@ static taso_err_t cpu_open(int threads, taso_rt_ctx_t **out) {
   taso_rt_ctx_t *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return taso_error(TASO_ERR_NOMEM, "cpu context");
   dnnl_status_t st = dnnl_engine_create(&ctx->engine, dnnl_cpu, 0);
-  if (st == dnnl_success) st = dnnl_stream_create(&ctx->stream, ctx->engine, dnnl_stream_default_flags);
+  if (st == dnnl_success)
+    st = dnnl_stream_create(&ctx->stream, ctx->engine, dnnl_stream_default_flags);
   if (st != dnnl_success) {
     cpu_close(ctx);
     return dn_error(st, "engine and stream");
@@ -153,7 +154,8 @@ static taso_err_t md_plain(int nd, const dnnl_dims_t dims, dnnl_memory_desc_t *m
 }
 
 static void dims_of(const taso_tensor_t *t, dnnl_dims_t dims) {
-  for (int i = 0; i < t->rank; i++) dims[i] = t->dim[i];
+  for (int i = 0; i < t->rank; i++)
+    dims[i] = t->dim[i];
 }
 
 /* Where each logical axis of t steps in its buffer: row-major, or
@@ -273,9 +275,15 @@ static taso_err_t make_pd(taso_rt_ctx_t *ctx, const void *desc, const_dnnl_primi
 }
 
 /* Slots of a configuration's buffers. */
-static int slot_out(const taso_rt_kernel_t *k, int j) { return k->cfg.nin + j; }
-static int slot_bias(const taso_rt_kernel_t *k) { return taso_ops[k->cfg.kind].arity; }
-static int slot_sum(const taso_rt_kernel_t *k) { return k->cfg.nin - 1; }
+static int slot_out(const taso_rt_kernel_t *k, int j) {
+  return k->cfg.nin + j;
+}
+static int slot_bias(const taso_rt_kernel_t *k) {
+  return taso_ops[k->cfg.kind].arity;
+}
+static int slot_sum(const taso_rt_kernel_t *k) {
+  return k->cfg.nin - 1;
+}
 
 /* The summand of a fused sum goes into the destination first: oneDNN's sum
  * post-op adds what the destination holds. Skipped when the caller gave
@@ -511,8 +519,8 @@ static taso_err_t build_pool(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
                         : p->exclude_pad              ? dnnl_pooling_avg_exclude_padding
                                                       : dnnl_pooling_avg_include_padding;
   dnnl_pooling_v2_desc_t d;
-  DN(dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &smd, &dmd, strides,
-                                       kernel, dilation, pl, pr));
+  DN(dnnl_pooling_v2_forward_desc_init(&d, dnnl_forward_inference, alg, &smd, &dmd, strides, kernel,
+                                       dilation, pl, pr));
   dnnl_primitive_desc_t pd;
   TASO_TRY(make_pd(ctx, &d, NULL, &pd));
   return unary_step(ctx, k, pd, &smd, &dmd);
@@ -610,13 +618,14 @@ static taso_err_t build_channel(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   bool bn = cfg->kind == TASO_OP_BATCHNORM;
   int axis = bn ? 1 : cfg->p.axis;
   dnnl_dims_t cd;
-  for (int i = 0; i < x->rank; i++) cd[i] = i == axis ? x->dim[i] : 1;
+  for (int i = 0; i < x->rank; i++)
+    cd[i] = i == axis ? x->dim[i] : 1;
   dnnl_memory_desc_t xmd, cmd;
   TASO_TRY(md_tensor(cfg->layout, x, &xmd));
   TASO_TRY(md_plain(x->rank, cd, &cmd));
   dnnl_binary_desc_t d;
-  DN(dnnl_binary_desc_init(&d, cfg->kind == TASO_OP_CHADD ? dnnl_binary_add : dnnl_binary_mul,
-                           &xmd, &cmd, &xmd));
+  DN(dnnl_binary_desc_init(&d, cfg->kind == TASO_OP_CHADD ? dnnl_binary_add : dnnl_binary_mul, &xmd,
+                           &cmd, &xmd));
   dnnl_primitive_attr_t attr = NULL;
   if (bn) {
     dnnl_post_ops_t po;
@@ -665,8 +674,8 @@ static taso_err_t build_concat(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     dnnl_primitive_desc_destroy(pd);
     return err;
   }
-  dnnl_exec_arg_t args[] = {{DNNL_ARG_MULTIPLE_SRC, a}, {DNNL_ARG_MULTIPLE_SRC + 1, b},
-                            {DNNL_ARG_DST, y}};
+  dnnl_exec_arg_t args[] = {
+      {DNNL_ARG_MULTIPLE_SRC, a}, {DNNL_ARG_MULTIPLE_SRC + 1, b}, {DNNL_ARG_DST, y}};
   return add_step(k, pd, 3, args, NULL);
 }
 
@@ -701,7 +710,8 @@ static taso_err_t build_permute(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   dnnl_dims_t in_stride, od, strides;
   strides_of(cfg->layout, x, in_stride);
   dims_of(o, od);
-  for (int i = 0; i < o->rank; i++) strides[i] = in_stride[perm[i]];
+  for (int i = 0; i < o->rank; i++)
+    strides[i] = in_stride[perm[i]];
   dnnl_memory_desc_t smd;
   DN(dnnl_memory_desc_init_by_strides(&smd, o->rank, od, dnnl_f32, strides));
   dnnl_memory_t from, to;
@@ -747,35 +757,46 @@ static taso_err_t build_reshape(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
 
 static taso_err_t build(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   const taso_rt_config_t *cfg = &k->cfg;
-  bool epilogue_kind = cfg->kind == TASO_OP_CONV2D || cfg->kind == TASO_OP_MATMUL ||
-                       cfg->kind == TASO_OP_BMM;
+  bool epilogue_kind =
+      cfg->kind == TASO_OP_CONV2D || cfg->kind == TASO_OP_MATMUL || cfg->kind == TASO_OP_BMM;
   if (cfg->fuse && !epilogue_kind)
     return taso_error(TASO_ERR_UNSUPPORTED, "cpu: fused epilogue on %s", taso_ops[cfg->kind].name);
   switch ((taso_op_kind_t)cfg->kind) {
-  case TASO_OP_CONV2D: return build_conv(ctx, k);
+  case TASO_OP_CONV2D:
+    return build_conv(ctx, k);
   case TASO_OP_MATMUL:
-  case TASO_OP_BMM: return build_matmul(ctx, k);
+  case TASO_OP_BMM:
+    return build_matmul(ctx, k);
   case TASO_OP_POOL_MAX:
-  case TASO_OP_POOL_AVG: return build_pool(ctx, k);
+  case TASO_OP_POOL_AVG:
+    return build_pool(ctx, k);
   case TASO_OP_RELU:
   case TASO_OP_SIGMOID:
   case TASO_OP_TANH:
-  case TASO_OP_CLIP: return build_eltwise(ctx, k);
-  case TASO_OP_SOFTMAX: return build_softmax(ctx, k);
+  case TASO_OP_CLIP:
+    return build_eltwise(ctx, k);
+  case TASO_OP_SOFTMAX:
+    return build_softmax(ctx, k);
   case TASO_OP_EWADD:
   case TASO_OP_EWMUL:
   case TASO_OP_ADD:
   case TASO_OP_MUL:
-  case TASO_OP_SMUL: return build_binary(ctx, k);
+  case TASO_OP_SMUL:
+    return build_binary(ctx, k);
   case TASO_OP_BATCHNORM:
   case TASO_OP_CHMUL:
-  case TASO_OP_CHADD: return build_channel(ctx, k);
-  case TASO_OP_CONCAT: return build_concat(ctx, k);
+  case TASO_OP_CHADD:
+    return build_channel(ctx, k);
+  case TASO_OP_CONCAT:
+    return build_concat(ctx, k);
   case TASO_OP_SPLIT:
-  case TASO_OP_SPLIT_AT: return build_split(ctx, k);
+  case TASO_OP_SPLIT_AT:
+    return build_split(ctx, k);
   case TASO_OP_TRANSPOSE:
-  case TASO_OP_PERMUTE: return build_permute(ctx, k);
-  case TASO_OP_RESHAPE: return build_reshape(ctx, k);
+  case TASO_OP_PERMUTE:
+    return build_permute(ctx, k);
+  case TASO_OP_RESHAPE:
+    return build_reshape(ctx, k);
   default:
     return taso_error(TASO_ERR_UNSUPPORTED, "cpu: no oneDNN call for %s",
                       cfg->kind > TASO_OP_INPUT && cfg->kind < TASO_OP_COUNT
@@ -787,9 +808,12 @@ static taso_err_t build(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
 static void cpu_destroy(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   (void)ctx;
   if (!k) return;
-  for (int i = 0; i < k->nsteps; i++) dnnl_primitive_destroy(k->steps[i].prim);
-  for (int i = 0; i < k->nbound; i++) dnnl_memory_destroy(k->bound[i]);
-  for (int i = 0; i < k->ntmp; i++) dnnl_memory_destroy(k->tmp[i]);
+  for (int i = 0; i < k->nsteps; i++)
+    dnnl_primitive_destroy(k->steps[i].prim);
+  for (int i = 0; i < k->nbound; i++)
+    dnnl_memory_destroy(k->bound[i]);
+  for (int i = 0; i < k->ntmp; i++)
+    dnnl_memory_destroy(k->tmp[i]);
   free(k);
 }
 
@@ -823,8 +847,10 @@ static bool skip_step(step_t *s, void *const *slots) {
 static taso_err_t cpu_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in,
                           void *const *out) {
   void *slots[TASO_RT_MAX_IN + 2];
-  for (int i = 0; i < k->cfg.nin; i++) slots[i] = in[i];
-  for (int j = 0; j < k->cfg.nout; j++) slots[k->cfg.nin + j] = out[j];
+  for (int i = 0; i < k->cfg.nin; i++)
+    slots[i] = in[i];
+  for (int j = 0; j < k->cfg.nout; j++)
+    slots[k->cfg.nin + j] = out[j];
   for (int i = 0; i < k->nbound; i++)
     DN(dnnl_memory_set_data_handle_v2(k->bound[i], slots[k->bound_slot[i]], ctx->stream));
   for (int i = 0; i < k->nsteps; i++) {

@@ -32,7 +32,9 @@ static taso_err_t ref_open(int threads, taso_rt_ctx_t **ctx) {
   return *ctx ? TASO_OK : taso_error(TASO_ERR_NOMEM, "reference context");
 }
 
-static void ref_close(taso_rt_ctx_t *ctx) { free(ctx); }
+static void ref_close(taso_rt_ctx_t *ctx) {
+  free(ctx);
+}
 
 static taso_err_t ref_alloc(taso_rt_ctx_t *ctx, int64_t count, void **buf) {
   (void)ctx;
@@ -58,7 +60,9 @@ static taso_err_t ref_download(taso_rt_ctx_t *ctx, float *dst, const void *src, 
 }
 
 /* Operands the operator itself takes (the rest are bias and summand). */
-static int operator_arity(const taso_rt_config_t *cfg) { return taso_ops[cfg->kind].arity; }
+static int operator_arity(const taso_rt_config_t *cfg) {
+  return taso_ops[cfg->kind].arity;
+}
 
 static taso_err_t ref_prepare(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg,
                               taso_rt_kernel_t **k) {
@@ -82,7 +86,8 @@ static double *to_double(const taso_rt_config_t *cfg, int slot, const float *x) 
   double *d = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
   float *nchw = taso_rt_channels_last(cfg, slot) ? malloc(sizeof(float) * (size_t)n) : NULL;
   if (nchw) taso_rt_to_nchw(t, x, nchw);
-  for (int64_t i = 0; d && i < n; i++) d[i] = nchw ? nchw[i] : x[i];
+  for (int64_t i = 0; d && i < n; i++)
+    d[i] = nchw ? nchw[i] : x[i];
   free(nchw);
   return d;
 }
@@ -94,7 +99,8 @@ static taso_err_t from_double(const taso_rt_config_t *cfg, int j, const double *
   bool last = taso_rt_channels_last(cfg, cfg->nin + j);
   float *nchw = last ? malloc(sizeof(float) * (size_t)n) : f;
   if (!nchw) return TASO_ERR_NOMEM;
-  for (int64_t i = 0; i < n; i++) nchw[i] = (float)d[i];
+  for (int64_t i = 0; i < n; i++)
+    nchw[i] = (float)d[i];
   if (last) taso_rt_to_nhwc(t, nchw, f);
   if (last) free(nchw);
   return TASO_OK;
@@ -109,7 +115,8 @@ static void apply_epilogue(const taso_rt_config_t *cfg, const float *bias, const
   if (bias) {
     bool conv = cfg->kind == TASO_OP_CONV2D;
     channels = conv ? ot->dim[1] : ot->dim[ot->rank - 1];
-    for (int a = conv ? 2 : ot->rank; a < ot->rank; a++) inner *= ot->dim[a];
+    for (int a = conv ? 2 : ot->rank; a < ot->rank; a++)
+      inner *= ot->dim[a];
   }
   for (int64_t i = 0; i < size; i++) {
     double v = o[i];
@@ -142,11 +149,14 @@ static taso_err_t ref_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *
   if (err == TASO_OK) {
     const float *bias = cfg->fuse & TASO_FUSE_BIAS ? in[arity] : NULL;
     if (bias || summand || relu) apply_epilogue(cfg, bias, summand, relu, dout[0]);
-    for (int o = 0; o < cfg->nout && err == TASO_OK; o++) err = from_double(cfg, o, dout[o], out[o]);
+    for (int o = 0; o < cfg->nout && err == TASO_OK; o++)
+      err = from_double(cfg, o, dout[o], out[o]);
   }
   free(summand);
-  for (int a = 0; a < 3; a++) free(din[a]);
-  for (int o = 0; o < 2; o++) free(dout[o]);
+  for (int a = 0; a < 3; a++)
+    free(din[a]);
+  for (int o = 0; o < 2; o++)
+    free(dout[o]);
   return err == TASO_ERR_NOMEM ? taso_error(err, "reference: double copies") : err;
 }
 

@@ -17,8 +17,10 @@ typedef struct {
 } buffers_t;
 
 static void buffers_free(buffers_t *b) {
-  for (int i = 0; b->in && i < b->nin; i++) free(b->in[i]);
-  for (int o = 0; b->out && o < b->nout; o++) free(b->out[o]);
+  for (int i = 0; b->in && i < b->nin; i++)
+    free(b->in[i]);
+  for (int o = 0; b->out && o < b->nout; o++)
+    free(b->out[o]);
   free(b->in);
   free(b->out);
   memset(b, 0, sizeof *b);
@@ -98,9 +100,9 @@ taso_err_t taso_graph_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx, t
   return err;
 }
 
-taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx,
-                                      taso_model_t *m, const taso_search_result_t *r,
-                                      double tolerance, int *step, double *relative) {
+taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
+                                      const taso_search_result_t *r, double tolerance, int *step,
+                                      double *relative) {
   TASO_TRY(taso_model_make_weights(m));
   buffers_t ref = {0};
   *step = 0;
@@ -122,8 +124,8 @@ static int compare_ms(const void *a, const void *b) {
 }
 
 taso_err_t taso_model_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *a,
-                                taso_model_t *b, int runs, int rounds, double *a_ms,
-                                double *b_ms, int *b_faster) {
+                                taso_model_t *b, int runs, int rounds, double *a_ms, double *b_ms,
+                                int *b_faster) {
   enum { MAX_ROUNDS = 15 };
   if (runs < 1 || rounds < 1 || rounds > MAX_ROUNDS)
     return taso_error(TASO_ERR_ARG, "latency: 1 to %d rounds of at least one run", MAX_ROUNDS);
@@ -215,8 +217,10 @@ void taso_path_describe(const taso_model_t *m, const taso_search_result_t *r, in
       }
     if (!old) used += snprintf(buf + used, (size_t)(len - used), "    %s\n", child[i]);
   }
-  for (int i = 0; parent && i < nparent; i++) free(parent[i]);
-  for (int i = 0; child && i < nchild; i++) free(child[i]);
+  for (int i = 0; parent && i < nparent; i++)
+    free(parent[i]);
+  for (int i = 0; child && i < nchild; i++)
+    free(child[i]);
   free(parent);
   free(child);
 }

@@ -22,9 +22,9 @@ taso_err_t taso_graph_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx, t
 /* The first rewrite on r's path whose result differs from m by more than
  * tolerance: *step (1 to r->steps), or 0 when the result agrees;
  * *relative is that graph's difference (the result's when it agrees). */
-taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx,
-                                      taso_model_t *m, const taso_search_result_t *r,
-                                      double tolerance, int *step, double *relative);
+taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
+                                      const taso_search_result_t *r, double tolerance, int *step,
+                                      double *relative);
 
 /* End-to-end latencies of models a and b (*a_ms, *b_ms) on be, with a's
  * seeded run-time inputs (b must take the same ones, in the same order)
@@ -37,8 +37,8 @@ taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *c
  * medians still carry it. Time models as they will run: a rewritten
  * graph's weight-only nodes folded (taso_model_fold_weights). */
 taso_err_t taso_model_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *a,
-                                taso_model_t *b, int runs, int rounds, double *a_ms,
-                                double *b_ms, int *b_faster);
+                                taso_model_t *b, int runs, int rounds, double *a_ms, double *b_ms,
+                                int *b_faster);
 
 /* The fewest pairs of n that b must win for a one-sided sign test at
  * level alpha: the smallest k with P(X >= k) <= alpha for X binomial (n,

@@ -25,7 +25,8 @@
 
 /* A configuration packed: kind, parameters, counts, fuse, layout, then the
  * rank and sizes of each operand and result. */
-#define PACKED_WORDS (6 + (int)(sizeof(taso_params_t) / 4) + (TASO_RT_MAX_IN + 2) * (1 + TASO_MAX_RANK))
+#define PACKED_WORDS                                                                               \
+  (6 + (int)(sizeof(taso_params_t) / 4) + (TASO_RT_MAX_IN + 2) * (1 + TASO_MAX_RANK))
 struct packed {
   int32_t w[PACKED_WORDS];
 };
@@ -91,9 +92,11 @@ double taso_search_cpu_now(void) {
 
 double taso_cost_estimate(const taso_rt_config_t *cfg) {
   double out = 0;
-  for (int i = 0; i < cfg->nout; i++) out += (double)taso_tensor_size(&cfg->out[i]);
+  for (int i = 0; i < cfg->nout; i++)
+    out += (double)taso_tensor_size(&cfg->out[i]);
   double moved = out;
-  for (int i = 0; i < cfg->nin; i++) moved += (double)taso_tensor_size(&cfg->in[i]);
+  for (int i = 0; i < cfg->nin; i++)
+    moved += (double)taso_tensor_size(&cfg->in[i]);
   double flops = out;
   const taso_tensor_t *a = &cfg->in[0], *w = &cfg->in[1];
   if (cfg->kind == TASO_OP_CONV2D) /* per output: C/g x KH x KW multiply-adds */
@@ -135,7 +138,8 @@ taso_err_t taso_cost_cache_new(const taso_backend_t *be, taso_rt_ctx_t *ctx,
 
 void taso_cost_cache_free(taso_cost_cache_t *c) {
   if (!c) return;
-  for (int64_t i = 0; i < c->n; i++) free(c->entries[i].key);
+  for (int64_t i = 0; i < c->n; i++)
+    free(c->entries[i].key);
   if (c->ref_ctx) taso_backend_find("reference")->close(c->ref_ctx);
   free(c->entries);
   free(c->pending);
@@ -157,7 +161,9 @@ void taso_cost_cache_entry(const taso_cost_cache_t *c, int64_t i, const char **k
 
 /* ---- the table ------------------------------------------------------------ */
 
-static uint64_t packed_hash(const packed_t *k) { return taso_hash_words(k->w, PACKED_WORDS); }
+static uint64_t packed_hash(const packed_t *k) {
+  return taso_hash_words(k->w, PACKED_WORDS);
+}
 
 /* The slot holding configuration k, or the empty slot where it belongs. */
 static int64_t find_slot(const taso_cost_cache_t *c, const packed_t *k) {
@@ -176,7 +182,8 @@ static taso_err_t grow_table(taso_cost_cache_t *c) {
     c->nslots = nold;
     return taso_error(TASO_ERR_NOMEM, "cost cache of %lld entries", (long long)c->n);
   }
-  for (int64_t i = 0; i < c->n; i++) c->slots[find_slot(c, &c->entries[i].packed)] = i + 1;
+  for (int64_t i = 0; i < c->n; i++)
+    c->slots[find_slot(c, &c->entries[i].packed)] = i + 1;
   free(old);
   return TASO_OK;
 }
@@ -252,9 +259,13 @@ int64_t taso_cost_pending(const taso_cost_cache_t *c, const taso_rt_config_t **c
   return c->npending;
 }
 
-void taso_cost_pending_clear(taso_cost_cache_t *c) { c->npending = 0; }
+void taso_cost_pending_clear(taso_cost_cache_t *c) {
+  c->npending = 0;
+}
 
-void taso_cost_cache_set_defer(taso_cost_cache_t *c, bool defer) { c->opt.defer = defer; }
+void taso_cost_cache_set_defer(taso_cost_cache_t *c, bool defer) {
+  c->opt.defer = defer;
+}
 
 taso_err_t taso_cost_cache_put(taso_cost_cache_t *c, const taso_rt_config_t *cfg, double ms) {
   packed_t k;
@@ -300,7 +311,8 @@ taso_err_t taso_cost_of_config(taso_cost_cache_t *c, const taso_rt_config_t *cfg
 static taso_err_t fit_scratch(taso_cost_cache_t *c, int nnodes) {
   if (nnodes <= c->scratch_cap) return TASO_OK;
   int cap = c->scratch_cap ? c->scratch_cap : 256;
-  while (cap < nnodes) cap *= 2;
+  while (cap < nnodes)
+    cap *= 2;
   bool *k = realloc(c->constant, sizeof *c->constant * (size_t)cap);
   if (!k) return taso_error(TASO_ERR_NOMEM, "cost of %d nodes", nnodes);
   c->constant = k;
@@ -347,8 +359,8 @@ typedef struct {
   taso_cost_cache_t *c;
   const taso_cost_memo_t *host; /* with prov: the host's steps */
   const int *prov;
-  int32_t layout;               /* of every step */
-  taso_cost_memo_t *record;     /* may be NULL */
+  int32_t layout;           /* of every step */
+  taso_cost_memo_t *record; /* may be NULL */
   double sum;
   bool deferred; /* a deferred miss: the other steps still note theirs */
 } summing_t;
@@ -357,7 +369,8 @@ typedef struct {
  * taso_tensor_make gives it (sizes past the rank zero). */
 static int pack_shape(int32_t *w, const taso_tensor_t *t) {
   w[0] = t->rank;
-  for (int d = 0; d < TASO_MAX_RANK; d++) w[1 + d] = d < t->rank ? t->dim[d] : 0;
+  for (int d = 0; d < TASO_MAX_RANK; d++)
+    w[1 + d] = d < t->rank ? t->dim[d] : 0;
   return 1 + TASO_MAX_RANK;
 }
 
@@ -386,7 +399,7 @@ static void pack_shown(const taso_model_t *m, const bool *constant, bool warm,
   memcpy(&k->w[n], &cfg->p, sizeof cfg->p);
   n += (int)(sizeof cfg->p / 4);
   for (int i = 0; i < cfg->nin + nout && i < TASO_RT_MAX_IN + 2; i++) {
-    const taso_tensor_t *t = i < arity       ? &m->types[head->in[i]]
+    const taso_tensor_t *t = i < arity      ? &m->types[head->in[i]]
                              : i < cfg->nin ? &cfg->in[i]
                                             : &m->types[2 * st->first_node + i - cfg->nin];
     n += pack_shape(&k->w[n], t);
@@ -448,14 +461,18 @@ taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *
     if (record) record->n = 0;
     return c->opt.graph_cost(c->opt.graph_ctx, &view, any ? c->constant : NULL, ms);
   }
-  summing_t r = {.c = c, .host = host, .prov = host && host->n ? prov : NULL,
-                 .layout = TASO_RT_NCHW, .record = record};
+  summing_t r = {.c = c,
+                 .host = host,
+                 .prov = host && host->n ? prov : NULL,
+                 .layout = TASO_RT_NCHW,
+                 .record = record};
   if (record) {
     TASO_TRY(fit_memo(record, g->nnodes));
-    for (int i = 0; i < g->nnodes; i++) record->ms[i] = -1;
+    for (int i = 0; i < g->nnodes; i++)
+      record->ms[i] = -1;
   }
-  taso_rt_options_t opt = {.no_fusion = !c->opt.fusion, .layout = r.layout,
-                           .warm_weights = c->opt.warm_weights};
+  taso_rt_options_t opt = {
+      .no_fusion = !c->opt.fusion, .layout = r.layout, .warm_weights = c->opt.warm_weights};
   taso_err_t err = taso_rt_steps_partial(&view, &opt, any ? c->constant : NULL,
                                          r.prov ? known_step : NULL, add_step, &r);
   if (err == TASO_OK && r.deferred)

@@ -37,8 +37,8 @@ double taso_search_cpu_now(void);
 
 /* A source of costs consulted before measuring: *found false when it has
  * none for key. cfg is the configuration the key spells. */
-typedef taso_err_t (*taso_cost_lookup_fn)(void *ctx, const char *key,
-                                          const taso_rt_config_t *cfg, double *ms, bool *found);
+typedef taso_err_t (*taso_cost_lookup_fn)(void *ctx, const char *key, const taso_rt_config_t *cfg,
+                                          double *ms, bool *found);
 
 /* A configuration's cost estimated, not measured: a fixed launch overhead
  * plus the longer of its arithmetic (2 flops per multiply-add of a conv2d,
@@ -65,28 +65,28 @@ typedef taso_err_t (*taso_cost_graph_fn)(void *ctx, const taso_model_t *m, const
                                          double *ms);
 
 typedef struct {
-  bool measure;         /* measure misses on the backend; false: a miss is an error */
-  bool fusion;          /* steps as the runtime fuses them; false: one step per node */
-  bool warm_weights;    /* no operand timed cold (taso_rt_weights_stay_warm of the model) */
-  int warmup, runs;     /* timing of one configuration (the fastest of runs) */
-  bool defer;           /* a miss is noted as pending, not measured (see below) */
+  bool measure;               /* measure misses on the backend; false: a miss is an error */
+  bool fusion;                /* steps as the runtime fuses them; false: one step per node */
+  bool warm_weights;          /* no operand timed cold (taso_rt_weights_stay_warm of the model) */
+  int warmup, runs;           /* timing of one configuration (the fastest of runs) */
+  bool defer;                 /* a miss is noted as pending, not measured (see below) */
   taso_cost_lookup_fn lookup; /* consulted on a miss before measuring; NULL: none */
-  void *lookup_ctx;     /* passed to lookup */
+  void *lookup_ctx;           /* passed to lookup */
   taso_cost_graph_fn graph_cost; /* NULL: the sum of the steps; else every graph's cost
                                     (no step of a host is reused: memos stay empty) */
-  void *graph_ctx;      /* passed to graph_cost */
+  void *graph_ctx;               /* passed to graph_cost */
 } taso_cost_options_t;
 
 /* Defaults: measure, fusion, 2 warm-up and 10 timed runs, no lookup. */
 taso_cost_options_t taso_cost_options_default(void);
 
 typedef struct {
-  int64_t configs;      /* distinct configurations in the cache */
-  int64_t measured;     /* of them measured here */
-  int64_t looked_up;    /* of them from the lookup source */
-  int64_t fallbacks;    /* of the measured, timed on the reference backend */
-  int64_t hits;         /* cost queries answered by the cache */
-  double measure_s;     /* seconds spent measuring */
+  int64_t configs;   /* distinct configurations in the cache */
+  int64_t measured;  /* of them measured here */
+  int64_t looked_up; /* of them from the lookup source */
+  int64_t fallbacks; /* of the measured, timed on the reference backend */
+  int64_t hits;      /* cost queries answered by the cache */
+  double measure_s;  /* seconds spent measuring */
 } taso_cost_stats_t;
 
 typedef struct taso_cost_cache taso_cost_cache_t;

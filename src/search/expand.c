@@ -20,7 +20,8 @@ void taso_expander_free(taso_expander_t *x) {
 static taso_err_t fit_types(taso_expander_t *x, int nnodes) {
   if (2 * nnodes <= x->types_cap) return TASO_OK;
   int cap = x->types_cap ? x->types_cap : 512;
-  while (cap < 2 * nnodes) cap *= 2;
+  while (cap < 2 * nnodes)
+    cap *= 2;
   taso_tensor_t *t = realloc(x->types, sizeof *t * (size_t)cap);
   if (t) x->types = t;
   uint64_t *h = t ? realloc(x->hashes, sizeof *h * (size_t)cap) : NULL;
@@ -44,8 +45,11 @@ taso_err_t taso_expander_hash(taso_expander_t *x, const taso_graph_t *g, uint64_
   if (!full) return taso_error(TASO_ERR_NOMEM, "hashes of %d nodes", g->nnodes);
   bool same = taso_graph_struct_hash_all(g, full) == *hash;
   free(full);
-  return same ? TASO_OK : taso_error(TASO_ERR_ARG, "incremental check: rule %d: a rewrite "
-                                     "hashes differently from scratch", x->rule);
+  return same ? TASO_OK
+              : taso_error(TASO_ERR_ARG,
+                           "incremental check: rule %d: a rewrite "
+                           "hashes differently from scratch",
+                           x->rule);
 }
 
 /* g's types into x->types, those of a node made from a host node taken
@@ -68,7 +72,8 @@ static taso_err_t infer_reusing(taso_expander_t *x, const taso_graph_t *g) {
       continue;
     }
     taso_tensor_t args[3];
-    for (int a = 0; a < taso_ops[n->kind].arity; a++) args[a] = x->types[n->in[a]];
+    for (int a = 0; a < taso_ops[n->kind].arity; a++)
+      args[a] = x->types[n->in[a]];
     TASO_TRY(taso_op_infer(n->kind, &n->p, args, &x->types[2 * i]));
   }
   return TASO_OK;
@@ -85,22 +90,28 @@ static taso_err_t check_result(taso_expander_t *x, const taso_graph_t *g, double
     if (p < 0) continue;
     const taso_node_t *a = &g->nodes[v], *b = &h->nodes[p];
     if (p >= h->nnodes || a->kind != b->kind || memcmp(&a->p, &b->p, sizeof a->p))
-      return taso_error(TASO_ERR_ARG, "incremental check: rule %d: node %d of a rewrite is "
-                        "said to be made from host node %d, which it is not", x->rule, v, p);
+      return taso_error(TASO_ERR_ARG,
+                        "incremental check: rule %d: node %d of a rewrite is "
+                        "said to be made from host node %d, which it is not",
+                        x->rule, v, p);
   }
   taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(g->nnodes + 1));
   if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", g->nnodes);
   taso_err_t err = taso_graph_infer(g, x->prob->inputs, types);
   if (err == TASO_OK && g->nnodes && memcmp(types, x->types, sizeof *types * 2 * (size_t)g->nnodes))
-    err = taso_error(TASO_ERR_ARG, "incremental check: rule %d: the types of a rewrite taken "
-                     "from the host are not those inferred", x->rule);
+    err = taso_error(TASO_ERR_ARG,
+                     "incremental check: rule %d: the types of a rewrite taken "
+                     "from the host are not those inferred",
+                     x->rule);
   double full = 0;
   if (err == TASO_OK) err = taso_cost_of_graph(x->costs, g, types, x->prob->is_weight, &full);
   free(types);
   TASO_TRY(err);
   if (memcmp(&full, &ms, sizeof ms) != 0)
-    return taso_error(TASO_ERR_ARG, "incremental check: rule %d: a rewrite costs %.17g ms "
-                      "from scratch and %.17g ms by what it changed", x->rule, full, ms);
+    return taso_error(TASO_ERR_ARG,
+                      "incremental check: rule %d: a rewrite costs %.17g ms "
+                      "from scratch and %.17g ms by what it changed",
+                      x->rule, full, ms);
   x->checked++;
   return TASO_OK;
 }
@@ -141,7 +152,8 @@ static taso_err_t begin_host(taso_expander_t *x, const taso_graph_t *host, taso_
   uint64_t *params = realloc(x->host_params, sizeof *params * (size_t)(host->nnodes + 1));
   if (params) x->host_params = params;
   if (!*types || !params) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", host->nnodes);
-  for (int i = 0; i < host->nnodes; i++) params[i] = taso_node_params_hash(&host->nodes[i]);
+  for (int i = 0; i < host->nnodes; i++)
+    params[i] = taso_node_params_hash(&host->nodes[i]);
   TASO_TRY(taso_graph_infer(host, x->prob->inputs, *types));
   double ms;
   taso_err_t err = taso_cost_of_graph_reusing(x->costs, host, *types, x->prob->is_weight, NULL,
@@ -159,8 +171,8 @@ static taso_err_t apply_rule(taso_expander_t *x, int r) {
   const taso_rule_t *rule = &x->rules->v[r];
   x->rule = r;
   if (x->guard)
-    return taso_rewrite_all_guarded_traced(x->guard, r, 0, x->host, x->host_types,
-                                           x->host_params, &rule->lhs, &rule->rhs, traced_child, x);
+    return taso_rewrite_all_guarded_traced(x->guard, r, 0, x->host, x->host_types, x->host_params,
+                                           &rule->lhs, &rule->rhs, traced_child, x);
   return taso_rewrite_all_traced(x->host, x->host_types, x->host_params, &rule->lhs, &rule->rhs,
                                  &x->rules->inputs, taso_shape_cond_accepts,
                                  (void *)(uintptr_t)&rule->cond, traced_child, x);
@@ -186,8 +198,8 @@ taso_err_t taso_expand(taso_expander_t *x, const taso_graph_t *host, taso_child_
 typedef struct {
   taso_expander_t *x;
   int max_nodes;
-  double best;         /* the cheapest result so far (start: the link's cost) */
-  taso_graph_t next;   /* it */
+  double best;       /* the cheapest result so far (start: the link's cost) */
+  taso_graph_t next; /* it */
   bool found;
   taso_chain_stats_t *stats;
 } chain_t;
@@ -211,8 +223,7 @@ static taso_err_t chain_child(void *ctx, const taso_graph_t *g) {
 }
 
 taso_err_t taso_expand_chain(taso_expander_t *x, const taso_graph_t *g, double ms, int rule,
-                             int max_nodes, taso_link_fn fn, void *ctx,
-                             taso_chain_stats_t *stats) {
+                             int max_nodes, taso_link_fn fn, void *ctx, taso_chain_stats_t *stats) {
   chain_t c = {.x = x, .max_nodes = max_nodes, .stats = stats};
   taso_graph_t link;
   taso_graph_init(&link);

@@ -27,10 +27,10 @@ typedef struct {
    * being passed to the callback (NULL outside it) */
   const taso_graph_t *host;
   const taso_tensor_t *host_types;
-  uint64_t *host_params;    /* per host node: taso_node_params_hash */
+  uint64_t *host_params; /* per host node: taso_node_params_hash */
   taso_cost_memo_t memo;
   const int *prov;
-  int64_t checked;          /* results checked (check) */
+  int64_t checked; /* results checked (check) */
   taso_child_fn fn;
   void *fn_ctx;
 } taso_expander_t;
@@ -67,9 +67,9 @@ taso_err_t taso_expand(taso_expander_t *x, const taso_graph_t *host, taso_child_
  * expanded graph. Each link is one rewrite of the one before (a path the
  * search can tell), costed by what it changed. */
 typedef struct {
-  int64_t links;      /* links made */
-  int64_t generated;  /* rewrites tried by the chains' rules */
-  int64_t invalid;    /* of them, refused by a consumer's typing */
+  int64_t links;     /* links made */
+  int64_t generated; /* rewrites tried by the chains' rules */
+  int64_t invalid;   /* of them, refused by a consumer's typing */
 } taso_chain_stats_t;
 
 /* Given each link with its cost; *go false ends the chain (a graph seen
@@ -82,8 +82,7 @@ typedef taso_err_t (*taso_link_fn)(void *ctx, const taso_graph_t *link, double m
  * cheaper than it. Results whose cost is pending end nothing: they are
  * not taken. Not from within taso_expand's callback. */
 taso_err_t taso_expand_chain(taso_expander_t *x, const taso_graph_t *g, double ms, int rule,
-                             int max_nodes, taso_link_fn fn, void *ctx,
-                             taso_chain_stats_t *stats);
+                             int max_nodes, taso_link_fn fn, void *ctx, taso_chain_stats_t *stats);
 
 /* The canonical input graph and its cost. */
 taso_err_t taso_expander_start(taso_expander_t *x, taso_graph_t *start, double *ms);

@@ -31,7 +31,8 @@ void taso_model_features(const taso_model_t *m, taso_features_t *f) {
       act[i] = !m->is_weight[n->p.input];
       continue;
     }
-    for (int a = 0; a < taso_ops[n->kind].arity; a++) act[i] |= act[TASO_REF_NODE(n->in[a])];
+    for (int a = 0; a < taso_ops[n->kind].arity; a++)
+      act[i] |= act[TASO_REF_NODE(n->in[a])];
     ops++;
     f->v[n->kind] += 1;
     if (n->kind == TASO_OP_CONV2D) {
@@ -48,12 +49,13 @@ void taso_model_features(const taso_model_t *m, taso_features_t *f) {
       f->v[TASO_FEAT_RESIDUAL] += 1;
   }
   free(act);
-  for (int k = 0; k < TASO_OP_COUNT && ops; k++) f->v[k] /= ops;
+  for (int k = 0; k < TASO_OP_COUNT && ops; k++)
+    f->v[k] /= ops;
   if (convs) f->v[TASO_FEAT_DEPTHWISE] /= convs, f->v[TASO_FEAT_GROUPED] /= convs;
   if (ops) f->v[TASO_FEAT_RESIDUAL] /= ops;
 }
 
-static const char *const families[] = {"transformer", "rnn",      "mlp", "nas",   "mobile",
+static const char *const families[] = {"transformer", "rnn",      "mlp", "nas",  "mobile",
                                        "multibranch", "residual", "cnn", "other"};
 
 const char *taso_family_of(const taso_features_t *f) {
@@ -78,7 +80,8 @@ bool taso_family_known(const char *name) {
  * an RNN borrows from a transformer before any CNN. */
 double taso_features_distance(const taso_features_t *a, const taso_features_t *b) {
   double d = (a->v[TASO_OP_CONV2D] > 0) != (b->v[TASO_OP_CONV2D] > 0);
-  for (int i = 0; i < TASO_FEATURES; i++) d += a->v[i] > b->v[i] ? a->v[i] - b->v[i] : b->v[i] - a->v[i];
+  for (int i = 0; i < TASO_FEATURES; i++)
+    d += a->v[i] > b->v[i] ? a->v[i] - b->v[i] : b->v[i] - a->v[i];
   return d;
 }
 
@@ -90,7 +93,8 @@ typedef struct {
   char name[24];
 } feature_row_t;
 
-#define F(type, field, kind, size) {#field, offsetof(type, field), kind, size}
+#define F(type, field, kind, size)                                                                 \
+  { #field, offsetof(type, field), kind, size }
 static const taso_field_t model_fields[] = {
     F(taso_usage_model_t, name, TASO_FIELD_STRING, TASO_MODEL_NAME_LEN),
     F(taso_usage_model_t, spec, TASO_FIELD_STRING, TASO_SPEC_LEN),
@@ -139,7 +143,8 @@ taso_err_t taso_usage_add(taso_usage_t *u, const char *opt_path) {
   if (err == TASO_OK && taso_artifact_get_string(a, "optimize_model", &spec) != TASO_OK)
     err = taso_error(TASO_ERR_FORMAT,
                      "%s: no optimize_model attribute (not written by taso-optimize, or by an "
-                     "older one)", opt_path);
+                     "older one)",
+                     opt_path);
   if (err == TASO_OK && taso_artifact_get_string(a, "optimize_substitutions", &subst) != TASO_OK)
     err = taso_error(TASO_ERR_FORMAT, "%s: no optimize_substitutions attribute", opt_path);
   if (err == TASO_OK) err = taso_artifact_table_length(a, &taso_fired_rules_table, &n);
@@ -194,12 +199,15 @@ taso_err_t taso_usage_write(const taso_usage_t *u, const char *path,
       snprintf(r->name, sizeof r->name, "%s", taso_feature_name(k));
     }
   }
-  if (err == TASO_OK) err = taso_artifact_create(MPI_COMM_SELF, path, TASO_KIND_RULE_USAGE, prov, &a);
+  if (err == TASO_OK)
+    err = taso_artifact_create(MPI_COMM_SELF, path, TASO_KIND_RULE_USAGE, prov, &a);
   if (err == TASO_OK) err = taso_artifact_set_string(a, "substitutions", u->substitutions);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "models", u->nmodels);
-  if (err == TASO_OK) err = taso_artifact_write_table(a, &models_table, models, u->nmodels, 0, u->nmodels);
+  if (err == TASO_OK)
+    err = taso_artifact_write_table(a, &models_table, models, u->nmodels, 0, u->nmodels);
   if (err == TASO_OK) err = taso_artifact_write_table(a, &features_table, feats, nf, 0, nf);
-  if (err == TASO_OK) err = taso_artifact_write_table(a, &rules_table, u->rules, u->nrules, 0, u->nrules);
+  if (err == TASO_OK)
+    err = taso_artifact_write_table(a, &rules_table, u->rules, u->nrules, 0, u->nrules);
   if (a) {
     taso_err_t c = taso_artifact_close(a);
     if (err == TASO_OK) err = c;
@@ -228,9 +236,12 @@ taso_err_t taso_usage_read(const char *path, taso_usage_t *u) {
   if (err == TASO_OK) err = taso_artifact_table_length(a, &models_table, &nm);
   if (err == TASO_OK) err = taso_artifact_table_length(a, &features_table, &nf);
   if (err == TASO_OK) err = taso_artifact_table_length(a, &rules_table, &nr);
-  if (err == TASO_OK && nm > 0) err = taso_artifact_read_table(a, &models_table, 0, nm, (void **)&models);
-  if (err == TASO_OK && nf > 0) err = taso_artifact_read_table(a, &features_table, 0, nf, (void **)&feats);
-  if (err == TASO_OK && nr > 0) err = taso_artifact_read_table(a, &rules_table, 0, nr, (void **)&u->rules);
+  if (err == TASO_OK && nm > 0)
+    err = taso_artifact_read_table(a, &models_table, 0, nm, (void **)&models);
+  if (err == TASO_OK && nf > 0)
+    err = taso_artifact_read_table(a, &features_table, 0, nf, (void **)&feats);
+  if (err == TASO_OK && nr > 0)
+    err = taso_artifact_read_table(a, &rules_table, 0, nr, (void **)&u->rules);
   if (a) taso_artifact_close(a);
   if (err == TASO_OK && nm == 0) err = taso_error(TASO_ERR_FORMAT, "%s: no model in /models", path);
   if (err == TASO_OK && !(u->models = calloc((size_t)nm, sizeof *u->models)))
@@ -255,8 +266,8 @@ taso_err_t taso_usage_read(const char *path, taso_usage_t *u) {
   for (int64_t i = 0; err == TASO_OK && i < nr; i++) {
     u->rules[i].text[TASO_RULE_TEXT - 1] = 0;
     if (u->rules[i].model < 0 || u->rules[i].model >= nm)
-      err = taso_error(TASO_ERR_FORMAT, "%s: /fired row %lld: model %d of %lld", path,
-                       (long long)i, (int)u->rules[i].model, (long long)nm);
+      err = taso_error(TASO_ERR_FORMAT, "%s: /fired row %lld: model %d of %lld", path, (long long)i,
+                       (int)u->rules[i].model, (long long)nm);
   }
   u->nmodels = (int)nm;
   u->nrules = nr;
@@ -275,7 +286,9 @@ void taso_usage_free(taso_usage_t *u) {
 
 /* ---- subsets ------------------------------------------------------------------ */
 
-static int compare_text(const void *a, const void *b) { return strcmp(a, b); }
+static int compare_text(const void *a, const void *b) {
+  return strcmp(a, b);
+}
 
 /* The distinct texts of the rules that fired in the models of family (of
  * every model when NULL), sorted. */
@@ -303,7 +316,8 @@ taso_err_t taso_usage_subset(const taso_usage_t *u, const char *family,
   *n = 0;
   *from = family;
   bool any = false;
-  for (int i = 0; i < u->nmodels; i++) any |= strcmp(u->models[i].family, family) == 0;
+  for (int i = 0; i < u->nmodels; i++)
+    any |= strcmp(u->models[i].family, family) == 0;
   if (!any) { /* borrow from the nearest model's family */
     double best = -1;
     *from = NULL;
@@ -337,7 +351,8 @@ static void keep_marked(taso_rules_t *rules, const bool *keep) {
 
 taso_err_t taso_rules_keep(taso_rules_t *rules, const char (*texts)[TASO_RULE_TEXT], int n,
                            int *matched) {
-  bool *keep = calloc((size_t)rules->n + 1, sizeof *keep), *hit = calloc((size_t)n + 1, sizeof *hit);
+  bool *keep = calloc((size_t)rules->n + 1, sizeof *keep),
+       *hit = calloc((size_t)n + 1, sizeof *hit);
   char *sorted = malloc((size_t)TASO_RULE_TEXT * (size_t)(n + 1));
   if (!keep || !hit || !sorted) {
     free(keep), free(hit), free(sorted);
@@ -356,7 +371,8 @@ taso_err_t taso_rules_keep(taso_rules_t *rules, const char (*texts)[TASO_RULE_TE
     hit[(at - sorted) / TASO_RULE_TEXT] = true;
   }
   *matched = 0;
-  for (int i = 0; i < n; i++) *matched += hit[i];
+  for (int i = 0; i < n; i++)
+    *matched += hit[i];
   keep_marked(rules, keep);
   free(keep);
   free(hit);
@@ -371,7 +387,8 @@ taso_err_t taso_rules_keep_random(taso_rules_t *rules, int n, uint64_t seed) {
     free(order), free(keep);
     return taso_error(TASO_ERR_NOMEM, "rule subset");
   }
-  for (int i = 0; i < rules->n; i++) order[i] = i;
+  for (int i = 0; i < rules->n; i++)
+    order[i] = i;
   uint64_t x = seed ^ 0x9e3779b97f4a7c15ull;
   for (int i = 0; i < n && i < rules->n; i++) { /* a partial Fisher-Yates shuffle */
     x += 0x9e3779b97f4a7c15ull;

@@ -70,7 +70,7 @@ typedef struct {
 
 /* One rule that fired on a model's path. */
 typedef struct {
-  int32_t model;             /* index in models */
+  int32_t model; /* index in models */
   int32_t pad_;
   int64_t count;             /* rewrites by it on the path */
   char text[TASO_RULE_TEXT]; /* "lhs => rhs", as applied */
@@ -88,8 +88,7 @@ typedef struct {
  * the spec of its input model, loaded to compute its features). */
 taso_err_t taso_usage_add(taso_usage_t *u, const char *opt_path);
 /* Writes u to path (one rank; tmp and rename are the caller's). */
-taso_err_t taso_usage_write(const taso_usage_t *u, const char *path,
-                            const taso_provenance_t *prov);
+taso_err_t taso_usage_write(const taso_usage_t *u, const char *path, const taso_provenance_t *prov);
 /* Reads a usage artifact; an error names the file. */
 taso_err_t taso_usage_read(const char *path, taso_usage_t *u);
 void taso_usage_free(taso_usage_t *u);

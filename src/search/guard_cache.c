@@ -13,8 +13,8 @@
 
 #include "merge_lock.h"
 
-#define RULE_LEN 2048  /* a rule's text and its inputs' shapes */
-#define CHUNK_LEN 256  /* hex characters per row of /relations, NUL included */
+#define RULE_LEN 2048 /* a rule's text and its inputs' shapes */
+#define CHUNK_LEN 256 /* hex characters per row of /relations, NUL included */
 #define SETTINGS_LEN 512
 
 /* A verdict on disk: its relation's hex text is the chunks first ..
@@ -52,7 +52,8 @@ typedef struct {
 } verdict_t;
 
 static void verdicts_free(verdict_t *v, int64_t n) {
-  for (int64_t i = 0; v && i < n; i++) free(v[i].relation);
+  for (int64_t i = 0; v && i < n; i++)
+    free(v[i].relation);
   free(v);
 }
 
@@ -77,7 +78,8 @@ static bool rule_name(const taso_rules_t *rules, int i, char *buf) {
 /* The hex text of len bytes (malloc'd), or NULL when out of memory. */
 static char *to_hex(const uint8_t *b, size_t len) {
   char *out = malloc(2 * len + 1);
-  for (size_t i = 0; out && i < len; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
+  for (size_t i = 0; out && i < len; i++)
+    snprintf(out + 2 * i, 3, "%02x", b[i]);
   if (out) out[2 * len] = '\0';
   return out;
 }
@@ -130,7 +132,8 @@ static taso_err_t read_rows(const char *path, verdict_t **out, int64_t *n, char 
   if (err == TASO_OK) snprintf(settings, SETTINGS_LEN, "%s", s);
   free(s);
   if (err == TASO_OK) err = taso_artifact_table_length(a, &row_table, n);
-  if (err == TASO_OK && *n > 0) err = taso_artifact_read_table(a, &row_table, 0, *n, (void **)&rows);
+  if (err == TASO_OK && *n > 0)
+    err = taso_artifact_read_table(a, &row_table, 0, *n, (void **)&rows);
   if (err == TASO_OK) err = taso_artifact_table_length(a, &chunk_table, &nchunks);
   if (err == TASO_OK && nchunks > 0)
     err = taso_artifact_read_table(a, &chunk_table, 0, nchunks, (void **)&chunks);
@@ -170,7 +173,7 @@ static taso_err_t read_rows(const char *path, verdict_t **out, int64_t *n, char 
 }
 
 taso_err_t taso_guard_cache_load(const char *path, const taso_rules_t *rules,
-                                  taso_rule_guard_t *guard, int64_t *loaded, bool *stale) {
+                                 taso_rule_guard_t *guard, int64_t *loaded, bool *stale) {
   char settings[SETTINGS_LEN], mine[SETTINGS_LEN];
   verdict_t *rows = NULL;
   int64_t n = 0;
@@ -208,7 +211,8 @@ taso_err_t taso_guard_cache_load(const char *path, const taso_rules_t *rules,
       break;
     }
     /* a name may be shared by rules of several files: each gets it */
-    while (at > names && strcmp(at[-1].name, want.name) == 0) at--;
+    while (at > names && strcmp(at[-1].name, want.name) == 0)
+      at--;
     for (; err == TASO_OK && at < names + nnames && strcmp(at->name, want.name) == 0; at++)
       err = taso_rule_guard_put_relation(guard, at->index, 0, rel, len, rows[k].verdict != 0);
     free(rel);
@@ -254,10 +258,12 @@ static taso_err_t collect(void *ctx, int64_t rule, int dir, const uint8_t *rel, 
  * text cut into chunks. */
 static taso_err_t write_tables(taso_artifact_t *a, const verdict_t *v, int64_t n) {
   int64_t nchunks = 0;
-  for (int64_t i = 0; i < n; i++) nchunks += ((int64_t)strlen(v[i].relation) + CHUNK_LEN - 2) / (CHUNK_LEN - 1);
+  for (int64_t i = 0; i < n; i++)
+    nchunks += ((int64_t)strlen(v[i].relation) + CHUNK_LEN - 2) / (CHUNK_LEN - 1);
   row_t *rows = calloc((size_t)n + 1, sizeof *rows);
   chunk_t *chunks = calloc((size_t)nchunks + 1, sizeof *chunks);
-  taso_err_t err = rows && chunks ? TASO_OK : taso_error(TASO_ERR_NOMEM, "%lld verdicts", (long long)n);
+  taso_err_t err =
+      rows && chunks ? TASO_OK : taso_error(TASO_ERR_NOMEM, "%lld verdicts", (long long)n);
   for (int64_t i = 0, c = 0; err == TASO_OK && i < n; i++) {
     memcpy(rows[i].rule, v[i].rule, RULE_LEN);
     rows[i].verdict = v[i].verdict;
@@ -287,15 +293,14 @@ static taso_err_t write_beside(const char *path, const char *tmp, const verdict_
     if (err == TASO_OK) err = cerr;
   }
   if (err == TASO_OK && rename(tmp, path) != 0)
-    err = taso_error(TASO_ERR_IO, "%s: cannot put %s in its place: %s", path, tmp,
-                     strerror(errno));
+    err = taso_error(TASO_ERR_IO, "%s: cannot put %s in its place: %s", path, tmp, strerror(errno));
   if (err != TASO_OK) unlink(tmp);
   return err;
 }
 
 taso_err_t taso_guard_cache_save(const char *path, const taso_rules_t *rules,
-                                  const taso_rule_guard_t *guard, const taso_provenance_t *prov,
-                                  int64_t *nrows) {
+                                 const taso_rule_guard_t *guard, const taso_provenance_t *prov,
+                                 int64_t *nrows) {
   char settings[SETTINGS_LEN], mine[SETTINGS_LEN], lock[4096], tmp[4096];
   if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock ||
       snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
@@ -310,7 +315,8 @@ taso_err_t taso_guard_cache_save(const char *path, const taso_rules_t *rules,
   if (err == TASO_OK) err = read_rows(path, &old, &nold, settings);
   if (err == TASO_OK && nold > 0 && strcmp(settings, mine) == 0) { /* else: replaced */
     verdict_t *all = realloc(c.rows, sizeof *all * (size_t)(c.n + nold + 1));
-    if (!all) err = taso_error(TASO_ERR_NOMEM, "%lld verdicts", (long long)(c.n + nold));
+    if (!all)
+      err = taso_error(TASO_ERR_NOMEM, "%lld verdicts", (long long)(c.n + nold));
     else {
       memcpy(all + c.n, old, sizeof *all * (size_t)nold); /* the relations move with them */
       c.rows = all;
@@ -326,8 +332,10 @@ taso_err_t taso_guard_cache_save(const char *path, const taso_rules_t *rules,
     qsort(c.rows, (size_t)c.n, sizeof *c.rows, row_order);
     int64_t k = 0;
     for (int64_t i = 0; i < c.n; i++) {
-      if (k == 0 || row_order(&c.rows[i], &c.rows[k - 1]) != 0) c.rows[k++] = c.rows[i];
-      else free(c.rows[i].relation);
+      if (k == 0 || row_order(&c.rows[i], &c.rows[k - 1]) != 0)
+        c.rows[k++] = c.rows[i];
+      else
+        free(c.rows[i].relation);
     }
     c.n = k;
   }

@@ -38,13 +38,13 @@
  * no error (*loaded 0); a file that is not a verdict file is, naming it;
  * one with other settings is skipped, *stale set. */
 taso_err_t taso_guard_cache_load(const char *path, const taso_rules_t *rules,
-                                  taso_rule_guard_t *guard, int64_t *loaded, bool *stale);
+                                 taso_rule_guard_t *guard, int64_t *loaded, bool *stale);
 
 /* Merges guard's verdicts into path (created if absent); *rows: the
  * file's rows after. */
 taso_err_t taso_guard_cache_save(const char *path, const taso_rules_t *rules,
-                                  const taso_rule_guard_t *guard, const taso_provenance_t *prov,
-                                  int64_t *rows);
+                                 const taso_rule_guard_t *guard, const taso_provenance_t *prov,
+                                 int64_t *rows);
 
 /* Calls fn with each verdict of path, in the file's order (rule named by
  * its text and input shapes, the relation's size in bytes, whether it was

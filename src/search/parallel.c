@@ -6,11 +6,10 @@
  * (cost, hash, then arrival on the owner; graphs of equal hash share an
  * owner, so the order never depends on the rank count); the owners send
  * the picked graphs round, and pick i is expanded by rank i modulo the
- * rank count, so every rank has its share of the work; every result cheaper than alpha times the best
- * expanded cost goes to the rank owning its hash; each owner adds what
- * it receives in the order of (the parent's place among the round's
- * picks, the result's place in that parent's expansion), so the first
- * maker of a graph, which becomes its parent, is the same whatever the
+ * rank count, so every rank has its share of the work; every result cheaper than alpha times the
+ * best expanded cost goes to the rank owning its hash; each owner adds what it receives in the
+ * order of (the parent's place among the round's picks, the result's place in that parent's
+ * expansion), so the first maker of a graph, which becomes its parent, is the same whatever the
  * rank count. Graphs travel as their node arrays: canonical graphs are
  * plain words.
  */
@@ -36,12 +35,12 @@ typedef struct {
 typedef struct {
   double cost;
   uint64_t hash;
-  int64_t parent;     /* the parent's index in its owner's store */
+  int64_t parent; /* the parent's index in its owner's store */
   int32_t parent_rank;
-  int32_t pick;       /* the parent's place among the round's picks */
-  int32_t seq;        /* the result's place in its parent's expansion */
+  int32_t pick; /* the parent's place among the round's picks */
+  int32_t seq;  /* the result's place in its parent's expansion */
   int32_t rule;
-  int32_t depth;      /* rewrites from the input graph */
+  int32_t depth; /* rewrites from the input graph */
   int32_t nnodes, noutputs;
 } child_t;
 
@@ -64,25 +63,25 @@ typedef struct {
   taso_store_t store;
   taso_expander_t x;
   taso_search_result_t *res;
-  bytes_t *out;      /* per destination rank: results for it */
-  int max_nodes;     /* results with this many nodes or more are not kept */
-  double best;       /* the best expanded cost */
-  double found;      /* the cheapest graph this rank has received */
-  int64_t parent;    /* the graph being expanded (its owner's index), its owner,
-                        its pick and results so far */
+  bytes_t *out;   /* per destination rank: results for it */
+  int max_nodes;  /* results with this many nodes or more are not kept */
+  double best;    /* the best expanded cost */
+  double found;   /* the cheapest graph this rank has received */
+  int64_t parent; /* the graph being expanded (its owner's index), its owner,
+                     its pick and results so far */
   int32_t parent_rank;
   int32_t pick, seq;
-  int32_t depth;     /* of the results of the graph being expanded */
+  int32_t depth; /* of the results of the graph being expanded */
   double start, last_progress;
-  int64_t *sent;     /* this round's results kept, by hash: (offset in out[to]) * size
-                        + to, + 1; 0 empty (open addressing) */
+  int64_t *sent; /* this round's results kept, by hash: (offset in out[to]) * size
+                    + to, + 1; 0 empty (open addressing) */
   int64_t nsent, sent_slots;
-  bool defer;        /* the cost cache defers misses: they are measured between rounds */
-  bytes_t stash;     /* results whose cost waits for a pending configuration */
+  bool defer;    /* the cost cache defers misses: they are measured between rounds */
+  bytes_t stash; /* results whose cost waits for a pending configuration */
   /* rule chains (opt->chain): while a pick is expanded (seeding), per rule its
    * cheapest kept result cheaper than the pick; then the chain being followed */
   bool seeding;
-  double host_ms;    /* the pick's cost */
+  double host_ms; /* the pick's cost */
   seed_t *seeds;
   int nseeds, seeds_cap;
   int64_t link_parent; /* the path entry of the last link (on this rank) */
@@ -93,7 +92,8 @@ typedef struct {
 static taso_err_t put(bytes_t *b, const void *p, size_t n) {
   if (b->n + n > b->cap) {
     size_t cap = b->cap ? 2 * b->cap : 1 << 16;
-    while (cap < b->n + n) cap *= 2;
+    while (cap < b->n + n)
+      cap *= 2;
     char *v = realloc(b->v, cap);
     if (!v) return taso_error(TASO_ERR_NOMEM, "%zu bytes of results to send", cap);
     b->v = v;
@@ -104,7 +104,9 @@ static taso_err_t put(bytes_t *b, const void *p, size_t n) {
   return TASO_OK;
 }
 
-static int owner(const par_t *p, uint64_t hash) { return (int)(hash % (uint64_t)p->size); }
+static int owner(const par_t *p, uint64_t hash) {
+  return (int)(hash % (uint64_t)p->size);
+}
 
 static bool out_of_time(const par_t *p) {
   return p->opt->time_limit > 0 && taso_search_now() - p->start >= p->opt->time_limit;
@@ -126,9 +128,14 @@ typedef struct {
 } stashed_t;
 
 static taso_err_t stash(par_t *p, const taso_graph_t *g, uint64_t hash) {
-  stashed_t h = {.hash = hash, .parent = p->parent, .parent_rank = p->parent_rank,
-                 .pick = p->pick, .seq = p->seq - 1,
-                 .rule = p->x.rule, .depth = p->depth, .nnodes = g->nnodes,
+  stashed_t h = {.hash = hash,
+                 .parent = p->parent,
+                 .parent_rank = p->parent_rank,
+                 .pick = p->pick,
+                 .seq = p->seq - 1,
+                 .rule = p->x.rule,
+                 .depth = p->depth,
+                 .nnodes = g->nnodes,
                  .noutputs = g->noutputs};
   TASO_TRY(put(&p->stash, &h, sizeof h));
   TASO_TRY(put(&p->stash, g->nodes, sizeof *g->nodes * (size_t)g->nnodes));
@@ -170,13 +177,15 @@ static taso_err_t remember_sent(par_t *p, uint64_t hash, int to, size_t offset) 
       child_t c;
       memcpy(&c, p->out[(old[i] - 1) % p->size].v + (old[i] - 1) / p->size, sizeof c);
       int64_t at = (int64_t)(c.hash & (uint64_t)(n - 1));
-      while (p->sent[at]) at = (at + 1) & (n - 1);
+      while (p->sent[at])
+        at = (at + 1) & (n - 1);
       p->sent[at] = old[i];
     }
     free(old);
   }
   int64_t at = (int64_t)(hash & (uint64_t)(p->sent_slots - 1));
-  while (p->sent[at]) at = (at + 1) & (p->sent_slots - 1);
+  while (p->sent[at])
+    at = (at + 1) & (p->sent_slots - 1);
   p->sent[at] = (int64_t)offset * p->size + to + 1;
   p->nsent++;
   return TASO_OK;
@@ -198,7 +207,8 @@ static taso_err_t note_seed(par_t *p, const taso_graph_t *g, double ms) {
       int cap = p->seeds_cap ? 2 * p->seeds_cap : 16;
       seed_t *v = realloc(p->seeds, sizeof *v * (size_t)cap);
       if (!v) return taso_error(TASO_ERR_NOMEM, "%d chain seeds", cap);
-      for (int i = p->seeds_cap; i < cap; i++) taso_graph_init(&v[i].g);
+      for (int i = p->seeds_cap; i < cap; i++)
+        taso_graph_init(&v[i].g);
       p->seeds = v;
       p->seeds_cap = cap;
     }
@@ -272,8 +282,12 @@ static taso_err_t on_child(void *ctx, const taso_graph_t *g) {
     TASO_TRY(taso_expander_hash(&p->x, g, &hash));
     return is_dup(p, g, hash) ? TASO_OK : stash(p, g, hash);
   }
-  child_t c = {.parent = p->parent, .parent_rank = p->parent_rank, .pick = p->pick,
-               .seq = p->seq - 1, .rule = p->x.rule, .depth = p->depth};
+  child_t c = {.parent = p->parent,
+               .parent_rank = p->parent_rank,
+               .pick = p->pick,
+               .seq = p->seq - 1,
+               .rule = p->x.rule,
+               .depth = p->depth};
   return ok ? keep(p, g, c, ms, true) : TASO_OK;
 }
 
@@ -296,8 +310,12 @@ static taso_err_t restash(par_t *p) {
     at += sizeof *g.nodes * (size_t)h.nnodes;
     memcpy(g.outputs, old.v + at, sizeof *g.outputs * (size_t)h.noutputs);
     at += sizeof *g.outputs * (size_t)h.noutputs;
-    child_t c = {.parent = h.parent, .parent_rank = h.parent_rank, .pick = h.pick, .seq = h.seq,
-                 .rule = h.rule, .depth = h.depth};
+    child_t c = {.parent = h.parent,
+                 .parent_rank = h.parent_rank,
+                 .pick = h.pick,
+                 .seq = h.seq,
+                 .rule = h.rule,
+                 .depth = h.depth};
     double ms;
     bool pending, ok;
     err = cost_of(p, &g, &ms, &pending, &ok);
@@ -325,7 +343,8 @@ static taso_err_t settle(par_t *p, bool *any) {
     if (!counts) return taso_error(TASO_ERR_NOMEM, "pending configurations");
     MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, p->comm);
     int total = 0;
-    for (int r = 0; r < p->size; r++) displs[r] = total, total += counts[r];
+    for (int r = 0; r < p->size; r++)
+      displs[r] = total, total += counts[r];
     *any = total > 0;
     if (total == 0) {
       free(counts);
@@ -340,7 +359,8 @@ static taso_err_t settle(par_t *p, bool *any) {
     free(counts);
     if (p->rank == 0 && !bad) { /* a configuration twice is measured once: the cache has it */
       taso_cost_cache_set_defer(p->x.costs, false);
-      for (int i = 0; i < k && err == TASO_OK; i++) err = taso_cost_of_config(p->x.costs, &all[i], &ms[i]);
+      for (int i = 0; i < k && err == TASO_OK; i++)
+        err = taso_cost_of_config(p->x.costs, &all[i], &ms[i]);
       taso_cost_cache_set_defer(p->x.costs, true);
       bad = err != TASO_OK;
     }
@@ -397,8 +417,11 @@ static taso_err_t gather_offers(par_t *p, int want, offer_t **all, int *n) {
   taso_err_t err = own && counts && displs ? TASO_OK : taso_error(TASO_ERR_NOMEM, "offers");
   while (err == TASO_OK && mine < want && p->store.nheap > 0) {
     int64_t at = taso_heap_pop(&p->store);
-    own[mine] = (offer_t){.cost = p->store.v[at].cost, .hash = p->store.v[at].hash, .index = at,
-                          .rank = p->rank, .pos = mine};
+    own[mine] = (offer_t){.cost = p->store.v[at].cost,
+                          .hash = p->store.v[at].hash,
+                          .index = at,
+                          .rank = p->rank,
+                          .pos = mine};
     mine++;
   }
   int bytes = mine * (int)sizeof *own;
@@ -484,8 +507,10 @@ static taso_err_t parse_received(const char *buf, size_t n, received_t **out, in
       if (!w) break;
       v = w;
     }
-    v[k] = (received_t){.c = (const child_t *)(const void *)(buf + at), .body = buf + at + sizeof c};
-    at += sizeof c + sizeof(taso_node_t) * (size_t)c.nnodes + sizeof(taso_ref_t) * (size_t)c.noutputs;
+    v[k] =
+        (received_t){.c = (const child_t *)(const void *)(buf + at), .body = buf + at + sizeof c};
+    at +=
+        sizeof c + sizeof(taso_node_t) * (size_t)c.nnodes + sizeof(taso_ref_t) * (size_t)c.noutputs;
   }
   if (!v || k > cap) {
     free(v);
@@ -536,7 +561,8 @@ static taso_err_t exchange(par_t *p) {
   if (err == TASO_OK) qsort(v, (size_t)n, sizeof *v, received_order);
   taso_graph_t g;
   taso_graph_init(&g);
-  for (int64_t i = 0; i < n && err == TASO_OK; i++) err = add_received(p, &v[i], &g);
+  for (int64_t i = 0; i < n && err == TASO_OK; i++)
+    err = add_received(p, &v[i], &g);
   taso_graph_free(&g);
   free(v);
   free(recv);
@@ -549,8 +575,7 @@ static void progress(par_t *p) {
   double now = taso_search_now();
   if (p->rank != 0 || !p->opt->progress || now - p->last_progress < 2.0) return;
   p->last_progress = now;
-  p->opt->progress(p->opt->progress_ctx, p->res->explored, p->store.nheap, p->best,
-                   now - p->start);
+  p->opt->progress(p->opt->progress_ctx, p->res->explored, p->store.nheap, p->best, now - p->start);
 }
 
 /* A picked graph on its way to the rank expanding it: this header, then
@@ -581,7 +606,8 @@ static taso_err_t share_picks(par_t *p, const offer_t *picks, int npicks, char *
   if (!any_bad) {
     int *displs = counts + p->size, total = 0;
     MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, p->comm);
-    for (int r = 0; r < p->size; r++) displs[r] = total, total += counts[r];
+    for (int r = 0; r < p->size; r++)
+      displs[r] = total, total += counts[r];
     *v = malloc((size_t)total + 1); /* a failure here is this rank's: it still joins */
     MPI_Allgatherv(mine.v, bytes, MPI_BYTE, *v ? *v : mine.v, counts, displs, MPI_BYTE, p->comm);
     *n = total;
@@ -640,12 +666,16 @@ static taso_err_t probe_picks(par_t *p, const char *v, int n, int **qpick) {
     err = taso_expand(&p->x, &host, no_child, stop_now, p);
     int64_t after = taso_rule_guard_questions(g, &q);
     if (after > cap) {
-      while (cap < after) cap *= 2;
+      while (cap < after)
+        cap *= 2;
       int *w = realloc(pk, sizeof *w * (size_t)cap);
-      if (!w) err = taso_error(TASO_ERR_NOMEM, "questions");
-      else pk = w;
+      if (!w)
+        err = taso_error(TASO_ERR_NOMEM, "questions");
+      else
+        pk = w;
     }
-    for (int64_t k = before; err == TASO_OK && k < after; k++) pk[k] = h.pick;
+    for (int64_t k = before; err == TASO_OK && k < after; k++)
+      pk[k] = h.pick;
   }
   taso_rule_guard_set_probe(g, false);
   taso_graph_free(&host);
@@ -689,7 +719,10 @@ static taso_err_t share_verdicts(par_t *p, const int *qpick, taso_err_t err) {
   size_t tbytes = sizeof(taso_tensor_t) * (size_t)ntypes;
   bytes_t mine = {0};
   for (int64_t k = 0; k < nq && err == TASO_OK; k++) {
-    question_t h = {.rule = q[k].rule, .dir = q[k].dir, .pick = qpick[k], .seq = (int32_t)k,
+    question_t h = {.rule = q[k].rule,
+                    .dir = q[k].dir,
+                    .pick = qpick[k],
+                    .seq = (int32_t)k,
                     .len = (int32_t)q[k].len};
     err = put(&mine, &h, sizeof h);
     if (err == TASO_OK) err = put(&mine, q[k].key, q[k].len);
@@ -705,10 +738,10 @@ static taso_err_t share_verdicts(par_t *p, const int *qpick, taso_err_t err) {
   if (!any_bad) {
     int *displs = counts + p->size;
     MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, p->comm);
-    for (int r = 0; r < p->size; r++) displs[r] = total, total += counts[r];
+    for (int r = 0; r < p->size; r++)
+      displs[r] = total, total += counts[r];
     all = malloc((size_t)total + 1);
-    MPI_Allgatherv(mine.v, bytes, MPI_BYTE, all ? all : mine.v, counts, displs, MPI_BYTE,
-                   p->comm);
+    MPI_Allgatherv(mine.v, bytes, MPI_BYTE, all ? all : mine.v, counts, displs, MPI_BYTE, p->comm);
     if (!all) err = taso_error(TASO_ERR_NOMEM, "%d bytes of questions", total);
   }
   free(mine.v);
@@ -785,12 +818,16 @@ static taso_err_t on_link(void *ctx, const taso_graph_t *g, double ms, bool *go)
   par_t *p = ctx;
   uint64_t hash;
   TASO_TRY(taso_expander_hash(&p->x, g, &hash));
-  child_t c = {.cost = ms, .parent = p->link_parent, .parent_rank = p->rank, .pick = p->pick,
-               .seq = p->seq++, .rule = p->link_rule, .depth = p->link_depth};
+  child_t c = {.cost = ms,
+               .parent = p->link_parent,
+               .parent_rank = p->rank,
+               .pick = p->pick,
+               .seq = p->seq++,
+               .rule = p->link_rule,
+               .depth = p->link_depth};
   /* a graph sent this round by an earlier result is kept from there */
   if (!(p->nsent && p->sent[sent_slot(p, g, hash)])) TASO_TRY(send(p, g, hash, c));
-  TASO_TRY(taso_store_keep_path(&p->store, g, hash, ms, c.parent, c.parent_rank, c.depth,
-                                c.rule));
+  TASO_TRY(taso_store_keep_path(&p->store, g, hash, ms, c.parent, c.parent_rank, c.depth, c.rule));
   p->link_parent = p->store.n - 1;
   p->link_depth++;
   *go = !stop_now(p);
@@ -806,8 +843,7 @@ static taso_err_t follow_chain(par_t *p, const seed_t *sd) {
   p->link_parent = p->store.n - 1;
   p->link_depth = p->depth + 1;
   p->link_rule = sd->rule;
-  return taso_expand_chain(&p->x, &sd->g, sd->ms, sd->rule, p->max_nodes, on_link, p,
-                           &p->chains);
+  return taso_expand_chain(&p->x, &sd->g, sd->ms, sd->rule, p->max_nodes, on_link, p, &p->chains);
 }
 
 /* Expands this rank's share of the round's picks: pick i falls to rank i
@@ -925,8 +961,8 @@ static void find_best(par_t *p, int *rank, int64_t *index) {
   candidate_t mine = {.index = -1, .rank = p->rank};
   for (int64_t i = 0; i < p->store.n; i++) {
     const stored_t *e = &p->store.v[i];
-    candidate_t c = {.cost = e->cost, .depth = e->depth, .hash = e->hash, .index = i,
-                     .rank = p->rank};
+    candidate_t c = {
+        .cost = e->cost, .depth = e->depth, .hash = e->hash, .index = i, .rank = p->rank};
     if (e->g.nodes && !e->path_only && better(&c, &mine)) mine = c; /* trimmed: no graph */
   }
   candidate_t *all = malloc(sizeof *all * (size_t)p->size), best = mine;
@@ -986,15 +1022,17 @@ static taso_err_t record_result(par_t *p, int rank, int64_t index) {
     int x = r->path_rules[i];
     r->path_rules[i] = r->path_rules[j], r->path_rules[j] = x;
   }
-  for (int i = 1; i <= r->steps; i++) r->fired[r->path_rules[i]]++;
+  for (int i = 1; i <= r->steps; i++)
+    r->fired[r->path_rules[i]]++;
   return taso_graph_copy(&r->best, &r->path[r->steps]);
 }
 
 /* Sums of the per-rank counts, and each rank's expansions. */
 static taso_err_t gather_counts(par_t *p, int64_t mine) {
   taso_search_result_t *r = p->res;
-  int64_t local[5] = {r->generated + p->chains.generated, r->invalid + p->chains.invalid,
-                      r->queued, p->x.checked, p->chains.links}, sum[5];
+  int64_t local[5] = {r->generated + p->chains.generated, r->invalid + p->chains.invalid, r->queued,
+                      p->x.checked, p->chains.links},
+          sum[5];
   MPI_Allreduce(local, sum, 5, MPI_INT64_T, MPI_SUM, p->comm);
   r->generated = sum[0], r->invalid = sum[1], r->queued = sum[2], r->checked = sum[3];
   r->chained = sum[4];
@@ -1020,7 +1058,8 @@ static taso_err_t run(par_t *p) {
   p->res->target_seconds = -1;
   note_target(p);
   int64_t mine = 0;
-  for (bool done = false; !done;) TASO_TRY(round_(p, &mine, &done));
+  for (bool done = false; !done;)
+    TASO_TRY(round_(p, &mine, &done));
   TASO_TRY(gather_counts(p, mine));
   int rank;
   int64_t index;
@@ -1045,8 +1084,11 @@ taso_err_t taso_search_parallel(MPI_Comm comm, const taso_search_problem_t *prob
   p.store.by_hash = true;
   p.defer = opt->defer_costs;
   taso_cost_cache_set_defer(costs, p.defer);
-  p.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard,
-                         .check = opt->check_incremental};
+  p.x = (taso_expander_t){.prob = prob,
+                          .rules = rules,
+                          .costs = costs,
+                          .guard = opt->guard,
+                          .check = opt->check_incremental};
   result->fired = calloc((size_t)rules->n + 1, sizeof *result->fired);
   p.out = calloc((size_t)p.size, sizeof *p.out);
   taso_err_t err = result->fired && p.out ? TASO_OK : taso_error(TASO_ERR_NOMEM, "search");
@@ -1056,11 +1098,13 @@ taso_err_t taso_search_parallel(MPI_Comm comm, const taso_search_problem_t *prob
   result->seconds = taso_search_now() - p.start;
   cpu = taso_search_cpu_now() - cpu;
   MPI_Allreduce(&cpu, &result->cpu_seconds, 1, MPI_DOUBLE, MPI_SUM, comm);
-  for (int r = 0; p.out && r < p.size; r++) free(p.out[r].v);
+  for (int r = 0; p.out && r < p.size; r++)
+    free(p.out[r].v);
   free(p.out);
   free(p.stash.v);
   free(p.sent);
-  for (int i = 0; i < p.seeds_cap; i++) taso_graph_free(&p.seeds[i].g);
+  for (int i = 0; i < p.seeds_cap; i++)
+    taso_graph_free(&p.seeds[i].g);
   free(p.seeds);
   taso_cost_cache_set_defer(costs, false);
   taso_store_free(&p.store);

@@ -16,9 +16,8 @@ static taso_err_t check_substitutions(const char *path) {
   taso_err_t err = taso_artifact_identify(path, &kind);
   if (err != TASO_OK) return taso_error_prefix(err, "--substitutions: ");
   if (strcmp(kind, TASO_KIND_SUBSTITUTIONS) != 0)
-    err = taso_error(TASO_ERR_FORMAT,
-                     "--substitutions %s holds a %s artifact, not a %s one%s", path, kind,
-                     TASO_KIND_SUBSTITUTIONS,
+    err = taso_error(TASO_ERR_FORMAT, "--substitutions %s holds a %s artifact, not a %s one%s",
+                     path, kind, TASO_KIND_SUBSTITUTIONS,
                      strcmp(kind, TASO_KIND_CANDIDATES) == 0
                          ? " (unverified candidates: run taso-verify on it first)"
                          : "");
@@ -28,8 +27,8 @@ static taso_err_t check_substitutions(const char *path) {
 
 /* Adds the proved rules of one substitutions file, its rows numbered from
  * *row_base on (which then moves past them). */
-static taso_err_t load_file(MPI_Comm comm, const char *path, taso_rules_t *rules,
-                            int64_t *row_base, int64_t *proved) {
+static taso_err_t load_file(MPI_Comm comm, const char *path, taso_rules_t *rules, int64_t *row_base,
+                            int64_t *proved) {
   taso_artifact_t *a = NULL;
   taso_inputs_t inputs = {0};
   taso_graph_t *graphs = NULL;
@@ -60,8 +59,7 @@ static taso_err_t load_file(MPI_Comm comm, const char *path, taso_rules_t *rules
   return err;
 }
 
-taso_err_t taso_rules_load(MPI_Comm comm, const char *paths, taso_rules_t *rules,
-                           int64_t *proved) {
+taso_err_t taso_rules_load(MPI_Comm comm, const char *paths, taso_rules_t *rules, int64_t *proved) {
   char *list = strdup(paths), *save = NULL;
   if (!list) return taso_error(TASO_ERR_NOMEM, "--substitutions");
   int64_t row_base = 0;

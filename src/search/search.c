@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "expand.h"
-#include "store.h"
 #include "match.h"
+#include "store.h"
 
 /* ---- rules ------------------------------------------------------------------ */
 
@@ -121,9 +121,8 @@ taso_err_t taso_rules_add(taso_rules_t *rules, const taso_inputs_t *inputs,
   return err;
 }
 
-taso_err_t taso_rules_make(const taso_inputs_t *inputs, const taso_graph_t *graphs,
-                           int64_t ngraphs, const taso_subst_t *rows, int64_t nrows,
-                           taso_rules_t *rules) {
+taso_err_t taso_rules_make(const taso_inputs_t *inputs, const taso_graph_t *graphs, int64_t ngraphs,
+                           const taso_subst_t *rows, int64_t nrows, taso_rules_t *rules) {
   memset(rules, 0, sizeof *rules);
   return taso_rules_add(rules, inputs, graphs, ngraphs, rows, nrows, 0);
 }
@@ -153,7 +152,7 @@ int taso_rule_format(const taso_rules_t *rules, int i, char *buf, int len) {
 /* Where a rule chain starts: a queued result of the expansion. */
 typedef struct {
   int rule;
-  int64_t at;           /* in the store */
+  int64_t at; /* in the store */
   double ms;
 } seed_t;
 
@@ -164,14 +163,14 @@ typedef struct {
   const taso_search_options_t *opt;
   taso_store_t store;
   taso_expander_t x;
-  int max_nodes;        /* results with this many nodes or more are not queued */
-  double best;          /* the best cost taken from the queue */
-  int64_t parent;       /* the graph being expanded, or the chain's last link */
+  int max_nodes;  /* results with this many nodes or more are not queued */
+  double best;    /* the best cost taken from the queue */
+  int64_t parent; /* the graph being expanded, or the chain's last link */
   double start, last_progress;
   taso_search_result_t *res;
-  seed_t *seeds;        /* opt->chain: per rule, its cheapest result cheaper than the host */
+  seed_t *seeds; /* opt->chain: per rule, its cheapest result cheaper than the host */
   int nseeds, seeds_cap;
-  double host_ms;       /* the cost of the graph being expanded */
+  double host_ms; /* the cost of the graph being expanded */
   taso_chain_stats_t chains;
 } search_t;
 
@@ -281,8 +280,8 @@ static taso_err_t expand(search_t *s, int64_t at, taso_graph_t *host) {
     if (!s->store.v[seed.at].g.nnodes) continue; /* trimmed off the queue */
     TASO_TRY(taso_graph_copy(host, &s->store.v[seed.at].g));
     s->parent = seed.at;
-    TASO_TRY(taso_expand_chain(&s->x, host, seed.ms, seed.rule, s->max_nodes, on_link, s,
-                               &s->chains));
+    TASO_TRY(
+        taso_expand_chain(&s->x, host, seed.ms, seed.rule, s->max_nodes, on_link, s, &s->chains));
   }
   return TASO_OK;
 }
@@ -348,8 +347,11 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
   result->ranks = 1;
   result->target_seconds = -1;
   search_t s = {.prob = prob, .rules = rules, .costs = costs, .opt = opt, .res = result};
-  s.x = (taso_expander_t){.prob = prob, .rules = rules, .costs = costs, .guard = opt->guard,
-                         .check = opt->check_incremental};
+  s.x = (taso_expander_t){.prob = prob,
+                          .rules = rules,
+                          .costs = costs,
+                          .guard = opt->guard,
+                          .check = opt->check_incremental};
   s.start = s.last_progress = taso_search_now();
   double cpu = taso_search_cpu_now();
   taso_graph_t host;
@@ -371,7 +373,8 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
 
 void taso_search_result_free(taso_search_result_t *r) {
   taso_graph_free(&r->best);
-  for (int k = 0; r->path && k <= r->steps; k++) taso_graph_free(&r->path[k]);
+  for (int k = 0; r->path && k <= r->steps; k++)
+    taso_graph_free(&r->path[k]);
   free(r->path);
   free(r->path_rules);
   free(r->fired);

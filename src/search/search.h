@@ -35,9 +35,9 @@
 /* One directed rule: lhs => rhs over the substitution file's input table. */
 typedef struct {
   taso_graph_t lhs, rhs;
-  int64_t row;    /* the substitution's row in the file */
-  bool reversed;  /* rhs => lhs of that row */
-  uint32_t kinds; /* bit k: lhs has an operator of kind k (a quick pre-filter) */
+  int64_t row;            /* the substitution's row in the file */
+  bool reversed;          /* rhs => lhs of that row */
+  uint32_t kinds;         /* bit k: lhs has an operator of kind k (a quick pre-filter) */
   taso_shape_cond_t cond; /* the shape relation it was proved at (shape_cond.h) */
 } taso_rule_t;
 
@@ -51,9 +51,8 @@ typedef struct {
  * no operator, or whose rhs reads an input its lhs lacks, is left out).
  * graphs/rows as taso_artifact_read_graphs/_substs give them; inputs is
  * copied. */
-taso_err_t taso_rules_make(const taso_inputs_t *inputs, const taso_graph_t *graphs,
-                           int64_t ngraphs, const taso_subst_t *rows, int64_t nrows,
-                           taso_rules_t *rules);
+taso_err_t taso_rules_make(const taso_inputs_t *inputs, const taso_graph_t *graphs, int64_t ngraphs,
+                           const taso_subst_t *rows, int64_t nrows, taso_rules_t *rules);
 /* Appends the rules of one more substitutions file: its inputs join
  * rules->inputs (one entry per name and shape; a name another file gave
  * another shape becomes NAME_2, NAME_3...), its rows are numbered from
@@ -67,8 +66,7 @@ void taso_rules_free(taso_rules_t *rules);
  * comma-separated list ("A.h5,B.h5": taso_rules_add in that order), read
  * on every rank of comm (collective); *proved counts their proved rows.
  * Any other file, or one with no proved row, is an error naming it. */
-taso_err_t taso_rules_load(MPI_Comm comm, const char *paths, taso_rules_t *rules,
-                           int64_t *proved);
+taso_err_t taso_rules_load(MPI_Comm comm, const char *paths, taso_rules_t *rules, int64_t *proved);
 
 /* Bit k set: g has an operator of kind k (a rule's quick pre-filter). */
 uint32_t taso_graph_kinds(const taso_graph_t *g);
@@ -77,24 +75,24 @@ uint32_t taso_graph_kinds(const taso_graph_t *g);
 int taso_rule_format(const taso_rules_t *rules, int i, char *buf, int len);
 
 /* Called about every progress_interval seconds during a search. */
-typedef void (*taso_search_progress_fn)(void *ctx, int64_t explored, int64_t queued,
-                                        double best_ms, double seconds);
+typedef void (*taso_search_progress_fn)(void *ctx, int64_t explored, int64_t queued, double best_ms,
+                                        double seconds);
 
 typedef struct {
-  double alpha;       /* keep results cheaper than alpha * best */
-  int64_t budget;     /* graphs taken from the queue and expanded */
-  double time_limit;  /* seconds; <= 0: none */
+  double alpha;      /* keep results cheaper than alpha * best */
+  int64_t budget;    /* graphs taken from the queue and expanded */
+  double time_limit; /* seconds; <= 0: none */
   /* A rule applies only where it is proved: with a guard, where its
    * recorded shape relation holds or the guard proves it at the match's
    * relation (cached); without one (NULL), only where the relation holds. */
   taso_rule_guard_t *guard;
-  int width;          /* parallel: graphs expanded per round, over all ranks (>= 1) */
-  double target;      /* note when a graph this cheap is found; <= 0: none */
-  bool defer_costs;   /* parallel, measuring on: misses measured once, on rank 0, between
-                         a round's expansions and its exchange, and shared */
-  bool chain;         /* follow each rule's cheapest improving result of an expansion with
-                         that rule's chain (expand.h: one rule at many places in a few
-                         expansions); the links are queued as rewrites */
+  int width;              /* parallel: graphs expanded per round, over all ranks (>= 1) */
+  double target;          /* note when a graph this cheap is found; <= 0: none */
+  bool defer_costs;       /* parallel, measuring on: misses measured once, on rank 0, between
+                             a round's expansions and its exchange, and shared */
+  bool chain;             /* follow each rule's cheapest improving result of an expansion with
+                             that rule's chain (expand.h: one rule at many places in a few
+                             expansions); the links are queued as rewrites */
   bool check_incremental; /* cost every rewrite both by what it changed and from scratch;
                              a difference (or a wrong provenance) is an error */
   taso_search_progress_fn progress; /* may be NULL */
@@ -110,30 +108,30 @@ typedef struct {
 } taso_search_problem_t;
 
 typedef struct {
-  taso_graph_t best;    /* canonical */
-  double cost_before;   /* ms, of the input graph */
-  double cost_after;    /* ms, of best */
-  int64_t explored;     /* graphs taken from the queue and expanded */
-  int64_t generated;    /* rewrites produced by the matcher */
-  int64_t invalid;      /* of them, with a type error downstream of the rewrite */
-  int64_t checked;      /* of them, costed both ways (check_incremental) and found equal */
-  int64_t queued;       /* of them, new and cheap enough to queue (chain links included) */
-  int64_t chained;      /* rule-chain links made (opt->chain) */
-  double seconds;       /* search time */
-  double cpu_seconds;   /* CPU time of the search, summed over the ranks (on a
-                           loaded or oversubscribed machine, the work done) */
-  bool timed_out;       /* the time limit ended it */
-  bool budget_spent;    /* the budget ended it (else the queue ran empty) */
-  int64_t *fired;       /* per rule: times applied on the path to best */
-  int steps;            /* rewrites on that path */
-  taso_graph_t *path;   /* steps + 1 graphs: the input (canonical), then each
-                           rewrite's result; path[steps] equals best */
-  int *path_rules;      /* per path graph: the rule that made it; -1 for path[0] */
-  int ranks;            /* the ranks that searched (1 for the baseline) */
+  taso_graph_t best;      /* canonical */
+  double cost_before;     /* ms, of the input graph */
+  double cost_after;      /* ms, of best */
+  int64_t explored;       /* graphs taken from the queue and expanded */
+  int64_t generated;      /* rewrites produced by the matcher */
+  int64_t invalid;        /* of them, with a type error downstream of the rewrite */
+  int64_t checked;        /* of them, costed both ways (check_incremental) and found equal */
+  int64_t queued;         /* of them, new and cheap enough to queue (chain links included) */
+  int64_t chained;        /* rule-chain links made (opt->chain) */
+  double seconds;         /* search time */
+  double cpu_seconds;     /* CPU time of the search, summed over the ranks (on a
+                             loaded or oversubscribed machine, the work done) */
+  bool timed_out;         /* the time limit ended it */
+  bool budget_spent;      /* the budget ended it (else the queue ran empty) */
+  int64_t *fired;         /* per rule: times applied on the path to best */
+  int steps;              /* rewrites on that path */
+  taso_graph_t *path;     /* steps + 1 graphs: the input (canonical), then each
+                             rewrite's result; path[steps] equals best */
+  int *path_rules;        /* per path graph: the rule that made it; -1 for path[0] */
+  int ranks;              /* the ranks that searched (1 for the baseline) */
   int64_t *rank_explored; /* per rank: graphs it expanded (parallel search; else NULL) */
-  int64_t rounds;       /* parallel: rounds run */
-  double target_seconds; /* when a graph of cost <= opt->target was first found
-                            (queued; parallel: the end of its round); -1: never */
+  int64_t rounds;         /* parallel: rounds run */
+  double target_seconds;  /* when a graph of cost <= opt->target was first found
+                             (queued; parallel: the end of its round); -1: never */
 } taso_search_result_t;
 
 /* The optimized model file's record of the rules that fired: the table

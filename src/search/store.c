@@ -5,7 +5,8 @@
 #include <string.h>
 
 void taso_store_free(taso_store_t *s) {
-  for (int64_t i = 0; i < s->n; i++) taso_graph_free(&s->v[i].g);
+  for (int64_t i = 0; i < s->n; i++)
+    taso_graph_free(&s->v[i].g);
   free(s->v);
   free(s->slots);
   free(s->heap);
@@ -97,7 +98,8 @@ taso_err_t taso_trim_queue(taso_store_t *s, int64_t keep) {
   if (s->nheap <= keep) return TASO_OK;
   sort_store = s;
   qsort(s->heap, (size_t)s->nheap, sizeof *s->heap, heap_order);
-  for (int64_t i = keep; i < s->nheap; i++) taso_graph_free(&s->v[s->heap[i]].g);
+  for (int64_t i = keep; i < s->nheap; i++)
+    taso_graph_free(&s->v[s->heap[i]].g);
   s->nheap = keep;
   return rebuild_slots(s);
 }
@@ -135,9 +137,8 @@ taso_err_t taso_store_add(taso_store_t *s, const taso_graph_t *g, uint64_t hash,
   return TASO_OK;
 }
 
-taso_err_t taso_store_keep_path(taso_store_t *s, const taso_graph_t *g, uint64_t hash,
-                                double cost, int64_t parent, int parent_rank, int depth,
-                                int rule) {
+taso_err_t taso_store_keep_path(taso_store_t *s, const taso_graph_t *g, uint64_t hash, double cost,
+                                int64_t parent, int parent_rank, int depth, int rule) {
   TASO_TRY(append(s, g, hash, cost, parent, rule));
   s->v[s->n].parent_rank = parent_rank;
   s->v[s->n].depth = depth;
@@ -145,4 +146,3 @@ taso_err_t taso_store_keep_path(taso_store_t *s, const taso_graph_t *g, uint64_t
   s->n++;
   return TASO_OK;
 }
-

@@ -52,9 +52,11 @@ static char *read_text(const char *path) {
 }
 
 static char *trim(char *s) {
-  while (isspace((unsigned char)*s)) s++;
+  while (isspace((unsigned char)*s))
+    s++;
   char *e = s + strlen(s);
-  while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+  while (e > s && isspace((unsigned char)e[-1]))
+    *--e = 0;
   return s;
 }
 
@@ -78,7 +80,8 @@ static taso_err_t parse_covers(const taso_library_t *lib, int line, char *text,
     }
     return TASO_OK;
   }
-  if (c->ncover == TASO_LIB_MAX_COVERS) return bad(lib, line, "too many patterns for one call", NULL);
+  if (c->ncover == TASO_LIB_MAX_COVERS)
+    return bad(lib, line, "too many patterns for one call", NULL);
   taso_lib_cover_t *cv = &c->cover[c->ncover++];
   cv->fuse = 0;
   int part = 0, order = -1; /* of the epilogue named last: bias 0, sum 1, relu 2 */
@@ -91,9 +94,10 @@ static taso_err_t parse_covers(const taso_library_t *lib, int line, char *text,
         return bad(lib, line, "only conv2d and matmul take an epilogue, not", w);
       continue;
     }
-    unsigned f = strcmp(w, "bias") == 0 ? TASO_FUSE_BIAS
-                 : strcmp(w, "sum") == 0 ? TASO_FUSE_SUM
-                 : strcmp(w, "relu") == 0 ? TASO_FUSE_RELU : 0;
+    unsigned f = strcmp(w, "bias") == 0   ? TASO_FUSE_BIAS
+                 : strcmp(w, "sum") == 0  ? TASO_FUSE_SUM
+                 : strcmp(w, "relu") == 0 ? TASO_FUSE_RELU
+                                          : 0;
     if (!f) return bad(lib, line, "unknown epilogue (bias, sum, relu)", w);
     int at = f == TASO_FUSE_BIAS ? 0 : f == TASO_FUSE_SUM ? 1 : 2;
     if (cv->fuse & f) return bad(lib, line, "epilogue named twice", w);
@@ -108,7 +112,8 @@ static taso_err_t parse_layouts(const taso_library_t *lib, int line, char *text,
   static const char *const names[] = {"nchw", "nhwc", "blocked"};
   for (char *save, *w = strtok_r(text, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
     int l = 0;
-    while (l < 3 && strcmp(w, names[l]) != 0) l++;
+    while (l < 3 && strcmp(w, names[l]) != 0)
+      l++;
     if (l == 3) return bad(lib, line, "unknown layout (nchw, nhwc, blocked)", w);
     *out |= 1u << l;
   }
@@ -131,9 +136,11 @@ static taso_err_t header(taso_library_t *lib, const char *dir, int line, char *k
   if (strcmp(key, "writes") == 0) {
     c->writes = strcmp(value, "operand") == 0     ? TASO_WRITES_OPERAND
                 : strcmp(value, "summand") == 0   ? TASO_WRITES_SUMMAND
-                : strcmp(value, "producers") == 0 ? TASO_WRITES_PRODUCERS : -1;
-    return c->writes < 0 ? bad(lib, line, "writes: expected operand, summand or producers, got", value)
-                         : TASO_OK;
+                : strcmp(value, "producers") == 0 ? TASO_WRITES_PRODUCERS
+                                                  : -1;
+    return c->writes < 0
+               ? bad(lib, line, "writes: expected operand, summand or producers, got", value)
+               : TASO_OK;
   }
   return bad(lib, line, "unknown header (covers, layouts, writes)", key);
 }
@@ -157,7 +164,8 @@ static taso_err_t parse(taso_library_t *lib, char *text, const char *dir) {
     lineno++;
     char *s = trim(l);
     if (strncmp(s, ";;", 2) != 0) {
-      if (*s && *s != ';' && !c) return bad(lib, lineno, "constraints before the first @call", NULL);
+      if (*s && *s != ';' && !c)
+        return bad(lib, lineno, "constraints before the first @call", NULL);
       if (c && *s && *s != ';') TASO_TRY(append(&c->constraints, s));
       continue;
     }
@@ -169,9 +177,11 @@ static taso_err_t parse(taso_library_t *lib, char *text, const char *dir) {
       c = &lib->calls[lib->ncalls++];
       memset(c, 0, sizeof *c);
       char *name = trim(s + 5);
-      if (!*name || strlen(name) >= TASO_CALL_NAME_LEN) return bad(lib, lineno, "bad call name", name);
+      if (!*name || strlen(name) >= TASO_CALL_NAME_LEN)
+        return bad(lib, lineno, "bad call name", name);
       for (int i = 0; i < lib->ncalls - 1; i++)
-        if (strcmp(lib->calls[i].name, name) == 0) return bad(lib, lineno, "call named twice", name);
+        if (strcmp(lib->calls[i].name, name) == 0)
+          return bad(lib, lineno, "call named twice", name);
       snprintf(c->name, sizeof c->name, "%s", name);
       c->line = lineno;
     } else if (*s && strchr(s, ':') && s[0] != '@' && isalpha((unsigned char)s[0]) &&
@@ -186,7 +196,8 @@ static taso_err_t parse(taso_library_t *lib, char *text, const char *dir) {
   if (!lib->name[0]) return bad(lib, 1, "no \";; @library NAME\" line", NULL);
   for (int i = 0; i < lib->ncalls; i++) {
     const taso_lib_call_t *k = &lib->calls[i];
-    if (!k->ncover && !k->kinds && !k->any) return bad(lib, k->line, "call covers nothing", k->name);
+    if (!k->ncover && !k->kinds && !k->any)
+      return bad(lib, k->line, "call covers nothing", k->name);
     if (!k->layouts) return bad(lib, k->line, "call has no layouts line", k->name);
     if (k->writes == TASO_WRITES_SUMMAND)
       for (int j = 0; j < k->ncover; j++)
@@ -194,7 +205,8 @@ static taso_err_t parse(taso_library_t *lib, char *text, const char *dir) {
           return bad(lib, k->line, "writes: summand, but a pattern has no sum", k->name);
     if (k->writes == TASO_WRITES_OPERAND && k->ncover)
       return bad(lib, k->line, "writes: operand is for operators alone", k->name);
-    if (k->writes == TASO_WRITES_PRODUCERS && (k->ncover || k->any || k->kinds != 1ull << TASO_OP_CONCAT))
+    if (k->writes == TASO_WRITES_PRODUCERS &&
+        (k->ncover || k->any || k->kinds != 1ull << TASO_OP_CONCAT))
       return bad(lib, k->line, "writes: producers is for \"covers: concat\" alone", k->name);
   }
   return TASO_OK;
@@ -204,11 +216,11 @@ static taso_err_t parse(taso_library_t *lib, char *text, const char *dir) {
 
 /* Whether the properties, call i's constraints and `extra` are satisfiable;
  * model (may be NULL) receives a satisfying assignment's text. */
-static taso_err_t satisfiable(taso_library_t *lib, int i, const char *extra, bool *sat,
-                              char *model, int len) {
+static taso_err_t satisfiable(taso_library_t *lib, int i, const char *extra, bool *sat, char *model,
+                              int len) {
   const taso_lib_call_t *c = &lib->calls[i];
-  size_t n = strlen(lib->properties) + (c->constraints ? strlen(c->constraints) : 0) +
-             strlen(extra) + 4;
+  size_t n =
+      strlen(lib->properties) + (c->constraints ? strlen(c->constraints) : 0) + strlen(extra) + 4;
   char *text = malloc(n);
   if (!text) return taso_error(TASO_ERR_NOMEM, "query text");
   snprintf(text, n, "%s\n%s\n%s", lib->properties, c->constraints ? c->constraints : "", extra);
@@ -281,16 +293,20 @@ static taso_err_t check_calls(taso_library_t *lib) {
       one_line(model);
       char why[2300];
       if (c->writes == TASO_WRITES_PRODUCERS)
-        snprintf(why, sizeof why, "%s places its operands in its result, and its constraints "
+        snprintf(why, sizeof why,
+                 "%s places its operands in its result, and its constraints "
                  "allow it where a slice is not one block, or an operand is no result of its "
                  "own, or is overwritten while another is read (Z3's example: %.1500s)",
                  c->name, model);
       else
-        snprintf(why, sizeof why, "%s writes over an operand, and its constraints allow it where "
+        snprintf(why, sizeof why,
+                 "%s writes over an operand, and its constraints allow it where "
                  "a later step still reads it, or a model input, or another size (Z3's example: "
-                 "%.1500s)", c->name, model);
-      return bad(lib, c->line, c->writes == TASO_WRITES_PRODUCERS ? "unsafe placing call"
-                                                                  : "unsafe in-place call", why);
+                 "%.1500s)",
+                 c->name, model);
+      return bad(
+          lib, c->line,
+          c->writes == TASO_WRITES_PRODUCERS ? "unsafe placing call" : "unsafe in-place call", why);
     }
   }
   return TASO_OK;
@@ -328,16 +344,23 @@ taso_err_t taso_library_load(const char *path, taso_library_t **out) {
 
 void taso_library_free(taso_library_t *lib) {
   if (!lib) return;
-  for (int i = 0; i < lib->ncalls; i++) free(lib->calls[i].constraints);
+  for (int i = 0; i < lib->ncalls; i++)
+    free(lib->calls[i].constraints);
   free(lib->properties);
   free(lib->cache);
   taso_z3_close(lib->z3);
   free(lib);
 }
 
-const char *taso_library_name(const taso_library_t *lib) { return lib->name; }
-int taso_library_ncalls(const taso_library_t *lib) { return lib->ncalls; }
-const taso_lib_call_t *taso_library_call(const taso_library_t *lib, int i) { return &lib->calls[i]; }
+const char *taso_library_name(const taso_library_t *lib) {
+  return lib->name;
+}
+int taso_library_ncalls(const taso_library_t *lib) {
+  return lib->ncalls;
+}
+const taso_lib_call_t *taso_library_call(const taso_library_t *lib, int i) {
+  return &lib->calls[i];
+}
 
 bool taso_library_covers(const taso_library_t *lib, int i, const taso_rt_config_t *cfg) {
   const taso_lib_call_t *c = &lib->calls[i];
@@ -365,19 +388,23 @@ void taso_library_props_of(const taso_rt_config_t *cfg, taso_lib_props_t *p) {
     p->channels_in = cfg->in[0].dim[cfg->in[0].rank - 1];
     p->channels_out = o->dim[o->rank - 1];
   }
-  if (cfg->kind == TASO_OP_CONV2D || cfg->kind == TASO_OP_POOL_AVG || cfg->kind == TASO_OP_POOL_MAX) {
+  if (cfg->kind == TASO_OP_CONV2D || cfg->kind == TASO_OP_POOL_AVG ||
+      cfg->kind == TASO_OP_POOL_MAX) {
     p->stride_h = cfg->p.stride[0];
     p->stride_w = cfg->p.stride[1];
   }
   p->outer = 1;
   if (cfg->kind == TASO_OP_CONCAT) {
     int64_t inner = 1, offset = 0;
-    for (int d = 0; d < cfg->p.axis; d++) p->outer *= o->dim[d];
-    for (int d = cfg->p.axis + 1; d < o->rank; d++) inner *= o->dim[d];
+    for (int d = 0; d < cfg->p.axis; d++)
+      p->outer *= o->dim[d];
+    for (int d = cfg->p.axis + 1; d < o->rank; d++)
+      inner *= o->dim[d];
     p->slice_align = 256;
     for (int a = 0; a < cfg->nin; a++) {
       int64_t bytes = 4 * offset;
-      while (bytes % p->slice_align) p->slice_align /= 2;
+      while (bytes % p->slice_align)
+        p->slice_align /= 2;
       offset += cfg->in[a].dim[cfg->p.axis] * inner;
     }
   }
@@ -386,7 +413,8 @@ void taso_library_props_of(const taso_rt_config_t *cfg, taso_lib_props_t *p) {
 static uint64_t answer_hash(int call, const taso_lib_props_t *p) {
   uint64_t h = 1469598103934665603ull ^ (uint64_t)call;
   const unsigned char *b = (const unsigned char *)p;
-  for (size_t i = 0; i < sizeof *p; i++) h = (h ^ b[i]) * 1099511628211ull;
+  for (size_t i = 0; i < sizeof *p; i++)
+    h = (h ^ b[i]) * 1099511628211ull;
   return h;
 }
 
@@ -425,7 +453,8 @@ taso_err_t taso_library_allows(taso_library_t *lib, int i, const taso_lib_props_
   /* a call that writes in place (or places) is made only so, and one that does not, only not */
   int writes = lib->calls[i].writes;
   bool sat = p->overwrites == (writes == TASO_WRITES_OPERAND || writes == TASO_WRITES_SUMMAND) &&
-             p->placed == (writes == TASO_WRITES_PRODUCERS) && (lib->calls[i].layouts >> p->layout & 1);
+             p->placed == (writes == TASO_WRITES_PRODUCERS) &&
+             (lib->calls[i].layouts >> p->layout & 1);
   if (sat) TASO_TRY(satisfiable(lib, i, facts, &sat, NULL, 0));
   if (slot) *slot = (answer_t){.used = true, .ok = sat, .call = i, .p = *p};
   *ok = sat;

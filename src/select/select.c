@@ -10,8 +10,8 @@
 
 /* The best call for one configuration. */
 typedef struct {
-  double ms;    /* HUGE_VAL: no call may be made */
-  int call;     /* library call index */
+  double ms; /* HUGE_VAL: no call may be made */
+  int call;  /* library call index */
   int32_t layout;
   int32_t in_place; /* 0, or 1 + the operand it writes over */
 } choice_t;
@@ -32,7 +32,9 @@ static bool has_4d(const taso_rt_config_t *cfg) {
   return cfg->out[0].rank == 4 || (cfg->nout > 1 && cfg->out[1].rank == 4);
 }
 
-static bool absent(const sel_t *s, int node) { return s->opt->absent && s->opt->absent[node]; }
+static bool absent(const sel_t *s, int node) {
+  return s->opt->absent && s->opt->absent[node];
+}
 
 /* Operands computed by absent nodes are weights once folded: cold. */
 static void mark_folded(const sel_t *s, taso_rt_config_t *cfg, const taso_ref_t *in) {
@@ -43,7 +45,8 @@ static void mark_folded(const sel_t *s, taso_rt_config_t *cfg, const taso_ref_t 
 /* The operands of node i. */
 static void operands(const taso_model_t *m, int i, taso_ref_t *in) {
   const taso_node_t *n = &m->graph.nodes[i];
-  for (int a = 0; a < taso_ops[n->kind].arity; a++) in[a] = n->in[a];
+  for (int a = 0; a < taso_ops[n->kind].arity; a++)
+    in[a] = n->in[a];
 }
 
 /* The operand a call covering cfg could write over: a fused sum's summand,
@@ -58,8 +61,8 @@ static int overwritable(const taso_rt_config_t *cfg) {
 /* The cheapest call writing cfg's result over operand k (tensor in[k]) that
  * the library allows where that operand is read later or not (read_later):
  * *call its index, -1 when none may be made. */
-static taso_err_t in_place_call(sel_t *s, const taso_rt_config_t *cfg, const taso_ref_t *in,
-                                int k, bool read_later, double *ms, int *call) {
+static taso_err_t in_place_call(sel_t *s, const taso_rt_config_t *cfg, const taso_ref_t *in, int k,
+                                bool read_later, double *ms, int *call) {
   const taso_model_t *m = s->m;
   taso_rt_config_t v = *cfg;
   v.in_place = k + 1;
@@ -67,13 +70,16 @@ static taso_err_t in_place_call(sel_t *s, const taso_rt_config_t *cfg, const tas
   taso_library_props_of(&v, &p);
   p.overwrites = true;
   p.read_later = read_later;
-  p.is_input = m->graph.nodes[TASO_REF_NODE(in[k])].kind == TASO_OP_INPUT || absent(s, TASO_REF_NODE(in[k]));
+  p.is_input =
+      m->graph.nodes[TASO_REF_NODE(in[k])].kind == TASO_OP_INPUT || absent(s, TASO_REF_NODE(in[k]));
   p.same_size = taso_tensor_size(&v.in[k]) == taso_tensor_size(&v.out[0]);
-  for (int a = 0; a < v.nin; a++) p.read_twice |= a != k && in[a] == in[k];
+  for (int a = 0; a < v.nin; a++)
+    p.read_twice |= a != k && in[a] == in[k];
   int writes = cfg->fuse & TASO_FUSE_SUM ? TASO_WRITES_SUMMAND : TASO_WRITES_OPERAND;
   *call = -1;
   for (int c = 0; c < taso_library_ncalls(s->lib); c++) {
-    if (taso_library_call(s->lib, c)->writes != writes || !taso_library_covers(s->lib, c, &v)) continue;
+    if (taso_library_call(s->lib, c)->writes != writes || !taso_library_covers(s->lib, c, &v))
+      continue;
     bool ok;
     TASO_TRY(taso_library_allows(s->lib, c, &p, &ok));
     if (!ok) continue;
@@ -89,9 +95,8 @@ static taso_err_t in_place_call(sel_t *s, const taso_rt_config_t *cfg, const tas
  * (in), also a call writing in place over one whose only reader, in the
  * whole graph, is this step (then nothing reads it after, whatever the
  * plan's order), so that fusion is weighed with what in place saves. */
-static taso_err_t best_call(sel_t *s, taso_rt_config_t *cfg, const taso_ref_t *in,
-                            choice_t *best) {
-  unsigned layouts = s->opt->plain ? 1u << TASO_RT_NCHW
+static taso_err_t best_call(sel_t *s, taso_rt_config_t *cfg, const taso_ref_t *in, choice_t *best) {
+  unsigned layouts = s->opt->plain  ? 1u << TASO_RT_NCHW
                      : s->opt->nhwc ? 1u << TASO_RT_NHWC
                                     : 1u << TASO_RT_NCHW | 1u << TASO_RT_BLOCKED;
   if (!has_4d(cfg)) layouts = 1u << TASO_RT_NCHW; /* the same bytes in any layout */
@@ -118,7 +123,8 @@ static taso_err_t best_call(sel_t *s, taso_rt_config_t *cfg, const taso_ref_t *i
     if (k < 0) continue;
     int c;
     TASO_TRY(in_place_call(s, cfg, in, k, s->uses[in[k]] > 1, &ms, &c));
-    if (c >= 0 && ms <= best->ms) *best = (choice_t){.ms = ms, .call = c, .layout = l, .in_place = k + 1};
+    if (c >= 0 && ms <= best->ms)
+      *best = (choice_t){.ms = ms, .call = c, .layout = l, .in_place = k + 1};
   }
   cfg->layout = best->layout;
   return TASO_OK;
@@ -127,16 +133,17 @@ static taso_err_t best_call(sel_t *s, taso_rt_config_t *cfg, const taso_ref_t *i
 static taso_err_t no_call(sel_t *s, const taso_rt_config_t *cfg, int node) {
   char text[256];
   taso_rt_config_format(cfg, text, sizeof text);
-  return taso_error(TASO_ERR_UNSUPPORTED, "library %s has no call that may be made for node t%d (%s)",
+  return taso_error(TASO_ERR_UNSUPPORTED,
+                    "library %s has no call that may be made for node t%d (%s)",
                     taso_library_name(s->lib), node, text);
 }
 
 /* A head's options: fused with k = 0..len epilogue nodes. */
 typedef struct {
-  int len;                       /* epilogue nodes in its longest chain */
-  int node[MAX_EXTRA + 1];       /* node[k]: the chain's node k (node[0]: the head) */
-  choice_t opt[MAX_EXTRA + 1];   /* the best call fused with k nodes */
-  int k;                         /* chosen; -1 undecided */
+  int len;                     /* epilogue nodes in its longest chain */
+  int node[MAX_EXTRA + 1];     /* node[k]: the chain's node k (node[0]: the head) */
+  choice_t opt[MAX_EXTRA + 1]; /* the best call fused with k nodes */
+  int k;                       /* chosen; -1 undecided */
 } head_t;
 
 /* Cost of head h fused with k nodes, plus its chain's other nodes alone
@@ -154,14 +161,16 @@ static double chain_cost(const head_t *h, int k, const choice_t *single, const i
 }
 
 static void cover(head_t *heads, int h, int *covered) {
-  for (int j = 1; j <= heads[h].k; j++) covered[heads[h].node[j]] = h;
+  for (int j = 1; j <= heads[h].k; j++)
+    covered[heads[h].node[j]] = h;
 }
 
 /* Decides head h alone: its best length, not reaching a covered node. */
 static void decide_alone(head_t *heads, int h, const choice_t *single, int *covered) {
   head_t *x = &heads[h];
   int limit = 0;
-  while (limit < x->len && covered[x->node[limit + 1]] < 0) limit++;
+  while (limit < x->len && covered[x->node[limit + 1]] < 0)
+    limit++;
   double best = HUGE_VAL;
   x->k = 0;
   for (int k = 0; k <= limit; k++) {
@@ -181,7 +190,8 @@ static void decide_pair(head_t *heads, int a, int b, const choice_t *single, int
     const head_t *h = side ? y : x;
     for (int j = 1; j <= h->len; j++) {
       int u = 0;
-      while (u < n && nodes[u] != h->node[j]) u++;
+      while (u < n && nodes[u] != h->node[j])
+        u++;
       if (u == n) nodes[n] = h->node[j], at[0][n] = at[1][n] = 0, n++;
       at[side][u] = j;
     }
@@ -221,12 +231,16 @@ static int *liveness(const sel_t *s, const step_t *steps, int n) {
   int refs = 2 * g->nnodes;
   int *last = malloc(sizeof *last * (size_t)(2 * refs + 1));
   if (!last) return NULL;
-  for (int i = 0; i < refs; i++) last[i] = -1;
+  for (int i = 0; i < refs; i++)
+    last[i] = -1;
   for (int i = 0; i < n; i++)
-    for (int a = 0; a < steps[i].cfg.nin; a++) last[steps[i].in[a]] = i;
-  for (int o = 0; o < g->noutputs; o++) last[g->outputs[o]] = n;
+    for (int a = 0; a < steps[i].cfg.nin; a++)
+      last[steps[i].in[a]] = i;
+  for (int o = 0; o < g->noutputs; o++)
+    last[g->outputs[o]] = n;
   int *group = last + refs;
-  for (int i = 0; i < refs; i++) group[i] = -1;
+  for (int i = 0; i < refs; i++)
+    group[i] = -1;
   for (int i = 0; i < refs; i++)
     if (last[i] > group[s->root[i]]) group[s->root[i]] = last[i];
   return last;
@@ -276,8 +290,8 @@ static taso_err_t in_place(sel_t *s, step_t *steps, taso_call_t *calls, int n) {
  * would share (its operands and result) while another of them is read;
  * last: each tensor's last reader (liveness's first half, which placing
  * does not change). */
-static bool overwritten(const step_t *steps, const taso_call_t *calls, int n,
-                        int c, const int *last) {
+static bool overwritten(const step_t *steps, const taso_call_t *calls, int n, int c,
+                        const int *last) {
   const step_t *cs = &steps[c];
   taso_ref_t result = TASO_REF(calls[c].node, 0);
   int end = last[result];
@@ -287,7 +301,8 @@ static bool overwritten(const step_t *steps, const taso_call_t *calls, int n,
     if (calls[j].in_place <= 0) continue;
     taso_ref_t t = steps[j].in[calls[j].in_place - 1];
     bool member = t == result;
-    for (int a = 0; a < cs->cfg.nin; a++) member |= t == cs->in[a];
+    for (int a = 0; a < cs->cfg.nin; a++)
+      member |= t == cs->in[a];
     if (member && end > j) return true;
   }
   return false;
@@ -314,7 +329,8 @@ static taso_err_t try_place(sel_t *s, step_t *steps, taso_call_t *calls, int n, 
     int node = TASO_REF_NODE(cs->in[a]);
     prod[a] = m->graph.nodes[node].kind == TASO_OP_INPUT || absent(s, node) ? -1 : step_at[node];
     p.producers_own = prod[a] >= 0 && s->root[cs->in[a]] == cs->in[a];
-    for (int b = 0; b < a && p.producers_own; b++) p.producers_own = cs->in[b] != cs->in[a];
+    for (int b = 0; b < a && p.producers_own; b++)
+      p.producers_own = cs->in[b] != cs->in[a];
     alt[a].ms = -1;
     if (p.producers_own && calls[prod[a]].in_place > 0) {
       taso_rt_config_t own = steps[prod[a]].cfg;
@@ -363,8 +379,10 @@ static taso_err_t place(sel_t *s, step_t *steps, taso_call_t *calls, int n) {
     free(last);
     return taso_error(TASO_ERR_NOMEM, "placing");
   }
-  for (int i = 0; i < nn; i++) step_at[i] = -1;
-  for (int i = 0; i < n; i++) step_at[calls[i].node] = i;
+  for (int i = 0; i < nn; i++)
+    step_at[i] = -1;
+  for (int i = 0; i < n; i++)
+    step_at[calls[i].node] = i;
   taso_err_t err = TASO_OK;
   for (int i = n - 1; i >= 0 && err == TASO_OK; i--)
     if (steps[i].cfg.kind == TASO_OP_CONCAT && calls[i].in_place == 0)
@@ -389,12 +407,14 @@ static taso_err_t single_choices(sel_t *s, choice_t *single, int *head_at, int *
     mark_folded(s, &cfg, in);
     TASO_TRY(best_call(s, &cfg, in, &single[i]));
     if (single[i].ms == HUGE_VAL) return no_call(s, &cfg, i);
-    if (!s->opt->plain && (kind == TASO_OP_CONV2D || kind == TASO_OP_MATMUL)) head_at[i] = (*nheads)++;
+    if (!s->opt->plain && (kind == TASO_OP_CONV2D || kind == TASO_OP_MATMUL))
+      head_at[i] = (*nheads)++;
   }
   return TASO_OK;
 }
 
-static taso_err_t head_choices(sel_t *s, const choice_t *single, const int *head_at, head_t *heads) {
+static taso_err_t head_choices(sel_t *s, const choice_t *single, const int *head_at,
+                               head_t *heads) {
   const taso_model_t *m = s->m;
   for (int i = 0; i < m->graph.nnodes; i++) {
     if (head_at[i] < 0) continue;
@@ -468,7 +488,10 @@ static taso_err_t emit(sel_t *s, int first, int node, int fused, const choice_t 
   st->cfg.layout = c->layout;
   st->cfg.in_place = c->in_place;
   st->ms = c->ms;
-  *call = (taso_call_t){.node = node, .first_node = first, .fused = fused, .layout = c->layout,
+  *call = (taso_call_t){.node = node,
+                        .first_node = first,
+                        .fused = fused,
+                        .layout = c->layout,
                         .in_place = c->in_place};
   snprintf(call->call, sizeof call->call, "%s", taso_library_call(s->lib, c->call)->name);
   return TASO_OK;
@@ -488,22 +511,26 @@ taso_err_t taso_select_plan(const taso_model_t *m, taso_library_t *lib,
   step_t *steps = malloc(sizeof *steps * cap);
   s.uses = taso_rt_consumers(m);
   s.root = malloc(sizeof *s.root * (2 * cap + 1));
-  for (int t = 0; s.root && t < 2 * nn; t++) s.root[t] = t;
+  for (int t = 0; s.root && t < 2 * nn; t++)
+    s.root[t] = t;
   *calls_out = NULL;
   *ncalls = 0;
   memset(stats, 0, sizeof *stats);
   taso_err_t err = TASO_OK;
-  if (!single || !head_at || !covered || !owner1 || !owner2 || !heads || !calls || !steps || !s.uses ||
-      !s.root)
+  if (!single || !head_at || !covered || !owner1 || !owner2 || !heads || !calls || !steps ||
+      !s.uses || !s.root)
     err = taso_error(TASO_ERR_NOMEM, "selection for %d nodes", nn);
   if (err == TASO_OK) err = single_choices(&s, single, head_at, &nheads);
   if (err == TASO_OK) err = head_choices(&s, single, head_at, heads);
-  for (int i = 0; i < nn && err == TASO_OK; i++) covered[i] = owner1[i] = owner2[i] = -1;
+  for (int i = 0; i < nn && err == TASO_OK; i++)
+    covered[i] = owner1[i] = owner2[i] = -1;
   for (int h = 0; h < nheads && err == TASO_OK; h++)
     for (int j = 1; j <= heads[h].len; j++) {
       int v = heads[h].node[j];
-      if (owner1[v] < 0) owner1[v] = h;
-      else if (owner2[v] < 0) owner2[v] = h;
+      if (owner1[v] < 0)
+        owner1[v] = h;
+      else if (owner2[v] < 0)
+        owner2[v] = h;
     }
   for (int h = 0; h < nheads && err == TASO_OK; h++) {
     if (heads[h].k >= 0) continue;

@@ -33,19 +33,19 @@
 typedef taso_err_t (*taso_select_cost_fn)(void *ctx, const taso_rt_config_t *cfg, double *ms);
 
 typedef struct {
-  bool plain;        /* one call per operator, NCHW, none in place: the baseline */
-  bool nhwc;         /* every step channels last; false: NCHW or BLOCKED per step */
-  bool warm_weights; /* no operand timed cold (taso_rt_weights_stay_warm) */
+  bool plain;         /* one call per operator, NCHW, none in place: the baseline */
+  bool nhwc;          /* every step channels last; false: NCHW or BLOCKED per step */
+  bool warm_weights;  /* no operand timed cold (taso_rt_weights_stay_warm) */
   const bool *absent; /* nodes computed from weights alone, taken as weights (what
                          writing the model folds; the optimizer's cost); NULL: none */
 } taso_select_options_t;
 
 typedef struct {
-  double ms;             /* the plan's cost: the sum of its calls' */
+  double ms;                           /* the plan's cost: the sum of its calls' */
   int steps, fused, in_place, blocked; /* steps; of them fused, in place, blocked */
-  int placed;            /* concats whose operands are written into their result */
-  int64_t bytes;         /* buffers of the plan: every tensor, less those written in place
-                            or placed in a concat */
+  int placed;                          /* concats whose operands are written into their result */
+  int64_t bytes;           /* buffers of the plan: every tensor, less those written in place
+                              or placed in a concat */
   int64_t queries, cached; /* Z3 queries; answers from the cache */
 } taso_select_stats_t;
 

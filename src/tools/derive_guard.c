@@ -17,8 +17,7 @@ void taso_tool_axioms_path(const taso_tool_t *t, const char *option, char *path,
   char missing[1024];
   snprintf(missing, sizeof missing, "%s", path);
   snprintf(path, len, "%s/axioms", data && *data ? data : TASO_DEFAULT_DATA_DIR);
-  if (t->have_job)
-    taso_tool_warn(t, "the job's axioms %s not found; using %s", missing, path);
+  if (t->have_job) taso_tool_warn(t, "the job's axioms %s not found; using %s", missing, path);
 }
 
 taso_err_t taso_tool_guard_open(const taso_tool_t *t, const char *path, const taso_inputs_t *in,
@@ -68,9 +67,12 @@ void taso_tool_derive_opts(const taso_tool_t *t, taso_rule_guard_t *guard, taso_
   }
 }
 
-void taso_tool_guard_print(const taso_tool_t *t, const char *prefix, const taso_rule_guard_stats_t *g) {
-  taso_tool_print(t, "%s: %lld matches, %lld at their proved shapes, %lld re-proved (%lld relations "
-                  "decided, %.1f s), %lld refused\n", prefix, (long long)g->matches,
-                  (long long)g->by_condition, (long long)g->by_reproof, (long long)g->proofs,
-                  g->proof_seconds, (long long)g->refused);
+void taso_tool_guard_print(const taso_tool_t *t, const char *prefix,
+                           const taso_rule_guard_stats_t *g) {
+  taso_tool_print(t,
+                  "%s: %lld matches, %lld at their proved shapes, %lld re-proved (%lld relations "
+                  "decided, %.1f s), %lld refused\n",
+                  prefix, (long long)g->matches, (long long)g->by_condition,
+                  (long long)g->by_reproof, (long long)g->proofs, g->proof_seconds,
+                  (long long)g->refused);
 }

@@ -42,7 +42,8 @@ taso_err_t taso_tool_guard_rewrite(void *guard, int64_t rule, int dir, const tas
 void taso_tool_guard_optimistic(void *guard, bool on);
 
 /* Rank 0 prints the guard's counters: "PREFIX: N matches, ..." */
-void taso_tool_guard_print(const taso_tool_t *t, const char *prefix, const taso_rule_guard_stats_t *g);
+void taso_tool_guard_print(const taso_tool_t *t, const char *prefix,
+                           const taso_rule_guard_stats_t *g);
 
 /* Derivation options from the job's [generate] derive_* keys, with the
  * guard (NULL: the checked engine alone). */

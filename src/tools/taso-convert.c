@@ -44,7 +44,8 @@ static bool ends_with(const char *s, const char *tail) {
 static taso_err_t print_list(void) {
   char names[64][64];
   int n = taso_model_builtin_list(names, 64);
-  for (int i = 0; i < n && i < 64; i++) printf("%s\n", names[i]);
+  for (int i = 0; i < n && i < 64; i++)
+    printf("%s\n", names[i]);
   return TASO_OK;
 }
 
@@ -68,9 +69,10 @@ static taso_err_t convert(taso_tool_t *t) {
     int64_t counts[TASO_OP_COUNT], bytes, ops = 0;
     double flops;
     taso_model_stats(&m, counts, &flops, &bytes);
-    for (int k = TASO_OP_INPUT + 1; k < TASO_OP_COUNT; k++) ops += counts[k];
-    taso_tool_summary(t, "%s -> %s: model %s, %lld operators, %.1f MiB of weights", t->in_path,
-                      out, m.name, (long long)ops, (double)bytes / (1 << 20));
+    for (int k = TASO_OP_INPUT + 1; k < TASO_OP_COUNT; k++)
+      ops += counts[k];
+    taso_tool_summary(t, "%s -> %s: model %s, %lld operators, %.1f MiB of weights", t->in_path, out,
+                      m.name, (long long)ops, (double)bytes / (1 << 20));
   }
   taso_model_free(&m);
   return err;

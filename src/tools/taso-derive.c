@@ -30,18 +30,26 @@ static const char *steps_opt, *extra_opt, *nodes_opt, *against_opt;
 static bool proved_opt;
 static bool no_guard;
 static const taso_tool_option_t options[] = {
-    {"steps", "N", "rewrites a derivation may take, both sides together (default: the job's "
-     "derive_steps)", &steps_opt},
-    {"extra-ops", "N", "operators past the larger side in intermediate graphs (default: the job's "
-     "derive_extra_ops)", &extra_opt},
+    {"steps", "N",
+     "rewrites a derivation may take, both sides together (default: the job's "
+     "derive_steps)",
+     &steps_opt},
+    {"extra-ops", "N",
+     "operators past the larger side in intermediate graphs (default: the job's "
+     "derive_extra_ops)",
+     &extra_opt},
     {"nodes", "N", "graphs per side of one search (default: the job's derive_nodes)", &nodes_opt},
-    {"against", "FILE", "instead of the pruned pairs, check every substitution kept in FILE (candidates "
-     "of the same inputs, e.g. an exhaustive run): in the input's kept set, or derived from it", &against_opt},
+    {"against", "FILE",
+     "instead of the pruned pairs, check every substitution kept in FILE (candidates "
+     "of the same inputs, e.g. an exhaustive run): in the input's kept set, or derived from it",
+     &against_opt},
     {0},
 };
 static const taso_tool_flag_t flags[] = {
-    {"proved", "with --against: IN and FILE are taso-verify outputs, and only their proved "
-     "substitutions count (the rules the optimizer applies)", &proved_opt},
+    {"proved",
+     "with --against: IN and FILE are taso-verify outputs, and only their proved "
+     "substitutions count (the rules the optimizer applies)",
+     &proved_opt},
     {"no-guard", "rules only inside their recorded shape relations (no re-proofs)", &no_guard},
     {0},
 };
@@ -76,16 +84,16 @@ static taso_err_t load_job(taso_tool_t *t, taso_artifact_t *a) {
   if (err == TASO_OK && !recorded[0])
     err = taso_error(TASO_ERR_FORMAT, "%s records no job file; pass --job FILE", t->in_path);
   if (err == TASO_OK && (err = taso_tool_load_job(t, recorded)) != TASO_OK)
-    err = taso_error_prefix(err, "no --job given, and the job %s was generated from cannot be loaded: ",
-                            t->in_path);
+    err = taso_error_prefix(
+        err, "no --job given, and the job %s was generated from cannot be loaded: ", t->in_path);
   free(recorded);
   return err;
 }
 
 /* The kept candidates of an opened artifact, in their order (graphs over
  * in, its input table); with --proved, its proved substitutions only. */
-static taso_err_t read_kept(taso_tool_t *t, taso_artifact_t *a, const char *path, const taso_inputs_t *in,
-                            taso_cand_t **cands, int64_t *ncands) {
+static taso_err_t read_kept(taso_tool_t *t, taso_artifact_t *a, const char *path,
+                            const taso_inputs_t *in, taso_cand_t **cands, int64_t *ncands) {
   taso_graph_t *graphs = NULL;
   taso_subst_t *rows = NULL;
   int64_t ngraphs = 0, nrows = 0;
@@ -99,8 +107,10 @@ static taso_err_t read_kept(taso_tool_t *t, taso_artifact_t *a, const char *path
     char *key = NULL;
     if (proved_opt && rows[i].verdict != TASO_VERDICT_PROVED) continue;
     if (rows[i].src < 0 || rows[i].src >= ngraphs || rows[i].dst < 0 || rows[i].dst >= ngraphs)
-      err = taso_error(TASO_ERR_PARSE, "%s: row %lld names graphs out of range", path, (long long)i);
-    if (err == TASO_OK) err = taso_cand_key(in, &graphs[rows[i].src], &graphs[rows[i].dst], false, &key);
+      err =
+          taso_error(TASO_ERR_PARSE, "%s: row %lld names graphs out of range", path, (long long)i);
+    if (err == TASO_OK)
+      err = taso_cand_key(in, &graphs[rows[i].src], &graphs[rows[i].dst], false, &key);
     if (err == TASO_OK) err = taso_cand_parse(in, key, &(*cands)[(*ncands)++]);
   }
   free(rows);
@@ -109,7 +119,9 @@ static taso_err_t read_kept(taso_tool_t *t, taso_artifact_t *a, const char *path
 }
 
 /* The kind of artifact both inputs are: verified ones with --proved. */
-static const char *kind(void) { return proved_opt ? TASO_KIND_SUBSTITUTIONS : TASO_KIND_CANDIDATES; }
+static const char *kind(void) {
+  return proved_opt ? TASO_KIND_SUBSTITUTIONS : TASO_KIND_CANDIDATES;
+}
 
 /* Reads the kept candidates, in their order, and (unless against) every
  * pruned row. */
@@ -123,9 +135,12 @@ static taso_err_t load(taso_tool_t *t, taso_inputs_t *in, taso_cand_t **cands, i
   if (!against) {
     TASO_TOOL_STEP(t, err, taso_artifact_table_length(a, &taso_pruned_table, npruned));
     if (err == TASO_OK && *npruned == 0)
-      err = taso_error(TASO_ERR_PARSE, "%s: no /pruned rows: written by an older taso-generate, "
-                       "or nothing was pruned; generate it again", t->in_path);
-    TASO_TOOL_STEP(t, err, taso_artifact_read_table(a, &taso_pruned_table, 0, *npruned, (void **)pruned));
+      err = taso_error(TASO_ERR_PARSE,
+                       "%s: no /pruned rows: written by an older taso-generate, "
+                       "or nothing was pruned; generate it again",
+                       t->in_path);
+    TASO_TOOL_STEP(t, err,
+                   taso_artifact_read_table(a, &taso_pruned_table, 0, *npruned, (void **)pruned));
   }
   TASO_TOOL_STEP(t, err, read_kept(t, a, t->in_path, in, cands, ncands));
   err = taso_tool_close(t, &a, err);
@@ -136,7 +151,8 @@ static taso_err_t load(taso_tool_t *t, taso_inputs_t *in, taso_cand_t **cands, i
 static bool same_inputs(const taso_inputs_t *a, const taso_inputs_t *b) {
   if (a->n != b->n) return false;
   for (int i = 0; i < a->n; i++)
-    if (strcmp(a->v[i].name, b->v[i].name) || !taso_tensor_equal(&a->v[i].type, &b->v[i].type)) return false;
+    if (strcmp(a->v[i].name, b->v[i].name) || !taso_tensor_equal(&a->v[i].type, &b->v[i].type))
+      return false;
   return true;
 }
 
@@ -153,8 +169,10 @@ static taso_err_t load_against(taso_tool_t *t, const char *path, const taso_inpu
   TASO_TOOL_STEP(t, err, taso_artifact_open(t->comm, path, kind(), &a));
   TASO_TOOL_STEP(t, err, taso_artifact_read_inputs(a, &other));
   if (err == TASO_OK && !same_inputs(in, &other))
-    err = taso_error(TASO_ERR_FORMAT, "--against %s: its input table differs from %s's: the sets are "
-                     "over other tensors", path, t->in_path);
+    err = taso_error(TASO_ERR_FORMAT,
+                     "--against %s: its input table differs from %s's: the sets are "
+                     "over other tensors",
+                     path, t->in_path);
   TASO_TOOL_STEP(t, err, read_kept(t, a, path, in, &cands, &n));
   err = taso_tool_close(t, &a, err);
   *rows = err == TASO_OK ? calloc((size_t)n + 1, sizeof **rows) : NULL;
@@ -162,12 +180,13 @@ static taso_err_t load_against(taso_tool_t *t, const char *path, const taso_inpu
   *nrows = 0;
   for (int64_t i = 0; i < n && err == TASO_OK; i++) {
     if (strlen(cands[i].key) >= TASO_PRUNED_TEXT)
-      err = taso_error(TASO_ERR_LIMIT, "%s: substitution over %d characters: %s", path, TASO_PRUNED_TEXT - 1,
-                       cands[i].key);
+      err = taso_error(TASO_ERR_LIMIT, "%s: substitution over %d characters: %s", path,
+                       TASO_PRUNED_TEXT - 1, cands[i].key);
     else
       strcpy((*rows)[(*nrows)++].text, cands[i].key);
   }
-  for (int64_t i = 0; i < n; i++) taso_cand_free(&cands[i]);
+  for (int64_t i = 0; i < n; i++)
+    taso_cand_free(&cands[i]);
   free(cands);
   taso_inputs_free(&other);
   return taso_tool_agree(t, err);
@@ -180,9 +199,10 @@ static int key_cmp(const void *a, const void *b) {
 /* Derives this rank's block of the rows: steps[i] for row lo + i. keys
  * (sorted, nkeys; --against): the kept set's texts, a row among them is
  * in the set (0 steps, no search). */
-static taso_err_t derive_block(taso_tool_t *t, const taso_inputs_t *in, const taso_derive_opts_t *opts,
-                               const taso_cand_t *cands, int64_t ncands, const taso_pruned_t *pruned,
-                               int64_t lo, int64_t hi, char **keys, int64_t nkeys, int32_t *steps) {
+static taso_err_t derive_block(taso_tool_t *t, const taso_inputs_t *in,
+                               const taso_derive_opts_t *opts, const taso_cand_t *cands,
+                               int64_t ncands, const taso_pruned_t *pruned, int64_t lo, int64_t hi,
+                               char **keys, int64_t nkeys, int32_t *steps) {
   taso_deriver_t *d = NULL;
   taso_err_t err = taso_deriver_create(in, opts, &d);
   taso_progress_t progress;
@@ -202,7 +222,8 @@ static taso_err_t derive_block(taso_tool_t *t, const taso_inputs_t *in, const ta
     }
     strcpy(text, pruned[i].text);
     err = taso_cand_parse(in, text, &c);
-    if (err != TASO_OK) err = taso_error_prefix(err, "%s: pruned pair '%s': ", t->in_path, pruned[i].text);
+    if (err != TASO_OK)
+      err = taso_error_prefix(err, "%s: pruned pair '%s': ", t->in_path, pruned[i].text);
     int s = -1;
     /* the kept substitutions the generator derived it from (derive.h) */
     int64_t nrules = pruned[i].rules > 0 && pruned[i].rules <= ncands ? pruned[i].rules : ncands;
@@ -215,55 +236,67 @@ static taso_err_t derive_block(taso_tool_t *t, const taso_inputs_t *in, const ta
   return err;
 }
 
-static int option_int(taso_tool_t *t, const char *name, const char *text, int dflt, int lo, int hi) {
+static int option_int(taso_tool_t *t, const char *name, const char *text, int dflt, int lo,
+                      int hi) {
   if (!text) return dflt;
   char *end;
   long v = strtol(text, &end, 10);
-  if (*end || v < lo || v > hi) taso_tool_usage_error(t, "--%s %s: give a number from %d to %d", name, text, lo, hi);
+  if (*end || v < lo || v > hi)
+    taso_tool_usage_error(t, "--%s %s: give a number from %d to %d", name, text, lo, hi);
   return (int)v;
 }
 
 /* Rank 0: the histogram per reason and the pairs not derived. */
-static int64_t report(taso_tool_t *t, const taso_pruned_t *pruned, const int32_t *steps, int64_t n, int max_steps) {
+static int64_t report(taso_tool_t *t, const taso_pruned_t *pruned, const int32_t *steps, int64_t n,
+                      int max_steps) {
   int64_t hist[3][MAX_STEPS + 2] = {{0}}, failed = 0; /* last column: not derived */
   for (int64_t i = 0; i < n; i++) {
     int r = pruned[i].reason >= 0 && pruned[i].reason < 3 ? pruned[i].reason : 0;
     hist[r][steps[i] < 0 ? MAX_STEPS + 1 : steps[i]]++;
     failed += steps[i] < 0;
   }
-  taso_tool_print(t, "derivation steps per pruned pair (one per pattern), at most %d:\n", max_steps);
+  taso_tool_print(t, "derivation steps per pruned pair (one per pattern), at most %d:\n",
+                  max_steps);
   taso_tool_print(t, "  %-18s", "reason");
-  for (int s = 0; s <= max_steps; s++) taso_tool_print(t, " %7d", s);
+  for (int s = 0; s <= max_steps; s++)
+    taso_tool_print(t, " %7d", s);
   taso_tool_print(t, " %7s\n", "failed");
   for (int r = 0; r < 3; r++) {
     taso_tool_print(t, "  %-18s", taso_pruned_reason(r));
-    for (int s = 0; s <= max_steps; s++) taso_tool_print(t, " %7lld", (long long)hist[r][s]);
+    for (int s = 0; s <= max_steps; s++)
+      taso_tool_print(t, " %7lld", (long long)hist[r][s]);
     taso_tool_print(t, " %7lld\n", (long long)hist[r][MAX_STEPS + 1]);
   }
   int64_t other = 0; /* derived, in another count than the generator's: its verdicts differed */
   for (int64_t i = 0; i < n; i++) {
-    if (steps[i] < 0) taso_tool_print(t, "not derived (%s): %s\n", taso_pruned_reason(pruned[i].reason), pruned[i].text);
+    if (steps[i] < 0)
+      taso_tool_print(t, "not derived (%s): %s\n", taso_pruned_reason(pruned[i].reason),
+                      pruned[i].text);
     other += steps[i] >= 0 && steps[i] != pruned[i].steps;
   }
-  taso_tool_print(t, "%lld derived in another number of steps than taso-generate recorded\n", (long long)other);
+  taso_tool_print(t, "%lld derived in another number of steps than taso-generate recorded\n",
+                  (long long)other);
   return failed;
 }
 
 /* Rank 0, --against: the histogram of the other set's substitutions and
  * the ones not derived. */
-static int64_t report_against(taso_tool_t *t, const taso_pruned_t *rows, const int32_t *steps, int64_t n,
-                              int max_steps) {
+static int64_t report_against(taso_tool_t *t, const taso_pruned_t *rows, const int32_t *steps,
+                              int64_t n, int max_steps) {
   int64_t hist[MAX_STEPS + 2] = {0}, failed = 0; /* 0: in the set; last: not derived */
   for (int64_t i = 0; i < n; i++) {
     hist[steps[i] < 0 ? MAX_STEPS + 1 : steps[i]]++;
     failed += steps[i] < 0;
   }
-  taso_tool_print(t, "substitutions of %s: in %s's kept set, or derived from it in N steps (at most %d):\n",
-                  against_opt, t->in_path, max_steps);
+  taso_tool_print(
+      t, "substitutions of %s: in %s's kept set, or derived from it in N steps (at most %d):\n",
+      against_opt, t->in_path, max_steps);
   taso_tool_print(t, "  %7s", "in set");
-  for (int s = 1; s <= max_steps; s++) taso_tool_print(t, " %7d", s);
+  for (int s = 1; s <= max_steps; s++)
+    taso_tool_print(t, " %7d", s);
   taso_tool_print(t, " %7s\n  %7lld", "failed", (long long)hist[0]);
-  for (int s = 1; s <= max_steps; s++) taso_tool_print(t, " %7lld", (long long)hist[s]);
+  for (int s = 1; s <= max_steps; s++)
+    taso_tool_print(t, " %7lld", (long long)hist[s]);
   taso_tool_print(t, " %7lld\n", (long long)hist[MAX_STEPS + 1]);
   for (int64_t i = 0; i < n; i++)
     if (steps[i] < 0) taso_tool_print(t, "not derived: %s\n", rows[i].text);
@@ -287,7 +320,8 @@ int main(int argc, char **argv) {
     err = load_against(&t, against_opt, &in, &pruned, &npruned);
     if (err == TASO_OK && !(keys = calloc((size_t)ncands + 1, sizeof *keys)))
       err = taso_error(TASO_ERR_NOMEM, "substitution texts");
-    for (int64_t i = 0; err == TASO_OK && i < ncands; i++) keys[i] = cands[i].key;
+    for (int64_t i = 0; err == TASO_OK && i < ncands; i++)
+      keys[i] = cands[i].key;
     if (keys && ncands > 1) qsort(keys, (size_t)ncands, sizeof *keys, key_cmp);
     err = taso_tool_agree(&t, err);
   }
@@ -308,15 +342,17 @@ int main(int argc, char **argv) {
   err = taso_tool_agree(&t, err);
   if (err == TASO_OK) {
     taso_tool_block(&t, npruned, &lo, &hi);
-    err = taso_tool_agree(&t, derive_block(&t, &in, &opts, cands, ncands, pruned, lo, hi, keys, ncands, steps));
+    err = taso_tool_agree(
+        &t, derive_block(&t, &in, &opts, cands, ncands, pruned, lo, hi, keys, ncands, steps));
   }
   if (err == TASO_OK) {
     /* every rank's block into place on rank 0: the others left theirs at 0 */
     for (int64_t i = 0; i < npruned; i++)
       if (i < lo || i >= hi) steps[i] = 0;
     for (int64_t at = 0; at < npruned; at += 1 << 28)
-      MPI_Allreduce(MPI_IN_PLACE, steps + at, (int)(npruned - at < (1 << 28) ? npruned - at : 1 << 28),
-                    MPI_INT32_T, MPI_SUM, t.comm);
+      MPI_Allreduce(MPI_IN_PLACE, steps + at,
+                    (int)(npruned - at < (1 << 28) ? npruned - at : 1 << 28), MPI_INT32_T, MPI_SUM,
+                    t.comm);
     failed = against_opt ? report_against(&t, pruned, steps, npruned, opts.max_steps)
                          : report(&t, pruned, steps, npruned, opts.max_steps);
     if (guard) {
@@ -328,11 +364,13 @@ int main(int argc, char **argv) {
     if (failed)
       snprintf(t.findings, sizeof t.findings, "%lld of %lld %s not derived", (long long)failed,
                (long long)npruned, what);
-    taso_tool_summary(&t, "%lld %s, %lld %sderived from %lld kept substitutions", (long long)npruned, what,
-                      (long long)(npruned - failed), against_opt ? "in the set or " : "", (long long)ncands);
+    taso_tool_summary(&t, "%lld %s, %lld %sderived from %lld kept substitutions",
+                      (long long)npruned, what, (long long)(npruned - failed),
+                      against_opt ? "in the set or " : "", (long long)ncands);
   }
   taso_tool_guard_close(ax, guard);
-  for (int64_t i = 0; i < ncands; i++) taso_cand_free(&cands[i]);
+  for (int64_t i = 0; i < ncands; i++)
+    taso_cand_free(&cands[i]);
   free(cands);
   free(keys);
   free(pruned);

@@ -44,8 +44,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "candidates.h"
@@ -173,10 +173,10 @@ typedef struct {
    * knows; the classes this rank owns, of every level so far */
   classes_t reps, owned;
   classes_t smallest; /* tensor classes with expressions of different sizes: the fewest operators */
-  bool levels;                               /* progress counts the level's units */
+  bool levels;        /* progress counts the level's units */
   int64_t level_graphs[TASO_ENUM_MAX_OPS + 1]; /* graphs of each level, all ranks */
-  taso_derive_opts_t derive; /* the derivation search: job bounds, the rule guard */
-  int walk_level;            /* level by level: the level being walked */
+  taso_derive_opts_t derive;       /* the derivation search: job bounds, the rule guard */
+  int walk_level;                  /* level by level: the level being walked */
   int32_t held[TASO_ENUM_MAX_OPS]; /* the memo expression operator j holds, or -1 */
   int tape_mode;
   taso_fingerprint_t *tape;
@@ -184,7 +184,7 @@ typedef struct {
   /* the leaf's outputs when it is on the tape (tensor ids -2 - port) */
   taso_fingerprint_t leaf_fp[2];
   bool leaf_shared[2];
-  uint8_t *tape_shared;      /* a bit per tape fingerprint: its class is shared */
+  uint8_t *tape_shared; /* a bit per tape fingerprint: its class is shared */
   /* the last level: every class of memo tensors (all ranks) with the
    * fewest operators of its memo expressions. A twin pairs only with graphs
    * built from memo expressions of its outputs' classes, within max_ops in
@@ -226,7 +226,6 @@ static taso_err_t grow(void **items, int64_t n, int64_t *cap, size_t size, const
   return TASO_OK;
 }
 
-
 static taso_err_t push(void *ctx, const taso_enum_graph_t *g) {
   gen_t *c = ctx;
   int j = g->nops - 1, base = c->ninputs + j;
@@ -246,7 +245,8 @@ static taso_err_t push(void *ctx, const taso_enum_graph_t *g) {
     if (c->tape_mode == TAPE_WRITE) {
       TASO_TRY(taso_memo_eval(c->m, &node, in, it, ot, c->leaf_fp));
       for (int p = 0; p < ports; p++) {
-        TASO_TRY(grow((void **)&c->tape, c->ntape, &c->tape_cap, sizeof *c->tape, "tape fingerprints"));
+        TASO_TRY(
+            grow((void **)&c->tape, c->ntape, &c->tape_cap, sizeof *c->tape, "tape fingerprints"));
         c->tape[c->ntape++] = c->leaf_fp[p];
       }
     } else {
@@ -314,7 +314,6 @@ static bool want(void *ctx, const taso_enum_graph_t *g, int32_t variant, const t
   return !(disjoint && kept);
 }
 
-
 typedef struct {
   taso_fingerprint_t fp;
   taso_ref_t ref;
@@ -358,8 +357,8 @@ static bool outputs_connected(int n, const unsigned *cones) {
 /* Whether every output's tensor has an equal tensor elsewhere; cones[i]
  * receives output i's operators (cone: the enumerator's cone masks, NULL
  * without operators). */
-static bool outputs_shared(const gen_t *c, const unsigned *cone, int nsinks, const taso_ref_t *sinks,
-                           unsigned *cones) {
+static bool outputs_shared(const gen_t *c, const unsigned *cone, int nsinks,
+                           const taso_ref_t *sinks, unsigned *cones) {
   for (int i = 0; i < nsinks; i++) {
     if (!tensor_shared(c, c->tid[sinks[i]])) return false;
     int j = TASO_REF_NODE(sinks[i]) - c->ninputs;
@@ -371,7 +370,8 @@ static bool outputs_shared(const gen_t *c, const unsigned *cone, int nsinks, con
 /* The record of a graph, outputs sorted by fingerprint (fps receives
  * them in that order); false when two outputs are equal. */
 static bool fill_record(const gen_t *c, int nops, const int32_t *variant, const taso_ref_t (*in)[3],
-                        int nsinks, const taso_ref_t *sinks, taso_grec_t *r, taso_fingerprint_t *fps) {
+                        int nsinks, const taso_ref_t *sinks, taso_grec_t *r,
+                        taso_fingerprint_t *fps) {
   sink_t s[2 * TASO_ENUM_MAX_OPS + 2];
   for (int i = 0; i < nsinks; i++) {
     s[i].fp = tensor_fp(c, c->tid[sinks[i]]);
@@ -384,7 +384,8 @@ static bool fill_record(const gen_t *c, int nops, const int32_t *variant, const 
       s[j - 1] = x;
     }
   memset(r, 0, sizeof *r);
-  for (int i = 0; i < nsinks; i++) fps[i] = s[i].fp;
+  for (int i = 0; i < nsinks; i++)
+    fps[i] = s[i].fp;
   bool distinct;
   r->fp = taso_fingerprint_combine(fps, nsinks, &distinct);
   r->nops = (int16_t)nops;
@@ -394,7 +395,8 @@ static bool fill_record(const gen_t *c, int nops, const int32_t *variant, const 
     r->in[j][0] = (int16_t)in[j][0];
     r->in[j][1] = (int16_t)in[j][1];
   }
-  for (int i = 0; i < nsinks; i++) r->out[i] = (int16_t)s[i].ref;
+  for (int i = 0; i < nsinks; i++)
+    r->out[i] = (int16_t)s[i].ref;
   return distinct;
 }
 
@@ -402,7 +404,8 @@ static taso_err_t add_record(gen_t *c, const taso_grec_t *r) {
   if (c->spill) {
     int b = spill_bucket(&r->fp);
     if (fwrite(r, sizeof *r, 1, c->bucket[b]) != 1)
-      return taso_error(TASO_ERR_IO, "a temporary file of graph records (in $TMPDIR or /tmp): %s", strerror(errno));
+      return taso_error(TASO_ERR_IO, "a temporary file of graph records (in $TMPDIR or /tmp): %s",
+                        strerror(errno));
     c->nbucket[b]++;
     c->spilled++;
     return TASO_OK;
@@ -421,8 +424,10 @@ static int output_groups(int n, const unsigned *cones) {
     unsigned merged = cones[i];
     int keep = 0;
     for (int k = 0; k < ng; k++) { /* fold every group it touches into it */
-      if (group[k] & merged) merged |= group[k];
-      else group[keep++] = group[k];
+      if (group[k] & merged)
+        merged |= group[k];
+      else
+        group[keep++] = group[k];
     }
     group[keep] = merged;
     ng = keep + 1;
@@ -439,7 +444,8 @@ static bool joinable(const gen_t *c, int nops, int groups) {
 }
 
 /* Level by level, a leaf is visited only if joinable. */
-static bool want_joinable(void *ctx, const taso_enum_graph_t *g, int32_t variant, const taso_ref_t *in) {
+static bool want_joinable(void *ctx, const taso_enum_graph_t *g, int32_t variant,
+                          const taso_ref_t *in) {
   gen_t *c = ctx;
   const taso_op_info_t *op = &taso_ops[c->vars[variant].kind];
   unsigned cones[2 * TASO_ENUM_MAX_OPS + 2], leaf = 1u << g->nops;
@@ -448,12 +454,14 @@ static bool want_joinable(void *ctx, const taso_enum_graph_t *g, int32_t variant
     if (TASO_REF_NODE(in[a]) >= c->ninputs) leaf |= g->cone[TASO_REF_NODE(in[a]) - c->ninputs];
   cones[n++] = leaf;
   for (int s = 0; s < g->nsinks; s++)
-    if (in[0] != g->sinks[s] && in[1] != g->sinks[s]) cones[n++] = g->cone[TASO_REF_NODE(g->sinks[s]) - c->ninputs];
+    if (in[0] != g->sinks[s] && in[1] != g->sinks[s])
+      cones[n++] = g->cone[TASO_REF_NODE(g->sinks[s]) - c->ninputs];
   return joinable(c, g->nops + 1, output_groups(n, cones));
 }
 
 /* Walk 2 level by level: both. */
-static bool want_level(void *ctx, const taso_enum_graph_t *g, int32_t variant, const taso_ref_t *in) {
+static bool want_level(void *ctx, const taso_enum_graph_t *g, int32_t variant,
+                       const taso_ref_t *in) {
   return want_joinable(ctx, g, variant, in) && want(ctx, g, variant, in);
 }
 
@@ -464,7 +472,8 @@ static taso_err_t record(gen_t *c, int nops, const int32_t *variant, const taso_
                          const unsigned *cone, int nsinks, const taso_ref_t *sinks) {
   taso_fingerprint_t fps[2 * TASO_ENUM_MAX_OPS + 2];
   unsigned cones[2 * TASO_ENUM_MAX_OPS + 2] = {0};
-  if (!outputs_shared(c, cone, nsinks, sinks, cones) || outputs_disjoint(nsinks, cones)) return TASO_OK;
+  if (!outputs_shared(c, cone, nsinks, sinks, cones) || outputs_disjoint(nsinks, cones))
+    return TASO_OK;
   taso_grec_t r;
   if (!fill_record(c, nops, variant, in, nsinks, sinks, &r, fps)) {
     c->dup_outputs++;
@@ -526,14 +535,16 @@ static taso_err_t alltoall(gen_t *c, const void *send, const int64_t *count, siz
   int *sc = calloc((size_t)n, sizeof *sc), *rc = calloc((size_t)n, sizeof *rc);
   int *sd = calloc((size_t)n, sizeof *sd), *rd = calloc((size_t)n, sizeof *rd);
   int64_t *rc64 = calloc((size_t)n, sizeof *rc64);
-  taso_err_t err = (sc && rc && sd && rd && rc64) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "exchange");
+  taso_err_t err =
+      (sc && rc && sd && rd && rc64) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "exchange");
   *recv = NULL;
   *nrecv = 0;
   if (err == TASO_OK) MPI_Alltoall(count, 1, MPI_INT64_T, rc64, 1, MPI_INT64_T, c->t->comm);
   if (err == TASO_OK && from) memcpy(from, rc64, sizeof *from * (size_t)n);
   int64_t stotal = 0, rtotal = 0;
   for (int d = 0; d < n && err == TASO_OK; d++) {
-    if ((stotal + count[d]) * (int64_t)size > INT32_MAX || (rtotal + rc64[d]) * (int64_t)size > INT32_MAX)
+    if ((stotal + count[d]) * (int64_t)size > INT32_MAX ||
+        (rtotal + rc64[d]) * (int64_t)size > INT32_MAX)
       err = taso_error(TASO_ERR_LIMIT, "exchange of more than 2 GiB per rank");
     sd[d] = (int)(stotal * (int64_t)size);
     sc[d] = (int)(count[d] * (int64_t)size);
@@ -561,16 +572,18 @@ static taso_err_t alltoall(gen_t *c, const void *send, const int64_t *count, siz
 
 /* Collective. Sends every item (size bytes, starting with a
  * taso_fingerprint_t) to the owner of its fingerprint. */
-static taso_err_t exchange_by_owner(gen_t *c, const void *items, int64_t n, size_t size, void **recv,
-                                    int64_t *nrecv, int64_t *bytes_sent) {
+static taso_err_t exchange_by_owner(gen_t *c, const void *items, int64_t n, size_t size,
+                                    void **recv, int64_t *nrecv, int64_t *bytes_sent) {
   int ranks = c->t->size;
-  int64_t *count = calloc((size_t)ranks, sizeof *count), *pos = calloc((size_t)ranks + 1, sizeof *pos);
+  int64_t *count = calloc((size_t)ranks, sizeof *count),
+          *pos = calloc((size_t)ranks + 1, sizeof *pos);
   char *sorted = malloc(size * (size_t)(n + 1));
   const char *item = items;
   taso_err_t err = (count && pos && sorted) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "exchange");
   for (int64_t i = 0; err == TASO_OK && i < n; i++)
     count[owner((const taso_fingerprint_t *)(item + (size_t)i * size), ranks)]++;
-  for (int d = 0; err == TASO_OK && d < ranks; d++) pos[d + 1] = pos[d] + count[d];
+  for (int d = 0; err == TASO_OK && d < ranks; d++)
+    pos[d + 1] = pos[d] + count[d];
   for (int64_t i = 0; err == TASO_OK && i < n; i++) {
     int d = owner((const taso_fingerprint_t *)(item + (size_t)i * size), ranks);
     memcpy(sorted + (size_t)pos[d]++ * size, item + (size_t)i * size, size);
@@ -634,11 +647,14 @@ static int64_t dedup(void *items, int64_t n, size_t size, int (*cmp)(const void 
 
 /* Collective: every rank's n items of size bytes, concatenated in rank
  * order on every rank (*all malloc'd, *total items). */
-static taso_err_t allgather(gen_t *c, const void *mine, int64_t n, size_t size, void **all, int64_t *total) {
+static taso_err_t allgather(gen_t *c, const void *mine, int64_t n, size_t size, void **all,
+                            int64_t *total) {
   int ranks = c->t->size;
-  int *counts = calloc((size_t)ranks, sizeof *counts), *displs = calloc((size_t)ranks, sizeof *displs);
+  int *counts = calloc((size_t)ranks, sizeof *counts),
+      *displs = calloc((size_t)ranks, sizeof *displs);
   taso_err_t err = counts && displs ? TASO_OK : taso_error(TASO_ERR_NOMEM, "allgather");
-  if (n * (int64_t)size > INT32_MAX) err = taso_error(TASO_ERR_LIMIT, "allgather of more than 2 GiB");
+  if (n * (int64_t)size > INT32_MAX)
+    err = taso_error(TASO_ERR_LIMIT, "allgather of more than 2 GiB");
   err = taso_tool_agree(c->t, err);
   int64_t bytes = 0;
   *all = NULL;
@@ -647,11 +663,13 @@ static taso_err_t allgather(gen_t *c, const void *mine, int64_t n, size_t size, 
     int mybytes = (int)(n * (int64_t)size);
     MPI_Allgather(&mybytes, 1, MPI_INT, counts, 1, MPI_INT, c->t->comm);
     for (int d = 0; d < ranks; d++) {
-      if (bytes > INT32_MAX - counts[d]) err = taso_error(TASO_ERR_LIMIT, "allgather of more than 2 GiB");
+      if (bytes > INT32_MAX - counts[d])
+        err = taso_error(TASO_ERR_LIMIT, "allgather of more than 2 GiB");
       displs[d] = (int)bytes;
       bytes += counts[d];
     }
-    if (err == TASO_OK && !(*all = malloc((size_t)bytes + 1))) err = taso_error(TASO_ERR_NOMEM, "allgather");
+    if (err == TASO_OK && !(*all = malloc((size_t)bytes + 1)))
+      err = taso_error(TASO_ERR_NOMEM, "allgather");
     err = taso_tool_agree(c->t, err);
   }
   if (err == TASO_OK) {
@@ -672,17 +690,20 @@ static taso_err_t fpset_gather(gen_t *c, taso_fingerprint_t *mine, int64_t n, fp
   taso_err_t err = allgather(c, mine, k, sizeof *mine, (void **)&all, &total);
   if (err == TASO_OK) {
     uint64_t size = 2;
-    while (size < 2 * (uint64_t)total + 2) size *= 2;
+    while (size < 2 * (uint64_t)total + 2)
+      size *= 2;
     set->slot = calloc(size, sizeof *set->slot);
     set->mask = size - 1;
     set->bits = calloc(size / 8 + 1, sizeof *set->bits); /* 8 * size bits */
     set->bits_mask = 8 * size - 1;
-    if (!set->slot || !set->bits) err = taso_error(TASO_ERR_NOMEM, "a set of %lld fingerprints", (long long)total);
+    if (!set->slot || !set->bits)
+      err = taso_error(TASO_ERR_NOMEM, "a set of %lld fingerprints", (long long)total);
     for (int64_t i = 0; err == TASO_OK && i < total; i++) {
       uint64_t b = all[i].h[1] & set->bits_mask;
       set->bits[b / 64] |= 1ull << (b % 64);
       uint64_t h = all[i].h[0] & set->mask;
-      while ((set->slot[h].h[0] || set->slot[h].h[1]) && taso_fingerprint_cmp(&set->slot[h], &all[i]))
+      while ((set->slot[h].h[0] || set->slot[h].h[1]) &&
+             taso_fingerprint_cmp(&set->slot[h], &all[i]))
         h = (h + 1) & set->mask;
       set->n += !set->slot[h].h[0] && !set->slot[h].h[1];
       set->slot[h] = all[i];
@@ -702,7 +723,6 @@ static void mark_tensors(gen_t *c, const fpset_t *set, int mark) {
       taso_memo_mark(c->m, tid, mark, fpset_has(set, &fp));
     }
 }
-
 
 /* Collective, level by level: every rank learns the tensor classes whose
  * expressions differ in size (the owners' n of them), with their fewest
@@ -725,14 +745,17 @@ static taso_err_t learn_smallest(gen_t *c, const class_t *mine, int64_t n) {
 /* Collective: the tape's fingerprints, each to its owner, in rounds of a
  * bounded size (the exchange copies a round, not the tape). *recv: this
  * rank's, sorted, allocated once at their exact count. */
-static taso_err_t exchange_tape(gen_t *c, taso_fingerprint_t **recv, int64_t *nrecv, int64_t *volume) {
+static taso_err_t exchange_tape(gen_t *c, taso_fingerprint_t **recv, int64_t *nrecv,
+                                int64_t *volume) {
   enum { ROUND = 1 << 22 }; /* fingerprints per rank and round: 64 MiB */
   int ranks = c->t->size;
-  int64_t *count = calloc((size_t)ranks + 1, sizeof *count), rounds = (c->ntape + ROUND - 1) / ROUND;
+  int64_t *count = calloc((size_t)ranks + 1, sizeof *count),
+          rounds = (c->ntape + ROUND - 1) / ROUND;
   taso_err_t err = count ? TASO_OK : taso_error(TASO_ERR_NOMEM, "tape exchange");
   *recv = NULL;
   *nrecv = 0;
-  for (int64_t i = 0; err == TASO_OK && i < c->ntape; i++) count[owner(&c->tape[i], ranks)]++;
+  for (int64_t i = 0; err == TASO_OK && i < c->ntape; i++)
+    count[owner(&c->tape[i], ranks)]++;
   count[ranks] = rounds;
   err = taso_tool_agree(c->t, err);
   if (err == TASO_OK) {
@@ -744,7 +767,8 @@ static taso_err_t exchange_tape(gen_t *c, taso_fingerprint_t **recv, int64_t *nr
   }
   err = taso_tool_agree(c->t, err);
   for (int64_t r = 0; err == TASO_OK && r < rounds; r++) {
-    int64_t lo = r * ROUND < c->ntape ? r * ROUND : c->ntape, hi = lo + ROUND < c->ntape ? lo + ROUND : c->ntape;
+    int64_t lo = r * ROUND < c->ntape ? r * ROUND : c->ntape,
+            hi = lo + ROUND < c->ntape ? lo + ROUND : c->ntape;
     int64_t n = 0, vol = 0;
     taso_fingerprint_t *got = NULL;
     err = exchange_by_owner(c, c->tape + lo, hi - lo, sizeof *c->tape, (void **)&got, &n, &vol);
@@ -781,26 +805,32 @@ static taso_err_t learn_memo_min(gen_t *c, const class_t *mine, int64_t n) {
 /* Collective: whether each tape fingerprint's class is shared, asked of its
  * owner (sorted: the owner's shared classes), into c->tape_shared, in
  * rounds like exchange_tape. */
-static taso_err_t answer_tape(gen_t *c, const taso_fingerprint_t *sorted, int64_t nsorted, int64_t *volume) {
+static taso_err_t answer_tape(gen_t *c, const taso_fingerprint_t *sorted, int64_t nsorted,
+                              int64_t *volume) {
   enum { ROUND = 1 << 22 };
   int ranks = c->t->size;
   int64_t rounds = (c->ntape + ROUND - 1) / ROUND;
-  int64_t *count = calloc((size_t)ranks + 1, sizeof *count), *from = calloc((size_t)ranks + 1, sizeof *from);
+  int64_t *count = calloc((size_t)ranks + 1, sizeof *count),
+          *from = calloc((size_t)ranks + 1, sizeof *from);
   int64_t *pos = calloc((size_t)ranks + 1, sizeof *pos);
   int64_t *perm = malloc(sizeof *perm * (size_t)(ROUND + 1));
   taso_fingerprint_t *send = malloc(sizeof *send * (size_t)(ROUND + 1));
   free(c->tape_shared);
   c->tape_shared = calloc((size_t)(c->ntape / 8 + 1), 1);
-  taso_err_t err = count && from && pos && perm && send && c->tape_shared ? TASO_OK
-                                                                          : taso_error(TASO_ERR_NOMEM, "tape answers");
+  taso_err_t err = count && from && pos && perm && send && c->tape_shared
+                       ? TASO_OK
+                       : taso_error(TASO_ERR_NOMEM, "tape answers");
   err = taso_tool_agree(c->t, err);
   if (err == TASO_OK) MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_INT64_T, MPI_MAX, c->t->comm);
   for (int64_t r = 0; err == TASO_OK && r < rounds; r++) {
-    int64_t lo = r * ROUND < c->ntape ? r * ROUND : c->ntape, hi = lo + ROUND < c->ntape ? lo + ROUND : c->ntape;
+    int64_t lo = r * ROUND < c->ntape ? r * ROUND : c->ntape,
+            hi = lo + ROUND < c->ntape ? lo + ROUND : c->ntape;
     memset(count, 0, sizeof *count * (size_t)ranks);
-    for (int64_t i = lo; i < hi; i++) count[owner(&c->tape[i], ranks)]++;
+    for (int64_t i = lo; i < hi; i++)
+      count[owner(&c->tape[i], ranks)]++;
     pos[0] = 0;
-    for (int d = 0; d < ranks; d++) pos[d + 1] = pos[d] + count[d];
+    for (int d = 0; d < ranks; d++)
+      pos[d + 1] = pos[d] + count[d];
     for (int64_t i = lo; i < hi; i++) {
       int64_t at = pos[owner(&c->tape[i], ranks)]++;
       send[at] = c->tape[i];
@@ -811,13 +841,16 @@ static taso_err_t answer_tape(gen_t *c, const taso_fingerprint_t *sorted, int64_
     int64_t nasked = 0, ngot = 0, vol = 0;
     err = alltoall(c, send, count, sizeof *send, (void **)&asked, &nasked, &vol, from);
     *volume += vol;
-    if (err == TASO_OK && !(answer = malloc((size_t)nasked + 1))) err = taso_error(TASO_ERR_NOMEM, "tape answers");
+    if (err == TASO_OK && !(answer = malloc((size_t)nasked + 1)))
+      err = taso_error(TASO_ERR_NOMEM, "tape answers");
     for (int64_t i = 0; err == TASO_OK && i < nasked; i++)
       answer[i] = nsorted > 0 && /* a rank may own no shared class (64 ranks, a small job) */
                   bsearch(&asked[i], sorted, (size_t)nsorted, sizeof *sorted, fp_cmp) != NULL;
     err = taso_tool_agree(c->t, err);
     if (err == TASO_OK) err = alltoall(c, answer, from, 1, (void **)&got, &ngot, &vol, NULL);
-    if (err == TASO_OK && ngot != hi - lo) err = taso_error(TASO_ERR_ARG, "tape answers: %lld for %lld", (long long)ngot, (long long)(hi - lo));
+    if (err == TASO_OK && ngot != hi - lo)
+      err = taso_error(TASO_ERR_ARG, "tape answers: %lld for %lld", (long long)ngot,
+                       (long long)(hi - lo));
     for (int64_t i = 0; err == TASO_OK && i < ngot; i++)
       if (got[i]) c->tape_shared[perm[i] / 8] |= (uint8_t)(1u << (perm[i] % 8));
     free(asked);
@@ -846,7 +879,8 @@ static taso_err_t shared_tensors(gen_t *c, bool last, int64_t *nshared, int64_t 
   for (int64_t e = 0; err == TASO_OK && e < nexpr; e++)
     for (int p = 0; p < taso_memo_ports(c->m, (int32_t)e); p++) {
       int32_t tid = (int32_t)(2 * e + p);
-      send[nsend++] = (tensor_rec_t){taso_memo_fp(c->m, tid), taso_memo_shash(c->m, tid), tensor_ops(c, tid)};
+      send[nsend++] =
+          (tensor_rec_t){taso_memo_fp(c->m, tid), taso_memo_shash(c->m, tid), tensor_ops(c, tid)};
     }
   tensor_rec_t *recv = NULL;
   taso_fingerprint_t *tape = NULL;
@@ -867,7 +901,9 @@ static taso_err_t shared_tensors(gen_t *c, bool last, int64_t *nshared, int64_t 
     qsort(recv, (size_t)nrecv, sizeof *recv, tensor_rec_cmp);
     for (int64_t i = 0, f = 0; err == TASO_OK && (i < nrecv || f < ntape);) {
       const taso_fingerprint_t *fp =
-          f == ntape || (i < nrecv && taso_fingerprint_cmp(&recv[i].fp, &tape[f]) <= 0) ? &recv[i].fp : &tape[f];
+          f == ntape || (i < nrecv && taso_fingerprint_cmp(&recv[i].fp, &tape[f]) <= 0)
+              ? &recv[i].fp
+              : &tape[f];
       taso_fingerprint_t at = *fp;
       int64_t distinct = 0, lo = INT64_MAX, hi = -1;
       for (int64_t j = i; i < nrecv && !taso_fingerprint_cmp(&recv[i].fp, &at); i++) {
@@ -875,11 +911,14 @@ static taso_err_t shared_tensors(gen_t *c, bool last, int64_t *nshared, int64_t 
         lo = recv[i].ops < lo ? recv[i].ops : lo;
         hi = recv[i].ops > hi ? recv[i].ops : hi;
       }
-      for (; f < ntape && !taso_fingerprint_cmp(&tape[f], &at); f++) distinct++;
+      for (; f < ntape && !taso_fingerprint_cmp(&tape[f], &at); f++)
+        distinct++;
       if (distinct > 1) {
         err = grow((void **)&mine, nmine, &mine_cap, sizeof *mine, "shared tensor classes");
         if (err == TASO_OK) mine[nmine++] = at;
-        if (err == TASO_OK && hi >= 0) err = grow((void **)&mine_m, nmine_m, &mine_m_cap, sizeof *mine_m, "shared tensor classes");
+        if (err == TASO_OK && hi >= 0)
+          err =
+              grow((void **)&mine_m, nmine_m, &mine_m_cap, sizeof *mine_m, "shared tensor classes");
         if (err == TASO_OK && hi >= 0) mine_m[nmine_m++] = at;
       }
       if (err == TASO_OK && last && hi >= 0) {
@@ -887,7 +926,8 @@ static taso_err_t shared_tensors(gen_t *c, bool last, int64_t *nshared, int64_t 
         if (err == TASO_OK) mins[nmins++] = (class_t){.fp = at, .ops = (int32_t)lo};
       }
       if (err == TASO_OK && !last && c->levels && hi > lo) {
-        err = grow((void **)&sizes, nsizes, &sizes_cap, sizeof *sizes, "tensor classes of several sizes");
+        err = grow((void **)&sizes, nsizes, &sizes_cap, sizeof *sizes,
+                   "tensor classes of several sizes");
         if (err == TASO_OK) sizes[nsizes++] = (class_t){.fp = at, .ops = (int32_t)lo};
       }
     }
@@ -928,7 +968,8 @@ static int16_t part_add(const gen_t *c, part_t *p, int32_t *exprs, int32_t tid) 
   for (int j = 0; j < p->nops; j++)
     if (exprs[j] == e) return (int16_t)TASO_REF(c->ninputs + j, tid % 2);
   int16_t refs[2] = {-1, -1};
-  for (int a = 0; a < taso_ops[c->vars[v].kind].arity; a++) refs[a] = part_add(c, p, exprs, in[a]);
+  for (int a = 0; a < taso_ops[c->vars[v].kind].arity; a++)
+    refs[a] = part_add(c, p, exprs, in[a]);
   int j = p->nops++;
   exprs[j] = e;
   p->variant[j] = (int16_t)v;
@@ -946,7 +987,8 @@ static bool part_single(const gen_t *c, const part_t *p) {
     for (int port = 0; port < 2; port++) {
       int16_t ref = (int16_t)TASO_REF(c->ninputs + j, port);
       bool used = p->out == ref;
-      for (int k = 0; k < p->nops && !used; k++) used = p->in[k][0] == ref || p->in[k][1] == ref;
+      for (int k = 0; k < p->nops && !used; k++)
+        used = p->in[k][0] == ref || p->in[k][1] == ref;
       if (!used) return false;
     }
   }
@@ -958,7 +1000,6 @@ static int part_cmp(const void *a, const void *b) {
   int c = taso_fingerprint_cmp(&x->fp, &y->fp);
   return c ? c : (x->shash > y->shash) - (x->shash < y->shash);
 }
-
 
 /* Collective: every expression of every twin output on every rank, sorted
  * by fingerprint. */
@@ -1029,12 +1070,15 @@ static taso_err_t pick(builder_t *b, int o, int ops) {
   for (int64_t i = b->lo[o]; i < b->hi[o]; i++) {
     const part_t *q = &b->parts[i];
     bool inputs = o > 0 ? b->pick[0]->nops == 0 : q->nops == 0;
-    if ((q->nops == 0) != inputs || (inputs && b->tw->n > 2) || ops + q->nops > b->c->t->job.max_ops) continue;
+    if ((q->nops == 0) != inputs || (inputs && b->tw->n > 2) ||
+        ops + q->nops > b->c->t->job.max_ops)
+      continue;
     bool clash = false;
     for (int k = 0; k < o && !clash; k++) {
       clash = b->pick[k]->shash == q->shash;
       for (int x = 0; x < q->nops && !clash; x++)
-        for (int y = 0; y < b->pick[k]->nops && !clash; y++) clash = q->op[x] == b->pick[k]->op[y];
+        for (int y = 0; y < b->pick[k]->nops && !clash; y++)
+          clash = q->op[x] == b->pick[k]->op[y];
     }
     if (clash) continue;
     b->pick[o] = q;
@@ -1052,7 +1096,8 @@ static taso_err_t disjoint_graphs(gen_t *c, int64_t *built, int64_t *volume) {
   part_t *parts = NULL;
   int64_t ntw = 0, nparts = 0;
   c->ntwins = dedup(c->twins, c->ntwins, sizeof *c->twins, fp_cmp);
-  taso_err_t err = exchange_by_owner(c, c->twins, c->ntwins, sizeof *c->twins, (void **)&tw, &ntw, volume);
+  taso_err_t err =
+      exchange_by_owner(c, c->twins, c->ntwins, sizeof *c->twins, (void **)&tw, &ntw, volume);
   free(c->twins);
   c->twins = NULL;
   if (err == TASO_OK) err = fpset_gather(c, c->outputs, c->noutputs, &outputs);
@@ -1070,11 +1115,14 @@ static taso_err_t disjoint_graphs(gen_t *c, int64_t *built, int64_t *volume) {
       int64_t lo = 0, hi = nparts;
       while (lo < hi) {
         int64_t mid = (lo + hi) / 2;
-        if (taso_fingerprint_cmp(&parts[mid].fp, &tw[i].out[o]) < 0) lo = mid + 1;
-        else hi = mid;
+        if (taso_fingerprint_cmp(&parts[mid].fp, &tw[i].out[o]) < 0)
+          lo = mid + 1;
+        else
+          hi = mid;
       }
       b.lo[o] = lo;
-      for (hi = lo; hi < nparts && !taso_fingerprint_cmp(&parts[hi].fp, &tw[i].out[o]);) hi++;
+      for (hi = lo; hi < nparts && !taso_fingerprint_cmp(&parts[hi].fp, &tw[i].out[o]);)
+        hi++;
       b.hi[o] = hi;
     }
     err = pick(&b, 0, 0);
@@ -1115,7 +1163,8 @@ static taso_err_t add_key(lines_t *p, char *key) {
 }
 
 static void lines_free(lines_t *p) {
-  for (int64_t i = 0; i < p->n; i++) free(p->v[i]);
+  for (int64_t i = 0; i < p->n; i++)
+    free(p->v[i]);
   free(p->v);
   memset(p, 0, sizeof *p);
 }
@@ -1129,15 +1178,18 @@ typedef struct {
 /* The graphs of one class of records (m: n of them, taso_graph_init'd)
  * and the representative: the smallest graph by operators, then in the
  * graphs' canonical order, so any rank count picks the same. */
-static taso_err_t class_members(const gen_t *c, const taso_grec_t *r, int64_t n, member_t *m, int64_t *rep) {
+static taso_err_t class_members(const gen_t *c, const taso_grec_t *r, int64_t n, member_t *m,
+                                int64_t *rep) {
   taso_err_t err = TASO_OK;
   *rep = 0;
-  for (int64_t i = 0; i < n; i++) taso_graph_init(&m[i].g);
+  for (int64_t i = 0; i < n; i++)
+    taso_graph_init(&m[i].g);
   for (int64_t i = 0; i < n && err == TASO_OK; i++) {
     err = taso_grec_graph(&r[i], c->vars, c->ninputs, &m[i].g);
     m[i].ops = taso_graph_ops(&m[i].g);
     if (err == TASO_OK && i > 0 &&
-        (m[i].ops < m[*rep].ops || (m[i].ops == m[*rep].ops && taso_graph_compare(&m[i].g, &m[*rep].g) < 0)))
+        (m[i].ops < m[*rep].ops ||
+         (m[i].ops == m[*rep].ops && taso_graph_compare(&m[i].g, &m[*rep].g) < 0)))
       *rep = i;
   }
   return err;
@@ -1145,8 +1197,8 @@ static taso_err_t class_members(const gen_t *c, const taso_grec_t *r, int64_t n,
 
 /* "PATTERN\t[REASON\t]SRC => DST": the canonical form at any shapes, then
  * the pair as found (outputs aligned by fingerprint); reason < 0: none. */
-static taso_err_t pair_line(const taso_inputs_t *in, const taso_graph_t *src, const taso_graph_t *dst,
-                            int reason, lines_t *out) {
+static taso_err_t pair_line(const taso_inputs_t *in, const taso_graph_t *src,
+                            const taso_graph_t *dst, int reason, lines_t *out) {
   char *pattern = NULL, *key = NULL;
   int ls = taso_graph_format(src, in, NULL, 0), ld = taso_graph_format(dst, in, NULL, 0);
   taso_err_t err = taso_cand_key(in, src, dst, true, &pattern);
@@ -1205,7 +1257,8 @@ static taso_err_t pair_all(gen_t *c, taso_grec_t *recs, int64_t n, pairing_t *ou
   if (n > 1) qsort(recs, (size_t)n, sizeof *recs, taso_grec_cmp);
   for (int64_t i = 0; i < n;) {
     int64_t j = i + 1;
-    while (j < n && !taso_fingerprint_cmp(&recs[j].fp, &recs[i].fp)) j++;
+    while (j < n && !taso_fingerprint_cmp(&recs[j].fp, &recs[i].fp))
+      j++;
     if (j - i > 1) TASO_TRY(pair_class(c, recs + i, j - i, out));
     i = j;
   }
@@ -1218,11 +1271,14 @@ static taso_err_t pair_all(gen_t *c, taso_grec_t *recs, int64_t n, pairing_t *ou
 static taso_err_t gather_keys(gen_t *c, const lines_t *pr, char ***keys, int64_t *nkeys) {
   int n = c->t->size;
   size_t len = 0;
-  for (int64_t i = 0; i < pr->n; i++) len += strlen(pr->v[i]) + 1;
+  for (int64_t i = 0; i < pr->n; i++)
+    len += strlen(pr->v[i]) + 1;
   char *mine = malloc(len + 1), *all = NULL;
   int *counts = calloc((size_t)n, sizeof *counts), *displs = calloc((size_t)n, sizeof *displs);
-  taso_err_t err = (mine && counts && displs) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "candidate texts");
-  if (err == TASO_OK && len > INT32_MAX) err = taso_error(TASO_ERR_LIMIT, "candidate texts over 2 GiB");
+  taso_err_t err =
+      (mine && counts && displs) ? TASO_OK : taso_error(TASO_ERR_NOMEM, "candidate texts");
+  if (err == TASO_OK && len > INT32_MAX)
+    err = taso_error(TASO_ERR_LIMIT, "candidate texts over 2 GiB");
   size_t at = 0;
   for (int64_t i = 0; err == TASO_OK && i < pr->n; i++) {
     size_t l = strlen(pr->v[i]);
@@ -1239,8 +1295,10 @@ static taso_err_t gather_keys(gen_t *c, const lines_t *pr, char ***keys, int64_t
       displs[d] = (int)total;
       total += counts[d];
     }
-    if (total > INT32_MAX) err = taso_error(TASO_ERR_LIMIT, "candidate texts over 2 GiB");
-    else if (!(all = malloc((size_t)total + 1))) err = taso_error(TASO_ERR_NOMEM, "candidate texts");
+    if (total > INT32_MAX)
+      err = taso_error(TASO_ERR_LIMIT, "candidate texts over 2 GiB");
+    else if (!(all = malloc((size_t)total + 1)))
+      err = taso_error(TASO_ERR_NOMEM, "candidate texts");
     err = taso_tool_agree(c->t, err);
   }
   *keys = NULL;
@@ -1248,7 +1306,8 @@ static taso_err_t gather_keys(gen_t *c, const lines_t *pr, char ***keys, int64_t
   if (err == TASO_OK) {
     MPI_Allgatherv(mine, (int)len, MPI_CHAR, all, counts, displs, MPI_CHAR, c->t->comm);
     int64_t lines = 0;
-    for (int64_t i = 0; i < total; i++) lines += all[i] == '\n';
+    for (int64_t i = 0; i < total; i++)
+      lines += all[i] == '\n';
     *keys = calloc((size_t)lines + 1, sizeof **keys);
     if (!*keys) err = taso_error(TASO_ERR_NOMEM, "candidate texts");
     for (int64_t i = 0, from = 0; err == TASO_OK && i < total; i++) {
@@ -1318,7 +1377,8 @@ static taso_err_t recheck(gen_t *c, const taso_fp_inputs_t *rnd, taso_cand_t *ca
   int64_t lo = n * c->t->rank / c->t->size, hi = n * (c->t->rank + 1) / c->t->size, kept = 0;
   for (int64_t i = lo; i < hi && err == TASO_OK; i++) {
     bool equal;
-    err = taso_fingerprint_recheck(rnd, &cands[i].src, cands[i].tsrc, &cands[i].dst, cands[i].tdst, &equal);
+    err = taso_fingerprint_recheck(rnd, &cands[i].src, cands[i].tsrc, &cands[i].dst, cands[i].tdst,
+                                   &equal);
     differ[i] = !equal;
   }
   err = taso_tool_agree(c->t, err);
@@ -1347,7 +1407,8 @@ typedef struct {
 static taso_err_t add_pruned(pruned_list_t *l, int32_t reason, int32_t steps, int64_t rules,
                              const char *text) {
   if (strlen(text) >= TASO_PRUNED_TEXT)
-    return taso_error(TASO_ERR_LIMIT, "pruned pair over %d characters: %s", TASO_PRUNED_TEXT - 1, text);
+    return taso_error(TASO_ERR_LIMIT, "pruned pair over %d characters: %s", TASO_PRUNED_TEXT - 1,
+                      text);
   if (l->n == l->cap) {
     int64_t cap = l->cap ? 2 * l->cap : 1024;
     taso_pruned_t *v = realloc(l->v, sizeof *v * (size_t)cap);
@@ -1376,7 +1437,8 @@ static taso_err_t gather_pruned(gen_t *c, lines_t *mine, pruned_list_t *out) {
   n = err == TASO_OK ? unique(lines, n, str_cmp, same_pattern) : n;
   for (int64_t i = 0; i < n; i++) {
     char *reason = strchr(lines[i], '\t'), *pair = reason ? strchr(reason + 1, '\t') : NULL;
-    if (err == TASO_OK && !pair) err = taso_error(TASO_ERR_PARSE, "pruned pair line '%s'", lines[i]);
+    if (err == TASO_OK && !pair)
+      err = taso_error(TASO_ERR_PARSE, "pruned pair line '%s'", lines[i]);
     if (err == TASO_OK) err = add_pruned(out, (int32_t)atoi(reason + 1), -1, 0, pair + 1);
     free(lines[i]);
   }
@@ -1418,7 +1480,8 @@ static taso_err_t share_verdicts(gen_t *c, int64_t *shared) {
  * at the shapes S has inside larger graphs, nor fit the bounds there); the
  * others leave one rewrite of the bounds for it. */
 static int level_steps(const gen_t *c, const taso_cand_t *k) {
-  int ops = taso_graph_ops(&k->src) > taso_graph_ops(&k->dst) ? taso_graph_ops(&k->src) : taso_graph_ops(&k->dst);
+  int ops = taso_graph_ops(&k->src) > taso_graph_ops(&k->dst) ? taso_graph_ops(&k->src)
+                                                              : taso_graph_ops(&k->dst);
   int bound = c->derive.max_steps > 0 ? c->derive.max_steps : TASO_DEFAULT_DERIVE_STEPS;
   return ops < c->t->job.max_ops ? 1 : bound - 1;
 }
@@ -1439,7 +1502,8 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
   int64_t checked = 0, shared = 0;
   for (int64_t lo = 0; err == TASO_OK && lo < n;) {
     int64_t hi = lo;
-    while (hi < n && cands[hi].size == cands[lo].size && cands[hi].inputs == cands[lo].inputs) hi++;
+    while (hi < n && cands[hi].size == cands[lo].size && cands[hi].inputs == cands[lo].inputs)
+      hi++;
     /* round robin: the candidates needing proofs cluster (sorted by text) */
     for (int64_t i = lo + c->t->rank; i < hi && err == TASO_OK; i += c->t->size) {
       int steps;
@@ -1455,7 +1519,8 @@ static taso_err_t prune_implied(gen_t *c, taso_cand_t *cands, int64_t n, int64_t
     int64_t rules = kept; /* the ones this size's derivations used */
     for (int64_t i = lo; i < hi; i++) {
       if (implied[i]) {
-        if (err == TASO_OK) err = add_pruned(pruned, TASO_PRUNED_IMPLIED, implied[i], rules, cands[i].key);
+        if (err == TASO_OK)
+          err = add_pruned(pruned, TASO_PRUNED_IMPLIED, implied[i], rules, cands[i].key);
         taso_cand_free(&cands[i]);
         continue;
       }
@@ -1480,7 +1545,8 @@ static taso_err_t derive_pruned(gen_t *c, const taso_cand_t *cands, int64_t kept
                                 const pruned_list_t *pruned, int32_t *steps) {
   enum { CHUNKS = 8 };
   taso_rule_guard_t *guard = c->derive.rewrite ? c->derive.rewrite_ctx : NULL;
-  int64_t shared = guard ? taso_rule_guard_decided(guard) : 0; /* the others went at prune_implied's end */
+  int64_t shared =
+      guard ? taso_rule_guard_decided(guard) : 0; /* the others went at prune_implied's end */
   taso_deriver_t *d = NULL;
   taso_err_t err = taso_tool_agree(c->t, taso_deriver_create(&c->t->job.inputs, &c->derive, &d));
   taso_progress_t progress;
@@ -1495,8 +1561,10 @@ static taso_err_t derive_pruned(gen_t *c, const taso_cand_t *cands, int64_t kept
       if (steps[i] >= 0) continue;
       taso_cand_t p;
       char *text = malloc(strlen(pruned->v[i].text) + 1);
-      if (!text) err = taso_error(TASO_ERR_NOMEM, "pruned pair");
-      else err = taso_cand_parse(&c->t->job.inputs, strcpy(text, pruned->v[i].text), &p);
+      if (!text)
+        err = taso_error(TASO_ERR_NOMEM, "pruned pair");
+      else
+        err = taso_cand_parse(&c->t->job.inputs, strcpy(text, pruned->v[i].text), &p);
       if (err == TASO_OK) err = taso_derive(d, cands, kept, &p.src, &p.dst, &steps[i]);
       taso_cand_free(&p);
     }
@@ -1511,7 +1579,8 @@ static taso_err_t derive_pruned(gen_t *c, const taso_cand_t *cands, int64_t kept
  * re-checked like the others: pruning is only sound where the optimizer's
  * engine can redo it. The others keep their step counts in pruned. */
 static taso_err_t keep_underived(gen_t *c, const taso_fp_inputs_t *rnd, taso_cand_t **cands,
-                                 int64_t *cap, int64_t *kept, pruned_list_t *pruned, int64_t *nback) {
+                                 int64_t *cap, int64_t *kept, pruned_list_t *pruned,
+                                 int64_t *nback) {
   int64_t n = pruned->n, nnew = 0, k = 0;
   int32_t *steps = calloc((size_t)n + 1, sizeof *steps);
   taso_cand_t *back = calloc((size_t)n + 1, sizeof *back);
@@ -1529,8 +1598,10 @@ static taso_err_t keep_underived(gen_t *c, const taso_fp_inputs_t *rnd, taso_can
       continue;
     }
     char *text = malloc(strlen(pruned->v[i].text) + 1);
-    if (!text) err = taso_error(TASO_ERR_NOMEM, "pruned pair");
-    else err = taso_cand_parse(&c->t->job.inputs, strcpy(text, pruned->v[i].text), &back[nnew++]);
+    if (!text)
+      err = taso_error(TASO_ERR_NOMEM, "pruned pair");
+    else
+      err = taso_cand_parse(&c->t->job.inputs, strcpy(text, pruned->v[i].text), &back[nnew++]);
   }
   if (err == TASO_OK) pruned->n = k;
   err = taso_tool_agree(c->t, err);
@@ -1541,7 +1612,8 @@ static taso_err_t keep_underived(gen_t *c, const taso_fp_inputs_t *rnd, taso_can
   if (err == TASO_OK && *kept + ok > *cap) {
     if (!(all = realloc(*cands, sizeof *all * (size_t)(*kept + ok + 1))))
       err = taso_error(TASO_ERR_NOMEM, "candidates");
-    else *cap = *kept + ok;
+    else
+      *cap = *kept + ok;
   }
   if (err == TASO_OK) {
     *cands = all;
@@ -1549,7 +1621,8 @@ static taso_err_t keep_underived(gen_t *c, const taso_fp_inputs_t *rnd, taso_can
     *kept += ok;
     memset(back, 0, sizeof *back * (size_t)ok); /* moved */
   }
-  for (int64_t i = 0; i < nnew; i++) taso_cand_free(&back[i]);
+  for (int64_t i = 0; i < nnew; i++)
+    taso_cand_free(&back[i]);
   *nback = err == TASO_OK ? nnew : 0;
   free(back);
   free(steps);
@@ -1574,7 +1647,8 @@ static taso_err_t write_output(gen_t *c, const taso_fp_inputs_t *rnd, const taso
       const taso_cand_t *k = &cands[lo + i];
       graphs[2 * i + side] = side ? k->dst : k->src; /* shallow: not freed here */
       taso_fingerprint_t fp;
-      err = taso_fingerprint_graph(rnd, side ? &k->dst : &k->src, side ? k->tdst : k->tsrc, &fp, NULL);
+      err = taso_fingerprint_graph(rnd, side ? &k->dst : &k->src, side ? k->tdst : k->tsrc, &fp,
+                                   NULL);
       fps[2 * i + side][0] = fp.h[0];
       fps[2 * i + side][1] = fp.h[1];
     }
@@ -1589,15 +1663,19 @@ static taso_err_t write_output(gen_t *c, const taso_fp_inputs_t *rnd, const taso
   TASO_TOOL_STEP(t, err, taso_artifact_write_graphs(a, graphs, 2 * mine, &first));
   TASO_TOOL_STEP(t, err, taso_artifact_write_fingerprints(a, (const uint64_t(*)[2])fps, 2 * mine));
   for (int64_t i = 0; i < mine; i++)
-    rows[i] = (taso_subst_t){.src = first + 2 * i, .dst = first + 2 * i + 1,
-                             .verdict = TASO_VERDICT_CANDIDATE, .seconds = 0};
+    rows[i] = (taso_subst_t){.src = first + 2 * i,
+                             .dst = first + 2 * i + 1,
+                             .verdict = TASO_VERDICT_CANDIDATE,
+                             .seconds = 0};
   TASO_TOOL_STEP(t, err, taso_artifact_write_substs(a, rows, mine));
   /* the pruned pairs, for the completeness check: every rank holds them all */
   int64_t plo, phi;
   taso_tool_block(t, pruned->n, &plo, &phi);
-  TASO_TOOL_STEP(t, err, taso_artifact_write_table(a, &taso_pruned_table, pruned->v + plo, phi - plo,
-                                                   plo, pruned->n));
-  for (int i = 0; i < ncounts; i++) TASO_TOOL_STEP(t, err, taso_artifact_set_count(a, names[i], counts[i]));
+  TASO_TOOL_STEP(
+      t, err,
+      taso_artifact_write_table(a, &taso_pruned_table, pruned->v + plo, phi - plo, plo, pruned->n));
+  for (int i = 0; i < ncounts; i++)
+    TASO_TOOL_STEP(t, err, taso_artifact_set_count(a, names[i], counts[i]));
   err = taso_tool_close(t, &a, err);
   TASO_TOOL_STEP(t, err, taso_tool_commit_output(t));
   free(graphs);
@@ -1626,7 +1704,8 @@ static bool class_empty(const class_t *x) {
 /* The slot of fp: its class, or the empty slot where it goes. */
 static class_t *classes_find(const classes_t *m, const taso_fingerprint_t *fp) {
   uint64_t h = fp->h[0] & m->mask;
-  while (!class_empty(&m->slot[h]) && taso_fingerprint_cmp(&m->slot[h].fp, fp)) h = (h + 1) & m->mask;
+  while (!class_empty(&m->slot[h]) && taso_fingerprint_cmp(&m->slot[h].fp, fp))
+    h = (h + 1) & m->mask;
   return &m->slot[h];
 }
 
@@ -1661,8 +1740,9 @@ static taso_err_t classes_put(classes_t *m, const taso_fingerprint_t *fp, class_
 static uint64_t graph_hash(const taso_grec_t *r) {
   uint64_t h = taso_mix64((uint64_t)r->nops);
   for (int j = 0; j < r->nops; j++)
-    h = taso_mix64(h ^ ((uint64_t)(uint16_t)r->variant[j] << 32 | (uint64_t)(uint16_t)r->in[j][0] << 16 |
-                        (uint16_t)r->in[j][1])) + (uint64_t)j;
+    h = taso_mix64(h ^ ((uint64_t)(uint16_t)r->variant[j] << 32 |
+                        (uint64_t)(uint16_t)r->in[j][0] << 16 | (uint16_t)r->in[j][1])) +
+        (uint64_t)j;
   return h;
 }
 
@@ -1685,13 +1765,15 @@ static bool expand(void *ctx, const taso_enum_graph_t *g) {
   taso_fingerprint_t fps[2 * TASO_ENUM_MAX_OPS + 2];
   unsigned cones[2 * TASO_ENUM_MAX_OPS + 2];
   taso_grec_t r;
-  for (int s = 0; s < g->nsinks; s++) cones[s] = g->cone[TASO_REF_NODE(g->sinks[s]) - c->ninputs];
+  for (int s = 0; s < g->nsinks; s++)
+    cones[s] = g->cone[TASO_REF_NODE(g->sinks[s]) - c->ninputs];
   if (!joinable(c, g->nops, output_groups(g->nsinks, cones))) return false;
   /* an output that fewer operators compute, its operators its own: the
    * graph with those instead is smaller and in the same class */
   for (int s = 0; s < g->nsinks; s++) {
     unsigned others = 0;
-    for (int o = 0; o < g->nsinks; o++) others |= o == s ? 0 : cones[o];
+    for (int o = 0; o < g->nsinks; o++)
+      others |= o == s ? 0 : cones[o];
     if (!(cones[s] & others) && not_smallest(c, c->tid[g->sinks[s]])) return false;
   }
   if (!fill_record(c, g->nops, g->variant, g->in, g->nsinks, g->sinks, &r, fps)) return false;
@@ -1722,7 +1804,8 @@ static taso_err_t classify(gen_t *c, taso_grec_t *r, int64_t n, class_t **tell, 
   if (n > 1) qsort(r, (size_t)n, sizeof *r, taso_grec_cmp);
   taso_err_t err = TASO_OK;
   for (int64_t i = 0, j; i < n && err == TASO_OK; i = j) {
-    for (j = i + 1; j < n && !taso_fingerprint_cmp(&r[j].fp, &r[i].fp);) j++;
+    for (j = i + 1; j < n && !taso_fingerprint_cmp(&r[j].fp, &r[i].fp);)
+      j++;
     class_t *k;
     bool known = classes_get(&c->owned, &r[i].fp) != NULL;
     err = classes_put(&c->owned, &r[i].fp, &k);
@@ -1731,7 +1814,8 @@ static taso_err_t classify(gen_t *c, taso_grec_t *r, int64_t n, class_t **tell, 
       member_t *m = calloc((size_t)(j - i), sizeof *m);
       int64_t rep = 0;
       err = m ? class_members(c, r + i, j - i, m, &rep) : taso_error(TASO_ERR_NOMEM, "a class");
-      for (int64_t x = 0; m && x < j - i; x++) taso_graph_free(&m[x].g);
+      for (int64_t x = 0; m && x < j - i; x++)
+        taso_graph_free(&m[x].g);
       free(m);
       k->rep = graph_hash(&r[i + rep]);
       k->ops = r[i + rep].nops;
@@ -1778,7 +1862,8 @@ static taso_err_t one_level(gen_t *c, int k, int64_t *graphs, int64_t *nshared, 
   taso_progress_begin(&c->progress, t, "units of the level (graphs of 2 operators fewer)",
                       k >= 3 ? c->level_graphs[k - 2] : -1);
   bool last = k == t->job.max_ops;
-  taso_enum_visitor_t v = {.ctx = c, .push = push, .pop = pop, .visit = visit_count, .expand = expand};
+  taso_enum_visitor_t v = {
+      .ctx = c, .push = push, .pop = pop, .visit = visit_count, .expand = expand};
   v.want = want_joinable;
   c->walk_level = k;
   c->tape_mode = last ? TAPE_WRITE : TAPE_OFF;
@@ -1797,7 +1882,8 @@ static taso_err_t one_level(gen_t *c, int k, int64_t *graphs, int64_t *nshared, 
     c->nrecs = 0;
     err = taso_tool_agree(t, taso_enum_level(c->e, k, t->rank, t->size, &v));
     n[1] = c->nrecs;
-    if (err == TASO_OK) err = exchange_by_owner(c, c->recs, c->nrecs, sizeof *c->recs, (void **)&mine, &nmine, &vol);
+    if (err == TASO_OK)
+      err = exchange_by_owner(c, c->recs, c->nrecs, sizeof *c->recs, (void **)&mine, &nmine, &vol);
     *volume += vol;
     c->nrecs = 0;
     if (err == TASO_OK) err = taso_tool_agree(t, classify(c, mine, nmine, &tell, &ntell));
@@ -1814,11 +1900,15 @@ static taso_err_t one_level(gen_t *c, int k, int64_t *graphs, int64_t *nshared, 
     MPI_Allreduce(mib, all, 2, MPI_DOUBLE, MPI_MAX, t->comm);
     char classes[160] = "the last: its classes form with the pairs";
     if (k < t->job.max_ops)
-      snprintf(classes, sizeof classes, "%lld with shared outputs, %lld classes with more than one graph "
-               "(%lld so far)", (long long)n[1], (long long)n[2], (long long)c->reps.n);
-    taso_tool_print(t, "level %d: %lld graphs, %s; %.2f s; peak memory per rank %.0f to %.0f MiB "
-                    "(rank 0: %lld expressions in the memo, %lld fingerprints on the tape)\n", k, (long long)n[0],
-                    classes, MPI_Wtime() - t0, -all[1], all[0], (long long)taso_memo_count(c->m), (long long)tape);
+      snprintf(classes, sizeof classes,
+               "%lld with shared outputs, %lld classes with more than one graph "
+               "(%lld so far)",
+               (long long)n[1], (long long)n[2], (long long)c->reps.n);
+    taso_tool_print(t,
+                    "level %d: %lld graphs, %s; %.2f s; peak memory per rank %.0f to %.0f MiB "
+                    "(rank 0: %lld expressions in the memo, %lld fingerprints on the tape)\n",
+                    k, (long long)n[0], classes, MPI_Wtime() - t0, -all[1], all[0],
+                    (long long)taso_memo_count(c->m), (long long)tape);
   }
   return err;
 }
@@ -1839,7 +1929,8 @@ static taso_err_t generate_levels(gen_t *c, int64_t *graphs, int64_t *nshared, i
  * level reads the tape, so it visits the leaves of walk 1 (want_level
  * only skips leaves that record() would drop). */
 static taso_err_t record_levels(gen_t *c) {
-  taso_enum_visitor_t v = {.ctx = c, .push = push, .pop = pop, .visit = visit_record, .expand = expand};
+  taso_enum_visitor_t v = {
+      .ctx = c, .push = push, .pop = pop, .visit = visit_record, .expand = expand};
   taso_err_t err = TASO_OK;
   for (int k = 1; k <= c->t->job.max_ops && err == TASO_OK; k++) {
     bool last = k == c->t->job.max_ops;
@@ -1849,7 +1940,8 @@ static taso_err_t record_levels(gen_t *c) {
     c->tape_at = 0;
     err = taso_enum_level(c->e, k, c->t->rank, c->t->size, &v);
     if (err == TASO_OK && last && c->tape_at != c->ntape)
-      err = taso_error(TASO_ERR_ARG, "walk 2 of the last level met %lld of walk 1's %lld tape fingerprints",
+      err = taso_error(TASO_ERR_ARG,
+                       "walk 2 of the last level met %lld of walk 1's %lld tape fingerprints",
                        (long long)c->tape_at, (long long)c->ntape);
   }
   c->tape_mode = TAPE_OFF;
@@ -1868,7 +1960,8 @@ static taso_err_t record_levels(gen_t *c) {
 static taso_err_t spill_open(gen_t *c) {
   for (int b = 0; b < SPILL_BUCKETS; b++)
     if (!(c->bucket[b] = tmpfile()))
-      return taso_error(TASO_ERR_IO, "a temporary file for graph records (in /tmp): %s", strerror(errno));
+      return taso_error(TASO_ERR_IO, "a temporary file for graph records (in /tmp): %s",
+                        strerror(errno));
   c->spill = true;
   return TASO_OK;
 }
@@ -1890,14 +1983,17 @@ static taso_err_t pair_buckets(gen_t *c, pairing_t *pr, int64_t *volume) {
   for (int b = 0; b < SPILL_BUCKETS && err == TASO_OK; b++) {
     int64_t n = c->nbucket[b], nmine = 0, vol = 0;
     taso_grec_t *recs = malloc(sizeof *recs * (size_t)(n + 1)), *mine = NULL;
-    if (!recs) err = taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)n);
+    if (!recs)
+      err = taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)n);
     else if (fflush(c->bucket[b]) != 0 || fseek(c->bucket[b], 0, SEEK_SET) != 0 ||
              fread(recs, sizeof *recs, (size_t)n, c->bucket[b]) != (size_t)n)
-      err = taso_error(TASO_ERR_IO, "reading back a temporary file of graph records: %s", strerror(errno));
+      err = taso_error(TASO_ERR_IO, "reading back a temporary file of graph records: %s",
+                       strerror(errno));
     fclose(c->bucket[b]);
     c->bucket[b] = NULL;
     err = taso_tool_agree(c->t, err);
-    if (err == TASO_OK) err = exchange_by_owner(c, recs, n, sizeof *recs, (void **)&mine, &nmine, &vol);
+    if (err == TASO_OK)
+      err = exchange_by_owner(c, recs, n, sizeof *recs, (void **)&mine, &nmine, &vol);
     free(recs);
     *volume += vol;
     if (err == TASO_OK) err = pair_all(c, mine, nmine, pr);
@@ -1916,9 +2012,11 @@ static taso_err_t weights_mask(const taso_job_t *job, uint64_t *mask) {
   memcpy(names, job->weights, sizeof names);
   for (char *w = strtok_r(names, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
     int i = taso_inputs_find(&job->inputs, w);
-    if (i < 0) return taso_error(TASO_ERR_PARSE, "%s: [generate] weights: no input '%s'", job->path, w);
+    if (i < 0)
+      return taso_error(TASO_ERR_PARSE, "%s: [generate] weights: no input '%s'", job->path, w);
     if (i >= 64)
-      return taso_error(TASO_ERR_LIMIT, "%s: [generate] weights: input '%s' is past the first 64", job->path, w);
+      return taso_error(TASO_ERR_LIMIT, "%s: [generate] weights: input '%s' is past the first 64",
+                        job->path, w);
     *mask |= 1ull << i;
   }
   return TASO_OK;
@@ -1956,11 +2054,15 @@ int main(int argc, char **argv) {
   /* What to enumerate has no sensible default: an empty job file is a
    * mistake, not a request for nothing. */
   if (err == TASO_OK && t.job.inputs.n == 0)
-    err = taso_error(TASO_ERR_PARSE, "%s: no [inputs]: name the tensors to enumerate over "
-                     "(see jobs/smoke.ini)", t.job.path);
+    err = taso_error(TASO_ERR_PARSE,
+                     "%s: no [inputs]: name the tensors to enumerate over "
+                     "(see jobs/smoke.ini)",
+                     t.job.path);
   if (err == TASO_OK && !taso_job_given(&t.job, "generate", "operators"))
-    err = taso_error(TASO_ERR_PARSE, "%s: no [generate] operators: name the operators to "
-                     "enumerate (see jobs/smoke.ini)", t.job.path);
+    err = taso_error(TASO_ERR_PARSE,
+                     "%s: no [generate] operators: name the operators to "
+                     "enumerate (see jobs/smoke.ini)",
+                     t.job.path);
   if (err == TASO_OK) {
     taso_tool_note_defaults(&t, "job", NULL);
     taso_tool_note_defaults(&t, "generate", NULL);
@@ -1975,14 +2077,15 @@ int main(int argc, char **argv) {
   if (err == TASO_OK) {
     /* the count pass that weighs the shards, shared by the ranks (none
      * level by level: each level deals its own units) */
-    err = taso_enum_create_opts(&t.job.inputs, t.job.ops, t.job.nops, t.job.max_ops, t.rank, t.size, &opts, &c.e);
+    err = taso_enum_create_opts(&t.job.inputs, t.job.ops, t.job.nops, t.job.max_ops, t.rank, t.size,
+                                &opts, &c.e);
     if (err != TASO_OK) err = taso_error_prefix(err, "%s: ", t.job.path);
     err = taso_tool_agree(&t, err);
     if (err == TASO_OK) {
       int64_t n, *w = taso_enum_partial_weights(c.e, &n);
       for (int64_t at = 0; at < n; at += 1 << 28) /* MPI counts are ints */
-        MPI_Allreduce(MPI_IN_PLACE, w + at, (int)(n - at < (1 << 28) ? n - at : 1 << 28), MPI_INT64_T,
-                      MPI_SUM, t.comm);
+        MPI_Allreduce(MPI_IN_PLACE, w + at, (int)(n - at < (1 << 28) ? n - at : 1 << 28),
+                      MPI_INT64_T, MPI_SUM, t.comm);
     }
   }
   TASO_TOOL_STEP(&t, err, taso_fp_inputs_init(&rnd, &t.job.inputs, t.job.seed));
@@ -1990,15 +2093,19 @@ int main(int argc, char **argv) {
    * values; level by level only those of at most 2 operators, which most
    * states share (a larger one is evaluated again by the state that holds
    * it: the walks nest, and the states are few next to the leaves). */
-  TASO_TOOL_STEP(&t, err, taso_memo_create(&rnd, &t.job.inputs, levels && t.job.max_ops > 3 ? 3 : t.job.max_ops, &c.m));
+  TASO_TOOL_STEP(
+      &t, err,
+      taso_memo_create(&rnd, &t.job.inputs, levels && t.job.max_ops > 3 ? 3 : t.job.max_ops, &c.m));
   if (err == TASO_OK) {
     int nv;
     c.vars = taso_enum_variants(c.e, &nv);
     c.ninputs = t.job.inputs.n;
     c.tid = malloc(sizeof *c.tid * 2 * (c.ninputs + t.job.max_ops));
     err = c.tid ? TASO_OK : taso_error(TASO_ERR_NOMEM, "walk state");
-    for (int i = 0; c.tid && i < 2 * (c.ninputs + t.job.max_ops); i++) c.tid[i] = -1;
-    for (int i = 0; c.tid && i < c.ninputs; i++) c.tid[TASO_REF(i, 0)] = 2 * i;
+    for (int i = 0; c.tid && i < 2 * (c.ninputs + t.job.max_ops); i++)
+      c.tid[i] = -1;
+    for (int i = 0; c.tid && i < c.ninputs; i++)
+      c.tid[TASO_REF(i, 0)] = 2 * i;
   }
   err = taso_tool_agree(&t, err);
 
@@ -2011,8 +2118,10 @@ int main(int argc, char **argv) {
   if (err == TASO_OK && levels) {
     int nv;
     taso_enum_variants(c.e, &nv);
-    taso_tool_print(&t, "generating graphs of up to %d operators (%d operator variants) level by level "
-                    "from class representatives on %d ranks\n", t.job.max_ops, nv, t.size);
+    taso_tool_print(&t,
+                    "generating graphs of up to %d operators (%d operator variants) level by level "
+                    "from class representatives on %d ranks\n",
+                    t.job.max_ops, nv, t.size);
     int64_t graphs = 0;
     c.levels = true;
     err = generate_levels(&c, &graphs, &nshared, &vol1);
@@ -2020,9 +2129,12 @@ int main(int argc, char **argv) {
   } else if (err == TASO_OK) {
     int nv;
     taso_enum_variants(c.e, &nv);
-    taso_tool_print(&t, "enumerating %lld graphs of up to %d operators (%d operator variants) on %d ranks; "
-                    "count pass %.2f s (%.2f s CPU on rank 0)\n", (long long)taso_enum_graphs(c.e), t.job.max_ops,
-                    nv, t.size, t0 - t_count, cpu0 - cpu_count);
+    taso_tool_print(
+        &t,
+        "enumerating %lld graphs of up to %d operators (%d operator variants) on %d ranks; "
+        "count pass %.2f s (%.2f s CPU on rank 0)\n",
+        (long long)taso_enum_graphs(c.e), t.job.max_ops, nv, t.size, t0 - t_count,
+        cpu0 - cpu_count);
     taso_progress_begin(&c.progress, &t, "graphs (rank 0's shard)", -1);
     taso_enum_visitor_t v = {.ctx = &c, .push = push, .visit = visit_count};
     err = taso_enum_run(c.e, lo, hi, &v);
@@ -2038,18 +2150,29 @@ int main(int argc, char **argv) {
   if (err == TASO_OK) {
     MPI_Allreduce(work, wmax, 2, MPI_DOUBLE, MPI_MAX, t.comm);
     MPI_Allreduce(work, wsum, 2, MPI_DOUBLE, MPI_SUM, t.comm);
-    taso_tool_print(&t, "walk: %.0f graphs/s per rank; balance max/mean: graphs %.3f, CPU time %.3f\n",
-                    wsum[0] / (wsum[1] > 0 ? wsum[1] : 1), wmax[0] * t.size / (wsum[0] > 0 ? wsum[0] : 1),
-                    wmax[1] * t.size / (wsum[1] > 0 ? wsum[1] : 1));
+    taso_tool_print(
+        &t, "walk: %.0f graphs/s per rank; balance max/mean: graphs %.3f, CPU time %.3f\n",
+        wsum[0] / (wsum[1] > 0 ? wsum[1] : 1), wmax[0] * t.size / (wsum[0] > 0 ? wsum[0] : 1),
+        wmax[1] * t.size / (wsum[1] > 0 ? wsum[1] : 1));
   }
 
-  enum { LAP_WALK1, LAP_CLASSES, LAP_WALK2, LAP_EXCHANGE, LAP_PAIR, LAP_RENAMING, LAP_IMPLIED, NLAPS };
-  static const char *const lap_names[NLAPS] = {"walk 1", "tensor classes", "walk 2", "exchange+disjoint",
-                                               "pairing", "renaming", "implied"};
+  enum {
+    LAP_WALK1,
+    LAP_CLASSES,
+    LAP_WALK2,
+    LAP_EXCHANGE,
+    LAP_PAIR,
+    LAP_RENAMING,
+    LAP_IMPLIED,
+    NLAPS
+  };
+  static const char *const lap_names[NLAPS] = {
+      "walk 1", "tensor classes", "walk 2", "exchange+disjoint", "pairing", "renaming", "implied"};
   double laps[NLAPS + 1] = {t0, MPI_Wtime()}, cpu[NLAPS + 1] = {cpu0, t_walk + cpu0};
   /* 2. shared tensor classes (level by level: the last level's) */
   if (err == TASO_OK && !levels) err = shared_tensors(&c, false, &nshared, &vol1);
-  laps[LAP_CLASSES + 1] = MPI_Wtime(); cpu[LAP_CLASSES + 1] = cpu_seconds();
+  laps[LAP_CLASSES + 1] = MPI_Wtime();
+  cpu[LAP_CLASSES + 1] = cpu_seconds();
 
   /* 3. walk 2: records of graphs whose outputs are all shared and
    * connected, to the owners of their fingerprints */
@@ -2065,10 +2188,12 @@ int main(int argc, char **argv) {
   if (err == TASO_OK && levels) {
     double mib = peak_mib();
     MPI_Allreduce(MPI_IN_PLACE, &mib, 1, MPI_DOUBLE, MPI_MAX, t.comm);
-    taso_tool_print(&t, "walk 2: %lld graph records on rank 0; %.2f s; peak memory per rank %.0f MiB\n",
+    taso_tool_print(&t,
+                    "walk 2: %lld graph records on rank 0; %.2f s; peak memory per rank %.0f MiB\n",
                     (long long)c.spilled, MPI_Wtime() - laps[LAP_CLASSES + 1], mib);
   }
-  laps[LAP_WALK2 + 1] = MPI_Wtime(); cpu[LAP_WALK2 + 1] = cpu_seconds();
+  laps[LAP_WALK2 + 1] = MPI_Wtime();
+  cpu[LAP_WALK2 + 1] = cpu_seconds();
   int64_t exchanged = levels ? c.spilled : c.nrecs, built = 0, vol3 = 0;
   taso_grec_t *mine = NULL;
   int64_t nmine = 0;
@@ -2079,7 +2204,8 @@ int main(int argc, char **argv) {
      * paired in turn */
     if (err == TASO_OK) err = disjoint_graphs(&c, &built, &vol3);
     err = taso_tool_agree(&t, err);
-    laps[LAP_EXCHANGE + 1] = MPI_Wtime(); cpu[LAP_EXCHANGE + 1] = cpu_seconds();
+    laps[LAP_EXCHANGE + 1] = MPI_Wtime();
+    cpu[LAP_EXCHANGE + 1] = cpu_seconds();
     if (err == TASO_OK) err = pair_buckets(&c, &pr, &vol2);
     spill_close(&c);
   } else {
@@ -2093,7 +2219,8 @@ int main(int argc, char **argv) {
     if (err == TASO_OK) err = disjoint_graphs(&c, &built, &vol3);
     if (err == TASO_OK && c.nrecs > 0) {
       taso_grec_t *all = realloc(mine, sizeof *all * (size_t)(nmine + c.nrecs));
-      if (!all) err = taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)(nmine + c.nrecs));
+      if (!all)
+        err = taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)(nmine + c.nrecs));
       else {
         memcpy(all + nmine, c.recs, sizeof *all * (size_t)c.nrecs);
         mine = all;
@@ -2103,16 +2230,30 @@ int main(int argc, char **argv) {
     free(c.recs);
     c.recs = NULL;
     err = taso_tool_agree(&t, err);
-    laps[LAP_EXCHANGE + 1] = MPI_Wtime(); cpu[LAP_EXCHANGE + 1] = cpu_seconds();
+    laps[LAP_EXCHANGE + 1] = MPI_Wtime();
+    cpu[LAP_EXCHANGE + 1] = cpu_seconds();
     if (err == TASO_OK) err = pair_all(&c, mine, nmine, &pr);
     free(mine);
   }
   err = taso_tool_agree(&t, err);
-  laps[LAP_PAIR + 1] = MPI_Wtime(); cpu[LAP_PAIR + 1] = cpu_seconds();
+  laps[LAP_PAIR + 1] = MPI_Wtime();
+  cpu[LAP_PAIR + 1] = cpu_seconds();
 
-  enum { GRAPHS, EXCHANGED, BUILT, EQUAL_OUTPUTS, CLASSES, PAIRS, COMMON, INDEPENDENT, CONSTANT, NSUMS };
-  int64_t sums[NSUMS] = {graphs_mine, exchanged, built, c.dup_outputs, pr.classes, pr.pairs, pr.common,
-                         pr.independent, c.e ? taso_enum_constant_refused(c.e) : 0};
+  enum {
+    GRAPHS,
+    EXCHANGED,
+    BUILT,
+    EQUAL_OUTPUTS,
+    CLASSES,
+    PAIRS,
+    COMMON,
+    INDEPENDENT,
+    CONSTANT,
+    NSUMS
+  };
+  int64_t sums[NSUMS] = {graphs_mine,   exchanged,      built,
+                         c.dup_outputs, pr.classes,     pr.pairs,
+                         pr.common,     pr.independent, c.e ? taso_enum_constant_refused(c.e) : 0};
   if (err == TASO_OK) MPI_Allreduce(MPI_IN_PLACE, sums, NSUMS, MPI_INT64_T, MPI_SUM, t.comm);
 
   /* 4. renaming duplicates and implied candidates, on global sorted data */
@@ -2144,7 +2285,8 @@ int main(int argc, char **argv) {
   free(keys);
   err = taso_tool_agree(&t, err);
   if (err == TASO_OK) err = recheck(&c, &rnd, cands, npatterns, &nchecked);
-  laps[LAP_RENAMING + 1] = MPI_Wtime(); cpu[LAP_RENAMING + 1] = cpu_seconds();
+  laps[LAP_RENAMING + 1] = MPI_Wtime();
+  cpu[LAP_RENAMING + 1] = cpu_seconds();
   int64_t nback = 0;
   /* the implication stage derives as the optimizer rewrites: through the
    * rule guard (rule ids: places in cands, the same in both stages) */
@@ -2159,44 +2301,64 @@ int main(int argc, char **argv) {
   if (err == TASO_OK) err = prune_implied(&c, cands, nchecked, &kept, &pruned);
   int64_t kept_implied = kept, ncands = npatterns;
   if (err == TASO_OK) err = keep_underived(&c, &rnd, &cands, &ncands, &kept, &pruned, &nback);
-  laps[LAP_IMPLIED + 1] = MPI_Wtime(); cpu[LAP_IMPLIED + 1] = cpu_seconds();
+  laps[LAP_IMPLIED + 1] = MPI_Wtime();
+  cpu[LAP_IMPLIED + 1] = cpu_seconds();
   taso_rule_guard_stats_t gst = {0};
   if (guard) taso_rule_guard_stats(guard, &gst);
   taso_tool_guard_close(ax, guard);
   double t_total = MPI_Wtime() - t0;
 
   double cpu_max[NLAPS];
-  for (int i = 0; i < NLAPS; i++) cpu_max[i] = cpu[i + 1] - cpu[i];
+  for (int i = 0; i < NLAPS; i++)
+    cpu_max[i] = cpu[i + 1] - cpu[i];
   if (err == TASO_OK) MPI_Allreduce(MPI_IN_PLACE, cpu_max, NLAPS, MPI_DOUBLE, MPI_MAX, t.comm);
 
   /* 5. output */
-  const char *names[] = {"graphs_enumerated", "graphs_without_operators", "operators_on_constants", "graphs_exchanged", "graphs_disjoint_built",
-                         "graphs_equal_outputs", "tensor_classes_shared", "fingerprint_classes",
-                         "candidate_pairs", "fingerprint_collisions", "pruned_common_subgraph",
-                         "pruned_independent_parts", "pruned_input_renaming", "pruned_implied",
-                         "kept_not_derived", "substitutions"};
-  int64_t counts[] = {sums[GRAPHS], input_graphs_n, sums[CONSTANT], sums[EXCHANGED], sums[BUILT], sums[EQUAL_OUTPUTS], nshared,
-                      sums[CLASSES], sums[PAIRS], npatterns - nchecked, sums[COMMON], sums[INDEPENDENT],
-                      sums[PAIRS] - sums[COMMON] - sums[INDEPENDENT] - npatterns, nchecked - kept_implied,
-                      nback, kept};
+  const char *names[] = {
+      "graphs_enumerated",      "graphs_without_operators", "operators_on_constants",
+      "graphs_exchanged",       "graphs_disjoint_built",    "graphs_equal_outputs",
+      "tensor_classes_shared",  "fingerprint_classes",      "candidate_pairs",
+      "fingerprint_collisions", "pruned_common_subgraph",   "pruned_independent_parts",
+      "pruned_input_renaming",  "pruned_implied",           "kept_not_derived",
+      "substitutions"};
+  int64_t counts[] = {sums[GRAPHS],
+                      input_graphs_n,
+                      sums[CONSTANT],
+                      sums[EXCHANGED],
+                      sums[BUILT],
+                      sums[EQUAL_OUTPUTS],
+                      nshared,
+                      sums[CLASSES],
+                      sums[PAIRS],
+                      npatterns - nchecked,
+                      sums[COMMON],
+                      sums[INDEPENDENT],
+                      sums[PAIRS] - sums[COMMON] - sums[INDEPENDENT] - npatterns,
+                      nchecked - kept_implied,
+                      nback,
+                      kept};
   if (err == TASO_OK)
-    err = write_output(&c, &rnd, cands, kept, &pruned, counts, names, (int)(sizeof counts / sizeof *counts));
+    err = write_output(&c, &rnd, cands, kept, &pruned, counts, names,
+                       (int)(sizeof counts / sizeof *counts));
   if (err == TASO_OK) {
     for (int i = 0; i < (int)(sizeof counts / sizeof *counts); i++)
       taso_tool_print(&t, "  %-26s %lld\n", names[i], (long long)counts[i]);
-    taso_tool_print(&t, "  walk %.2f s CPU, all %.2f s on rank 0; exchanged %lld + %lld + %lld bytes from rank 0\n",
-                    t_walk, t_total, (long long)vol1, (long long)vol2, (long long)vol3);
+    taso_tool_print(
+        &t,
+        "  walk %.2f s CPU, all %.2f s on rank 0; exchanged %lld + %lld + %lld bytes from rank 0\n",
+        t_walk, t_total, (long long)vol1, (long long)vol2, (long long)vol3);
     char line[512];
     int at = 0;
     for (int i = 0; i < NLAPS; i++)
-      at += snprintf(line + at, sizeof line - (size_t)at, "%s%s %.2f/%.2f/%.2f", i ? ", " : "", lap_names[i],
-                     cpu[i + 1] - cpu[i], cpu_max[i], laps[i + 1] - laps[i]);
+      at += snprintf(line + at, sizeof line - (size_t)at, "%s%s %.2f/%.2f/%.2f", i ? ", " : "",
+                     lap_names[i], cpu[i + 1] - cpu[i], cpu_max[i], laps[i + 1] - laps[i]);
     taso_tool_print(&t, "  seconds (CPU rank 0/CPU max/wall): %s\n", line);
     taso_tool_guard_print(&t, "  rule guard (rank 0)", &gst);
     taso_tool_summary(&t, "%lld graphs, %lld candidate pairs, %lld substitutions -> %s",
                       (long long)sums[GRAPHS], (long long)sums[PAIRS], (long long)kept, t.out_path);
   }
-  for (int64_t i = 0; i < ncands; i++) taso_cand_free(&cands[i]);
+  for (int64_t i = 0; i < ncands; i++)
+    taso_cand_free(&cands[i]);
   free(cands);
   free(pruned.v);
   taso_memo_free(c.m);

@@ -39,8 +39,8 @@
 #include "derive_guard.h"
 #include "device.h"
 #include "hash.h"
-#include "runtime.h"
 #include "rule_guard.h"
+#include "runtime.h"
 #include "search.h"
 #include "select.h"
 #include "tool.h"
@@ -48,18 +48,20 @@
 #define MAX_MODELS 64
 
 static const char *model_last, *db_path = "costs.h5", *backend_name = "cpu", *subst_path,
-                  *depth_text = "1", *library_path;
+                               *depth_text = "1", *library_path;
 static bool estimate, expand, no_device_lock;
 
 static const taso_tool_flag_t flags[] = {
     {"estimate", "then print each model's cost: the sum of its planned steps' medians", &estimate},
-    {"expand", "also the configurations of the graphs that the proved rules of\n"
-               "                  --substitutions make from each model (every rule, both\n"
-               "                  directions, at every match where its proof holds)",
+    {"expand",
+     "also the configurations of the graphs that the proved rules of\n"
+     "                  --substitutions make from each model (every rule, both\n"
+     "                  directions, at every match where its proof holds)",
      &expand},
-    {"no-device-lock", "FOR BENCHMARKS ONLY: take no device lock, so that jobs measure on\n"
-                       "                  shared cores at once (bench/measure_schedule.sh shows how\n"
-                       "                  wrong their timings get); never use its figures",
+    {"no-device-lock",
+     "FOR BENCHMARKS ONLY: take no device lock, so that jobs measure on\n"
+     "                  shared cores at once (bench/measure_schedule.sh shows how\n"
+     "                  wrong their timings get); never use its figures",
      &no_device_lock},
     {0},
 };
@@ -76,8 +78,9 @@ static const taso_tool_option_t options[] = {
      "a library description (data/library/): also every call taso-select weighs for\n"
      "                  each model (fused variants, layouts, in place), as it selects",
      &library_path},
-    {"depth", "N", "rewrites deep for --expand: 1 (default) or 2 (every rewrite of every\n"
-                   "                  rewrite: far more graphs)",
+    {"depth", "N",
+     "rewrites deep for --expand: 1 (default) or 2 (every rewrite of every\n"
+     "                  rewrite: far more graphs)",
      &depth_text},
     {0},
 };
@@ -114,11 +117,11 @@ typedef struct {
   char lock_dir[4096];
   int warmup, min_runs, max_runs, cores_per_device;
   double spread, batch_seconds;
-  int depth;           /* --expand: rewrite steps; 0 without --expand */
-  taso_rules_t rules;  /* --expand: the proved rules */
-  taso_axioms_t *ax;   /* --expand: the rule guard, as taso-optimize's: */
+  int depth;                /* --expand: rewrite steps; 0 without --expand */
+  taso_rules_t rules;       /* --expand: the proved rules */
+  taso_axioms_t *ax;        /* --expand: the rule guard, as taso-optimize's: */
   taso_rule_guard_t *guard; /* a rule applies where proved or proved again */
-  taso_library_t *lib; /* --library, or NULL */
+  taso_library_t *lib;      /* --library, or NULL */
 } settings_t;
 
 /* The harness keeps one value per option; --model may repeat, so argv is
@@ -181,8 +184,7 @@ static taso_err_t check_db(const taso_tool_t *t) {
   if (S_ISDIR(st.st_mode)) return taso_error(TASO_ERR_IO, "%s: is a folder", db_path);
   struct stat job;
   if (stat(t->job_path, &job) == 0 && job.st_dev == st.st_dev && job.st_ino == st.st_ino)
-    return taso_error(TASO_ERR_ARG, "%s: is this run's job file (--job), not a database",
-                      db_path);
+    return taso_error(TASO_ERR_ARG, "%s: is this run's job file (--job), not a database", db_path);
   if (t->fresh) return TASO_OK;
   taso_err_t err = taso_artifact_identify(db_path, &kind);
   if (err != TASO_OK) {
@@ -190,8 +192,8 @@ static taso_err_t check_db(const taso_tool_t *t) {
     const char *d = taso_error_detail();
     size_t n = strlen(db_path);
     snprintf(what, sizeof what, "%s", strncmp(d, db_path, n) == 0 && d[n] == ':' ? d + n + 2 : d);
-    return taso_tool_refuse(t, db_path, "something other than a %s artifact (%s)",
-                            TASO_KIND_COSTS, what);
+    return taso_tool_refuse(t, db_path, "something other than a %s artifact (%s)", TASO_KIND_COSTS,
+                            what);
   }
   if (strcmp(kind, TASO_KIND_COSTS) != 0)
     err = taso_tool_refuse(t, db_path, "a %s artifact, not a %s one", kind, TASO_KIND_COSTS);
@@ -204,8 +206,8 @@ static taso_err_t check_db(const taso_tool_t *t) {
 typedef struct {
   char key[TASO_COST_KEY_LEN];
   taso_rt_config_t cfg;
-  double flops;  /* the order of measuring: longest first */
-  int expanded;  /* only in rewritten graphs (--expand), in no model itself */
+  double flops; /* the order of measuring: longest first */
+  int expanded; /* only in rewritten graphs (--expand), in no model itself */
 } item_t;
 
 typedef struct {
@@ -224,7 +226,8 @@ static double flops_of(const taso_rt_config_t *c) {
   if (c->kind == TASO_OP_MATMUL || c->kind == TASO_OP_BMM)
     return out * (double)c->in[0].dim[c->in[0].rank - 1];
   double moved = out;
-  for (int i = 0; i < c->nin; i++) moved += (double)taso_tensor_size(&c->in[i]);
+  for (int i = 0; i < c->nin; i++)
+    moved += (double)taso_tensor_size(&c->in[i]);
   return moved;
 }
 
@@ -235,7 +238,8 @@ static uint64_t key_hash(const char *key) {
 /* The slot of key: its item's, or the empty one where it would go. */
 static int64_t key_slot(const items_t *it, const char *key) {
   int64_t mask = it->nslots - 1, i = (int64_t)(key_hash(key) & (uint64_t)mask);
-  while (it->slots[i] && strcmp(it->v[it->slots[i] - 1].key, key) != 0) i = (i + 1) & mask;
+  while (it->slots[i] && strcmp(it->v[it->slots[i] - 1].key, key) != 0)
+    i = (i + 1) & mask;
   return i;
 }
 
@@ -245,7 +249,8 @@ static taso_err_t grow_slots(items_t *it) {
   if (!(it->slots = calloc((size_t)n, sizeof *it->slots)))
     return taso_error(TASO_ERR_NOMEM, "no memory for configurations");
   it->nslots = n;
-  for (int64_t j = 0; j < it->n; j++) it->slots[key_slot(it, it->v[j].key)] = j + 1;
+  for (int64_t j = 0; j < it->n; j++)
+    it->slots[key_slot(it, it->v[j].key)] = j + 1;
   return TASO_OK;
 }
 
@@ -287,17 +292,17 @@ static void items_free(items_t *it) {
 /* ---- expansion: what the rules make of a model -------------------------------------- */
 
 typedef struct {
-  taso_model_t *m;        /* the model: its inputs type the results */
+  taso_model_t *m; /* the model: its inputs type the results */
   items_t *it;
-  taso_tensor_t *types;   /* scratch: a result's types */
+  taso_tensor_t *types; /* scratch: a result's types */
   int types_cap;
-  bool *folded;           /* scratch: per node, folded into a weight (taso_cost_mark_folded) */
-  taso_graph_t *keep;     /* distinct results, kept for another step (depth 2) */
+  bool *folded;       /* scratch: per node, folded into a weight (taso_cost_mark_folded) */
+  taso_graph_t *keep; /* distinct results, kept for another step (depth 2) */
   int64_t nkeep, cap;
   bool keeping;
-  bool warm;              /* the model stays in cache: no operand cold */
-  int64_t graphs;         /* results seen (with repeats) */
-  int64_t invalid;        /* results a consumer's typing refused */
+  bool warm;       /* the model stays in cache: no operand cold */
+  int64_t graphs;  /* results seen (with repeats) */
+  int64_t invalid; /* results a consumer's typing refused */
 } expansion_t;
 
 static taso_err_t fit_types(expansion_t *x, int nnodes) {
@@ -382,18 +387,17 @@ static taso_err_t rewrite_all(const settings_t *s, const taso_graph_t *host,
   for (int r = 0; r < s->rules.n && err == TASO_OK; r++) {
     const taso_rule_t *rule = &s->rules.v[r];
     if (rule->kinds & ~kinds) continue; /* an lhs operator the host lacks */
-    err = taso_rewrite_all_guarded(s->guard, r, 0, host, types, &rule->lhs, &rule->rhs, on_result,
-                                   x);
+    err =
+        taso_rewrite_all_guarded(s->guard, r, 0, host, types, &rule->lhs, &rule->rhs, on_result, x);
   }
   return err;
 }
 
 /* Every rewrite of m's graph by the rules, depth steps deep; their
  * configurations go into it. */
-static taso_err_t expand_model(const settings_t *s, taso_model_t *m, items_t *it,
-                               int64_t *graphs) {
-  expansion_t x = {.m = m, .it = it, .keeping = s->depth > 1,
-                   .warm = taso_rt_weights_stay_warm(m, s->be)};
+static taso_err_t expand_model(const settings_t *s, taso_model_t *m, items_t *it, int64_t *graphs) {
+  expansion_t x = {
+      .m = m, .it = it, .keeping = s->depth > 1, .warm = taso_rt_weights_stay_warm(m, s->be)};
   taso_err_t err = rewrite_all(s, &m->graph, m->types, &x);
   if (err == TASO_OK && s->depth > 1) {
     unique_kept(&x);
@@ -405,12 +409,12 @@ static taso_err_t expand_model(const settings_t *s, taso_model_t *m, items_t *it
       if (err == TASO_OK && !(types = malloc(sizeof *types * 2 * (size_t)(x.keep[i].nnodes + 1))))
         err = taso_error(TASO_ERR_NOMEM, "types of %d nodes", x.keep[i].nnodes);
       if (err == TASO_OK) err = taso_graph_infer(&x.keep[i], &m->inputs, types);
-      if (err == TASO_OK)
-        err = rewrite_all(s, &x.keep[i], types, &x);
+      if (err == TASO_OK) err = rewrite_all(s, &x.keep[i], types, &x);
       free(types);
     }
   }
-  for (int64_t i = 0; i < x.nkeep; i++) taso_graph_free(&x.keep[i]);
+  for (int64_t i = 0; i < x.nkeep; i++)
+    taso_graph_free(&x.keep[i]);
   free(x.keep);
   free(x.types);
   free(x.folded);
@@ -480,7 +484,8 @@ static taso_err_t collect_model(const char *model, const settings_t *s, items_t 
       if (err == TASO_OK) err = add_item(it, &cfg, false);
     }
   if (err == TASO_OK) err = taso_rt_steps(&m, &opt, &steps, &nsteps);
-  for (int k = 0; err == TASO_OK && k < nsteps; k++) err = add_item(it, &steps[k].cfg, false);
+  for (int k = 0; err == TASO_OK && k < nsteps; k++)
+    err = add_item(it, &steps[k].cfg, false);
   if (err == TASO_OK && s->depth > 0) err = expand_model(s, &m, it, graphs);
   if (err == TASO_OK && s->lib) err = collect_calls(s, &m, opt.warm_weights, it);
   free(steps);
@@ -550,11 +555,11 @@ static void broadcast_items(const taso_tool_t *t, items_t *it) {
 /* ---- devices ------------------------------------------------------------------ */
 
 typedef struct {
-  taso_device_t dev;  /* the cores this rank works on (its device, or its affinity) */
-  bool owns;          /* measures: one of the node's devices is this rank's */
-  int index;          /* the device's number on the node */
-  int ndevices;       /* devices on this node */
-  taso_rt_ctx_t *ctx; /* the backend, on dev's cores; NULL on a gpu rank without a GPU */
+  taso_device_t dev;     /* the cores this rank works on (its device, or its affinity) */
+  bool owns;             /* measures: one of the node's devices is this rank's */
+  int index;             /* the device's number on the node */
+  int ndevices;          /* devices on this node */
+  taso_rt_ctx_t *ctx;    /* the backend, on dev's cores; NULL on a gpu rank without a GPU */
   taso_device_t *others; /* cpu: the node's other devices, where this rank measures
                             while another job holds its own (working elsewhere) */
   int nothers;
@@ -609,8 +614,10 @@ static taso_err_t place_rank(const taso_tool_t *t, const settings_t *s, place_t 
   if (gpu) return place_gpu(s, lrank, p);
   int per = s->cores_per_device ? s->cores_per_device : ncores;
   if (per > ncores)
-    return taso_error(TASO_ERR_ARG, "[measure] cores_per_device is %d, but this job has %d core%s "
-                      "on %s", per, ncores, ncores == 1 ? "" : "s", "this node");
+    return taso_error(TASO_ERR_ARG,
+                      "[measure] cores_per_device is %d, but this job has %d core%s "
+                      "on %s",
+                      per, ncores, ncores == 1 ? "" : "s", "this node");
   p->ndevices = ncores / per;
   p->owns = lrank < p->ndevices;
   p->index = p->owns ? lrank : -1;
@@ -623,7 +630,8 @@ static taso_err_t place_rank(const taso_tool_t *t, const settings_t *s, place_t 
     return taso_error(TASO_ERR_NOMEM, "no memory for devices");
   for (int j = 0; j < p->ndevices; j++)
     if (j != lrank)
-      TASO_TRY(taso_device_open(&p->others[p->nothers++], s->lock_dir, false, cores + j * per, per));
+      TASO_TRY(
+          taso_device_open(&p->others[p->nothers++], s->lock_dir, false, cores + j * per, per));
   return TASO_OK;
 }
 
@@ -636,8 +644,8 @@ static taso_err_t open_place(const settings_t *s, place_t *p) {
   p->bound = &p->dev;
   TASO_TRY(s->be->open(p->dev.gpu ? 0 : p->dev.nunits, &p->ctx));
   TASO_TRY(taso_device_identify(&p->dev, s->be));
-  for (int j = 0; j < p->nothers; j++) memcpy(p->others[j].identity, p->dev.identity,
-                                              sizeof p->dev.identity);
+  for (int j = 0; j < p->nothers; j++)
+    memcpy(p->others[j].identity, p->dev.identity, sizeof p->dev.identity);
   return TASO_OK;
 }
 
@@ -645,14 +653,16 @@ static taso_err_t open_place(const settings_t *s, place_t *p) {
  * nothing (device.c goes on unprotected without a lock file). */
 static void unlock_place(place_t *p) {
   taso_device_unlock(&p->dev);
-  for (int j = 0; j < p->nothers; j++) taso_device_unlock(&p->others[j]);
+  for (int j = 0; j < p->nothers; j++)
+    taso_device_unlock(&p->others[j]);
   p->nothers = 0; /* no device is ever held by another job, as far as it can see */
 }
 
 static void close_place(const settings_t *s, place_t *p) {
   if (p->ctx) s->be->close(p->ctx);
   taso_device_close(&p->dev);
-  for (int j = 0; j < p->nothers; j++) taso_device_close(&p->others[j]);
+  for (int j = 0; j < p->nothers; j++)
+    taso_device_close(&p->others[j]);
   free(p->others);
 }
 
@@ -663,7 +673,8 @@ static taso_err_t hold_device(place_t *p, taso_device_t **held) {
   taso_device_t *devs[1 + CPU_SETSIZE];
   int n = 0, which = 0;
   devs[n++] = &p->dev;
-  for (int j = 0; j < p->nothers; j++) devs[n++] = &p->others[j];
+  for (int j = 0; j < p->nothers; j++)
+    devs[n++] = &p->others[j];
   TASO_TRY(taso_device_hold_any(devs, n, &which));
   *held = devs[which];
   if (p->bound == *held || (*held)->gpu) return TASO_OK;
@@ -711,17 +722,17 @@ typedef struct {
   const taso_tool_t *t;
   const settings_t *s;
   place_t *p;
-  const char *identity;    /* rank 0's device identity: what reuse is checked against */
-  taso_device_t *held;     /* the device of the measurement under way */
-  items_t *todo;           /* the configurations to measure, longest first */
-  taso_costdb_t known;     /* the database as last merged (or read) */
-  taso_cost_row_t *batch;  /* rows measured since the last merge */
+  const char *identity;   /* rank 0's device identity: what reuse is checked against */
+  taso_device_t *held;    /* the device of the measurement under way */
+  items_t *todo;          /* the configurations to measure, longest first */
+  taso_costdb_t known;    /* the database as last merged (or read) */
+  taso_cost_row_t *batch; /* rows measured since the last merge */
   int64_t nbatch, cap;
   int64_t measured, unavailable, reused; /* reused: merged by another job meanwhile */
-  int64_t merged;          /* rows of this rank merged into the database */
-  int64_t stop_after;      /* test hook: SIGKILL once this many are merged; -1 never */
+  int64_t merged;                        /* rows of this rank merged into the database */
+  int64_t stop_after; /* test hook: SIGKILL once this many are merged; -1 never */
   double last_merge;
-  ino_t db_ino;            /* the database file as last read, to see another job's merge */
+  ino_t db_ino; /* the database file as last read, to see another job's merge */
   time_t db_mtime;
   taso_provenance_t prov;
 } run_t;
@@ -730,7 +741,8 @@ typedef struct {
  * are order statistics and shrug them off. */
 static int count_outliers(double *ms, int n, const taso_rt_stats_t *st, double iqr_spread) {
   int k = 0;
-  for (int i = 0; i < n; i++) k += ms[i] > st->median * (1 + 3 * iqr_spread) && iqr_spread > 0;
+  for (int i = 0; i < n; i++)
+    k += ms[i] > st->median * (1 + 3 * iqr_spread) && iqr_spread > 0;
   return k;
 }
 
@@ -767,9 +779,9 @@ static taso_err_t measure_one(run_t *r, const item_t *it, double *ms, taso_cost_
   const settings_t *s = r->s;
   int n = 0;
   char algorithm[TASO_COST_ALGORITHM_LEN];
-  taso_err_t err = taso_rt_time_config_samples(s->be, r->p->ctx, &it->cfg, s->warmup, s->min_runs,
-                                               s->max_runs, s->spread, ms, &n, algorithm,
-                                               sizeof algorithm);
+  taso_err_t err =
+      taso_rt_time_config_samples(s->be, r->p->ctx, &it->cfg, s->warmup, s->min_runs, s->max_runs,
+                                  s->spread, ms, &n, algorithm, sizeof algorithm);
   fill_row(r, it, ms, n, err, row);
   memcpy(row->algorithm, algorithm, sizeof algorithm);
   row->held_from = r->held->held_since;
@@ -867,7 +879,16 @@ static taso_err_t measure_all(run_t *r) {
 /* ---- reporting -------------------------------------------------------------------- */
 
 enum {
-  F_OWNS, F_INDEX, F_HOLDS, F_ELSEWHERE, F_BUSY, F_WAITED, F_SPAN, F_MEASURED, F_UNAVAIL, F_REUSED,
+  F_OWNS,
+  F_INDEX,
+  F_HOLDS,
+  F_ELSEWHERE,
+  F_BUSY,
+  F_WAITED,
+  F_SPAN,
+  F_MEASURED,
+  F_UNAVAIL,
+  F_REUSED,
   NF
 };
 
@@ -877,8 +898,16 @@ enum {
 static void report_devices(const run_t *r, double span, int64_t totals[3]) {
   const taso_tool_t *t = r->t;
   const place_t *p = r->p;
-  double mine[NF] = {p->owns, p->index, p->dev.holds, 0, p->dev.busy, p->dev.waited,
-                     span, (double)r->measured, (double)r->unavailable, (double)r->reused};
+  double mine[NF] = {p->owns,
+                     p->index,
+                     p->dev.holds,
+                     0,
+                     p->dev.busy,
+                     p->dev.waited,
+                     span,
+                     (double)r->measured,
+                     (double)r->unavailable,
+                     (double)r->reused};
   for (int j = 0; j < p->nothers; j++) {
     mine[F_HOLDS] += p->others[j].holds;
     mine[F_ELSEWHERE] += p->others[j].holds;
@@ -891,7 +920,8 @@ static void report_devices(const run_t *r, double span, int64_t totals[3]) {
   char units[TASO_COST_UNIT_LEN];
   for (int q = 0; t->rank == 0 && q < t->size; q++) {
     const double *v = all + NF * q;
-    for (int k = 0; k < 3; k++) totals[k] += (int64_t)v[F_MEASURED + k];
+    for (int k = 0; k < 3; k++)
+      totals[k] += (int64_t)v[F_MEASURED + k];
     if (!v[F_OWNS]) continue;
     snprintf(units, sizeof units, "%s", q == 0 ? r->p->dev.unit : "");
     printf("taso-measure: device %d (rank %d%s%s): %d measurements (%d on another device while "
@@ -975,9 +1005,10 @@ int main(int argc, char **argv) {
     TASO_TOOL_STEP(&t, err, taso_tool_guard_open(&t, axioms, &s.rules.inputs, &s.ax, &s.guard));
   }
   if (err == TASO_OK && s.depth > 0)
-    taso_tool_print(&t, "taso-measure: --expand: %d rules from %lld proved substitutions, %d "
-                    "rewrite%s deep\n", s.rules.n, (long long)proved, s.depth,
-                    s.depth == 1 ? "" : "s");
+    taso_tool_print(&t,
+                    "taso-measure: --expand: %d rules from %lld proved substitutions, %d "
+                    "rewrite%s deep\n",
+                    s.rules.n, (long long)proved, s.depth, s.depth == 1 ? "" : "s");
   TASO_TOOL_STEP(&t, err, place_rank(&t, &s, &p));
   if (err == TASO_OK && no_device_lock) unlock_place(&p);
   TASO_TOOL_STEP(&t, err, open_place(&s, &p));
@@ -991,10 +1022,13 @@ int main(int argc, char **argv) {
                     p.dev.nunits == 1 ? "" : "s");
   TASO_TOOL_STEP(&t, err, collect(&t, &s, &p, &all, &graphs));
   int64_t distinct = all.n;
-  for (int64_t i = 0; t.rank == 0 && i < all.n; i++) added += all.v[i].expanded;
+  for (int64_t i = 0; t.rank == 0 && i < all.n; i++)
+    added += all.v[i].expanded;
   if (err == TASO_OK && s.depth > 0)
-    taso_tool_print(&t, "taso-measure: --expand: %lld rewritten graphs added %lld of the %lld "
-                    "configurations\n", (long long)graphs, (long long)added, (long long)distinct);
+    taso_tool_print(&t,
+                    "taso-measure: --expand: %lld rewritten graphs added %lld of the %lld "
+                    "configurations\n",
+                    (long long)graphs, (long long)added, (long long)distinct);
   /* What the database holds for this device already is reused. */
   if (err == TASO_OK && t.rank == 0) {
     err = taso_costdb_read(db_path, true, &r.known);
@@ -1024,10 +1058,10 @@ int main(int argc, char **argv) {
   int64_t totals[3] = {0};
   if (err == TASO_OK && all.n > 0) report_devices(&r, taso_wall_seconds() - start, totals);
   if (err == TASO_OK)
-    taso_tool_summary(&t, "%lld configurations: %lld measured, %lld reused, %lld unavailable -> %s%s",
-                      (long long)distinct, (long long)totals[0],
-                      (long long)(distinct - totals[0] - totals[1]), (long long)totals[1],
-                      db_path, s.depth ? expansion_note(added, graphs) : "");
+    taso_tool_summary(
+        &t, "%lld configurations: %lld measured, %lld reused, %lld unavailable -> %s%s",
+        (long long)distinct, (long long)totals[0], (long long)(distinct - totals[0] - totals[1]),
+        (long long)totals[1], db_path, s.depth ? expansion_note(added, graphs) : "");
   if (err == TASO_OK && estimate)
     err = taso_tool_agree(&t, t.rank == 0 ? print_estimates(&s, &p) : TASO_OK);
   close_place(&s, &p);

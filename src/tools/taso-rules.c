@@ -17,8 +17,9 @@ static const char *usage_path, *model_spec;
 
 static const taso_tool_option_t options[] = {
     {"usage", "FILE", "a rule-usage file (taso-rules' output) to pick a subset from", &usage_path},
-    {"model", "M", "a model (built-in, .onnx or .h5): print its family and features, and, "
-                   "with --usage, the subset --rules auto would use",
+    {"model", "M",
+     "a model (built-in, .onnx or .h5): print its family and features, and, "
+     "with --usage, the subset --rules auto would use",
      &model_spec},
     {0},
 };
@@ -58,7 +59,8 @@ static taso_err_t build(taso_tool_t *t) {
   if (err == TASO_OK) err = taso_tool_commit_output(t);
   for (int i = 0; err == TASO_OK && i < u.nmodels; i++) {
     int fired = 0;
-    for (int64_t r = 0; r < u.nrules; r++) fired += u.rules[r].model == i;
+    for (int64_t r = 0; r < u.nrules; r++)
+      fired += u.rules[r].model == i;
     taso_tool_print(t, "taso-rules: %-14s %-12s %3d rules fired  (%s)\n", u.models[i].name,
                     u.models[i].family, fired, u.models[i].spec);
   }
@@ -93,7 +95,8 @@ static taso_err_t show_model(taso_tool_t *t) {
              family, usage_path, from);
     printf("subset: %d rules (of the %lld fired in %d models of %s)\n", n, (long long)u.nrules,
            u.nmodels, usage_path);
-    for (int i = 0; i < n; i++) printf("  %s\n", texts[i]);
+    for (int i = 0; i < n; i++)
+      printf("  %s\n", texts[i]);
   }
   (void)t;
   free(texts);

@@ -28,12 +28,14 @@
 #include "tool.h"
 
 static const char *model_spec, *library_path, *backend_name = "cpu", *costs_path, *device_text,
-                  *runs_text = "20", *layouts_text = "both";
+                                              *runs_text = "20", *layouts_text = "both";
 static bool estimate, no_check, no_measure;
 
 static const taso_tool_flag_t flags[] = {
-    {"estimate-costs", "cost each call by a fixed estimate of its arithmetic and memory traffic "
-     "(taso_cost_estimate), not measured: the same plan on every machine", &estimate},
+    {"estimate-costs",
+     "cost each call by a fixed estimate of its arithmetic and memory traffic "
+     "(taso_cost_estimate), not measured: the same plan on every machine",
+     &estimate},
     {"no-measure", "a configuration the cost database lacks is an error naming it, not measured",
      &no_measure},
     {"no-check", "skip running the selected plan against the reference backend", &no_check},
@@ -42,18 +44,24 @@ static const taso_tool_flag_t flags[] = {
 
 static const taso_tool_option_t options[] = {
     {"model", "M", "the model: a spec for taso_model_load (required)", &model_spec},
-    {"library", "FILE", "the library description (default: $TASO_DATA_DIR/library, else the "
-     "source tree's data/library: onednn.smt2 for cpu, cudnn.smt2 for gpu)", &library_path},
+    {"library", "FILE",
+     "the library description (default: $TASO_DATA_DIR/library, else the "
+     "source tree's data/library: onednn.smt2 for cpu, cudnn.smt2 for gpu)",
+     &library_path},
     {"backend", "NAME", "where the plan runs and costs are measured: cpu or gpu (default cpu)",
      &backend_name},
     {"costs", "FILE", "a cost database (taso-measure's costs.h5) consulted before measuring",
      &costs_path},
     {"device", "TEXT", "the database's device to read (default: its only device of --backend)",
      &device_text},
-    {"layouts", "L", "rowmajor (NCHW or BLOCKED per call), nhwc (every call channels last) or "
-     "both, the cheaper kept (default both)", &layouts_text},
-    {"runs", "N", "timed runs of the plain and the selected plan per round, in 5 rounds, "
-     "alternated run by run (default 20; 0: not timed)", &runs_text},
+    {"layouts", "L",
+     "rowmajor (NCHW or BLOCKED per call), nhwc (every call channels last) or "
+     "both, the cheaper kept (default both)",
+     &layouts_text},
+    {"runs", "N",
+     "timed runs of the plain and the selected plan per round, in 5 rounds, "
+     "alternated run by run (default 20; 0: not timed)",
+     &runs_text},
     {0},
 };
 
@@ -90,9 +98,9 @@ typedef struct {
   taso_costdb_source_t source; /* db's rows of device */
   int runs;
   taso_select_stats_t plain, chosen;
-  double seconds;                   /* selection, both layouts */
-  double measure_seconds;           /* of it, measuring configurations on the spot */
-  double relative;                  /* against the reference backend; NaN: not checked */
+  double seconds;         /* selection, both layouts */
+  double measure_seconds; /* of it, measuring configurations on the spot */
+  double relative;        /* against the reference backend; NaN: not checked */
   double latency_plain, latency_chosen, latency_runtime; /* the runtime's own plan */
   int pairs_faster, pairs_faster_runtime;
 } run_t;
@@ -125,7 +133,8 @@ static taso_err_t outputs_of(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_
                              const taso_rt_options_t *opt, float ***out) {
   const taso_graph_t *g = &m->graph;
   int nin = 0;
-  for (int i = 0; i < m->inputs.n; i++) nin += !m->is_weight[i];
+  for (int i = 0; i < m->inputs.n; i++)
+    nin += !m->is_weight[i];
   float **in = calloc((size_t)nin + 1, sizeof *in);
   *out = calloc((size_t)g->noutputs + 1, sizeof **out);
   taso_err_t err = in && *out ? TASO_OK : taso_error(TASO_ERR_NOMEM, "inputs");
@@ -143,13 +152,15 @@ static taso_err_t outputs_of(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_
   if (err == TASO_OK) err = taso_rt_plan(be, ctx, m, opt, &plan);
   if (err == TASO_OK) err = taso_rt_run(plan, (const float *const *)in, *out);
   taso_rt_plan_free(plan);
-  for (int k = 0; in && k < nin; k++) free(in[k]);
+  for (int k = 0; in && k < nin; k++)
+    free(in[k]);
   free(in);
   return err;
 }
 
 static void free_outputs(float **out, int n) {
-  for (int o = 0; out && o < n; o++) free(out[o]);
+  for (int o = 0; out && o < n; o++)
+    free(out[o]);
   free(out);
 }
 
@@ -170,12 +181,15 @@ static taso_err_t check(taso_tool_t *t, run_t *r) {
   free_outputs(b, r->m.graph.noutputs);
   TASO_TRY(err);
   bool agree = r->relative <= CHECK_TOLERANCE;
-  taso_tool_print(t, "taso-select: the selected plan %s the reference backend (largest relative "
-                  "difference %.3g on seeded inputs)\n", agree ? "agrees with" : "DIFFERS from",
-                  r->relative);
+  taso_tool_print(t,
+                  "taso-select: the selected plan %s the reference backend (largest relative "
+                  "difference %.3g on seeded inputs)\n",
+                  agree ? "agrees with" : "DIFFERS from", r->relative);
   if (!agree)
-    snprintf(t->findings, sizeof t->findings, "the selected plan differs from the reference "
-             "backend by %.3g relative", r->relative);
+    snprintf(t->findings, sizeof t->findings,
+             "the selected plan differs from the reference "
+             "backend by %.3g relative",
+             r->relative);
   return TASO_OK;
 }
 
@@ -200,22 +214,28 @@ static taso_err_t time_both(taso_tool_t *t, run_t *r, const taso_call_t *plain, 
                                &r->pairs_faster_runtime);
   taso_model_free(&a);
   TASO_TRY(err);
-  taso_tool_print(t, "taso-select: measured end to end: plain %.4g ms, selected %.4g ms (x%.3f; "
-                  "medians of 5 x %d runs, %s backend; the selected plan faster in %d of %d pairs)\n",
-                  r->latency_plain, r->latency_chosen, r->latency_plain / r->latency_chosen,
-                  r->runs, r->be->name, r->pairs_faster, 5 * r->runs);
-  taso_tool_print(t, "taso-select: measured end to end: the runtime's own plan %.4g ms, selected "
-                  "%.4g ms (x%.3f; faster in %d of %d pairs)\n", r->latency_runtime, chosen,
-                  r->latency_runtime / chosen, r->pairs_faster_runtime, 5 * r->runs);
+  taso_tool_print(
+      t,
+      "taso-select: measured end to end: plain %.4g ms, selected %.4g ms (x%.3f; "
+      "medians of 5 x %d runs, %s backend; the selected plan faster in %d of %d pairs)\n",
+      r->latency_plain, r->latency_chosen, r->latency_plain / r->latency_chosen, r->runs,
+      r->be->name, r->pairs_faster, 5 * r->runs);
+  taso_tool_print(t,
+                  "taso-select: measured end to end: the runtime's own plan %.4g ms, selected "
+                  "%.4g ms (x%.3f; faster in %d of %d pairs)\n",
+                  r->latency_runtime, chosen, r->latency_runtime / chosen, r->pairs_faster_runtime,
+                  5 * r->runs);
   return TASO_OK;
 }
 
 /* ---- selection ---------------------------------------------------------------- */
 
 static void print_stats(taso_tool_t *t, const char *what, const taso_select_stats_t *s) {
-  taso_tool_print(t, "taso-select: %-22s cost %.4g ms, %d calls (%d fused, %d in place, %d blocked, "
-                  "%d concats placed), buffers %.1f MiB\n", what, s->ms, s->steps, s->fused,
-                  s->in_place, s->blocked, s->placed, (double)s->bytes / (1 << 20));
+  taso_tool_print(t,
+                  "taso-select: %-22s cost %.4g ms, %d calls (%d fused, %d in place, %d blocked, "
+                  "%d concats placed), buffers %.1f MiB\n",
+                  what, s->ms, s->steps, s->fused, s->in_place, s->blocked, s->placed,
+                  (double)s->bytes / (1 << 20));
 }
 
 /* Whether the runner takes a channels-last plan: a 4-d weight that a
@@ -275,14 +295,14 @@ static taso_err_t select_all(taso_tool_t *t, run_t *r) {
   if (err == TASO_OK) {
     r->m.calls = best, r->m.ncalls = nbest, best = NULL;
     snprintf(r->m.library, sizeof r->m.library, "%s", taso_library_name(r->lib));
-    taso_tool_print(t, "taso-select: %s: %d calls selected from %s in %.2f s (%.2f s of it "
+    taso_tool_print(t,
+                    "taso-select: %s: %d calls selected from %s in %.2f s (%.2f s of it "
                     "measuring; %lld Z3 queries, %lld answers cached); cost %.4g -> %.4g ms "
                     "(x%.3f), buffers %.1f -> %.1f MiB\n",
                     r->m.name, r->m.ncalls, taso_library_name(r->lib), r->seconds,
-                    r->measure_seconds,
-                    (long long)r->chosen.queries, (long long)r->chosen.cached, r->plain.ms,
-                    r->chosen.ms, r->plain.ms / r->chosen.ms, (double)r->plain.bytes / (1 << 20),
-                    (double)r->chosen.bytes / (1 << 20));
+                    r->measure_seconds, (long long)r->chosen.queries, (long long)r->chosen.cached,
+                    r->plain.ms, r->chosen.ms, r->plain.ms / r->chosen.ms,
+                    (double)r->plain.bytes / (1 << 20), (double)r->chosen.bytes / (1 << 20));
   }
   if (err == TASO_OK && !no_check) err = check(t, r);
   if (err == TASO_OK && r->runs > 0) err = time_both(t, r, plain, nplain);
@@ -298,14 +318,14 @@ static taso_err_t write_output(taso_tool_t *t, run_t *r) {
   taso_artifact_t *a = NULL;
   TASO_TRY(taso_artifact_open_rw(MPI_COMM_SELF, t->tmp_path, TASO_KIND_MODEL, &a));
   taso_err_t err = taso_artifact_set_string(a, "select_library", taso_library_name(r->lib));
-  if (err == TASO_OK) err = taso_artifact_set_string(a, "select_costs", estimate ? "estimated" : "measured");
+  if (err == TASO_OK)
+    err = taso_artifact_set_string(a, "select_costs", estimate ? "estimated" : "measured");
   if (err == TASO_OK) err = taso_artifact_set_real(a, "select_cost_plain_ms", r->plain.ms);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "select_cost_ms", r->chosen.ms);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "select_bytes_plain", r->plain.bytes);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "select_bytes", r->chosen.bytes);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "select_seconds", r->seconds);
-  if (err == TASO_OK)
-    err = taso_artifact_set_real(a, "select_measure_seconds", r->measure_seconds);
+  if (err == TASO_OK) err = taso_artifact_set_real(a, "select_measure_seconds", r->measure_seconds);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "select_z3_queries", r->chosen.queries);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "select_check_relative", r->relative);
   if (err == TASO_OK && r->runs > 0) {
@@ -332,7 +352,7 @@ static taso_err_t run(taso_tool_t *t, run_t *r) {
   }
   TASO_TRY(taso_library_load(library_path, &r->lib));
   TASO_TRY(taso_model_load(model_spec, &r->m));
-  taso_model_drop_plan(&r->m); /* a plan it came with is selected again */
+  taso_model_drop_plan(&r->m);              /* a plan it came with is selected again */
   TASO_TRY(taso_model_fold_weights(&r->m)); /* as written: a plan names the nodes of the file */
   char info[256];
   TASO_TRY(r->be->probe(info, sizeof info));
@@ -360,7 +380,8 @@ int main(int argc, char **argv) {
   if (!model_spec) taso_tool_usage_error(&t, "--model M is required");
   if (*end || end == runs_text || runs < 0 || runs > 100000)
     taso_tool_usage_error(&t, "--runs: expected a whole number from 0, got '%s'", runs_text);
-  if (strcmp(layouts_text, "rowmajor") && strcmp(layouts_text, "nhwc") && strcmp(layouts_text, "both"))
+  if (strcmp(layouts_text, "rowmajor") && strcmp(layouts_text, "nhwc") &&
+      strcmp(layouts_text, "both"))
     taso_tool_usage_error(&t, "--layouts: expected rowmajor, nhwc or both, got '%s'", layouts_text);
   if (estimate && costs_path) taso_tool_usage_error(&t, "--estimate-costs takes no --costs");
   r.runs = (int)runs;

@@ -15,11 +15,11 @@
 #include <unistd.h>
 
 #include "costdb.h"
+#include "family.h"
 #include "guard_cache.h"
 #include "model.h"
-#include "search.h"
 #include "onnx.h"
-#include "family.h"
+#include "search.h"
 #include "tool.h"
 
 static bool list_graphs, list_nodes;
@@ -33,8 +33,7 @@ static const taso_tool_option_t options[] = {
 
 static const taso_tool_flag_t flags[] = {
     {"graphs", "list the graphs too, not only the substitutions", &list_graphs},
-    {"graph", "models: one line per node, \"t12 = conv2d(s=2x2, act=relu, t11, w7)\"",
-     &list_nodes},
+    {"graph", "models: one line per node, \"t12 = conv2d(s=2x2, act=relu, t11, w7)\"", &list_nodes},
     {0},
 };
 
@@ -279,9 +278,11 @@ static void show_model(const taso_model_t *m) {
   double flops;
   int weights = 0;
   taso_model_stats(m, counts, &flops, &bytes);
-  for (int i = 0; i < m->inputs.n; i++) weights += m->is_weight[i];
+  for (int i = 0; i < m->inputs.n; i++)
+    weights += m->is_weight[i];
   int64_t ops = 0;
-  for (int k = TASO_OP_INPUT + 1; k < TASO_OP_COUNT; k++) ops += counts[k];
+  for (int k = TASO_OP_INPUT + 1; k < TASO_OP_COUNT; k++)
+    ops += counts[k];
   printf("model %s: %lld operators, %.3f GFLOP, %d weights (%.1f MiB), seed %llu\n", m->name,
          (long long)ops, flops / 1e9, weights, (double)bytes / (1 << 20),
          (unsigned long long)m->seed);
@@ -328,7 +329,8 @@ static taso_err_t show_optimization(taso_artifact_t *a) {
          search ? search : "?", alpha, (long long)budget, backend ? backend : "?",
          subst ? subst : "?");
   printf("  cost %.4g -> %.4g ms (x%.3f); %lld graphs explored in %.1f s, ended by %s\n", before,
-         after, after > 0 ? before / after : 0.0, (long long)explored, seconds, ended ? ended : "?");
+         after, after > 0 ? before / after : 0.0, (long long)explored, seconds,
+         ended ? ended : "?");
   double lat_before, lat_after;
   int64_t kept = 0, rounds = 0, pairs = 0, won = 0, needed = 0;
   taso_artifact_get_count(a, "kept_input", &kept);
@@ -353,10 +355,11 @@ static taso_err_t show_optimization(taso_artifact_t *a) {
   free(ended);
   taso_fired_rule_t *rows = NULL;
   taso_err_t err = taso_artifact_table_length(a, &taso_fired_rules_table, &n);
-  if (err == TASO_OK) err = taso_artifact_read_table(a, &taso_fired_rules_table, 0, n, (void **)&rows);
   if (err == TASO_OK)
-    printf("%s rules (%lld rewrites by %lld rules):\n", kept ? "the search's (not kept)" : "applied",
-           (long long)steps, (long long)n);
+    err = taso_artifact_read_table(a, &taso_fired_rules_table, 0, n, (void **)&rows);
+  if (err == TASO_OK)
+    printf("%s rules (%lld rewrites by %lld rules):\n",
+           kept ? "the search's (not kept)" : "applied", (long long)steps, (long long)n);
   for (int64_t i = 0; err == TASO_OK && i < n; i++) {
     rows[i].text[TASO_RULE_TEXT - 1] = '\0';
     printf("  %4lld x  %s  [row %lld]\n", (long long)rows[i].count, rows[i].text,
@@ -390,7 +393,8 @@ static taso_err_t show_onnx(const char *path) {
     taso_onnx_free(m);
     return taso_error(TASO_ERR_NOMEM, "%s: no memory", path);
   }
-  for (size_t i = 0; i < g->n_node; i++) ops[i] = g->node[i]->op_type ? g->node[i]->op_type : "";
+  for (size_t i = 0; i < g->n_node; i++)
+    ops[i] = g->node[i]->op_type ? g->node[i]->op_type : "";
   qsort(ops, g->n_node, sizeof *ops, by_name);
   printf("operators:");
   for (size_t i = 0, run = 1; i < g->n_node; i++, run++)
@@ -421,7 +425,8 @@ static void show_cost_row(const taso_cost_row_t *r) {
 
 static taso_err_t show_verdict(void *ctx, const char *rule, size_t relation_bytes, bool applied) {
   (void)ctx;
-  printf("  %-7s %s  (relation %zu bytes)\n", applied ? "applied" : "refused", rule, relation_bytes);
+  printf("  %-7s %s  (relation %zu bytes)\n", applied ? "applied" : "refused", rule,
+         relation_bytes);
   return TASO_OK;
 }
 
@@ -469,12 +474,14 @@ static taso_err_t show_usage(const char *path) {
   for (int i = 0; i < u.nmodels; i++) {
     printf("model %s (%s), family %s\n", u.models[i].name, u.models[i].spec, u.models[i].family);
     for (int64_t r = 0; r < u.nrules; r++)
-      if (u.rules[r].model == i) printf("  %4lld x  %s\n", (long long)u.rules[r].count, u.rules[r].text);
+      if (u.rules[r].model == i)
+        printf("  %4lld x  %s\n", (long long)u.rules[r].count, u.rules[r].text);
   }
   taso_err_t err = TASO_OK;
   for (int i = 0; i < u.nmodels && err == TASO_OK; i++) {
     bool first = true;
-    for (int j = 0; j < i; j++) first &= strcmp(u.models[j].family, u.models[i].family) != 0;
+    for (int j = 0; j < i; j++)
+      first &= strcmp(u.models[j].family, u.models[i].family) != 0;
     if (!first) continue;
     char(*texts)[TASO_RULE_TEXT] = NULL;
     int n = 0;

@@ -454,7 +454,8 @@ static taso_err_t take(void *ctx, int64_t start, int64_t end, int64_t *results) 
       taso_err_t ei = taso_checker_run(r->checkers[omp_get_thread_num()], i, &r->batch[i - start]);
       if (ei != TASO_OK) {
 #pragma omp critical(taso_validate_error)
-        if (e == TASO_OK) e = taso_error(ei, "combination %lld: %s", (long long)i, taso_error_detail());
+        if (e == TASO_OK)
+          e = taso_error(ei, "combination %lld: %s", (long long)i, taso_error_detail());
       }
     }
     work += thread_cpu() - c0;
@@ -801,8 +802,8 @@ int main(int argc, char **argv) {
     const char *validate_opts[] = {opt_sizes ? "sizes" : "", opt_timeout ? "timeout" : "",
                                    opt_red_timeout ? "redundancy_timeout" : "",
                                    opt_red_rlimit ? "redundancy_rlimit" : "", NULL};
-    const char *verify_opts[] = {"timeout", "rlimit", "memory_mb",
-                                 opt_axioms ? "axioms" : "", NULL};
+    const char *verify_opts[] = {"timeout", "rlimit", "memory_mb", opt_axioms ? "axioms" : "",
+                                 NULL};
     taso_tool_note_defaults(&t, "validate", validate_opts);
     taso_tool_note_defaults(&t, "verify", verify_opts);
   }
@@ -1024,7 +1025,8 @@ int main(int argc, char **argv) {
   /* A wrong axiom set fails the validation (exit 3), so that a job chain
    * stops: values that differ, or a family that makes all tensors equal. */
   int collapsed = 0;
-  for (int i = 0; i < nfams; i++) collapsed += fams[i].verdict == 1;
+  for (int i = 0; i < nfams; i++)
+    collapsed += fams[i].verdict == 1;
   if (err == TASO_OK && (sum[2] > 0 || collapsed > 0))
     snprintf(t.findings, sizeof t.findings, "%lld counterexamples, %d collapsing families: %s",
              (long long)sum[2], collapsed,

@@ -174,8 +174,7 @@ static const char *key_mismatch(taso_tool_t *t, taso_artifact_t *a, int64_t nrow
   if (taso_artifact_get_count(a, "candidates_rows", &rows) != TASO_OK || rows != nrows)
     differs = KEY_CANDIDATES;
   for (int k = 0; k < KEY_PARTS && differs < 0; k++)
-    if (taso_artifact_get_count(a, key_parts[k].attr, &v) != TASO_OK || v != key[k])
-      differs = k;
+    if (taso_artifact_get_count(a, key_parts[k].attr, &v) != TASO_OK || v != key[k]) differs = k;
   MPI_Bcast(&differs, 1, MPI_INT, 0, t->comm);
   return differs < 0 ? NULL : key_parts[differs].what;
 }
@@ -281,8 +280,7 @@ static taso_err_t open_resume(taso_tool_t *t, int64_t nrows, const resume_key_t 
       t, taso_artifact_open_rw(t->comm, t->resume_path, TASO_KIND_SUBSTITUTIONS, out));
   const char *other = err == TASO_OK ? key_mismatch(t, *out, nrows, key) : NULL;
   if (other) {
-    err = taso_tool_agree(
-        t, taso_tool_refuse(t, t->resume_path, "decisions made with %s", other));
+    err = taso_tool_agree(t, taso_tool_refuse(t, t->resume_path, "decisions made with %s", other));
     return taso_tool_close(t, out, err);
   }
   if (err == TASO_OK) {
@@ -358,7 +356,8 @@ static taso_err_t take(void *ctx, int64_t start, int64_t end, int64_t *results) 
   round_t *r = ctx;
   if (r->nlocal + (end - start) > r->cap) {
     int64_t cap = r->cap ? 2 * r->cap : 256;
-    while (cap < r->nlocal + (end - start)) cap *= 2;
+    while (cap < r->nlocal + (end - start))
+      cap *= 2;
     taso_decision_t *grown = realloc(r->local, (size_t)cap * sizeof *grown);
     if (!grown) return taso_error(TASO_ERR_NOMEM, "no memory for decisions");
     r->local = grown;
@@ -548,7 +547,8 @@ int main(int argc, char **argv) {
     if (err == TASO_OK) {
       int *on = malloc(sizeof *on * (size_t)(ax->n + 1));
       if (!on) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
-      for (int i = 0; i < ax->n; i++) on[i] = ax->v[i].enabled;
+      for (int i = 0; i < ax->n; i++)
+        on[i] = ax->v[i].enabled;
       MPI_Allreduce(MPI_IN_PLACE, on, ax->n, MPI_INT, MPI_LAND, t.comm);
       int nlemmas = 0;
       for (int i = 0; i < ax->n; i++) {
@@ -615,7 +615,8 @@ int main(int argc, char **argv) {
                       (long long)verdicts[TASO_VERDICT_UNKNOWN],
                       (long long)verdicts[TASO_VERDICT_REFUTED],
                       (long long)verdicts[TASO_VERDICT_CANDIDATE], (long long)ntodo, t.out_path);
-  for (int i = 0; provers && i < nthreads; i++) taso_prover_free(provers[i]);
+  for (int i = 0; provers && i < nthreads; i++)
+    taso_prover_free(provers[i]);
   free(provers);
   free(done);
   free(todo);

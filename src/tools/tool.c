@@ -6,8 +6,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,7 +22,6 @@
 #include "collective.h"
 #include "shard.h"
 #include "version.h"
-
 
 #define MAX_FLAGS 24
 #define MAX_THREADS 4096
@@ -155,7 +154,8 @@ static void parse_options(taso_tool_t *t, int argc, char **argv) {
       MPI_Finalize();
       exit(0);
     case OPT_VERSION:
-      if (t->rank == 0) printf("%s (taso) %s, git %s\n", s->name, taso_version(), taso_git_commit());
+      if (t->rank == 0)
+        printf("%s (taso) %s, git %s\n", s->name, taso_version(), taso_git_commit());
       MPI_Finalize();
       exit(0);
     case OPT_JOB:
@@ -232,7 +232,8 @@ static int usable_cores(const taso_tool_t *t, int *sharing) {
   if (!(all = malloc(sizeof *all * (size_t)n))) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
   MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, node);
   *sharing = 0;
-  for (int i = 0; i < n; i++) *sharing += CPU_EQUAL(&all[i], &mine);
+  for (int i = 0; i < n; i++)
+    *sharing += CPU_EQUAL(&all[i], &mine);
   free(all);
   MPI_Comm_free(&node);
   cores /= *sharing;

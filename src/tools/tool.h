@@ -42,22 +42,22 @@ typedef struct {
 /* What a tool is and which common options it takes. A NULL help text
  * means the tool does not take that option. */
 typedef struct {
-  const char *name;              /* "taso-generate" */
-  const char *about;             /* what it does, for --help; lines end in \n */
-  const char *job_help;          /* --job FILE */
-  const char *in_help;           /* --in FILE */
-  const char *out_help;          /* --out FILE */
-  const char *default_in;        /* --in when not given; NULL for none */
-  const char *default_out;       /* --out when not given; NULL for none */
-  const char *out_kind;          /* the artifact kind --out holds (TASO_KIND_...) */
-  const char *fresh_help;        /* --fresh: what starting over means here */
-  bool job_required;             /* --job must be given */
-  bool in_positional;            /* a lone FILE argument stands for --in FILE */
-  bool out_positional;           /* a second FILE argument stands for --out FILE */
-  bool in_optional;              /* the tool may run without an input (taso-convert --list) */
-  bool threads;                  /* takes --threads N */
-  bool single_rank;              /* refuses to run on more than one rank */
-  const taso_tool_flag_t *flags; /* tool-specific switches, ended by {0}; may be NULL */
+  const char *name;                  /* "taso-generate" */
+  const char *about;                 /* what it does, for --help; lines end in \n */
+  const char *job_help;              /* --job FILE */
+  const char *in_help;               /* --in FILE */
+  const char *out_help;              /* --out FILE */
+  const char *default_in;            /* --in when not given; NULL for none */
+  const char *default_out;           /* --out when not given; NULL for none */
+  const char *out_kind;              /* the artifact kind --out holds (TASO_KIND_...) */
+  const char *fresh_help;            /* --fresh: what starting over means here */
+  bool job_required;                 /* --job must be given */
+  bool in_positional;                /* a lone FILE argument stands for --in FILE */
+  bool out_positional;               /* a second FILE argument stands for --out FILE */
+  bool in_optional;                  /* the tool may run without an input (taso-convert --list) */
+  bool threads;                      /* takes --threads N */
+  bool single_rank;                  /* refuses to run on more than one rank */
+  const taso_tool_flag_t *flags;     /* tool-specific switches, ended by {0}; may be NULL */
   const taso_tool_option_t *options; /* options with a value, ended by {0}; may be NULL */
 } taso_tool_spec_t;
 
@@ -230,9 +230,9 @@ typedef struct {
   int64_t total, chunk;
   double round_seconds;
   const char *round_env, *stop_env;
-  const char *what;         /* the progress line's: "candidate rows" */
-  int64_t progress_total;   /* results expected in the file at the end */
-  int64_t already;          /* results already in the file */
+  const char *what;       /* the progress line's: "candidate rows" */
+  int64_t progress_total; /* results expected in the file at the end */
+  int64_t already;        /* results already in the file */
 } taso_rounds_t;
 
 taso_err_t taso_tool_rounds(taso_tool_t *t, const taso_rounds_t *r);

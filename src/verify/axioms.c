@@ -49,9 +49,11 @@ static taso_err_t read_text(const char *path, char **out) {
 }
 
 static char *trim(char *s) {
-  while (isspace((unsigned char)*s)) s++;
+  while (isspace((unsigned char)*s))
+    s++;
   char *e = s + strlen(s);
-  while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
+  while (e > s && isspace((unsigned char)e[-1]))
+    *--e = '\0';
   return s;
 }
 
@@ -89,7 +91,8 @@ static int tokenize(char *line, char **tok, int max) {
       p++;
     } else {
       tok[n++] = p;
-      while (*p && !isspace((unsigned char)*p) && *p != '(' && *p != ')') p++;
+      while (*p && !isspace((unsigned char)*p) && *p != '(' && *p != ')')
+        p++;
       if (*p == '(' || *p == ')') {
         /* An atom ends here; keep the bracket for the next token. */
         char c = *p;
@@ -184,7 +187,8 @@ void taso_axioms_declare(const taso_axioms_t *ax, Z3_context c, Z3_sort *tsort, 
   for (int k = 0; k < ax->ndecls; k++) {
     const taso_decl_t *d = &ax->decls[k];
     Z3_sort dom[TASO_DECL_MAX_ARGS];
-    for (int a = 0; a < d->nargs; a++) dom[a] = d->arg_int[a] ? i : t;
+    for (int a = 0; a < d->nargs; a++)
+      dom[a] = d->arg_int[a] ? i : t;
     fns[k] = Z3_mk_func_decl(c, Z3_mk_string_symbol(c, d->name), (unsigned)d->nargs, dom,
                              d->ret_int ? i : t);
   }
@@ -213,8 +217,8 @@ static taso_err_t z3_parse_error(const char *file, const char *msg) {
 
 taso_err_t taso_axioms_parse(const taso_axioms_t *ax, Z3_context c, Z3_sort tsort,
                              const Z3_func_decl *fns, const char *file, const char *text,
-                             int nextra, const Z3_symbol *extra_names,
-                             const Z3_func_decl *extra, Z3_ast_vector *out) {
+                             int nextra, const Z3_symbol *extra_names, const Z3_func_decl *extra,
+                             Z3_ast_vector *out) {
   int n = ax->ndecls + nextra;
   Z3_symbol *names = malloc(sizeof *names * (size_t)(n > 0 ? n : 1));
   Z3_func_decl *decls = malloc(sizeof *decls * (size_t)(n > 0 ? n : 1));
@@ -289,9 +293,9 @@ static taso_err_t append_line(taso_axiom_t *a, const char *line) {
 static taso_err_t start_block(taso_axioms_t *ax, const char *path, int lineno,
                               taso_axiom_kind_t kind, const char *name) {
   if (!valid_name(name))
-    return taso_error(TASO_ERR_PARSE, "%s:%d: bad %s name '%s' (letters, digits, _ or -, at most %d)",
-                      path, lineno, kind == TASO_AXIOM_LEMMA ? "lemma" : "axiom", name,
-                      TASO_AXIOM_NAME_LEN - 1);
+    return taso_error(TASO_ERR_PARSE,
+                      "%s:%d: bad %s name '%s' (letters, digits, _ or -, at most %d)", path, lineno,
+                      kind == TASO_AXIOM_LEMMA ? "lemma" : "axiom", name, TASO_AXIOM_NAME_LEN - 1);
   int dup = taso_axioms_find(ax, name);
   if (dup >= 0)
     return taso_error(TASO_ERR_PARSE, "%s:%d: %s is already defined at %s:%d", path, lineno, name,
@@ -402,12 +406,13 @@ taso_err_t taso_axioms_add_file(taso_axioms_t *ax, const char *path) {
     char *t = trim(copy);
     if (!strncmp(t, ";; @", 4)) {
       char *key = t + 4, *value = key;
-      while (*value && !isspace((unsigned char)*value)) value++;
+      while (*value && !isspace((unsigned char)*value))
+        value++;
       if (*value) *value++ = '\0';
       value = trim(value);
       if (!strcmp(key, "axiom") || !strcmp(key, "lemma")) {
-        err = start_block(ax, path, lineno, !strcmp(key, "axiom") ? TASO_AXIOM_AXIOM : TASO_AXIOM_LEMMA,
-                          value);
+        err = start_block(ax, path, lineno,
+                          !strcmp(key, "axiom") ? TASO_AXIOM_AXIOM : TASO_AXIOM_LEMMA, value);
         cur = err == TASO_OK ? &ax->v[ax->n - 1] : NULL;
         if (cur) err = append_line(cur, "");
         continue;
@@ -437,8 +442,8 @@ taso_err_t taso_axioms_add_file(taso_axioms_t *ax, const char *path) {
   }
   free(text);
   if (err == TASO_OK && ax->n == first)
-    err = taso_error(TASO_ERR_PARSE, "%s: holds no ';; @axiom NAME' or ';; @lemma NAME' block",
-                     path);
+    err =
+        taso_error(TASO_ERR_PARSE, "%s: holds no ';; @axiom NAME' or ';; @lemma NAME' block", path);
 
   /* Check every new block now, so that a bad file fails at load time. */
   Z3_context c = NULL;
@@ -464,7 +469,8 @@ taso_err_t taso_axioms_add_file(taso_axioms_t *ax, const char *path) {
     taso_z3_close(c);
   }
   if (err != TASO_OK) {
-    for (int i = first; i < ax->n; i++) axiom_free(&ax->v[i]);
+    for (int i = first; i < ax->n; i++)
+      axiom_free(&ax->v[i]);
     ax->n = first;
   }
   return err;
@@ -525,7 +531,8 @@ taso_err_t taso_axioms_load(const char *path, taso_axioms_t **out) {
     char *decls = join_path(path, "decls.smt2");
     char **names = NULL;
     int n = 0;
-    if (!decls) err = taso_error(TASO_ERR_NOMEM, "no memory");
+    if (!decls)
+      err = taso_error(TASO_ERR_NOMEM, "no memory");
     else if (!is_file(decls))
       err = taso_error(TASO_ERR_IO, "%s: no decls.smt2 in this axiom folder", path);
     if (err == TASO_OK) err = load_decls(ax, decls);
@@ -537,7 +544,8 @@ taso_err_t taso_axioms_load(const char *path, taso_axioms_t **out) {
     }
     if (err == TASO_OK && ax->n == 0)
       err = taso_error(TASO_ERR_PARSE, "%s: no axiom files (*.smt2 besides decls.smt2)", path);
-    for (int i = 0; i < n; i++) free(names[i]);
+    for (int i = 0; i < n; i++)
+      free(names[i]);
     free(names);
     free(decls);
   } else {
@@ -556,8 +564,8 @@ taso_err_t taso_axioms_load(const char *path, taso_axioms_t **out) {
         decls = up ? join_path(up, "decls.smt2") : NULL;
         free(up);
         if (decls && !is_file(decls))
-          err = taso_error(TASO_ERR_IO, "%s: no decls.smt2 next to it or in the folder above",
-                           path);
+          err =
+              taso_error(TASO_ERR_IO, "%s: no decls.smt2 next to it or in the folder above", path);
       }
       if (err == TASO_OK && !decls) err = taso_error(TASO_ERR_NOMEM, "no memory");
     }
@@ -576,7 +584,8 @@ taso_err_t taso_axioms_load(const char *path, taso_axioms_t **out) {
 
 void taso_axioms_free(taso_axioms_t *ax) {
   if (!ax) return;
-  for (int i = 0; i < ax->n; i++) axiom_free(&ax->v[i]);
+  for (int i = 0; i < ax->n; i++)
+    axiom_free(&ax->v[i]);
   free(ax->v);
   free(ax->decls);
   free(ax->decls_path);

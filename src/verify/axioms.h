@@ -48,23 +48,23 @@ typedef struct {
                                      Z3's line numbers are the file's */
   taso_axiom_meta_t *meta;        /* its "@KEY VALUE" lines */
   int nmeta;
-  bool enabled;                   /* false: left out of every proof */
+  bool enabled; /* false: left out of every proof */
 } taso_axiom_t;
 
 /* One function of decls.smt2: name (Int... T...) T, or a type function
  * such as dim (Int T) Int. */
 typedef struct {
-  char name[32];                     /* operator or type function name */
-  int nargs;                         /* arguments */
-  bool arg_int[TASO_DECL_MAX_ARGS];  /* true: Int, false: T */
-  bool ret_int;                      /* returns Int (a type function), else T */
+  char name[32];                    /* operator or type function name */
+  int nargs;                        /* arguments */
+  bool arg_int[TASO_DECL_MAX_ARGS]; /* true: Int, false: T */
+  bool ret_int;                     /* returns Int (a type function), else T */
 } taso_decl_t;
 
 typedef struct {
-  char *decls_path;  /* the decls.smt2 read */
+  char *decls_path;   /* the decls.smt2 read */
   taso_decl_t *decls; /* its functions */
   int ndecls;
-  taso_axiom_t *v;   /* axioms and lemmas, in load order */
+  taso_axiom_t *v; /* axioms and lemmas, in load order */
   int n, cap;
 } taso_axioms_t;
 
@@ -105,7 +105,7 @@ void taso_axioms_declare(const taso_axioms_t *ax, Z3_context c, Z3_sort *tsort, 
  * taking file for FILE. */
 taso_err_t taso_axioms_parse(const taso_axioms_t *ax, Z3_context c, Z3_sort tsort,
                              const Z3_func_decl *fns, const char *file, const char *text,
-                             int nextra, const Z3_symbol *extra_names,
-                             const Z3_func_decl *extra, Z3_ast_vector *out);
+                             int nextra, const Z3_symbol *extra_names, const Z3_func_decl *extra,
+                             Z3_ast_vector *out);
 
 #endif

@@ -193,7 +193,9 @@ static void fix_point(finder_t *f, Z3_model m, Z3_ast app, void *ctx) {
 }
 
 /* Z3's default search (model-based instantiation on) under the limits. */
-static Z3_solver limited_solver(finder_t *f) { return taso_limited_solver(f->c, f->lim, true); }
+static Z3_solver limited_solver(finder_t *f) {
+  return taso_limited_solver(f->c, f->lim, true);
+}
 
 /* The raw function of decl d, as the prelude declared it. */
 static Z3_func_decl raw_decl(finder_t *f, const taso_decl_t *d) {
@@ -281,8 +283,8 @@ static taso_err_t check_model(finder_t *f, const taso_axioms_t *ax, const Z3_ast
                ax->v[i].name, strstr(reason, "rlimit") ? "rlimit" : reason);
     } else if (i == goal || r != Z3_L_FALSE) {
       all = false; /* it held only on the Int values searched */
-      snprintf(why, (size_t)wlen, "%d tensors: a model failed the exact check of %s",
-               1 << f->width, ax->v[i].name);
+      snprintf(why, (size_t)wlen, "%d tensors: a model failed the exact check of %s", 1 << f->width,
+               ax->v[i].name);
     }
     Z3_solver_pop(c, check, 1);
   }

@@ -155,12 +155,12 @@ struct taso_rule_guard {
   int64_t nseconds, capseconds;
   taso_rule_guard_stats_t st;
   bool optimistic; /* taso_rule_guard_optimistic */
-  entry_t **log; /* the verdicts this guard decided, in order (for export) */
+  entry_t **log;   /* the verdicts this guard decided, in order (for export) */
   int64_t nlog, caplog;
   uint64_t rng; /* the realization search's; reset per decision */
   char refusal[TASO_REASON_LEN + 64];
-  bool probe;   /* note undecided relations as questions, decide nothing */
-  map_t asked;  /* the questions' keys, since the last clear */
+  bool probe;  /* note undecided relations as questions, decide nothing */
+  map_t asked; /* the questions' keys, since the last clear */
   taso_rule_guard_question_t *questions;
   int64_t nquestions, capquestions;
 };
@@ -500,8 +500,8 @@ static taso_err_t ask(taso_rule_guard_t *g, int64_t rule, int dir, const taso_in
     g->capquestions = cap;
   }
   taso_rule_guard_question_t *q = &g->questions[g->nquestions];
-  *q = (taso_rule_guard_question_t){.rule = rule, .dir = dir, .len = g->key.n,
-                                    .seq = g->nquestions};
+  *q =
+      (taso_rule_guard_question_t){.rule = rule, .dir = dir, .len = g->key.n, .seq = g->nquestions};
   q->key = malloc(g->key.n + 1);
   q->types = malloc(sizeof *q->types * (size_t)(at->n + 1));
   entry_t *e = NULL;
@@ -513,7 +513,8 @@ static taso_err_t ask(taso_rule_guard_t *g, int64_t rule, int dir, const taso_in
     return err;
   }
   memcpy(q->key, g->key.b, g->key.n);
-  for (int i = 0; i < at->n; i++) q->types[i] = at->v[i].type;
+  for (int i = 0; i < at->n; i++)
+    q->types[i] = at->v[i].type;
   g->nquestions++;
   return TASO_OK;
 }
@@ -597,13 +598,12 @@ taso_err_t taso_rewrite_all_guarded(taso_rule_guard_t *g, int64_t rule, int dir,
 taso_err_t taso_rewrite_all_guarded_traced(taso_rule_guard_t *g, int64_t rule, int dir,
                                            const taso_graph_t *host,
                                            const taso_tensor_t *host_types,
-                                           const uint64_t *host_params,
-                                           const taso_graph_t *lhs, const taso_graph_t *rhs,
-                                           taso_traced_fn fn, void *ctx) {
+                                           const uint64_t *host_params, const taso_graph_t *lhs,
+                                           const taso_graph_t *rhs, taso_traced_fn fn, void *ctx) {
   call_t c = {.g = g, .rule = rule, .dir = dir, .lhs = lhs, .rhs = rhs};
   TASO_TRY(recorded(g, rule, dir, lhs, rhs, &c.cond));
-  return taso_rewrite_all_traced(host, host_types, host_params, lhs, rhs, &g->in, guard_accepts,
-                                 &c, fn, ctx);
+  return taso_rewrite_all_traced(host, host_types, host_params, lhs, rhs, &g->in, guard_accepts, &c,
+                                 fn, ctx);
 }
 
 taso_err_t taso_rule_guard_accepts(taso_rule_guard_t *g, int64_t rule, int dir,
@@ -628,9 +628,11 @@ int64_t taso_rule_guard_decided(const taso_rule_guard_t *g) {
 }
 
 /* Each verdict as: key length (uint32), verdict (uint8), key. */
-taso_err_t taso_rule_guard_export(const taso_rule_guard_t *g, int64_t from, uint8_t **buf, size_t *len) {
+taso_err_t taso_rule_guard_export(const taso_rule_guard_t *g, int64_t from, uint8_t **buf,
+                                  size_t *len) {
   size_t n = 0;
-  for (int64_t i = from; i < g->nlog; i++) n += 5 + g->log[i]->len;
+  for (int64_t i = from; i < g->nlog; i++)
+    n += 5 + g->log[i]->len;
   uint8_t *b = malloc(n + 1);
   if (!b) return taso_error(TASO_ERR_NOMEM, "rule guard verdicts");
   size_t at = 0;
@@ -664,7 +666,9 @@ void taso_rule_guard_optimistic(taso_rule_guard_t *g, bool on) {
 
 /* ---- sharing decisions ------------------------------------------------------ */
 
-void taso_rule_guard_set_probe(taso_rule_guard_t *g, bool on) { g->probe = on; }
+void taso_rule_guard_set_probe(taso_rule_guard_t *g, bool on) {
+  g->probe = on;
+}
 
 int64_t taso_rule_guard_questions(const taso_rule_guard_t *g,
                                   const taso_rule_guard_question_t **q) {
@@ -681,7 +685,9 @@ void taso_rule_guard_questions_clear(taso_rule_guard_t *g) {
   map_free(&g->asked);
 }
 
-int taso_rule_guard_ninputs(const taso_rule_guard_t *g) { return g->in.n; }
+int taso_rule_guard_ninputs(const taso_rule_guard_t *g) {
+  return g->in.n;
+}
 
 taso_err_t taso_rule_guard_decide(taso_rule_guard_t *g, int64_t rule, int dir,
                                   const taso_graph_t *lhs, const taso_graph_t *rhs,
@@ -690,7 +696,8 @@ taso_err_t taso_rule_guard_decide(taso_rule_guard_t *g, int64_t rule, int dir,
   taso_inputs_t at = {.n = g->in.n, .v = malloc(sizeof *at.v * (size_t)(g->in.n + 1))};
   if (!at.v) return taso_error(TASO_ERR_NOMEM, "rule guard");
   memcpy(at.v, g->in.v, sizeof *at.v * (size_t)g->in.n);
-  for (int i = 0; i < at.n; i++) at.v[i].type = types[i];
+  for (int i = 0; i < at.n; i++)
+    at.v[i].type = types[i];
   bool probe = g->probe;
   g->probe = false;
   taso_err_t err = by_relation(g, rule, dir, lhs, rhs, &at, verdict);
@@ -713,15 +720,14 @@ taso_err_t taso_rule_guard_put_verdict(taso_rule_guard_t *g, const uint8_t *key,
 /* The head of every verdict key: the rule, the direction, 'V' (key_head). */
 #define HEAD_LEN (sizeof(int64_t) + 2)
 
-taso_err_t taso_rule_guard_each_verdict(const taso_rule_guard_t *g, taso_verdict_fn fn,
-                                        void *ctx) {
+taso_err_t taso_rule_guard_each_verdict(const taso_rule_guard_t *g, taso_verdict_fn fn, void *ctx) {
   for (size_t b = 0; b < g->verdicts.nbuckets; b++)
     for (const entry_t *e = g->verdicts.bucket[b]; e; e = e->next) {
       if (e->len < HEAD_LEN) continue;
       int64_t rule;
       memcpy(&rule, e->key, sizeof rule);
-      TASO_TRY(fn(ctx, rule, e->key[sizeof rule], e->key + HEAD_LEN, e->len - HEAD_LEN,
-                  e->verdict));
+      TASO_TRY(
+          fn(ctx, rule, e->key[sizeof rule], e->key + HEAD_LEN, e->len - HEAD_LEN, e->verdict));
     }
   return TASO_OK;
 }
@@ -739,7 +745,6 @@ void taso_rule_guard_settings(const taso_rule_guard_t *g, char *buf, size_t len)
            "timeout_s=%g rlimit=%llu memory_mb=%llu numeric_max_macs=%lld shrink_tries=%d "
            "seed=%llu axioms=%016llx",
            (double)o->limits.timeout_s, (unsigned long long)o->limits.rlimit,
-           (unsigned long long)o->limits.memory_mb, (long long)o->numeric_max_macs,
-           o->shrink_tries, (unsigned long long)o->seed,
-           (unsigned long long)taso_axioms_digest(g->ax));
+           (unsigned long long)o->limits.memory_mb, (long long)o->numeric_max_macs, o->shrink_tries,
+           (unsigned long long)o->seed, (unsigned long long)taso_axioms_digest(g->ax));
 }

@@ -89,9 +89,8 @@ taso_err_t taso_rewrite_all_guarded(taso_rule_guard_t *g, int64_t rule, int dir,
 taso_err_t taso_rewrite_all_guarded_traced(taso_rule_guard_t *g, int64_t rule, int dir,
                                            const taso_graph_t *host,
                                            const taso_tensor_t *host_types,
-                                           const uint64_t *host_params,
-                                           const taso_graph_t *lhs, const taso_graph_t *rhs,
-                                           taso_traced_fn fn, void *ctx);
+                                           const uint64_t *host_params, const taso_graph_t *lhs,
+                                           const taso_graph_t *rhs, taso_traced_fn fn, void *ctx);
 
 /* The decision alone for one instance: lhs => rhs at the input table at
  * (the guard's table with the bound inputs' types). */
@@ -108,7 +107,8 @@ taso_err_t taso_rule_guard_accepts(taso_rule_guard_t *g, int64_t rule, int dir,
  * (not imported); export: those from the from'th on, as bytes (*buf
  * malloc'd); import: adds the verdicts of such bytes it lacks. */
 int64_t taso_rule_guard_decided(const taso_rule_guard_t *g);
-taso_err_t taso_rule_guard_export(const taso_rule_guard_t *g, int64_t from, uint8_t **buf, size_t *len);
+taso_err_t taso_rule_guard_export(const taso_rule_guard_t *g, int64_t from, uint8_t **buf,
+                                  size_t *len);
 taso_err_t taso_rule_guard_import(taso_rule_guard_t *g, const uint8_t *buf, size_t len);
 
 /* Optimistic mode (on): every match is accepted, inside its recorded
@@ -134,9 +134,9 @@ void taso_rule_guard_optimistic(taso_rule_guard_t *g, bool on);
 
 /* One relation without a verdict, at the first instance met of it. */
 typedef struct {
-  int64_t rule;         /* as passed to taso_rewrite_all_guarded */
+  int64_t rule; /* as passed to taso_rewrite_all_guarded */
   int dir;
-  uint8_t *key;         /* the verdict's cache key (opaque bytes) */
+  uint8_t *key; /* the verdict's cache key (opaque bytes) */
   size_t len;
   taso_tensor_t *types; /* per entry of the guard's input table: its type there */
   int64_t seq;          /* questions noted before it since the last clear */
@@ -146,8 +146,7 @@ typedef struct {
 void taso_rule_guard_set_probe(taso_rule_guard_t *g, bool on);
 /* The questions noted while probing since the last clear (valid until the
  * next call into the guard); the count. */
-int64_t taso_rule_guard_questions(const taso_rule_guard_t *g,
-                                  const taso_rule_guard_question_t **q);
+int64_t taso_rule_guard_questions(const taso_rule_guard_t *g, const taso_rule_guard_question_t **q);
 void taso_rule_guard_questions_clear(taso_rule_guard_t *g);
 /* The guard's input table size: the number of types of a question. */
 int taso_rule_guard_ninputs(const taso_rule_guard_t *g);
@@ -171,8 +170,7 @@ taso_err_t taso_rule_guard_put_verdict(taso_rule_guard_t *g, const uint8_t *key,
 /* Called with each cached verdict (relation: rel, len bytes). */
 typedef taso_err_t (*taso_verdict_fn)(void *ctx, int64_t rule, int dir, const uint8_t *rel,
                                       size_t len, bool verdict);
-taso_err_t taso_rule_guard_each_verdict(const taso_rule_guard_t *g, taso_verdict_fn fn,
-                                        void *ctx);
+taso_err_t taso_rule_guard_each_verdict(const taso_rule_guard_t *g, taso_verdict_fn fn, void *ctx);
 /* Adds a verdict for (rule, dir, relation) unless the guard has one. */
 taso_err_t taso_rule_guard_put_relation(taso_rule_guard_t *g, int64_t rule, int dir,
                                         const uint8_t *rel, size_t len, bool verdict);

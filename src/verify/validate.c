@@ -87,7 +87,7 @@ enum {
   G_MOD,
   G_DIV,
   G_NEG,
-  G_DIM,   /* (dim a x): axis kid[0] of tensor variable value */
+  G_DIM,    /* (dim a x): axis kid[0] of tensor variable value */
   G_SPLITS, /* (splits a x): 0, the checked tensors have empty split trees */
   G_RANK    /* (rank x): the rank of tensor variable value */
 };
@@ -475,7 +475,8 @@ static taso_err_t guard(Z3_context c, vaxiom_t *v, Z3_ast e, int *out) {
     g.op = !axis ? G_RANK : strcmp(fn, "dim") ? G_SPLITS : G_DIM;
     int t = bound_of(c, v, Z3_get_app_arg(c, app, axis));
     if (t < 0 || v->bint[t])
-      return formula_error(v, "a shape fact in the guard of something other than a tensor variable: ", fn);
+      return formula_error(
+          v, "a shape fact in the guard of something other than a tensor variable: ", fn);
     g.value = t;
     g.nkid = axis;
     if (axis) TASO_TRY(guard(c, v, Z3_get_app_arg(c, app, 0), &g.kid[0]));
@@ -550,7 +551,6 @@ static taso_err_t guard(Z3_context c, vaxiom_t *v, Z3_ast e, int *out) {
   *out = v->ng++;
   return TASO_OK;
 }
-
 
 /* Reads the formula: bound variables, guard, the two sides. */
 static taso_err_t read_formula(const taso_axioms_t *ax, Z3_context c, Z3_sort t,

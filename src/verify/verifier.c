@@ -116,7 +116,8 @@ static taso_err_t op_ints(const taso_node_t *n, int32_t *v, int *nv) {
     if (p->rank < 0 || p->rank > TASO_MAX_RANK)
       return taso_error(TASO_ERR_UNKNOWN, "%s: rank %d is not one the axioms know", name, p->rank);
     v[k++] = p->rank;
-    for (int i = 0; i < TASO_MAX_RANK; i++) v[k++] = i < p->rank ? p->shape[i] : 0;
+    for (int i = 0; i < TASO_MAX_RANK; i++)
+      v[k++] = i < p->rank ? p->shape[i] : 0;
     break;
   default:
     return taso_error(TASO_ERR_UNKNOWN, "operator kind %d has no function in the axioms", n->kind);
@@ -166,7 +167,8 @@ static int op_nints(taso_op_kind_t kind) {
  * integer parameters above, then one T per tensor operand. */
 static taso_err_t bind_functions(taso_prover_t *p) {
   const taso_axioms_t *ax = p->ax;
-  for (int k = 0; k < TASO_OP_COUNT; k++) p->fn[k][0] = p->fn[k][1] = -1;
+  for (int k = 0; k < TASO_OP_COUNT; k++)
+    p->fn[k][0] = p->fn[k][1] = -1;
   for (int k = TASO_OP_INPUT + 1; k < TASO_OP_COUNT; k++) {
     if (!taso_op_in_subst(k)) continue;
     const taso_op_info_t *op = &taso_ops[k];
@@ -182,7 +184,8 @@ static taso_err_t bind_functions(taso_prover_t *p) {
                           name, op->name);
       int ni = op_nints((taso_op_kind_t)k);
       bool ok = d->nargs == ni + op->arity;
-      for (int a = 0; ok && a < d->nargs; a++) ok = d->arg_int[a] == (a < ni);
+      for (int a = 0; ok && a < d->nargs; a++)
+        ok = d->arg_int[a] == (a < ni);
       if (!ok)
         return taso_error(TASO_ERR_FORMAT,
                           "%s: '%s' must take %d Int then %d T arguments (the parameters and "
@@ -203,8 +206,8 @@ static taso_err_t bind_functions(taso_prover_t *p) {
     bool axis = k != TYPE_RANK; /* (dim a t), (splits a t); (rank t) */
     if (d->nargs != 1 + axis || (axis && !d->arg_int[0]) || d->arg_int[axis] || !d->ret_int)
       return taso_error(TASO_ERR_FORMAT, "%s: '%s' must be declared %s", ax->decls_path,
-                        type_fn_names[k], axis ? "(Int T) Int (an axis, a tensor)"
-                                               : "(T) Int (a tensor)");
+                        type_fn_names[k],
+                        axis ? "(Int T) Int (an axis, a tensor)" : "(T) Int (a tensor)");
     p->type_fn[k] = (int)(d - ax->decls);
   }
   return TASO_OK;
@@ -223,7 +226,8 @@ static void collect_vars(Z3_context c, Z3_ast e, bool *seen, unsigned nb) {
   } else if (k == Z3_APP_AST) {
     Z3_app a = Z3_to_app(c, e);
     unsigned n = Z3_get_app_num_args(c, a);
-    for (unsigned i = 0; i < n; i++) collect_vars(c, Z3_get_app_arg(c, a, i), seen, nb);
+    for (unsigned i = 0; i < n; i++)
+      collect_vars(c, Z3_get_app_arg(c, a, i), seen, nb);
   }
 }
 
@@ -257,7 +261,8 @@ static Z3_ast with_patterns(Z3_context c, Z3_ast f, const char *name) {
   Z3_pattern pats[MAX_BOUND];
   unsigned np = Z3_get_quantifier_num_patterns(c, f);
   if (np > MAX_BOUND) return f;
-  for (unsigned i = 0; i < np; i++) pats[i] = Z3_get_quantifier_pattern_ast(c, f, i);
+  for (unsigned i = 0; i < np; i++)
+    pats[i] = Z3_get_quantifier_pattern_ast(c, f, i);
   if (np == 0 && Z3_get_ast_kind(c, eq) == Z3_APP_AST &&
       Z3_get_decl_kind(c, Z3_get_app_decl(c, Z3_to_app(c, eq))) == Z3_OP_IMPLIES)
     eq = Z3_get_app_arg(c, Z3_to_app(c, eq), 1);
@@ -275,8 +280,7 @@ static Z3_ast with_patterns(Z3_context c, Z3_ast f, const char *name) {
     names[i] = Z3_get_quantifier_bound_name(c, f, i);
   }
   return Z3_mk_quantifier_ex(c, true, Z3_get_quantifier_weight(c, f), Z3_mk_string_symbol(c, name),
-                             Z3_mk_string_symbol(c, ""), np, pats, 0, NULL, nb, sorts, names,
-                             body);
+                             Z3_mk_string_symbol(c, ""), np, pats, 0, NULL, nb, sorts, names, body);
 }
 
 /* Parses one block. Its formula lives only as long as the vector that
@@ -321,9 +325,8 @@ static taso_err_t prover_open(const taso_axioms_t *ax, const taso_limits_t *lim,
     taso_axioms_declare(ax, p->c, &p->t, p->fns);
     err = bind_functions(p);
   }
-  if (err == TASO_OK &&
-      (!(p->assume = malloc(sizeof *p->assume * (size_t)(ax->n ? ax->n : 1))) ||
-       !(p->vecs = malloc(sizeof *p->vecs * (size_t)(ax->n ? ax->n : 1)))))
+  if (err == TASO_OK && (!(p->assume = malloc(sizeof *p->assume * (size_t)(ax->n ? ax->n : 1))) ||
+                         !(p->vecs = malloc(sizeof *p->vecs * (size_t)(ax->n ? ax->n : 1)))))
     err = taso_error(TASO_ERR_NOMEM, "no memory for a prover");
   if (err != TASO_OK) {
     taso_prover_free(p);
@@ -358,7 +361,8 @@ taso_err_t taso_prover_new_limited(const taso_axioms_t *ax, const taso_limits_t 
 
 void taso_prover_free(taso_prover_t *p) {
   if (!p) return;
-  for (int i = 0; i < p->nassume; i++) Z3_ast_vector_dec_ref(p->c, p->vecs[i]);
+  for (int i = 0; i < p->nassume; i++)
+    Z3_ast_vector_dec_ref(p->c, p->vecs[i]);
   taso_z3_close(p->c);
   free(p->fns);
   free(p->assume);
@@ -384,7 +388,8 @@ static Z3_solver new_solver_mbqi(taso_prover_t *p, bool mbqi) {
    * (and past it), and cannot find a proof E-matching misses on these
    * axioms. */
   Z3_solver s = taso_limited_solver(p->c, &p->lim, mbqi);
-  for (int i = 0; s && i < p->nassume; i++) Z3_solver_assert(p->c, s, p->assume[i]);
+  for (int i = 0; s && i < p->nassume; i++)
+    Z3_solver_assert(p->c, s, p->assume[i]);
   return s;
 }
 
@@ -425,7 +430,8 @@ static taso_err_t graph_terms(taso_prover_t *p, const taso_inputs_t *in, const t
     int ni = 0;
     if ((err = op_ints(n, ints, &ni)) != TASO_OK) break;
     Z3_ast args[TASO_DECL_MAX_ARGS + 3];
-    for (int a = 0; a < ni; a++) args[a] = Z3_mk_int(p->c, ints[a], int_sort);
+    for (int a = 0; a < ni; a++)
+      args[a] = Z3_mk_int(p->c, ints[a], int_sort);
     const taso_op_info_t *op = &taso_ops[n->kind];
     for (int a = 0; a < op->arity; a++) {
       taso_ref_t r = n->in[a];
@@ -455,7 +461,8 @@ taso_err_t taso_prover_terms(taso_prover_t *p, const taso_inputs_t *in, const ta
   Z3_ast *v = calloc((size_t)(2 * g->nnodes + 1), sizeof *v);
   if (!v) return taso_error(TASO_ERR_NOMEM, "no memory for terms");
   taso_err_t err = graph_terms(p, in, g, v);
-  for (int o = 0; o < g->noutputs && err == TASO_OK; o++) terms[o] = v[g->outputs[o]];
+  for (int o = 0; o < g->noutputs && err == TASO_OK; o++)
+    terms[o] = v[g->outputs[o]];
   free(v);
   return err;
 }
@@ -463,7 +470,8 @@ taso_err_t taso_prover_terms(taso_prover_t *p, const taso_inputs_t *in, const ta
 /* Number of concats in a split tree: its code's nonzero entries. */
 static int tree_splits(const taso_tree_t *t) {
   int n = 0;
-  for (int k = 0; k < TASO_TREE_CODE; k++) n += t->code[k] != 0;
+  for (int k = 0; k < TASO_TREE_CODE; k++)
+    n += t->code[k] != 0;
   return n;
 }
 
@@ -577,8 +585,7 @@ taso_err_t taso_verify_numeric(const taso_inputs_t *in, const taso_graph_t *src,
     err = taso_error_prefix(err, "target graph: ");
   if (err == TASO_OK) {
     *equal = src->noutputs == dst->noutputs;
-    if (!*equal)
-      snprintf(why, (size_t)len, "%d outputs against %d", src->noutputs, dst->noutputs);
+    if (!*equal) snprintf(why, (size_t)len, "%d outputs against %d", src->noutputs, dst->noutputs);
     for (int o = 0; *equal && o < src->noutputs; o++) {
       const taso_tensor_t *a = &ts[src->outputs[o]], *b = &td[dst->outputs[o]];
       if (a->rank != b->rank || memcmp(a->dim, b->dim, sizeof a->dim) != 0) {
@@ -607,7 +614,8 @@ taso_err_t taso_verify_numeric(const taso_inputs_t *in, const taso_graph_t *src,
   free(vd);
   free(ts);
   free(td);
-  for (int i = 0; i < in->n; i++) free(inputs[i]);
+  for (int i = 0; i < in->n; i++)
+    free(inputs[i]);
   free(inputs);
   return err;
 }
@@ -632,7 +640,8 @@ static void operators_of(const taso_graph_t *a, const taso_graph_t *b, char *buf
   buf[0] = '\0';
   for (int k = TASO_OP_INPUT + 1; k < TASO_OP_COUNT && used < len; k++)
     if (seen[k])
-      used += snprintf(buf + used, (size_t)(len - used), "%s%s", used ? ", " : "", taso_ops[k].name);
+      used +=
+          snprintf(buf + used, (size_t)(len - used), "%s%s", used ? ", " : "", taso_ops[k].name);
 }
 
 taso_err_t taso_prover_decide(taso_prover_t *p, const taso_inputs_t *in, const taso_graph_t *src,
@@ -824,7 +833,7 @@ static taso_err_t prove_lemma(taso_prover_t *p, const taso_axiom_t *a, bool *pro
     Z3_lbool res = check(p, s, unknown, sizeof unknown);
     *proved = res == Z3_L_FALSE;
     snprintf(why, (size_t)len, "%s",
-             res == Z3_L_FALSE ? "proved"
+             res == Z3_L_FALSE  ? "proved"
              : res == Z3_L_TRUE ? "the axioms have a model where it fails"
                                 : (unknown[0] ? unknown : "unknown"));
   }
@@ -888,9 +897,9 @@ Z3_ast taso_instantiate(Z3_context c, Z3_ast f, Z3_ast *vars, unsigned *nv) {
   Z3_ast subst[MAX_BOUND];
   if (nb > MAX_BOUND) return NULL;
   for (unsigned b = 0; b < nb; b++) {
-    Z3_func_decl d = Z3_mk_fresh_func_decl(
-        c, Z3_get_symbol_string(c, Z3_get_quantifier_bound_name(c, f, b)), 0, NULL,
-        Z3_get_quantifier_bound_sort(c, f, b));
+    Z3_func_decl d =
+        Z3_mk_fresh_func_decl(c, Z3_get_symbol_string(c, Z3_get_quantifier_bound_name(c, f, b)), 0,
+                              NULL, Z3_get_quantifier_bound_sort(c, f, b));
     subst[nb - 1 - b] = Z3_mk_app(c, d, 0, NULL); /* de Bruijn: 0 is the last bound */
     if (vars) vars[b] = subst[nb - 1 - b];
   }
@@ -912,7 +921,8 @@ static Z3_lbool entail_query(taso_prover_t *p, bool mbqi, int n, const Z3_ast *f
   if (r == Z3_L_FALSE) {
     Z3_ast_vector uc = Z3_solver_get_unsat_core(c, s);
     Z3_ast_vector_inc_ref(c, uc);
-    for (int i = 0; i < n; i++) core[i] = false;
+    for (int i = 0; i < n; i++)
+      core[i] = false;
     for (unsigned k = 0; k < Z3_ast_vector_size(c, uc); k++) {
       Z3_ast e = Z3_ast_vector_get(c, uc, k);
       for (int i = 0; i < n; i++)
@@ -955,7 +965,8 @@ taso_err_t taso_axioms_entailed(const taso_axioms_t *ax, int goal, const taso_li
   *verdict = 0;
   if (len > 0) why[0] = '\0';
   if (mlen > 0) model[0] = '\0';
-  for (int i = 0; i < ax->n; i++) core[i] = false;
+  for (int i = 0; i < ax->n; i++)
+    core[i] = false;
   if (goal < 0 || goal >= ax->n) return taso_error(TASO_ERR_ARG, "no axiom %d", goal);
   bool *use = calloc((size_t)ax->n + 1, sizeof *use), found = false;
   char search[96] = "";
@@ -1043,7 +1054,8 @@ taso_err_t taso_axioms_collapse(const taso_axioms_t *ax, int family, const taso_
   *verdict = 0;
   if (len > 0) why[0] = '\0';
   if (mlen > 0) model[0] = '\0';
-  for (int i = 0; i < ax->n; i++) core[i] = false;
+  for (int i = 0; i < ax->n; i++)
+    core[i] = false;
   if (family < 0 || family > ax->ndecls) return taso_error(TASO_ERR_ARG, "no family %d", family);
   bool *use = calloc((size_t)ax->n + 1, sizeof *use), found = false;
   int members = 0;
