@@ -2,7 +2,10 @@
  * The gpu backend (cuDNN, cuBLAS and our CUDA kernels) against the
  * reference evaluation: every operator on a few small shapes, the fused
  * convolution and matmul epilogues, channels-last configurations, the
- * configurations it must refuse, and the timing of one convolution.
+ * configurations it must refuse, and the timing of one convolution; then
+ * what makes it fast: a plan captured and replayed as one CUDA graph
+ * against the same plan run step by step, the convolution algorithm kept
+ * between preparations, and timing on the device's clock.
  * Runs where a GPU is present; skipped (exit 77) where none is.
  */
 #include <math.h>
@@ -551,6 +554,228 @@ done:
     if (buf[i]) gpu->release(ctx, buf[i]);
 }
 
+/* ---- the runner and the measurements on the device -------------------------- */
+
+static int64_t output_size(const taso_model_t *m, int o) {
+  return taso_tensor_size(taso_model_type(m, m->graph.outputs[o]));
+}
+
+/* Runs plan on the run-time inputs of `seed` into out (graph outputs). */
+static void run_seeded(taso_rt_plan_t *plan, taso_model_t *m, uint64_t seed, float **out) {
+  float *in[16] = {0};
+  int n = 0;
+  for (int i = 0; i < m->inputs.n && n < 16; i++) {
+    if (m->is_weight[i]) continue;
+    int64_t size = taso_tensor_size(&m->inputs.v[i].type);
+    in[n] = malloc(sizeof(float) * (size_t)(size ? size : 1));
+    CHECK(in[n] != NULL);
+    if (!in[n]) goto done;
+    taso_model_random_input(m, i, seed, in[n++]);
+  }
+  CHECK_OK(taso_rt_run(plan, (const float *const *)in, out));
+done:
+  for (int i = 0; i < n; i++)
+    free(in[i]);
+}
+
+static float **alloc_outputs(const taso_model_t *m) {
+  float **out = calloc((size_t)m->graph.noutputs + 1, sizeof *out);
+  for (int o = 0; out && o < m->graph.noutputs; o++)
+    out[o] = calloc((size_t)output_size(m, o) + 1, sizeof(float));
+  return out;
+}
+
+static void free_outputs(const taso_model_t *m, float **out) {
+  for (int o = 0; out && o < m->graph.noutputs; o++)
+    free(out[o]);
+  free(out);
+}
+
+/* The largest relative difference of two runs' outputs. */
+static double outputs_differ(taso_model_t *m, float **a, float **b) {
+  double abs_diff = 0, rel_diff = 0;
+  CHECK_OK(taso_rt_output_difference(m, a, b, &abs_diff, &rel_diff));
+  return rel_diff;
+}
+
+/* A plan replayed as one captured graph computes what the same plan run
+ * step by step computes, for each run's own inputs (copied in through the
+ * pinned buffers every time: a second seed gives other outputs), in NCHW
+ * and channels last; and a fallback step keeps a plan from replaying. */
+static void test_replay(void) {
+  static const char *const specs[] = {"squeezenet:size=48", "resnet50:size=32",
+                                      "bert:seq=16,hidden=64,heads=4,layers=2", "nasrnn:hidden=64"};
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    for (int nhwc = 0; nhwc < 2; nhwc++) {
+      taso_model_t m;
+      taso_rt_plan_t *steps = NULL, *graph = NULL;
+      float **want[2] = {NULL, NULL}, **got[2] = {NULL, NULL};
+      CHECK_OK(taso_model_load(specs[i], &m));
+      for (int k = 0; k < 2; k++) {
+        want[k] = alloc_outputs(&m);
+        got[k] = alloc_outputs(&m);
+        CHECK(want[k] && got[k]);
+      }
+      int32_t layout = nhwc ? TASO_RT_NHWC : TASO_RT_NCHW;
+      taso_rt_options_t by_step = {.layout = layout, .no_capture = true},
+                        replayed = {.layout = layout};
+      taso_err_t err = taso_rt_plan(gpu, ctx, &m, &by_step, &steps);
+      if (nhwc && err == TASO_ERR_UNSUPPORTED) { /* a model whose weights cannot be both */
+        printf("  %s nhwc: %s\n", specs[i], taso_error_detail());
+        goto done;
+      }
+      CHECK_OK(err);
+      CHECK_OK(taso_rt_plan(gpu, ctx, &m, &replayed, &graph));
+      if (!steps || !graph || !want[1] || !got[1]) goto done;
+      const char *why = "";
+      CHECK(!taso_rt_plan_replays(steps, &why) && why[0]);
+      int fallbacks = 0;
+      for (int s = 0; s < taso_rt_plan_steps(graph); s++) {
+        taso_rt_step_info_t info;
+        taso_rt_plan_step(graph, s, &info);
+        fallbacks += info.fallback;
+      }
+      bool replays = taso_rt_plan_replays(graph, &why);
+      CHECK(replays == (fallbacks == 0));
+      printf("  %s %s: %d steps, %s%s\n", specs[i], nhwc ? "nhwc" : "nchw",
+             taso_rt_plan_steps(graph), replays ? "replayed" : "step by step: ", why);
+      for (int k = 0; k < 2; k++) {
+        run_seeded(steps, &m, 1 + (uint64_t)k, want[k]);
+        run_seeded(graph, &m, 1 + (uint64_t)k, got[k]);
+        CHECK(outputs_differ(&m, got[k], want[k]) <= 1e-5);
+      }
+      CHECK(outputs_differ(&m, got[1], got[0]) > 1e-3); /* the second inputs reached the graph */
+      run_seeded(graph, &m, 1, got[1]);                 /* replayed again: the first outputs */
+      CHECK(outputs_differ(&m, got[1], want[0]) <= 1e-5);
+      taso_rt_stats_t st = {0};
+      float *in[16] = {0};
+      int n = 0;
+      for (int a = 0; a < m.inputs.n && n < 16; a++)
+        if (!m.is_weight[a]) {
+          in[n] = malloc(sizeof(float) * (size_t)taso_tensor_size(&m.inputs.v[a].type) + 4);
+          if (in[n]) taso_model_random_input(&m, a, 3, in[n]);
+          CHECK(in[n++] != NULL);
+        }
+      CHECK_OK(taso_rt_time_model(graph, (const float *const *)in, 2, 5, &st));
+      CHECK(st.runs == 5 && st.median > 0);
+      taso_rt_stats_t alone[512];
+      if (taso_rt_plan_steps(graph) <= 512) {
+        CHECK_OK(taso_rt_profile(graph, (const float *const *)in, 1, 3, alone));
+        for (int s = 0; s < taso_rt_plan_steps(graph); s++)
+          CHECK(alone[s].runs == 3 && alone[s].median >= 0);
+      }
+      for (int a = 0; a < n; a++)
+        free(in[a]);
+    done:
+      taso_rt_plan_free(graph);
+      taso_rt_plan_free(steps);
+      for (int k = 0; k < 2; k++) {
+        free_outputs(&m, want[k]);
+        free_outputs(&m, got[k]);
+      }
+      taso_model_free(&m);
+    }
+  }
+}
+
+/* The convolution algorithm is searched once per problem and context: a
+ * second preparation takes it from the table (far faster, the same
+ * algorithm); TF32 math is another problem, and turning it off again
+ * finds the FP32 choice kept. */
+static void test_algorithm_cache(void) {
+  taso_tensor_t in[2] = {T(4, 2, 48, 20, 20), T(4, 40, 48, 3, 3)};
+  taso_rt_config_t c = make_cfg(TASO_OP_CONV2D, window(1, 1, TASO_PAD_SAME, 0, 0), in,
+                                TASO_FUSE_BIAS | TASO_FUSE_RELU, TASO_RT_NCHW);
+  taso_rt_kernel_t *k[3] = {0};
+  char what[3][256] = {"", "", ""};
+  double ms[3];
+  for (int i = 0; i < 3; i++) {
+    if (i == 2) CHECK_OK(gpu->set_tf32(ctx, true));
+    double t0 = now_ms();
+    CHECK_OK(gpu->prepare(ctx, &c, &k[i]));
+    ms[i] = now_ms() - t0;
+    if (k[i]) gpu->describe(k[i], what[i], sizeof what[i]);
+  }
+  CHECK_OK(gpu->set_tf32(ctx, false));
+  taso_rt_kernel_t *again = NULL;
+  char what_again[256] = "";
+  CHECK_OK(gpu->prepare(ctx, &c, &again));
+  if (again) gpu->describe(again, what_again, sizeof what_again);
+  printf("  prepare: searched %.2f ms (%s), kept %.2f ms, TF32 %.2f ms (%s)\n", ms[0], what[0],
+         ms[1], ms[2], what[2]);
+  CHECK(ms[1] < 0.5 * ms[0]);
+  CHECK_STR(what[1], what[0]);
+  CHECK_STR(what_again, what[0]);
+  CHECK(strstr(what[0], "fma math") != NULL); /* FP32 unless asked */
+  for (int i = 0; i < 3; i++)
+    if (k[i]) gpu->destroy(ctx, k[i]);
+  if (again) gpu->destroy(ctx, again);
+}
+
+/* The device's clock: marks around a run give its time; configurations
+ * (cold operands flushed on the device, in place, a cuBLAS call) are
+ * timed with it, on the context's scratch buffers, in about the host's
+ * time less the host's own costs. */
+static void test_device_timing(void) {
+  CHECK(gpu->mark_start && gpu->mark_stop && gpu->elapsed && gpu->flush_cache && gpu->scratch);
+  CHECK(gpu->begin_capture && gpu->end_capture && gpu->replay && gpu->graph_free);
+  if (!gpu->mark_start || !gpu->elapsed || !gpu->scratch) return;
+  taso_tensor_t in[2] = {T(4, 8, 64, 56, 56), T(4, 64, 64, 3, 3)};
+  taso_rt_config_t c = make_cfg(TASO_OP_CONV2D, window(1, 1, TASO_PAD_SAME, 0, 0), in,
+                                TASO_FUSE_BIAS | TASO_FUSE_RELU, TASO_RT_NCHW);
+  /* the raw marks, around a run on scratch buffers */
+  void *buf[4] = {0};
+  taso_rt_kernel_t *k = NULL;
+  for (int i = 0; i < 4; i++) {
+    CHECK_OK(gpu->scratch(ctx, i, taso_tensor_size(i < 3 ? &c.in[i] : &c.out[0]), &buf[i]));
+    CHECK(buf[i] != NULL);
+  }
+  CHECK_OK(gpu->prepare(ctx, &c, &k));
+  double host = 0, device = 0;
+  if (k && buf[3]) {
+    void *const ins[3] = {buf[0], buf[1], buf[2]}, *const outs[1] = {buf[3]};
+    CHECK_OK(gpu->run(ctx, k, ins, outs));
+    CHECK_OK(gpu->sync(ctx));
+    double t0 = now_ms();
+    CHECK_OK(gpu->run(ctx, k, ins, outs));
+    CHECK_OK(gpu->sync(ctx));
+    host = now_ms() - t0;
+    CHECK_OK(gpu->mark_start(ctx));
+    CHECK_OK(gpu->run(ctx, k, ins, outs));
+    CHECK_OK(gpu->mark_stop(ctx));
+    CHECK_OK(gpu->elapsed(ctx, &device));
+    CHECK(device > 0 && device <= 1.5 * host + 0.05);
+  }
+  if (k) gpu->destroy(ctx, k);
+  taso_rt_stats_t warm = {0}, cold = {0};
+  CHECK_OK(taso_rt_time_config(gpu, ctx, &c, 2, 9, &warm));
+  c.cold = 1u << 1 | 1u << 2; /* the weight and bias, as a model's */
+  CHECK_OK(taso_rt_time_config(gpu, ctx, &c, 2, 9, &cold));
+  CHECK(warm.runs == 9 && warm.min > 0 && warm.median <= 1.5 * host + 0.05);
+  CHECK(cold.runs == 9 && cold.min > 0 && cold.median < 1000);
+  printf("  conv 8x64x56x56 +bias+relu: host %.4f ms, marks %.4f ms, timed warm %.4f ms, cold "
+         "%.4f ms\n",
+         host, device, warm.median, cold.median);
+  double samples[40];
+  int n = 0;
+  char algorithm[128] = "";
+  c.fuse |= TASO_FUSE_SUM;
+  c.in[c.nin++] = c.out[0];
+  c.in_place = c.nin; /* the summand's buffer is the result's */
+  CHECK_OK(taso_rt_time_config_samples(gpu, ctx, &c, 2, 5, 40, 0.05, samples, &n, algorithm,
+                                       sizeof algorithm));
+  CHECK(n >= 5 && algorithm[0]);
+  for (int i = 0; i < n; i++)
+    CHECK(samples[i] > 0 && samples[i] < 1000);
+  taso_tensor_t mm[2] = {T(2, 64, 1024, 0, 0), T(2, 1024, 1024, 0, 0)};
+  taso_rt_config_t g = make_cfg(TASO_OP_MATMUL, P(), mm, TASO_FUSE_BIAS, TASO_RT_NCHW);
+  g.cold = 1u << 1 | 1u << 2;
+  taso_rt_stats_t st = {0};
+  CHECK_OK(taso_rt_time_config(gpu, ctx, &g, 2, 9, &st));
+  CHECK(st.runs == 9 && st.min > 0 && st.median < 1000);
+  printf("  matmul 64x1024 * 1024x1024 +bias, weight cold: %.4f ms\n", st.median);
+}
+
 int main(void) {
   char info[256];
   CHECK(taso_backend_find("tpu") == NULL);
@@ -570,9 +795,10 @@ int main(void) {
   CHECK_OK(gpu->open(0, &ctx));
   if (!ctx) return 1;
   const test_case_t cases[] = {
-      TEST(test_conv2d),        TEST(test_conv2d_fused), TEST(test_gemm),
-      TEST(test_pool),          TEST(test_elementwise),  TEST(test_movement),
-      TEST(test_channels_last), TEST(test_refusals),     TEST(test_timing),
+      TEST(test_conv2d),        TEST(test_conv2d_fused),    TEST(test_gemm),
+      TEST(test_pool),          TEST(test_elementwise),     TEST(test_movement),
+      TEST(test_channels_last), TEST(test_refusals),        TEST(test_timing),
+      TEST(test_replay),        TEST(test_algorithm_cache), TEST(test_device_timing),
   };
   int rc = test_run(cases, (int)(sizeof cases / sizeof cases[0]));
   gpu->close(ctx);

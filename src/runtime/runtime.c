@@ -20,10 +20,10 @@ extern const taso_backend_t taso_backend_reference;
 
 typedef struct {
   taso_rt_step_info_t info;
-  char reason[256];            /* info.reason points here */
-  taso_rt_kernel_t *k;         /* on the plan's backend, or the reference one */
-  taso_ref_t in[TASO_RT_MAX_IN]; /* tensors read, in configuration order */
-  taso_ref_t out[2];           /* tensors written */
+  char reason[256];               /* info.reason points here */
+  taso_rt_kernel_t *k;            /* on the plan's backend, or the reference one */
+  taso_ref_t in[TASO_RT_MAX_IN];  /* tensors read, in configuration order */
+  taso_ref_t out[2];              /* tensors written */
   void *host[TASO_RT_MAX_IN + 2]; /* fallback only: host copies of in, then out */
 } plan_step_t;
 
@@ -39,7 +39,16 @@ struct taso_rt_plan {
   bool *nhwc;             /* per tensor: its buffer holds it channels last */
   plan_step_t *steps;
   int nsteps;
-  bool called;            /* the steps follow a call plan (its in-place writes only) */
+  bool called; /* the steps follow a call plan (its in-place writes only) */
+  /* Replay (the backend's capture): every upload, step and download of a
+   * run recorded into one graph; the run-time inputs, then the graph
+   * outputs, go through pinned host copies at fixed addresses. */
+  taso_rt_graph_t *graph; /* NULL: runs go step by step */
+  taso_ref_t *staged;     /* the tensors copied through pinned memory */
+  int *input_of;          /* per staged input: its place among the run-time inputs */
+  float **pinned;         /* per staged tensor: its values as its buffer holds them */
+  int nstaged_in, nstaged;
+  char why[320]; /* why runs do not replay; "" when they do, or cannot on this backend */
 };
 
 /* ---- configurations -------------------------------------------------------- */
@@ -134,14 +143,16 @@ int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len) {
   char cold[8 + TASO_RT_MAX_IN] = "";
   for (int a = 0, used = 0; a < cfg->nin; a++)
     if (cfg->cold & (1u << a))
-      used += snprintf(cold + used, sizeof cold - (size_t)used, "%s%c", used ? "" : " cold=", 'a' + a);
+      used +=
+          snprintf(cold + used, sizeof cold - (size_t)used, "%s%c", used ? "" : " cold=", 'a' + a);
   char alias[16] = "";
   if (cfg->in_place > 0 && cfg->in_place <= cfg->nin)
     snprintf(alias, sizeof alias, " inplace=%c", 'a' + cfg->in_place - 1);
   return snprintf(buf, (size_t)len, "%s in=%s out=%s fuse=%s%s%s%s layout=%s%s%s", text, shapes[0],
                   shapes[1], cfg->fuse ? "" : "none", cfg->fuse & TASO_FUSE_BIAS ? "bias" : "",
                   cfg->fuse & TASO_FUSE_SUM ? (cfg->fuse & TASO_FUSE_BIAS ? "+sum" : "sum") : "",
-                  cfg->fuse & TASO_FUSE_RELU ? (cfg->fuse & ~TASO_FUSE_RELU ? "+relu" : "relu") : "",
+                  cfg->fuse & TASO_FUSE_RELU ? (cfg->fuse & ~TASO_FUSE_RELU ? "+relu" : "relu")
+                                             : "",
                   cfg->layout >= 0 && cfg->layout <= 2 ? layouts[cfg->layout] : "?", cold, alias);
 }
 
@@ -183,7 +194,8 @@ int taso_rt_config_format(const taso_rt_config_t *cfg, char *buf, int len) {
   }
   const taso_params_t *p = &cfg->p;
   if ((cfg->kind == TASO_OP_CONV2D || cfg->kind == TASO_OP_POOL_AVG ||
-       cfg->kind == TASO_OP_POOL_MAX) && n < len)
+       cfg->kind == TASO_OP_POOL_MAX) &&
+      n < len)
     n += snprintf(buf + n, (size_t)(len - n), " s%dx%d", p->stride[0], p->stride[1]);
   if ((cfg->kind == TASO_OP_POOL_AVG || cfg->kind == TASO_OP_POOL_MAX) && n < len)
     n += snprintf(buf + n, (size_t)(len - n), " k%dx%d", p->kernel[0], p->kernel[1]);
@@ -224,9 +236,35 @@ void taso_rt_stats_of(double *ms, int n, taso_rt_stats_t *stats) {
 /* A timing loop over any run: warm-up, then runs each closed by sync. */
 typedef taso_err_t (*run_fn_t)(void *arg);
 
+/* How a run is timed: by the host's clock around the run and a sync; by
+ * the device's marks around it (a GPU's own time, without the host's
+ * launch and wake-up costs); or by marks that the run records itself (a
+ * replayed graph captured between them). */
+typedef enum { TIME_HOST, TIME_DEVICE, TIME_MARKED } timing_t;
+
+static bool device_clock(const taso_backend_t *be) {
+  return be->mark_start && be->mark_stop && be->elapsed;
+}
+
+static taso_err_t time_run(const taso_backend_t *be, taso_rt_ctx_t *ctx, run_fn_t fn, void *arg,
+                           timing_t how, double *ms) {
+  if (how == TIME_HOST) {
+    double t0 = now_ms();
+    taso_err_t err = fn(arg);
+    if (err == TASO_OK) err = be->sync(ctx);
+    *ms = now_ms() - t0;
+    return err;
+  }
+  *ms = 0;
+  if (how == TIME_DEVICE) TASO_TRY(be->mark_start(ctx));
+  TASO_TRY(fn(arg));
+  if (how == TIME_DEVICE) TASO_TRY(be->mark_stop(ctx));
+  return be->elapsed(ctx, ms);
+}
+
 /* before (NULL: none) runs untimed ahead of every run. */
 static taso_err_t time_loop(const taso_backend_t *be, taso_rt_ctx_t *ctx, run_fn_t fn,
-                            run_fn_t before, void *arg, int warmup, int runs,
+                            run_fn_t before, void *arg, int warmup, int runs, timing_t how,
                             taso_rt_stats_t *stats) {
   if (runs < 1) return taso_error(TASO_ERR_ARG, "timing needs at least one run");
   double *ms = malloc(sizeof *ms * (size_t)runs);
@@ -239,10 +277,7 @@ static taso_err_t time_loop(const taso_backend_t *be, taso_rt_ctx_t *ctx, run_fn
   }
   for (int i = 0; i < runs && err == TASO_OK; i++) {
     if (before && (err = before(arg)) != TASO_OK) break;
-    double t0 = now_ms();
-    err = fn(arg);
-    if (err == TASO_OK) err = be->sync(ctx);
-    ms[i] = now_ms() - t0;
+    err = time_run(be, ctx, fn, arg, how, &ms[i]);
   }
   if (err == TASO_OK) taso_rt_stats_of(ms, runs, stats);
   free(ms);
@@ -264,15 +299,51 @@ typedef struct {
   const taso_rt_config_t *cfg;
   taso_rt_kernel_t *k;
   void *in[TASO_RT_MAX_IN], *out[2];
-  void *sweep;       /* with cold operands on a device: a buffer larger than its cache */
+  void *sweep; /* with cold operands on a device: a buffer larger than its cache */
   int64_t sweep_count;
-  float *host;       /* what a sweep reads (host) or writes (device); room for the warm operands */
-  volatile float sink; /* keeps a host sweep's reads */
+  float *host; /* what a sweep reads (host) or writes (device); room for the warm operands */
+  volatile float sink;    /* keeps a host sweep's reads */
+  bool scratch;           /* in and out are the context's scratch (not released here) */
+  taso_rt_graph_t *graph; /* one run captured between the device's marks, or NULL */
+  timing_t how;
 } config_run_t;
 
 static taso_err_t run_config(void *arg) {
   config_run_t *r = arg;
   return r->be->run(r->ctx, r->k, r->in, r->out);
+}
+
+static taso_err_t replay_config(void *arg) {
+  config_run_t *r = arg;
+  return r->be->replay(r->ctx, r->graph);
+}
+
+/* How the configuration's runs are timed. A device with capture records
+ * one run between its marks and replays that: the step then runs as it
+ * does in a replayed model, right after the step before, not after a
+ * host's launch; a capture that fails leaves marks around each run. */
+static void capture_config(config_run_t *r) {
+  const taso_backend_t *be = r->be;
+  r->how = device_clock(be) ? TIME_DEVICE : TIME_HOST;
+  if (r->how != TIME_DEVICE || !be->begin_capture) return;
+  /* one run first: the libraries load their kernels then, not while capturing */
+  if (run_config(r) != TASO_OK || be->sync(r->ctx) != TASO_OK) return;
+  if (be->begin_capture(r->ctx) != TASO_OK) return;
+  taso_err_t err = be->mark_start(r->ctx);
+  if (err == TASO_OK) err = run_config(r);
+  if (err == TASO_OK) err = be->mark_stop(r->ctx);
+  taso_rt_graph_t *graph = NULL;
+  taso_err_t end = be->end_capture(r->ctx, &graph);
+  double ms = 0;
+  /* a replay whose marks cannot be read is not used */
+  if (err == TASO_OK && end == TASO_OK && be->replay(r->ctx, graph) == TASO_OK &&
+      be->elapsed(r->ctx, &ms) == TASO_OK) {
+    r->graph = graph;
+    r->how = TIME_MARKED;
+    return;
+  }
+  be->sync(r->ctx);
+  if (graph) be->graph_free(r->ctx, graph);
 }
 
 /* The last-level cache that cpu0 sees, in bytes: TASO_LLC_MIB when set
@@ -339,13 +410,25 @@ bool taso_rt_weights_stay_warm(const taso_model_t *m, const taso_backend_t *be) 
  * 14.3 ms with a reading sweep, against 14.5 end to end). */
 static taso_err_t chill(void *arg) {
   config_run_t *r = arg;
+  if (r->be->flush_cache) { /* on the device: nothing crosses the bus */
+    void *keep[TASO_RT_MAX_IN];
+    int64_t counts[TASO_RT_MAX_IN];
+    int n = 0;
+    for (int i = 0; i < r->cfg->nin; i++)
+      if (!(r->cfg->cold & (1u << i))) {
+        keep[n] = r->in[i];
+        counts[n++] = taso_tensor_size(&r->cfg->in[i]);
+      }
+    return r->be->flush_cache(r->ctx, keep, counts, n);
+  }
   if (r->sweep) {
     TASO_TRY(r->be->upload(r->ctx, r->sweep, r->host, r->sweep_count));
   } else {
     const float *h = r->host;
     float sum = 0;
 #pragma omp parallel for reduction(+ : sum)
-    for (int64_t i = 0; i < r->sweep_count; i += 16) sum += h[i]; /* a float of each 64-byte line */
+    for (int64_t i = 0; i < r->sweep_count; i += 16)
+      sum += h[i]; /* a float of each 64-byte line */
     r->sink = sum;
   }
   for (int i = 0; i < r->cfg->nin; i++)
@@ -356,18 +439,21 @@ static taso_err_t chill(void *arg) {
 
 static taso_err_t config_buffers(config_run_t *r, const taso_rt_config_t *cfg) {
   r->cfg = cfg;
-  if (cfg->cold) {
+  r->scratch = r->be->scratch != NULL;
+  if (cfg->cold && !r->be->flush_cache) {
     r->sweep_count = sweep_floats(r->be);
     int64_t room = r->sweep_count;
     for (int i = 0; i < cfg->nin; i++)
       if (taso_tensor_size(&cfg->in[i]) > room) room = taso_tensor_size(&cfg->in[i]);
     r->host = malloc(sizeof(float) * (size_t)room);
     if (!r->host) return taso_error(TASO_ERR_NOMEM, "cache sweep of %lld floats", (long long)room);
-    for (int64_t i = 0; i < room; i++) r->host[i] = 0; /* its own pages, not the zero page */
+    for (int64_t i = 0; i < room; i++)
+      r->host[i] = 0; /* its own pages, not the zero page */
     if (r->be->device_uuid) TASO_TRY(r->be->alloc(r->ctx, r->sweep_count, &r->sweep));
   }
   if (cfg->in_place < 0 || cfg->in_place > cfg->nin ||
-      (cfg->in_place && taso_tensor_size(&cfg->in[cfg->in_place - 1]) != taso_tensor_size(&cfg->out[0])))
+      (cfg->in_place &&
+       taso_tensor_size(&cfg->in[cfg->in_place - 1]) != taso_tensor_size(&cfg->out[0])))
     return taso_error(TASO_ERR_ARG, "in place over operand %d: not an operand of the output's size",
                       cfg->in_place - 1);
   for (int i = 0; i < cfg->nin + cfg->nout; i++) {
@@ -376,6 +462,10 @@ static taso_err_t config_buffers(config_run_t *r, const taso_rt_config_t *cfg) {
     void **slot = i < cfg->nin ? &r->in[i] : &r->out[i - cfg->nin];
     if (i == cfg->nin && cfg->in_place) { /* the result overwrites its operand, run after run */
       *slot = r->in[cfg->in_place - 1];
+      continue;
+    }
+    if (r->scratch) {
+      TASO_TRY(r->be->scratch(r->ctx, i, n, slot));
       continue;
     }
     TASO_TRY(r->be->alloc(r->ctx, n, slot));
@@ -390,10 +480,11 @@ static taso_err_t config_buffers(config_run_t *r, const taso_rt_config_t *cfg) {
 }
 
 static void release_config(config_run_t *r) {
+  if (r->graph) r->be->graph_free(r->ctx, r->graph);
   if (r->k) r->be->destroy(r->ctx, r->k);
-  for (int i = 0; i < TASO_RT_MAX_IN; i++)
+  for (int i = 0; i < TASO_RT_MAX_IN && !r->scratch; i++)
     if (r->in[i]) r->be->release(r->ctx, r->in[i]);
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 2 && !r->scratch; i++)
     if (r->out[i] && !(i == 0 && r->cfg && r->cfg->in_place)) r->be->release(r->ctx, r->out[i]);
   if (r->sweep) r->be->release(r->ctx, r->sweep);
   free(r->host);
@@ -405,8 +496,10 @@ taso_err_t taso_rt_time_config(const taso_backend_t *be, taso_rt_ctx_t *ctx,
   config_run_t r = {.be = be, .ctx = ctx};
   taso_err_t err = config_buffers(&r, cfg);
   if (err == TASO_OK) err = be->prepare(ctx, cfg, &r.k);
+  if (err == TASO_OK) capture_config(&r);
   if (err == TASO_OK)
-    err = time_loop(be, ctx, run_config, cfg->cold ? chill : NULL, &r, warmup, runs, stats);
+    err = time_loop(be, ctx, r.graph ? replay_config : run_config, cfg->cold ? chill : NULL, &r,
+                    warmup, runs, r.how, stats);
   release_config(&r);
   return err;
 }
@@ -427,8 +520,8 @@ static bool settled(const double *samples, int n, double target, double *scratch
 
 taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *ctx,
                                        const taso_rt_config_t *cfg, int warmup, int min_runs,
-                                       int max_runs, double target_spread, double *samples,
-                                       int *n, char *algorithm, int algorithm_len) {
+                                       int max_runs, double target_spread, double *samples, int *n,
+                                       char *algorithm, int algorithm_len) {
   *n = 0;
   if (algorithm && algorithm_len > 0) algorithm[0] = '\0';
   if (min_runs < 1 || max_runs < min_runs)
@@ -439,18 +532,17 @@ taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *
   taso_err_t err = config_buffers(&r, cfg);
   if (err == TASO_OK) err = be->prepare(ctx, cfg, &r.k);
   if (err == TASO_OK && algorithm && algorithm_len > 0) be->describe(r.k, algorithm, algorithm_len);
+  if (err == TASO_OK) capture_config(&r);
+  run_fn_t fn = r.graph ? replay_config : run_config;
   for (int i = 0; i < warmup && err == TASO_OK; i++) {
     if (cfg->cold) err = chill(&r);
-    if (err == TASO_OK) err = run_config(&r);
+    if (err == TASO_OK) err = fn(&r);
     if (err == TASO_OK) err = be->sync(ctx);
   }
   while (err == TASO_OK && *n < max_runs &&
          (*n < min_runs || !settled(samples, *n, target_spread, scratch))) {
     if (cfg->cold && (err = chill(&r)) != TASO_OK) break;
-    double t0 = now_ms();
-    err = run_config(&r);
-    if (err == TASO_OK) err = be->sync(ctx);
-    samples[(*n)++] = now_ms() - t0;
+    err = time_run(be, ctx, fn, &r, r.how, &samples[(*n)++]);
   }
   release_config(&r);
   free(scratch);
@@ -467,13 +559,16 @@ static int *count_consumers(const taso_model_t *m) {
   int *uses = calloc(2 * refs + 1, sizeof *uses);
   if (!uses) return NULL;
   int *reader = uses + refs;
-  for (size_t r = 0; r < refs; r++) reader[r] = -1;
+  for (size_t r = 0; r < refs; r++)
+    reader[r] = -1;
   for (int i = 0; i < g->nnodes; i++) {
     const taso_node_t *n = &g->nodes[i];
     if (n->kind == TASO_OP_INPUT) continue;
-    for (int a = 0; a < taso_ops[n->kind].arity; a++) uses[n->in[a]]++, reader[n->in[a]] = i;
+    for (int a = 0; a < taso_ops[n->kind].arity; a++)
+      uses[n->in[a]]++, reader[n->in[a]] = i;
   }
-  for (int o = 0; o < g->noutputs; o++) uses[g->outputs[o]]++;
+  for (int o = 0; o < g->noutputs; o++)
+    uses[g->outputs[o]]++;
   return uses;
 }
 
@@ -548,8 +643,7 @@ static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed
       cfg->in[cfg->nin] = taso_tensor_make(1, &c);
       if (is_weight_ref(m, bias)) cfg->cold |= 1u << cfg->nin;
       s->in[cfg->nin++] = bias;
-    } else if (other >= 0 && !(cfg->fuse & TASO_FUSE_SUM) &&
-               same_shape(&m->types[other], ot)) {
+    } else if (other >= 0 && !(cfg->fuse & TASO_FUSE_SUM) && same_shape(&m->types[other], ot)) {
       cfg->fuse |= TASO_FUSE_SUM;
       cfg->in[cfg->nin] = taso_tensor_make(ot->rank, ot->dim);
       s->in[cfg->nin++] = other;
@@ -565,9 +659,9 @@ static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed
 
 /* What taso_rt_steps_partial adds to planning (all NULL for a plan). */
 typedef struct {
-  const bool *absent;        /* nodes taken as inputs (weights folded ahead) */
-  taso_rt_known_fn known;    /* steps whose configuration is not needed */
-  taso_rt_step_fn each;      /* given every step, in order, instead of the plan keeping it */
+  const bool *absent;     /* nodes taken as inputs (weights folded ahead) */
+  taso_rt_known_fn known; /* steps whose configuration is not needed */
+  taso_rt_step_fn each;   /* given every step, in order, instead of the plan keeping it */
   void *ctx;
 } partial_t;
 
@@ -587,7 +681,8 @@ static taso_err_t step_of_node(const taso_model_t *m, int node, plan_step_t *s) 
   clear_step(s);
   TASO_TRY(taso_rt_config_of_node(m, node, &s->info.cfg));
   const taso_node_t *n = &m->graph.nodes[node];
-  for (int a = 0; a < taso_ops[n->kind].arity; a++) s->in[a] = n->in[a];
+  for (int a = 0; a < taso_ops[n->kind].arity; a++)
+    s->in[a] = n->in[a];
   s->info.node = s->info.first_node = node;
   s->info.fused = 1;
   s->info.reason = s->reason;
@@ -607,7 +702,8 @@ static void head_of_node(const taso_model_t *m, int node, plan_step_t *s) {
     s->info.cfg.p.act = TASO_ACT_NONE;
   }
   s->info.cfg.nin = taso_ops[n->kind].arity;
-  for (int a = 0; a < taso_ops[n->kind].arity; a++) s->in[a] = n->in[a];
+  for (int a = 0; a < taso_ops[n->kind].arity; a++)
+    s->in[a] = n->in[a];
   s->info.node = s->info.first_node = node;
   s->info.fused = 1;
 }
@@ -657,34 +753,37 @@ static taso_err_t chains_from_calls(const taso_model_t *m, const int *uses,
                                     const taso_rt_options_t *opt, int *claimed, const int *head_at,
                                     plan_step_t *chain, int *call_at) {
   int nn = m->graph.nnodes;
-  for (int i = 0; i < nn; i++) call_at[i] = -1;
+  for (int i = 0; i < nn; i++)
+    call_at[i] = -1;
   for (int j = 0; j < opt->ncalls; j++) {
     const taso_call_t *c = &opt->calls[j];
     int head = c->first_node;
     if (c->node < 0 || c->node >= nn || head < 0 || head > c->node || c->fused < 1 ||
         m->graph.nodes[c->node].kind == TASO_OP_INPUT)
-      return taso_error(TASO_ERR_ARG, "call plan step %d (%s): no operator t%d..t%d of %d nodes",
-                        j, c->call, head, c->node, nn);
+      return taso_error(TASO_ERR_ARG, "call plan step %d (%s): no operator t%d..t%d of %d nodes", j,
+                        c->call, head, c->node, nn);
     int last = head, fused = 1;
     if (c->fused > 1) {
       if (head_at[head] < 0)
-        return taso_error(TASO_ERR_ARG, "call plan step %d (%s): t%d (%s) heads no fused chain",
-                          j, c->call, head, taso_ops[m->graph.nodes[head].kind].name);
+        return taso_error(TASO_ERR_ARG, "call plan step %d (%s): t%d (%s) heads no fused chain", j,
+                          c->call, head, taso_ops[m->graph.nodes[head].kind].name);
       plan_step_t *s = &chain[head_at[head]];
       TASO_TRY(step_of_node(m, head, s));
       last = fuse_chain(m, uses, NULL, head, s, c->fused - 1);
-      for (int k = head; k != last; k = sole_consumer(m, uses, TASO_REF(k, 0))) fused++;
+      for (int k = head; k != last; k = sole_consumer(m, uses, TASO_REF(k, 0)))
+        fused++;
       s->info.node = last;
       s->info.fused = fused;
     }
     if (last != c->node || fused != c->fused)
       return taso_error(TASO_ERR_ARG,
                         "call plan step %d (%s): t%d..t%d (%d nodes) is not a chain the runtime "
-                        "fuses in this graph", j, c->call, head, c->node, c->fused);
+                        "fuses in this graph",
+                        j, c->call, head, c->node, c->fused);
     for (int k = head;; k = sole_consumer(m, uses, TASO_REF(k, 0))) {
       if (call_at[k] >= 0)
-        return taso_error(TASO_ERR_ARG, "call plan: node t%d is in steps %d and %d", k,
-                          call_at[k], j);
+        return taso_error(TASO_ERR_ARG, "call plan: node t%d is in steps %d and %d", k, call_at[k],
+                          j);
       call_at[k] = j;
       if (k == last) break;
       claimed[k] = -2;
@@ -693,14 +792,15 @@ static taso_err_t chains_from_calls(const taso_model_t *m, const int *uses,
   }
   for (int i = 0; i < nn; i++)
     if (call_at[i] < 0 && m->graph.nodes[i].kind != TASO_OP_INPUT)
-      return taso_error(TASO_ERR_ARG, "call plan: node t%d (%s) is in no step (a plan made "
-                        "for another graph?)", i, taso_ops[m->graph.nodes[i].kind].name);
+      return taso_error(TASO_ERR_ARG,
+                        "call plan: node t%d (%s) is in no step (a plan made "
+                        "for another graph?)",
+                        i, taso_ops[m->graph.nodes[i].kind].name);
   return TASO_OK;
 }
 
 /* The layout and in-place write a step gets: its call's, or the options'. */
-static void apply_call(const taso_rt_options_t *opt, const int *call_at, int node,
-                       plan_step_t *s) {
+static void apply_call(const taso_rt_options_t *opt, const int *call_at, int node, plan_step_t *s) {
   const taso_call_t *c = opt->calls ? &opt->calls[call_at[node]] : NULL;
   s->info.cfg.layout = c ? c->layout : opt->layout;
   s->info.cfg.in_place = c ? c->in_place : 0;
@@ -765,7 +865,8 @@ static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt,
   taso_err_t err = TASO_OK;
   if (!uses || !claimed || !head_at || !call_at || !chain || !plan->steps)
     err = taso_error(TASO_ERR_NOMEM, "plan of %d nodes", nn);
-  for (int i = 0; i < nn && err == TASO_OK; i++) claimed[i] = -1;
+  for (int i = 0; i < nn && err == TASO_OK; i++)
+    claimed[i] = -1;
   if (err == TASO_OK && opt->calls)
     err = chains_from_calls(m, uses, opt, claimed, head_at, chain, call_at);
   else if (err == TASO_OK && !opt->no_fusion)
@@ -786,7 +887,8 @@ static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt,
     apply_call(opt, call_at, i, s);
     s->info.reason = s->reason;
     mark_cold(part, opt, s);
-    for (int o = 0; o < s->info.cfg.nout; o++) s->out[o] = TASO_REF(s->info.node, o);
+    for (int o = 0; o < s->info.cfg.nout; o++)
+      s->out[o] = TASO_REF(s->info.node, o);
     plan->nsteps++;
   }
   free(uses);
@@ -817,7 +919,8 @@ static taso_err_t tensor_layouts(taso_rt_plan_t *plan) {
       if (seen[r] && seen[r] != want)
         err = taso_error(TASO_ERR_UNSUPPORTED,
                          "layout NHWC: tensor of node t%d is read both as a convolution "
-                         "weight and as an activation", TASO_REF_NODE(r));
+                         "weight and as an activation",
+                         TASO_REF_NODE(r));
       seen[r] = want;
       plan->nhwc[r] = want == 2;
     }
@@ -862,10 +965,13 @@ static taso_err_t alloc_tensor(taso_rt_plan_t *plan, taso_ref_t ref) {
 static int *last_readers(const taso_rt_plan_t *plan) {
   const taso_graph_t *g = &plan->m->graph;
   int *last = malloc(sizeof *last * (size_t)(2 * g->nnodes + 1));
-  for (int i = 0; last && i < 2 * g->nnodes; i++) last[i] = -1;
+  for (int i = 0; last && i < 2 * g->nnodes; i++)
+    last[i] = -1;
   for (int s = 0; last && s < plan->nsteps; s++)
-    for (int a = 0; a < plan->steps[s].info.cfg.nin; a++) last[plan->steps[s].in[a]] = s;
-  for (int o = 0; last && o < g->noutputs; o++) last[g->outputs[o]] = plan->nsteps;
+    for (int a = 0; a < plan->steps[s].info.cfg.nin; a++)
+      last[plan->steps[s].in[a]] = s;
+  for (int o = 0; last && o < g->noutputs; o++)
+    last[g->outputs[o]] = plan->nsteps;
   return last;
 }
 
@@ -926,8 +1032,10 @@ static taso_err_t check_in_place(const taso_rt_plan_t *plan, const int *last, in
       if (a != k && st->in[a] == r) why = "the step also reads through another operand";
   }
   if (!why) return TASO_OK;
-  return taso_error(TASO_ERR_ARG, "call plan step %d (%s of t%d) may not write over operand %d, "
-                    "which %s: refused", s, taso_ops[cfg->kind].name, st->info.node, k, why);
+  return taso_error(TASO_ERR_ARG,
+                    "call plan step %d (%s of t%d) may not write over operand %d, "
+                    "which %s: refused",
+                    s, taso_ops[cfg->kind].name, st->info.node, k, why);
 }
 
 /* A placed concat (step s): its result gets a buffer, and each operand
@@ -942,8 +1050,10 @@ static taso_err_t place_concat(taso_rt_plan_t *plan, int s) {
   const char *why = NULL;
   char what[96] = "";
   int64_t outer = 1, inner = 1;
-  for (int d = 0; d < cfg->p.axis; d++) outer *= o->dim[d];
-  for (int d = cfg->p.axis + 1; d < o->rank; d++) inner *= o->dim[d];
+  for (int d = 0; d < cfg->p.axis; d++)
+    outer *= o->dim[d];
+  for (int d = cfg->p.axis + 1; d < o->rank; d++)
+    inner *= o->dim[d];
   if (cfg->kind != TASO_OP_CONCAT)
     why = "is no concat";
   else if (outer != 1)
@@ -986,33 +1096,37 @@ static taso_err_t make_buffers(taso_rt_plan_t *plan) {
   int *last = last_readers(plan);
   if (!last) return taso_error(TASO_ERR_NOMEM, "buffer plan");
   taso_err_t err = TASO_OK;
-  for (int t = 0; t < 2 * m->graph.nnodes; t++) plan->root[t] = t;
+  for (int t = 0; t < 2 * m->graph.nnodes; t++)
+    plan->root[t] = t;
   for (int s = plan->nsteps - 1; s >= 0 && err == TASO_OK; s--)
     if (plan->steps[s].info.cfg.in_place == TASO_CALL_PLACED) err = place_concat(plan, s);
   for (int s = 0; s < plan->nsteps && err == TASO_OK; s++) {
     plan_step_t *st = &plan->steps[s];
-    for (int a = 0; a < st->info.cfg.nin && err == TASO_OK; a++) err = alloc_tensor(plan, st->in[a]);
+    for (int a = 0; a < st->info.cfg.nin && err == TASO_OK; a++)
+      err = alloc_tensor(plan, st->in[a]);
     if (err == TASO_OK && st->info.cfg.in_place > 0) {
       err = check_in_place(plan, last, s);
       taso_ref_t r = st->in[st->info.cfg.in_place - 1];
-      if (err == TASO_OK) plan->buf[st->out[0]] = plan->buf[r], plan->root[st->out[0]] = plan->root[r];
+      if (err == TASO_OK)
+        plan->buf[st->out[0]] = plan->buf[r], plan->root[st->out[0]] = plan->root[r];
       st->info.in_place = err == TASO_OK;
     } else if (err == TASO_OK && !plan->called && in_place(plan, last, s)) {
       taso_ref_t r = st->in[st->info.cfg.nin - 1];
       plan->buf[st->out[0]] = plan->buf[r], plan->root[st->out[0]] = plan->root[r];
       st->info.in_place = true;
     }
-    for (int o = 0; o < st->info.cfg.nout && err == TASO_OK; o++) err = alloc_tensor(plan, st->out[o]);
+    for (int o = 0; o < st->info.cfg.nout && err == TASO_OK; o++)
+      err = alloc_tensor(plan, st->out[o]);
   }
   free(last);
   TASO_TRY(err);
-  for (int o = 0; o < m->graph.noutputs; o++) TASO_TRY(alloc_tensor(plan, m->graph.outputs[o]));
+  for (int o = 0; o < m->graph.noutputs; o++)
+    TASO_TRY(alloc_tensor(plan, m->graph.outputs[o]));
   for (int i = 0; i < m->graph.nnodes; i++) {
     const taso_node_t *n = &m->graph.nodes[i];
     if (n->kind != TASO_OP_INPUT) continue;
     TASO_TRY(alloc_tensor(plan, TASO_REF(i, 0)));
-    if (m->is_weight[n->p.input])
-      TASO_TRY(put_tensor(plan, TASO_REF(i, 0), m->data[n->p.input]));
+    if (m->is_weight[n->p.input]) TASO_TRY(put_tensor(plan, TASO_REF(i, 0), m->data[n->p.input]));
   }
   return TASO_OK;
 }
@@ -1054,6 +1168,8 @@ static taso_err_t choose_layout(taso_rt_plan_t *plan, plan_step_t *s) {
   return TASO_OK;
 }
 
+static void capture_plan(taso_rt_plan_t *plan, bool no_capture);
+
 taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
                         const taso_rt_options_t *opt, taso_rt_plan_t **out) {
   taso_rt_options_t defaults = {.no_fusion = false, .layout = TASO_RT_NCHW};
@@ -1079,7 +1195,9 @@ taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model
   for (int s = 0; s < plan->nsteps && err == TASO_OK && choose; s++)
     if (plan->steps[s].info.cfg.kind == TASO_OP_CONV2D) err = choose_layout(plan, &plan->steps[s]);
   if (err == TASO_OK) err = make_buffers(plan);
-  for (int s = 0; s < plan->nsteps && err == TASO_OK; s++) err = prepare_step(plan, &plan->steps[s]);
+  for (int s = 0; s < plan->nsteps && err == TASO_OK; s++)
+    err = prepare_step(plan, &plan->steps[s]);
+  if (err == TASO_OK) capture_plan(plan, o->no_capture);
   if (err != TASO_OK) {
     taso_rt_plan_free(plan);
     return err;
@@ -1091,9 +1209,17 @@ taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model
 void taso_rt_plan_free(taso_rt_plan_t *plan) {
   if (!plan) return;
   const taso_backend_t *ref = &taso_backend_reference;
+  if (plan->graph) plan->be->graph_free(plan->ctx, plan->graph);
+  for (int j = 0; plan->pinned && j < plan->nstaged; j++)
+    if (plan->pinned[j]) plan->be->pinned_release(plan->ctx, plan->pinned[j]);
+  free(plan->pinned);
+  free(plan->staged);
+  free(plan->input_of);
   for (int s = 0; s < plan->nsteps; s++) {
     plan_step_t *st = &plan->steps[s];
-    if (st->k) (st->info.fallback ? ref : plan->be)->destroy(st->info.fallback ? plan->ref_ctx : plan->ctx, st->k);
+    if (st->k)
+      (st->info.fallback ? ref : plan->be)
+          ->destroy(st->info.fallback ? plan->ref_ctx : plan->ctx, st->k);
     for (int i = 0; i < TASO_RT_MAX_IN + 2; i++)
       if (st->host[i]) ref->release(plan->ref_ctx, st->host[i]);
   }
@@ -1148,7 +1274,9 @@ taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
   return TASO_OK;
 }
 
-int *taso_rt_consumers(const taso_model_t *m) { return count_consumers(m); }
+int *taso_rt_consumers(const taso_model_t *m) {
+  return count_consumers(m);
+}
 
 bool taso_rt_chain_config(const taso_model_t *m, const int *uses, int head, int extra,
                           taso_rt_config_t *cfg, int *last, taso_ref_t *in) {
@@ -1157,7 +1285,8 @@ bool taso_rt_chain_config(const taso_model_t *m, const int *uses, int head, int 
   plan_step_t s;
   if (step_of_node(m, head, &s) != TASO_OK) return false;
   int end = fuse_chain(m, uses, NULL, head, &s, extra), fused = 0;
-  for (int k = head; k != end; k = sole_consumer(m, uses, TASO_REF(k, 0))) fused++;
+  for (int k = head; k != end; k = sole_consumer(m, uses, TASO_REF(k, 0)))
+    fused++;
   if (fused != extra) return false;
   *cfg = s.info.cfg;
   *last = end;
@@ -1165,7 +1294,14 @@ bool taso_rt_chain_config(const taso_model_t *m, const int *uses, int head, int 
   return true;
 }
 
-int taso_rt_plan_steps(const taso_rt_plan_t *plan) { return plan->nsteps; }
+int taso_rt_plan_steps(const taso_rt_plan_t *plan) {
+  return plan->nsteps;
+}
+
+bool taso_rt_plan_replays(const taso_rt_plan_t *plan, const char **why) {
+  if (why) *why = plan->why;
+  return plan->graph != NULL;
+}
 
 void taso_rt_plan_step(const taso_rt_plan_t *plan, int i, taso_rt_step_info_t *info) {
   *info = plan->steps[i].info;
@@ -1192,8 +1328,10 @@ static taso_err_t run_step(taso_rt_plan_t *plan, plan_step_t *s) {
   if (s->info.placed) return TASO_OK;
   if (s->info.fallback) return run_fallback(plan, s);
   void *in[TASO_RT_MAX_IN], *out[2];
-  for (int a = 0; a < s->info.cfg.nin; a++) in[a] = plan->buf[s->in[a]];
-  for (int o = 0; o < s->info.cfg.nout; o++) out[o] = plan->buf[s->out[o]];
+  for (int a = 0; a < s->info.cfg.nin; a++)
+    in[a] = plan->buf[s->in[a]];
+  for (int o = 0; o < s->info.cfg.nout; o++)
+    out[o] = plan->buf[s->out[o]];
   return plan->be->run(plan->ctx, s->k, in, out);
 }
 
@@ -1203,7 +1341,8 @@ static taso_err_t upload_inputs(taso_rt_plan_t *plan, const float *const *inputs
     const taso_node_t *n = &m->graph.nodes[i];
     if (n->kind != TASO_OP_INPUT || m->is_weight[n->p.input]) continue;
     int k = 0; /* its position among the run-time inputs */
-    for (int j = 0; j < n->p.input; j++) k += !m->is_weight[j];
+    for (int j = 0; j < n->p.input; j++)
+      k += !m->is_weight[j];
     TASO_TRY(put_tensor(plan, TASO_REF(i, 0), inputs[k]));
   }
   return TASO_OK;
@@ -1219,7 +1358,129 @@ static taso_err_t run_steps(taso_rt_plan_t *plan) {
   return plan->be->sync(plan->ctx);
 }
 
+/* A replayed run: the host copies into and out of the pinned buffers
+ * (converting channels-last tensors) are all that is not one launch. */
+static taso_err_t run_replay(taso_rt_plan_t *plan, const float *const *inputs,
+                             float *const *outputs) {
+  const taso_model_t *m = plan->m;
+  for (int j = 0; j < plan->nstaged_in; j++) {
+    taso_ref_t r = plan->staged[j];
+    const float *x = inputs[plan->input_of[j]];
+    if (plan->nhwc[r])
+      taso_rt_to_nhwc(&m->types[r], x, plan->pinned[j]);
+    else
+      memcpy(plan->pinned[j], x, sizeof(float) * (size_t)taso_tensor_size(&m->types[r]));
+  }
+  TASO_TRY(plan->be->replay(plan->ctx, plan->graph));
+  TASO_TRY(plan->be->sync(plan->ctx));
+  for (int o = 0; o < m->graph.noutputs && outputs; o++) {
+    int j = plan->nstaged_in + o;
+    taso_ref_t r = plan->staged[j];
+    if (plan->nhwc[r])
+      taso_rt_to_nchw(&m->types[r], plan->pinned[j], outputs[o]);
+    else
+      memcpy(outputs[o], plan->pinned[j], sizeof(float) * (size_t)taso_tensor_size(&m->types[r]));
+  }
+  return TASO_OK;
+}
+
+/* The tensors a replayed run copies through pinned memory, and their
+ * pinned buffers. */
+static taso_err_t stage_tensors(taso_rt_plan_t *plan) {
+  const taso_model_t *m = plan->m;
+  int n = m->graph.noutputs;
+  for (int i = 0; i < m->graph.nnodes; i++)
+    n += m->graph.nodes[i].kind == TASO_OP_INPUT;
+  plan->staged = calloc((size_t)n + 1, sizeof *plan->staged);
+  plan->input_of = calloc((size_t)n + 1, sizeof *plan->input_of);
+  plan->pinned = calloc((size_t)n + 1, sizeof *plan->pinned);
+  if (!plan->staged || !plan->input_of || !plan->pinned)
+    return taso_error(TASO_ERR_NOMEM, "staging table");
+  for (int i = 0; i < m->graph.nnodes; i++) {
+    const taso_node_t *node = &m->graph.nodes[i];
+    if (node->kind != TASO_OP_INPUT || m->is_weight[node->p.input]) continue;
+    int k = 0; /* its position among the run-time inputs, as upload_inputs counts */
+    for (int j = 0; j < node->p.input; j++)
+      k += !m->is_weight[j];
+    plan->input_of[plan->nstaged] = k;
+    plan->staged[plan->nstaged++] = TASO_REF(i, 0);
+  }
+  plan->nstaged_in = plan->nstaged;
+  for (int o = 0; o < m->graph.noutputs; o++)
+    plan->staged[plan->nstaged++] = m->graph.outputs[o];
+  for (int j = 0; j < plan->nstaged; j++)
+    TASO_TRY(plan->be->pinned_alloc(plan->ctx, taso_tensor_size(&m->types[plan->staged[j]]),
+                                    &plan->pinned[j]));
+  return TASO_OK;
+}
+
+/* Records one run (inputs from their pinned copies, every step, outputs
+ * into theirs) for replay. */
+static taso_err_t record_run(taso_rt_plan_t *plan) {
+  const taso_backend_t *be = plan->be;
+  const taso_model_t *m = plan->m;
+  taso_err_t err = TASO_OK;
+  for (int j = 0; j < plan->nstaged_in && err == TASO_OK; j++) {
+    taso_ref_t r = plan->staged[j];
+    err = be->upload(plan->ctx, plan->buf[r], plan->pinned[j], taso_tensor_size(&m->types[r]));
+  }
+  for (int s = 0; s < plan->nsteps && err == TASO_OK; s++)
+    err = run_step(plan, &plan->steps[s]);
+  for (int j = plan->nstaged_in; j < plan->nstaged && err == TASO_OK; j++) {
+    taso_ref_t r = plan->staged[j];
+    err = be->download(plan->ctx, plan->pinned[j], plan->buf[r], taso_tensor_size(&m->types[r]));
+  }
+  return err;
+}
+
+/* Captures the plan's run for replay where the backend can; a plan it
+ * cannot capture runs step by step, and plan->why says why (once, for
+ * the caller to report): a fallback step waits for the device and copies
+ * through pageable host memory, which a graph cannot hold. */
+static void capture_plan(taso_rt_plan_t *plan, bool no_capture) {
+  const taso_backend_t *be = plan->be;
+  if (!be->begin_capture || !be->pinned_alloc) return;
+  if (no_capture) {
+    snprintf(plan->why, sizeof plan->why, "not captured: asked to run step by step");
+    return;
+  }
+  for (int s = 0; s < plan->nsteps; s++) {
+    const plan_step_t *st = &plan->steps[s];
+    if (!st->info.fallback) continue;
+    snprintf(plan->why, sizeof plan->why,
+             "not captured: step %d (t%d, %s) runs the reference kernel on host copies", s,
+             st->info.node, taso_ops[st->info.cfg.kind].name);
+    return;
+  }
+  taso_err_t err = stage_tensors(plan);
+  /* one run first: the libraries load their kernels then, not while capturing */
+  if (err == TASO_OK) err = run_steps(plan);
+  if (err != TASO_OK) {
+    snprintf(plan->why, sizeof plan->why, "not captured: %s", taso_error_detail());
+    return;
+  }
+  if ((err = be->begin_capture(plan->ctx)) == TASO_OK) {
+    err = record_run(plan);
+    const char *failed = err != TASO_OK ? taso_error_detail() : NULL;
+    char detail[256] = "";
+    if (failed) snprintf(detail, sizeof detail, "%s", failed);
+    taso_rt_graph_t *graph = NULL;
+    taso_err_t end = be->end_capture(plan->ctx, &graph);
+    if (err == TASO_OK && end == TASO_OK) {
+      plan->graph = graph;
+      return;
+    }
+    if (graph) be->graph_free(plan->ctx, graph);
+    if (err != TASO_OK) {
+      snprintf(plan->why, sizeof plan->why, "not captured: %s", detail);
+      return;
+    }
+  }
+  snprintf(plan->why, sizeof plan->why, "not captured: %s", taso_error_detail());
+}
+
 taso_err_t taso_rt_run(taso_rt_plan_t *plan, const float *const *inputs, float *const *outputs) {
+  if (plan->graph) return run_replay(plan, inputs, outputs);
   TASO_TRY(upload_inputs(plan, inputs));
   TASO_TRY(run_steps(plan));
   const taso_model_t *m = plan->m;
@@ -1248,7 +1509,8 @@ static taso_err_t run_one_step(void *arg) {
 }
 
 static void free_outputs(const taso_model_t *m, float **out) {
-  for (int o = 0; out && o < m->graph.noutputs; o++) free(out[o]);
+  for (int o = 0; out && o < m->graph.noutputs; o++)
+    free(out[o]);
   free(out);
 }
 
@@ -1270,7 +1532,8 @@ taso_err_t taso_rt_time_model(taso_rt_plan_t *plan, const float *const *inputs, 
                               int runs, taso_rt_stats_t *stats) {
   model_run_t r = {.plan = plan, .inputs = inputs, .outputs = alloc_outputs(plan->m)};
   if (!r.outputs) return taso_error(TASO_ERR_NOMEM, "outputs");
-  taso_err_t err = time_loop(plan->be, plan->ctx, run_whole, NULL, &r, warmup, runs, stats);
+  taso_err_t err =
+      time_loop(plan->be, plan->ctx, run_whole, NULL, &r, warmup, runs, TIME_HOST, stats);
   free_outputs(plan->m, r.outputs);
   return err;
 }
@@ -1282,7 +1545,8 @@ taso_err_t taso_rt_profile(taso_rt_plan_t *plan, const float *const *inputs, int
   TASO_TRY(run_steps(plan)); /* every buffer holds real values */
   for (int s = 0; s < plan->nsteps; s++) {
     r.step = s;
-    TASO_TRY(time_loop(plan->be, plan->ctx, run_one_step, NULL, &r, warmup, runs, &step_stats[s]));
+    TASO_TRY(time_loop(plan->be, plan->ctx, run_one_step, NULL, &r, warmup, runs,
+                       device_clock(plan->be) ? TIME_DEVICE : TIME_HOST, &step_stats[s]));
   }
   return TASO_OK;
 }

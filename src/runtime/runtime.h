@@ -23,7 +23,10 @@
  *
  * The runner (taso_rt_plan and after) is backend-neutral: a fused residual
  * may get its summand's buffer as its output, and an unsupported step runs
- * the reference kernel on host copies of its buffers.
+ * the reference kernel on host copies of its buffers. Where a backend
+ * offers the optional hooks (the gpu's), a plan's runs are captured once
+ * and replayed as one launch, and timings use the device's own clock:
+ * launching a kernel costs a GPU more than many of its kernels run.
  */
 #ifndef TASO_RUNTIME_H
 #define TASO_RUNTIME_H
@@ -62,25 +65,26 @@ enum {
 /* One operator configuration: the unit a backend prepares, runs and times,
  * and the key of the cost database. */
 typedef struct {
-  int32_t kind;                      /* taso_op_kind_t */
-  taso_params_t p;                   /* parameters; act folded into fuse for conv/matmul */
-  int nin;                           /* buffers in: arity, + 1 with BIAS, + 1 with SUM */
-  int nout;                          /* results: 1, 2 for split/split_at */
-  taso_tensor_t in[TASO_RT_MAX_IN];  /* operand types (trees ignored) */
-  taso_tensor_t out[2];              /* result types */
-  unsigned fuse;                     /* TASO_FUSE_* */
-  int32_t layout;                    /* taso_rt_layout_t of 4-d activations; weights
-                                        (conv2d operand 1) stay row-major [O, C/g, KH, KW] */
-  unsigned cold;                     /* bit i: operand i is a model weight, which a run
-                                        reads once from memory, not from cache (timed so) */
-  int32_t in_place;                  /* 0: out[0] has a buffer of its own; k > 0: out[0]
-                                        is operand k-1's buffer (timed so, keyed "inplace=");
-                                        TASO_CALL_PLACED: a concat whose operands were
-                                        written into its result (never timed: runs nothing) */
+  int32_t kind;                     /* taso_op_kind_t */
+  taso_params_t p;                  /* parameters; act folded into fuse for conv/matmul */
+  int nin;                          /* buffers in: arity, + 1 with BIAS, + 1 with SUM */
+  int nout;                         /* results: 1, 2 for split/split_at */
+  taso_tensor_t in[TASO_RT_MAX_IN]; /* operand types (trees ignored) */
+  taso_tensor_t out[2];             /* result types */
+  unsigned fuse;                    /* TASO_FUSE_* */
+  int32_t layout;                   /* taso_rt_layout_t of 4-d activations; weights
+                                       (conv2d operand 1) stay row-major [O, C/g, KH, KW] */
+  unsigned cold;                    /* bit i: operand i is a model weight, which a run
+                                       reads once from memory, not from cache (timed so) */
+  int32_t in_place;                 /* 0: out[0] has a buffer of its own; k > 0: out[0]
+                                       is operand k-1's buffer (timed so, keyed "inplace=");
+                                       TASO_CALL_PLACED: a concat whose operands were
+                                       written into its result (never timed: runs nothing) */
 } taso_rt_config_t;
 
 typedef struct taso_rt_ctx taso_rt_ctx_t;       /* a backend's open device */
 typedef struct taso_rt_kernel taso_rt_kernel_t; /* a prepared configuration */
+typedef struct taso_rt_graph taso_rt_graph_t;   /* recorded runs, replayed as one launch */
 
 typedef struct taso_backend {
   const char *name; /* "reference", "cpu", "gpu" */
@@ -106,6 +110,44 @@ typedef struct taso_backend {
    * devices this process sees; device's UUID ("GPU-...") when device <
    * *count. Which one open() takes is the backend's own setting. */
   taso_err_t (*device_uuid)(int device, int *count, char *uuid, int len);
+
+  /* ---- optional hooks of an accelerator; NULL on host backends --------- */
+  /* Lets convolutions and matmuls use TF32 tensor cores (FP32 exactness
+   * traded for speed, as PyTorch does by default); off after open. Kernels
+   * prepared afterwards follow the setting; prepared ones keep theirs. */
+  taso_err_t (*set_tf32)(taso_rt_ctx_t *ctx, bool on);
+  /* Capture: the runs, uploads and downloads issued between begin_capture
+   * and end_capture are recorded into *graph, not done; replay enqueues
+   * all of them again as one launch, on the same buffers (sync waits for
+   * it). While capturing, upload and download return at once, so their
+   * host side must be pinned_alloc memory that outlives the graph; sync
+   * and anything that waits is an error. end_capture after a failure
+   * inside the capture ends it, frees what it recorded and returns the
+   * error. */
+  taso_err_t (*begin_capture)(taso_rt_ctx_t *ctx);
+  taso_err_t (*end_capture)(taso_rt_ctx_t *ctx, taso_rt_graph_t **graph);
+  taso_err_t (*replay)(taso_rt_ctx_t *ctx, taso_rt_graph_t *graph);
+  void (*graph_free)(taso_rt_ctx_t *ctx, taso_rt_graph_t *graph);
+  /* Host memory the device copies from and to directly (page-locked). */
+  taso_err_t (*pinned_alloc)(taso_rt_ctx_t *ctx, int64_t count, float **buf);
+  void (*pinned_release)(taso_rt_ctx_t *ctx, float *buf);
+  /* The device's own clock: mark_start and mark_stop record points in its
+   * queue of work (inside a capture, into the graph, so that a replay
+   * records them again); elapsed waits for the last mark_stop and gives
+   * the device time since the mark_start before it, in milliseconds. */
+  taso_err_t (*mark_start)(taso_rt_ctx_t *ctx);
+  taso_err_t (*mark_stop)(taso_rt_ctx_t *ctx);
+  taso_err_t (*elapsed)(taso_rt_ctx_t *ctx, double *ms);
+  /* Queues, without waiting, what leaves the device's cache as a model's
+   * run leaves it for a step with cold operands: everything evicted, then
+   * the n buffers keep[i] (counts[i] floats: the operands just computed)
+   * read back in. */
+  taso_err_t (*flush_cache)(taso_rt_ctx_t *ctx, void *const *keep, const int64_t *counts, int n);
+  /* A timing buffer of the context: slot's (0 .. TASO_RT_MAX_IN + 1) buffer
+   * of at least count floats, filled with fixed values in [-1, 1] (queued).
+   * The context owns it and hands it out again for the next configuration,
+   * so that measuring allocates once per device, not per configuration. */
+  taso_err_t (*scratch)(taso_rt_ctx_t *ctx, int slot, int64_t count, void **buf);
 } taso_backend_t;
 
 /* The compiled-in backends, NULL-terminated: reference, cpu, then gpu
@@ -172,6 +214,11 @@ int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len);
 
 /* Times one configuration on scratch buffers of seeded random values:
  * `warmup` untimed runs, then `runs` timed runs, each followed by sync.
+ * On a backend with a device clock (mark_start) each run is timed by it,
+ * and with capture it runs as it would in a replayed model: recorded once
+ * into a graph between the two marks, then replayed; the cache of a
+ * device is emptied by flush_cache and the buffers are its scratch, so
+ * that nothing is uploaded per run or allocated per configuration.
  * With cold operands, every run starts with the caches as a model's run
  * leaves them: the last-level cache swept (untimed), then the operands
  * that are not cold read back into it. A model's weights (80 MB in
@@ -194,8 +241,8 @@ taso_err_t taso_rt_time_config(const taso_backend_t *be, taso_rt_ctx_t *ctx,
  * the backend chose for it (its describe). */
 taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *ctx,
                                        const taso_rt_config_t *cfg, int warmup, int min_runs,
-                                       int max_runs, double target_spread, double *samples,
-                                       int *n, char *algorithm, int algorithm_len);
+                                       int max_runs, double target_spread, double *samples, int *n,
+                                       char *algorithm, int algorithm_len);
 
 /* The interquartile range of n samples over their median (0 when n < 4);
  * ms is sorted in place. */
@@ -216,29 +263,31 @@ typedef struct {
    * operator node must be in exactly one step. NULL: the runtime plans. */
   const taso_call_t *calls;
   int ncalls;
-  int32_t layout; /* taso_rt_layout_t asked of conv2d steps */
+  int32_t layout;     /* taso_rt_layout_t asked of conv2d steps */
   bool choose_layout; /* time each conv2d step in NCHW and BLOCKED; keep the faster */
   bool warm_weights;  /* no operand cold: the model stays in cache (taso_rt_weights_stay_warm) */
+  bool no_capture;    /* run step by step even where the backend could replay a graph */
 } taso_rt_options_t;
 
 /* What a listing or profile says about one step. */
 typedef struct {
-  int node;               /* the model node whose result the step computes */
-  int first_node;         /* the head of a fused chain (== node unless fused) */
-  int fused;              /* nodes in the chain: 1 alone, 2-4 with epilogues */
-  bool fallback;          /* runs the reference kernel (the backend said unsupported) */
-  bool in_place;          /* writes over an operand's buffer (cfg.in_place says which,
-                             or, without a call plan, a fused residual's summand) */
-  bool placed;            /* a concat whose operands' producers wrote them into its
-                             result (cfg.in_place TASO_CALL_PLACED): it runs nothing */
-  const char *reason;     /* why it fell back; "" otherwise */
-  taso_rt_config_t cfg;   /* its configuration */
+  int node;                      /* the model node whose result the step computes */
+  int first_node;                /* the head of a fused chain (== node unless fused) */
+  int fused;                     /* nodes in the chain: 1 alone, 2-4 with epilogues */
+  bool fallback;                 /* runs the reference kernel (the backend said unsupported) */
+  bool in_place;                 /* writes over an operand's buffer (cfg.in_place says which,
+                                    or, without a call plan, a fused residual's summand) */
+  bool placed;                   /* a concat whose operands' producers wrote them into its
+                                    result (cfg.in_place TASO_CALL_PLACED): it runs nothing */
+  const char *reason;            /* why it fell back; "" otherwise */
+  taso_rt_config_t cfg;          /* its configuration */
   taso_ref_t in[TASO_RT_MAX_IN]; /* the tensors it reads, in configuration order */
 } taso_rt_step_info_t;
 
 /* Plans m (its weights made with taso_model_make_weights if they have no
  * values) on an open backend context; opt NULL: m's own call plan when it
- * has one (m->calls), else the defaults (fusion on, NCHW). The plan refers to m, be and ctx, which must outlive it. */
+ * has one (m->calls), else the defaults (fusion on, NCHW). The plan refers to m, be and ctx, which
+ * must outlive it. */
 taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
                         const taso_rt_options_t *opt, taso_rt_plan_t **plan);
 void taso_rt_plan_free(taso_rt_plan_t *plan);
@@ -256,8 +305,7 @@ taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
  * fused, the head's own ReLU included; operands),
  * cfg.in[k] for the operands fusion added (k from the head's arity to
  * nin); the rest of cfg is not set. m is the model planned. */
-typedef bool (*taso_rt_known_fn)(void *ctx, const taso_model_t *m,
-                                 const taso_rt_step_info_t *step);
+typedef bool (*taso_rt_known_fn)(void *ctx, const taso_model_t *m, const taso_rt_step_info_t *step);
 /* Given each step of a partial plan; a non-OK return stops it. */
 typedef taso_err_t (*taso_rt_step_fn)(void *ctx, const taso_rt_step_info_t *info);
 
@@ -288,20 +336,30 @@ int *taso_rt_consumers(const taso_model_t *m);
 bool taso_rt_chain_config(const taso_model_t *m, const int *consumers, int head, int extra,
                           taso_rt_config_t *cfg, int *last, taso_ref_t *in);
 
+/* Whether the plan's runs replay one captured graph (the backend's
+ * begin_capture): inputs copied into fixed pinned buffers, then one
+ * launch of every upload, step and download. false with *why (not NULL)
+ * saying why not: a step that runs the reference kernel on host copies,
+ * a failed capture, options.no_capture; "" on a backend without capture. */
+bool taso_rt_plan_replays(const taso_rt_plan_t *plan, const char **why);
+
 int taso_rt_plan_steps(const taso_rt_plan_t *plan);
 void taso_rt_plan_step(const taso_rt_plan_t *plan, int i, taso_rt_step_info_t *info);
 
 /* One inference. inputs[i] holds the values of the model's i-th run-time
  * (non-weight) input, in input-table order; outputs[j] receives graph
- * output j (sized by its type). */
+ * output j (sized by its type). A plan that replays copies them through
+ * its pinned buffers around one replay. */
 taso_err_t taso_rt_run(taso_rt_plan_t *plan, const float *const *inputs, float *const *outputs);
 
-/* Times whole runs (inputs as for taso_rt_run; outputs discarded). */
+/* Times whole runs (inputs as for taso_rt_run; outputs discarded), on
+ * the host's clock: end to end is what the caller waits for. */
 taso_err_t taso_rt_time_model(taso_rt_plan_t *plan, const float *const *inputs, int warmup,
                               int runs, taso_rt_stats_t *stats);
 
 /* Times each step in isolation on the plan's buffers (after one full run
- * on inputs): step_ms[i] receives step i's statistics. */
+ * on inputs): step_ms[i] receives step i's statistics; on the device's
+ * own clock where the backend has one. */
 taso_err_t taso_rt_profile(taso_rt_plan_t *plan, const float *const *inputs, int warmup, int runs,
                            taso_rt_stats_t *step_stats);
 

@@ -20,25 +20,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
-#include "onnx.h"
 #include "agree.h"
 #include "costdb.h"
-#include "device.h"
-#include "search.h"
 #include "derive_guard.h"
-#include "guard_cache.h"
-#include "verifier.h"
+#include "device.h"
 #include "family.h"
+#include "guard_cache.h"
+#include "model.h"
+#include "onnx.h"
+#include "search.h"
 #include "select.h"
 #include "tool.h"
+#include "verifier.h"
 
-static const char *model_spec, *subst_path, *backend_name = "cpu", *onnx_path, *alpha_text,
-                  *budget_text, *time_limit_text, *axioms_path, *costs_path, *device_text,
-                  *confirm_text, *search_text, *width_text, *target_text, *guard_cache_path,
-                  *select_path, *rules_text = "all", *usage_path;
+static const char *model_spec, *subst_path,
+    *backend_name = "cpu", *onnx_path, *alpha_text, *budget_text, *time_limit_text, *axioms_path,
+    *costs_path, *device_text, *confirm_text, *search_text, *width_text, *target_text,
+    *guard_cache_path, *select_path, *rules_text = "all", *usage_path;
 static bool per_node, no_check, no_measure, keep_slower, costs_record, check_incremental, chain,
-    estimate;
+    estimate, tf32;
 
 static const taso_tool_flag_t flags[] = {
     {"cost-per-node", "cost one step per node (no epilogue fusion in the cost model)", &per_node},
@@ -47,16 +47,26 @@ static const taso_tool_flag_t flags[] = {
      &no_measure},
     {"keep-slower", "write the result even when it is measured no faster than the input",
      &keep_slower},
-    {"record-costs", "merge the configurations measured here into --costs (created if absent), "
-     "so that later runs find them", &costs_record},
-    {"chain", "rule chains: each expansion also follows every rule's cheapest improving "
+    {"record-costs",
+     "merge the configurations measured here into --costs (created if absent), "
+     "so that later runs find them",
+     &costs_record},
+    {"chain",
+     "rule chains: each expansion also follows every rule's cheapest improving "
      "rewrite by that rule alone while it keeps getting cheaper (job: [optimize] chain = on)",
      &chain},
-    {"estimate-costs", "cost each step by a fixed estimate of its arithmetic and memory "
+    {"estimate-costs",
+     "cost each step by a fixed estimate of its arithmetic and memory "
      "traffic (taso_cost_estimate), not measured: the same search on every machine",
      &estimate},
-    {"check-incremental", "cost every rewrite both by the steps it changed and from scratch; "
-     "any difference is an error (a check of the search's incremental costs)", &check_incremental},
+    {"check-incremental",
+     "cost every rewrite both by the steps it changed and from scratch; "
+     "any difference is an error (a check of the search's incremental costs)",
+     &check_incremental},
+    {"tf32",
+     "let convolutions and matmuls use TF32 tensor cores (gpu), in the costs measured "
+     "and in the runs that confirm the result; off by default",
+     &tf32},
     {0},
 };
 
@@ -69,18 +79,27 @@ static const taso_tool_option_t options[] = {
     {"backend", "NAME", "where costs are measured: reference, cpu or gpu (default cpu)",
      &backend_name},
     {"onnx", "FILE", "also write the optimized model as ONNX", &onnx_path},
-    {"rules", "CHOICE", "the rules searched: all (default); auto, the subset of the model's "
+    {"rules", "CHOICE",
+     "the rules searched: all (default); auto, the subset of the model's "
      "family (taso-rules); FAMILY, that family's subset; zoo, every rule that fired in some "
      "model of the usage; random:N, N rules at random (seeded, "
-     "for comparisons); or FILE, a text file of rules, one \"lhs => rhs\" a line", &rules_text},
-    {"rule-usage", "FILE", "the rule-usage file auto, FAMILY and zoo pick from (taso-rules' output; "
-     "default data/rule_usage.h5)", &usage_path},
-    {"search", "KIND", "backtracking (the original's, one rank) or parallel (over the ranks; "
-     "job: [optimize] search)", &search_text},
+     "for comparisons); or FILE, a text file of rules, one \"lhs => rhs\" a line",
+     &rules_text},
+    {"rule-usage", "FILE",
+     "the rule-usage file auto, FAMILY and zoo pick from (taso-rules' output; "
+     "default data/rule_usage.h5)",
+     &usage_path},
+    {"search", "KIND",
+     "backtracking (the original's, one rank) or parallel (over the ranks; "
+     "job: [optimize] search)",
+     &search_text},
     {"width", "K", "parallel: graphs expanded per round over all ranks (default 8)", &width_text},
-    {"target-cost", "MS", "record when a graph this cheap was first found (root attribute "
-     "target_seconds; for benchmarks)", &target_text},
-    {"alpha", "A", "keep graphs cheaper than A times the best (job: [optimize] alpha)", &alpha_text},
+    {"target-cost", "MS",
+     "record when a graph this cheap was first found (root attribute "
+     "target_seconds; for benchmarks)",
+     &target_text},
+    {"alpha", "A", "keep graphs cheaper than A times the best (job: [optimize] alpha)",
+     &alpha_text},
     {"budget", "N", "graphs taken from the queue (job: [optimize] budget)", &budget_text},
     {"time-limit", "S", "seconds of search (job: [optimize] time_limit)", &time_limit_text},
     {"confirm-runs", "N",
@@ -183,9 +202,12 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   if (!subst_path) taso_tool_usage_error(t, "--substitutions FILE is required");
   if (!t->out_path) taso_tool_usage_error(t, "--out FILE is required");
   if (costs_record && !costs_path) taso_tool_usage_error(t, "--record-costs needs --costs FILE");
-  if (select_path && per_node) taso_tool_usage_error(t, "--select and --cost-per-node are two costs");
+  if (select_path && per_node)
+    taso_tool_usage_error(t, "--select and --cost-per-node are two costs");
   if (estimate && (costs_path || costs_record))
     taso_tool_usage_error(t, "--estimate-costs measures nothing: it takes no --costs");
+  if (tf32 && costs_path)
+    taso_tool_usage_error(t, "--tf32: a cost database holds FP32 figures; it takes no --costs");
   s->search.alpha = t->have_job ? t->job.alpha : 1.05;
   s->search.budget = t->have_job ? t->job.budget : 1000;
   s->search.time_limit = t->have_job ? t->job.optimize_time_limit : 600;
@@ -195,8 +217,10 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   if (strcmp(s->kind, "backtracking") != 0 && strcmp(s->kind, "parallel") != 0)
     taso_tool_usage_error(t, "--search: expected backtracking or parallel, got '%s'", s->kind);
   if (strcmp(s->kind, "backtracking") == 0 && t->size > 1)
-    taso_tool_usage_error(t, "the backtracking search runs on one rank (%d given); use --search "
-                          "parallel", t->size);
+    taso_tool_usage_error(t,
+                          "the backtracking search runs on one rank (%d given); use --search "
+                          "parallel",
+                          t->size);
   double v;
   s->search.width = 8;
   if (width_text && !(parse_real(width_text, 1, 1e6, &v) && v == floor(v)))
@@ -268,14 +292,14 @@ typedef struct {
   const taso_search_result_t *r;
   taso_cost_stats_t costs;
   int64_t proved;
-  bool checked;    /* the result was run against the original */
-  double relative; /* then: the largest relative output difference */
-  bool timed;      /* input and result were timed end to end */
+  bool checked;                         /* the result was run against the original */
+  double relative;                      /* then: the largest relative output difference */
+  bool timed;                           /* input and result were timed end to end */
   double latency_before, latency_after; /* then: their medians, ms */
-  int rounds, pairs;         /* then: rounds timed, pairs of runs timed in them */
-  int pairs_faster;          /* the pairs the result won */
-  int pairs_needed;          /* the sign test's threshold */
-  bool kept_input; /* the result was not faster: the input graph was written */
+  int rounds, pairs;                    /* then: rounds timed, pairs of runs timed in them */
+  int pairs_faster;                     /* the pairs the result won */
+  int pairs_needed;                     /* the sign test's threshold */
+  bool kept_input;                      /* the result was not faster: the input graph was written */
 } record_t;
 
 /* The search's record as root attributes and the rules table. */
@@ -295,8 +319,10 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   if (err == TASO_OK)
     err = taso_artifact_set_string(a, "optimize_costs", estimate ? "estimated" : "measured");
   if (err == TASO_OK)
-    err = taso_artifact_set_string(a, "optimize_cost_of", select_path ? "selected call plans"
-                                   : per_node ? "one step per node" : "the runtime's steps");
+    err = taso_artifact_set_string(a, "optimize_cost_of",
+                                   select_path ? "selected call plans"
+                                   : per_node  ? "one step per node"
+                                               : "the runtime's steps");
   if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_before_ms", r->cost_before);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_after_ms", r->cost_after);
   if (err == TASO_OK) err = taso_artifact_set_real(a, "search_seconds", r->seconds);
@@ -325,8 +351,7 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
     err = taso_artifact_set_real(a, "latency_before_ms", rec->latency_before);
   if (err == TASO_OK && rec->timed)
     err = taso_artifact_set_real(a, "latency_after_ms", rec->latency_after);
-  if (err == TASO_OK && rec->timed)
-    err = taso_artifact_set_count(a, "latency_rounds", rec->rounds);
+  if (err == TASO_OK && rec->timed) err = taso_artifact_set_count(a, "latency_rounds", rec->rounds);
   if (err == TASO_OK && rec->timed) err = taso_artifact_set_count(a, "latency_pairs", rec->pairs);
   if (err == TASO_OK && rec->timed)
     err = taso_artifact_set_count(a, "latency_pairs_faster", rec->pairs_faster);
@@ -370,18 +395,18 @@ typedef struct {
   taso_cost_cache_t *costs;
   taso_search_result_t result;
   int64_t proved;
-  taso_costdb_t db;         /* --costs, or empty */
+  taso_costdb_t db;                  /* --costs, or empty */
   char device[TASO_COST_DEVICE_LEN]; /* the database's device whose rows are read */
   taso_costdb_source_t source;       /* db's rows of device, the cache's source */
-  taso_axioms_t *ax;        /* for the rule guard */
-  taso_rule_guard_t *guard; /* re-proves rules at new shape relations */
-  bool kept_input;          /* the result was measured no faster: the input was written */
-  int width;                /* the parallel search's round width */
-  bool chain;               /* rule chains on */
-  taso_library_t *lib;      /* --select, or NULL */
-  bool warm;                /* no operand timed cold */
-  bool deferring;           /* the parallel search defers the cache's misses */
-  bool pending;             /* a call plan's configuration was deferred */
+  taso_axioms_t *ax;                 /* for the rule guard */
+  taso_rule_guard_t *guard;          /* re-proves rules at new shape relations */
+  bool kept_input;                   /* the result was measured no faster: the input was written */
+  int width;                         /* the parallel search's round width */
+  bool chain;                        /* rule chains on */
+  taso_library_t *lib;               /* --select, or NULL */
+  bool warm;                         /* no operand timed cold */
+  bool deferring;                    /* the parallel search defers the cache's misses */
+  bool pending;                      /* a call plan's configuration was deferred */
 } run_t;
 
 /* ---- the joint search (--select) ------------------------------------------------------------ */
@@ -448,8 +473,8 @@ static taso_err_t record_costs(taso_tool_t *t, const settings_t *s, run_t *r) {
   taso_err_t err = n ? taso_costdb_merge(costs_path, rows, n, &prov, false, NULL) : TASO_OK;
   free(rows);
   if (err == TASO_OK)
-    taso_tool_print(t, "taso-optimize: %lld measured configurations recorded in %s\n",
-                    (long long)n, costs_path);
+    taso_tool_print(t, "taso-optimize: %lld measured configurations recorded in %s\n", (long long)n,
+                    costs_path);
   return err;
 }
 
@@ -481,8 +506,10 @@ static taso_err_t open_guard(const taso_tool_t *t, run_t *r) {
   taso_err_t err = taso_guard_cache_load(guard_cache_path, &r->rules, r->guard, &loaded, &stale);
   if (err != TASO_OK) return taso_error_prefix(err, "--guard-cache: ");
   if (stale)
-    taso_tool_warn(t, "--guard-cache %s was made with other guard settings (limits, axioms): "
-                   "its verdicts are not used, and this run's replace them", guard_cache_path);
+    taso_tool_warn(t,
+                   "--guard-cache %s was made with other guard settings (limits, axioms): "
+                   "its verdicts are not used, and this run's replace them",
+                   guard_cache_path);
   taso_tool_print(t, "taso-optimize: %lld re-proof verdicts from %s\n", (long long)loaded,
                   guard_cache_path);
   return TASO_OK;
@@ -508,13 +535,14 @@ static taso_err_t save_verdicts(taso_tool_t *t, run_t *r) {
 static taso_err_t check(taso_tool_t *t, const settings_t *s, run_t *r, double *relative) {
   const taso_search_result_t *res = &r->result;
   int step = 0;
-  TASO_TRY(taso_path_first_difference(s->be, r->ctx, &r->m, res, CHECK_TOLERANCE, &step,
-                                      relative));
+  TASO_TRY(taso_path_first_difference(s->be, r->ctx, &r->m, res, CHECK_TOLERANCE, &step, relative));
   if (!(*relative <= CHECK_TOLERANCE) && step == 0)
     *relative = INFINITY; /* no single rewrite differs: say so, never pass */
   if (*relative <= CHECK_TOLERANCE) {
-    taso_tool_print(t, "taso-optimize: the result agrees with the original (largest relative "
-                    "difference %.3g on seeded inputs, %s backend)\n", *relative, s->be->name);
+    taso_tool_print(t,
+                    "taso-optimize: the result agrees with the original (largest relative "
+                    "difference %.3g on seeded inputs, %s backend)\n",
+                    *relative, s->be->name);
     return TASO_OK;
   }
   char rule[TASO_RULE_TEXT], made[2048] = "";
@@ -525,11 +553,13 @@ static taso_err_t check(taso_tool_t *t, const settings_t *s, run_t *r, double *r
     snprintf(t->findings, sizeof t->findings,
              "rewrite %d of %d (row %lld) changes the outputs by %.3g relative", step, res->steps,
              (long long)r->rules.v[k].row, *relative);
-    taso_tool_print(t, "taso-optimize: the result differs from the original: rewrite %d of %d "
-                    "changes the outputs by %.3g relative (tolerance %g), by rule\n  %s  [row %lld%s]\n"
-                    "  which made these configurations:\n%s", step, res->steps, *relative,
-                    CHECK_TOLERANCE, rule, (long long)r->rules.v[k].row,
-                    r->rules.v[k].reversed ? ", reversed" : "", made);
+    taso_tool_print(
+        t,
+        "taso-optimize: the result differs from the original: rewrite %d of %d "
+        "changes the outputs by %.3g relative (tolerance %g), by rule\n  %s  [row %lld%s]\n"
+        "  which made these configurations:\n%s",
+        step, res->steps, *relative, CHECK_TOLERANCE, rule, (long long)r->rules.v[k].row,
+        r->rules.v[k].reversed ? ", reversed" : "", made);
   } else {
     snprintf(t->findings, sizeof t->findings,
              "the result differs from the original, but no single rewrite on its path does");
@@ -563,12 +593,14 @@ static taso_err_t confirm(taso_tool_t *t, const settings_t *s, run_t *r, record_
   double before = rec->latency_before, after = rec->latency_after;
   bool faster = after < before && rec->pairs_faster >= rec->pairs_needed;
   rec->kept_input = !faster && !keep_slower;
-  taso_tool_print(t, "taso-optimize: measured end to end %.4g ms -> %.4g ms (x%.3f; medians of "
+  taso_tool_print(t,
+                  "taso-optimize: measured end to end %.4g ms -> %.4g ms (x%.3f; medians of "
                   "%d x %d runs, %s backend; faster in %d of %d pairs of runs, %d needed)%s\n",
                   before, after, after > 0 ? before / after : 0.0, ROUNDS, s->confirm_runs,
                   s->be->name, rec->pairs_faster, rec->pairs, rec->pairs_needed,
                   rec->kept_input ? ": not measured faster, the input graph is written "
-                                    "(--keep-slower writes the result)" : "");
+                                    "(--keep-slower writes the result)"
+                                  : "");
   if (rec->kept_input) { /* the input, as it was given */
     taso_model_free(&r->m);
     r->m = input;
@@ -613,9 +645,11 @@ static taso_err_t read_rule_file(const char *path, char (**texts)[TASO_RULE_TEXT
                        TASO_RULE_TEXT - 1);
       break;
     }
-    while (len && (line[len - 1] == '\n' || line[len - 1] == ' ')) line[--len] = 0;
+    while (len && (line[len - 1] == '\n' || line[len - 1] == ' '))
+      line[--len] = 0;
     char *p = line;
-    while (*p == ' ') p++;
+    while (*p == ' ')
+      p++;
     if (!*p || *p == '#') continue;
     if (!strstr(p, " => ")) {
       err = taso_error(TASO_ERR_PARSE, "%s:%d: expected \"lhs => rhs\", got '%s'", path, lineno, p);
@@ -682,11 +716,14 @@ static taso_err_t choose_rules(taso_tool_t *t, run_t *r) {
     err = read_rule_file(rules_text, &texts, &n);
     snprintf(what, sizeof what, "%s", rules_text);
   }
-  if (err == TASO_OK) err = taso_rules_keep(&r->rules, (const char(*)[TASO_RULE_TEXT])texts, n, &matched);
+  if (err == TASO_OK)
+    err = taso_rules_keep(&r->rules, (const char(*)[TASO_RULE_TEXT])texts, n, &matched);
   free(texts);
   TASO_TRY(err);
-  taso_tool_print(t, "taso-optimize: rules: %s: %d of %d (%d of its %d rules found in the "
-                  "substitutions)\n", what, r->rules.n, before, matched, n);
+  taso_tool_print(t,
+                  "taso-optimize: rules: %s: %d of %d (%d of its %d rules found in the "
+                  "substitutions)\n",
+                  what, r->rules.n, before, matched, n);
   if (matched < n)
     taso_tool_warn(t, "--rules %s: %d of its rules are not in %s (another rule set?)", rules_text,
                    n - matched, subst_path);
@@ -700,7 +737,15 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   TASO_TRY(choose_rules(t, r));
   char info[256];
   TASO_TRY(s->be->probe(info, sizeof info));
+  if (tf32 && !s->be->set_tf32)
+    return taso_error(TASO_ERR_ARG, "--tf32: the %s backend has no TF32 math", s->be->name);
   TASO_TRY(s->be->open(t->threads, &r->ctx));
+  if (s->be->set_tf32) {
+    TASO_TRY(s->be->set_tf32(r->ctx, tf32));
+    taso_tool_print(t, "taso-optimize: math: %s\n",
+                    tf32 ? "TF32 tensor cores allowed in convolutions and matmuls (--tf32)"
+                         : "FP32 (no TF32; --tf32 allows it)");
+  }
   taso_cost_options_t copt = taso_cost_options_default();
   copt.fusion = !per_node;
   copt.measure = !no_measure;
@@ -723,10 +768,11 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
                     taso_library_name(r->lib), select_path);
   }
   TASO_TRY(taso_cost_cache_new(s->be, r->ctx, &copt, &r->costs));
-  taso_tool_print(t, "taso-optimize: %s (%d nodes), %d rules from %lld proved substitutions; "
-                  "costs %s %s (%s)\n", r->m.name, r->m.graph.nnodes, r->rules.n,
-                  (long long)r->proved, estimate ? "estimated, not measured on" : "on",
-                  s->be->name, info);
+  taso_tool_print(t,
+                  "taso-optimize: %s (%d nodes), %d rules from %lld proved substitutions; "
+                  "costs %s %s (%s)\n",
+                  r->m.name, r->m.graph.nnodes, r->rules.n, (long long)r->proved,
+                  estimate ? "estimated, not measured on" : "on", s->be->name, info);
   if (!estimate)
     taso_tool_print(t, "taso-optimize: weights timed %s: the model's tensors take %.1f MiB%s\n",
                     copt.warm_weights ? "warm" : "cold",
@@ -734,8 +780,8 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
                     copt.warm_weights ? ", under half the last-level cache share"
                                       : ", not under half the last-level cache share of a host "
                                         "backend");
-  taso_search_problem_t prob = {.graph = &r->m.graph, .inputs = &r->m.inputs,
-                                .is_weight = r->m.is_weight};
+  taso_search_problem_t prob = {
+      .graph = &r->m.graph, .inputs = &r->m.inputs, .is_weight = r->m.is_weight};
   taso_search_options_t opt = s->search;
   r->width = opt.width;
   r->chain = opt.chain;
@@ -745,8 +791,8 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   opt.progress = on_progress;
   opt.progress_ctx = (void *)s;
   if (strcmp(s->kind, "parallel") == 0)
-    TASO_TRY(taso_tool_agree(t, taso_search_parallel(t->comm, &prob, &r->rules, r->costs, &opt,
-                                                     &r->result)));
+    TASO_TRY(taso_tool_agree(
+        t, taso_search_parallel(t->comm, &prob, &r->rules, r->costs, &opt, &r->result)));
   else
     TASO_TRY(taso_search_backtracking(&prob, &r->rules, r->costs, &opt, &r->result));
   record_t rec = {.s = s, .rules = &r->rules, .r = &r->result, .proved = r->proved};
@@ -763,13 +809,16 @@ static void summarize(taso_tool_t *t, const run_t *r) {
   taso_cost_stats_t cs;
   taso_cost_cache_stats(r->costs, &cs);
   int distinct = 0;
-  for (int i = 0; i < r->rules.n; i++) distinct += res->fired[i] > 0;
-  taso_tool_print(t, "taso-optimize: %lld configurations %s, %lld measured "
+  for (int i = 0; i < r->rules.n; i++)
+    distinct += res->fired[i] > 0;
+  taso_tool_print(t,
+                  "taso-optimize: %lld configurations %s, %lld measured "
                   "(%.1f s, %lld on the reference backend); search ended by %s\n",
                   (long long)cs.looked_up, estimate ? "estimated" : "from the cost database",
-                  (long long)cs.measured, cs.measure_s,
-                  (long long)cs.fallbacks,
-                  res->timed_out ? "the time limit" : res->budget_spent ? "the budget" : "an empty queue");
+                  (long long)cs.measured, cs.measure_s, (long long)cs.fallbacks,
+                  res->timed_out      ? "the time limit"
+                  : res->budget_spent ? "the budget"
+                                      : "an empty queue");
   if (r->guard) {
     taso_rule_guard_stats_t g;
     taso_rule_guard_stats(r->guard, &g);
@@ -777,35 +826,42 @@ static void summarize(taso_tool_t *t, const run_t *r) {
     double mine[2] = {(double)g.proofs, g.proof_seconds}, sum[2], most = 0;
     MPI_Allreduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, t->comm);
     MPI_Allreduce(&g.proof_seconds, &most, 1, MPI_DOUBLE, MPI_MAX, t->comm);
-    taso_tool_print(t, "taso-optimize: %lld matches: %lld at their proved shapes, %lld re-proved at "
-                    "new shapes (%lld proofs, %.1f s), %lld refused\n", (long long)g.matches,
-                    (long long)g.by_condition, (long long)g.by_reproof, (long long)g.proofs,
-                    g.proof_seconds, (long long)g.refused);
+    taso_tool_print(t,
+                    "taso-optimize: %lld matches: %lld at their proved shapes, %lld re-proved at "
+                    "new shapes (%lld proofs, %.1f s), %lld refused\n",
+                    (long long)g.matches, (long long)g.by_condition, (long long)g.by_reproof,
+                    (long long)g.proofs, g.proof_seconds, (long long)g.refused);
     if (res->ranks > 1)
-      taso_tool_print(t, "taso-optimize: re-proofs over all %d ranks: %.0f proofs, %.1f s "
-                      "(the busiest rank %.1f s)\n", res->ranks, sum[0], sum[1], most);
+      taso_tool_print(t,
+                      "taso-optimize: re-proofs over all %d ranks: %.0f proofs, %.1f s "
+                      "(the busiest rank %.1f s)\n",
+                      res->ranks, sum[0], sum[1], most);
   }
   if (res->rank_explored) { /* the balance: graphs each rank expanded */
     char line[1024];
     int n = 0;
     for (int i = 0; i < res->ranks && n < (int)sizeof line - 24; i++)
       n += snprintf(line + n, sizeof line - (size_t)n, " %lld", (long long)res->rank_explored[i]);
-    taso_tool_print(t, "taso-optimize: parallel search: %lld rounds of width %d; graphs expanded "
-                    "per rank:%s\n", (long long)res->rounds, r->width, line);
+    taso_tool_print(t,
+                    "taso-optimize: parallel search: %lld rounds of width %d; graphs expanded "
+                    "per rank:%s\n",
+                    (long long)res->rounds, r->width, line);
   }
   if (r->chain)
     taso_tool_print(t, "taso-optimize: rule chains: %lld links\n", (long long)res->chained);
   if (check_incremental)
-    taso_tool_print(t, "taso-optimize: incremental check: %lld rewrites costed both ways, "
-                    "all equal\n", (long long)res->checked);
-  taso_tool_summary(t,
-                    "%s: cost %.4g -> %.4g ms (x%.3f), %lld graphs explored, %lld generated, "
-                    "%.1f s search (%.1f CPU s), %d rewrites by %d rules%s -> %s",
-                    r->m.name, res->cost_before, res->cost_after,
-                    res->cost_after > 0 ? res->cost_before / res->cost_after : 0.0,
-                    (long long)res->explored, (long long)res->generated, res->seconds, res->cpu_seconds, res->steps,
-                    distinct, r->kept_input ? " (measured no faster: the input graph written)" : "",
-                    t->out_path);
+    taso_tool_print(t,
+                    "taso-optimize: incremental check: %lld rewrites costed both ways, "
+                    "all equal\n",
+                    (long long)res->checked);
+  taso_tool_summary(
+      t,
+      "%s: cost %.4g -> %.4g ms (x%.3f), %lld graphs explored, %lld generated, "
+      "%.1f s search (%.1f CPU s), %d rewrites by %d rules%s -> %s",
+      r->m.name, res->cost_before, res->cost_after,
+      res->cost_after > 0 ? res->cost_before / res->cost_after : 0.0, (long long)res->explored,
+      (long long)res->generated, res->seconds, res->cpu_seconds, res->steps, distinct,
+      r->kept_input ? " (measured no faster: the input graph written)" : "", t->out_path);
 }
 
 int main(int argc, char **argv) {

@@ -8,6 +8,9 @@
  * alone. --compare runs a second model (an optimized graph of the same
  * network) on the same seeded inputs and weights and reports how far the
  * outputs differ; --inputs/--expect check against stored values.
+ * On the gpu backend a plan's runs replay one captured CUDA graph
+ * (--no-graph: step by step), and --tf32 lets convolutions and matmuls use
+ * TF32 tensor cores; the output says which.
  */
 #define _POSIX_C_SOURCE 200809L /* access */
 #include <errno.h>
@@ -21,17 +24,23 @@
 #include "runtime.h"
 #include "tool.h"
 
-static bool profile, no_fusion, runtime_plan;
+static bool profile, no_fusion, runtime_plan, tf32, no_graph;
 static const char *model_spec, *backend_name = "cpu", *runs_text = "20", *warmup_text = "3",
-                  *compare_spec, *tolerance_text = "1e-4", *layout_text, *seed_text = "1", *inputs_dir,
-                  *expect_dir, *save_dir;
+                               *compare_spec, *tolerance_text = "1e-4", *layout_text,
+                               *seed_text = "1", *inputs_dir, *expect_dir, *save_dir;
 
 static const taso_tool_flag_t flags[] = {
     {"profile", "time each step alone: its share, and the runtime overhead", &profile},
     {"no-fusion", "one step per node (no conv/matmul epilogue fusion)", &no_fusion},
-    {"runtime-plan", "ignore a call plan the model carries (taso-select's) and let the runtime "
+    {"runtime-plan",
+     "ignore a call plan the model carries (taso-select's) and let the runtime "
      "plan its steps (a model with a plan follows it unless this, --no-fusion or --layout)",
      &runtime_plan},
+    {"tf32",
+     "let convolutions and matmuls use TF32 tensor cores (gpu; off by default: FP32 exact "
+     "products)",
+     &tf32},
+    {"no-graph", "run step by step, not as one captured graph replayed (gpu)", &no_graph},
     {0},
 };
 
@@ -110,8 +119,7 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
     if (strcmp(layout, layouts[i]) == 0) s->layout = i == 3 ? TASO_RT_NCHW : i;
   s->choose_layout = strcmp(layout, "choose") == 0;
   if (s->layout < 0)
-    taso_tool_usage_error(t, "--layout: expected nchw, nhwc, blocked or choose, got '%s'",
-                          layout);
+    taso_tool_usage_error(t, "--layout: expected nchw, nhwc, blocked or choose, got '%s'", layout);
   if (!taso_backend_find(backend_name))
     taso_tool_usage_error(t, "--backend: no backend '%s' in this build (reference, cpu%s)",
                           backend_name, taso_backend_find("gpu") ? ", gpu" : "");
@@ -134,7 +142,8 @@ static int64_t out_size(const taso_model_t *m, int o) {
 /* The file of tensor name in dir: names may hold '/' (ONNX), files not. */
 static void tensor_path(const char *dir, const char *name, char *path, size_t len) {
   int n = snprintf(path, len, "%s/", dir);
-  for (const char *c = name; *c && (size_t)n + 1 < len; c++) path[n++] = *c == '/' ? '_' : *c;
+  for (const char *c = name; *c && (size_t)n + 1 < len; c++)
+    path[n++] = *c == '/' ? '_' : *c;
   snprintf(path + n, len - (size_t)n, ".bin");
 }
 
@@ -224,14 +233,17 @@ static taso_err_t load(const char *model, const taso_backend_t *be, taso_rt_ctx_
       .no_fusion = no_fusion, .layout = s->layout, .choose_layout = s->choose_layout};
   if (l->m.calls && !runtime_plan && !no_fusion && !layout_text)
     opt = (taso_rt_options_t){.calls = l->m.calls, .ncalls = l->m.ncalls};
+  opt.no_capture = no_graph;
   TASO_TRY(taso_rt_plan(be, ctx, &l->m, &opt, &l->plan));
   return taso_rt_run(l->plan, (const float *const *)l->inputs, l->outputs);
 }
 
 static void unload(loaded_t *l) {
   taso_rt_plan_free(l->plan);
-  for (int i = 0; l->inputs && i < l->nin; i++) free(l->inputs[i]);
-  for (int o = 0; l->outputs && o < l->m.graph.noutputs; o++) free(l->outputs[o]);
+  for (int i = 0; l->inputs && i < l->nin; i++)
+    free(l->inputs[i]);
+  for (int o = 0; l->outputs && o < l->m.graph.noutputs; o++)
+    free(l->outputs[o]);
   free(l->inputs);
   free(l->outputs);
   taso_model_free(&l->m);
@@ -241,7 +253,8 @@ static void unload(loaded_t *l) {
 
 static void print_plan(const loaded_t *l) {
   int steps = taso_rt_plan_steps(l->plan), fused = 0, fallback = 0, nodes = 0;
-  for (int i = 0; i < l->m.graph.nnodes; i++) nodes += l->m.graph.nodes[i].kind != TASO_OP_INPUT;
+  for (int i = 0; i < l->m.graph.nnodes; i++)
+    nodes += l->m.graph.nodes[i].kind != TASO_OP_INPUT;
   for (int s = 0; s < steps; s++) {
     taso_rt_step_info_t info;
     taso_rt_plan_step(l->plan, s, &info);
@@ -255,6 +268,11 @@ static void print_plan(const loaded_t *l) {
   }
   printf("model %s: %d operators in %d steps (%d fused), %d on the reference kernel\n", l->m.name,
          nodes, steps, fused, fallback);
+  const char *why = "";
+  if (taso_rt_plan_replays(l->plan, &why))
+    printf("runs: one captured graph replayed (inputs and outputs through pinned buffers)\n");
+  else if (why[0])
+    printf("runs: step by step (%s)\n", why);
 }
 
 static taso_err_t check_difference(const char *what, double abs_diff, double rel_diff,
@@ -273,13 +291,15 @@ static taso_err_t check_expected(const loaded_t *l, double tolerance) {
   taso_err_t err = want ? TASO_OK : taso_error(TASO_ERR_NOMEM, "expected outputs");
   for (int o = 0; o < m->graph.noutputs && err == TASO_OK; o++) {
     want[o] = malloc(sizeof(float) * (size_t)out_size(m, o));
-    err = want[o] ? read_tensor(expect_dir, m->output_names[o], "output", o, want[o], out_size(m, o))
-                  : taso_error(TASO_ERR_NOMEM, "expected outputs");
+    err = want[o]
+              ? read_tensor(expect_dir, m->output_names[o], "output", o, want[o], out_size(m, o))
+              : taso_error(TASO_ERR_NOMEM, "expected outputs");
   }
   double a, r;
   if (err == TASO_OK) err = taso_rt_output_difference(m, l->outputs, want, &a, &r);
   if (err == TASO_OK) err = check_difference("--expect", a, r, tolerance);
-  for (int o = 0; want && o < m->graph.noutputs; o++) free(want[o]);
+  for (int o = 0; want && o < m->graph.noutputs; o++)
+    free(want[o]);
   free(want);
   return err;
 }
@@ -341,7 +361,8 @@ static taso_err_t time_runs(taso_tool_t *t, loaded_t *l, const settings_t *s) {
   taso_progress_t progress;
   taso_rt_stats_t one, all;
   const float *const *in = (const float *const *)l->inputs;
-  taso_err_t err = s->warmup ? taso_rt_time_model(l->plan, in, (int)s->warmup - 1, 1, &one) : TASO_OK;
+  taso_err_t err =
+      s->warmup ? taso_rt_time_model(l->plan, in, (int)s->warmup - 1, 1, &one) : TASO_OK;
   taso_progress_begin(&progress, t, "timed runs", s->runs);
   for (long i = 0; i < s->runs && err == TASO_OK; i++) {
     err = taso_rt_time_model(l->plan, in, 0, 1, &one);
@@ -391,14 +412,20 @@ int main(int argc, char **argv) {
   memset(&l, 0, sizeof l);
   char info[256] = "";
   taso_err_t err = be->probe(info, sizeof info);
-  bool complete = be->open && be->close && be->alloc && be->release && be->upload &&
-                  be->download && be->prepare && be->run && be->sync && be->destroy;
+  bool complete = be->open && be->close && be->alloc && be->release && be->upload && be->download &&
+                  be->prepare && be->run && be->sync && be->destroy;
   if (err == TASO_OK && !complete)
     err = taso_error(TASO_ERR_UNSUPPORTED, "backend %s: probe only, it cannot run models yet",
                      be->name);
+  if (err == TASO_OK && tf32 && !be->set_tf32)
+    err = taso_error(TASO_ERR_ARG, "--tf32: the %s backend has no TF32 math", be->name);
   if (err == TASO_OK) err = be->open(t.threads, &ctx);
+  if (err == TASO_OK && be->set_tf32) err = be->set_tf32(ctx, tf32);
   if (err == TASO_OK) {
     printf("%s\n", info);
+    if (be->set_tf32)
+      printf("math: %s\n", tf32 ? "TF32 tensor cores allowed in convolutions and matmuls (--tf32)"
+                                : "FP32 (no TF32; --tf32 allows it)");
     err = load(model_spec, be, ctx, &s, &l);
   }
   if (err == TASO_OK) print_plan(&l);

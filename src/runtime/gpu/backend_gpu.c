@@ -9,9 +9,16 @@
  * that opened the context (the CUDA device is per thread).
  *
  * FP32 exactness: convolutions use FMA math and cuBLAS its default (no TF32)
- * unless TASO_GPU_TF32=1 allows tensor-op math. TASO_GPU_WORKSPACE_MB sets
- * the cuDNN workspace (default 512 MiB), which bounds the algorithms a
- * convolution may choose.
+ * unless set_tf32 allows tensor-op math (a tool's --tf32: a setting of the
+ * context, so that what a tool says it ran is what ran).
+ * TASO_GPU_WORKSPACE_MB sets the cuDNN workspace (default 512 MiB), which
+ * bounds the algorithms a convolution may choose.
+ *
+ * A kernel-launch costs the host a few microseconds, as long as many of a
+ * batch-1 model's kernels run: the runner captures a plan's runs into a
+ * CUDA graph (begin_capture .. end_capture, replay), and measurements use
+ * the device's own clock (events), its own cache flush (a memset over
+ * twice the L2) and buffers kept in the context, not the host's.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -109,16 +116,45 @@ static taso_err_t gpu_probe(char *info, int len) {
   return TASO_OK;
 }
 
+taso_err_t gpu_buffer(float **buf, int64_t *have, int64_t count) {
+  taso_err_t err = TASO_OK;
+  if (*buf && *have >= count) return TASO_OK;
+  int64_t size = 1;
+  while (size < count)
+    size *= 2;
+  cudaFree(*buf); /* waits for the work that may still use it */
+  *buf = NULL;
+  *have = 0;
+  CUDA_TRY(cudaMalloc((void **)buf, sizeof(float) * (size_t)size));
+  *have = size;
+fail:
+  return err;
+}
+
 static void gpu_close(taso_rt_ctx_t *ctx) {
   if (!ctx) return;
   cudaSetDevice(ctx->device);
   if (ctx->stream) cudaStreamSynchronize(ctx->stream);
   cudaFree(ctx->workspace);
   if (ctx->blas) cublasDestroy(ctx->blas);
+  cudaFree(ctx->blas_workspace); /* after the handle that used it */
   if (ctx->dnn) cudnnDestroy(ctx->dnn);
+  for (int i = 0; i < 2; i++)
+    if (ctx->marks[i]) cudaEventDestroy(ctx->marks[i]);
+  cudaFree(ctx->flush);
+  cudaFree(ctx->sink);
+  for (int i = 0; i < GPU_SLOTS; i++) {
+    cudaFree(ctx->scratch[i]);
+    cudaFree(ctx->find[i]);
+  }
+  gpu_algos_free(&ctx->algos);
   if (ctx->stream) cudaStreamDestroy(ctx->stream);
   free(ctx);
 }
+
+/* cuBLAS's recommended workspace on Hopper (4 MiB before it): set by us,
+ * since the pool cuBLAS would allocate from cannot be captured. */
+#define BLAS_WORKSPACE_BYTES ((size_t)32 << 20)
 
 static taso_err_t gpu_open(int threads, taso_rt_ctx_t **out) {
   (void)threads; /* host threads do not apply */
@@ -138,7 +174,6 @@ static taso_err_t gpu_open(int threads, taso_rt_ctx_t **out) {
     goto fail;
   }
   ctx->device = dev >= 0 ? (int)dev : local_rank() % count;
-  ctx->tf32 = env_long("TASO_GPU_TF32", 0) != 0;
   long mb = env_long("TASO_GPU_WORKSPACE_MB", 512);
   ctx->workspace_cap = (size_t)(mb > 0 ? mb : 0) << 20;
   CUDA_TRY(cudaSetDevice(ctx->device));
@@ -147,8 +182,13 @@ static taso_err_t gpu_open(int threads, taso_rt_ctx_t **out) {
   CUDNN_TRY(cudnnSetStream(ctx->dnn, ctx->stream));
   CUBLAS_TRY(cublasCreate(&ctx->blas));
   CUBLAS_TRY(cublasSetStream(ctx->blas, ctx->stream));
-  CUBLAS_TRY(
-      cublasSetMathMode(ctx->blas, ctx->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  /* after cublasSetStream, which resets the workspace to cuBLAS's pool */
+  CUDA_TRY(cudaMalloc(&ctx->blas_workspace, BLAS_WORKSPACE_BYTES));
+  CUBLAS_TRY(cublasSetWorkspace(ctx->blas, ctx->blas_workspace, BLAS_WORKSPACE_BYTES));
+  CUBLAS_TRY(cublasSetMathMode(ctx->blas, CUBLAS_DEFAULT_MATH));
+  for (int i = 0; i < 2; i++)
+    CUDA_TRY(cudaEventCreate(&ctx->marks[i]));
+  CUDA_TRY(cudaMalloc((void **)&ctx->sink, sizeof(float)));
   *out = ctx;
   return TASO_OK;
 fail:
@@ -171,12 +211,14 @@ static void gpu_release(taso_rt_ctx_t *ctx, void *buf) {
   cudaFree(buf); /* waits for the work that may still use it */
 }
 
+/* Outside a capture a copy is done when it returns, so that src may be
+ * reused at once; inside one it is only recorded (from pinned memory). */
 static taso_err_t gpu_upload(taso_rt_ctx_t *ctx, void *dst, const float *src, int64_t count) {
   taso_err_t err = TASO_OK;
   if (count <= 0) return TASO_OK;
   CUDA_TRY(cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)count, cudaMemcpyHostToDevice,
                            ctx->stream));
-  CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+  if (!ctx->capturing) CUDA_TRY(cudaStreamSynchronize(ctx->stream));
 fail:
   return err;
 }
@@ -186,7 +228,7 @@ static taso_err_t gpu_download(taso_rt_ctx_t *ctx, float *dst, const void *src, 
   if (count <= 0) return TASO_OK;
   CUDA_TRY(cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)count, cudaMemcpyDeviceToHost,
                            ctx->stream));
-  CUDA_TRY(cudaStreamSynchronize(ctx->stream));
+  if (!ctx->capturing) CUDA_TRY(cudaStreamSynchronize(ctx->stream));
 fail:
   return err;
 }
@@ -306,7 +348,152 @@ static taso_err_t gpu_device_uuid(int device, int *count, char *uuid, int len) {
   /* nvidia-smi's spelling: GPU-8-4-4-4-12 hex digits */
   snprintf(uuid, (size_t)len,
            "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-           b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+           b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+           b[15]);
+fail:
+  return err;
+}
+
+static taso_err_t gpu_set_tf32(taso_rt_ctx_t *ctx, bool on) {
+  taso_err_t err = TASO_OK;
+  CUBLAS_TRY(cublasSetMathMode(ctx->blas, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  ctx->tf32 = on;
+fail:
+  return err;
+}
+
+/* ---- capture and replay --------------------------------------------------- */
+
+static taso_err_t gpu_begin_capture(taso_rt_ctx_t *ctx) {
+  taso_err_t err = TASO_OK;
+  if (ctx->capturing) return taso_error(TASO_ERR_ARG, "gpu: a capture is under way already");
+  /* thread-local: another thread's unrelated CUDA calls do not break it */
+  CUDA_TRY(cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal));
+  ctx->capturing = true;
+fail:
+  return err;
+}
+
+static void gpu_graph_free(taso_rt_ctx_t *ctx, taso_rt_graph_t *g) {
+  (void)ctx;
+  if (!g) return;
+  if (g->exec) cudaGraphExecDestroy(g->exec);
+  free(g);
+}
+
+static taso_err_t gpu_end_capture(taso_rt_ctx_t *ctx, taso_rt_graph_t **out) {
+  taso_err_t err = TASO_OK;
+  cudaGraph_t graph = NULL;
+  taso_rt_graph_t *g = NULL;
+  *out = NULL;
+  if (!ctx->capturing) return taso_error(TASO_ERR_ARG, "gpu: no capture under way");
+  ctx->capturing = false;
+  cudaError_t rc = cudaStreamEndCapture(ctx->stream, &graph);
+  if (rc != cudaSuccess) {
+    /* a call inside failed and invalidated the capture: not sticky */
+    cudaGetLastError();
+    err = taso_error(TASO_ERR_LIB, "CUDA graph capture: %s", cudaGetErrorString(rc));
+    goto fail;
+  }
+  if (!(g = calloc(1, sizeof *g))) {
+    err = taso_error(TASO_ERR_NOMEM, "gpu graph");
+    goto fail;
+  }
+  CUDA_TRY(cudaGraphInstantiate(&g->exec, graph, 0));
+  CUDA_TRY(cudaGraphUpload(g->exec, ctx->stream)); /* the first replay is then no slower */
+  *out = g;
+  g = NULL;
+fail:
+  if (graph) cudaGraphDestroy(graph);
+  gpu_graph_free(ctx, g);
+  return err;
+}
+
+static taso_err_t gpu_replay(taso_rt_ctx_t *ctx, taso_rt_graph_t *g) {
+  taso_err_t err = TASO_OK;
+  CUDA_TRY(cudaGraphLaunch(g->exec, ctx->stream));
+fail:
+  return err;
+}
+
+static taso_err_t gpu_pinned_alloc(taso_rt_ctx_t *ctx, int64_t count, float **buf) {
+  taso_err_t err = TASO_OK;
+  *buf = NULL;
+  CUDA_TRY(cudaSetDevice(ctx->device));
+  CUDA_TRY(cudaMallocHost((void **)buf, sizeof(float) * (size_t)(count > 0 ? count : 1)));
+fail:
+  return err;
+}
+
+static void gpu_pinned_release(taso_rt_ctx_t *ctx, float *buf) {
+  (void)ctx;
+  cudaFreeHost(buf);
+}
+
+/* ---- measuring ---------------------------------------------------------------- */
+
+/* How long the device waits before a start mark that is not in a graph:
+ * longer than the host takes to queue a library call, so that the mark
+ * and the timed work run back to back. */
+#define MARK_LEAD_NS 50000
+
+static taso_err_t gpu_mark(taso_rt_ctx_t *ctx, int which) {
+  taso_err_t err = TASO_OK;
+  if (ctx->capturing) {
+    /* an event node of the graph: each replay records it again */
+    CUDA_TRY(cudaEventRecordWithFlags(ctx->marks[which], ctx->stream, cudaEventRecordExternal));
+  } else {
+    if (which == 0) CUDA_TRY(gpu_spin(MARK_LEAD_NS, ctx->stream));
+    CUDA_TRY(cudaEventRecord(ctx->marks[which], ctx->stream));
+  }
+fail:
+  return err;
+}
+
+static taso_err_t gpu_mark_start(taso_rt_ctx_t *ctx) {
+  return gpu_mark(ctx, 0);
+}
+
+static taso_err_t gpu_mark_stop(taso_rt_ctx_t *ctx) {
+  return gpu_mark(ctx, 1);
+}
+
+static taso_err_t gpu_elapsed(taso_rt_ctx_t *ctx, double *ms) {
+  taso_err_t err = TASO_OK;
+  float t = 0;
+  *ms = 0;
+  CUDA_TRY(cudaEventSynchronize(ctx->marks[1]));
+  CUDA_TRY(cudaEventElapsedTime(&t, ctx->marks[0], ctx->marks[1]));
+  *ms = t;
+fail:
+  return err;
+}
+
+static taso_err_t gpu_flush_cache(taso_rt_ctx_t *ctx, void *const *keep, const int64_t *counts,
+                                  int n) {
+  taso_err_t err = TASO_OK;
+  if (!ctx->flush) {
+    int l2 = 0;
+    CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, ctx->device));
+    ctx->flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 64 << 20);
+    CUDA_TRY(cudaMalloc(&ctx->flush, ctx->flush_bytes));
+  }
+  /* another byte each time: no cache keeps lines that were already so */
+  CUDA_TRY(cudaMemsetAsync(ctx->flush, (int)(ctx->flushes++ & 1), ctx->flush_bytes, ctx->stream));
+  for (int i = 0; i < n; i++)
+    CUDA_TRY(gpu_touch(keep[i], counts[i], ctx->sink, ctx->stream));
+fail:
+  return err;
+}
+
+static taso_err_t gpu_scratch(taso_rt_ctx_t *ctx, int slot, int64_t count, void **buf) {
+  taso_err_t err = TASO_OK;
+  *buf = NULL;
+  if (slot < 0 || slot >= GPU_SLOTS) return taso_error(TASO_ERR_ARG, "gpu: scratch slot %d", slot);
+  TASO_TRY(gpu_buffer(&ctx->scratch[slot], &ctx->scratch_count[slot], count));
+  /* filled again each time: a result or an in-place write left other values */
+  CUDA_TRY(gpu_fill(ctx->scratch[slot], count, 0x7a50u + (uint32_t)slot, ctx->stream));
+  *buf = ctx->scratch[slot];
 fail:
   return err;
 }
@@ -333,4 +520,16 @@ const taso_backend_t taso_backend_gpu = {
     .destroy = gpu_destroy,
     .describe = gpu_describe,
     .device_uuid = gpu_device_uuid,
+    .set_tf32 = gpu_set_tf32,
+    .begin_capture = gpu_begin_capture,
+    .end_capture = gpu_end_capture,
+    .replay = gpu_replay,
+    .graph_free = gpu_graph_free,
+    .pinned_alloc = gpu_pinned_alloc,
+    .pinned_release = gpu_pinned_release,
+    .mark_start = gpu_mark_start,
+    .mark_stop = gpu_mark_stop,
+    .elapsed = gpu_elapsed,
+    .flush_cache = gpu_flush_cache,
+    .scratch = gpu_scratch,
 };

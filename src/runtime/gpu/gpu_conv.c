@@ -10,9 +10,13 @@
  *
  * The convolution algorithm is chosen per configuration by timing
  * (cudnnFindConvolutionForwardAlgorithmEx on scratch data), then the fastest
- * one that also runs the configuration's fused call is kept.
+ * one that also runs the configuration's fused call is kept. The choice is
+ * kept in the context, keyed by the problem, so that a convolution prepared
+ * again (a measurement, a search's rewritten graph, a plan) reuses it:
+ * timing every algorithm takes many times longer than measuring the one.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu_internal.h"
@@ -55,44 +59,127 @@ fail:
 /* cuDNN has no name function for its algorithm enumerators. */
 static const char *algorithm_name(cudnnConvolutionFwdAlgo_t a) {
   switch (a) {
-  case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
-  case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
-  case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
-  case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
-  case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
-  case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
-  case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
-  case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
-  default: return "unknown algorithm";
+  case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
+    return "IMPLICIT_GEMM";
+  case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
+    return "IMPLICIT_PRECOMP_GEMM";
+  case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
+    return "GEMM";
+  case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
+    return "DIRECT";
+  case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
+    return "FFT";
+  case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
+    return "FFT_TILING";
+  case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
+    return "WINOGRAD";
+  case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
+    return "WINOGRAD_NONFUSED";
+  default:
+    return "unknown algorithm";
   }
 }
 
 void gpu_describe_conv(const taso_rt_kernel_t *k, char *buf, int len) {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   cudnnGetConvolutionMathType(k->cd, &math);
-  snprintf(buf, (size_t)len, "%s %s%s, %s math", k->fused ? "cudnnConvolutionBiasActivationForward"
-                                                           : "cudnnConvolutionForward",
+  snprintf(buf, (size_t)len, "%s %s%s, %s math",
+           k->fused ? "cudnnConvolutionBiasActivationForward" : "cudnnConvolutionForward",
            algorithm_name(k->algo), k->padded ? ", explicit padding" : "",
-           math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? "tensor-op"
-                                                                                       : "fma");
+           math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+               ? "tensor-op"
+               : "fma");
 }
 
-/* Scratch buffers of a configuration's shapes, filled with fixed values. */
-static taso_err_t scratch_alloc(taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k, float **in,
-                                float **out) {
+/* Buffers of a configuration's shapes (the context's, kept for the next
+ * search), filled with fixed values. */
+static taso_err_t scratch_fill(taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k, float **in,
+                               float **out) {
   taso_err_t err = TASO_OK;
   for (int i = 0; i < k->cfg.nin; i++) {
     int64_t n = taso_tensor_size(&k->cfg.in[i]);
-    CUDA_TRY(cudaMalloc((void **)&in[i], sizeof(float) * (size_t)(n ? n : 1)));
+    TASO_TRY(gpu_buffer(&ctx->find[i], &ctx->find_count[i], n));
+    in[i] = ctx->find[i];
     CUDA_TRY(gpu_fill(in[i], n, 0x9e3779b9u * (uint32_t)(i + 1), ctx->stream));
   }
   for (int i = 0; i < k->cfg.nout; i++) {
     int64_t n = taso_tensor_size(&k->cfg.out[i]);
-    CUDA_TRY(cudaMalloc((void **)&out[i], sizeof(float) * (size_t)(n ? n : 1)));
+    TASO_TRY(gpu_buffer(&ctx->find[TASO_RT_MAX_IN + i], &ctx->find_count[TASO_RT_MAX_IN + i], n));
+    out[i] = ctx->find[TASO_RT_MAX_IN + i];
     CUDA_TRY(cudaMemsetAsync(out[i], 0, sizeof(float) * (size_t)(n ? n : 1), ctx->stream));
   }
 fail:
   return err;
+}
+
+/* ---- the algorithm table ---------------------------------------------------- */
+
+/* FNV-1a over the key's bytes. */
+static uint64_t key_hash(const int32_t *key) {
+  const unsigned char *b = (const unsigned char *)key;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < sizeof(int32_t) * GPU_CONV_KEY; i++)
+    h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+/* The entry of key, or the empty slot where it would go (NULL: no table). */
+static gpu_algo_t *algos_slot(gpu_algos_t *t, const int32_t *key) {
+  if (!t->cap) return NULL;
+  for (size_t i = key_hash(key) & (t->cap - 1);; i = (i + 1) & (t->cap - 1))
+    if (!t->v[i].used || memcmp(t->v[i].key, key, sizeof t->v[i].key) == 0) return &t->v[i];
+}
+
+/* Keeps e in the table, which grows to stay at most half full; a table
+ * without memory forgets (the next prepare searches again). */
+static void algos_keep(gpu_algos_t *t, const gpu_algo_t *e) {
+  if (2 * (t->n + 1) > t->cap) {
+    size_t cap = t->cap ? 2 * t->cap : 64;
+    gpu_algo_t *v = calloc(cap, sizeof *v), *old = t->v;
+    if (!v) return;
+    size_t n = t->cap;
+    t->v = v;
+    t->cap = cap;
+    for (size_t i = 0; i < n; i++)
+      if (old[i].used) *algos_slot(t, old[i].key) = old[i];
+    free(old);
+  }
+  gpu_algo_t *slot = algos_slot(t, e->key);
+  if (!slot->used) t->n++;
+  *slot = *e;
+  slot->used = true;
+}
+
+void gpu_algos_free(gpu_algos_t *algos) {
+  free(algos->v);
+  memset(algos, 0, sizeof *algos);
+}
+
+/* The problem as the descriptors state it, and the math allowed. */
+static void conv_key(const taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k, int32_t *key) {
+  const taso_rt_config_t *c = &k->cfg;
+  int32_t top, left, i = 0;
+  memset(key, 0, sizeof(int32_t) * GPU_CONV_KEY);
+  taso_window_axis(&c->p, 0, c->in[0].dim[2], c->in[1].dim[2], &top);
+  taso_window_axis(&c->p, 1, c->in[0].dim[3], c->in[1].dim[3], &left);
+  for (int d = 0; d < 4; d++) {
+    key[i++] = c->in[0].dim[d];
+    key[i++] = c->in[1].dim[d];
+  }
+  key[i++] = c->out[0].dim[2];
+  key[i++] = c->out[0].dim[3];
+  key[i++] = c->p.stride[0];
+  key[i++] = c->p.stride[1];
+  key[i++] = top;
+  key[i++] = left;
+  key[i++] = gpu_is_nhwc(c, &c->in[0]);
+  key[i++] = k->padded != NULL;
+  key[i++] = k->win.oh;
+  key[i++] = k->win.ow;
+  key[i++] = k->fused;
+  key[i++] = k->bias_at >= 0;
+  key[i++] = k->sum_at >= 0;
+  key[i++] = ctx->tf32;
 }
 
 static taso_err_t set_4d(cudnnTensorDescriptor_t *d, cudnnTensorFormat_t fmt, int n, int c, int h,
@@ -112,8 +199,9 @@ static taso_err_t choose_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0, tried = 0;
   char last[256] = "no algorithm returned";
+  ctx->algos.finds++;
   if ((err = gpu_workspace(ctx)) != TASO_OK) goto fail;
-  if ((err = scratch_alloc(ctx, k, in, out)) != TASO_OK) goto fail;
+  if ((err = scratch_fill(ctx, k, in, out)) != TASO_OK) goto fail;
   if (k->padded) CUDA_TRY(gpu_pad(in[0], k->padded, k->win, ctx->stream));
   CUDNN_TRY(cudnnFindConvolutionForwardAlgorithmEx(
       ctx->dnn, k->pd ? k->pd : k->xd, k->padded ? k->padded : in[0], k->wd, in[1], k->cd, k->yd,
@@ -150,10 +238,40 @@ static taso_err_t choose_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
                           found, last);
 fail:
   cudaStreamSynchronize(ctx->stream);
-  for (int i = 0; i < TASO_RT_MAX_IN; i++)
-    cudaFree(in[i]);
-  for (int i = 0; i < 2; i++)
-    cudaFree(out[i]);
+  return err;
+}
+
+/* The algorithm of the table when it has the problem, else the one found
+ * (kept, and so is "none runs it"; a failure of the device is not). */
+static taso_err_t known_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
+  taso_err_t err = TASO_OK;
+  gpu_algo_t e = {0};
+  conv_key(ctx, k, e.key);
+  const gpu_algo_t *hit = algos_slot(&ctx->algos, e.key);
+  if (hit && hit->used) {
+    if (!hit->found) return GPU_UNSUPPORTED(&k->cfg, "%s", hit->why);
+    TASO_TRY(gpu_workspace(ctx));
+    CUDNN_TRY(cudnnSetConvolutionMathType(k->cd, hit->math));
+    k->algo = hit->algo;
+    k->ws = hit->ws;
+    return TASO_OK;
+  }
+  err = choose_algorithm(ctx, k);
+  if (err != TASO_OK && err != TASO_ERR_UNSUPPORTED) return err;
+  e.found = err == TASO_OK;
+  if (e.found) {
+    e.algo = k->algo;
+    e.ws = k->ws;
+    CUDNN_TRY(cudnnGetConvolutionMathType(k->cd, &e.math));
+  } else {
+    /* the reason without gpu_unsupported's prefix, which it adds again */
+    const char *why = taso_error_detail(), *colon = strstr(why, "conv2d: ");
+    snprintf(e.why, sizeof e.why, "%s", colon ? colon + 8 : why);
+    err = GPU_UNSUPPORTED(&k->cfg, "%s", e.why);
+  }
+  algos_keep(&ctx->algos, &e);
+  return err;
+fail:
   return err;
 }
 
@@ -228,7 +346,7 @@ taso_err_t gpu_prepare_conv(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   }
   CUDNN_TRY(cudnnSetConvolutionMathType(k->cd, ctx->tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
   k->run = conv_run;
-  return choose_algorithm(ctx, k);
+  return known_algorithm(ctx, k);
 fail:
   return err;
 }

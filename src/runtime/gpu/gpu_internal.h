@@ -20,15 +20,60 @@
 #include "gpu_kernels.h"
 #include "runtime.h"
 
+/* Buffer slots of a configuration: operands, then results. */
+#define GPU_SLOTS (TASO_RT_MAX_IN + 2)
+
+/* A convolution problem as cuDNN sees it (shapes, padding, strides,
+ * layout, fused call, math): what its algorithm choice depends on. */
+#define GPU_CONV_KEY 24
+
+/* The algorithm chosen for one convolution problem, or why none runs it. */
+typedef struct {
+  bool used; /* the slot holds an entry */
+  int32_t key[GPU_CONV_KEY];
+  bool found; /* false: no algorithm runs it (why) */
+  cudnnConvolutionFwdAlgo_t algo;
+  size_t ws; /* workspace bytes it needs */
+  cudnnMathType_t math;
+  char why[256];
+} gpu_algo_t;
+
+/* The context's algorithm choices, an open-addressing hash table: a
+ * convolution prepared again (each search step, each layout, each
+ * measurement of a rewritten graph) reuses its choice instead of timing
+ * every cuDNN algorithm again. */
+typedef struct {
+  gpu_algo_t *v;
+  size_t cap, n; /* cap is 0 or a power of two */
+  int64_t finds; /* algorithm searches run (not answered from the table) */
+} gpu_algos_t;
+
 struct taso_rt_ctx {
-  int device;            /* CUDA device ordinal */
-  cudaStream_t stream;   /* every run is enqueued here */
-  cudnnHandle_t dnn;     /* bound to stream */
-  cublasHandle_t blas;   /* bound to stream */
-  bool tf32;             /* TASO_GPU_TF32=1: tensor-op (TF32) math allowed */
-  void *workspace;       /* cuDNN workspace shared by every kernel (one stream) */
-  size_t workspace_size; /* bytes; allocated on the first convolution */
-  size_t workspace_cap;  /* the size to allocate (TASO_GPU_WORKSPACE_MB) */
+  int device;                /* CUDA device ordinal */
+  cudaStream_t stream;       /* every run is enqueued here */
+  cudnnHandle_t dnn;         /* bound to stream */
+  cublasHandle_t blas;       /* bound to stream */
+  bool tf32;                 /* tensor-op (TF32) math allowed (set_tf32) */
+  void *workspace;           /* cuDNN workspace shared by every kernel (one stream) */
+  size_t workspace_size;     /* bytes; allocated on the first convolution */
+  size_t workspace_cap;      /* the size to allocate (TASO_GPU_WORKSPACE_MB) */
+  void *blas_workspace;      /* cuBLAS's, set once: its own pool cannot be captured */
+  bool capturing;            /* a capture is under way: uploads and downloads do not wait */
+  cudaEvent_t marks[2];      /* the device clock's start and stop */
+  void *flush;               /* written over to empty the L2 (flush_cache) */
+  size_t flush_bytes;        /* twice the L2 */
+  unsigned flushes;          /* alternates the byte written */
+  float *sink;               /* the touch kernel's never-written output */
+  float *scratch[GPU_SLOTS]; /* timing buffers handed out by the scratch hook */
+  int64_t scratch_count[GPU_SLOTS];
+  float *find[GPU_SLOTS]; /* buffers of the convolution algorithm search */
+  int64_t find_count[GPU_SLOTS];
+  gpu_algos_t algos;
+};
+
+/* A captured graph, instantiated. */
+struct taso_rt_graph {
+  cudaGraphExec_t exec;
 };
 
 typedef taso_err_t (*gpu_run_fn)(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in,
@@ -111,6 +156,13 @@ void gpu_describe_conv(const taso_rt_kernel_t *k, char *buf, int len);
 
 /* The cuDNN workspace, allocated once at its configured size. */
 taso_err_t gpu_workspace(taso_rt_ctx_t *ctx);
+
+/* *buf holds at least count floats (*have of them), reallocated when too
+ * small: to a power of two, so that growing sizes reallocate rarely. */
+taso_err_t gpu_buffer(float **buf, int64_t *have, int64_t count);
+
+/* Frees the algorithm table. */
+void gpu_algos_free(gpu_algos_t *algos);
 
 /* Per-family prepare: fills k (zeroed, cfg copied) or says why not. */
 taso_err_t gpu_prepare_conv(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k);

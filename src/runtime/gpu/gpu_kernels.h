@@ -2,7 +2,9 @@
  * The gpu backend's own CUDA kernels: the operators that cuDNN and cuBLAS
  * have no call for (clip, broadcasting arithmetic, per-channel scale and
  * shift, permutations, the matmul epilogue, explicit padding and pooling
- * with asymmetric windows). Compiled by nvcc; called from C.
+ * with asymmetric windows), and two that measuring needs (a wait ahead of
+ * a timing mark, a read that brings a buffer into cache). Compiled by
+ * nvcc; called from C.
  *
  * Every launcher enqueues on the given stream, never synchronizes, and
  * returns the launch status (cudaGetLastError), so that a failed launch is
@@ -42,6 +44,12 @@ typedef struct {
 
 enum { GPU_POOL_MAX = 0, GPU_POOL_AVG_INCLUDE = 1, GPU_POOL_AVG_EXCLUDE = 2 };
 
+/* A single thread that waits ns nanoseconds on the device: queued ahead of
+ * a timing mark, it lets the host queue the timed work before the device
+ * reaches the mark. */
+cudaError_t gpu_spin(int64_t ns, cudaStream_t s);
+/* Reads all n floats of x (into the cache); sink is never written in practice. */
+cudaError_t gpu_touch(const float *x, int64_t n, float *sink, cudaStream_t s);
 /* Deterministic values in [-1, 1) for algorithm searches on scratch buffers. */
 cudaError_t gpu_fill(float *x, int64_t n, uint32_t seed, cudaStream_t s);
 /* y[i] = relu?(y[i] + bias[i % cols] + sum[i]); bias and sum may be NULL. */
