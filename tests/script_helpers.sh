@@ -30,9 +30,22 @@ expect() { # expect DESCRIPTION STATUS: the last run's status, one error line on
     echo "ok: $1"
   fi
 }
+# Copies of the shared rule sets (tests/fixture_rules.sh) into $tmp when
+# ctest made them (TASO_FIXTURE_DIR), so that a test run alone still
+# makes its own; fails when a copy fails.
+from_fixture() { # from_fixture NAME...: 0 when every $TASO_FIXTURE_DIR/NAME.h5 was copied
+  local d=${TASO_FIXTURE_DIR:-} f
+  [ -n "$d" ] || return 1
+  for f in "$@"; do [ -s "$d/$f.h5" ] || return 1; done
+  for f in "$@"; do
+    cp "$d/$f.h5" "$tmp/$f.h5" || { echo "FAIL: copy $d/$f.h5"; fail=1; return 0; }
+  done
+  echo "ok: $* from the shared fixture ($d)"
+}
 # The small set alone (tests/data/optimize_test.ini): $tmp/candidates.h5,
 # $tmp/substitutions.h5.
 small_rules() {
+  from_fixture candidates substitutions && return
   run "$mpiexec" -n 1 "$bin/taso-generate" --job tests/data/optimize_test.ini --out "$tmp/candidates.h5"
   expect "generate the test set" 0
   run "$mpiexec" -n 1 "$bin/taso-verify" --in "$tmp/candidates.h5" --out "$tmp/substitutions.h5"
@@ -45,6 +58,7 @@ attr() { h5dump -a "/$2" "$1" | sed -n 's/^ *(0): *//p'; }
 # proved rules in $tmp/substitutions.h5) and the batch-normalization rules
 # of jobs/batchnorm.ini ($tmp/bn.h5).
 optimizer_rules() {
+  from_fixture candidates substitutions bn.c bn && return
   small_rules
   run "$mpiexec" -n 1 "$bin/taso-generate" --job jobs/batchnorm.ini --out "$tmp/bn.c.h5"
   expect "generate the batch-normalization set" 0

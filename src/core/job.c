@@ -328,6 +328,13 @@ static taso_err_t set_redundancy_rlimit(taso_job_t *job, const char *value) {
   return parse_int_range(value, 0, 2000000000, &job->redundancy_rlimit);
 }
 
+static taso_err_t set_redundancy(taso_job_t *job, const char *value) {
+  if (strcmp(value, "on") && strcmp(value, "off"))
+    return taso_error(TASO_ERR_PARSE, "redundancy must be on or off, not '%s'", value);
+  job->redundancy = !strcmp(value, "on");
+  return TASO_OK;
+}
+
 static taso_err_t set_validate_memory(taso_job_t *job, const char *value) {
   return parse_memory(value, &job->validate_memory_mb);
 }
@@ -452,6 +459,7 @@ static const key_spec_t key_specs[] = {
     {"verify", "memory_mb", set_verify_memory, false, STR(TASO_DEFAULT_MEMORY_MB)},
     {"validate", "sizes", set_sizes, false, "1,2,3,4"},
     {"validate", "timeout", set_validate_timeout, false, "10"},
+    {"validate", "redundancy", set_redundancy, false, "on"},
     {"validate", "redundancy_timeout", set_redundancy_timeout, false, "10"},
     {"validate", "redundancy_rlimit", set_redundancy_rlimit, false,
      STR(TASO_DEFAULT_REDUNDANCY_RLIMIT)},

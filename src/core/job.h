@@ -13,8 +13,8 @@
  *               derivation search that prunes and checks pruning: derive.h)
  *   [verify]    axioms (path), timeout (seconds per query), rlimit (Z3 resource
  *               units per query), memory_mb (Z3's memory cap per rank)
- *   [validate]  sizes (e.g. "1,2"), timeout (seconds per case),
- *               redundancy_timeout, redundancy_rlimit, memory_mb
+ *   [validate]  sizes (e.g. "1,2"), timeout (seconds per case), redundancy
+ *               (on|off), redundancy_timeout, redundancy_rlimit, memory_mb
  *   [measure]   models (specs separated by blanks), warmup, min_runs, max_runs,
  *               spread (target IQR over median), cores_per_device (0: all the
  *               job's cores on a node), lock_dir, batch_seconds
@@ -77,6 +77,7 @@ typedef struct {
   int verify_rlimit;            /* [verify] rlimit, Z3 resource units per query; 0 none */
   int verify_memory_mb;         /* [verify] memory_mb, Z3's memory cap per rank; 0 none */
   int redundancy_rlimit;        /* [validate] redundancy_rlimit, per redundancy query */
+  bool redundancy;              /* [validate] redundancy: on (default) or off, as --no-redundancy */
   int validate_memory_mb;       /* [validate] memory_mb, Z3's memory cap per rank; 0 none */
   char measure_models[1024];    /* [measure] models: specs separated by blanks; "" none */
   int measure_warmup;           /* [measure] warmup: untimed runs per configuration */

@@ -1,8 +1,8 @@
 /*
  * Cost-based search over rewrites of a model graph by proved substitutions.
  *
- * The baseline is the original TASO's search (../shared/reference/
- * optimizer.md section 1): a priority queue of graphs ordered by cost;
+ * The baseline is the original TASO's search (docs/taso-reference.md
+ * section 1): a priority queue of graphs ordered by cost;
  * take the cheapest, make it the best if it beats the best so far, stop
  * when the budget of taken graphs is spent, else apply every rule at every
  * match and queue each result that costs less than alpha times the best

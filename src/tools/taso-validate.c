@@ -797,6 +797,7 @@ int main(int argc, char **argv) {
     if (err == TASO_OK && !opt_red_timeout) red_lim.timeout_s = t.job.redundancy_timeout;
     if (err == TASO_OK && !opt_red_rlimit) red_lim.rlimit = (unsigned)t.job.redundancy_rlimit;
     if (err == TASO_OK) red_lim.memory_mb = (unsigned)t.job.validate_memory_mb;
+    if (err == TASO_OK && !t.job.redundancy) no_redundancy = true; /* redundancy = off */
     /* What the job file leaves to defaults, unless an option set it. The
      * verifier's own settings do not apply here. */
     const char *validate_opts[] = {opt_sizes ? "sizes" : "", opt_timeout ? "timeout" : "",
