@@ -19,10 +19,17 @@ fix)
   echo "format.sh: formatted ${#files[@]} files"
   ;;
 check)
-  bad=()
-  for f in "${files[@]}"; do
-    clang-format --dry-run -Werror "$f" >/dev/null 2>&1 || bad+=("$f")
-  done
+  # one clang-format for every file: it names each file that differs in
+  # its warnings ("FILE:LINE:COL: error: code should be clang-formatted")
+  status=0
+  report=$(clang-format --dry-run -Werror "${files[@]}" 2>&1) || status=$?
+  mapfile -t bad < <(echo "$report" |
+    sed -n 's/^\(.*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/\1/p' | sort -u)
+  if [ "$status" -ne 0 ] && [ ${#bad[@]} -eq 0 ]; then
+    echo "$report" >&2
+    echo "format.sh: clang-format failed (exit status $status)" >&2
+    exit 1
+  fi
   if [ ${#bad[@]} -gt 0 ]; then
     echo "format.sh: ${#bad[@]} of ${#files[@]} files differ from .clang-format:" >&2
     printf '  %s\n' "${bad[@]}" >&2

@@ -6,10 +6,12 @@
 #                                    jobs/workstation.ini with 2 ranks into out/, show them,
 #                                    then measure and optimize ResNet-50 (with batch
 #                                    normalization) with the proved rules, timed before and after
-#   bash scripts/setup.sh test       install what is missing (with Slurm and munge), build
-#                                    build/ (Release, as the pipeline mode) and build-asan/
-#                                    (RelWithDebInfo, plus ASan and UBSan), warnings as errors in
-#                                    both, and run every ctest test in both
+#   bash scripts/setup.sh test       install what is missing (with Slurm, munge and
+#                                    clang-format), build build/ (Release, as the pipeline mode)
+#                                    and build-asan/ (RelWithDebInfo, plus ASan and UBSan),
+#                                    warnings as errors in both, and run the tests: every test
+#                                    in build/, the unit, MPI and six tool tests in build-asan/
+#                                    (docs/testing.md)
 #
 # Both modes configure build/ the same way (Release, warnings as errors), so
 # they run in either order, any number of times, on a fresh clone or a used
@@ -26,7 +28,8 @@ packages=(libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libz3-dev z3
   python3-h5py pkg-config cmake gcc make
   libdnnl-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev)
 # The test mode also brings up a single-node Slurm with its own daemons
-# and state (tests/test_slurm.sh), and reads the ONNX backend tests.
+# and state (tests/test_slurm.sh), reads the ONNX backend tests, and
+# checks the formatting (scripts/format.sh).
 test_packages=(slurmctld slurmd slurm-client munge libonnx-testdata python3-onnx clang-format)
 
 run() {
@@ -129,7 +132,10 @@ tests() {
   # Both configurations run even when the first fails: two reports say more.
   (cd build && run ctest --output-on-failure -j2) || status=1
   # The sanitizer settings for MPI tests are in tests/CMakeLists.txt.
-  (cd build-asan && run ctest --output-on-failure -j2) || status=1
+  # The sanitizer build takes the release build's rule sets for its
+  # fixture (tests/fixture_rules.sh) instead of making them again.
+  (cd build-asan && export TASO_FIXTURE_FROM=$PWD/../build/tests/fixtures &&
+    run ctest --output-on-failure -j2) || status=1
   return $status
 }
 

@@ -164,7 +164,7 @@ static void test_fixtures(void) {
  * verdict below is the same on a slow or loaded machine; the timeout is
  * only a safety net, far above what the budget takes. */
 static const taso_limits_t budget = {.timeout_s = 300, .rlimit = 3000000};
-static const taso_limits_t big_budget = {.timeout_s = 300, .rlimit = 60000000};
+static const taso_limits_t big_budget = {.timeout_s = 300, .rlimit = 6000000};
 
 static int count(const bool *core, int n) {
   int size = 0;
