@@ -91,10 +91,22 @@ taso_err_t taso_costdb_cost(const taso_costdb_t *db, const char *device,
 taso_err_t taso_costdb_pick_device(const taso_costdb_t *db, const char *path, const char *backend,
                                    const char *device, char *out, size_t size);
 
+/* The row of a device that holds no configuration but the runner's own
+ * cost per step (taso_rt_time_dispatch: what a step costs inside a run
+ * beyond its time alone), measured by taso-measure with the configurations. */
+#define TASO_COST_DISPATCH_KEY "dispatch: the runner's own cost per step"
+
+/* The device's per-step term in ms: its dispatch row's median, 0 without
+ * one, or where the runner costs less than timing a step alone does (the
+ * clock's own reads). */
+double taso_costdb_dispatch(const taso_costdb_t *db, const char *device);
+
 /* A database as the cost cache's source (a taso_cost_lookup_fn, ctx a
  * taso_costdb_source_t): a configuration without a row is not found; an
  * unavailable one costs TASO_COST_UNAVAILABLE_MS, so that nothing needing
- * it is ever chosen. */
+ * it is ever chosen; a measured one costs its median plus the device's
+ * per-step term (taso_costdb_dispatch), so that a graph's cost, the sum of
+ * its steps', counts the runner's cost of each. */
 #define TASO_COST_UNAVAILABLE_MS 1e12
 typedef struct {
   const taso_costdb_t *db;

@@ -16,6 +16,11 @@
 
 #include "runtime.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h> /* _mm_clflush, _mm_mfence (SSE2: every x86-64) */
+#define HOST_FLUSH 1
+#endif
+
 extern const taso_backend_t taso_backend_reference;
 
 typedef struct {
@@ -148,8 +153,9 @@ int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len) {
   char alias[16] = "";
   if (cfg->in_place > 0 && cfg->in_place <= cfg->nin)
     snprintf(alias, sizeof alias, " inplace=%c", 'a' + cfg->in_place - 1);
-  return snprintf(buf, (size_t)len, "%s in=%s out=%s fuse=%s%s%s%s layout=%s%s%s", text, shapes[0],
-                  shapes[1], cfg->fuse ? "" : "none", cfg->fuse & TASO_FUSE_BIAS ? "bias" : "",
+  return snprintf(buf, (size_t)len, "%s in=%s out=%s%s fuse=%s%s%s%s layout=%s%s%s", text,
+                  shapes[0], cfg->cold_out ? "cold:" : "", shapes[1], cfg->fuse ? "" : "none",
+                  cfg->fuse & TASO_FUSE_BIAS ? "bias" : "",
                   cfg->fuse & TASO_FUSE_SUM ? (cfg->fuse & TASO_FUSE_BIAS ? "+sum" : "sum") : "",
                   cfg->fuse & TASO_FUSE_RELU ? (cfg->fuse & ~TASO_FUSE_RELU ? "+relu" : "relu")
                                              : "",
@@ -301,10 +307,11 @@ typedef struct {
   void *in[TASO_RT_MAX_IN], *out[2];
   void *sweep; /* with cold operands on a device: a buffer larger than its cache */
   int64_t sweep_count;
-  float *host; /* what a sweep reads (host) or writes (device); room for the warm operands */
-  volatile float sink;    /* keeps a host sweep's reads */
-  bool scratch;           /* in and out are the context's scratch (not released here) */
-  taso_rt_graph_t *graph; /* one run captured between the device's marks, or NULL */
+  float *host;             /* a device's sweep: what it uploads; room for the warm operands */
+  struct sweep_buf *swept; /* a host's sweep where lines are not flushed one by one */
+  volatile float sink;     /* keeps a host sweep's reads */
+  bool scratch;            /* in and out are the context's scratch (not released here) */
+  taso_rt_graph_t *graph;  /* one run captured between the device's marks, or NULL */
   timing_t how;
 } config_run_t;
 
@@ -369,15 +376,6 @@ int64_t taso_rt_llc_bytes(void) {
   return l3;
 }
 
-/* The floats a sweep passes to empty the last-level cache: twice the L3,
- * at least 64 MiB, at most 512; at least 256 MiB on an accelerator (an
- * H100's L2 is 50). */
-static int64_t sweep_floats(const taso_backend_t *be) {
-  int64_t least = (int64_t)(be->device_uuid ? 256 : 64) << 20, bytes = 2 * taso_rt_llc_bytes();
-  bytes = bytes < least ? least : bytes > ((int64_t)512 << 20) ? (int64_t)512 << 20 : bytes;
-  return bytes / (int64_t)sizeof(float);
-}
-
 int64_t taso_rt_model_bytes(const taso_model_t *m) {
   int64_t bytes = 0;
   for (int i = 0; i < m->graph.nnodes; i++)
@@ -397,17 +395,125 @@ static int64_t llc_share_bytes(void) {
   return l3 < cap ? l3 : cap;
 }
 
+/* The floats a sweep passes to empty the last-level cache: twice the
+ * share of it these CPUs can count on (a VM that reports its host's 300
+ * MiB L3 swept 512 MiB before every run, most of the time measuring took),
+ * at least 64 MiB, at most 512; at least 256 MiB on an accelerator (an
+ * H100's L2 is 50). */
+static int64_t sweep_floats(const taso_backend_t *be) {
+  int64_t least = (int64_t)(be->device_uuid ? 256 : 64) << 20;
+  int64_t bytes = 2 * (be->device_uuid ? taso_rt_llc_bytes() : llc_share_bytes());
+  bytes = bytes < least ? least : bytes > ((int64_t)512 << 20) ? (int64_t)512 << 20 : bytes;
+  return bytes / (int64_t)sizeof(float);
+}
+
+/* The host's sweep buffer (where lines cannot be flushed one by one),
+ * allocated and filled once per process, not per configuration (filling
+ * 64 MiB of fresh pages cost more than timing most configurations): a
+ * configuration takes it and gives it back, so that two threads timing
+ * at once never share one. */
+#ifndef HOST_FLUSH
+typedef struct sweep_buf {
+  int64_t n; /* floats in v */
+  float v[];
+} sweep_buf_t;
+
+static sweep_buf_t *host_sweep;
+
+static taso_err_t host_sweep_take(int64_t n, sweep_buf_t **out) {
+  sweep_buf_t *b = __atomic_exchange_n(&host_sweep, NULL, __ATOMIC_ACQ_REL);
+  if (b && b->n >= n) {
+    *out = b;
+    return TASO_OK;
+  }
+  free(b);
+  if (!(b = malloc(sizeof *b + sizeof(float) * (size_t)n)))
+    return taso_error(TASO_ERR_NOMEM, "cache sweep of %lld floats", (long long)n);
+  b->n = n;
+  for (int64_t i = 0; i < n; i++)
+    b->v[i] = 0; /* its own pages, not the zero page */
+  *out = b;
+  return TASO_OK;
+}
+
+static void host_sweep_give_back(sweep_buf_t *b) {
+  free(__atomic_exchange_n(&host_sweep, b, __ATOMIC_ACQ_REL)); /* one is kept */
+}
+#endif
+
 bool taso_rt_weights_stay_warm(const taso_model_t *m, const taso_backend_t *be) {
   return !be->device_uuid && 2 * taso_rt_model_bytes(m) <= llc_share_bytes();
 }
 
-/* Before each run of a configuration with cold operands: the cache as a
- * model's run leaves it for this step, weights out, the other operands
- * (just computed by the steps before) in. On the host the sweep reads, on
- * every thread (each core's own caches too): a sweep that wrote would
- * leave the cache full of dirty lines, and the timed run would pay for
- * writing them back (ResNet-50 at 28x28: its steps summed 17.2 ms so,
- * 14.3 ms with a reading sweep, against 14.5 end to end). */
+/* Before each run of a configuration with cold operands or results: the
+ * caches as a model's run leaves them for this step. A run of a model larger than the
+ * cache has streamed everything else through it since this step last ran:
+ * its weights (the cold operands) come from memory, and so does the buffer
+ * of its result, last written an inference ago (unless it overwrites an
+ * operand). The other operands were just written by the steps before:
+ * they are in cache, dirty.
+ * On a device, flush_cache does it there (nothing crosses the bus). On an
+ * x86 host the cold lines are flushed one by one (from every core's
+ * caches), at a cost of what they weigh: the sweep of twice the
+ * last-level cache that it replaces cost as much for a 20 us step as for
+ * a 20 ms one and was most of what measuring took. The warm operands are
+ * then written over with their own values, on the threads that run the
+ * step: they end dirty in cache as their producer left them, and the
+ * threads end awake, as one step finds them after another. */
+#ifdef HOST_FLUSH
+static void flush_lines(const void *buf, int64_t floats) {
+  const char *c = buf;
+  int64_t bytes = (int64_t)sizeof(float) * floats;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < bytes; i += 64)
+    _mm_clflush(c + i);
+  if (bytes > 0) _mm_clflush(c + bytes - 1); /* a buffer that ends inside a line */
+}
+#endif
+
+/* Pages dealt round the threads, not halves: the step that wrote an
+ * operand split it among its threads its own way, seldom as this step
+ * splits its reads, so some of what a thread reads sits in another core's
+ * cache. */
+static void dirty_lines(void *buf, int64_t floats) {
+  volatile float *x = buf;
+  int64_t lines = (floats + 15) / 16;
+#pragma omp parallel for schedule(static, 64)
+  for (int64_t l = 0; l < lines; l++)
+    x[16 * l] = x[16 * l];
+}
+
+/* Elsewhere on a host, a sweep that reads, on every thread (each core's
+ * own caches too): a sweep that wrote would leave the cache full of dirty
+ * lines, and the timed run would pay for writing them back (ResNet-50 at
+ * 28x28: its steps summed 17.2 ms so, 14.3 ms with a reading sweep,
+ * against 14.5 end to end); then the warm operands as above. */
+static void host_chill(config_run_t *r) {
+  const taso_rt_config_t *cfg = r->cfg;
+#ifdef HOST_FLUSH
+  for (int i = 0; i < cfg->nin; i++)
+    if (cfg->cold & (1u << i)) flush_lines(r->in[i], taso_tensor_size(&cfg->in[i]));
+  for (int o = 0; o < cfg->nout && cfg->cold_out; o++)
+    if (!(o == 0 && cfg->in_place)) flush_lines(r->out[o], taso_tensor_size(&cfg->out[o]));
+  _mm_mfence(); /* the flushes are done before the run reads */
+#else
+  const float *h = r->swept->v;
+  float sum = 0;
+#pragma omp parallel for reduction(+ : sum)
+  for (int64_t i = 0; i < r->swept->n; i += 16)
+    sum += h[i]; /* a float of each 64-byte line */
+  r->sink = sum;
+#endif
+  for (int i = 0; i < cfg->nin; i++)
+    if (!(cfg->cold & (1u << i))) dirty_lines(r->in[i], taso_tensor_size(&cfg->in[i]));
+}
+
+/* Whether a run of cfg starts from the caches as a model's run leaves them
+ * (chill), not from the run before. */
+static bool chilled(const taso_rt_config_t *cfg) {
+  return cfg->cold || cfg->cold_out;
+}
+
 static taso_err_t chill(void *arg) {
   config_run_t *r = arg;
   if (r->be->flush_cache) { /* on the device: nothing crosses the bus */
@@ -421,16 +527,11 @@ static taso_err_t chill(void *arg) {
       }
     return r->be->flush_cache(r->ctx, keep, counts, n);
   }
-  if (r->sweep) {
-    TASO_TRY(r->be->upload(r->ctx, r->sweep, r->host, r->sweep_count));
-  } else {
-    const float *h = r->host;
-    float sum = 0;
-#pragma omp parallel for reduction(+ : sum)
-    for (int64_t i = 0; i < r->sweep_count; i += 16)
-      sum += h[i]; /* a float of each 64-byte line */
-    r->sink = sum;
+  if (!r->be->device_uuid) { /* host memory: the buffers are the host's */
+    host_chill(r);
+    return r->be->sync(r->ctx);
   }
+  TASO_TRY(r->be->upload(r->ctx, r->sweep, r->host, r->sweep_count));
   for (int i = 0; i < r->cfg->nin; i++)
     if (!(r->cfg->cold & (1u << i)))
       TASO_TRY(r->be->download(r->ctx, r->host, r->in[i], taso_tensor_size(&r->cfg->in[i])));
@@ -440,7 +541,8 @@ static taso_err_t chill(void *arg) {
 static taso_err_t config_buffers(config_run_t *r, const taso_rt_config_t *cfg) {
   r->cfg = cfg;
   r->scratch = r->be->scratch != NULL;
-  if (cfg->cold && !r->be->flush_cache) {
+  if (chilled(cfg) && !r->be->flush_cache && r->be->device_uuid) {
+    /* an accelerator without its own flush: a host buffer uploaded over its cache */
     r->sweep_count = sweep_floats(r->be);
     int64_t room = r->sweep_count;
     for (int i = 0; i < cfg->nin; i++)
@@ -449,8 +551,12 @@ static taso_err_t config_buffers(config_run_t *r, const taso_rt_config_t *cfg) {
     if (!r->host) return taso_error(TASO_ERR_NOMEM, "cache sweep of %lld floats", (long long)room);
     for (int64_t i = 0; i < room; i++)
       r->host[i] = 0; /* its own pages, not the zero page */
-    if (r->be->device_uuid) TASO_TRY(r->be->alloc(r->ctx, r->sweep_count, &r->sweep));
+    TASO_TRY(r->be->alloc(r->ctx, r->sweep_count, &r->sweep));
   }
+#ifndef HOST_FLUSH
+  if (chilled(cfg) && !r->be->device_uuid)
+    TASO_TRY(host_sweep_take(sweep_floats(r->be), &r->swept));
+#endif
   if (cfg->in_place < 0 || cfg->in_place > cfg->nin ||
       (cfg->in_place &&
        taso_tensor_size(&cfg->in[cfg->in_place - 1]) != taso_tensor_size(&cfg->out[0])))
@@ -487,6 +593,9 @@ static void release_config(config_run_t *r) {
   for (int i = 0; i < 2 && !r->scratch; i++)
     if (r->out[i] && !(i == 0 && r->cfg && r->cfg->in_place)) r->be->release(r->ctx, r->out[i]);
   if (r->sweep) r->be->release(r->ctx, r->sweep);
+#ifndef HOST_FLUSH
+  if (r->swept) host_sweep_give_back(r->swept);
+#endif
   free(r->host);
 }
 
@@ -498,9 +607,51 @@ taso_err_t taso_rt_time_config(const taso_backend_t *be, taso_rt_ctx_t *ctx,
   if (err == TASO_OK) err = be->prepare(ctx, cfg, &r.k);
   if (err == TASO_OK) capture_config(&r);
   if (err == TASO_OK)
-    err = time_loop(be, ctx, r.graph ? replay_config : run_config, cfg->cold ? chill : NULL, &r,
+    err = time_loop(be, ctx, r.graph ? replay_config : run_config, chilled(cfg) ? chill : NULL, &r,
                     warmup, runs, r.how, stats);
   release_config(&r);
+  return err;
+}
+
+/* A chain of small steps: relu after relu of x, 1 x 1024. */
+static taso_err_t chain_model(taso_model_t *m, int steps) {
+  taso_model_init(m, "dispatch");
+  int32_t dim[2] = {1, 1024};
+  taso_ref_t t;
+  taso_params_t p = taso_params_default();
+  TASO_TRY(taso_model_input(m, "x", false, 2, dim, NULL, &t));
+  for (int i = 0; i < steps; i++) {
+    taso_ref_t in[3] = {t, -1, -1};
+    TASO_TRY(taso_model_node(m, TASO_OP_RELU, &p, in, &t));
+  }
+  return taso_model_output(m, t, "y");
+}
+
+taso_err_t taso_rt_time_dispatch(const taso_backend_t *be, taso_rt_ctx_t *ctx, int steps,
+                                 int warmup, int runs, double *samples) {
+  if (steps < 1 || runs < 1) return taso_error(TASO_ERR_ARG, "dispatch: no steps or no runs");
+  taso_model_t m;
+  taso_rt_plan_t *plan = NULL;
+  taso_rt_config_t cfg;
+  float x[1024];
+  const float *in[1] = {x};
+  taso_rt_stats_t alone, whole;
+  taso_rt_options_t opt = {.layout = TASO_RT_NCHW, .warm_weights = true};
+  taso_err_t err = chain_model(&m, steps);
+  for (int i = 0; i < 1024; i++)
+    x[i] = (float)(i % 7) - 3.0f;
+  if (err == TASO_OK) err = taso_rt_plan(be, ctx, &m, &opt, &plan);
+  /* the chain's step alone, timed as every configuration is */
+  if (err == TASO_OK) err = taso_rt_config_of_node(&m, m.graph.nnodes - 1, &cfg);
+  if (err == TASO_OK) err = taso_rt_time_config(be, ctx, &cfg, warmup, runs, &alone);
+  /* then each whole run, less the steps as timed alone */
+  if (err == TASO_OK) err = taso_rt_time_model(plan, in, warmup, 1, &whole);
+  for (int r = 0; r < runs && err == TASO_OK; r++) {
+    err = taso_rt_time_model(plan, in, 0, 1, &whole);
+    samples[r] = whole.median / steps - alone.median;
+  }
+  taso_rt_plan_free(plan);
+  taso_model_free(&m);
   return err;
 }
 
@@ -535,13 +686,13 @@ taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *
   if (err == TASO_OK) capture_config(&r);
   run_fn_t fn = r.graph ? replay_config : run_config;
   for (int i = 0; i < warmup && err == TASO_OK; i++) {
-    if (cfg->cold) err = chill(&r);
+    if (chilled(cfg)) err = chill(&r);
     if (err == TASO_OK) err = fn(&r);
     if (err == TASO_OK) err = be->sync(ctx);
   }
   while (err == TASO_OK && *n < max_runs &&
          (*n < min_runs || !settled(samples, *n, target_spread, scratch))) {
-    if (cfg->cold && (err = chill(&r)) != TASO_OK) break;
+    if (chilled(cfg) && (err = chill(&r)) != TASO_OK) break;
     err = time_run(be, ctx, fn, &r, r.how, &samples[(*n)++]);
   }
   release_config(&r);
@@ -811,9 +962,13 @@ static void apply_call(const taso_rt_options_t *opt, const int *call_at, int nod
  * written (folded), so it is cold like the model's own weights; with
  * warm_weights none is. */
 static void mark_cold(const partial_t *part, const taso_rt_options_t *opt, plan_step_t *s) {
-  for (int a = 0; part->absent && a < s->info.cfg.nin; a++)
-    if (part->absent[TASO_REF_NODE(s->in[a])]) s->info.cfg.cold |= 1u << a;
-  if (opt->warm_weights) s->info.cfg.cold = 0;
+  taso_rt_config_t *cfg = &s->info.cfg;
+  for (int a = 0; part->absent && a < cfg->nin; a++)
+    if (part->absent[TASO_REF_NODE(s->in[a])]) cfg->cold |= 1u << a;
+  if (opt->warm_weights) cfg->cold = 0;
+  /* each result has a buffer of its own, last written an inference ago,
+   * unless it is written over an operand (or runs nothing: placed) */
+  cfg->cold_out = !opt->warm_weights && cfg->in_place == 0;
 }
 
 /* One step of a partial plan, handed over: a known one without its

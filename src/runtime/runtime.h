@@ -80,6 +80,10 @@ typedef struct {
                                        is operand k-1's buffer (timed so, keyed "inplace=");
                                        TASO_CALL_PLACED: a concat whose operands were
                                        written into its result (never timed: runs nothing) */
+  int32_t cold_out;                 /* 1: the results' buffers come from memory, as in a
+                                       run of a model larger than the cache, where a step
+                                       writes a buffer last touched an inference ago
+                                       (timed so, keyed "out=cold:"); 0: from cache */
 } taso_rt_config_t;
 
 typedef struct taso_rt_ctx taso_rt_ctx_t;       /* a backend's open device */
@@ -206,7 +210,8 @@ int64_t taso_rt_llc_bytes(void);
  * registry's text form with every parameter, operand and result shapes,
  * fused epilogue and layout, e.g.
  * "conv2d(s=2x2, a, b) in=1x64x56x56,64x64x3x3 out=1x64x28x28 fuse=bias+relu layout=nchw cold=bc"
- * (" cold=..." names the cold operands, and is left out when none is).
+ * (" cold=..." names the cold operands, and is left out when none is;
+ * "out=cold:..." marks results timed cold, cold_out).
  * Equal configurations have equal keys on every machine: the cost
  * database and the optimizer's cost cache are keyed by it. Returns the
  * length it needs, like snprintf. */
@@ -219,10 +224,14 @@ int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len);
  * into a graph between the two marks, then replayed; the cache of a
  * device is emptied by flush_cache and the buffers are its scratch, so
  * that nothing is uploaded per run or allocated per configuration.
- * With cold operands, every run starts with the caches as a model's run
- * leaves them: the last-level cache swept (untimed), then the operands
- * that are not cold read back into it. A model's weights (80 MB in
- * NasRNN) stream from memory once per inference, while a configuration
+ * With cold operands or results (cold, cold_out), every run starts with
+ * the caches as a model's run leaves them (untimed): the cold operands,
+ * and the results' buffers with cold_out, out of every cache (on an x86
+ * host, their lines flushed; on a device, flush_cache; on another host,
+ * a sweep of twice the last-level cache share), then the other operands
+ * written over with their own values, dirty in cache as the steps before
+ * left them, by the threads that run the step. A model's weights (80 MB
+ * in NasRNN) stream from memory once per inference, while a configuration
  * repeated alone would find its 1 MB weight in cache: timed warm, NasRNN's
  * matmuls cost a third of what they cost in the model, and the cost model
  * prefers small matmuls that are slower end to end. */
@@ -243,6 +252,17 @@ taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *
                                        const taso_rt_config_t *cfg, int warmup, int min_runs,
                                        int max_runs, double target_spread, double *samples, int *n,
                                        char *algorithm, int algorithm_len);
+
+/* The runner's own cost per step, which timing configurations alone does
+ * not see: dispatching a step on the host, the gap between kernels on a
+ * device. A model of `steps` small steps in a chain (relu on 1 x 1024) is
+ * planned; its step is timed alone (taso_rt_time_config: warmup, then
+ * runs), then the whole model `runs` times after `warmup` runs
+ * (taso_rt_time_model); samples[r] (runs entries) receives run r over
+ * steps, less the step's median alone, in milliseconds. A cost model adds
+ * it once per step (the cost database keeps it per device). */
+taso_err_t taso_rt_time_dispatch(const taso_backend_t *be, taso_rt_ctx_t *ctx, int steps,
+                                 int warmup, int runs, double *samples);
 
 /* The interquartile range of n samples over their median (0 when n < 4);
  * ms is sorted in place. */
@@ -265,7 +285,9 @@ typedef struct {
   int ncalls;
   int32_t layout;     /* taso_rt_layout_t asked of conv2d steps */
   bool choose_layout; /* time each conv2d step in NCHW and BLOCKED; keep the faster */
-  bool warm_weights;  /* no operand cold: the model stays in cache (taso_rt_weights_stay_warm) */
+  bool warm_weights;  /* no operand or result cold: the model stays in cache
+                         (taso_rt_weights_stay_warm); else every step's results are
+                         cold_out, but one written over an operand */
   bool no_capture;    /* run step by step even where the backend could replay a graph */
 } taso_rt_options_t;
 

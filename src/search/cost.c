@@ -23,10 +23,10 @@
 
 #define KEY_LEN 512
 
-/* A configuration packed: kind, parameters, counts, fuse, layout, then the
- * rank and sizes of each operand and result. */
+/* A configuration packed: kind, counts, fuse, layout, cold operands and
+ * results, parameters, then the rank and sizes of each operand and result. */
 #define PACKED_WORDS                                                                               \
-  (6 + (int)(sizeof(taso_params_t) / 4) + (TASO_RT_MAX_IN + 2) * (1 + TASO_MAX_RANK))
+  (7 + (int)(sizeof(taso_params_t) / 4) + (TASO_RT_MAX_IN + 2) * (1 + TASO_MAX_RANK))
 struct packed {
   int32_t w[PACKED_WORDS];
 };
@@ -42,6 +42,7 @@ static void pack(const taso_rt_config_t *cfg, packed_t *k) {
   k->w[n++] = (int32_t)cfg->fuse;
   k->w[n++] = cfg->layout;
   k->w[n++] = (int32_t)cfg->cold;
+  k->w[n++] = cfg->cold_out;
   memcpy(&k->w[n], &cfg->p, sizeof cfg->p);
   n += (int)(sizeof cfg->p / 4);
   for (int i = 0; i < cfg->nin + cfg->nout && i < TASO_RT_MAX_IN + 2; i++) {
@@ -396,6 +397,7 @@ static void pack_shown(const taso_model_t *m, const bool *constant, bool warm,
   k->w[n++] = (int32_t)cfg->fuse;
   k->w[n++] = layout;
   k->w[n++] = (int32_t)cold;
+  k->w[n++] = !warm; /* as the planner marks a step of its own buffer (no call plan here) */
   memcpy(&k->w[n], &cfg->p, sizeof cfg->p);
   n += (int)(sizeof cfg->p / 4);
   for (int i = 0; i < cfg->nin + nout && i < TASO_RT_MAX_IN + 2; i++) {

@@ -19,7 +19,12 @@
  * Rows are merged into --db in batches (every [measure] batch_seconds, and
  * at the end) under the database's own lock, so concurrent jobs lose no
  * row, and a killed run keeps every batch it merged: started again, it
- * measures only the rest.
+ * measures only the rest. One more row per device, measured and reused as
+ * a configuration is, holds the runner's own cost per step
+ * (TASO_COST_DISPATCH_KEY), which the database's lookups add to each step.
+ *
+ * --calibrate checks the result: each model's cost as taso-optimize sums it
+ * from the database, against its end-to-end median on the same device.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_* */
 
@@ -48,11 +53,23 @@
 #define MAX_MODELS 64
 
 static const char *model_last, *db_path = "costs.h5", *backend_name = "cpu", *subst_path,
-                               *depth_text = "1", *library_path;
-static bool estimate, expand, no_device_lock;
+                               *depth_text = "1", *library_path, *calibrate_runs_text = "20";
+static bool estimate, expand, no_device_lock, calibrate, calibrate_steps;
 
 static const taso_tool_flag_t flags[] = {
-    {"estimate", "then print each model's cost: the sum of its planned steps' medians", &estimate},
+    {"estimate",
+     "then print each model's cost as taso-optimize sums it: its planned steps'\n"
+     "                  medians in --db",
+     &estimate},
+    {"calibrate",
+     "then print, for each model (default: every built-in one), that cost against\n"
+     "                  its end-to-end median (taso_rt_time_model, as taso-run times it)\n"
+     "                  and their ratio, then the steps' fastest runs against the fastest\n"
+     "                  end-to-end run, as a table (bench/calibrate.sh keeps it)",
+     &calibrate},
+    {"calibrate-steps",
+     "with --calibrate: also each step's cost against its time inside whole runs",
+     &calibrate_steps},
     {"expand",
      "also the configurations of the graphs that the proved rules of\n"
      "                  --substitutions make from each model (every rule, both\n"
@@ -78,6 +95,10 @@ static const taso_tool_option_t options[] = {
      "a library description (data/library/): also every call taso-select weighs for\n"
      "                  each model (fused variants, layouts, in place), as it selects",
      &library_path},
+    {"calibrate-runs", "N",
+     "with --calibrate: timed end-to-end runs per model, in rounds over the\n"
+     "                  models (default 20)",
+     &calibrate_runs_text},
     {"depth", "N",
      "rewrites deep for --expand: 1 (default) or 2 (every rewrite of every\n"
      "                  rewrite: far more graphs)",
@@ -91,7 +112,8 @@ static const taso_tool_spec_t spec = {
              "fused steps the runtime runs) on this node's devices and merges the figures\n"
              "into the cost database (--db): median, minimum and spread of repeated runs,\n"
              "or unavailable with the library's message. Configurations the database holds\n"
-             "for this device already are reused, not measured again.\n"
+             "for this device already are reused, not measured again. One more row holds\n"
+             "the runner's own cost per step on the device, which lookups add to each step.\n"
              "\n"
              "A measurement owns its device: on the cpu backend a set of cores ([measure]\n"
              "cores_per_device; default all the job's cores on the node), held through\n"
@@ -122,6 +144,7 @@ typedef struct {
   taso_axioms_t *ax;        /* --expand: the rule guard, as taso-optimize's: */
   taso_rule_guard_t *guard; /* a rule applies where proved or proved again */
   taso_library_t *lib;      /* --library, or NULL */
+  int calibrate_runs;       /* --calibrate: timed end-to-end runs */
 } settings_t;
 
 /* The harness keeps one value per option; --model may repeat, so argv is
@@ -146,8 +169,19 @@ static void job_models(taso_job_t *job, settings_t *s) {
 static void settings_of_job(taso_tool_t *t, settings_t *s) {
   taso_job_t *job = &t->job;
   if (s->nmodels == 0) job_models(job, s);
+  if (s->nmodels == 0 && calibrate) { /* the table covers every built-in model */
+    static char builtin[MAX_MODELS][64];
+    int n = taso_model_builtin_list(builtin, MAX_MODELS);
+    for (int i = 0; i < n && i < MAX_MODELS; i++)
+      s->models[s->nmodels++] = builtin[i];
+  }
   if (s->nmodels == 0)
     taso_tool_usage_error(t, "no model: give --model M, or [measure] models in %s", job->path);
+  char *end;
+  s->calibrate_runs = (int)strtol(calibrate_runs_text, &end, 10);
+  if (*end || s->calibrate_runs < 1 || s->calibrate_runs > 100000)
+    taso_tool_usage_error(t, "--calibrate-runs: '%s' is not a count from 1 to 100000",
+                          calibrate_runs_text);
   s->warmup = job->measure_warmup;
   s->min_runs = job->measure_min_runs;
   s->max_runs = job->measure_max_runs;
@@ -283,6 +317,22 @@ static taso_err_t add_item(items_t *it, const taso_rt_config_t *cfg, bool expand
   return TASO_OK;
 }
 
+/* The device's dispatch row (costdb.h), measured like a configuration:
+ * last (no FLOPs), reused like one. */
+static taso_err_t add_dispatch(items_t *it) {
+  if (it->n == it->cap) {
+    int64_t cap = it->cap ? 2 * it->cap : 64;
+    item_t *grown = realloc(it->v, sizeof *grown * (size_t)cap);
+    if (!grown) return taso_error(TASO_ERR_NOMEM, "no memory for configurations");
+    it->v = grown;
+    it->cap = cap;
+  }
+  item_t *x = &it->v[it->n++];
+  memset(x, 0, sizeof *x);
+  snprintf(x->key, sizeof x->key, "%s", TASO_COST_DISPATCH_KEY);
+  return TASO_OK;
+}
+
 static void items_free(items_t *it) {
   free(it->v);
   free(it->slots);
@@ -318,6 +368,10 @@ static taso_err_t fit_types(expansion_t *x, int nnodes) {
 
 static taso_err_t collect_step(void *ctx, const taso_rt_step_info_t *info) {
   return add_item(ctx, &info->cfg, true);
+}
+
+static taso_err_t collect_own_step(void *ctx, const taso_rt_step_info_t *info) {
+  return add_item(ctx, &info->cfg, false);
 }
 
 static taso_err_t keep_graph(expansion_t *x, const taso_graph_t *g) {
@@ -481,11 +535,19 @@ static taso_err_t collect_model(const char *model, const settings_t *s, items_t 
     if (m.graph.nodes[i].kind != TASO_OP_INPUT) {
       err = taso_rt_config_of_node(&m, i, &cfg);
       if (opt.warm_weights) cfg.cold = 0;
+      cfg.cold_out = !opt.warm_weights; /* as the planner marks a step (no fusion) */
       if (err == TASO_OK) err = add_item(it, &cfg, false);
     }
   if (err == TASO_OK) err = taso_rt_steps(&m, &opt, &steps, &nsteps);
   for (int k = 0; err == TASO_OK && k < nsteps; k++)
     err = add_item(it, &steps[k].cfg, false);
+  /* and as taso-optimize costs the model: its weight-only nodes folded
+   * (NasRNN's first cell reads its initial state, a weight) */
+  bool *folded = err == TASO_OK ? malloc(sizeof *folded * (size_t)(m.graph.nnodes + 1)) : NULL;
+  if (err == TASO_OK && !folded) err = taso_error(TASO_ERR_NOMEM, "nodes of %s", model);
+  if (err == TASO_OK && taso_cost_mark_folded(&m.graph, m.is_weight, folded))
+    err = taso_rt_steps_partial(&m, &opt, folded, NULL, collect_own_step, it);
+  free(folded);
   if (err == TASO_OK && s->depth > 0) err = expand_model(s, &m, it, graphs);
   if (err == TASO_OK && s->lib) err = collect_calls(s, &m, opt.warm_weights, it);
   free(steps);
@@ -772,16 +834,27 @@ static void fill_row(const run_t *r, const item_t *it, double *ms, int n, taso_e
   row->outliers = count_outliers(ms, n, &st, iqr);
 }
 
+/* The steps of the chain that times the runner's per-step term: enough
+ * that a run's own start and end (inputs in, outputs out) weigh little. */
+#define DISPATCH_STEPS 64
+
 /* One configuration, timed while this rank holds its device. A failure of
  * the backend is the configuration's (recorded as unavailable); one of the
- * lock is the run's. */
+ * lock is the run's. The dispatch row's samples are the runner's per-step
+ * term (taso_rt_time_dispatch), min_runs of them. */
 static taso_err_t measure_one(run_t *r, const item_t *it, double *ms, taso_cost_row_t *row) {
   const settings_t *s = r->s;
   int n = 0;
   char algorithm[TASO_COST_ALGORITHM_LEN];
-  taso_err_t err =
-      taso_rt_time_config_samples(s->be, r->p->ctx, &it->cfg, s->warmup, s->min_runs, s->max_runs,
-                                  s->spread, ms, &n, algorithm, sizeof algorithm);
+  taso_err_t err;
+  if (strcmp(it->key, TASO_COST_DISPATCH_KEY) == 0) {
+    n = s->min_runs;
+    snprintf(algorithm, sizeof algorithm, "runner:chain of %d relu steps", DISPATCH_STEPS);
+    err = taso_rt_time_dispatch(s->be, r->p->ctx, DISPATCH_STEPS, s->warmup, n, ms);
+  } else {
+    err = taso_rt_time_config_samples(s->be, r->p->ctx, &it->cfg, s->warmup, s->min_runs,
+                                      s->max_runs, s->spread, ms, &n, algorithm, sizeof algorithm);
+  }
   fill_row(r, it, ms, n, err, row);
   memcpy(row->algorithm, algorithm, sizeof algorithm);
   row->held_from = r->held->held_since;
@@ -932,41 +1005,224 @@ static void report_devices(const run_t *r, double span, int64_t totals[3]) {
   free(all);
 }
 
-/* One model's cost as the optimizer sums it: its planned steps' medians
- * on this device; steps the database has no figure for are counted. */
-static taso_err_t estimate_model(const char *model, const settings_t *s, place_t *p,
-                                 const taso_costdb_t *db) {
-  taso_model_t m;
-  taso_rt_plan_t *plan = NULL;
-  double sum = 0, ms;
-  int missing = 0, steps = 0;
-  taso_err_t err = taso_model_load(model, &m);
-  if (err == TASO_OK) err = taso_rt_plan(s->be, p->ctx, &m, NULL, &plan);
-  if (err == TASO_OK) steps = taso_rt_plan_steps(plan);
-  for (int i = 0; i < steps; i++) {
-    taso_rt_step_info_t info;
-    taso_rt_plan_step(plan, i, &info);
-    if (taso_costdb_cost(db, p->dev.identity, &info.cfg, &ms) == TASO_OK)
-      sum += ms;
-    else
-      missing++;
+/* ---- the cost model against the run ------------------------------------------------ */
+
+/* The database as the cost cache's source, counting the configurations
+ * it has no figure for (costed 0, so that the report still adds up what
+ * it has, and says how much is missing). */
+typedef struct {
+  taso_costdb_source_t src;
+  bool fastest; /* each row's fastest run, not its median (what load cannot inflate) */
+  int missing;
+} counting_source_t;
+
+static taso_err_t counting_lookup(void *ctx, const char *key, const taso_rt_config_t *cfg,
+                                  double *ms, bool *found) {
+  counting_source_t *c = ctx;
+  TASO_TRY(taso_costdb_lookup(&c->src, key, cfg, ms, found));
+  const taso_cost_row_t *row = c->fastest ? taso_costdb_find(c->src.db, c->src.device, key) : NULL;
+  if (row && row->status == TASO_COST_MEASURED)
+    *ms = row->min + taso_costdb_dispatch(c->src.db, c->src.device);
+  if (!*found) {
+    c->missing++;
+    *ms = 0;
+    *found = true;
   }
-  if (err == TASO_OK)
-    printf("taso-measure: estimate %s: %.3f ms, the sum of %d steps' medians (%d without a "
-           "figure)\n",
-           model, sum, steps, missing);
-  taso_rt_plan_free(plan);
-  taso_model_free(&m);
+  return TASO_OK;
+}
+
+/* m's cost as taso-optimize computes it from the database (the same
+ * steps, keys and warm or cold weights: src/search/cost.c), never measured
+ * here; *missing: configurations without a row. */
+static taso_err_t model_cost(const settings_t *s, const place_t *p, const taso_costdb_t *db,
+                             const taso_model_t *m, bool fastest, double *ms, int *nsteps,
+                             int *missing) {
+  counting_source_t src = {.src = {db, p->dev.identity}, .fastest = fastest};
+  taso_cost_options_t o = taso_cost_options_default();
+  o.measure = false;
+  o.warm_weights = taso_rt_weights_stay_warm(m, s->be);
+  o.lookup = counting_lookup;
+  o.lookup_ctx = &src;
+  taso_cost_cache_t *c = NULL;
+  taso_rt_step_info_t *steps = NULL;
+  taso_rt_options_t opt = {.layout = TASO_RT_NCHW, .warm_weights = o.warm_weights};
+  taso_err_t err = taso_cost_cache_new(s->be, p->ctx, &o, &c);
+  if (err == TASO_OK) err = taso_cost_of_graph(c, &m->graph, m->types, m->is_weight, ms);
+  if (err == TASO_OK) err = taso_rt_steps(m, &opt, &steps, nsteps);
+  *missing = src.missing;
+  free(steps);
+  taso_cost_cache_free(c);
   return err;
 }
 
-/* Rank 0. */
-static taso_err_t print_estimates(const settings_t *s, place_t *p) {
+/* The run-time inputs of m as taso-run makes them (seed 1). */
+static taso_err_t make_inputs(taso_model_t *m, float ***inputs) {
+  m->seed = 1;
+  *inputs = calloc((size_t)m->inputs.n + 1, sizeof **inputs);
+  if (!*inputs) return taso_error(TASO_ERR_NOMEM, "inputs");
+  for (int i = 0, k = 0; i < m->inputs.n; i++) {
+    if (m->is_weight[i]) continue;
+    int64_t n = taso_tensor_size(&m->inputs.v[i].type);
+    float *x = (*inputs)[k++] = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    if (!x) return taso_error(TASO_ERR_NOMEM, "input '%s'", m->names[i]);
+    taso_model_random_input(m, i, 1, x);
+  }
+  return TASO_OK;
+}
+
+static void free_inputs(const taso_model_t *m, float **inputs) {
+  for (int i = 0; inputs && i < m->inputs.n; i++)
+    free(inputs[i]);
+  free(inputs);
+}
+
+/* --calibrate-steps: each step's figure in the database against its time
+ * inside whole runs (taso_rt_profile_in_run: caches as a run leaves them),
+ * to find the steps the figures get wrong. */
+static taso_err_t print_steps(const settings_t *s, const place_t *p, const taso_costdb_t *db,
+                              taso_rt_plan_t *plan, const float *const *in) {
+  int n = taso_rt_plan_steps(plan);
+  taso_rt_stats_t *st = calloc((size_t)n + 1, sizeof *st);
+  if (!st) return taso_error(TASO_ERR_NOMEM, "step timings");
+  taso_err_t err = taso_rt_profile_in_run(plan, in, 3, s->calibrate_runs, st);
+  double sum_db = 0, sum_run = 0;
+  for (int i = 0; i < n && err == TASO_OK; i++) {
+    taso_rt_step_info_t info;
+    char text[256];
+    double ms = 0;
+    taso_rt_plan_step(plan, i, &info);
+    taso_rt_config_format(&info.cfg, text, sizeof text);
+    bool known = info.placed || taso_costdb_cost(db, p->dev.identity, &info.cfg, &ms) == TASO_OK;
+    if (known && !info.placed) ms += taso_costdb_dispatch(db, p->dev.identity);
+    sum_db += ms;
+    sum_run += st[i].median;
+    printf("  step %4d %10.4f %10.4f %7.2f  %s%s\n", i, ms, st[i].median,
+           st[i].median > 0 ? ms / st[i].median : 0, text, known ? "" : " (no figure)");
+  }
+  if (err == TASO_OK)
+    printf("  steps: cost %.3f ms, inside runs %.3f ms (step, cost ms, in-run median ms, ratio)\n",
+           sum_db, sum_run);
+  free(st);
+  return err;
+}
+
+/* One model of the table: its costs, plan and end-to-end runs. */
+typedef struct {
+  taso_model_t m;
+  taso_rt_plan_t *plan;
+  float **in;
+  double cost, fastest; /* the steps' medians summed, their fastest runs summed */
+  int nsteps, missing;
+  double *ms; /* calibrate_runs end-to-end runs */
+  int nms;
+} calibrated_t;
+
+static void calibrated_free(calibrated_t *c) {
+  taso_rt_plan_free(c->plan);
+  free_inputs(&c->m, c->in);
+  taso_model_free(&c->m);
+  free(c->ms);
+  memset(c, 0, sizeof *c);
+}
+
+/* A model's costs, and with table its plan (as taso-run plans it; the
+ * cold marks only name the keys) and inputs. */
+static taso_err_t calibrate_load(const char *model, const settings_t *s, const place_t *p,
+                                 const taso_costdb_t *db, bool table, calibrated_t *c) {
+  memset(c, 0, sizeof *c);
+  taso_err_t err = taso_model_load(model, &c->m);
+  /* as a written model runs: taso-optimize costs weight-only nodes as folded */
+  if (err == TASO_OK && table) err = taso_model_fold_weights(&c->m);
+  if (err == TASO_OK) err = model_cost(s, p, db, &c->m, false, &c->cost, &c->nsteps, &c->missing);
+  if (err == TASO_OK && !table)
+    printf("taso-measure: estimate %s: %.3f ms, the sum of %d steps' medians (%d without a "
+           "figure)\n",
+           model, c->cost, c->nsteps, c->missing);
+  if (err != TASO_OK || !table) return err;
+  TASO_TRY(model_cost(s, p, db, &c->m, true, &c->fastest, &c->nsteps, &c->missing));
+  taso_rt_options_t opt = {.layout = TASO_RT_NCHW,
+                           .warm_weights = taso_rt_weights_stay_warm(&c->m, s->be)};
+  TASO_TRY(make_inputs(&c->m, &c->in));
+  TASO_TRY(taso_rt_plan(s->be, p->ctx, &c->m, c->m.calls ? NULL : &opt, &c->plan));
+  if (!(c->ms = malloc(sizeof *c->ms * (size_t)s->calibrate_runs)))
+    return taso_error(TASO_ERR_NOMEM, "timings");
+  return TASO_OK;
+}
+
+/* The end-to-end runs of every model, in rounds (each model's runs of a
+ * round one after another, 3 warm-up runs before its first): a burst of
+ * other work on the machine then slows every model a little rather than
+ * one model's whole series. */
+static taso_err_t time_rounds(const settings_t *s, calibrated_t *c, int n) {
+  int rounds = s->calibrate_runs < 5 ? s->calibrate_runs : 5;
+  for (int r = 0; r < rounds; r++)
+    for (int i = 0; i < n; i++) {
+      int want = s->calibrate_runs * (r + 1) / rounds;
+      const float *const *in = (const float *const *)c[i].in;
+      taso_rt_stats_t one;
+      if (r == 0) TASO_TRY(taso_rt_time_model(c[i].plan, in, 2, 1, &one));
+      while (c[i].nms < want) {
+        TASO_TRY(taso_rt_time_model(c[i].plan, in, 0, 1, &one));
+        c[i].ms[c[i].nms++] = one.median;
+      }
+    }
+  return TASO_OK;
+}
+
+static void print_row(const char *model, calibrated_t *c) {
+  taso_rt_stats_t e2e;
+  taso_rt_stats_of(c->ms, c->nms, &e2e);
+  printf("%-24s %5d %9.3f %9.3f %7.3f %9.3f %9.3f %7.3f%s\n", model, c->nsteps, c->cost, e2e.median,
+         e2e.median > 0 ? c->cost / e2e.median : 0, c->fastest, e2e.min,
+         e2e.min > 0 ? c->fastest / e2e.min : 0, c->missing ? " (figures missing)" : "");
+}
+
+/* Rank 0: --estimate's lines, or --calibrate's table. */
+static taso_err_t print_estimates(const settings_t *s, place_t *p, bool table) {
   taso_costdb_t db;
   TASO_TRY(taso_costdb_read(db_path, false, &db));
+  calibrated_t *c = calloc((size_t)s->nmodels + 1, sizeof *c);
+  if (!c) {
+    taso_costdb_free(&db);
+    return taso_error(TASO_ERR_NOMEM, "models");
+  }
+  int n = 0;
   taso_err_t err = TASO_OK;
-  for (int i = 0; i < s->nmodels && err == TASO_OK; i++)
-    err = estimate_model(s->models[i], s, p, &db);
+  for (; n < s->nmodels && err == TASO_OK; n++)
+    if ((err = calibrate_load(s->models[n], s, p, &db, table, &c[n])) != TASO_OK)
+      err = taso_error_prefix(err, "%s: ", s->models[n]);
+  if (table && err == TASO_OK) {
+    char info[256] = "";
+    s->be->probe(info, sizeof info);
+    printf("taso-measure: calibration on %s (%s): the cost model (the sum of the planned steps'\n"
+           "  medians in %s, as taso-optimize costs a graph) against end to end (median of %d\n"
+           "  runs after 3 warm-up, as taso-run times them, in rounds over the models); then\n"
+           "  the steps' fastest runs against the fastest end-to-end run, which load on a\n"
+           "  shared machine inflates less\n",
+           p->dev.identity, info, db_path, s->calibrate_runs);
+    printf("  per step, the runner's own cost: %.4f ms (the dispatch row; included)\n",
+           taso_costdb_dispatch(&db, p->dev.identity));
+  }
+  /* end-to-end runs are measurements: they hold a device as those do */
+  taso_device_t *held = NULL;
+  if (table && err == TASO_OK && p->owns) err = hold_device(p, &held);
+  if (table && err == TASO_OK) err = time_rounds(s, c, n);
+  if (table && err == TASO_OK) {
+    printf("%-24s %5s %9s %9s %7s %9s %9s %7s\n", "model", "steps", "cost ms", "e2e ms", "ratio",
+           "fast ms", "e2e min", "ratio");
+    for (int i = 0; i < n; i++)
+      print_row(s->models[i], &c[i]);
+    fflush(stdout);
+  }
+  for (int i = 0; i < n && err == TASO_OK && table && calibrate_steps; i++) {
+    printf("%s:\n", s->models[i]);
+    err = print_steps(s, p, &db, c[i].plan, (const float *const *)c[i].in);
+  }
+  double from, to;
+  if (held) taso_device_let_go(held, &from, &to);
+  for (int i = 0; i < n; i++)
+    calibrated_free(&c[i]);
+  free(c);
   taso_costdb_free(&db);
   return err;
 }
@@ -1021,6 +1277,7 @@ int main(int argc, char **argv) {
                     identity, p.ndevices, p.ndevices == 1 ? "" : "s", p.dev.nunits,
                     p.dev.nunits == 1 ? "" : "s");
   TASO_TOOL_STEP(&t, err, collect(&t, &s, &p, &all, &graphs));
+  if (err == TASO_OK && t.rank == 0) err = add_dispatch(&all);
   int64_t distinct = all.n;
   for (int64_t i = 0; t.rank == 0 && i < all.n; i++)
     added += all.v[i].expanded;
@@ -1062,8 +1319,8 @@ int main(int argc, char **argv) {
         &t, "%lld configurations: %lld measured, %lld reused, %lld unavailable -> %s%s",
         (long long)distinct, (long long)totals[0], (long long)(distinct - totals[0] - totals[1]),
         (long long)totals[1], db_path, s.depth ? expansion_note(added, graphs) : "");
-  if (err == TASO_OK && estimate)
-    err = taso_tool_agree(&t, t.rank == 0 ? print_estimates(&s, &p) : TASO_OK);
+  if (err == TASO_OK && (estimate || calibrate))
+    err = taso_tool_agree(&t, t.rank == 0 ? print_estimates(&s, &p, calibrate) : TASO_OK);
   close_place(&s, &p);
   taso_costdb_free(&r.known);
   free(r.batch);
