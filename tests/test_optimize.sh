@@ -133,6 +133,22 @@ expect "a missing substitutions file" 1
 grep -q 'nope.h5: no such file' "$tmp/err" || { echo "FAIL: the missing file is not named"; show; fail=1; }
 run "$bin/taso-optimize" --substitutions "$tmp/substitutions.h5" --out "$tmp/x.opt.h5"
 expect "missing --model" 2
+# No output names another file argument (issue 32): before, --guard-cache
+# naming --out waited for ever on its own lock, and --onnx or --out
+# replaced an input. Refused at once, nothing touched.
+cp "$tmp/substitutions.h5" "$tmp/subs-copy.h5"
+for bad in "--out $tmp/g.opt.h5 --guard-cache $tmp/g.opt.h5" \
+  "--out $tmp/o.opt.h5 --onnx $tmp/substitutions.h5" \
+  "--out $tmp/substitutions.h5 --fresh"; do
+  # shellcheck disable=SC2086 # the option pairs are word lists
+  run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/substitutions.h5" \
+    --estimate-costs --confirm-runs 0 --threads 1 $bad
+  expect "refused: $bad" 2
+  grep -q "name one file" "$tmp/err" || { echo "FAIL: $bad: no 'name one file'"; show; fail=1; }
+done
+[ ! -e "$tmp/g.opt.h5" ] && cmp -s "$tmp/substitutions.h5" "$tmp/subs-copy.h5" &&
+  echo "ok: nothing written, the substitutions untouched" ||
+  { echo "FAIL: a refused run wrote something"; fail=1; }
 
 # Costs from taso-measure's database: its rows are read, not measured again;
 # with --no-measure a configuration it lacks is an error that names it.

@@ -208,6 +208,28 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
     taso_tool_usage_error(t, "--estimate-costs measures nothing: it takes no --costs");
   if (tf32 && costs_path)
     taso_tool_usage_error(t, "--tf32: a cost database holds FP32 figures; it takes no --costs");
+  /* No output names another file argument (issue 32): --guard-cache or a
+   * recorded --costs naming --out made the run wait on its own lock. */
+  enum { MAX_SUBST = 16 };
+  char subst[MAX_SUBST][1024];
+  taso_tool_file_t in[5 + MAX_SUBST] = {{"--model", model_spec},
+                                        {"--job", t->job_path},
+                                        {"--rule-usage", usage_path},
+                                        {"--select", select_path},
+                                        {"--costs", costs_record ? NULL : costs_path}};
+  int nin = 5;
+  for (const char *p = subst_path; p && *p && nin < 5 + MAX_SUBST; nin++) {
+    size_t n = strcspn(p, ",");
+    char *one = subst[nin - 5];
+    snprintf(one, sizeof subst[0], "%.*s", (int)n, p);
+    in[nin] = (taso_tool_file_t){"--substitutions", one};
+    p += n + (p[n] == ',');
+  }
+  const taso_tool_file_t out[] = {{"--out", t->out_path},
+                                  {"--onnx", onnx_path},
+                                  {"--guard-cache", guard_cache_path},
+                                  {"--costs", costs_record ? costs_path : NULL}};
+  taso_tool_distinct_files(t, out, 4, in, nin);
   s->search.alpha = t->have_job ? t->job.alpha : 1.05;
   s->search.budget = t->have_job ? t->job.budget : 1000;
   s->search.time_limit = t->have_job ? t->job.optimize_time_limit : 600;

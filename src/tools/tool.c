@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -727,4 +729,45 @@ taso_err_t taso_tool_rounds(taso_tool_t *t, const taso_rounds_t *r) {
   }
   taso_counter_close(&counter);
   return err;
+}
+
+/* The absolute path a tool would open for path: its folder resolved (links,
+ * "..", relative to the working folder), its last name as given; path as
+ * given where the folder does not exist. */
+static void absolute_path(const char *path, char *out, size_t len) {
+  char dir_copy[PATH_MAX], base_copy[PATH_MAX], dir[PATH_MAX];
+  snprintf(dir_copy, sizeof dir_copy, "%s", path);
+  snprintf(base_copy, sizeof base_copy, "%s", path);
+  if (realpath(dirname(dir_copy), dir))
+    snprintf(out, len, "%s/%s", dir, basename(base_copy));
+  else
+    snprintf(out, len, "%s", path);
+}
+
+bool taso_tool_same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+  if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (ea != eb) return false;
+  char pa[2 * PATH_MAX], pb[2 * PATH_MAX];
+  absolute_path(a, pa, sizeof pa);
+  absolute_path(b, pb, sizeof pb);
+  return strcmp(pa, pb) == 0;
+}
+
+void taso_tool_distinct_files(taso_tool_t *t, const taso_tool_file_t *outputs, int nout,
+                              const taso_tool_file_t *inputs, int nin) {
+  for (int i = 0; i < nout; i++) {
+    const taso_tool_file_t *o = &outputs[i];
+    if (!o->path) continue;
+    for (int j = 0; j < nout + nin; j++) {
+      const taso_tool_file_t *x = j < nout ? &outputs[j] : &inputs[j - nout];
+      if (j == i || (j < nout && j < i) || !x->path || !taso_tool_same_file(o->path, x->path))
+        continue;
+      taso_tool_usage_error(t, "%s %s and %s %s name one file: %s", o->option, o->path, x->option,
+                            x->path,
+                            j < nout ? "two outputs would take its lock twice"
+                                     : "an output may not replace an input");
+    }
+  }
 }

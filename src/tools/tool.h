@@ -172,6 +172,24 @@ void taso_tool_summary(const taso_tool_t *t, const char *fmt, ...)
 void taso_tool_usage_error(taso_tool_t *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
 
+/* Whether two paths name one file: the same device and inode where both
+ * exist, else the same absolute path (the folder resolved, the last name
+ * compared as given), so that an output about to be made is caught too. */
+bool taso_tool_same_file(const char *a, const char *b);
+
+/* A tool's file argument: its option ("--out") and path (NULL: not given). */
+typedef struct {
+  const char *option;
+  const char *path;
+} taso_tool_file_t;
+
+/* Refuses (a usage error, before any work) an output that names another
+ * output or any input: two runs of one tool on one file would take its
+ * lock twice and wait on themselves, or a tool would replace what it
+ * reads. Every rank must call it. */
+void taso_tool_distinct_files(taso_tool_t *t, const taso_tool_file_t *outputs, int nout,
+                              const taso_tool_file_t *inputs, int nin);
+
 /* Notes in t->defaults the keys of job section that the job file leaves
  * at their defaults (except those in skip, set on the command line), so
  * that the summary line states them. */
