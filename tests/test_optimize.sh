@@ -146,6 +146,14 @@ for bad in "--out $tmp/g.opt.h5 --guard-cache $tmp/g.opt.h5" \
   expect "refused: $bad" 2
   grep -q "name one file" "$tmp/err" || { echo "FAIL: $bad: no 'name one file'"; show; fail=1; }
 done
+# an existing --onnx file is replaced only with --fresh, as --out is
+echo "notes" >"$tmp/notes.onnx"
+run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/substitutions.h5" \
+  --estimate-costs --confirm-runs 0 --threads 1 --out "$tmp/n.opt.h5" --onnx "$tmp/notes.onnx"
+expect "an existing --onnx file without --fresh is refused" 2
+[ "$(cat "$tmp/notes.onnx")" = notes ] && [ ! -e "$tmp/n.opt.h5" ] &&
+  echo "ok: the existing file untouched, nothing written" ||
+  { echo "FAIL: an existing --onnx file was replaced without --fresh"; fail=1; }
 [ ! -e "$tmp/g.opt.h5" ] && cmp -s "$tmp/substitutions.h5" "$tmp/subs-copy.h5" &&
   echo "ok: nothing written, the substitutions untouched" ||
   { echo "FAIL: a refused run wrote something"; fail=1; }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agree.h"
 #include "costdb.h"
@@ -230,6 +231,9 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
                                   {"--guard-cache", guard_cache_path},
                                   {"--costs", costs_record ? costs_path : NULL}};
   taso_tool_distinct_files(t, out, 4, in, nin);
+  /* --onnx is replaced only with --fresh, as --out is (issue 32) */
+  if (onnx_path && !t->fresh && access(onnx_path, F_OK) == 0)
+    taso_tool_usage_error(t, "--onnx %s exists: not replacing it (--fresh replaces it)", onnx_path);
   s->search.alpha = t->have_job ? t->job.alpha : 1.05;
   s->search.budget = t->have_job ? t->job.budget : 1000;
   s->search.time_limit = t->have_job ? t->job.optimize_time_limit : 600;
