@@ -288,10 +288,8 @@ static taso_err_t grow_slots(items_t *it) {
   return TASO_OK;
 }
 
-/* Adds cfg unless its key is there already (expansion gives the same
- * configurations again and again); a model's own configuration is not
- * one that expansion added. */
-static taso_err_t add_item(items_t *it, const taso_rt_config_t *cfg, bool expanded) {
+/* Room for one more item in it->v. */
+static taso_err_t reserve_item(items_t *it) {
   if (it->n == it->cap) {
     int64_t cap = it->cap ? 2 * it->cap : 64;
     item_t *grown = realloc(it->v, sizeof *grown * (size_t)cap);
@@ -299,6 +297,14 @@ static taso_err_t add_item(items_t *it, const taso_rt_config_t *cfg, bool expand
     it->v = grown;
     it->cap = cap;
   }
+  return TASO_OK;
+}
+
+/* Adds cfg unless its key is there already (expansion gives the same
+ * configurations again and again); a model's own configuration is not
+ * one that expansion added. */
+static taso_err_t add_item(items_t *it, const taso_rt_config_t *cfg, bool expanded) {
+  TASO_TRY(reserve_item(it));
   if (2 * (it->n + 1) > it->nslots) TASO_TRY(grow_slots(it));
   item_t *x = &it->v[it->n];
   memset(x, 0, sizeof *x);
@@ -320,13 +326,7 @@ static taso_err_t add_item(items_t *it, const taso_rt_config_t *cfg, bool expand
 /* The device's dispatch row (costdb.h), measured like a configuration:
  * last (no FLOPs), reused like one. */
 static taso_err_t add_dispatch(items_t *it) {
-  if (it->n == it->cap) {
-    int64_t cap = it->cap ? 2 * it->cap : 64;
-    item_t *grown = realloc(it->v, sizeof *grown * (size_t)cap);
-    if (!grown) return taso_error(TASO_ERR_NOMEM, "no memory for configurations");
-    it->v = grown;
-    it->cap = cap;
-  }
+  TASO_TRY(reserve_item(it));
   item_t *x = &it->v[it->n++];
   memset(x, 0, sizeof *x);
   snprintf(x->key, sizeof x->key, "%s", TASO_COST_DISPATCH_KEY);
