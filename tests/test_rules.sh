@@ -33,6 +33,14 @@ run "$bin/taso-rules" --in "$tmp/b.opt.h5,$tmp/r.opt.h5" --out "$tmp/usage.h5"
 expect "taso-rules collects the usage" 0
 has "branches is multibranch" "branches       multibranch" "$tmp/out"
 has "nasrnn is rnn" "nasrnn         rnn" "$tmp/out"
+# the input's family as taso-optimize saw it, whatever its recorded path
+# names now (issue 32 item 6: elsewhere, tests/data/branches.model is
+# another model)
+mkdir -p "$tmp/elsewhere/tests/data"
+printf 'model other\ninput x 1x8\noutput relu(x)\n' >"$tmp/elsewhere/tests/data/branches.model"
+(cd "$tmp/elsewhere" && "$bin/taso-rules" --in "$tmp/b.opt.h5" --out usage.h5 >out 2>err)
+has "the recorded family, not the file now at the recorded path" "branches       multibranch" \
+  "$tmp/elsewhere/out"
 fired=$("$py" - "$tmp/b.opt.h5" <<'EOF'
 import sys, h5py
 with h5py.File(sys.argv[1], "r") as f:

@@ -213,12 +213,6 @@ fi
 mpi 2 "$bin/taso-verify" --in "$tmp/v.h5" --out "$tmp/x.h5"
 check "artifact of the wrong kind" failed_with taso-verify "v.h5"
 
-# A candidates file whose job has gone, verified without --job.
-cp "$job" "$tmp/gone.ini"
-mpi 2 "$bin/taso-generate" --job "$tmp/gone.ini" --out "$tmp/c-gone.h5"
-rm "$tmp/gone.ini"
-mpi 2 "$bin/taso-verify" --in "$tmp/c-gone.h5" --out "$tmp/x.h5"
-check "recorded job file gone" failed_with taso-verify "gone.ini"
 
 mpi 2 "$bin/taso-show" "$tmp/c.h5"
 check "taso-show refuses more than one rank" failed_with taso-show "one rank"
@@ -235,6 +229,18 @@ printf '[inputs]\nx = 2x2\n' >"$tmp/noops.ini"
 mpi 2 "$bin/taso-generate" --job "$tmp/noops.ini" --out "$tmp/x.h5"
 check "job file without operators: generate refuses it" failed_with taso-generate "no \[generate\] operators"
 cd "$src" # where the default axiom folder, data/axioms, is
+# Without --job, verify uses the job as the candidates file recorded it:
+# not the file as edited since, and not a file that has gone.
+cp "$job" "$tmp/gone.ini"
+mpi 2 "$bin/taso-generate" --job "$tmp/gone.ini" --out "$tmp/c-gone.h5"
+printf '# edited after generating\n' >>"$tmp/gone.ini"
+mpi 2 "$bin/taso-verify" --in "$tmp/c-gone.h5" --out "$tmp/s-edited.h5"
+check "edited job file: verify uses the recorded job" eval 'succeeded &&
+  h5dump -a job_text "$tmp/s-edited.h5" | grep -q "\[verify\]" &&
+  ! h5dump -a job_text "$tmp/s-edited.h5" | grep -q "edited after"'
+rm "$tmp/gone.ini"
+mpi 2 "$bin/taso-verify" --in "$tmp/c-gone.h5" --out "$tmp/s-gone.h5"
+check "recorded job file gone: verify uses the recorded job" succeeded
 mpi 2 "$bin/taso-verify" --job "$tmp/empty.ini" --in "$tmp/c.h5" --out "$tmp/e.h5"
 check "empty job file: verify states its defaults" eval 'succeeded &&
   out_has "^taso-verify: job defaults used: \[job\] seed = 1, \[verify\] axioms = data/axioms, \[verify\] timeout = 5, \[verify\] rlimit = [0-9]*, \[verify\] memory_mb = [0-9]*$"'

@@ -1654,7 +1654,8 @@ static taso_err_t read_table(taso_artifact_t *a, const taso_table_t *t, int64_t 
                        : (H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0))
       err = h5_fail(a, "select rows of %s", t->path);
   }
-  if ((err = settle(a, err)) == TASO_OK) {
+  /* An empty table (a run with no work) may have no storage to read. */
+  if ((err = settle(a, err)) == TASO_OK && n > 0) {
     if (H5Dread(dset, type, mspace, fspace, a->xfer, count > 0 ? buf : (void *)nothing) < 0)
       err = h5_fail(a, "read %s", t->path);
     err = settle(a, err);
@@ -1814,6 +1815,15 @@ static taso_err_t write_at_slots(const taso_artifact_t *a, const char *name, hid
     err = h5_fail(a, "get the dataspaces of %s", name);
   if (err == TASO_OK && n == 0 && (H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0))
     err = h5_fail(a, "select no rows of %s", name);
+  /* A table of no slots (a run with no work) has no storage to write to;
+   * its extent is the same on every rank, so all skip together. */
+  hssize_t slots_in_file = err == TASO_OK ? H5Sget_simple_extent_npoints(fspace) : 1;
+  if (err == TASO_OK && slots_in_file < 0) err = h5_fail(a, "get the extent of %s", name);
+  if (err == TASO_OK && slots_in_file == 0) {
+    release(a, mspace, H5Sclose, err);
+    release(a, fspace, H5Sclose, err);
+    return release(a, dset, H5Dclose, err);
+  }
   for (int64_t i = 0; err == TASO_OK && i < n;) {
     int64_t j = i + 1;
     while (j < n && slots[j] == slots[j - 1] + 1)
@@ -1890,7 +1900,8 @@ taso_err_t taso_artifact_read_marks(taso_artifact_t *a, const taso_table_t *t, i
       (count > 0 ? H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &cnt, NULL) < 0
                  : (H5Sselect_none(fspace) < 0 || H5Sselect_none(mspace) < 0)))
     err = h5_fail(a, "select marks of %s", name);
-  if ((err = settle(a, err)) == TASO_OK) {
+  /* No slots in the file (a run with no work): no storage to read. */
+  if ((err = settle(a, err)) == TASO_OK && n > 0) {
     if (H5Dread(dset, H5T_NATIVE_UINT8, mspace, fspace, a->xfer, buf) < 0)
       err = h5_fail(a, "read %s", name);
     err = settle(a, err);

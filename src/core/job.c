@@ -711,12 +711,12 @@ int taso_job_defaults(const taso_job_t *job, const char *section, const char *co
   return n;
 }
 
+/* Parses job->text (len bytes), read from path or recorded as path's. */
+static taso_err_t parse_job(const char *path, taso_job_t *job, size_t len);
+
 taso_err_t taso_job_load(const char *path, taso_job_t *job) {
   taso_err_t err;
   size_t len = 0;
-  int line, syntax_line;
-  load_state_t st = {.job = job, .err = TASO_OK};
-
   memset(job, 0, sizeof *job);
   set_defaults(job, path);
   job->path = dup_string(path);
@@ -726,6 +726,28 @@ taso_err_t taso_job_load(const char *path, taso_job_t *job) {
   }
   err = read_text(path, &job->text, &len);
   if (err != TASO_OK) goto fail;
+  return parse_job(path, job, len);
+fail:
+  taso_job_free(job);
+  return err;
+}
+
+taso_err_t taso_job_parse(const char *path, const char *text, taso_job_t *job) {
+  memset(job, 0, sizeof *job);
+  set_defaults(job, path);
+  job->path = dup_string(path);
+  job->text = dup_string(text);
+  if (!job->path || !job->text) {
+    taso_job_free(job);
+    return taso_error(TASO_ERR_NOMEM, "%s: loading", path);
+  }
+  return parse_job(path, job, strlen(text));
+}
+
+static taso_err_t parse_job(const char *path, taso_job_t *job, size_t len) {
+  taso_err_t err;
+  int line, syntax_line;
+  load_state_t st = {.job = job, .err = TASO_OK};
   err = check_lines(path, job->text, len);
   if (err != TASO_OK) goto fail;
 

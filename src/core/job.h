@@ -98,6 +98,9 @@ typedef struct {
 } taso_job_t;
 
 taso_err_t taso_job_load(const char *path, taso_job_t *job);
+/* The same from text recorded as path's (an artifact's job_text): path
+ * names it in messages and places the job's relative paths. */
+taso_err_t taso_job_parse(const char *path, const char *text, taso_job_t *job);
 void taso_job_free(taso_job_t *job);
 
 /* Whether the file sets [section] key, rather than leaving its default.

@@ -132,13 +132,35 @@ static taso_err_t grow(void **v, int64_t n, size_t size) {
   return TASO_OK;
 }
 
+void taso_features_format(const taso_features_t *f, char *buf, size_t len) {
+  size_t at = 0;
+  buf[0] = 0;
+  for (int k = 0; k < TASO_FEATURES && at < len; k++) {
+    int n = snprintf(buf + at, len - at, "%s%.17g", k ? "," : "", f->v[k]);
+    if (n < 0) break;
+    at += (size_t)n;
+  }
+}
+
+taso_err_t taso_features_parse(const char *text, taso_features_t *f) {
+  const char *p = text;
+  for (int k = 0; k < TASO_FEATURES; k++) {
+    char *end = NULL;
+    f->v[k] = strtod(p, &end);
+    if (end == p || (*end != (k + 1 < TASO_FEATURES ? ',' : '\0')))
+      return taso_error(TASO_ERR_FORMAT, "not %d comma-separated features: '%.40s'", TASO_FEATURES,
+                        text);
+    p = end + 1;
+  }
+  return TASO_OK;
+}
+
 taso_err_t taso_usage_add(taso_usage_t *u, const char *opt_path) {
   taso_artifact_t *a = NULL;
-  char *spec = NULL, *subst = NULL;
+  char *spec = NULL, *subst = NULL, *name = NULL, *feats = NULL;
   taso_fired_rule_t *fired = NULL;
   int64_t n = 0;
-  taso_model_t m;
-  bool loaded = false;
+  taso_features_t features;
   taso_err_t err = taso_artifact_open(MPI_COMM_SELF, opt_path, TASO_KIND_MODEL, &a);
   if (err == TASO_OK && taso_artifact_get_string(a, "optimize_model", &spec) != TASO_OK)
     err = taso_error(TASO_ERR_FORMAT,
@@ -147,23 +169,28 @@ taso_err_t taso_usage_add(taso_usage_t *u, const char *opt_path) {
                      opt_path);
   if (err == TASO_OK && taso_artifact_get_string(a, "optimize_substitutions", &subst) != TASO_OK)
     err = taso_error(TASO_ERR_FORMAT, "%s: no optimize_substitutions attribute", opt_path);
+  /* The input's features as taso-optimize saw them: reloading its spec
+   * here could read another file of that name. */
+  if (err == TASO_OK && (taso_artifact_get_string(a, TASO_INPUT_NAME_ATTR, &name) != TASO_OK ||
+                         taso_artifact_get_string(a, TASO_INPUT_FEATURES_ATTR, &feats) != TASO_OK))
+    err = taso_error(TASO_ERR_FORMAT,
+                     "%s: no recorded features of its input model (written by an older "
+                     "taso-optimize: optimize it again)",
+                     opt_path);
+  if (err == TASO_OK && (err = taso_features_parse(feats, &features)) != TASO_OK)
+    err = taso_error_prefix(err, "%s: %s: ", opt_path, TASO_INPUT_FEATURES_ATTR);
   if (err == TASO_OK) err = taso_artifact_table_length(a, &taso_fired_rules_table, &n);
   if (err == TASO_OK && n > 0)
     err = taso_artifact_read_table(a, &taso_fired_rules_table, 0, n, (void **)&fired);
   if (a) taso_artifact_close(a);
-  if (err == TASO_OK) {
-    err = taso_model_load(spec, &m);
-    loaded = err == TASO_OK;
-    if (!loaded) err = taso_error_prefix(err, "%s: its input model: ", opt_path);
-  }
   if (err == TASO_OK) err = grow((void **)&u->models, u->nmodels, sizeof *u->models);
   if (err == TASO_OK) err = grow((void **)&u->rules, u->nrules + n, sizeof *u->rules);
   if (err == TASO_OK) {
     taso_usage_model_t *um = &u->models[u->nmodels];
     memset(um, 0, sizeof *um);
-    snprintf(um->name, sizeof um->name, "%s", m.name);
+    snprintf(um->name, sizeof um->name, "%s", name);
     snprintf(um->spec, sizeof um->spec, "%s", spec);
-    taso_model_features(&m, &um->features);
+    um->features = features;
     snprintf(um->family, sizeof um->family, "%s", taso_family_of(&um->features));
     for (int64_t i = 0; i < n; i++) {
       taso_usage_rule_t *r = &u->rules[u->nrules++];
@@ -175,9 +202,10 @@ taso_err_t taso_usage_add(taso_usage_t *u, const char *opt_path) {
     u->nmodels++;
     if (!u->substitutions[0]) snprintf(u->substitutions, sizeof u->substitutions, "%s", subst);
   }
-  if (loaded) taso_model_free(&m);
   free(spec);
   free(subst);
+  free(name);
+  free(feats);
   free(fired);
   return err;
 }

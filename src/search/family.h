@@ -84,8 +84,17 @@ typedef struct {
   char substitutions[TASO_SPEC_LEN]; /* the rule files the searches used */
 } taso_usage_t;
 
+/* The attributes taso-optimize records of its input model, so that the
+ * rules' usage never reloads the input by a path that may since name
+ * another file: its name and its features ("%.17g" values, comma-separated). */
+#define TASO_INPUT_NAME_ATTR "optimize_model_name"
+#define TASO_INPUT_FEATURES_ATTR "optimize_model_features"
+void taso_features_format(const taso_features_t *f, char *buf, size_t len);
+/* TASO_ERR_FORMAT unless text holds exactly TASO_FEATURES numbers. */
+taso_err_t taso_features_parse(const char *text, taso_features_t *f);
+
 /* Adds a model optimized by taso-optimize (OPT.h5: its /optimize_rules and
- * the spec of its input model, loaded to compute its features). */
+ * its input model's recorded name and features). */
 taso_err_t taso_usage_add(taso_usage_t *u, const char *opt_path);
 /* Writes u to path (one rank; tmp and rename are the caller's). */
 taso_err_t taso_usage_write(const taso_usage_t *u, const char *path, const taso_provenance_t *prov);

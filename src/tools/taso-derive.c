@@ -76,17 +76,21 @@ static const taso_tool_spec_t spec = {
 
 #define MAX_STEPS TASO_MAX_DERIVE_STEPS
 
-/* The job given, else the one the candidates were generated from. */
+/* The job given, else the one the candidates were generated from (its
+ * recorded text). */
 static taso_err_t load_job(taso_tool_t *t, taso_artifact_t *a) {
   if (t->job_path) return taso_tool_load_job(t, t->job_path);
-  char *recorded = NULL;
+  char *recorded = NULL, *text = NULL;
   taso_err_t err = taso_artifact_get_string(a, "job_path", &recorded);
+  if (err == TASO_OK) err = taso_artifact_get_string(a, "job_text", &text);
   if (err == TASO_OK && !recorded[0])
     err = taso_error(TASO_ERR_FORMAT, "%s records no job file; pass --job FILE", t->in_path);
-  if (err == TASO_OK && (err = taso_tool_load_job(t, recorded)) != TASO_OK)
+  /* the job as it was then, not as edited since */
+  if (err == TASO_OK && (err = taso_tool_load_recorded_job(t, recorded, text)) != TASO_OK)
     err = taso_error_prefix(
-        err, "no --job given, and the job %s was generated from cannot be loaded: ", t->in_path);
+        err, "no --job given, and the job %s was generated from cannot be read: ", t->in_path);
   free(recorded);
+  free(text);
   return err;
 }
 

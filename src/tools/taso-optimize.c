@@ -326,6 +326,8 @@ typedef struct {
   int pairs_faster;                     /* the pairs the result won */
   int pairs_needed;                     /* the sign test's threshold */
   bool kept_input;                      /* the result was not faster: the input graph was written */
+  const char *input_name;               /* the input model's name */
+  taso_features_t input_features;       /* and its features (taso-rules reads them) */
 } record_t;
 
 /* The search's record as root attributes and the rules table. */
@@ -338,6 +340,10 @@ static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
   taso_err_t err = taso_artifact_set_string(a, "optimize_search", rec->s->kind);
   if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_substitutions", subst_path);
   if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_model", model_spec);
+  char features[TASO_FEATURES * 26];
+  taso_features_format(&rec->input_features, features, sizeof features);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, TASO_INPUT_NAME_ATTR, rec->input_name);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, TASO_INPUT_FEATURES_ATTR, features);
   if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_rules_choice", rules_text);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "rules_searched", rec->rules->n);
   if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_backend", rec->s->be->name);
@@ -433,6 +439,8 @@ typedef struct {
   bool warm;                         /* no operand timed cold */
   bool deferring;                    /* the parallel search defers the cache's misses */
   bool pending;                      /* a call plan's configuration was deferred */
+  char input_name[TASO_MODEL_NAME_LEN]; /* the input model's name and features, recorded */
+  taso_features_t input_features;
 } run_t;
 
 /* ---- the joint search (--select) ------------------------------------------------------------ */
@@ -760,6 +768,8 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   TASO_TRY(taso_rules_load(t->comm, subst_path, &r->rules, &r->proved));
   TASO_TRY(open_guard(t, r));
   TASO_TRY(taso_model_load(model_spec, &r->m));
+  snprintf(r->input_name, sizeof r->input_name, "%s", r->m.name);
+  taso_model_features(&r->m, &r->input_features);
   TASO_TRY(choose_rules(t, r));
   char info[256];
   TASO_TRY(s->be->probe(info, sizeof info));
@@ -821,7 +831,12 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
         t, taso_search_parallel(t->comm, &prob, &r->rules, r->costs, &opt, &r->result)));
   else
     TASO_TRY(taso_search_backtracking(&prob, &r->rules, r->costs, &opt, &r->result));
-  record_t rec = {.s = s, .rules = &r->rules, .r = &r->result, .proved = r->proved};
+  record_t rec = {.s = s,
+                  .rules = &r->rules,
+                  .r = &r->result,
+                  .proved = r->proved,
+                  .input_name = r->input_name,
+                  .input_features = r->input_features};
   taso_cost_cache_stats(r->costs, &rec.costs);
   /* rank 0 checks and writes; the others wait for its verdict */
   taso_err_t err = TASO_OK;

@@ -57,7 +57,8 @@ static const taso_tool_spec_t spec = {
              "complete, and is never replaced if it holds other candidates' verdicts,\n"
              "another kind of file or an input of the run, unless --fresh is given.\n"
              "\n"
-             "Without --job, the job file recorded in the candidates file is loaded.\n",
+             "Without --job, the job the candidates were generated from is used, as\n"
+             "recorded in the candidates file (its text then, not the file now).\n",
     .job_help = "job file: axioms and the timeout per query",
     .in_help = "candidates artifact to verify",
     .out_help = "substitutions artifact to write",
@@ -81,13 +82,14 @@ static taso_err_t load_job(taso_tool_t *t, taso_artifact_t *in) {
     if (recorded_path[0] == '\0')
       err = taso_tool_agree(
           t, taso_error(TASO_ERR_FORMAT, "%s records no job file; pass --job FILE", t->in_path));
-    else if ((err = taso_tool_load_job(t, recorded_path)) != TASO_OK)
+    /* the job as it was when the candidates were made, not as edited since */
+    else if ((err = taso_tool_load_recorded_job(t, recorded_path, recorded_text)) != TASO_OK)
       err = taso_error_prefix(err,
                               "no --job given, and the job %s was generated from "
-                              "cannot be loaded: ",
+                              "cannot be read: ",
                               t->in_path);
   }
-  if (err == TASO_OK && strcmp(t->job.text, recorded_text) != 0)
+  if (err == TASO_OK && t->job_path && strcmp(t->job.text, recorded_text) != 0)
     taso_tool_warn(t, "%s differs from the job file %s was generated from (%s)", t->job.path,
                    t->in_path, recorded_path);
   free(recorded_path);

@@ -293,7 +293,17 @@ taso_err_t taso_tool_agree(taso_tool_t *t, taso_err_t err) {
 
 static bool same_file(const char *a, const char *b);
 
+static taso_err_t load_job(taso_tool_t *t, const char *path, const char *text);
+
 taso_err_t taso_tool_load_job(taso_tool_t *t, const char *path) {
+  return load_job(t, path, NULL);
+}
+
+taso_err_t taso_tool_load_recorded_job(taso_tool_t *t, const char *path, const char *text) {
+  return load_job(t, path, text);
+}
+
+static taso_err_t load_job(taso_tool_t *t, const char *path, const char *text) {
   if (t->have_job) {
     taso_job_free(&t->job);
     t->have_job = false;
@@ -307,9 +317,14 @@ taso_err_t taso_tool_load_job(taso_tool_t *t, const char *path) {
                      "(choose another --out)",
                      path);
   if ((err = taso_tool_agree(t, err)) != TASO_OK) return err;
-  err = taso_tool_agree(t, taso_job_load(path, &t->job));
+  err =
+      taso_tool_agree(t, text ? taso_job_parse(path, text, &t->job) : taso_job_load(path, &t->job));
   /* A rank that loaded it while another failed still owns the memory. */
   t->have_job = t->job.path != NULL;
+  /* Outputs record where the job is, whatever the directory a later stage
+   * runs in; a recorded path that no longer exists stays as it was. */
+  char abs[PATH_MAX];
+  snprintf(t->job_abs, sizeof t->job_abs, "%s", realpath(path, abs) ? abs : path);
   return err;
 }
 
@@ -547,7 +562,7 @@ void taso_tool_job_relative(const taso_tool_t *t, const char *rel, char *path, s
 void taso_tool_provenance(const taso_tool_t *t, taso_provenance_t *prov) {
   memset(prov, 0, sizeof *prov);
   prov->tool = t->spec->name;
-  prov->job_path = t->have_job ? t->job.path : "";
+  prov->job_path = t->have_job ? t->job_abs : "";
   prov->job_text = t->have_job ? t->job.text : "";
   prov->ranks = t->size;
   prov->threads = t->threads;

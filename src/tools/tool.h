@@ -85,6 +85,7 @@ typedef struct {
   bool claimed;                 /* taso_tool_claim_output succeeded: OUT.tmp is ours */
   taso_job_t job;               /* valid once taso_tool_load_job succeeded */
   bool have_job;                /* job holds a loaded job to free */
+  char job_abs[4096];           /* the job file's absolute path, recorded in outputs */
   double start;                 /* MPI_Wtime() at start, for the summary */
   char start_time[32];          /* ISO 8601 start, for provenance */
   char findings[256];           /* non-empty: what the run found wrong (exit 3) */
@@ -112,6 +113,9 @@ taso_err_t taso_tool_agree(taso_tool_t *t, taso_err_t err);
 /* Collective. Loads the job file on every rank (each reads it; no rank
  * proceeds unless all could). */
 taso_err_t taso_tool_load_job(taso_tool_t *t, const char *path);
+/* The same from the text an artifact recorded of the job file at path
+ * (its job_text), whatever the file holds now. */
+taso_err_t taso_tool_load_recorded_job(taso_tool_t *t, const char *path, const char *text);
 
 /* Collective. Closes *a if it is open, even after an error (what was
  * written stays readable), and sets *a to NULL. Returns err, or the close's
