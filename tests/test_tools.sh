@@ -241,6 +241,15 @@ check "edited job file: verify uses the recorded job" eval 'succeeded &&
 rm "$tmp/gone.ini"
 mpi 2 "$bin/taso-verify" --in "$tmp/c-gone.h5" --out "$tmp/s-gone.h5"
 check "recorded job file gone: verify uses the recorded job" succeeded
+# No candidates at all (one input, one operator) is a valid run with an
+# empty output, on 1 and 2 ranks alike (issue 32 item 5).
+printf '[inputs]\nx1 = 2x4\n[generate]\nmax_ops = 1\noperators = relu\n' >"$tmp/none.ini"
+mpi 2 "$bin/taso-generate" --job "$tmp/none.ini" --out "$tmp/c-none.h5"
+for n in 1 2; do
+  mpi $n "$bin/taso-verify" --in "$tmp/c-none.h5" --out "$tmp/s-none$n.h5"
+  check "no candidates: verify on $n ranks writes an empty result" eval 'succeeded &&
+    out_has "0 candidates: 0 proved" && [ "$(h5dump -a proved "$tmp/s-none$n.h5" | grep -c "(0): 0")" = 1 ]'
+done
 mpi 2 "$bin/taso-verify" --job "$tmp/empty.ini" --in "$tmp/c.h5" --out "$tmp/e.h5"
 check "empty job file: verify states its defaults" eval 'succeeded &&
   out_has "^taso-verify: job defaults used: \[job\] seed = 1, \[verify\] axioms = data/axioms, \[verify\] timeout = 5, \[verify\] rlimit = [0-9]*, \[verify\] memory_mb = [0-9]*$"'
