@@ -12,7 +12,7 @@
  *               derive_steps, derive_extra_ops, derive_nodes (the bounds of the
  *               derivation search that prunes and checks pruning: derive.h)
  *   [verify]    axioms (path), timeout (seconds per query), rlimit (Z3 resource
- *               units per query), memory_mb (Z3's memory cap per rank)
+ *               units per query), memory_mb (Z3's memory cap per query process)
  *   [validate]  sizes (e.g. "1,2"), timeout (seconds per case), redundancy
  *               (on|off), redundancy_timeout, redundancy_rlimit, memory_mb
  *   [measure]   models (specs separated by blanks), warmup, min_runs, max_runs,

@@ -20,6 +20,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 #include "hash.h"
 #include "tool.h"
 #include "verifier.h"
+#include "worker.h"
 
 #define ROUND_SECONDS 5.0 /* work between two writes to OUT.resume */
 
@@ -307,36 +309,85 @@ typedef struct {
   int64_t ngraphs;
   const taso_subst_t *rows;
   uint64_t seed;
-  taso_prover_t **provers; /* one per OpenMP thread */
+  taso_prover_t **provers;  /* one per OpenMP thread */
+  taso_worker_t *workers;   /* one per OpenMP thread: its query process */
+  struct thread_s *threads; /* what each worker's child decides with */
 } work_t;
 
-/* Decides rows todo[lo, hi) with the rank's threads; appends to *dec. */
+/* A thread's worker decides with the thread's prover. */
+typedef struct thread_s {
+  const work_t *w;
+  taso_prover_t *prover;
+} thread_t;
+
+/* A query process's answer: the decision, or the error that stopped it. */
+typedef struct {
+  taso_decision_t d;
+  int32_t err;
+  char detail[480];
+} answer_t;
+
+/* Decides one row into *d. */
+static taso_err_t decide_row(const work_t *w, taso_prover_t *p, int64_t row, taso_decision_t *d) {
+  const taso_subst_t *r = &w->rows[row];
+  taso_verify_result_t res;
+  memset(d, 0, sizeof *d);
+  d->row = row;
+  if (r->src < 0 || r->src >= w->ngraphs || r->dst < 0 || r->dst >= w->ngraphs)
+    return taso_error(TASO_ERR_FORMAT, "candidate row %lld names a graph outside the set",
+                      (long long)row);
+  /* The seed depends on the row alone, not on who decides it. */
+  TASO_TRY(taso_prover_decide(p, w->inputs, &w->graphs[r->src], &w->graphs[r->dst],
+                              w->seed * 1000003ull + (uint64_t)row, &res));
+  d->verdict = res.verdict;
+  d->seconds = res.seconds;
+  memcpy(d->reason, res.reason, sizeof d->reason);
+  d->reason[TASO_REASON_LEN - 1] = '\0';
+  return TASO_OK;
+}
+
+/* In a query process: one row. After a query that hit Z3's memory cap the
+ * process retires: Z3's state after running out of memory is not trusted.
+ * Test hook: TASO_VERIFY_CRASH_ROW=N crashes the process deciding row N,
+ * as Z3 out of memory can. */
+static bool answer_row(void *ctx, const void *req, void *reply) {
+  const thread_t *th = ctx;
+  int64_t row;
+  memcpy(&row, req, sizeof row);
+  const char *crash = getenv("TASO_VERIFY_CRASH_ROW");
+  if (crash && *crash && strtoll(crash, NULL, 10) == row) raise(SIGSEGV);
+  answer_t *a = reply;
+  memset(a, 0, sizeof *a);
+  a->err = decide_row(th->w, th->prover, row, &a->d);
+  if (a->err != TASO_OK) snprintf(a->detail, sizeof a->detail, "%s", taso_error_detail());
+  return a->err != TASO_OK || strstr(a->d.reason, "memory limit") != NULL;
+}
+
+/* Decides rows todo[lo, hi) with the rank's threads, each row in its
+ * thread's query process (worker.h): a row whose process crashed (Z3 out
+ * of memory, or worse) or stopped answering is unknown, saying so, and the
+ * run goes on. Appends to *dec. */
 static taso_err_t decide_chunk(const work_t *w, const int64_t *todo, int64_t lo, int64_t hi,
                                taso_decision_t *dec) {
   taso_err_t err = TASO_OK;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t k = lo; k < hi; k++) {
     int64_t row = todo[k];
-    const taso_subst_t *r = &w->rows[row];
     taso_decision_t *d = &dec[k - lo];
-    taso_verify_result_t res;
-    taso_err_t e;
-    memset(d, 0, sizeof *d);
-    d->row = row;
-    if (r->src < 0 || r->src >= w->ngraphs || r->dst < 0 || r->dst >= w->ngraphs) {
-      e = taso_error(TASO_ERR_FORMAT, "candidate row %lld names a graph outside the set",
-                     (long long)row);
+    answer_t a;
+    char why[120];
+    double start = omp_get_wtime();
+    taso_err_t e = taso_worker_ask(&w->workers[omp_get_thread_num()], &row, &a, why, sizeof why);
+    if (e == TASO_OK && a.err == TASO_OK) {
+      *d = a.d;
+    } else if (e == TASO_ERR_LIB) { /* the process died or hung: this row's answer */
+      memset(d, 0, sizeof *d);
+      d->row = row;
+      d->verdict = TASO_VERDICT_UNKNOWN;
+      d->seconds = omp_get_wtime() - start;
+      snprintf(d->reason, sizeof d->reason, "Z3 failed: %s", why);
     } else {
-      /* The seed depends on the row alone, not on who decides it. */
-      e = taso_prover_decide(w->provers[omp_get_thread_num()], w->inputs, &w->graphs[r->src],
-                             &w->graphs[r->dst], w->seed * 1000003ull + (uint64_t)row, &res);
-    }
-    if (e == TASO_OK) {
-      d->verdict = res.verdict;
-      d->seconds = res.seconds;
-      memcpy(d->reason, res.reason, sizeof d->reason);
-      d->reason[TASO_REASON_LEN - 1] = '\0';
-    } else {
+      if (e == TASO_OK) e = taso_error((taso_err_t)a.err, "%s", a.detail);
 #pragma omp critical(taso_verify_error)
       if (err == TASO_OK) err = taso_error(e, "row %lld: %s", (long long)row, taso_error_detail());
     }
@@ -591,7 +642,32 @@ int main(int argc, char **argv) {
                 .rows = rows,
                 .seed = t.job.seed,
                 .provers = provers};
-    err = run(&t, &w, todo, ntodo, out, ndone, nrows);
+    /* A row is a few queries, each ended by its limits; a process that
+     * has not answered long after them is stuck. */
+    double patience = 60 + 20 * lim.timeout_s;
+    w.workers = calloc((size_t)nthreads, sizeof *w.workers);
+    w.threads = calloc((size_t)nthreads, sizeof *w.threads);
+    if (!w.workers || !w.threads) err = taso_error(TASO_ERR_NOMEM, "no memory for workers");
+    for (int i = 0; err == TASO_OK && i < nthreads; i++) {
+      w.threads[i] = (thread_t){.w = &w, .prover = provers[i]};
+      taso_worker_init(&w.workers[i], answer_row, &w.threads[i], sizeof(int64_t), sizeof(answer_t),
+                       patience);
+    }
+    err = taso_tool_agree(&t, err);
+    if (err == TASO_OK) err = run(&t, &w, todo, ntodo, out, ndone, nrows);
+    int restarts = 0;
+    for (int i = 0; w.workers && i < nthreads; i++) {
+      taso_worker_stop(&w.workers[i]);
+      restarts += w.workers[i].started > 1 ? w.workers[i].started - 1 : 0;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &restarts, 1, MPI_INT, MPI_SUM, t.comm);
+    if (restarts)
+      taso_tool_print(&t,
+                      "taso-verify: %d query process(es) started again after one died, hung "
+                      "or ran out of memory (those rows are unknown, saying why)\n",
+                      restarts);
+    free(w.workers);
+    free(w.threads);
   }
   if (err == TASO_OK && !complete) {
     final_t f = {.inputs = &inputs,
