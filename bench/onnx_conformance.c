@@ -8,7 +8,7 @@
  * The evaluation is one function (eval_fn_t): the reference evaluation of
  * the operator registry now; a runtime backend slots in beside it.
  *
- *   taso-conformance [--dir DIR] [--markdown FILE] [--verbose]
+ *   taso-conformance [--dir DIR] [--markdown FILE [--fresh]] [--verbose]
  * Exit status 1 when a runnable test fails or an imported operator has no
  * runnable test.
  */
@@ -21,6 +21,7 @@
 
 #include "eval.h"
 #include "onnx.h"
+#include "replace.h"
 #include "runtime.h"
 
 /* Runs m on its run-time inputs (model input order, weights excluded) and
@@ -381,7 +382,7 @@ static int uses(const char *path, const row_t *rows, int nrows, int *used) {
 
 int main(int argc, char **argv) {
   const char *dir = "/usr/share/libonnx-testdata/data/node", *md = NULL, *backend_name = "cpu";
-  int verbose = 0;
+  int verbose = 0, fresh = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--dir") && i + 1 < argc)
       dir = argv[++i];
@@ -391,12 +392,21 @@ int main(int argc, char **argv) {
       backend_name = argv[++i];
     else if (!strcmp(argv[i], "--verbose"))
       verbose = 1;
+    else if (!strcmp(argv[i], "--fresh"))
+      fresh = 1;
     else {
       fprintf(stderr,
-              "usage: %s [--dir DIR] [--backend reference|cpu|gpu] [--markdown FILE] [--verbose]\n",
+              "usage: %s [--dir DIR] [--backend reference|cpu|gpu] [--markdown FILE [--fresh]] "
+              "[--verbose]\n",
               argv[0]);
       return 2;
     }
+  }
+  /* the tools' rule (replace.h), before any work: an existing --markdown
+   * is replaced only with --fresh, and only if it is text */
+  if (md && taso_may_write("--markdown", md, TASO_FILE_TEXT, fresh, false) != TASO_OK) {
+    fprintf(stderr, "taso-conformance: error: %s\n", taso_error_detail());
+    return 2;
   }
   row_t rows[64];
   int nrows = 0;
@@ -453,9 +463,11 @@ int main(int argc, char **argv) {
       empty++;
     }
   if (md) {
-    FILE *f = fopen(md, "w");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", md);
+    FILE *f = fopen(tmp, "w");
     if (!f) {
-      perror(md);
+      perror(tmp);
       return 2;
     }
     print_table(f, rows, nrows, 1, dir, counted);
@@ -466,7 +478,12 @@ int main(int argc, char **argv) {
               backend->name, fallback_tests);
     fprintf(f, "\nIn all: %d tests, %d passed, %d failed, %d not runnable.\n", counted, passed,
             failed, counted - passed - failed);
-    fclose(f);
+    /* written beside, then renamed: a failed write leaves the old file */
+    if (fclose(f) != 0 || rename(tmp, md) != 0) {
+      perror(md);
+      remove(tmp);
+      return 2;
+    }
   }
   printf("%d tests: %d passed, %d failed, %d not runnable; %d operators without a runnable test\n",
          counted, passed, failed, counted - passed - failed, empty);

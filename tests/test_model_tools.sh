@@ -3,7 +3,8 @@
 # names, model .h5 files and .onnx files (checked by Debian's python3-onnx,
 # read back by h5py), taso-show on each form, and bad input: an unknown
 # model, a malformed model file, a truncated .h5, an output that is not
-# ours. Every failure must be one "NAME: error:" line naming the problem.
+# ours, an output naming an input (every model tool). Every failure must be
+# one "NAME: error:" line naming the problem.
 #
 # ctest provides TASO_SOURCE_DIR and TASO_BIN_DIR.
 set -u
@@ -98,7 +99,15 @@ run "$bin/taso-convert" squeezenet:size=64 "$tmp/keep.onnx"
 check "an output that is not ours is refused and kept" \
   eval 'failed_with taso-convert "keep.onnx holds" && [ "$(cat "$tmp/keep.onnx")" = "not mine" ]'
 run "$bin/taso-convert" --fresh squeezenet:size=64 "$tmp/keep.onnx"
-check "--fresh replaces it" succeeded
+check "--fresh does not replace a file of another kind (issue 32)" \
+  eval 'failed_with taso-convert "keep.onnx holds a text file, not an ONNX model: never replaced" &&
+  [ "$(cat "$tmp/keep.onnx")" = "not mine" ]'
+run "$bin/taso-convert" squeezenet:size=32 "$tmp/mine.onnx"
+run "$bin/taso-convert" nasrnn:hidden=64 "$tmp/mine.onnx"
+check "an existing model is replaced only with --fresh" \
+  eval 'failed_with taso-convert "mine.onnx exists (what looks like an ONNX model): not replacing it (--fresh replaces it)"'
+run "$bin/taso-convert" --fresh nasrnn:hidden=64 "$tmp/mine.onnx"
+check "--fresh replaces a model" succeeded
 run "$bin/taso-convert" resnet50 "$tmp/r.txt"
 check "an output that is neither .onnx nor .h5" failed_with taso-convert "must end in .onnx or .h5"
 printf 'not a protobuf' >"$tmp/bad.onnx"
@@ -112,6 +121,35 @@ run "$bin/taso-show" "$tmp/nope.model"
 check "a missing .model file is named" failed_with taso-show "nope.model"
 run "$bin/taso-show" "$src/tests/data/branches.model:blockz=2"
 check "an unknown parameter of a .model file" failed_with taso-show "branches.model: unknown parameter 'blockz'"
+
+# ---- no tool writes over its inputs (issue 32 item 4) -------------------------
+# One rule for every tool (src/core/replace.h): an output naming an input
+# is refused before any work (status 2), even with --fresh; the file is
+# left as it was.
+run "$bin/taso-convert" squeezenet:size=32 "$tmp/sq.h5"
+cp "$tmp/sq.h5" "$tmp/sq-copy.h5"
+kept() { cmp -s "$tmp/sq.h5" "$tmp/sq-copy.h5"; }
+run "$bin/taso-select" --model "$tmp/sq.h5" --out "$tmp/sq.h5" --estimate-costs --runs 0 --no-check
+check "taso-select --out naming --model" eval 'failed_with taso-select "name one file" && kept'
+printf "[measure]\nlock_dir = %s/locks\n" "$tmp" >"$tmp/m.ini"
+run "$bin/taso-measure" --job "$tmp/m.ini" --model "$tmp/sq.h5" --db "$tmp/sq.h5" --fresh
+check "taso-measure --db naming --model, even with --fresh" \
+  eval '[ "$rc" -eq 2 ] && failed_with taso-measure "name one file" && kept'
+run "$bin/taso-rules" --in "$tmp/sq.h5" --out "$tmp/sq.h5" --fresh
+check "taso-rules --out naming one of --in" eval 'failed_with taso-rules "name one file" && kept'
+run "$bin/taso-measure" --job "$tmp/m.ini" --model squeezenet:size=32 --db "$tmp/sq.h5" --fresh
+check "taso-measure will not turn a model into a cost database, even with --fresh" \
+  eval 'failed_with taso-measure "sq.h5 holds a taso-model artifact, not a taso-costs artifact: never replaced" && kept'
+run "$bin/taso-convert" nasrnn:hidden=64 "$tmp/sq.h5"
+check "taso-convert replaces an existing model only with --fresh" \
+  eval 'failed_with taso-convert "sq.h5 exists (a taso-model artifact): not replacing it" && kept'
+if [ -d /usr/share/libonnx-testdata/data/node ]; then
+  cp "$tmp/mine.onnx" "$tmp/mine-copy.onnx"
+  run "$bin/taso-conformance" --dir "$tmp" --markdown "$tmp/mine.onnx" --fresh
+  check "taso-conformance --markdown will not write over an ONNX model" \
+    eval '[ "$rc" -eq 2 ] && grep -q "mine.onnx holds what looks like an ONNX model, not a text file" "$tmp/err" &&
+    cmp -s "$tmp/mine.onnx" "$tmp/mine-copy.onnx"'
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

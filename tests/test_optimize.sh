@@ -150,7 +150,7 @@ done
 echo "notes" >"$tmp/notes.onnx"
 run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/substitutions.h5" \
   --estimate-costs --confirm-runs 0 --threads 1 --out "$tmp/n.opt.h5" --onnx "$tmp/notes.onnx"
-expect "an existing --onnx file without --fresh is refused" 2
+expect "an existing --onnx file without --fresh is refused" 1
 [ "$(cat "$tmp/notes.onnx")" = notes ] && [ ! -e "$tmp/n.opt.h5" ] &&
   echo "ok: the existing file untouched, nothing written" ||
   { echo "FAIL: an existing --onnx file was replaced without --fresh"; fail=1; }

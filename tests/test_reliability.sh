@@ -139,7 +139,7 @@ printf 'notes that matter\n' >"$tmp/notes.txt"
 cp "$tmp/notes.txt" "$tmp/keep/"
 mpi "$bin/taso-verify" --in "$tmp/c.h5" --out "$tmp/notes.txt"
 check "verify will not turn a text file into HDF5" eval \
-  'failed_with taso-verify "notes.txt holds something other than a taso-substitutions artifact" &&
+  'failed_with taso-verify "notes.txt holds a text file, not HDF5, not a taso-substitutions artifact: never replaced" &&
    same "$tmp/notes.txt" "$tmp/keep/notes.txt"'
 mpi "$bin/taso-validate" --sizes 1,2 --no-redundancy --out "$tmp/v.h5"
 check "validate will not replace a complete file of another plan" eval \
@@ -159,8 +159,12 @@ mpi "$bin/taso-validate" --sizes 1,2 --no-redundancy --out "$tmp/v2.h5" --fresh
 check "--fresh replaces another plan's file" eval 'succeeded && out_has "^taso-validate: 56250 combinations"'
 cp "$tmp/s.h5" "$tmp/s2.h5"
 mpi "$bin/taso-generate" --job "$job" --out "$tmp/s2.h5" --fresh
-check "--fresh replaces another kind of file" eval \
-  'succeeded && timeout $limit "$bin/taso-show" "$tmp/s2.h5" | grep -q ": taso-candidates$"'
+check "--fresh does not replace another kind of file (issue 32)" eval \
+  'failed_with taso-generate "s2.h5 holds a taso-substitutions artifact, not a taso-candidates artifact: never replaced, even with --fresh" &&
+   same "$tmp/s2.h5" "$tmp/s.h5"'
+mpi "$bin/taso-verify" --in "$tmp/c.h5" --out "$tmp/notes.txt" --fresh
+check "--fresh does not turn a text file into HDF5" eval \
+  'failed_with taso-verify "notes.txt holds a text file" && same "$tmp/notes.txt" "$tmp/keep/notes.txt"'
 
 # ---- one run per --out: the lock (item 1) ------------------------------------
 

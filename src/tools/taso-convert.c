@@ -9,6 +9,7 @@
 
 #include "model.h"
 #include "onnx.h"
+#include "replace.h"
 #include "tool.h"
 
 static bool list;
@@ -18,7 +19,8 @@ static const taso_tool_flag_t flags[] = {
     {0},
 };
 
-static const taso_tool_spec_t spec = {
+static taso_tool_spec_t spec = {
+    /* out_kind follows OUT's ending */
     .name = "taso-convert",
     .about = "Converts a model between its forms: a built-in name (resnet50, or with\n"
              "parameters: inception_v3:batch=1), an .onnx file and a model .h5 file\n"
@@ -28,7 +30,8 @@ static const taso_tool_spec_t spec = {
     .in_help = "the model: built-in name, .onnx or .h5",
     .out_help = "the file to write: .onnx or .h5",
     .out_kind = TASO_KIND_MODEL,
-    .fresh_help = "replace OUT whatever it holds",
+    .fresh_help = "replace an existing OUT (only a file of the kind written)",
+    .replace_needs_fresh = true,
     .in_positional = true,
     .out_positional = true,
     .in_optional = true,
@@ -51,8 +54,6 @@ static taso_err_t print_list(void) {
 
 static taso_err_t convert(taso_tool_t *t) {
   const char *out = t->out_path;
-  if (!ends_with(out, ".onnx") && !ends_with(out, ".h5"))
-    return taso_error(TASO_ERR_ARG, "%s: the output must end in .onnx or .h5", out);
   taso_model_t m;
   taso_err_t err = taso_model_load(t->in_path, &m);
   if (err != TASO_OK) return err;
@@ -84,6 +85,9 @@ int main(int argc, char **argv) {
   if (list) return taso_tool_finish(&t, print_list());
   if (!t.in_path || !t.out_path)
     taso_tool_usage_error(&t, "give IN and OUT, or --list (see taso-convert --help)");
+  if (!ends_with(t.out_path, ".onnx") && !ends_with(t.out_path, ".h5"))
+    taso_tool_usage_error(&t, "%s: the output must end in .onnx or .h5", t.out_path);
+  if (ends_with(t.out_path, ".onnx")) spec.out_kind = TASO_FILE_ONNX;
   taso_err_t err = TASO_OK;
   TASO_TOOL_STEP(&t, err, taso_tool_claim_output(&t));
   if (err == TASO_OK) err = convert(&t);

@@ -201,40 +201,6 @@ static void settings_of_job(taso_tool_t *t, settings_t *s) {
   s->depth = expand ? atoi(depth_text) : 0;
 }
 
-/* Rank 0, before any work: the database may be written and replaced. It is
- * shared by concurrent jobs, so it is not claimed for the run as other
- * tools' outputs are: its lock is taken for each merge only. */
-static taso_err_t check_db(const taso_tool_t *t) {
-  struct stat st;
-  char dir[4096], *kind = NULL;
-  taso_path_folder(db_path, dir, sizeof dir);
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-    return taso_error(TASO_ERR_IO, "%s: the output folder %s: %s", db_path, dir,
-                      stat(dir, &st) != 0 ? strerror(errno) : "not a folder");
-  if (access(dir, W_OK | X_OK) != 0)
-    return taso_error(TASO_ERR_IO, "%s: cannot write in the output folder %s: %s", db_path, dir,
-                      strerror(errno));
-  if (stat(db_path, &st) != 0) return TASO_OK;
-  if (S_ISDIR(st.st_mode)) return taso_error(TASO_ERR_IO, "%s: is a folder", db_path);
-  struct stat job;
-  if (stat(t->job_path, &job) == 0 && job.st_dev == st.st_dev && job.st_ino == st.st_ino)
-    return taso_error(TASO_ERR_ARG, "%s: is this run's job file (--job), not a database", db_path);
-  if (t->fresh) return TASO_OK;
-  taso_err_t err = taso_artifact_identify(db_path, &kind);
-  if (err != TASO_OK) {
-    char what[512];
-    const char *d = taso_error_detail();
-    size_t n = strlen(db_path);
-    snprintf(what, sizeof what, "%s", strncmp(d, db_path, n) == 0 && d[n] == ':' ? d + n + 2 : d);
-    return taso_tool_refuse(t, db_path, "something other than a %s artifact (%s)", TASO_KIND_COSTS,
-                            what);
-  }
-  if (strcmp(kind, TASO_KIND_COSTS) != 0)
-    err = taso_tool_refuse(t, db_path, "a %s artifact, not a %s one", kind, TASO_KIND_COSTS);
-  free(kind);
-  return err;
-}
-
 /* ---- configurations -------------------------------------------------------------- */
 
 typedef struct {
@@ -1251,7 +1217,19 @@ int main(int argc, char **argv) {
     settings_of_job(&t, &s);
     taso_tool_note_defaults(&t, "measure", (const char *const[]){"models", NULL});
   }
-  TASO_TOOL_STEP(&t, err, t.rank == 0 ? check_db(&t) : TASO_OK);
+  /* Before any work: replace.h's rule. The database is read and grown
+   * (a file of another kind never replaced, not even with --fresh); it is
+   * shared by concurrent jobs, so it is not claimed for the run as other
+   * tools' outputs are: its lock is taken for each merge only. */
+  if (err == TASO_OK) {
+    taso_tool_file_t files[MAX_MODELS + 4] = {
+        taso_tool_updated("--db", db_path, TASO_KIND_COSTS), taso_tool_input("--job", t.job_path),
+        taso_tool_input("--substitutions", subst_path), taso_tool_input("--library", library_path)};
+    int n = 4;
+    for (int i = 0; i < s.nmodels; i++)
+      files[n++] = taso_tool_input("--model", s.models[i]);
+    taso_tool_check_files(&t, files, n);
+  }
   if (library_path) TASO_TOOL_STEP(&t, err, taso_library_load(library_path, &s.lib));
   int64_t proved = 0, graphs = 0, added = 0;
   if (s.depth > 0) TASO_TOOL_STEP(&t, err, taso_rules_load(t.comm, subst_path, &s.rules, &proved));
@@ -1289,7 +1267,7 @@ int main(int argc, char **argv) {
   /* What the database holds for this device already is reused. */
   if (err == TASO_OK && t.rank == 0) {
     err = taso_costdb_read(db_path, true, &r.known);
-    if (err != TASO_OK && t.fresh) err = TASO_OK; /* a foreign file that --fresh replaces */
+    if (err != TASO_OK && t.fresh) err = TASO_OK; /* a file cut short that --fresh replaces */
     int64_t m = 0;
     for (int64_t i = 0; err == TASO_OK && i < all.n; i++)
       if (t.fresh || !taso_costdb_find(&r.known, identity, all.v[i].key)) all.v[m++] = all.v[i];

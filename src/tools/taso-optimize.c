@@ -29,6 +29,7 @@
 #include "guard_cache.h"
 #include "model.h"
 #include "onnx.h"
+#include "replace.h"
 #include "search.h"
 #include "select.h"
 #include "tool.h"
@@ -173,7 +174,8 @@ static const taso_tool_spec_t spec = {
     .job_help = "job file: the [optimize] settings",
     .out_help = "the optimized model (.h5, kind taso-model; required)",
     .out_kind = TASO_KIND_MODEL,
-    .fresh_help = "replace OUT whatever it holds",
+    .fresh_help = "replace an existing OUT (only a file of the kind written)",
+    .replace_needs_fresh = true,
     .threads = true,
     .single_rank = false, /* the parallel search; the baseline refuses more ranks */
     .flags = flags,
@@ -211,29 +213,27 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
     taso_tool_usage_error(t, "--tf32: a cost database holds FP32 figures; it takes no --costs");
   /* No output names another file argument (issue 32): --guard-cache or a
    * recorded --costs naming --out made the run wait on its own lock. */
-  enum { MAX_SUBST = 16 };
+  enum { MAX_SUBST = 16, FIXED = 9 };
   char subst[MAX_SUBST][1024];
-  taso_tool_file_t in[5 + MAX_SUBST] = {{"--model", model_spec},
-                                        {"--job", t->job_path},
-                                        {"--rule-usage", usage_path},
-                                        {"--select", select_path},
-                                        {"--costs", costs_record ? NULL : costs_path}};
-  int nin = 5;
-  for (const char *p = subst_path; p && *p && nin < 5 + MAX_SUBST; nin++) {
-    size_t n = strcspn(p, ",");
-    char *one = subst[nin - 5];
-    snprintf(one, sizeof subst[0], "%.*s", (int)n, p);
-    in[nin] = (taso_tool_file_t){"--substitutions", one};
-    p += n + (p[n] == ',');
+  taso_tool_file_t files[FIXED + MAX_SUBST] = {
+      taso_tool_output("--out", t->out_path, TASO_KIND_MODEL),
+      taso_tool_output("--onnx", onnx_path, TASO_FILE_ONNX),
+      taso_tool_updated("--guard-cache", guard_cache_path, TASO_KIND_GUARD_VERDICTS),
+      taso_tool_updated("--costs", costs_record ? costs_path : NULL, TASO_KIND_COSTS),
+      taso_tool_input("--model", model_spec),
+      taso_tool_input("--job", t->job_path),
+      taso_tool_input("--rule-usage", usage_path),
+      taso_tool_input("--select", select_path),
+      taso_tool_input("--costs", costs_record ? NULL : costs_path)};
+  int n = FIXED;
+  for (const char *p = subst_path; p && *p && n < FIXED + MAX_SUBST; n++) {
+    size_t len = strcspn(p, ",");
+    char *one = subst[n - FIXED];
+    snprintf(one, sizeof subst[0], "%.*s", (int)len, p);
+    files[n] = taso_tool_input("--substitutions", one);
+    p += len + (p[len] == ',');
   }
-  const taso_tool_file_t out[] = {{"--out", t->out_path},
-                                  {"--onnx", onnx_path},
-                                  {"--guard-cache", guard_cache_path},
-                                  {"--costs", costs_record ? costs_path : NULL}};
-  taso_tool_distinct_files(t, out, 4, in, nin);
-  /* --onnx is replaced only with --fresh, as --out is (issue 32) */
-  if (onnx_path && !t->fresh && access(onnx_path, F_OK) == 0)
-    taso_tool_usage_error(t, "--onnx %s exists: not replacing it (--fresh replaces it)", onnx_path);
+  taso_tool_check_files(t, files, n);
   s->search.alpha = t->have_job ? t->job.alpha : 1.05;
   s->search.budget = t->have_job ? t->job.budget : 1000;
   s->search.time_limit = t->have_job ? t->job.optimize_time_limit : 600;

@@ -37,7 +37,8 @@ static const taso_tool_spec_t spec = {
     .in_help = "models written by taso-optimize, comma-separated",
     .out_help = "the rule-usage file to write",
     .out_kind = TASO_KIND_RULE_USAGE,
-    .fresh_help = "replace OUT whatever it holds",
+    .fresh_help = "replace an existing OUT (only a file of the kind written)",
+    .replace_needs_fresh = true,
     .in_optional = true,
     .single_rank = true,
     .options = options,
@@ -110,6 +111,18 @@ int main(int argc, char **argv) {
   taso_err_t err = TASO_OK;
   if (t.in_path) {
     if (!t.out_path) taso_tool_usage_error(&t, "--in needs --out (see taso-rules --help)");
+    /* --in is a list: --out may name none of its files */
+    enum { MAX_IN = 256 };
+    static char names[MAX_IN][1024];
+    taso_tool_file_t files[MAX_IN + 1] = {taso_tool_output("--out", t.out_path, spec.out_kind)};
+    int n = 1;
+    for (const char *p = t.in_path; *p && n <= MAX_IN; n++) {
+      size_t len = strcspn(p, ",");
+      snprintf(names[n - 1], sizeof names[0], "%.*s", (int)len, p);
+      files[n] = taso_tool_input("--in", names[n - 1]);
+      p += len + (p[len] == ',');
+    }
+    taso_tool_check_files(&t, files, n);
     TASO_TOOL_STEP(&t, err, taso_tool_claim_output(&t));
     if (err == TASO_OK) err = build(&t);
   } else if (model_spec) {

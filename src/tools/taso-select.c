@@ -78,7 +78,8 @@ static const taso_tool_spec_t spec = {
              "one are timed end to end, alternated run by run.\n",
     .out_help = "the model with its call plan (.h5, kind taso-model; required)",
     .out_kind = TASO_KIND_MODEL,
-    .fresh_help = "replace OUT whatever it holds",
+    .fresh_help = "replace an existing OUT (only a file of the kind written)",
+    .replace_needs_fresh = true,
     .threads = true,
     .single_rank = true,
     .flags = flags,
@@ -389,6 +390,11 @@ int main(int argc, char **argv) {
   if (!r.be || strcmp(backend_name, "reference") == 0)
     taso_tool_usage_error(&t, "--backend: expected cpu%s, got '%s'",
                           taso_backend_find("gpu") ? " or gpu" : "", backend_name);
+  const taso_tool_file_t files[] = {
+      taso_tool_output("--out", t.out_path, TASO_KIND_MODEL),
+      taso_tool_input("--model", model_spec), taso_tool_input("--library", library_path),
+      taso_tool_input("--costs", costs_path), taso_tool_input("--job", t.job_path)};
+  taso_tool_check_files(&t, files, 5);
   TASO_TOOL_STEP(&t, err, taso_tool_claim_output(&t));
   if (err == TASO_OK) err = taso_tool_agree(&t, run(&t, &r));
   taso_cost_cache_free(r.costs);

@@ -22,6 +22,7 @@
 #include <omp.h>
 
 #include "collective.h"
+#include "replace.h"
 #include "shard.h"
 #include "version.h"
 
@@ -65,15 +66,29 @@ static void report(const taso_tool_t *t, const char *level, const char *fmt, va_
 
 static void release_output(taso_tool_t *t, bool remove_tmp);
 
-void taso_tool_usage_error(taso_tool_t *t, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
+/* Ends the run before any work, on every rank, with one error line. */
+static void end_now(taso_tool_t *t, int status, const char *fmt, va_list ap)
+    __attribute__((noreturn));
+static void end_now(taso_tool_t *t, int status, const char *fmt, va_list ap) {
   report(t, "error", fmt, ap);
-  va_end(ap);
   release_output(t, false);
   taso_set_fatal_hook(NULL);
   MPI_Finalize();
-  exit(TASO_EXIT_USAGE);
+  exit(status);
+}
+
+void taso_tool_usage_error(taso_tool_t *t, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  end_now(t, TASO_EXIT_USAGE, fmt, ap);
+}
+
+static void fail_now(taso_tool_t *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+static void fail_now(taso_tool_t *t, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  end_now(t, TASO_EXIT_FAILED, fmt, ap);
 }
 
 static void print_option(const char *option, const char *help, const char *def) {
@@ -358,20 +373,6 @@ static char *beside(const char *path, const char *suffix) {
 }
 
 /* The folder of path exists and this process may create files in it. */
-static taso_err_t check_folder(const char *path) {
-  char dir[4096];
-  struct stat st;
-  taso_path_folder(path, dir, sizeof dir);
-  if (stat(dir, &st) != 0)
-    return taso_error(TASO_ERR_IO, "%s: the output folder %s: %s", path, dir, strerror(errno));
-  if (!S_ISDIR(st.st_mode))
-    return taso_error(TASO_ERR_IO, "%s: the output folder %s is not a folder", path, dir);
-  if (access(dir, W_OK | X_OK) != 0)
-    return taso_error(TASO_ERR_IO, "%s: cannot write in the output folder %s: %s", path, dir,
-                      strerror(errno));
-  return TASO_OK;
-}
-
 /* What the holder of a lock wrote into it: "host H, pid P, since T". */
 static void lock_holder(int fd, char *buf, size_t len) {
   ssize_t n = pread(fd, buf, len - 1, 0);
@@ -430,12 +431,11 @@ static taso_err_t take_lock(taso_tool_t *t) {
 
 /* Rank 0: what the checks of taso_tool_claim_output find. */
 static taso_err_t claim(taso_tool_t *t) {
-  const char *out = t->out_path, *kind = t->spec->out_kind;
+  const char *out = t->out_path;
   struct stat st;
-  char *found = NULL;
-  TASO_TRY(check_folder(out));
-  bool exists = stat(out, &st) == 0;
-  if (exists && S_ISDIR(st.st_mode)) return taso_error(TASO_ERR_IO, "%s: is a folder", out);
+  TASO_TRY(taso_output_folder_ok(out));
+  if (stat(out, &st) == 0 && S_ISDIR(st.st_mode))
+    return taso_error(TASO_ERR_IO, "%s: is a folder", out);
   if (same_file(out, t->in_path))
     return taso_error(TASO_ERR_ARG, "%s: is this run's input (--in), not an output to replace",
                       out);
@@ -443,22 +443,9 @@ static taso_err_t claim(taso_tool_t *t) {
     return taso_error(TASO_ERR_ARG, "%s: is this run's job file (--job), not an output to replace",
                       out);
   TASO_TRY(take_lock(t));
-  if (!exists || t->fresh) return TASO_OK;
-  if (!S_ISREG(st.st_mode)) return taso_tool_refuse(t, out, "something other than a regular file");
-  taso_err_t err = taso_artifact_identify(out, &found);
-  if (err != TASO_OK) {
-    /* The detail starts with the path: "x.h5: not a readable HDF5 file". */
-    const char *what = taso_error_detail();
-    size_t n = strlen(out);
-    if (strncmp(what, out, n) == 0 && what[n] == ':') what += n + 2;
-    char copy[512];
-    snprintf(copy, sizeof copy, "%s", what);
-    return taso_tool_refuse(t, out, "something other than a %s artifact (%s)", kind, copy);
-  }
-  if (strcmp(found, kind) != 0)
-    err = taso_tool_refuse(t, out, "a %s artifact, not a %s one", found, kind);
-  free(found);
-  return err;
+  /* replace.h's rule; a stage judges a file of its own kind itself (the
+   * same plan is resumed, another refused) */
+  return taso_may_write("--out", out, t->spec->out_kind, t->fresh, !t->spec->replace_needs_fresh);
 }
 
 taso_err_t taso_tool_claim_output(taso_tool_t *t) {
@@ -770,19 +757,37 @@ bool taso_tool_same_file(const char *a, const char *b) {
   return strcmp(pa, pb) == 0;
 }
 
-void taso_tool_distinct_files(taso_tool_t *t, const taso_tool_file_t *outputs, int nout,
-                              const taso_tool_file_t *inputs, int nin) {
-  for (int i = 0; i < nout; i++) {
-    const taso_tool_file_t *o = &outputs[i];
-    if (!o->path) continue;
-    for (int j = 0; j < nout + nin; j++) {
-      const taso_tool_file_t *x = j < nout ? &outputs[j] : &inputs[j - nout];
-      if (j == i || (j < nout && j < i) || !x->path || !taso_tool_same_file(o->path, x->path))
-        continue;
-      taso_tool_usage_error(t, "%s %s and %s %s name one file: %s", o->option, o->path, x->option,
-                            x->path,
-                            j < nout ? "two outputs would take its lock twice"
-                                     : "an output may not replace an input");
+void taso_tool_check_files(taso_tool_t *t, const taso_tool_file_t *files, int n) {
+  char msg[1024] = "";
+  int usage = 1; /* arguments that conflict: 2; a file that may not be written: 1 */
+  if (t->rank == 0) {
+    for (int i = 0; i < n && !msg[0]; i++) {
+      const taso_tool_file_t *o = &files[i];
+      if (!o->path || !o->kind) continue; /* not given, or an input */
+      for (int j = 0; j < n && !msg[0]; j++) {
+        const taso_tool_file_t *x = &files[j];
+        /* two outputs are compared once */
+        if (j == i || (x->kind && j < i) || !x->path || !taso_tool_same_file(o->path, x->path))
+          continue;
+        snprintf(msg, sizeof msg, "%s %s and %s %s name one file: %s", o->option, o->path,
+                 x->option, x->path,
+                 x->kind ? "two outputs would take its lock twice"
+                         : "an output may not replace an input");
+      }
+    }
+    /* --out is taso_tool_claim_output's to check, with its lock */
+    for (int i = 0; i < n && !msg[0]; i++) {
+      const taso_tool_file_t *o = &files[i];
+      if (!o->path || !o->kind || o->path == t->out_path) continue;
+      if (taso_may_write(o->option, o->path, o->kind, t->fresh, o->updates) != TASO_OK) {
+        snprintf(msg, sizeof msg, "%s", taso_error_detail());
+        usage = 0;
+      }
     }
   }
+  /* rank 0 decides: on a cluster another node may see other files */
+  MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, 0, t->comm);
+  MPI_Bcast(&usage, 1, MPI_INT, 0, t->comm);
+  if (msg[0] && usage) taso_tool_usage_error(t, "%s", msg);
+  if (msg[0]) fail_now(t, "%s", msg);
 }

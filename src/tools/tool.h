@@ -57,6 +57,8 @@ typedef struct {
   bool in_optional;                  /* the tool may run without an input (taso-convert --list) */
   bool threads;                      /* takes --threads N */
   bool single_rank;                  /* refuses to run on more than one rank */
+  bool replace_needs_fresh;          /* an existing --out of its kind is replaced only with
+                                        --fresh (a stage that resumes judges its own) */
   const taso_tool_flag_t *flags;     /* tool-specific switches, ended by {0}; may be NULL */
   const taso_tool_option_t *options; /* options with a value, ended by {0}; may be NULL */
 } taso_tool_spec_t;
@@ -132,11 +134,12 @@ taso_err_t taso_tool_close(taso_tool_t *t, taso_artifact_t **a, taso_err_t err);
 /* Collective; to be called before any work. Checks that --out can be
  * written and may be replaced, and locks it for this run: its folder
  * exists and is writable; OUT is not a folder, not one of this run's
- * inputs (--in, --job; never, even with --fresh), and, unless --fresh, it
- * is absent or an artifact of the tool's kind (another plan's results are
- * the stage's own check, taso_tool_refuse); no other run holds OUT.lock
- * (an advisory flock(): a lock whose process has died is free). The lock
- * is released by taso_tool_finish. */
+ * inputs (--in, --job; never, even with --fresh); an existing OUT follows
+ * replace.h's rule (replaced only with --fresh and only if of the tool's
+ * kind; without --fresh a stage judges a file of its kind itself: another
+ * plan's results are refused, taso_tool_refuse); no other run holds
+ * OUT.lock (an advisory flock(): a lock whose process has died is free).
+ * The lock is released by taso_tool_finish. */
 taso_err_t taso_tool_claim_output(taso_tool_t *t);
 
 /* The error of a stage that will not replace path because of what it
@@ -181,18 +184,39 @@ void taso_tool_usage_error(taso_tool_t *t, const char *fmt, ...)
  * compared as given), so that an output about to be made is caught too. */
 bool taso_tool_same_file(const char *a, const char *b);
 
-/* A tool's file argument: its option ("--out") and path (NULL: not given). */
+/* A tool's file argument: its option ("--out"), its path (NULL: not
+ * given) and, for an output, the kind it writes (TASO_KIND_...,
+ * TASO_FILE_ONNX, TASO_FILE_TEXT of replace.h); NULL for an input. */
 typedef struct {
   const char *option;
   const char *path;
+  const char *kind;
+  bool updates; /* an output read and updated (a cache, a cost database): an existing
+                   file of its kind is kept and grown, --fresh or not */
 } taso_tool_file_t;
 
-/* Refuses (a usage error, before any work) an output that names another
- * output or any input: two runs of one tool on one file would take its
- * lock twice and wait on themselves, or a tool would replace what it
- * reads. Every rank must call it. */
-void taso_tool_distinct_files(taso_tool_t *t, const taso_tool_file_t *outputs, int nout,
-                              const taso_tool_file_t *inputs, int nin);
+static inline taso_tool_file_t taso_tool_input(const char *option, const char *path) {
+  return (taso_tool_file_t){option, path, NULL, false};
+}
+static inline taso_tool_file_t taso_tool_output(const char *option, const char *path,
+                                                const char *kind) {
+  return (taso_tool_file_t){option, path, kind, false};
+}
+static inline taso_tool_file_t taso_tool_updated(const char *option, const char *path,
+                                                 const char *kind) {
+  return (taso_tool_file_t){option, path, kind, true};
+}
+
+/* Every rank, before any work: replace.h's rule over a tool's file
+ * arguments, as rank 0 finds it. No output names another output or any
+ * input (two runs of one tool on one file would take its lock twice and
+ * wait on themselves, or a tool would replace what it reads), and each
+ * output but --out (taso_tool_claim_output's, with its lock) may be
+ * written (taso_may_write: an existing file only with --fresh, and only
+ * of its kind). Otherwise the run ends at once naming the file: status 2
+ * for arguments that name one file, 1 for a file that may not be written
+ * (as taso_tool_claim_output's refusals). */
+void taso_tool_check_files(taso_tool_t *t, const taso_tool_file_t *files, int n);
 
 /* Notes in t->defaults the keys of job section that the job file leaves
  * at their defaults (except those in skip, set on the command line), so
