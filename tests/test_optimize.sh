@@ -154,7 +154,19 @@ expect "an existing --onnx file without --fresh is refused" 1
 [ "$(cat "$tmp/notes.onnx")" = notes ] && [ ! -e "$tmp/n.opt.h5" ] &&
   echo "ok: the existing file untouched, nothing written" ||
   { echo "FAIL: an existing --onnx file was replaced without --fresh"; fail=1; }
-[ ! -e "$tmp/g.opt.h5" ] && cmp -s "$tmp/substitutions.h5" "$tmp/subs-copy.h5" &&
+# every path is checked before the search (issue 32 item 7)
+run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/substitutions.h5" \
+  --confirm-runs 0 --threads 1 --out "$tmp/gc.opt.h5" --guard-cache "$tmp/new.h5" \
+  --costs "$tmp/new.h5" --record-costs
+expect "one new file as --guard-cache and a recorded --costs" 2
+grep -q "name one file" "$tmp/err" || { echo "FAIL: no 'name one file'"; show; fail=1; }
+run "$bin/taso-optimize" --model squeezenet:size=32 --substitutions "$tmp/substitutions.h5" \
+  --estimate-costs --confirm-runs 0 --threads 1 --out "$tmp/m.opt.h5" --onnx "$tmp/missing/x.onnx"
+expect "an --onnx in a missing folder is refused before the search" 1
+grep -q "missing/x.onnx: the output folder" "$tmp/err" && ! grep -q "explored" "$tmp/out" &&
+  echo "ok: named, and no search ran" || { echo "FAIL: --onnx in a missing folder"; show; fail=1; }
+[ ! -e "$tmp/g.opt.h5" ] && [ ! -e "$tmp/gc.opt.h5" ] && [ ! -e "$tmp/new.h5" ] &&
+  cmp -s "$tmp/substitutions.h5" "$tmp/subs-copy.h5" &&
   echo "ok: nothing written, the substitutions untouched" ||
   { echo "FAIL: a refused run wrote something"; fail=1; }
 
