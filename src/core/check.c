@@ -35,6 +35,23 @@ taso_err_t taso_error(taso_err_t err, const char *fmt, ...) {
   return err;
 }
 
+taso_err_t taso_error_nomem(double bytes, const char *fmt, ...) {
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  double v = bytes;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    u++;
+  }
+  return taso_error(TASO_ERR_NOMEM, "no memory for %s: %.*f %s asked for", what, u ? 1 : 0, v,
+                    units[u]);
+}
+
 taso_err_t taso_error_prefix(taso_err_t err, const char *fmt, ...) {
   char old[sizeof detail];
   char prefix[512];

@@ -35,6 +35,10 @@ const char *taso_strerror(taso_err_t err);
 /* Records a detail message for the calling thread and returns err. */
 taso_err_t taso_error(taso_err_t err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* TASO_ERR_NOMEM saying what and how much: "no memory for input 'data':
+ * 111.8 GiB asked for". */
+taso_err_t taso_error_nomem(double bytes, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Prefixes the current detail with more context ("job.ini:3: ..."). */
 taso_err_t taso_error_prefix(taso_err_t err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

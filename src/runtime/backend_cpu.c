@@ -118,7 +118,8 @@ static taso_err_t cpu_alloc(taso_rt_ctx_t *ctx, int64_t count, void **buf) {
   /* 64-byte alignment: whole cache lines, as oneDNN's own buffers */
   size_t bytes = ((sizeof(float) * (size_t)(count > 0 ? count : 1)) + 63) & ~(size_t)63;
   *buf = aligned_alloc(64, bytes);
-  return *buf ? TASO_OK : taso_error(TASO_ERR_NOMEM, "buffer of %lld floats", (long long)count);
+  return *buf ? TASO_OK
+              : taso_error_nomem((double)bytes, "a buffer of %lld floats", (long long)count);
 }
 
 static void cpu_release(taso_rt_ctx_t *ctx, void *buf) {

@@ -39,7 +39,8 @@ static void ref_close(taso_rt_ctx_t *ctx) {
 static taso_err_t ref_alloc(taso_rt_ctx_t *ctx, int64_t count, void **buf) {
   (void)ctx;
   *buf = malloc(sizeof(float) * (size_t)(count > 0 ? count : 1));
-  return *buf ? TASO_OK : taso_error(TASO_ERR_NOMEM, "buffer of %lld floats", (long long)count);
+  return *buf ? TASO_OK
+              : taso_error_nomem(4.0 * (double)count, "a buffer of %lld floats", (long long)count);
 }
 
 static void ref_release(taso_rt_ctx_t *ctx, void *buf) {

@@ -36,7 +36,7 @@ static taso_err_t make_buffers(taso_model_t *view, buffers_t *b) {
     if (view->is_weight[i]) continue;
     int64_t n = taso_tensor_size(&view->inputs.v[i].type);
     if (!(b->in[b->nin] = malloc(sizeof(float) * (size_t)(n ? n : 1))))
-      return taso_error(TASO_ERR_NOMEM, "input '%s'", view->names[i]);
+      return taso_error_nomem(4.0 * (double)n, "input '%s'", view->names[i]);
     taso_model_random_input(view, i, view->seed, b->in[b->nin++]);
   }
   for (int o = 0; o < view->graph.noutputs; o++, b->nout++) {

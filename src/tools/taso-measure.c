@@ -1030,7 +1030,7 @@ static taso_err_t make_inputs(taso_model_t *m, float ***inputs) {
     if (m->is_weight[i]) continue;
     int64_t n = taso_tensor_size(&m->inputs.v[i].type);
     float *x = (*inputs)[k++] = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    if (!x) return taso_error(TASO_ERR_NOMEM, "input '%s'", m->names[i]);
+    if (!x) return taso_error_nomem(4.0 * (double)n, "input '%s'", m->names[i]);
     taso_model_random_input(m, i, 1, x);
   }
   return TASO_OK;

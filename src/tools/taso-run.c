@@ -208,7 +208,7 @@ static taso_err_t make_inputs(loaded_t *l, uint64_t seed) {
     if (m->is_weight[i]) continue;
     int64_t n = taso_tensor_size(&m->inputs.v[i].type);
     float *x = l->inputs[l->nin++] = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    if (!x) return taso_error(TASO_ERR_NOMEM, "input '%s'", m->names[i]);
+    if (!x) return taso_error_nomem(4.0 * (double)n, "input '%s'", m->names[i]);
     if (inputs_dir)
       TASO_TRY(read_tensor(inputs_dir, m->names[i], "input", l->nin - 1, x, n));
     else

@@ -141,14 +141,16 @@ static taso_err_t outputs_of(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_
   taso_err_t err = in && *out ? TASO_OK : taso_error(TASO_ERR_NOMEM, "inputs");
   for (int i = 0, k = 0; i < m->inputs.n && err == TASO_OK; i++) {
     if (m->is_weight[i]) continue;
-    if (!(in[k] = malloc(sizeof(float) * (size_t)taso_tensor_size(&m->inputs.v[i].type))))
-      err = taso_error(TASO_ERR_NOMEM, "inputs");
+    int64_t n = taso_tensor_size(&m->inputs.v[i].type);
+    if (!(in[k] = malloc(sizeof(float) * (size_t)(n ? n : 1))))
+      err = taso_error_nomem(4.0 * (double)n, "input '%s'", m->names[i]);
     else
       taso_model_random_input(m, i, m->seed, in[k++]);
   }
   for (int o = 0; o < g->noutputs && err == TASO_OK; o++)
     if (!((*out)[o] = malloc(sizeof(float) * (size_t)taso_tensor_size(&m->types[g->outputs[o]]))))
-      err = taso_error(TASO_ERR_NOMEM, "outputs");
+      err = taso_error_nomem(4.0 * (double)taso_tensor_size(&m->types[g->outputs[o]]), "output %d",
+                             o);
   taso_rt_plan_t *plan = NULL;
   if (err == TASO_OK) err = taso_rt_plan(be, ctx, m, opt, &plan);
   if (err == TASO_OK) err = taso_rt_run(plan, (const float *const *)in, *out);

@@ -621,10 +621,14 @@ void taso_progress_begin(taso_progress_t *p, const taso_tool_t *t, const char *w
   p->what = what;
   p->total = total;
   p->start = p->last = MPI_Wtime();
+  /* test hook: TASO_PROGRESS_SECONDS=0 prints a line at every update */
+  const char *env = getenv("TASO_PROGRESS_SECONDS");
+  p->interval = env && *env ? atof(env) : TASO_PROGRESS_INTERVAL;
 }
 
 /* Seconds as a person reads a wait: "40 s", "12 min", "3.5 h". */
 static void format_duration(double s, char *buf, size_t len) {
+  if (s < 0) s = 0;
   if (s < 90)
     snprintf(buf, len, "%.0f s", s);
   else if (s < 90 * 60)
@@ -636,11 +640,15 @@ static void format_duration(double s, char *buf, size_t len) {
 void taso_progress_update(taso_progress_t *p, int64_t done) {
   if (p->tool->rank != 0) return;
   double now = MPI_Wtime();
-  if (now - p->last < TASO_PROGRESS_INTERVAL) return;
+  if (now - p->last < p->interval) return;
   p->last = now;
   double rate = done / (now - p->start);
   const char *name = p->tool->spec->name;
-  if (p->total > 0 && rate > 0) {
+  /* a total that was an estimate, passed: say so rather than "130%" */
+  if (p->total > 0 && done > p->total) {
+    fprintf(stderr, "%s: %lld %s (more than the %lld expected), %.4g/s\n", name, (long long)done,
+            p->what, (long long)p->total, rate);
+  } else if (p->total > 0 && rate > 0) {
     char left[32];
     format_duration((double)(p->total - done) / rate, left, sizeof left);
     fprintf(stderr, "%s: %lld/%lld %s (%.1f%%), %.4g/s, about %s left\n", name, (long long)done,
@@ -716,7 +724,9 @@ taso_err_t taso_tool_rounds(taso_tool_t *t, const taso_rounds_t *r) {
       nlocal += results;
       worked = true;
       /* an estimate until the round ends: the other ranks did about as much */
-      if (t->rank == 0) taso_progress_update(&progress, r->already + decided + nlocal * t->size);
+      int64_t guess = r->already + decided + nlocal * t->size;
+      if (r->progress_total > 0 && guess > r->progress_total) guess = r->progress_total;
+      if (t->rank == 0) taso_progress_update(&progress, guess);
     }
     if ((err = taso_tool_agree(t, mine)) != TASO_OK) break;
     if ((err = r->flush(r->ctx)) != TASO_OK) break;

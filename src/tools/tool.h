@@ -231,7 +231,8 @@ void taso_tool_note_defaults(taso_tool_t *t, const char *section, const char *co
 int taso_tool_finish(taso_tool_t *t, taso_err_t err);
 
 /* A progress line for long work, on rank 0's stderr, at most every
- * TASO_PROGRESS_INTERVAL seconds: done/total, rate and time left. */
+ * TASO_PROGRESS_INTERVAL seconds: done/total, rate and time left; past
+ * an estimated total, the count and "more than the N expected". */
 #define TASO_PROGRESS_INTERVAL 2.0
 
 typedef struct {
@@ -240,6 +241,7 @@ typedef struct {
   int64_t total;           /* expected count; <= 0 when not known */
   double start;            /* MPI_Wtime() when counting began */
   double last;             /* MPI_Wtime() of the last line printed */
+  double interval;         /* seconds between lines (TASO_PROGRESS_SECONDS, a test hook) */
 } taso_progress_t;
 
 void taso_progress_begin(taso_progress_t *p, const taso_tool_t *t, const char *what, int64_t total);
