@@ -92,6 +92,15 @@ check "verify on 2 ranks" eval 'succeeded && out_has "^taso-verify: [0-9]* candi
 mpi 4 "$bin/taso-validate" --job "$job" --out "$tmp/v.h5" --redundancy A0,A1 \
   --redundancy-rlimit 200000
 check "validate on 4 ranks" eval 'succeeded && out_has "^taso-validate: .* -> .*v.h5 (.*, 4 ranks)$"'
+# killed during the redundancy phase: the next run says it does that phase
+# again (issue 32 item 8), and finishes
+echo "+ TASO_VALIDATE_STOP_IN_REDUNDANCY=1"
+TASO_VALIDATE_STOP_IN_REDUNDANCY=1 mpi 2 "$bin/taso-validate" --job "$job" --out "$tmp/vr.h5" \
+  --redundancy A0,A1 --redundancy-rlimit 200000 --sizes 1
+mpi 2 "$bin/taso-validate" --job "$job" --out "$tmp/vr.h5" --redundancy A0,A1 \
+  --redundancy-rlimit 200000 --sizes 1
+check "validate killed in the redundancy phase says it does it again" eval 'succeeded &&
+  out_has "the redundancy phase did not finish before the run stopped: it runs again"'
 
 declare -A kind=([c]=taso-candidates [s]=taso-substitutions [v]=taso-validation)
 declare -A ranks=([c]=4 [s]=2 [v]=4)

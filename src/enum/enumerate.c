@@ -35,6 +35,8 @@ struct taso_enum {
   int ninputs, max_ops, unit_depth;
   uint64_t weights; /* inputs allowed in a conv2d weight (taso_enum_opts_t) */
   bool keep_identities;
+  void (*count_progress)(void *ctx, int64_t done, int64_t total);
+  void *progress_ctx;
   taso_variant_t *variants;
   int nvariants;
   /* type table */
@@ -496,6 +498,7 @@ static taso_err_t count(taso_enum_t *e, int d, int64_t *weight) {
   GRAPHS(e) += w;
   TASO_TRY(note_state(e, &index));
   for (int i = 0; i < l->n; i++) {
+    if (d == 0 && e->count_progress) e->count_progress(e->progress_ctx, i, l->n);
     if (d + 1 == e->unit_depth) { /* a unit: weighed by one part only */
       if (e->units++ % e->nparts != e->part) continue;
       place(e, &l->v[i]);
@@ -803,6 +806,8 @@ taso_err_t taso_enum_create_opts(const taso_inputs_t *in, const taso_op_template
   e->ninputs = in->n;
   e->weights = opts->weights;
   e->keep_identities = opts->keep_identities;
+  e->count_progress = opts->count_progress;
+  e->progress_ctx = opts->progress_ctx;
   e->max_ops = max_ops;
   e->unit_depth = max_ops - 1;
   int nrefs = 2 * (in->n + max_ops);

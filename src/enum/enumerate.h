@@ -84,6 +84,10 @@ typedef struct {
   /* No count pass: the enumeration serves taso_enum_level only (its totals
    * are 0 and taso_enum_run visits nothing). */
   bool no_count;
+  /* Optional: called during the count pass as it goes through the root's
+   * candidates (done of total), so that a long pass shows progress. */
+  void (*count_progress)(void *ctx, int64_t done, int64_t total);
+  void *progress_ctx;
 } taso_enum_opts_t;
 
 /* Builds the variants of the job's templates and the unit weights: a walk

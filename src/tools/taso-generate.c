@@ -2042,6 +2042,13 @@ static taso_err_t check_plan(taso_tool_t *t) {
   return taso_tool_agree(t, err);
 }
 
+/* The count pass's progress, by the root's candidates. */
+static void count_progress(void *ctx, int64_t done, int64_t total) {
+  taso_progress_t *p = ctx;
+  p->total = total;
+  taso_progress_update(p, done);
+}
+
 int main(int argc, char **argv) {
   taso_tool_t t;
   taso_tool_init(&t, &spec, &argc, &argv);
@@ -2072,7 +2079,17 @@ int main(int argc, char **argv) {
   TASO_TOOL_STEP(&t, err, check_plan(&t));
   double t_count = MPI_Wtime(), cpu_count = cpu_seconds();
   bool levels = !strcmp(t.job.method, "representatives");
-  taso_enum_opts_t opts = {.no_count = levels, .keep_identities = t.job.keep_identities};
+  taso_progress_t counting;
+  taso_progress_begin(&counting, &t, "operators at the root counted", -1);
+  taso_enum_opts_t opts = {.no_count = levels,
+                           .keep_identities = t.job.keep_identities,
+                           .count_progress = count_progress,
+                           .progress_ctx = &counting};
+  if (err == TASO_OK && !levels)
+    taso_tool_print(&t,
+                    "counting the graphs of up to %d operators over %d inputs (the tree above "
+                    "its leaves, shared by %d rank%s) ...\n",
+                    t.job.max_ops, t.job.inputs.n, t.size, t.size == 1 ? "" : "s");
   TASO_TOOL_STEP(&t, err, weights_mask(&t.job, &opts.weights));
   if (err == TASO_OK) {
     /* the count pass that weighs the shards, shared by the ranks (none

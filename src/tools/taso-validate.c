@@ -21,6 +21,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,6 +339,8 @@ static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, const taso
       err = e;
       break;
     }
+    /* test hook: killed (as a crash would) during the redundancy phase */
+    if (getenv("TASO_VALIDATE_STOP_IN_REDUNDANCY")) raise(SIGKILL);
   }
   taso_counter_close(&q);
   if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
@@ -717,11 +720,12 @@ static taso_err_t create_stream(taso_tool_t *t, uint64_t dig, int64_t total,
  * --fresh; one that cannot be read at all is started afresh. */
 static taso_err_t open_stream(taso_tool_t *t, const taso_plan_t *plan, uint64_t dig,
                               unsigned char *done, int64_t total, int64_t *ndone, bool *have_red,
-                              taso_artifact_t **out) {
+                              bool *reopened, taso_artifact_t **out) {
   int have = t->rank == 0 && !t->fresh && exists(t->resume_path);
   MPI_Bcast(&have, 1, MPI_INT, 0, t->comm);
   *ndone = 0;
   *have_red = false;
+  *reopened = false;
   if (!have) return create_stream(t, dig, total, out);
   taso_err_t err =
       taso_tool_agree(t, taso_artifact_open_rw(t->comm, t->resume_path, TASO_KIND_VALIDATION, out));
@@ -736,6 +740,7 @@ static taso_err_t open_stream(taso_tool_t *t, const taso_plan_t *plan, uint64_t 
     *have_red = r == 1;
     err = taso_tool_agree(t, read_done(t, *out, plan, done, total, ndone));
   }
+  *reopened = err == TASO_OK;
   if (err == TASO_OK) return TASO_OK;
   taso_tool_warn(t, "%s cannot be resumed (%s): starting afresh", t->resume_path,
                  taso_error_detail());
@@ -773,7 +778,7 @@ int main(int argc, char **argv) {
                            .memory_mb = TASO_DEFAULT_MEMORY_MB};
   int64_t total = 0, ndone = 0, mine_rows = 0;
   double mine_cpu = 0;
-  bool complete = false, have_red = false;
+  bool complete = false, have_red = false, reopened = false;
   taso_err_t err = TASO_OK;
 
   /* Options first: a bad value is a usage error, before any file is read. */
@@ -851,13 +856,19 @@ int main(int argc, char **argv) {
   if (err == TASO_OK) err = check_output(&t, dig, &out);
   complete = out != NULL;
   if (err == TASO_OK && !complete)
-    err = open_stream(&t, plan, dig, done, total, &ndone, &have_red, &out);
+    err = open_stream(&t, plan, dig, done, total, &ndone, &have_red, &reopened, &out);
   if (err == TASO_OK && (complete || ndone > 0))
     taso_tool_print(&t, "taso-validate: resuming %s: %lld of %lld combinations already checked%s\n",
                     complete ? t.out_path : t.resume_path, (long long)(complete ? total : ndone),
                     (long long)total, complete ? " (the file is complete; nothing to do)" : "");
 
-  /* Redundancy. */
+  /* Redundancy: kept in OUT.resume once the phase is over, not query by
+   * query, so a run stopped during it does it again, and says so. */
+  if (err == TASO_OK && reopened && !have_red && !no_redundancy)
+    taso_tool_print(&t,
+                    "taso-validate: %s: the redundancy phase did not finish before the run "
+                    "stopped: it runs again from its start (it is kept once whole)\n",
+                    t.resume_path);
   bool ran_red = have_red || (!complete && !no_redundancy);
   int64_t red_count[3] = {0}; /* entailed, independent, undecided */
   red_t *fams = NULL;

@@ -567,6 +567,7 @@ void taso_tool_print(const taso_tool_t *t, const char *fmt, ...) {
   va_start(ap, fmt);
   vprintf(fmt, ap);
   va_end(ap);
+  fflush(stdout); /* a batch job's log shows each line as it happens */
 }
 
 void taso_tool_warn(const taso_tool_t *t, const char *fmt, ...) {
