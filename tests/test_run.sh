@@ -26,6 +26,7 @@ mkdir -p "$dir/ref" "$dir/in"
 check "reference saves outputs" 0 "$run" --model $tiny --backend reference --runs 0 --save "$dir/ref"
 check "cpu agrees with reference" 0 "$run" --model $tiny --runs 2 --expect "$dir/ref"
 grep -q 'relative' "$dir/out" || { echo "FAIL: no difference line"; fail=1; }
+check "--save into the --expect folder is refused (issue 32)" 2 "$run" --model $tiny --runs 0 --expect "$dir/ref" --save "$dir/ref"
 check "cpu profile" 0 "$run" --model $tiny --runs 3 --profile --threads 1
 grep -q 'overhead' "$dir/out" || { echo "FAIL: no overhead line"; fail=1; }
 check "compare with itself" 0 "$run" --model $tiny --runs 0 --compare $tiny --no-fusion

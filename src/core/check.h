@@ -37,7 +37,8 @@ taso_err_t taso_error(taso_err_t err, const char *fmt, ...) __attribute__((forma
 
 /* TASO_ERR_NOMEM saying what and how much: "no memory for input 'data':
  * 111.8 GiB asked for". */
-taso_err_t taso_error_nomem(double bytes, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+taso_err_t taso_error_nomem(double bytes, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Prefixes the current detail with more context ("job.ini:3: ..."). */
 taso_err_t taso_error_prefix(taso_err_t err, const char *fmt, ...)

@@ -406,6 +406,11 @@ int main(int argc, char **argv) {
   taso_tool_init(&t, &spec, &argc, &argv);
   settings_t s;
   parse_settings(&t, &s);
+  /* --save never writes into the folders it reads (issue 32) */
+  if (save_dir && ((inputs_dir && taso_tool_same_file(save_dir, inputs_dir)) ||
+                   (expect_dir && taso_tool_same_file(save_dir, expect_dir))))
+    taso_tool_usage_error(&t, "--save %s names a folder this run reads (--inputs or --expect)",
+                          save_dir);
   const taso_backend_t *be = taso_backend_find(backend_name);
   taso_rt_ctx_t *ctx = NULL;
   loaded_t l;

@@ -20,8 +20,8 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <limits.h>
-#include <stddef.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
