@@ -27,6 +27,13 @@ check "reference saves outputs" 0 "$run" --model $tiny --backend reference --run
 check "cpu agrees with reference" 0 "$run" --model $tiny --runs 2 --expect "$dir/ref"
 grep -q 'relative' "$dir/out" || { echo "FAIL: no difference line"; fail=1; }
 check "--save into the --expect folder is refused (issue 32)" 2 "$run" --model $tiny --runs 0 --expect "$dir/ref" --save "$dir/ref"
+# a model too big to allocate says what and how much (issue 32 item 8);
+# not under AddressSanitizer, whose allocator reports the request itself
+if [ "${TASO_TEST_SANITIZED:-0}" = 0 ]; then
+  check "a model too big for memory" 1 "$run" --model squeezenet:size=10000000 --runs 0
+  grep -q "no memory for input 'data': 1.1 PiB asked for" "$dir/err" && echo "ok   ... naming what and how much" ||
+    { echo "FAIL: no size in the message"; cat "$dir/err"; fail=1; }
+fi
 check "cpu profile" 0 "$run" --model $tiny --runs 3 --profile --threads 1
 grep -q 'overhead' "$dir/out" || { echo "FAIL: no overhead line"; fail=1; }
 check "compare with itself" 0 "$run" --model $tiny --runs 0 --compare $tiny --no-fusion

@@ -166,7 +166,13 @@ else
 fi
 
 # Results must not depend on the rank count: the same listing from 1 rank.
-mpi 1 "$bin/taso-generate" --job "$job" --out "$tmp/c1.h5"
+echo "+ TASO_PROGRESS_SECONDS=0"
+TASO_PROGRESS_SECONDS=0 mpi 1 "$bin/taso-generate" --job "$job" --out "$tmp/c1.h5"
+# progress from the start: the count pass says it begins, and how far it
+# is (issue 32 item 8)
+check "generate shows its count pass from the start" eval 'succeeded &&
+  head -1 "$tmp/out" | grep -q "^counting the graphs of up to" &&
+  err_has "operators at the root counted ([0-9.]*%)"'
 "$bin/taso-show" --graphs "$tmp/c.h5" | sed -n '/^inputs/,$p' >"$tmp/show4"
 "$bin/taso-show" --graphs "$tmp/c1.h5" | sed -n '/^inputs/,$p' >"$tmp/show1"
 check "1 and 4 ranks give the same candidates" cmp -s "$tmp/show1" "$tmp/show4"
