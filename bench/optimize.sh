@@ -108,7 +108,7 @@ for spec in $specs; do
     msecs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   fi
   echo "+ $bin/taso-optimize --model $spec --substitutions $subst --out $out --budget $budget --time-limit $limit --threads $threads --confirm-runs $runs ${costs[*]}" >>"$tmp/commands"
-  "$bin/taso-optimize" --model "$spec" --substitutions "$subst" --out "$out" --budget "$budget" \
+  "$bin/taso-optimize" --model "$spec" --substitutions "$subst" --out "$out" --fresh --budget "$budget" \
     --time-limit "$limit" --threads "$threads" --confirm-runs "$runs" "${costs[@]}" >"$tmp/log" 2>&1
   rc=$?
   cp "$tmp/log" "$tmp/opt.log"

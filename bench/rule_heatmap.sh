@@ -75,7 +75,7 @@ for spec in $specs; do
   [ -z "${used[$name]:-}" ] || name="$base-$(sed 's/^[^:]*://; s/[=,]//g' <<<"$spec")"
   used[$name]=1
   out=$outdir/$name.opt.h5
-  run "$outdir/$name.log" "$bin/taso-optimize" --model "$spec" --substitutions "$subst" --out "$out" \
+  run "$outdir/$name.log" "$bin/taso-optimize" --model "$spec" --substitutions "$subst" --out "$out" --fresh \
     --budget "$budget" --time-limit "$limit" --threads "$threads" --confirm-runs 0 "${extra[@]}"
   rc=$?
   # Exit 3: written, but differs from the original; the rules it used are

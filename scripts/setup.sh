@@ -120,7 +120,7 @@ pipeline() {
   run "$bin/taso-measure" --job "$job" --model "$model" --expand --substitutions "$rules" \
     --db out/costs.h5
   run "$bin/taso-optimize" --job "$job" --model "$model" --substitutions "$rules" \
-    --costs out/costs.h5 --alpha 1.0 --budget 20 --chain --out out/resnet50_bn.opt.h5
+    --costs out/costs.h5 --alpha 1.0 --budget 20 --chain --out out/resnet50_bn.opt.h5 --fresh
   run "$bin/taso-show" out/resnet50_bn.opt.h5
   run "$bin/taso-run" --model out/resnet50_bn.opt.h5 --compare "$model" --runs 0
 }

@@ -120,7 +120,8 @@ run_stage() {
   local spec cmd start status=0 s
   for spec in "${models[@]}"; do
     cmd=("${launch[@]}" "$tool" --job "$job" "${files[@]}")
-    [ -z "$spec" ] || cmd+=(--model "$spec" --out "$out/$(model_name "$spec").opt.h5")
+    # --fresh: a job run again replaces the model it wrote (only a model)
+    [ -z "$spec" ] || cmd+=(--model "$spec" --out "$out/$(model_name "$spec").opt.h5" --fresh)
     printf '+'
     printf ' %q' "${cmd[@]}"
     echo

@@ -81,7 +81,7 @@ refused "no executables" "$tmp/nowhere/taso-optimize not found" \
 SLURM_ARRAY_TASK_ID=1 bash "$src/slurm/optimize.sh" job.ini out >task.txt 2>&1
 rc=$?
 if [ $rc -eq 0 ] && [ "$(grep -c '^+ ' task.txt)" = 1 ] &&
-  grep -q "^+ mpirun -n 1 --bind-to none $bin/taso-optimize --job $tmp/job.ini --substitutions $tmp/out/substitutions.h5 --backend cpu --model squeezenet:size=32 --out $tmp/out/squeezenet.opt.h5$" task.txt &&
+  grep -q "^+ mpirun -n 1 --bind-to none $bin/taso-optimize --job $tmp/job.ini --substitutions $tmp/out/substitutions.h5 --backend cpu --model squeezenet:size=32 --out $tmp/out/squeezenet.opt.h5 --fresh$" task.txt &&
   grep -q "^taso optimize: exit status 0 after" task.txt &&
   "$bin/taso-show" out/squeezenet.opt.h5 | grep -q "^out/squeezenet.opt.h5: taso-model$" &&
   [ ! -e out/nasrnn.opt.h5 ]; then

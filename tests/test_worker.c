@@ -20,6 +20,7 @@ static bool answer(void *ctx, const void *req, void *reply) {
   memcpy(&r, req, sizeof r);
   if (r == -1) raise(SIGSEGV);
   if (r == -2) pause();
+  if (r == -3) _exit(5);
   counter++;
   int32_t out[2] = {2 * r, counter};
   memcpy(reply, out, sizeof out);
@@ -52,10 +53,14 @@ static void test_crash(void) {
   CHECK_OK(taso_worker_ask(&w, &r, out, why, sizeof why));
   CHECK_ERR(taso_worker_ask(&w, &crash, out, why, sizeof why), TASO_ERR_LIB);
   CHECK(strstr(why, "killed by signal 11") != NULL);
-  CHECK(w.pid == 0);
+  CHECK(w.pid == 0 && w.exit_status == -1);
+  /* one that exits on its own says its status */
+  int32_t quit = -3;
+  CHECK_ERR(taso_worker_ask(&w, &quit, out, why, sizeof why), TASO_ERR_LIB);
+  CHECK(strstr(why, "ended with status 5") != NULL && w.exit_status == 5);
   /* a fresh child, from the parent's state: its counter starts again */
   CHECK_OK(taso_worker_ask(&w, &r, out, why, sizeof why));
-  CHECK(out[0] == 10 && out[1] == 1 && w.started == 2);
+  CHECK(out[0] == 10 && out[1] == 1 && w.started == 3);
   taso_worker_stop(&w);
 }
 

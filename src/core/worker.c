@@ -75,13 +75,14 @@ static void child_loop(taso_worker_t *w, int sock) {
   if (close_range(4, ~0U, 0) != 0)
     for (int fd = 4; fd < 65536; fd++)
       close(fd);
-  char *req = malloc(w->req_size + 1), *reply = malloc(w->reply_size + 1);
+  /* malloc's alignment for both, whatever the caller's structs need */
+  void *req = malloc(w->req_size + 1), *reply = malloc(w->reply_size + 1);
   if (!req || !reply) _exit(72);
   for (;;) {
     if (!recv_all(3, req, w->req_size)) _exit(0); /* the parent is done, or gone */
-    reply[0] = (char)w->fn(w->ctx, req, reply + 1);
-    if (!send_all(3, reply, w->reply_size + 1)) _exit(0);
-    if (reply[0]) _exit(0);
+    char retire = (char)w->fn(w->ctx, req, reply);
+    if (!send_all(3, &retire, 1) || !send_all(3, reply, w->reply_size)) _exit(0);
+    if (retire) _exit(0);
   }
 }
 
@@ -114,6 +115,7 @@ static void reap(taso_worker_t *w, bool kill_it, char *why, size_t len) {
   close(w->to); /* a child still reading sees the end of its requests */
   while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {
   }
+  w->exit_status = !kill_it && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (why && !kill_it) {
     if (WIFSIGNALED(status))
       snprintf(why, len, "its query process was killed by signal %d (%s)", WTERMSIG(status),

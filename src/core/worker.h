@@ -34,6 +34,8 @@ typedef struct {
   pid_t pid;        /* 0: no child now (one starts with the next request) */
   int to, from;     /* the pipes to and from the child */
   int started;      /* children forked so far */
+  int exit_status;  /* of the last child that ended: its status, or -1 when a signal
+                       or the timeout ended it (a crash or a hang, not a choice) */
 } taso_worker_t;
 
 /* Sets up w; no child starts until the first request. */
