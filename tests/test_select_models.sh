@@ -22,12 +22,12 @@ source "$(dirname "$0")/script_helpers.sh"
 # residual or ReLU after them (ResNet-50 with bn=1 and Inception-v3 have
 # batch normalization there, which is no epilogue; BERT, as the original
 # built it, has neither bias nor ReLU after its matmuls)
-cases=("resnet50:size=14,bn=1 0" "resnet50:size=14 1" "resnext50:size=32,groups=8 1"
+cases=("resnet50:size=14,bn=1,stages=2 0" "resnet50:size=14,stages=2 1" "resnext50:size=32,groups=8 1"
   "nasnet_a:size=32 1" "nasrnn:hidden=64 1" "bert:seq=16,hidden=64,heads=4,layers=2 0"
   "inception_v3:size=75 0" "squeezenet:size=48 1" "mobilenet_v2:size=32 1")
 # the sanitizer build: three models that cover fusion, a residual meeting
 # and in-place writes (the release build runs all nine)
-[ "$sanitized" = 1 ] && cases=("resnet50:size=14 1" "nasrnn:hidden=64 1" "squeezenet:size=48 1")
+[ "$sanitized" = 1 ] && cases=("resnet50:size=14,stages=2 1" "nasrnn:hidden=64 1" "squeezenet:size=48 1")
 for case in "${cases[@]}"; do
   read -r spec fuses <<<"$case"
   out=$tmp/${spec//[:=,]/_}.sel.h5
@@ -69,7 +69,7 @@ has "both plans timed" "measured end to end: plain" "$tmp/out"
 # rewritten (batch normalization folded), selected again and checked
 job=tests/data/optimize_test.ini
 optimizer_rules
-run "$bin/taso-optimize" --job "$job" --model resnet50:size=14,bn=1 --substitutions \
+run "$bin/taso-optimize" --job "$job" --model resnet50:size=14,bn=1,stages=2 --substitutions \
   "$tmp/substitutions.h5,$tmp/bn.h5" --select data/library/onednn.smt2 --out "$tmp/joint.h5" \
   --budget 8 --chain --estimate-costs --confirm-runs 0 --threads 1
 expect "joint search on resnet50 with batch normalization" 0

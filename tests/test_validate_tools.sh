@@ -129,7 +129,7 @@ run "$mpiexec" -n 2 "$bin/taso-validate" "${common[@]}" --sizes 1,2 --add "$tmp/
 
 # With concat associativity the concat family makes any two tensors equal,
 # so every axiom outside {A25, A26, BAD1} is reported entailed by them.
-run "$mpiexec" -n 4 "$bin/taso-validate" --axioms "$ax" --add "$ax/bad/concat_assoc.smt2" --sizes 1 --only BAD1 --redundancy A0,A13,A25 --redundancy-rlimit 3000000 --redundancy-timeout 300 --out "$tmp/c.h5"
+run "$mpiexec" -n 4 "$bin/taso-validate" --axioms "$ax" --add "$ax/bad/concat_assoc.smt2" --sizes 1 --only BAD1 --redundancy A0,A13,A25 --redundancy-rlimit 1000000 --redundancy-timeout 300 --out "$tmp/c.h5"
 # A collapsing family is a wrong axiom set: exit status 3 (findings).
 if [ "$rc" -eq 3 ] && grep -q "^taso-validate: the axioms A25 A26 BAD1 make any two tensors equal" "$tmp/out" &&
   grep -q "^taso-validate: findings: 0 counterexamples, [1-9][0-9]* collapsing families: the axiom set makes any two tensors equal (exit status 3)" "$tmp/err" &&
@@ -144,7 +144,7 @@ else bad "concat associativity redundancy"; cat "$tmp/out" "$tmp/err"; fi
 # ranks. The budget is Z3's resource count; the timeout is a safety net
 # far above it, so no verdict depends on the machine's speed.
 red=(--axioms "$ax" --add "$ax/bad/entailed.smt2" --sizes 1 --only R1 --redundancy R1,A29,A25
-  --redundancy-rlimit 3000000 --redundancy-timeout 300)
+  --redundancy-rlimit 1000000 --redundancy-timeout 300)
 counts_re="redundancy: 1 entailed, 0 independent, 2 undecided"
 infinite="every model is infinite (A25 and A26 make concat injective)"
 run "$mpiexec" -n 2 "$bin/taso-validate" "${red[@]}" --out "$tmp/red.h5"
