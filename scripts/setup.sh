@@ -92,8 +92,23 @@ pipeline() {
   # Open MPI counts cores as slots; 2 ranks on 1 core need permission.
   [ "$(nproc)" -ge 2 ] || mpirun+=(--oversubscribe)
   run mkdir -p out
-  run "${mpirun[@]}" "$bin/taso-generate" --job "$job" --out out/candidates.h5
-  run "${mpirun[@]}" "$bin/taso-verify" --job "$job" --in out/candidates.h5 --out out/substitutions.h5
+  # The job file edited since its outputs were made (a pull that changed
+  # it): generate and verify start afresh, and say so; with the same job,
+  # the outputs are reused (generate writes the same candidates, verify
+  # finds its file complete).
+  local fresh=()
+  if [ -f out/candidates.h5 ] && ! python3 - "$job" out/candidates.h5 2>/dev/null <<'EOF'; then
+import sys, h5py
+text = h5py.File(sys.argv[2], "r").attrs["job_text"]
+text = text.decode() if isinstance(text, bytes) else text
+sys.exit(0 if text == open(sys.argv[1]).read() else 1)
+EOF
+    echo "setup.sh: $job changed since out/candidates.h5 was made: generating and verifying afresh" >&2
+    fresh=(--fresh)
+  fi
+  run "${mpirun[@]}" "$bin/taso-generate" --job "$job" --out out/candidates.h5 "${fresh[@]}"
+  run "${mpirun[@]}" "$bin/taso-verify" --job "$job" --in out/candidates.h5 --out out/substitutions.h5 \
+    "${fresh[@]}"
   run "${mpirun[@]}" "$bin/taso-validate" --job "$job" --out out/validation.h5
   # Each listing goes to out/NAME.txt whole; the terminal gets its head
   # (the workstation set has thousands of lines).

@@ -184,4 +184,32 @@ run "$bin/taso-optimize" --job "$job" --model squeezenet:size=32 --substitutions
   --costs "$tmp/costs.h5" --device "gpu: none" --out "$tmp/c.opt.h5" --fresh
 expect "a device the database lacks" 1
 grep -q 'devices: "cpu: ' "$tmp/err" || { echo "FAIL: the devices it has are not listed"; show; fail=1; }
+# A scale after a convolution (issue 36): a job that names the scalar
+# among the inputs a convolution weight may read, as the workstation, paper
+# and family jobs do, makes the rule that folds the scale into the
+# weights; without it, the rule is not made. On tests/data/scale.model the
+# rule fires, the scaled weight is folded, and the result agrees.
+run "$bin/taso-generate" --job tests/data/scale_test.ini --out "$tmp/scale.c.h5"
+expect "generate the scale rules" 0
+run "$bin/taso-verify" --in "$tmp/scale.c.h5" --out "$tmp/scale.h5"
+expect "verify the scale rules" 0
+run "$bin/taso-show" "$tmp/scale.h5"
+grep -qF 'smul(conv2d(i1, w4), s0) => conv2d(i1, smul(w4, s0))  [proved]' "$tmp/out" &&
+  echo "ok: the scale-folding rule is made and proved" || { echo "FAIL: no scale-folding rule"; show; fail=1; }
+sed 's/^weights = w4 s0$/weights = w4/' tests/data/scale_test.ini >"$tmp/noscale.ini"
+run "$bin/taso-generate" --job "$tmp/noscale.ini" --out "$tmp/noscale.c.h5"
+expect "generate without s0 among the weights" 0
+run "$bin/taso-show" "$tmp/noscale.c.h5"
+expect "show those candidates" 0
+grep -qF 'smul(conv2d(i1, w4), s0) =>' "$tmp/out" &&
+  { echo "FAIL: the rule is made without s0 among the weights"; fail=1; } ||
+  echo "ok: without s0 among the weights, no scale-folding rule"
+run "$bin/taso-optimize" --job tests/data/scale_test.ini --model tests/data/scale.model \
+  --substitutions "$tmp/scale.h5" --out "$tmp/scale.opt.h5" --estimate-costs --confirm-runs 0 --threads 1
+expect "optimize a scaled convolution" 0
+has "the result agrees" "the result agrees with the original" "$tmp/out"
+run "$bin/taso-show" "$tmp/scale.opt.h5"
+grep -qF 'x  smul(conv2d(i1, w4), s0) => conv2d(i1, smul(w4, s0))' "$tmp/out" &&
+  grep -q "^operators: conv2d 1$" "$tmp/out" &&
+  echo "ok: the scale folded into the convolution's weights" || { echo "FAIL: scale not folded"; show; fail=1; }
 exit $fail

@@ -503,8 +503,10 @@ int main(int argc, char **argv) {
   taso_tool_t t;
   taso_tool_init(&t, &spec, &argc, &argv);
   if (ends_with(t.in_path, ".onnx")) return taso_tool_finish(&t, show_onnx(t.in_path));
-  /* Not a file and not named like one: a built-in model. */
-  if (access(t.in_path, F_OK) != 0 && !ends_with(t.in_path, ".h5"))
+  /* A model in the built-ins' language, or not a file and not named like
+   * one: a built-in model. */
+  if (ends_with(t.in_path, ".model") ||
+      (access(t.in_path, F_OK) != 0 && !ends_with(t.in_path, ".h5")))
     return taso_tool_finish(&t, load_and_show(t.in_path));
 
   taso_artifact_t *a = NULL;
