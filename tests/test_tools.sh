@@ -97,10 +97,15 @@ check "validate on 4 ranks" eval 'succeeded && out_has "^taso-validate: .* -> .*
 echo "+ TASO_VALIDATE_STOP_IN_REDUNDANCY=1"
 TASO_VALIDATE_STOP_IN_REDUNDANCY=1 mpi 2 "$bin/taso-validate" --job "$job" --out "$tmp/vr.h5" \
   --redundancy A0,A1 --redundancy-rlimit 200000 --sizes 1
-mpi 2 "$bin/taso-validate" --job "$job" --out "$tmp/vr.h5" --redundancy A0,A1 \
-  --redundancy-rlimit 200000 --sizes 1
+# ... and a redundancy query whose process crashes (as Z3 out of memory
+# can: TASO_VALIDATE_CRASH_TASK) is undecided, saying why; the run goes on
+echo "+ TASO_VALIDATE_CRASH_TASK=0"
+TASO_VALIDATE_CRASH_TASK=0 mpi 2 "$bin/taso-validate" --job "$job" --out "$tmp/vr.h5" \
+  --redundancy A0,A1 --redundancy-rlimit 200000 --sizes 1
 check "validate killed in the redundancy phase says it does it again" eval 'succeeded &&
   out_has "the redundancy phase did not finish before the run stopped: it runs again"'
+check "a crashed redundancy query is undecided, saying why" \
+  out_has "undecided: Z3 failed: its query process was killed by signal 11"
 
 declare -A kind=([c]=taso-candidates [s]=taso-substitutions [v]=taso-validation)
 declare -A ranks=([c]=4 [s]=2 [v]=4)

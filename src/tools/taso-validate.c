@@ -35,6 +35,7 @@
 #include "tool.h"
 #include "validate.h"
 #include "verifier.h"
+#include "worker.h"
 
 #define ROUND_SECONDS 5.0 /* work between two appends to the output */
 #define SHOW_ROWS 20      /* counterexamples and unknowns printed */
@@ -300,6 +301,60 @@ static taso_err_t red_task(const taso_axioms_t *ax, int nfam, const int *goals, 
   return err;
 }
 
+/* What a redundancy query process decides with, and its answer. */
+typedef struct {
+  const taso_axioms_t *ax;
+  int nfam;
+  const int *goals;
+  const taso_limits_t *lim;
+} red_ctx_t;
+typedef struct {
+  red_t r;
+  int32_t err;
+  char detail[480];
+} red_answer_t;
+
+/* In a query process: one task. Test hook: TASO_VALIDATE_CRASH_TASK=N
+ * crashes the process deciding task N, as Z3 out of memory can. */
+static bool answer_task(void *ctx, const void *req, void *reply) {
+  const red_ctx_t *c = ctx;
+  int32_t task;
+  memcpy(&task, req, sizeof task);
+  const char *crash = getenv("TASO_VALIDATE_CRASH_TASK");
+  if (crash && *crash && atoi(crash) == task) raise(SIGSEGV);
+  red_answer_t *a = reply;
+  memset(a, 0, sizeof *a);
+  a->err = red_task(c->ax, c->nfam, c->goals, task, c->lim, &a->r);
+  if (a->err != TASO_OK) snprintf(a->detail, sizeof a->detail, "%s", taso_error_detail());
+  return a->err != TASO_OK || strstr(a->r.why, "memory") != NULL;
+}
+
+/* Task k in thread's query process (worker.h): a process that crashes
+ * (Z3 out of memory, or worse) or hangs makes the task undecided, saying
+ * why, and the run goes on; one that exits on its own fails the run. */
+static taso_err_t red_task_contained(taso_worker_t *wk, const red_ctx_t *c, int task, red_t *r) {
+  red_answer_t a;
+  char why[100];
+  int32_t req = task;
+  double t0 = omp_get_wtime();
+  taso_err_t e = taso_worker_ask(wk, &req, &a, why, sizeof why);
+  if (e == TASO_ERR_LIB && wk->exit_status >= 0) return taso_error(TASO_ERR_IO, "%s", why);
+  if (e == TASO_ERR_LIB) {
+    memset(r, 0, sizeof *r);
+    r->goal = task < c->nfam ? -1 - task : c->goals[task - c->nfam];
+    snprintf(r->name, sizeof r->name, "%.15s",
+             task < c->nfam ? (task == 0 ? "(all)" : c->ax->decls[task - 1].name)
+                            : c->ax->v[r->goal].name);
+    snprintf(r->why, sizeof r->why, "Z3 failed: %s", why);
+    r->seconds = omp_get_wtime() - t0;
+    return TASO_OK;
+  }
+  if (e != TASO_OK) return e;
+  if (a.err != TASO_OK) return taso_error((taso_err_t)a.err, "%s", a.detail);
+  *r = a.r;
+  return TASO_OK;
+}
+
 /* Collective. Every enabled axiom's entailment query, and the collapse
  * query of every family of axioms (taso_axioms_collapse), fanned out over
  * ranks and threads. A family that makes all tensors equal entails every
@@ -318,7 +373,17 @@ static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, const taso
     if (ax->v[i].enabled && ax->v[i].kind == TASO_AXIOM_AXIOM && listed(opt_goals, ax->v[i].name))
       goals[ngoals++] = i;
   int ntasks = nfam + ngoals;
-  if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
+  red_ctx_t rc = {.ax = ax, .nfam = nfam, .goals = goals, .lim = lim};
+  taso_worker_t *workers = calloc((size_t)nthreads, sizeof *workers);
+  if (err == TASO_OK && !workers) err = taso_error(TASO_ERR_NOMEM, "no memory for workers");
+  /* a query is ended by its limits; a process silent long after is stuck */
+  for (int i = 0; workers && i < nthreads; i++)
+    taso_worker_init(&workers[i], answer_task, &rc, sizeof(int32_t), sizeof(red_answer_t),
+                     60 + 20 * lim->timeout_s);
+  if ((err = taso_tool_agree(t, err)) != TASO_OK) {
+    free(workers);
+    goto done;
+  }
   taso_counter_t q;
   taso_counter_open(t, &q);
   for (;;) {
@@ -328,7 +393,8 @@ static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, const taso
     taso_err_t e = TASO_OK;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t k = start; k < end; k++) {
-      taso_err_t ek = red_task(ax, nfam, goals, (int)k, lim, &mine[nmine + (k - start)]);
+      taso_err_t ek = red_task_contained(&workers[omp_get_thread_num()], &rc, (int)k,
+                                         &mine[nmine + (k - start)]);
       if (ek != TASO_OK) {
 #pragma omp critical(taso_validate_error)
         if (e == TASO_OK) e = taso_error(ek, "%s", taso_error_detail());
@@ -343,6 +409,9 @@ static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, const taso
     if (getenv("TASO_VALIDATE_STOP_IN_REDUNDANCY")) raise(SIGKILL);
   }
   taso_counter_close(&q);
+  for (int i = 0; i < nthreads; i++)
+    taso_worker_stop(&workers[i]);
+  free(workers);
   if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
   /* Everyone gets every verdict. */
   int *counts = malloc(sizeof *counts * (size_t)t->size),
