@@ -69,7 +69,8 @@ static const taso_tool_spec_t spec = {
     .out_help = "candidates artifact to write",
     .default_out = "candidates.h5",
     .out_kind = TASO_KIND_CANDIDATES,
-    .fresh_help = "replace --out even if it holds another job's candidates or another kind of file",
+    .fresh_help =
+        "replace --out even if it holds another job's candidates (never another kind of file)",
     .job_required = true,
     .threads = true,
 };

@@ -124,7 +124,7 @@ static const taso_tool_spec_t spec = {
              "so that a killed run keeps what it merged and resumes from it.\n",
     .job_help = "job file: [measure] models, timing settings, devices",
     .fresh_help = "measure every configuration again (replacing this device's rows), and\n"
-                  "                  replace --db if it holds something other than costs",
+                  "                  replace a --db cut short (never another kind of file)",
     .job_required = true,
     .flags = flags,
     .options = options,

@@ -90,7 +90,8 @@ static const taso_tool_spec_t spec = {
     .out_help = "validation artifact to write",
     .default_out = "validation.h5",
     .out_kind = TASO_KIND_VALIDATION,
-    .fresh_help = "check everything again, and replace --out whatever it holds",
+    .fresh_help =
+        "check everything again, replacing another plan's --out (never another kind of file)",
     .threads = true,
     .flags = flags,
     .options = options,

@@ -67,7 +67,8 @@ static const taso_tool_spec_t spec = {
     .default_in = "candidates.h5",
     .default_out = "substitutions.h5",
     .out_kind = TASO_KIND_SUBSTITUTIONS,
-    .fresh_help = "decide every row again, and replace --out whatever it holds",
+    .fresh_help =
+        "decide every row again, replacing another plan's --out (never another kind of file)",
     .threads = true,
 };
 
