@@ -56,7 +56,7 @@ static void test_crash(void) {
   CHECK(w.pid == 0 && w.exit_status == -1);
   /* one that exits on its own says its status */
   int32_t quit = -3;
-  CHECK_ERR(taso_worker_ask(&w, &quit, out, why, sizeof why), TASO_ERR_LIB);
+  CHECK_ERR(taso_worker_ask(&w, &quit, out, why, sizeof why), TASO_ERR_IO);
   CHECK(strstr(why, "ended with status 5") != NULL && w.exit_status == 5);
   /* a fresh child, from the parent's state: its counter starts again */
   CHECK_OK(taso_worker_ask(&w, &r, out, why, sizeof why));

@@ -127,6 +127,14 @@ static void reap(taso_worker_t *w, bool kill_it, char *why, size_t len) {
   w->to = w->from = -1;
 }
 
+/* The child ended by itself: reaped, and the error that says how. A signal
+ * is the library's crash (TASO_ERR_LIB); an exit status is a fault of
+ * the caller's program, not of the library (TASO_ERR_IO). */
+static taso_err_t died(taso_worker_t *w, char *why, size_t len) {
+  reap(w, false, why, len);
+  return taso_error(w->exit_status >= 0 ? TASO_ERR_IO : TASO_ERR_LIB, "%s", why);
+}
+
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -136,8 +144,7 @@ static double now(void) {
 taso_err_t taso_worker_ask(taso_worker_t *w, const void *req, void *reply, char *why, size_t len) {
   if (!w->pid) TASO_TRY(start(w));
   if (!send_all(w->to, req, w->req_size)) {
-    reap(w, false, why, len);
-    return taso_error(TASO_ERR_LIB, "%s", why);
+    return died(w, why, len);
   }
   /* The flag byte (the child retires), then the reply. */
   char flag = 0;
@@ -170,8 +177,7 @@ taso_err_t taso_worker_ask(taso_worker_t *w, const void *req, void *reply, char 
     }
   }
   if (got < want || p == &flag) {
-    reap(w, false, why, len);
-    return taso_error(TASO_ERR_LIB, "%s", why);
+    return died(w, why, len);
   }
   if (flag) reap(w, false, NULL, 0); /* it retired after this answer */
   return TASO_OK;

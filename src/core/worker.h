@@ -43,11 +43,15 @@ void taso_worker_init(taso_worker_t *w, taso_worker_fn_t fn, void *ctx, size_t r
                       size_t reply_size, double timeout_s);
 
 /* Sends req to the child (starting one if there is none) and waits for
- * its reply. TASO_OK: reply is filled. TASO_ERR_LIB: the child died or
- * did not answer within the timeout (it is killed); why (len bytes) says
- * how ("killed by signal 11 (Segmentation fault)", "no answer in 160 s"),
- * and the next request starts a new child. Another code: no child could
- * be started (no process or pipe left), detail set. */
+ * its reply. TASO_OK: reply is filled. TASO_ERR_LIB: the child was killed
+ * by a signal (the library crashed) or did not answer within the timeout
+ * (it is killed): the request's own answer, for the caller to record.
+ * TASO_ERR_IO: the child exited with a status (a sanitizer's report, no
+ * memory to start): a fault of the program, which should fail the run.
+ * Either way why (len bytes) says how ("killed by signal 11 (Segmentation
+ * fault)", "ended with status 1", "gave no answer in 160 s"), and the next
+ * request starts a new child. Another code: no child could be started (no
+ * process or pipe left), detail set. */
 taso_err_t taso_worker_ask(taso_worker_t *w, const void *req, void *reply, char *why, size_t len);
 
 /* Ends the child, if any, and waits for it. */

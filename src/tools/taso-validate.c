@@ -339,7 +339,6 @@ static taso_err_t red_task_contained(taso_worker_t *wk, const red_ctx_t *c, int 
   int32_t req = task;
   double t0 = omp_get_wtime();
   taso_err_t e = taso_worker_ask(wk, &req, &a, why, sizeof why);
-  if (e == TASO_ERR_LIB && wk->exit_status >= 0) return taso_error(TASO_ERR_IO, "%s", why);
   if (e == TASO_ERR_LIB) {
     memset(r, 0, sizeof *r);
     r->goal = task < c->nfam ? -1 - task : c->goals[task - c->nfam];

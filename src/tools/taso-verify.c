@@ -378,14 +378,11 @@ static taso_err_t decide_chunk(const work_t *w, const int64_t *todo, int64_t lo,
     answer_t a;
     char why[120];
     double start = omp_get_wtime();
-    taso_worker_t *wk = &w->workers[omp_get_thread_num()];
-    taso_err_t e = taso_worker_ask(wk, &row, &a, why, sizeof why);
-    /* A process that exited on its own (a sanitizer, no memory to start)
-     * is a fault of the tool, not Z3's: the run fails, naming it. */
-    if (e == TASO_ERR_LIB && wk->exit_status >= 0) e = taso_error(TASO_ERR_IO, "%s", why);
+    taso_err_t e = taso_worker_ask(&w->workers[omp_get_thread_num()], &row, &a, why, sizeof why);
     if (e == TASO_OK && a.err == TASO_OK) {
       *d = a.d;
-    } else if (e == TASO_ERR_LIB) { /* the process crashed or hung: this row's answer */
+    } else if (e ==
+               TASO_ERR_LIB) { /* crashed or hung: this row's answer (an exit: the run fails) */
       memset(d, 0, sizeof *d);
       d->row = row;
       d->verdict = TASO_VERDICT_UNKNOWN;
