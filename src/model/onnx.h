@@ -72,6 +72,13 @@ int64_t taso_onnx_numel(const Onnx__TensorProto *t);
 taso_err_t taso_onnx_values_float(const Onnx__TensorProto *t, float *out, int64_t n);
 taso_err_t taso_onnx_values_int(const Onnx__TensorProto *t, int64_t *out, int64_t n);
 
+/* The location that marks a weight of a graph-only file (scripts/zoo.py's):
+ * its data is external at this "file", which import reads as "seed me"
+ * (the model's seeded values, as for built-in models). */
+#define TASO_ONNX_SEEDED "taso-seeded"
+/* Whether t's values are seeded (data_location EXTERNAL at TASO_ONNX_SEEDED). */
+int taso_onnx_seeded(const Onnx__TensorProto *t);
+
 /* Reads a TensorProto file of any element type, as it is. Errors name the
  * file. Free it with onnx__tensor_proto__free_unpacked(t, NULL). */
 taso_err_t taso_onnx_load_tensor(const char *path, Onnx__TensorProto **out);

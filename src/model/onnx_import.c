@@ -133,6 +133,11 @@ static taso_err_t const_weight(importer_t *im, value_t *v, taso_ref_t *ref) {
   int rank = 0;
   int32_t dim[TASO_MAX_RANK];
   TASO_TRY(proto_dims(v->t, &rank, dim));
+  if (taso_onnx_seeded(v->t)) { /* a graph-only file's weight: the seed's values */
+    TASO_TRY(im_weight(im, v->name, rank, dim, NULL, &v->weight));
+    *ref = v->weight;
+    return TASO_OK;
+  }
   float *data;
   int64_t n;
   TASO_TRY(im_const_floats(v->t, &data, &n));
@@ -148,6 +153,11 @@ taso_err_t im_tensor(importer_t *im, const Onnx__NodeProto *n, size_t i, taso_re
   if (!v || v->kind == V_NONE)
     return taso_error(TASO_ERR_FORMAT, "'%s' is defined nowhere", n->input[i]);
   if (v->kind == V_CONST) return const_weight(im, v, ref);
+  if (v->lead)
+    return im_unsupported("'%s' of rank %d", n->input[i], v->lead + im_type(im, v->ref)->rank);
+  if (v->pad[0] || v->pad[1] || v->pad[2] || v->pad[3])
+    return im_unsupported("'%s' padded by a Pad that only a convolution or average pool takes",
+                          n->input[i]);
   *ref = v->ref;
   return TASO_OK;
 }
@@ -185,13 +195,46 @@ taso_err_t im_scalar_weight(importer_t *im, const Onnx__NodeProto *n, const char
   return im_weight(im, name, 0, NULL, &value, ref);
 }
 
-taso_err_t im_set(importer_t *im, const Onnx__NodeProto *n, size_t k, taso_ref_t ref) {
+taso_err_t im_set_lead(importer_t *im, const Onnx__NodeProto *n, size_t k, taso_ref_t ref,
+                       int lead) {
   if (!im_has_output(n, k)) return TASO_OK;
   value_t *v;
   TASO_TRY(im_define(im, n->output[k], &v));
   if (v->kind != V_NONE) return taso_error(TASO_ERR_FORMAT, "'%s' is defined twice", v->name);
   v->kind = V_TENSOR;
   v->ref = ref;
+  v->lead = lead;
+  return TASO_OK;
+}
+
+taso_err_t im_set(importer_t *im, const Onnx__NodeProto *n, size_t k, taso_ref_t ref) {
+  return im_set_lead(im, n, k, ref, 0);
+}
+
+taso_err_t im_set_padded(importer_t *im, const Onnx__NodeProto *n, size_t k, taso_ref_t ref,
+                         const int32_t *pad) {
+  TASO_TRY(im_set_lead(im, n, k, ref, 0));
+  value_t *v = im_has_output(n, k) ? im_find(im, n->output[k]) : NULL;
+  if (v) memcpy(v->pad, pad, sizeof v->pad);
+  return TASO_OK;
+}
+
+taso_err_t im_tensor_padded(importer_t *im, const Onnx__NodeProto *n, size_t i, taso_ref_t *ref,
+                            int32_t *pad) {
+  value_t *v = im_has_input(n, i) ? im_find(im, n->input[i]) : NULL;
+  memset(pad, 0, 4 * sizeof *pad);
+  if (!v || v->kind != V_TENSOR || v->lead) return im_tensor(im, n, i, ref);
+  memcpy(pad, v->pad, 4 * sizeof *pad);
+  *ref = v->ref;
+  return TASO_OK;
+}
+
+taso_err_t im_tensor_lead(importer_t *im, const Onnx__NodeProto *n, size_t i, taso_ref_t *ref,
+                          int *lead) {
+  value_t *v = im_has_input(n, i) ? im_find(im, n->input[i]) : NULL;
+  *lead = v && v->kind == V_TENSOR ? v->lead : 0;
+  if (!*lead) return im_tensor(im, n, i, ref);
+  *ref = v->ref;
   return TASO_OK;
 }
 
@@ -284,6 +327,39 @@ static taso_err_t add_const(importer_t *im, const char *name, const Onnx__Tensor
   return TASO_OK;
 }
 
+/* A constant output (a graph that import computed whole): a weight, an
+ * integer or boolean one with its values as floats. */
+static taso_err_t const_output(importer_t *im, value_t *v, taso_ref_t *ref) {
+  const Onnx__TensorProto *t = v->t;
+  int b = t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+  if (!b && t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64 &&
+      t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT32)
+    return const_weight(im, v, ref);
+  int rank = 0;
+  int32_t dim[TASO_MAX_RANK];
+  TASO_TRY(proto_dims(t, &rank, dim));
+  int64_t n = taso_onnx_numel(t);
+  int64_t *iv = malloc(sizeof *iv * (size_t)(n ? n : 1));
+  float *fv = malloc(sizeof *fv * (size_t)(n ? n : 1));
+  taso_err_t err = iv && fv ? TASO_OK : taso_error(TASO_ERR_NOMEM, "output '%s'", v->name);
+  if (err == TASO_OK && b) {
+    int raw = t->has_raw_data && t->raw_data.len > 0;
+    if ((int64_t)(raw ? t->raw_data.len : t->n_int32_data) != n)
+      err = im_unsupported("bool tensor '%s' of the wrong size", v->name);
+    for (int64_t i = 0; err == TASO_OK && i < n; i++)
+      iv[i] = raw ? t->raw_data.data[i] != 0 : t->int32_data[i] != 0;
+  } else if (err == TASO_OK) {
+    err = taso_onnx_values_int(t, iv, n);
+    if (err == TASO_ERR_FORMAT) err = im_unsupported("%s", taso_error_detail());
+  }
+  for (int64_t i = 0; err == TASO_OK && i < n; i++)
+    fv[i] = (float)iv[i];
+  if (err == TASO_OK) err = im_weight(im, v->name, rank, dim, fv, ref);
+  free(iv);
+  free(fv);
+  return err;
+}
+
 static taso_err_t add_outputs(importer_t *im) {
   const Onnx__GraphProto *g = im->mp->graph;
   for (size_t i = 0; i < g->n_output; i++) {
@@ -294,7 +370,7 @@ static taso_err_t add_outputs(importer_t *im) {
     if (v->kind == V_BAD) continue;
     taso_ref_t ref = v->ref;
     if (v->kind == V_CONST) {
-      taso_err_t err = const_weight(im, v, &ref);
+      taso_err_t err = const_output(im, v, &ref);
       if (err == TASO_ERR_UNSUPPORTED) {
         char what[TASO_MODEL_NAME_LEN + 16];
         snprintf(what, sizeof what, "output %s", name);
@@ -346,7 +422,7 @@ static taso_err_t import_node(importer_t *im, const Onnx__NodeProto *n) {
       return TASO_OK;
     }
   }
-  taso_err_t err = taso_onnx_import_op(im, n);
+  taso_err_t err = taso_onnx_foldable(im, n) ? taso_onnx_fold(im, n) : taso_onnx_import_op(im, n);
   if (err == TASO_OK) return TASO_OK;
   if (err == TASO_ERR_NOMEM || err == TASO_ERR_IO) return err;
   taso_onnx_issue(&im->issues, n, im->opset, taso_error_detail());

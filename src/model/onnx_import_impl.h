@@ -21,6 +21,11 @@ typedef struct {
   taso_ref_t ref;             /* V_TENSOR: the model tensor */
   const Onnx__TensorProto *t; /* V_CONST: its value */
   taso_ref_t weight;          /* V_CONST: the weight made of it, or -1 */
+  int lead;                   /* V_TENSOR: unit axes in front of ref's type (a rank-5 value of
+                                 size 1 on its first axis, as a channel shuffle makes) */
+  int32_t pad[4];             /* V_TENSOR: zero padding of axes 2 and 3 (top, left,
+                                 bottom, right) that a Pad asked for and the convolution
+                                 or average pool reading it takes into its window */
 } value_t;
 
 typedef struct {
@@ -66,12 +71,37 @@ taso_err_t im_node(importer_t *im, taso_op_kind_t kind, const taso_params_t *p, 
 taso_err_t im_reshape(importer_t *im, taso_ref_t x, int rank, const int32_t *dim, taso_ref_t *out);
 /* Output k of n: a tensor, an alias of input `input`, a constant. */
 taso_err_t im_set(importer_t *im, const Onnx__NodeProto *n, size_t k, taso_ref_t ref);
+/* The same for values of rank 5 and more, whose first `lead` axes are 1 and
+ * not in the model tensor's type (only Reshape, Transpose and Shape take
+ * them; im_tensor refuses them). */
+taso_err_t im_set_lead(importer_t *im, const Onnx__NodeProto *n, size_t k, taso_ref_t ref,
+                       int lead);
+taso_err_t im_tensor_lead(importer_t *im, const Onnx__NodeProto *n, size_t i, taso_ref_t *ref,
+                          int *lead);
+/* The same for a value with pending zero padding (only windows take it). */
+taso_err_t im_set_padded(importer_t *im, const Onnx__NodeProto *n, size_t k, taso_ref_t ref,
+                         const int32_t *pad);
+taso_err_t im_tensor_padded(importer_t *im, const Onnx__NodeProto *n, size_t i, taso_ref_t *ref,
+                            int32_t *pad);
 taso_err_t im_alias(importer_t *im, const Onnx__NodeProto *n, size_t k, size_t input);
 taso_err_t im_set_const(importer_t *im, const Onnx__NodeProto *n, size_t k,
                         const Onnx__TensorProto *t);
 /* A constant's values: floats (malloc'd, *n elements) or at most max ints. */
 taso_err_t im_const_floats(const Onnx__TensorProto *t, float **out, int64_t *n);
 taso_err_t im_const_ints(const Onnx__TensorProto *t, int64_t *out, int max, int *n);
+/* Constant folding (onnx_import_fold.c): whether n is an operator import
+ * computes (all its inputs small constants, or Shape), and computing it. */
+int taso_onnx_foldable(importer_t *im, const Onnx__NodeProto *n);
+taso_err_t taso_onnx_fold(importer_t *im, const Onnx__NodeProto *n);
+/* Slice's per-axis start, end (clamped) and step on a tensor of dims. */
+taso_err_t im_slice_ranges(importer_t *im, const Onnx__NodeProto *n, int rank, const int64_t *dim,
+                           int64_t *start, int64_t *end, int64_t *step);
+/* The dims after Unsqueeze or Squeeze (axes from the input or attribute). */
+taso_err_t im_unsqueeze_dims(importer_t *im, const Onnx__NodeProto *n, int rank, const int64_t *dim,
+                             int *out_rank, int64_t *out);
+taso_err_t im_squeeze_dims(importer_t *im, const Onnx__NodeProto *n, int rank, const int64_t *dim,
+                           int *out_rank, int64_t *out);
+
 /* axis in -rank..rank-1 made non-negative; 0 when out of range. */
 int im_axis(int64_t axis, int rank, int *out);
 

@@ -70,7 +70,7 @@ static taso_err_t window_pads(const Onnx__NodeProto *n, const taso_tensor_t *x,
  * padding becomes SAME or VALID when it equals what those give
  * (taso_window_out), so that substitutions written with them match. */
 static taso_err_t window_params(const Onnx__NodeProto *n, const taso_tensor_t *x, int32_t kh,
-                                int32_t kw, taso_params_t *p) {
+                                int32_t kw, const int32_t *pending, taso_params_t *p) {
   TRY(window_strides(n, p));
   int32_t kernel[2] = {kh, kw}, same[4], pads[4];
   for (int a = 0; a < 2; a++) {
@@ -82,6 +82,13 @@ static taso_err_t window_params(const Onnx__NodeProto *n, const taso_tensor_t *x
   }
   TRY(window_pads(n, x, kernel, p, same, pads));
   static const int32_t zero[4] = {0, 0, 0, 0};
+  if (memcmp(pending, zero, sizeof zero)) { /* a Pad before: its padding adds to ours */
+    char buf[32];
+    if (strcmp(taso_onnx_attr_string(n, "auto_pad", "NOTSET", buf, sizeof buf), "NOTSET"))
+      return im_unsupported("auto_pad %s after a Pad", buf);
+    for (int i = 0; i < 4; i++)
+      pads[i] += pending[i];
+  }
   if (!memcmp(pads, same, sizeof pads)) {
     p->pad = TASO_PAD_SAME;
   } else if (!memcmp(pads, zero, sizeof pads)) {
@@ -93,6 +100,47 @@ static taso_err_t window_params(const Onnx__NodeProto *n, const taso_tensor_t *x
     p->pad = TASO_PAD_EXPLICIT;
     memcpy(p->pads, pads, sizeof pads);
   }
+  return TASO_OK;
+}
+
+/* The padding p gives on a window over x, as top, left, bottom, right. */
+static void resolved_pads(const taso_tensor_t *x, const taso_params_t *p, int32_t *pads) {
+  memset(pads, 0, 4 * sizeof *pads);
+  if (p->pad == TASO_PAD_EXPLICIT) {
+    memcpy(pads, p->pads, 4 * sizeof *pads);
+  } else if (p->pad == TASO_PAD_SAME) {
+    for (int a = 0; a < 2; a++) {
+      int32_t i = x->dim[2 + a], s = p->stride[a], o = (i + s - 1) / s;
+      int32_t total = (o - 1) * s + p->kernel[a] - i;
+      if (total < 0) total = 0;
+      pads[a] = total / 2;
+      pads[a + 2] = total - total / 2;
+    }
+  }
+}
+
+/* ceil_mode: the last window may run past the padded input (but starts
+ * inside it). For a max pool that is more padding after, which never wins;
+ * an average divides differently, so it is refused where the two modes
+ * give different sizes. */
+static taso_err_t ceil_pads(const taso_tensor_t *x, int is_max, taso_params_t *p) {
+  int32_t pads[4], extra[2];
+  resolved_pads(x, p, pads);
+  for (int a = 0; a < 2; a++) {
+    int32_t span = x->dim[2 + a] + pads[a] + pads[a + 2] - p->kernel[a], s = p->stride[a];
+    int32_t floor_out = span / s + 1, ceil_out = (span + s - 1) / s + 1;
+    if ((ceil_out - 1) * s >= x->dim[2 + a] + pads[a]) ceil_out--; /* must start inside */
+    extra[a] = ceil_out > floor_out ? (ceil_out - 1) * s - span : 0;
+  }
+  if (!extra[0] && !extra[1]) return TASO_OK;
+  if (!is_max) return im_unsupported("ceil_mode on an average pool that it changes");
+  pads[2] += extra[0];
+  pads[3] += extra[1];
+  for (int i = 0; i < 4; i++)
+    if (pads[i] >= p->kernel[i % 2])
+      return im_unsupported("padding %d not smaller than kernel %d", pads[i], p->kernel[i % 2]);
+  p->pad = TASO_PAD_EXPLICIT;
+  memcpy(p->pads, pads, sizeof pads);
   return TASO_OK;
 }
 
@@ -120,7 +168,8 @@ static taso_err_t conv_bias(importer_t *im, const Onnx__NodeProto *n, taso_ref_t
 
 static taso_err_t op_conv(importer_t *im, const Onnx__NodeProto *n) {
   taso_ref_t x, w, y;
-  TRY(im_tensor(im, n, 0, &x));
+  int32_t pending[4];
+  TRY(im_tensor_padded(im, n, 0, &x, pending));
   TRY(im_tensor(im, n, 1, &w));
   const taso_tensor_t *xt = im_type(im, x), *wt = im_type(im, w);
   TRY(need_rank4(xt, "2-d convolutions only"));
@@ -133,7 +182,7 @@ static taso_err_t op_conv(importer_t *im, const Onnx__NodeProto *n) {
   if (nk >= 0 && (nk != 2 || k[0] != wt->dim[2] || k[1] != wt->dim[3]))
     return im_unsupported("kernel_shape differs from the weight's");
   taso_params_t p = taso_params_default();
-  TRY(window_params(n, xt, wt->dim[2], wt->dim[3], &p));
+  TRY(window_params(n, xt, wt->dim[2], wt->dim[3], pending, &p));
   TRY(im_node(im, TASO_OP_CONV2D, &p, x, w, -1, &y));
   if (im_has_input(n, 2)) TRY(conv_bias(im, n, y, &y));
   return im_set(im, n, 0, y);
@@ -141,7 +190,10 @@ static taso_err_t op_conv(importer_t *im, const Onnx__NodeProto *n) {
 
 static taso_err_t op_pool(importer_t *im, const Onnx__NodeProto *n, int is_max) {
   taso_ref_t x, y;
-  TRY(im_tensor(im, n, 0, &x));
+  int32_t pending[4];
+  TRY(is_max ? im_tensor(im, n, 0, &x) : im_tensor_padded(im, n, 0, &x, pending));
+  if (is_max) memset(pending, 0, sizeof pending);
+  int padded = pending[0] || pending[1] || pending[2] || pending[3];
   const taso_tensor_t *xt = im_type(im, x);
   TRY(need_rank4(xt, "2-d pooling only"));
   int64_t k[8];
@@ -149,17 +201,21 @@ static taso_err_t op_pool(importer_t *im, const Onnx__NodeProto *n, int is_max) 
     return im_unsupported("kernel_shape not 2-d");
   if (k[0] < 1 || k[1] < 1 || k[0] > INT32_MAX || k[1] > INT32_MAX)
     return im_unsupported("kernel %lldx%lld", (long long)k[0], (long long)k[1]);
-  if (taso_onnx_attr_int(n, "ceil_mode", 0)) return im_unsupported("ceil_mode");
   if (taso_onnx_attr_int(n, "storage_order", 0)) return im_unsupported("storage_order");
   if (im_has_output(n, 1)) return im_unsupported("Indices output");
   taso_params_t p = taso_params_default();
   p.kernel[0] = (int32_t)k[0];
   p.kernel[1] = (int32_t)k[1];
-  TRY(window_params(n, xt, p.kernel[0], p.kernel[1], &p));
+  int64_t own[8];
+  if (padded && taso_onnx_attr_ints(n, "pads", own, 8) == 4 &&
+      (own[0] || own[1] || own[2] || own[3]) && !taso_onnx_attr_int(n, "count_include_pad", 0))
+    return im_unsupported("padding of its own not counted after a Pad that is");
+  TRY(window_params(n, xt, p.kernel[0], p.kernel[1], pending, &p));
+  if (taso_onnx_attr_int(n, "ceil_mode", 0)) TRY(ceil_pads(xt, is_max, &p));
   /* ONNX's default divides by the in-bounds count; without padding the two
    * agree, and the substitutions' form (0) is kept. */
   if (!is_max && p.pad != TASO_PAD_VALID)
-    p.exclude_pad = !taso_onnx_attr_int(n, "count_include_pad", 0);
+    p.exclude_pad = !padded && !taso_onnx_attr_int(n, "count_include_pad", 0);
   TRY(im_node(im, is_max ? TASO_OP_POOL_MAX : TASO_OP_POOL_AVG, &p, x, -1, -1, &y));
   return im_set(im, n, 0, y);
 }
@@ -238,6 +294,12 @@ static taso_err_t gemm_folded_b(importer_t *im, const Onnx__NodeProto *n,
                                 const Onnx__TensorProto *t, int trans, float alpha, taso_ref_t *b) {
   if (t->n_dims != 2 || t->dims[0] < 1 || t->dims[1] < 1)
     return im_unsupported("B of rank %zu", t->n_dims);
+  char name[TASO_MODEL_NAME_LEN];
+  snprintf(name, sizeof name, "%.100s%s", n->input[1], trans ? "_T" : "_scaled");
+  if (taso_onnx_seeded(t)) { /* seeded: the folded weight is seeded too */
+    int32_t dim[2] = {(int32_t)t->dims[trans ? 1 : 0], (int32_t)t->dims[trans ? 0 : 1]};
+    return im_weight(im, name, 2, dim, NULL, b);
+  }
   float *v, *w;
   int64_t count;
   TRY(im_const_floats(t, &v, &count));
@@ -251,8 +313,6 @@ static taso_err_t gemm_folded_b(importer_t *im, const Onnx__NodeProto *n,
   for (int32_t i = 0; i < r; i++)
     for (int32_t j = 0; j < c; j++)
       w[trans ? (int64_t)j * r + i : (int64_t)i * c + j] = alpha * v[(int64_t)i * c + j];
-  char name[TASO_MODEL_NAME_LEN];
-  snprintf(name, sizeof name, "%.100s%s", n->input[1], trans ? "_T" : "_scaled");
   taso_err_t err = im_weight(im, name, 2, dim, w, b);
   free(v);
   free(w);
@@ -280,7 +340,7 @@ static taso_err_t gemm_bias(importer_t *im, const Onnx__NodeProto *n, float beta
   const Onnx__TensorProto *t = im_const(im, n, 2);
   taso_ref_t c;
   taso_params_t p = taso_params_default();
-  if (t && beta != 1.0f) {
+  if (t && beta != 1.0f && !taso_onnx_seeded(t)) {
     int rank;
     int32_t dim[TASO_MAX_RANK];
     if (t->n_dims > 2) return im_unsupported("C of rank %zu", t->n_dims);
@@ -345,6 +405,7 @@ static taso_err_t channel_vector(importer_t *im, const Onnx__NodeProto *n, size_
   size_t c = t->n_dims - 3; /* the channel's place: [C,1,1] or [1,C,1,1] */
   for (size_t k = 0; k < t->n_dims; k++)
     if (t->dims[k] != (k == c ? x->dim[1] : 1)) return TASO_OK;
+  if (taso_onnx_seeded(t)) return im_weight(im, n->input[i], 1, &x->dim[1], NULL, vec);
   float *v;
   int64_t count;
   TRY(im_const_floats(t, &v, &count));
@@ -373,6 +434,12 @@ static taso_err_t binary(importer_t *im, const Onnx__NodeProto *n, taso_op_kind_
   TRY(im_tensor(im, n, 0, &a));
   TRY(im_tensor(im, n, 1, &b));
   const taso_tensor_t *at = im_type(im, a), *bt = im_type(im, b);
+  /* a product with a scalar: smul, the substitution language's */
+  if (same_kind == TASO_OP_EWMUL && (at->rank == 0) != (bt->rank == 0)) {
+    taso_params_t p = taso_params_default();
+    TRY(im_node(im, TASO_OP_SMUL, &p, at->rank ? a : b, at->rank ? b : a, -1, &y));
+    return im_set(im, n, 0, y);
+  }
   /* ewadd/ewmul (rank 1 to 4, equal shapes) are what substitutions match. */
   int same = at->rank >= 1 && at->rank == bt->rank && !memcmp(at->dim, bt->dim, sizeof at->dim);
   taso_params_t p = taso_params_default();
@@ -516,6 +583,20 @@ static taso_err_t bn_nodes(importer_t *im, const Onnx__NodeProto *n, float *mean
   return TASO_OK;
 }
 
+/* x * s + b per channel, as the per-channel operators of the substitution
+ * language, so that proved rules fold the scale into a convolution before
+ * it and the shift into its bias (the cpu backend runs each as one oneDNN
+ * binary). */
+static taso_err_t bn_apply(importer_t *im, const Onnx__NodeProto *n, taso_ref_t x, taso_ref_t s,
+                           taso_ref_t b) {
+  taso_ref_t y;
+  taso_params_t p = taso_params_default();
+  p.axis = 1;
+  TRY(im_node(im, TASO_OP_CHMUL, &p, x, s, -1, &y));
+  TRY(im_node(im, TASO_OP_CHADD, &p, y, b, -1, &y));
+  return im_set(im, n, 0, y);
+}
+
 static taso_err_t bn_check(importer_t *im, const Onnx__NodeProto *n) {
   for (size_t k = 1; k < n->n_output; k++)
     if (im_has_output(n, k)) return im_unsupported("training outputs");
@@ -527,11 +608,29 @@ static taso_err_t bn_check(importer_t *im, const Onnx__NodeProto *n) {
   return TASO_OK;
 }
 
+/* Any of scale, bias, mean and var seeded (a graph-only file): the folded
+ * scale and shift are seeded weights under the scale's and bias's names. */
+static int bn_seeded(importer_t *im, const Onnx__NodeProto *n, int32_t c, taso_ref_t *s,
+                     taso_ref_t *b, taso_err_t *err) {
+  int seeded = 0;
+  for (size_t i = 1; i <= 4; i++)
+    seeded |= im_const(im, n, i) && taso_onnx_seeded(im_const(im, n, i));
+  if (!seeded) return 0;
+  *err = c < 1 ? im_unsupported("no channel axis") : im_weight(im, n->input[1], 1, &c, NULL, s);
+  if (*err == TASO_OK) *err = im_weight(im, n->input[2], 1, &c, NULL, b);
+  return 1;
+}
+
 static taso_err_t op_batchnorm(importer_t *im, const Onnx__NodeProto *n) {
   TRY(bn_check(im, n));
-  taso_ref_t x, s, b, y;
+  taso_ref_t x, s, b;
   TRY(im_tensor(im, n, 0, &x));
   int32_t c = im_type(im, x)->rank >= 2 ? im_type(im, x)->dim[1] : 0;
+  taso_err_t seeded_err;
+  if (bn_seeded(im, n, c, &s, &b, &seeded_err)) {
+    TRY(seeded_err);
+    return bn_apply(im, n, x, s, b);
+  }
   float *mean, *var, eps = taso_onnx_attr_float(n, "epsilon", 1e-5f);
   int64_t nm, nv;
   TRY(im_const_floats(im_const(im, n, 3), &mean, &nm));
@@ -549,14 +648,7 @@ static taso_err_t op_batchnorm(importer_t *im, const Onnx__NodeProto *n) {
   free(mean);
   free(var);
   TRY(err);
-  /* As the per-channel operators of the substitution language, so that
-   * proved rules fold the scale into a convolution before it and the shift
-   * into its bias (the cpu backend runs each as one oneDNN binary). */
-  taso_params_t p = taso_params_default();
-  p.axis = 1;
-  TRY(im_node(im, TASO_OP_CHMUL, &p, x, s, -1, &y));
-  TRY(im_node(im, TASO_OP_CHADD, &p, y, b, -1, &y));
-  return im_set(im, n, 0, y);
+  return bn_apply(im, n, x, s, b);
 }
 
 /* ---- shapes: Concat, Split, Reshape, Flatten, Transpose ------------------------ */
@@ -634,19 +726,21 @@ static taso_err_t op_split(importer_t *im, const Onnx__NodeProto *n) {
 
 static taso_err_t op_reshape(importer_t *im, const Onnx__NodeProto *n) {
   taso_ref_t x, y;
-  TRY(im_tensor(im, n, 0, &x));
+  int in_lead, lead = 0;
+  TRY(im_tensor_lead(im, n, 0, &x, &in_lead));
   const taso_tensor_t xt = *im_type(im, x);
   const Onnx__TensorProto *t = im_const(im, n, 1);
   if (!t) return im_unsupported("shape not a constant");
   int64_t v[8];
   int rank, infer = -1;
   TRY(im_const_ints(t, v, 8, &rank));
-  if (rank > TASO_MAX_RANK) return im_unsupported("rank %d", rank);
   int allow_zero = (int)taso_onnx_attr_int(n, "allowzero", 0);
-  int32_t dim[TASO_MAX_RANK];
+  int32_t dim[8];
   int64_t known = 1;
   for (int i = 0; i < rank; i++) {
-    if (v[i] == 0 && !allow_zero && i < xt.rank) v[i] = xt.dim[i]; /* 0 copies the input's size */
+    /* 0 copies the input's size */
+    if (v[i] == 0 && !allow_zero && i < xt.rank + in_lead)
+      v[i] = i < in_lead ? 1 : xt.dim[i - in_lead];
     if (v[i] == -1 && infer < 0) {
       infer = i;
       continue;
@@ -661,8 +755,12 @@ static taso_err_t op_reshape(importer_t *im, const Onnx__NodeProto *n) {
     if (known < 1 || total % known) return im_unsupported("-1 cannot be inferred");
     dim[infer] = (int32_t)(total / known);
   }
-  TRY(im_reshape(im, x, rank, dim, &y));
-  return im_set(im, n, 0, y);
+  /* past rank 4, leading unit axes are kept aside (a channel shuffle) */
+  while (rank - lead > TASO_MAX_RANK && dim[lead] == 1)
+    lead++;
+  if (rank - lead > TASO_MAX_RANK) return im_unsupported("rank %d", rank);
+  TRY(im_reshape(im, x, rank - lead, dim + lead, &y));
+  return im_set_lead(im, n, 0, y, lead);
 }
 
 static taso_err_t op_flatten(importer_t *im, const Onnx__NodeProto *n) {
@@ -679,15 +777,23 @@ static taso_err_t op_flatten(importer_t *im, const Onnx__NodeProto *n) {
 
 static taso_err_t op_transpose(importer_t *im, const Onnx__NodeProto *n) {
   taso_ref_t x, y;
-  TRY(im_tensor(im, n, 0, &x));
+  int lead;
+  TRY(im_tensor_lead(im, n, 0, &x, &lead));
   int rank = im_type(im, x)->rank, identity = 1;
   int64_t perm[8];
   int k = taso_onnx_attr_ints(n, "perm", perm, 8);
+  if (k < 0 && lead) return im_unsupported("reversing a rank %d value", rank + lead);
   if (k < 0)
     for (int i = 0; i < rank; i++)
       perm[i] = rank - 1 - i; /* default: reversed */
-  else if (k != rank)
-    return im_unsupported("perm of %d axes for rank %d", k, rank);
+  else if (k != rank + lead)
+    return im_unsupported("perm of %d axes for rank %d", k, rank + lead);
+  /* the unit axes kept aside must stay in front */
+  for (int i = 0; i < lead; i++)
+    if (perm[i] != i)
+      return im_unsupported("a perm that moves axis %d of a rank %d value", i, rank + lead);
+  for (int i = 0; i < rank; i++)
+    perm[i] = perm[i + lead] - lead;
   taso_params_t p = taso_params_default();
   for (int i = 0; i < rank; i++) {
     if (perm[i] < 0 || perm[i] >= rank)
@@ -699,7 +805,331 @@ static taso_err_t op_transpose(importer_t *im, const Onnx__NodeProto *n) {
   /* rank 2: the substitution language's transpose, which has no perm */
   if (rank == 2) memset(p.perm, 0, sizeof p.perm);
   TRY(im_node(im, rank == 2 ? TASO_OP_TRANSPOSE : TASO_OP_PERMUTE, &p, x, -1, -1, &y));
+  return im_set_lead(im, n, 0, y, lead);
+}
+
+/* ---- operators import writes with others ---------------------------------------- */
+
+/* A constant's values transformed one by one (negated, inverted) as a new
+ * weight "NAME_what" of its shape; a seeded constant gives a seeded weight. */
+static taso_err_t const_mapped(importer_t *im, const Onnx__NodeProto *n, size_t i, const char *what,
+                               int invert, taso_ref_t *out) {
+  const Onnx__TensorProto *t = im_const(im, n, i);
+  taso_ref_t w;
+  TRY(im_tensor(im, n, i, &w)); /* its shape, checked */
+  const taso_tensor_t wt = *im_type(im, w);
+  char name[TASO_MODEL_NAME_LEN];
+  snprintf(name, sizeof name, "%.100s_%s", n->input[i], what);
+  if (taso_onnx_seeded(t)) return im_weight(im, name, wt.rank, wt.dim, NULL, out);
+  float *v;
+  int64_t count;
+  TRY(im_const_floats(t, &v, &count));
+  for (int64_t k = 0; k < count; k++)
+    v[k] = invert ? 1.0f / v[k] : -v[k];
+  taso_err_t err = im_weight(im, name, wt.rank, wt.dim, v, out);
+  free(v);
+  return err;
+}
+
+/* a op b for a tensor a and b that the caller made: ewadd/ewmul for equal
+ * shapes, smul for a scalar b, else the broadcasting add/mul. */
+static taso_err_t combine(importer_t *im, int is_add, taso_ref_t a, taso_ref_t b, taso_ref_t *y) {
+  const taso_tensor_t *at = im_type(im, a), *bt = im_type(im, b);
+  taso_params_t p = taso_params_default();
+  if (!is_add && bt->rank == 0 && at->rank > 0) return im_node(im, TASO_OP_SMUL, &p, a, b, -1, y);
+  int same = at->rank >= 1 && at->rank == bt->rank && !memcmp(at->dim, bt->dim, sizeof at->dim);
+  taso_op_kind_t kind =
+      is_add ? (same ? TASO_OP_EWADD : TASO_OP_ADD) : (same ? TASO_OP_EWMUL : TASO_OP_MUL);
+  return im_node(im, kind, &p, a, b, -1, y);
+}
+
+/* a - b as a + (-b): a constant b negated at import, else times -1. */
+static taso_err_t op_sub(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t a, b, y;
+  TRY(im_tensor(im, n, 0, &a));
+  if (im_const(im, n, 1)) {
+    TRY(const_mapped(im, n, 1, "neg", 0, &b));
+  } else {
+    TRY(im_tensor(im, n, 1, &b));
+    TRY(scale_by(im, n, "minus_one", -1.0f, &b));
+  }
+  TRY(combine(im, 1, a, b, &y));
   return im_set(im, n, 0, y);
+}
+
+/* a / b for a constant b: a times 1/b. */
+static taso_err_t op_div(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t a, b, y;
+  if (!im_const(im, n, 1)) return im_unsupported("a divisor that is not a constant");
+  TRY(im_tensor(im, n, 0, &a));
+  TRY(const_mapped(im, n, 1, "recip", 1, &b));
+  TRY(combine(im, 0, a, b, &y));
+  return im_set(im, n, 0, y);
+}
+
+/* clip(alpha x + beta, 0, 1) */
+static taso_err_t hard_sigmoid(importer_t *im, const Onnx__NodeProto *n, taso_ref_t x, float alpha,
+                               float beta, taso_ref_t *y) {
+  taso_ref_t b;
+  taso_params_t p = taso_params_default();
+  *y = x;
+  TRY(scale_by(im, n, "alpha", alpha, y));
+  TRY(im_scalar_weight(im, n, "beta", beta, &b));
+  TRY(im_node(im, TASO_OP_ADD, &p, *y, b, -1, y));
+  p.bound[0] = 0.0f;
+  p.bound[1] = 1.0f;
+  return im_node(im, TASO_OP_CLIP, &p, *y, -1, -1, y);
+}
+
+static taso_err_t op_hardsigmoid(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t x, y;
+  TRY(im_tensor(im, n, 0, &x));
+  TRY(hard_sigmoid(im, n, x, taso_onnx_attr_float(n, "alpha", 0.2f),
+                   taso_onnx_attr_float(n, "beta", 0.5f), &y));
+  return im_set(im, n, 0, y);
+}
+
+/* x * hardsigmoid(x) with alpha 1/6 and beta 1/2 */
+static taso_err_t op_hardswish(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t x, y;
+  TRY(im_tensor(im, n, 0, &x));
+  TRY(hard_sigmoid(im, n, x, 1.0f / 6.0f, 0.5f, &y));
+  taso_params_t p = taso_params_default();
+  TRY(im_node(im, TASO_OP_EWMUL, &p, x, y, -1, &y));
+  return im_set(im, n, 0, y);
+}
+
+/* The mean over some axes: a global average pool for the spatial pair of a
+ * rank-4 tensor; else the reduced axes moved last (a permute), the tensor
+ * seen as rows of them, and a product with a column of 1/n. */
+static taso_err_t op_reduce_mean(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t x, y;
+  TRY(im_tensor(im, n, 0, &x));
+  const taso_tensor_t xt = *im_type(im, x);
+  int64_t axes[8];
+  int na = taso_onnx_attr_ints(n, "axes", axes, 8),
+      keep = (int)taso_onnx_attr_int(n, "keepdims", 1);
+  char gone[TASO_MAX_RANK] = {0};
+  for (int i = 0; i < na; i++) {
+    int a;
+    if (!im_axis(axes[i], xt.rank, &a)) return im_unsupported("axis out of range");
+    gone[a] = 1;
+  }
+  if (na < 0) /* no axes: all of them */
+    memset(gone, 1, sizeof gone);
+  taso_tensor_t out = xt;
+  int64_t rows = 1, cols = 1;
+  for (int i = 0; i < xt.rank; i++) {
+    if (gone[i])
+      cols *= xt.dim[i], out.dim[i] = 1;
+    else
+      rows *= xt.dim[i];
+  }
+  taso_params_t p = taso_params_default();
+  if (xt.rank == 4 && !gone[0] && !gone[1] && gone[2] && gone[3]) {
+    p.kernel[0] = xt.dim[2];
+    p.kernel[1] = xt.dim[3];
+    p.pad = TASO_PAD_VALID;
+    TRY(im_node(im, TASO_OP_POOL_AVG, &p, x, -1, -1, &y));
+  } else {
+    int perm[TASO_MAX_RANK], k = 0, moved = 0;
+    for (int i = 0; i < xt.rank; i++)
+      if (!gone[i]) perm[k++] = i;
+    for (int i = 0; i < xt.rank; i++)
+      if (gone[i]) perm[k++] = i;
+    for (int i = 0; i < xt.rank; i++)
+      moved |= perm[i] != i;
+    if (moved && xt.rank == 2) {
+      TRY(im_node(im, TASO_OP_TRANSPOSE, &p, x, -1, -1, &x));
+    } else if (moved) {
+      for (int i = 0; i < xt.rank; i++)
+        p.perm[i] = perm[i];
+      TRY(im_node(im, TASO_OP_PERMUTE, &p, x, -1, -1, &x));
+      p = taso_params_default();
+    }
+    int32_t flat[2] = {(int32_t)rows, (int32_t)cols}, col[2] = {(int32_t)cols, 1};
+    TRY(im_reshape(im, x, 2, flat, &x));
+    float *v = malloc(sizeof(float) * (size_t)cols);
+    if (!v) return taso_error(TASO_ERR_NOMEM, "ReduceMean");
+    for (int64_t i = 0; i < cols; i++)
+      v[i] = 1.0f / (float)cols;
+    char name[TASO_MODEL_NAME_LEN];
+    snprintf(name, sizeof name, "%.100s.mean", im_label(n));
+    taso_err_t err = im_weight(im, name, 2, col, v, &y);
+    free(v);
+    TRY(err);
+    TRY(im_node(im, TASO_OP_MATMUL, &p, x, y, -1, &y));
+  }
+  if (!keep) { /* the reduced axes go */
+    int r = 0;
+    for (int i = 0; i < out.rank; i++)
+      if (!gone[i]) out.dim[r++] = out.dim[i];
+    out.rank = r;
+  }
+  TRY(im_reshape(im, y, out.rank, out.dim, &y));
+  return im_set(im, n, 0, y);
+}
+
+/* Pad that pads nothing (PyTorch writes one before some average pools). */
+static taso_err_t op_pad(importer_t *im, const Onnx__NodeProto *n) {
+  int64_t pads[16];
+  int np;
+  char buf[16];
+  if (strcmp(taso_onnx_attr_string(n, "mode", "constant", buf, sizeof buf), "constant"))
+    return im_unsupported("mode %s", buf);
+  if (im->opset < 11) {
+    np = taso_onnx_attr_ints(n, "pads", pads, 16);
+  } else {
+    const Onnx__TensorProto *t = im_const(im, n, 1);
+    if (!t) return im_unsupported("pads not a constant");
+    TRY(im_const_ints(t, pads, 16, &np));
+  }
+  int zero = 1;
+  for (int i = 0; i < np; i++)
+    zero &= pads[i] == 0;
+  if (zero) return im_alias(im, n, 0, 0);
+  /* zeros around the spatial axes of a rank-4 tensor: the window reading
+   * it takes them into its padding */
+  if (im->opset >= 11 && im_has_input(n, 2)) {
+    const Onnx__TensorProto *t = im_const(im, n, 2);
+    float *v;
+    int64_t count;
+    if (!t) return im_unsupported("value not a constant");
+    TRY(im_const_floats(t, &v, &count));
+    int nonzero = count != 1 || v[0] != 0.0f;
+    free(v);
+    if (nonzero) return im_unsupported("padding with a value other than 0");
+  } else if (im->opset < 11 && taso_onnx_attr_float(n, "value", 0.0f) != 0.0f) {
+    return im_unsupported("padding with a value other than 0");
+  }
+  taso_ref_t x;
+  int32_t pad[4];
+  TRY(im_tensor_padded(im, n, 0, &x, pad));
+  if (im_type(im, x)->rank != 4 || np != 8)
+    return im_unsupported("padding of a tensor not of rank 4");
+  for (int i = 0; i < 8; i++)
+    if (pads[i] < 0 || pads[i] > 1 << 20 || ((i % 4) < 2 && pads[i]))
+      return im_unsupported("padding of the batch or channel axis, or negative");
+  pad[0] += (int32_t)pads[2], pad[1] += (int32_t)pads[3];
+  pad[2] += (int32_t)pads[6], pad[3] += (int32_t)pads[7];
+  return im_set_padded(im, n, 0, x, pad);
+}
+
+/* x cut to [from, from + len) on axis a (split_at, once or twice). */
+static taso_err_t cut(importer_t *im, taso_ref_t x, int a, int32_t from, int32_t len,
+                      taso_ref_t *y) {
+  taso_params_t p = taso_params_default();
+  p.axis = a;
+  *y = x;
+  int32_t d = im_type(im, x)->dim[a];
+  if (from > 0) {
+    p.at = from;
+    TRY(im_node(im, TASO_OP_SPLIT_AT, &p, *y, -1, -1, y));
+    *y += 1; /* port 1: the rest */
+    d -= from;
+  }
+  if (len < d) {
+    p.at = len;
+    TRY(im_node(im, TASO_OP_SPLIT_AT, &p, *y, -1, -1, y)); /* port 0 */
+  }
+  return TASO_OK;
+}
+
+static taso_err_t op_slice(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t x, y;
+  TRY(im_tensor(im, n, 0, &x));
+  const taso_tensor_t xt = *im_type(im, x);
+  int64_t dim[TASO_MAX_RANK], start[TASO_MAX_RANK], end[TASO_MAX_RANK], step[TASO_MAX_RANK];
+  for (int i = 0; i < xt.rank; i++)
+    dim[i] = xt.dim[i];
+  TRY(im_slice_ranges(im, n, xt.rank, dim, start, end, step));
+  y = x;
+  for (int a = 0; a < xt.rank; a++) {
+    if (start[a] == 0 && end[a] == dim[a] && step[a] == 1) continue;
+    if (step[a] != 1) return im_unsupported("step %lld", (long long)step[a]);
+    if (end[a] <= start[a]) return im_unsupported("an empty slice");
+    TRY(cut(im, y, a, (int32_t)start[a], (int32_t)(end[a] - start[a]), &y));
+  }
+  if (y == x) return im_alias(im, n, 0, 0);
+  return im_set(im, n, 0, y);
+}
+
+/* Gather of a tensor at constant indices: one index (the axis goes) or a
+ * run of consecutive ones (a slice). */
+static taso_err_t op_gather(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t x, y;
+  TRY(im_tensor(im, n, 0, &x));
+  taso_tensor_t xt = *im_type(im, x);
+  const Onnx__TensorProto *t = im_const(im, n, 1);
+  if (!t || t->n_dims > 1) return im_unsupported("indices not a constant of rank 0 or 1");
+  int a, count;
+  if (!im_axis(taso_onnx_attr_int(n, "axis", 0), xt.rank, &a)) return im_unsupported("axis");
+  int64_t idx[64];
+  TRY(im_const_ints(t, idx, 64, &count));
+  for (int i = 0; i < count; i++) {
+    if (idx[i] < 0) idx[i] += xt.dim[a];
+    if (idx[i] < 0 || idx[i] >= xt.dim[a] || (i && idx[i] != idx[0] + i))
+      return im_unsupported("indices that are not a run inside the axis");
+  }
+  if (count < 1) return im_unsupported("no indices");
+  TRY(cut(im, x, a, (int32_t)idx[0], count, &y));
+  if (t->n_dims == 0) { /* a scalar index: the axis goes */
+    for (int i = a; i + 1 < xt.rank; i++)
+      xt.dim[i] = xt.dim[i + 1];
+    xt.rank--;
+    TRY(im_reshape(im, y, xt.rank, xt.dim, &y));
+  }
+  return im_set(im, n, 0, y);
+}
+
+static taso_err_t reshaped(importer_t *im, const Onnx__NodeProto *n, int squeeze) {
+  taso_ref_t x, y;
+  TRY(im_tensor(im, n, 0, &x));
+  const taso_tensor_t *xt = im_type(im, x);
+  int64_t dim[8], out[8];
+  int rank;
+  for (int i = 0; i < xt->rank; i++)
+    dim[i] = xt->dim[i];
+  TRY(squeeze ? im_squeeze_dims(im, n, xt->rank, dim, &rank, out)
+              : im_unsqueeze_dims(im, n, xt->rank, dim, &rank, out));
+  if (rank > TASO_MAX_RANK) return im_unsupported("rank %d", rank);
+  int32_t d[TASO_MAX_RANK];
+  for (int i = 0; i < rank; i++)
+    d[i] = (int32_t)out[i];
+  TRY(im_reshape(im, x, rank, d, &y));
+  return im_set(im, n, 0, y);
+}
+
+static taso_err_t op_unsqueeze(importer_t *im, const Onnx__NodeProto *n) {
+  return reshaped(im, n, 0);
+}
+static taso_err_t op_squeeze(importer_t *im, const Onnx__NodeProto *n) {
+  return reshaped(im, n, 1);
+}
+
+/* Expand to the shape the tensor has (batch 1): nothing. */
+static taso_err_t op_expand(importer_t *im, const Onnx__NodeProto *n) {
+  taso_ref_t x;
+  TRY(im_tensor(im, n, 0, &x));
+  const taso_tensor_t *xt = im_type(im, x);
+  const Onnx__TensorProto *t = im_const(im, n, 1);
+  int64_t shape[8];
+  int k;
+  if (!t) return im_unsupported("shape not a constant");
+  TRY(im_const_ints(t, shape, 8, &k));
+  if (k > xt->rank) return im_unsupported("an expand that adds axes");
+  for (int i = 0; i < k; i++)
+    if (shape[i] != 1 && shape[i] != xt->dim[xt->rank - k + i])
+      return im_unsupported("an expand that repeats values");
+  return im_alias(im, n, 0, 0);
+}
+
+/* Cast of a float tensor to float: nothing. */
+static taso_err_t op_cast(importer_t *im, const Onnx__NodeProto *n) {
+  int64_t to = taso_onnx_attr_int(n, "to", 0);
+  if (to != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+    return im_unsupported("Cast of a tensor to %s", taso_onnx_type_name((int32_t)to));
+  return im_alias(im, n, 0, 0);
 }
 
 /* ---- no nodes: Identity, Dropout, Constant ---------------------------------------- */
@@ -797,6 +1227,18 @@ static const struct {
     {"Dropout", op_dropout},
     {"Clip", op_clip},
     {"Constant", op_constant},
+    {"Sub", op_sub},
+    {"Div", op_div},
+    {"HardSigmoid", op_hardsigmoid},
+    {"HardSwish", op_hardswish},
+    {"ReduceMean", op_reduce_mean},
+    {"Pad", op_pad},
+    {"Slice", op_slice},
+    {"Gather", op_gather},
+    {"Unsqueeze", op_unsqueeze},
+    {"Squeeze", op_squeeze},
+    {"Expand", op_expand},
+    {"Cast", op_cast},
 };
 
 taso_err_t taso_onnx_import_op(importer_t *im, const Onnx__NodeProto *n) {
