@@ -76,8 +76,14 @@ ZOO = [
     ("alexnet", 224, 14),
     ("convnext_tiny", 224, 17),
     ("vit_b_16", 224, 17),
-    ("swin_t", 224, 17),
 ]
+
+# Offered by torchvision 0.14.1 and left out, with why (taso's import
+# refuses them, naming the nodes).
+NOT_YET = {
+    "swin_t": "its window partition reshapes to rank 6 (1x8x7x8x7x96); import holds rank 4 "
+              "plus leading unit axes",
+}
 
 SEEDED = "taso-seeded"  # the marker taso's importer knows
 KEEP_BELOW = 16  # float initializers of fewer elements keep their values
@@ -110,6 +116,10 @@ def build(torch, torchvision, name):
             kw["init_weights"] = True
         model = torchvision.models.get_model(name, **kw)
     g = torch.Generator().manual_seed(1)
+    with torch.no_grad():  # a weight left at zero (ViT's head) makes the output say nothing
+        for prm in model.parameters():
+            if prm.dim() > 1 and not prm.any():
+                prm.copy_(torch.randn(prm.shape, generator=g) * 0.02)
     for mod in model.modules():
         if isinstance(mod, torch.nn.modules.batchnorm._BatchNorm):
             c = mod.num_features

@@ -15,6 +15,8 @@
 #define NUM_MAX(c, a, b) ((a) > (b) ? (a) : (b))
 #define NUM_EXP(c, a) exp(a)
 #define NUM_TANH(c, a) tanh(a)
+#define NUM_ERF(c, a) erf(a)
+#define NUM_RSQRT(c, a) (1.0 / sqrt(a))
 #define NUM_DIV(c, a, b) ((a) / (b))
 #define NUM_CLIP(c, a, lo, hi) ((a) < (lo) ? (double)(lo) : (a) > (hi) ? (double)(hi) : (a))
 #include "eval_impl.h"

@@ -338,6 +338,16 @@ taso_err_t EV_FN(taso_eval_node_)(NUM_CTX_T c, const taso_node_t *node,
     for (int64_t i = 0; i < size; i++)
       o[i] = NUM_CLIP(c, in[0][i], p->bound[0], p->bound[1]);
     break;
+#ifdef NUM_ERF
+  case TASO_OP_ERF:
+    for (int64_t i = 0; i < size; i++)
+      o[i] = NUM_ERF(c, in[0][i]);
+    break;
+  case TASO_OP_RSQRT:
+    for (int64_t i = 0; i < size; i++)
+      o[i] = NUM_RSQRT(c, in[0][i]);
+    break;
+#endif
   case TASO_OP_SOFTMAX: {
     /* max-shifted, so that large logits do not overflow */
     int a = p->axis;

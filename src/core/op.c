@@ -457,6 +457,8 @@ const taso_op_info_t taso_ops[TASO_OP_COUNT] = {
     [TASO_OP_SPLIT_AT] = {"split_at", 1, 2, TASO_P_AXIS | TASO_P_AT, shape_split_at, trees_model},
     [TASO_OP_CHMUL] = {"chmul", 2, 1, TASO_P_AXIS, shape_channel, trees_first},
     [TASO_OP_CHADD] = {"chadd", 2, 1, TASO_P_AXIS, shape_channel, trees_first},
+    [TASO_OP_ERF] = {"erf", 1, 1, 0, shape_unary, trees_model},
+    [TASO_OP_RSQRT] = {"rsqrt", 1, 1, 0, shape_unary, trees_model},
 };
 
 taso_op_kind_t taso_op_lookup(const char *name) {

@@ -53,13 +53,18 @@ typedef enum {
    * substitution files store. */
   TASO_OP_CHMUL, /* x * v[i] on axis a: v has one value per slice i of that axis */
   TASO_OP_CHADD, /* x + v[i] on axis a */
+  /* Model-only again (issue 33, what real exports hold), appended so that
+   * stored kind numbers stay: */
+  TASO_OP_ERF,   /* the error function, element-wise (GELU is x (1 + erf(x / sqrt 2)) / 2) */
+  TASO_OP_RSQRT, /* 1 / sqrt(x), element-wise (layer normalization's scale) */
   TASO_OP_COUNT
 } taso_op_kind_t;
 
-/* The substitution language: the kinds below TASO_OP_SUBST_END and those
- * from TASO_OP_CHMUL on; the kinds between are model-only. */
+/* The substitution language: the kinds below TASO_OP_SUBST_END and
+ * TASO_OP_CHMUL, TASO_OP_CHADD; the kinds between and after are model-only. */
 #define TASO_OP_SUBST_END TASO_OP_ADD
-#define taso_op_is_model_only(k) ((k) >= TASO_OP_SUBST_END && (k) < TASO_OP_CHMUL)
+#define taso_op_is_model_only(k)                                                                   \
+  (((k) >= TASO_OP_SUBST_END && (k) < TASO_OP_CHMUL) || (k) > TASO_OP_CHADD)
 #define taso_op_in_subst(k)                                                                        \
   ((k) > TASO_OP_INPUT && (k) < TASO_OP_COUNT && !taso_op_is_model_only(k))
 

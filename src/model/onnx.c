@@ -59,6 +59,11 @@ static const struct {
     {"Where", {9, 16}},
     {"ConstantOfShape", {9}},
     {"Range", {11}},
+    {"Erf", {9, 13}},
+    {"Pow", {1, 7, 12, 13, 15}},
+    {"Mod", {10, 13}},
+    {"LayerNormalization", {17}},
+    {"ScatterND", {11, 13, 16}},
     {NULL, {0}},
 };
 

@@ -417,6 +417,15 @@ static void export_node(exporter_t *ex, int i, char **in) {
   case TASO_OP_TANH:
     node(ex, "Tanh", in, 1, &out, 1);
     break;
+  case TASO_OP_ERF:
+    node(ex, "Erf", in, 1, &out, 1);
+    break;
+  case TASO_OP_RSQRT: {
+    float half = -0.5f;
+    char *args[2] = {in[0], const_floats(ex, "minus_half", 0, NULL, &half, 1)};
+    if (args[1]) node(ex, "Pow", args, 2, &out, 1);
+    break;
+  }
   case TASO_OP_MATMUL:
   case TASO_OP_BMM:
     with_act(ex, "MatMul", in, 2, out, p->act, t);

@@ -172,7 +172,7 @@ static void next_index(int r, const int64_t *dim, int64_t *at) {
   }
 }
 
-enum { F_ADD, F_SUB, F_MUL, F_DIV, F_EQUAL, F_WHERE };
+enum { F_ADD, F_SUB, F_MUL, F_DIV, F_POW, F_MOD, F_EQUAL, F_WHERE };
 
 static double apply(int f, int ints, const double *x) {
   switch (f) {
@@ -184,6 +184,10 @@ static double apply(int f, int ints, const double *x) {
     return x[0] * x[1];
   case F_DIV: /* integer division truncates, as ONNX's Div on integers */
     return ints ? (x[1] != 0 ? trunc(x[0] / x[1]) : 0) : x[0] / x[1];
+  case F_POW:
+    return pow(x[0], x[1]);
+  case F_MOD: /* the sign of the divisor, as ONNX's integer Mod (fmod = 0) */
+    return x[1] != 0 ? x[0] - x[1] * floor(x[0] / x[1]) : 0;
   case F_EQUAL:
     return x[0] == x[1];
   default:
@@ -229,6 +233,13 @@ static taso_err_t fold_mul(importer_t *im, const Onnx__NodeProto *n) {
 }
 static taso_err_t fold_div(importer_t *im, const Onnx__NodeProto *n) {
   return fold_elementwise(im, n, F_DIV);
+}
+static taso_err_t fold_pow(importer_t *im, const Onnx__NodeProto *n) {
+  return fold_elementwise(im, n, F_POW);
+}
+static taso_err_t fold_mod(importer_t *im, const Onnx__NodeProto *n) {
+  if (taso_onnx_attr_int(n, "fmod", 0)) return im_unsupported("fmod");
+  return fold_elementwise(im, n, F_MOD);
 }
 static taso_err_t fold_equal(importer_t *im, const Onnx__NodeProto *n) {
   return fold_elementwise(im, n, F_EQUAL);
@@ -679,6 +690,72 @@ static taso_err_t fold_pad(importer_t *im, const Onnx__NodeProto *n) {
   return small_set(im, n, 0, &out);
 }
 
+static taso_err_t fold_transpose(importer_t *im, const Onnx__NodeProto *n) {
+  small_t d = {0}, out = {0};
+  TRY(input_small(im, n, 0, &d));
+  int64_t perm[MAX_RANK], dim[MAX_RANK], at[MAX_RANK] = {0};
+  int k = taso_onnx_attr_ints(n, "perm", perm, MAX_RANK);
+  taso_err_t err = k < 0 || k == d.rank ? TASO_OK : im_unsupported("perm of another rank");
+  for (int i = 0; err == TASO_OK && i < d.rank; i++) {
+    if (k < 0) perm[i] = d.rank - 1 - i;
+    if (perm[i] < 0 || perm[i] >= d.rank)
+      err = im_unsupported("perm entry");
+    else
+      dim[i] = d.dim[perm[i]];
+  }
+  if (err == TASO_OK) err = small_new(&out, d.type, d.rank, dim);
+  for (int64_t i = 0; err == TASO_OK && i < out.n; i++) {
+    int64_t src = 0, c[MAX_RANK];
+    for (int a = 0; a < d.rank; a++)
+      c[perm[a]] = at[a];
+    for (int a = 0; a < d.rank; a++)
+      src = src * d.dim[a] + c[a];
+    out.v[i] = d.v[src];
+    next_index(d.rank, dim, at);
+  }
+  free(d.v);
+  if (err != TASO_OK) {
+    free(out.v);
+    return err;
+  }
+  return small_set(im, n, 0, &out);
+}
+
+/* ScatterND (no reduction): data with the slices at indices replaced. */
+static taso_err_t fold_scatter_nd(importer_t *im, const Onnx__NodeProto *n) {
+  small_t d = {0}, idx = {0}, upd = {0};
+  char buf[16];
+  if (strcmp(taso_onnx_attr_string(n, "reduction", "none", buf, sizeof buf), "none"))
+    return im_unsupported("reduction %s", buf);
+  TRY(input_small(im, n, 0, &d));
+  taso_err_t err = input_small(im, n, 1, &idx);
+  if (err == TASO_OK) err = input_small(im, n, 2, &upd);
+  int64_t q = idx.rank ? idx.dim[idx.rank - 1] : 0, count = 1, slice = 1;
+  if (err == TASO_OK && (idx.rank < 1 || q > d.rank)) err = im_unsupported("indices");
+  for (int i = 0; err == TASO_OK && i + 1 < idx.rank; i++)
+    count *= idx.dim[i];
+  for (int i = (int)q; err == TASO_OK && i < d.rank; i++)
+    slice *= d.dim[i];
+  if (err == TASO_OK && upd.n != count * slice) err = im_unsupported("updates of the wrong size");
+  for (int64_t u = 0; err == TASO_OK && u < count; u++) {
+    int64_t at = 0;
+    for (int a = 0; a < q && err == TASO_OK; a++) {
+      int64_t c = (int64_t)idx.v[u * q + a];
+      if (c < 0) c += d.dim[a];
+      if (c < 0 || c >= d.dim[a]) err = im_unsupported("index out of range");
+      at = at * d.dim[a] + c;
+    }
+    if (err == TASO_OK) memcpy(d.v + at * slice, upd.v + u * slice, sizeof(double) * (size_t)slice);
+  }
+  free(idx.v);
+  free(upd.v);
+  if (err != TASO_OK) {
+    free(d.v);
+    return err;
+  }
+  return small_set(im, n, 0, &d);
+}
+
 static taso_err_t fold_identity(importer_t *im, const Onnx__NodeProto *n) {
   return im_alias(im, n, 0, 0);
 }
@@ -691,6 +768,8 @@ static const struct {
     {"Sub", fold_sub},
     {"Mul", fold_mul},
     {"Div", fold_div},
+    {"Pow", fold_pow},
+    {"Mod", fold_mod},
     {"Equal", fold_equal},
     {"Where", fold_where},
     {"Shape", fold_shape},
@@ -706,6 +785,8 @@ static const struct {
     {"Expand", fold_expand},
     {"Identity", fold_identity},
     {"Pad", fold_pad},
+    {"Transpose", fold_transpose},
+    {"ScatterND", fold_scatter_nd},
 };
 
 /* Whether input i is a constant folding can read. */

@@ -1124,6 +1124,75 @@ static taso_err_t op_expand(importer_t *im, const Onnx__NodeProto *n) {
   return im_alias(im, n, 0, 0);
 }
 
+static taso_err_t op_erf(importer_t *im, const Onnx__NodeProto *n) {
+  taso_params_t p = taso_params_default();
+  return unary(im, n, TASO_OP_ERF, &p);
+}
+
+/* x to a constant power: 2 (x x) or -1/2 (rsqrt). */
+static taso_err_t op_pow(importer_t *im, const Onnx__NodeProto *n) {
+  float e = 0.0f;
+  TRY(const_scalar(im, n, 1, &e));
+  taso_ref_t x, y;
+  taso_params_t p = taso_params_default();
+  TRY(im_tensor(im, n, 0, &x));
+  if (e == 2.0f) {
+    TRY(im_node(im, TASO_OP_EWMUL, &p, x, x, -1, &y));
+  } else if (e == -0.5f) {
+    TRY(im_node(im, TASO_OP_RSQRT, &p, x, -1, -1, &y));
+  } else if (e == 1.0f) {
+    return im_alias(im, n, 0, 0);
+  } else {
+    return im_unsupported("exponent %g (2, 1 and -0.5 only)", (double)e);
+  }
+  return im_set(im, n, 0, y);
+}
+
+/* LayerNormalization over the axes from `axis` on, seen as the columns of
+ * a matrix: the row means and variances as products with a column of 1/n,
+ * then (x - mean) rsqrt(var + eps) times the scale, plus the bias. */
+static taso_err_t op_layernorm(importer_t *im, const Onnx__NodeProto *n) {
+  for (size_t k = 1; k < n->n_output; k++)
+    if (im_has_output(n, k)) return im_unsupported("mean or inverse deviation outputs");
+  taso_ref_t x, col, mean, d, var, y, w;
+  TRY(im_tensor(im, n, 0, &x));
+  const taso_tensor_t xt = *im_type(im, x);
+  int axis;
+  if (!im_axis(taso_onnx_attr_int(n, "axis", -1), xt.rank, &axis) || xt.rank < 1)
+    return im_unsupported("axis out of range");
+  float eps = taso_onnx_attr_float(n, "epsilon", 1e-5f);
+  int32_t flat[2] = {(int32_t)span(&xt, 0, axis), (int32_t)span(&xt, axis, xt.rank)};
+  int32_t cdim[2] = {flat[1], 1};
+  float *v = malloc(sizeof(float) * (size_t)flat[1]);
+  if (!v) return taso_error(TASO_ERR_NOMEM, "LayerNormalization");
+  for (int32_t i = 0; i < flat[1]; i++)
+    v[i] = 1.0f / (float)flat[1];
+  char name[TASO_MODEL_NAME_LEN];
+  snprintf(name, sizeof name, "%.100s.mean", im_label(n));
+  taso_err_t err = im_weight(im, name, 2, cdim, v, &col);
+  free(v);
+  TRY(err);
+  taso_params_t p = taso_params_default();
+  TRY(im_reshape(im, x, 2, flat, &x));
+  TRY(im_node(im, TASO_OP_MATMUL, &p, x, col, -1, &mean));
+  TRY(scale_by(im, n, "minus_one", -1.0f, &mean));
+  TRY(im_node(im, TASO_OP_ADD, &p, x, mean, -1, &d));
+  TRY(im_node(im, TASO_OP_EWMUL, &p, d, d, -1, &var));
+  TRY(im_node(im, TASO_OP_MATMUL, &p, var, col, -1, &var));
+  TRY(im_scalar_weight(im, n, "epsilon", eps, &w));
+  TRY(im_node(im, TASO_OP_ADD, &p, var, w, -1, &var));
+  TRY(im_node(im, TASO_OP_RSQRT, &p, var, -1, -1, &var));
+  TRY(im_node(im, TASO_OP_MUL, &p, d, var, -1, &y));
+  TRY(im_reshape(im, y, xt.rank, xt.dim, &y));
+  TRY(im_tensor(im, n, 1, &w));
+  TRY(combine(im, 0, y, w, &y));
+  if (im_has_input(n, 2)) {
+    TRY(im_tensor(im, n, 2, &w));
+    TRY(combine(im, 1, y, w, &y));
+  }
+  return im_set(im, n, 0, y);
+}
+
 /* Cast of a float tensor to float: nothing. */
 static taso_err_t op_cast(importer_t *im, const Onnx__NodeProto *n) {
   int64_t to = taso_onnx_attr_int(n, "to", 0);
@@ -1239,6 +1308,9 @@ static const struct {
     {"Squeeze", op_squeeze},
     {"Expand", op_expand},
     {"Cast", op_cast},
+    {"Erf", op_erf},
+    {"Pow", op_pow},
+    {"LayerNormalization", op_layernorm},
 };
 
 taso_err_t taso_onnx_import_op(importer_t *im, const Onnx__NodeProto *n) {

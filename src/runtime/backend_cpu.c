@@ -532,9 +532,11 @@ static taso_err_t build_eltwise(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   dnnl_alg_kind_t alg = cfg->kind == TASO_OP_RELU      ? dnnl_eltwise_relu
                         : cfg->kind == TASO_OP_SIGMOID ? dnnl_eltwise_logistic
                         : cfg->kind == TASO_OP_TANH    ? dnnl_eltwise_tanh
+                        : cfg->kind == TASO_OP_RSQRT   ? dnnl_eltwise_pow
                                                        : dnnl_eltwise_clip;
-  float alpha = cfg->kind == TASO_OP_CLIP ? cfg->p.bound[0] : 0.0f;
-  float beta = cfg->kind == TASO_OP_CLIP ? cfg->p.bound[1] : 0.0f;
+  /* clip: the bounds; pow: alpha x^beta, x^-0.5 for rsqrt */
+  float alpha = cfg->kind == TASO_OP_CLIP ? cfg->p.bound[0] : cfg->kind == TASO_OP_RSQRT;
+  float beta = cfg->kind == TASO_OP_CLIP ? cfg->p.bound[1] : -0.5f * (cfg->kind == TASO_OP_RSQRT);
   dnnl_memory_desc_t md;
   TASO_TRY(md_tensor(cfg->layout, &cfg->in[0], &md));
   dnnl_eltwise_desc_t d;
@@ -775,6 +777,7 @@ static taso_err_t build(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   case TASO_OP_SIGMOID:
   case TASO_OP_TANH:
   case TASO_OP_CLIP:
+  case TASO_OP_RSQRT:
     return build_eltwise(ctx, k);
   case TASO_OP_SOFTMAX:
     return build_softmax(ctx, k);
