@@ -12,6 +12,8 @@
 #                                    warnings as errors in both, and run the tests: every test
 #                                    in build/, the unit, MPI and six tool tests in build-asan/
 #                                    (docs/testing.md)
+#   bash scripts/setup.sh zoo        install Debian's python3-torch and python3-torchvision,
+#                                    for scripts/zoo.py and bench/zoo.sh only (docs/zoo.md)
 #
 # Both modes configure build/ the same way (Release, warnings as errors), so
 # they run in either order, any number of times, on a fresh clone or a used
@@ -163,8 +165,13 @@ test)
   install_packages "${packages[@]}" "${test_packages[@]}"
   tests
   ;;
+zoo)
+  # Only for scripts/zoo.py and bench/zoo.sh (exporting real networks):
+  # neither the main job nor the tests need these.
+  install_packages python3-torch python3-torchvision python3-onnx
+  ;;
 *)
-  echo "usage: bash scripts/setup.sh pipeline|test" >&2
+  echo "usage: bash scripts/setup.sh pipeline|test|zoo" >&2
   exit 2
   ;;
 esac

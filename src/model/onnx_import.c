@@ -538,7 +538,9 @@ taso_err_t taso_onnx_import_bound(const char *path, const taso_onnx_binding_t *b
   importer_t im = {0};
   if (err == TASO_OK) err = importer_init(&im, path, mp, m, nbound);
   if (err == TASO_OK) err = import_graph(&im, bound, nbound);
-  if (err == TASO_OK) err = taso_model_make_weights(m);
+  /* Seeded weights (a graph-only file's) stay without values until a
+   * reader needs them (taso_model_make_weights): showing or converting a
+   * VGG does not make its 138 M numbers. */
   importer_free(&im);
   taso_onnx_free(mp);
   if (err != TASO_OK) {

@@ -1152,8 +1152,7 @@ static taso_err_t op_pow(importer_t *im, const Onnx__NodeProto *n) {
  * a matrix: the row means and variances as products with a column of 1/n,
  * then (x - mean) rsqrt(var + eps) times the scale, plus the bias. */
 static taso_err_t op_layernorm(importer_t *im, const Onnx__NodeProto *n) {
-  for (size_t k = 1; k < n->n_output; k++)
-    if (im_has_output(n, k)) return im_unsupported("mean or inverse deviation outputs");
+  if (n->n_output > 3) return im_unsupported("%zu outputs", n->n_output);
   taso_ref_t x, col, mean, d, var, y, w;
   TRY(im_tensor(im, n, 0, &x));
   const taso_tensor_t xt = *im_type(im, x);
@@ -1175,14 +1174,29 @@ static taso_err_t op_layernorm(importer_t *im, const Onnx__NodeProto *n) {
   taso_params_t p = taso_params_default();
   TRY(im_reshape(im, x, 2, flat, &x));
   TRY(im_node(im, TASO_OP_MATMUL, &p, x, col, -1, &mean));
-  TRY(scale_by(im, n, "minus_one", -1.0f, &mean));
-  TRY(im_node(im, TASO_OP_ADD, &p, x, mean, -1, &d));
+  taso_ref_t neg = mean;
+  TRY(scale_by(im, n, "minus_one", -1.0f, &neg));
+  TRY(im_node(im, TASO_OP_ADD, &p, x, neg, -1, &d));
   TRY(im_node(im, TASO_OP_EWMUL, &p, d, d, -1, &var));
   TRY(im_node(im, TASO_OP_MATMUL, &p, var, col, -1, &var));
   TRY(im_scalar_weight(im, n, "epsilon", eps, &w));
   TRY(im_node(im, TASO_OP_ADD, &p, var, w, -1, &var));
   TRY(im_node(im, TASO_OP_RSQRT, &p, var, -1, -1, &var));
   TRY(im_node(im, TASO_OP_MUL, &p, d, var, -1, &y));
+  /* Mean and InvStdDev, when asked for: x's shape with the normalized
+   * axes of size 1 */
+  taso_tensor_t st = xt;
+  for (int i = axis; i < st.rank; i++)
+    st.dim[i] = 1;
+  taso_ref_t stat;
+  if (im_has_output(n, 1)) {
+    TRY(im_reshape(im, mean, st.rank, st.dim, &stat));
+    TRY(im_set(im, n, 1, stat));
+  }
+  if (im_has_output(n, 2)) {
+    TRY(im_reshape(im, var, st.rank, st.dim, &stat));
+    TRY(im_set(im, n, 2, stat));
+  }
   TRY(im_reshape(im, y, xt.rank, xt.dim, &y));
   TRY(im_tensor(im, n, 1, &w));
   TRY(combine(im, 0, y, w, &y));
@@ -1316,5 +1330,7 @@ static const struct {
 taso_err_t taso_onnx_import_op(importer_t *im, const Onnx__NodeProto *n) {
   for (size_t i = 0; i < sizeof handlers / sizeof *handlers; i++)
     if (!strcmp(handlers[i].op, n->op_type)) return handlers[i].fn(im, n);
+  /* an operator that import only computes (onnx_import_fold.c) */
+  if (taso_onnx_supported(n->op_type)) return im_unsupported("only on small constants");
   return im_unsupported("not an operator taso imports");
 }
