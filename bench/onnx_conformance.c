@@ -91,7 +91,7 @@ enum { PASSED, FAILED, NOT_RUNNABLE };
 
 typedef struct {
   int result;    /* PASSED, FAILED, NOT_RUNNABLE */
-  int bound;     /* ran with its inputs after the first bound as initializers */
+  int bound;     /* ran with its inputs after the first (or all) bound as initializers */
   char why[160]; /* NOT_RUNNABLE: the reason; FAILED: what differed */
 } outcome_t;
 
@@ -340,7 +340,8 @@ static void print_table(FILE *f, const row_t *rows, int nrows, int md, const cha
         "runnable,\n"
         "how many ran with their inputs after the first given as initializers (a Reshape's shape,\n"
         "a BatchNormalization's statistics, Clip's bounds: what real models keep in "
-        "initializers).\n\n"
+        "initializers),\n"
+        "or all of them (the shape arithmetic that import computes on constants).\n\n"
         "| operator | tests | passed | failed | not runnable | bound | why not runnable (tests) |\n"
         "|---|---:|---:|---:|---:|---:|---|\n",
         dir, ntests, backend ? backend->name : "reference (taso_eval_graph_double)");
