@@ -132,6 +132,14 @@ static taso_err_t small_set(importer_t *im, const Onnx__NodeProto *n, size_t k, 
   return im_set_const(im, n, k, t);
 }
 
+/* The end of a fold: out as output 0, or err with out freed. */
+static taso_err_t small_done(importer_t *im, const Onnx__NodeProto *n, taso_err_t err,
+                             small_t *out) {
+  if (err == TASO_OK) return small_set(im, n, 0, out);
+  free(out->v);
+  return err;
+}
+
 static taso_err_t input_small(importer_t *im, const Onnx__NodeProto *n, size_t i, small_t *s) {
   const Onnx__TensorProto *t = im_const(im, n, i);
   if (!t) return im_unsupported("input %zu not a constant", i);
@@ -215,11 +223,7 @@ static taso_err_t fold_elementwise(importer_t *im, const Onnx__NodeProto *n, int
   }
   for (int k = 0; k < nin; k++)
     free(in[k].v);
-  if (err != TASO_OK) {
-    free(out.v);
-    return err;
-  }
-  return small_set(im, n, 0, &out);
+  return small_done(im, n, err, &out);
 }
 
 static taso_err_t fold_add(importer_t *im, const Onnx__NodeProto *n) {
@@ -397,11 +401,7 @@ static taso_err_t fold_gather(importer_t *im, const Onnx__NodeProto *n) {
   free(pick);
   free(d.v);
   free(idx.v);
-  if (err != TASO_OK) {
-    free(out.v);
-    return err;
-  }
-  return small_set(im, n, 0, &out);
+  return small_done(im, n, err, &out);
 }
 
 static taso_err_t fold_concat(importer_t *im, const Onnx__NodeProto *n) {
@@ -526,11 +526,7 @@ static taso_err_t fold_slice(importer_t *im, const Onnx__NodeProto *n) {
     next_index(d.rank, dim, at);
   }
   free(d.v);
-  if (err != TASO_OK) {
-    free(out.v);
-    return err;
-  }
-  return small_set(im, n, 0, &out);
+  return small_done(im, n, err, &out);
 }
 
 static taso_err_t fold_constant_of_shape(importer_t *im, const Onnx__NodeProto *n) {
@@ -553,11 +549,7 @@ static taso_err_t fold_constant_of_shape(importer_t *im, const Onnx__NodeProto *
     out.v[i] = fill;
   free(shape.v);
   free(value.v);
-  if (err != TASO_OK) {
-    free(out.v);
-    return err;
-  }
-  return small_set(im, n, 0, &out);
+  return small_done(im, n, err, &out);
 }
 
 static taso_err_t fold_range(importer_t *im, const Onnx__NodeProto *n) {
@@ -579,11 +571,7 @@ static taso_err_t fold_range(importer_t *im, const Onnx__NodeProto *n) {
     out.v[i] = s[0].v[0] + (double)i * s[2].v[0];
   for (int k = 0; k < 3; k++)
     free(s[k].v);
-  if (err != TASO_OK) {
-    free(out.v);
-    return err;
-  }
-  return small_set(im, n, 0, &out);
+  return small_done(im, n, err, &out);
 }
 
 static taso_err_t fold_reshape(importer_t *im, const Onnx__NodeProto *n) {
@@ -636,11 +624,7 @@ static taso_err_t fold_expand(importer_t *im, const Onnx__NodeProto *n) {
   }
   free(d.v);
   free(shape.v);
-  if (err != TASO_OK) {
-    free(out.v);
-    return err;
-  }
-  return small_set(im, n, 0, &out);
+  return small_done(im, n, err, &out);
 }
 
 /* Pad of a constant (constant mode): what import folds, for completeness
@@ -683,11 +667,7 @@ static taso_err_t fold_pad(importer_t *im, const Onnx__NodeProto *n) {
   }
   free(d.v);
   free(value.v);
-  if (err != TASO_OK) {
-    free(out.v);
-    return err;
-  }
-  return small_set(im, n, 0, &out);
+  return small_done(im, n, err, &out);
 }
 
 static taso_err_t fold_transpose(importer_t *im, const Onnx__NodeProto *n) {
@@ -714,11 +694,7 @@ static taso_err_t fold_transpose(importer_t *im, const Onnx__NodeProto *n) {
     next_index(d.rank, dim, at);
   }
   free(d.v);
-  if (err != TASO_OK) {
-    free(out.v);
-    return err;
-  }
-  return small_set(im, n, 0, &out);
+  return small_done(im, n, err, &out);
 }
 
 /* ScatterND (no reduction): data with the slices at indices replaced. */
