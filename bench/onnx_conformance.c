@@ -180,14 +180,9 @@ static taso_err_t test_values(const Onnx__TensorProto *t, int64_t size, float **
   *out = malloc(sizeof(float) * (size_t)(size ? size : 1));
   if (!*out) return taso_error(TASO_ERR_NOMEM, "test data");
   taso_err_t err = TASO_OK;
-  if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL) { /* bytes or int32_data */
-    int raw = t->has_raw_data && t->raw_data.len > 0;
-    if ((int64_t)(raw ? t->raw_data.len : t->n_int32_data) != size)
-      err = taso_error(TASO_ERR_FORMAT, "bool test data of the wrong size");
-    for (int64_t i = 0; err == TASO_OK && i < size; i++)
-      (*out)[i] = raw ? t->raw_data.data[i] != 0 : t->int32_data[i] != 0;
-  } else if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 ||
-             t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT32) {
+  if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 ||
+      t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT32 ||
+      t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL) {
     int64_t *v = malloc(sizeof *v * (size_t)(size ? size : 1));
     err = v ? taso_onnx_values_int(t, v, size) : taso_error(TASO_ERR_NOMEM, "test data");
     for (int64_t i = 0; err == TASO_OK && i < size; i++)

@@ -372,6 +372,13 @@ taso_err_t taso_onnx_values_int(const Onnx__TensorProto *t, int64_t *out, int64_
     }
     return TASO_OK;
   }
+  if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL) { /* a byte each, or int32_data */
+    size_t have = raw ? t->raw_data.len : t->n_int32_data;
+    if ((int64_t)have != n) return count_error(t, have, n);
+    for (int64_t i = 0; i < n; i++)
+      out[i] = raw ? t->raw_data.data[i] != 0 : t->int32_data[i] != 0;
+    return TASO_OK;
+  }
   return taso_error(TASO_ERR_FORMAT, "tensor '%s' of %s; int64 expected", t->name ? t->name : "",
                     taso_onnx_type_name(t->data_type));
 }

@@ -66,7 +66,7 @@ void taso_onnx_tensor_free(taso_onnx_tensor_t *t);
 
 /* Elements of a TensorProto (product of dims; -1 when a dim is negative). */
 int64_t taso_onnx_numel(const Onnx__TensorProto *t);
-/* Its values as floats (FLOAT, DOUBLE) or as int64 (INT64, INT32): n
+/* Its values as floats (FLOAT, DOUBLE) or as int64 (INT64, INT32, BOOL): n
  * elements into out. TASO_ERR_FORMAT (naming the tensor) on another element
  * type or a data size that does not match. */
 taso_err_t taso_onnx_values_float(const Onnx__TensorProto *t, float *out, int64_t n);

@@ -331,8 +331,8 @@ static taso_err_t add_const(importer_t *im, const char *name, const Onnx__Tensor
  * integer or boolean one with its values as floats. */
 static taso_err_t const_output(importer_t *im, value_t *v, taso_ref_t *ref) {
   const Onnx__TensorProto *t = v->t;
-  int b = t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
-  if (!b && t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64 &&
+  if (t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__BOOL &&
+      t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64 &&
       t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT32)
     return const_weight(im, v, ref);
   int rank = 0;
@@ -342,16 +342,8 @@ static taso_err_t const_output(importer_t *im, value_t *v, taso_ref_t *ref) {
   int64_t *iv = malloc(sizeof *iv * (size_t)(n ? n : 1));
   float *fv = malloc(sizeof *fv * (size_t)(n ? n : 1));
   taso_err_t err = iv && fv ? TASO_OK : taso_error(TASO_ERR_NOMEM, "output '%s'", v->name);
-  if (err == TASO_OK && b) {
-    int raw = t->has_raw_data && t->raw_data.len > 0;
-    if ((int64_t)(raw ? t->raw_data.len : t->n_int32_data) != n)
-      err = im_unsupported("bool tensor '%s' of the wrong size", v->name);
-    for (int64_t i = 0; err == TASO_OK && i < n; i++)
-      iv[i] = raw ? t->raw_data.data[i] != 0 : t->int32_data[i] != 0;
-  } else if (err == TASO_OK) {
-    err = taso_onnx_values_int(t, iv, n);
-    if (err == TASO_ERR_FORMAT) err = im_unsupported("%s", taso_error_detail());
-  }
+  if (err == TASO_OK) err = taso_onnx_values_int(t, iv, n);
+  if (err == TASO_ERR_FORMAT) err = im_unsupported("%s", taso_error_detail());
   for (int64_t i = 0; err == TASO_OK && i < n; i++)
     fv[i] = (float)iv[i];
   if (err == TASO_OK) err = im_weight(im, v->name, rank, dim, fv, ref);

@@ -64,13 +64,7 @@ static taso_err_t small_read(const Onnx__TensorProto *t, small_t *s) {
     return im_unsupported("a %s constant", taso_onnx_type_name(type));
   TRY(small_new(s, type, (int)t->n_dims, t->dims));
   taso_err_t err = TASO_OK;
-  if (type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL) {
-    int raw = t->has_raw_data && t->raw_data.len > 0;
-    if ((int64_t)(raw ? t->raw_data.len : t->n_int32_data) != s->n)
-      err = im_unsupported("bool constant '%s' of the wrong size", t->name ? t->name : "");
-    for (int64_t i = 0; err == TASO_OK && i < s->n; i++)
-      s->v[i] = raw ? t->raw_data.data[i] != 0 : t->int32_data[i] != 0;
-  } else if (is_int(type)) {
+  if (is_int(type)) {
     int64_t *iv = malloc(sizeof *iv * (size_t)(s->n ? s->n : 1));
     err = iv ? taso_onnx_values_int(t, iv, s->n) : taso_error(TASO_ERR_NOMEM, "a constant");
     for (int64_t i = 0; err == TASO_OK && i < s->n; i++)
@@ -406,25 +400,27 @@ static taso_err_t fold_gather(importer_t *im, const Onnx__NodeProto *n) {
 
 static taso_err_t fold_concat(importer_t *im, const Onnx__NodeProto *n) {
   small_t part = {0}, out = {0};
-  int a = -1;
+  int a = -1, rank = 0;
   int64_t dim[MAX_RANK], total = 0;
-  int rank = 0;
-  /* first the shape, then the values */
+  /* the shape from the parts' dims (taso_onnx_foldable saw every one is a
+   * small constant), then each part's values once */
   for (size_t k = 0; k < n->n_input; k++) {
-    TRY(input_small(im, n, k, &part));
-    free(part.v);
+    const Onnx__TensorProto *t = im_const(im, n, k);
+    if (!t || t->n_dims > MAX_RANK) return im_unsupported("input %zu", k);
     if (a < 0) {
-      rank = part.rank;
-      memcpy(dim, part.dim, sizeof dim);
+      rank = (int)t->n_dims;
+      memcpy(dim, t->dims, sizeof(int64_t) * (size_t)rank);
       if (!im_axis(taso_onnx_attr_int(n, "axis", 0), rank, &a)) return im_unsupported("axis");
-    } else if (part.rank != rank) {
+    } else if ((int)t->n_dims != rank) {
       return im_unsupported("parts of different ranks");
     }
-    total += part.dim[a];
+    for (int i = 0; i < rank; i++)
+      if (i != a && t->dims[i] != dim[i]) return im_unsupported("parts of different shapes");
+    total += t->dims[a];
   }
   if (a < 0) return im_unsupported("no inputs");
   dim[a] = total;
-  TRY(small_new(&out, n->n_input ? im_const(im, n, 0)->data_type : 0, rank, dim));
+  TRY(small_new(&out, im_const(im, n, 0)->data_type, rank, dim));
   int64_t outer = 1, inner = 1, at = 0;
   for (int i = 0; i < a; i++)
     outer *= dim[i];
@@ -432,10 +428,7 @@ static taso_err_t fold_concat(importer_t *im, const Onnx__NodeProto *n) {
     inner *= dim[i];
   for (size_t k = 0; k < n->n_input; k++) {
     taso_err_t err = input_small(im, n, k, &part);
-    if (err != TASO_OK) {
-      free(out.v);
-      return err;
-    }
+    if (err != TASO_OK) return small_done(im, n, err, &out);
     for (int64_t o = 0; o < outer; o++)
       memcpy(out.v + (o * total + at) * inner, part.v + o * part.dim[a] * inner,
              sizeof(double) * (size_t)(part.dim[a] * inner));

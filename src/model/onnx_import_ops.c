@@ -66,6 +66,19 @@ static taso_err_t window_pads(const Onnx__NodeProto *n, const taso_tensor_t *x,
   return TASO_OK;
 }
 
+/* The padding SAME gives a window of kernel and stride over x (top, left,
+ * bottom, right): the odd pixel after. */
+static void same_pads(const taso_tensor_t *x, const int32_t *kernel, const int32_t *stride,
+                      int32_t *same) {
+  for (int a = 0; a < 2; a++) {
+    int32_t i = x->dim[2 + a], s = stride[a], o = (i + s - 1) / s;
+    int32_t total = (o - 1) * s + kernel[a] - i;
+    if (total < 0) total = 0; /* the window fits without padding: none */
+    same[a] = total / 2;
+    same[a + 2] = total - total / 2;
+  }
+}
+
 /* Strides and padding of a window operator with kernel kh x kw on x. The
  * padding becomes SAME or VALID when it equals what those give
  * (taso_window_out), so that substitutions written with them match. */
@@ -73,13 +86,7 @@ static taso_err_t window_params(const Onnx__NodeProto *n, const taso_tensor_t *x
                                 int32_t kw, const int32_t *pending, taso_params_t *p) {
   TRY(window_strides(n, p));
   int32_t kernel[2] = {kh, kw}, same[4], pads[4];
-  for (int a = 0; a < 2; a++) {
-    int32_t i = x->dim[2 + a], s = p->stride[a], o = (i + s - 1) / s;
-    int32_t total = (o - 1) * s + kernel[a] - i;
-    if (total < 0) total = 0; /* the window fits without padding: none */
-    same[a] = total / 2;
-    same[a + 2] = total - total / 2;
-  }
+  same_pads(x, kernel, p->stride, same);
   TRY(window_pads(n, x, kernel, p, same, pads));
   static const int32_t zero[4] = {0, 0, 0, 0};
   if (memcmp(pending, zero, sizeof zero)) { /* a Pad before: its padding adds to ours */
@@ -106,17 +113,10 @@ static taso_err_t window_params(const Onnx__NodeProto *n, const taso_tensor_t *x
 /* The padding p gives on a window over x, as top, left, bottom, right. */
 static void resolved_pads(const taso_tensor_t *x, const taso_params_t *p, int32_t *pads) {
   memset(pads, 0, 4 * sizeof *pads);
-  if (p->pad == TASO_PAD_EXPLICIT) {
+  if (p->pad == TASO_PAD_EXPLICIT)
     memcpy(pads, p->pads, 4 * sizeof *pads);
-  } else if (p->pad == TASO_PAD_SAME) {
-    for (int a = 0; a < 2; a++) {
-      int32_t i = x->dim[2 + a], s = p->stride[a], o = (i + s - 1) / s;
-      int32_t total = (o - 1) * s + p->kernel[a] - i;
-      if (total < 0) total = 0;
-      pads[a] = total / 2;
-      pads[a + 2] = total - total / 2;
-    }
-  }
+  else if (p->pad == TASO_PAD_SAME)
+    same_pads(x, p->kernel, p->stride, pads);
 }
 
 /* ceil_mode: the last window may run past the padded input (but starts
@@ -414,8 +414,21 @@ static taso_err_t channel_vector(importer_t *im, const Onnx__NodeProto *n, size_
   return err;
 }
 
-static taso_err_t binary(importer_t *im, const Onnx__NodeProto *n, taso_op_kind_t same_kind,
-                         taso_op_kind_t broadcast_kind) {
+/* a op b: ewadd/ewmul for equal shapes (rank 1 to 4: what substitutions
+ * match), smul for a product with a scalar (the substitution language's),
+ * else the broadcasting add/mul. */
+static taso_err_t combine(importer_t *im, int is_add, taso_ref_t a, taso_ref_t b, taso_ref_t *y) {
+  const taso_tensor_t *at = im_type(im, a), *bt = im_type(im, b);
+  taso_params_t p = taso_params_default();
+  if (!is_add && (at->rank == 0) != (bt->rank == 0))
+    return im_node(im, TASO_OP_SMUL, &p, at->rank ? a : b, at->rank ? b : a, -1, y);
+  int same = at->rank >= 1 && at->rank == bt->rank && !memcmp(at->dim, bt->dim, sizeof at->dim);
+  taso_op_kind_t kind =
+      is_add ? (same ? TASO_OP_EWADD : TASO_OP_ADD) : (same ? TASO_OP_EWMUL : TASO_OP_MUL);
+  return im_node(im, kind, &p, a, b, -1, y);
+}
+
+static taso_err_t binary(importer_t *im, const Onnx__NodeProto *n, int is_add) {
   taso_ref_t a, b, y;
   /* A per-channel constant on either side: chadd or chmul on axis 1, the
    * substitution language's own (so that rules fold it, and an exported
@@ -428,30 +441,20 @@ static taso_err_t binary(importer_t *im, const Onnx__NodeProto *n, taso_op_kind_
     if (v < 0) continue;
     taso_params_t p = taso_params_default();
     p.axis = 1;
-    TRY(im_node(im, same_kind == TASO_OP_EWADD ? TASO_OP_CHADD : TASO_OP_CHMUL, &p, x, v, -1, &y));
+    TRY(im_node(im, is_add ? TASO_OP_CHADD : TASO_OP_CHMUL, &p, x, v, -1, &y));
     return im_set(im, n, 0, y);
   }
   TRY(im_tensor(im, n, 0, &a));
   TRY(im_tensor(im, n, 1, &b));
-  const taso_tensor_t *at = im_type(im, a), *bt = im_type(im, b);
-  /* a product with a scalar: smul, the substitution language's */
-  if (same_kind == TASO_OP_EWMUL && (at->rank == 0) != (bt->rank == 0)) {
-    taso_params_t p = taso_params_default();
-    TRY(im_node(im, TASO_OP_SMUL, &p, at->rank ? a : b, at->rank ? b : a, -1, &y));
-    return im_set(im, n, 0, y);
-  }
-  /* ewadd/ewmul (rank 1 to 4, equal shapes) are what substitutions match. */
-  int same = at->rank >= 1 && at->rank == bt->rank && !memcmp(at->dim, bt->dim, sizeof at->dim);
-  taso_params_t p = taso_params_default();
-  TRY(im_node(im, same ? same_kind : broadcast_kind, &p, a, b, -1, &y));
+  TRY(combine(im, is_add, a, b, &y));
   return im_set(im, n, 0, y);
 }
 
 static taso_err_t op_add(importer_t *im, const Onnx__NodeProto *n) {
-  return binary(im, n, TASO_OP_EWADD, TASO_OP_ADD);
+  return binary(im, n, 1);
 }
 static taso_err_t op_mul(importer_t *im, const Onnx__NodeProto *n) {
-  return binary(im, n, TASO_OP_EWMUL, TASO_OP_MUL);
+  return binary(im, n, 0);
 }
 
 static taso_err_t unary(importer_t *im, const Onnx__NodeProto *n, taso_op_kind_t kind,
@@ -831,18 +834,6 @@ static taso_err_t const_mapped(importer_t *im, const Onnx__NodeProto *n, size_t 
   return err;
 }
 
-/* a op b for a tensor a and b that the caller made: ewadd/ewmul for equal
- * shapes, smul for a scalar b, else the broadcasting add/mul. */
-static taso_err_t combine(importer_t *im, int is_add, taso_ref_t a, taso_ref_t b, taso_ref_t *y) {
-  const taso_tensor_t *at = im_type(im, a), *bt = im_type(im, b);
-  taso_params_t p = taso_params_default();
-  if (!is_add && bt->rank == 0 && at->rank > 0) return im_node(im, TASO_OP_SMUL, &p, a, b, -1, y);
-  int same = at->rank >= 1 && at->rank == bt->rank && !memcmp(at->dim, bt->dim, sizeof at->dim);
-  taso_op_kind_t kind =
-      is_add ? (same ? TASO_OP_EWADD : TASO_OP_ADD) : (same ? TASO_OP_EWMUL : TASO_OP_MUL);
-  return im_node(im, kind, &p, a, b, -1, y);
-}
-
 /* a - b as a + (-b): a constant b negated at import, else times -1. */
 static taso_err_t op_sub(importer_t *im, const Onnx__NodeProto *n) {
   taso_ref_t a, b, y;
@@ -899,6 +890,22 @@ static taso_err_t op_hardswish(importer_t *im, const Onnx__NodeProto *n) {
   return im_set(im, n, 0, y);
 }
 
+/* A weight "LABEL.mean": a column of n values 1/n, so that a product with
+ * it is the mean of each row. */
+static taso_err_t mean_column(importer_t *im, const Onnx__NodeProto *n, int32_t cols,
+                              taso_ref_t *ref) {
+  int32_t dim[2] = {cols, 1};
+  float *v = malloc(sizeof(float) * (size_t)cols);
+  if (!v) return taso_error(TASO_ERR_NOMEM, "%s: a column of means", im_label(n));
+  for (int32_t i = 0; i < cols; i++)
+    v[i] = 1.0f / (float)cols;
+  char name[TASO_MODEL_NAME_LEN];
+  snprintf(name, sizeof name, "%.100s.mean", im_label(n));
+  taso_err_t err = im_weight(im, name, 2, dim, v, ref);
+  free(v);
+  return err;
+}
+
 /* The mean over some axes: a global average pool for the spatial pair of a
  * rank-4 tensor; else the reduced axes moved last (a permute), the tensor
  * seen as rows of them, and a product with a column of 1/n. */
@@ -947,17 +954,9 @@ static taso_err_t op_reduce_mean(importer_t *im, const Onnx__NodeProto *n) {
       TRY(im_node(im, TASO_OP_PERMUTE, &p, x, -1, -1, &x));
       p = taso_params_default();
     }
-    int32_t flat[2] = {(int32_t)rows, (int32_t)cols}, col[2] = {(int32_t)cols, 1};
+    int32_t flat[2] = {(int32_t)rows, (int32_t)cols};
     TRY(im_reshape(im, x, 2, flat, &x));
-    float *v = malloc(sizeof(float) * (size_t)cols);
-    if (!v) return taso_error(TASO_ERR_NOMEM, "ReduceMean");
-    for (int64_t i = 0; i < cols; i++)
-      v[i] = 1.0f / (float)cols;
-    char name[TASO_MODEL_NAME_LEN];
-    snprintf(name, sizeof name, "%.100s.mean", im_label(n));
-    taso_err_t err = im_weight(im, name, 2, col, v, &y);
-    free(v);
-    TRY(err);
+    TRY(mean_column(im, n, (int32_t)cols, &y));
     TRY(im_node(im, TASO_OP_MATMUL, &p, x, y, -1, &y));
   }
   if (!keep) { /* the reduced axes go */
@@ -1161,16 +1160,7 @@ static taso_err_t op_layernorm(importer_t *im, const Onnx__NodeProto *n) {
     return im_unsupported("axis out of range");
   float eps = taso_onnx_attr_float(n, "epsilon", 1e-5f);
   int32_t flat[2] = {(int32_t)span(&xt, 0, axis), (int32_t)span(&xt, axis, xt.rank)};
-  int32_t cdim[2] = {flat[1], 1};
-  float *v = malloc(sizeof(float) * (size_t)flat[1]);
-  if (!v) return taso_error(TASO_ERR_NOMEM, "LayerNormalization");
-  for (int32_t i = 0; i < flat[1]; i++)
-    v[i] = 1.0f / (float)flat[1];
-  char name[TASO_MODEL_NAME_LEN];
-  snprintf(name, sizeof name, "%.100s.mean", im_label(n));
-  taso_err_t err = im_weight(im, name, 2, cdim, v, &col);
-  free(v);
-  TRY(err);
+  TRY(mean_column(im, n, flat[1], &col));
   taso_params_t p = taso_params_default();
   TRY(im_reshape(im, x, 2, flat, &x));
   TRY(im_node(im, TASO_OP_MATMUL, &p, x, col, -1, &mean));
@@ -1226,9 +1216,9 @@ static taso_err_t op_dropout(importer_t *im, const Onnx__NodeProto *n) {
   if (im_has_input(n, 2)) {
     const Onnx__TensorProto *t = im_const(im, n, 2);
     if (!t || taso_onnx_numel(t) != 1) return im_unsupported("training_mode not a constant");
-    /* bool data sits in int32_data or a raw byte */
-    int on = t->has_raw_data ? t->raw_data.len && t->raw_data.data[0]
-                             : t->n_int32_data && t->int32_data[0];
+    int64_t on;
+    int k;
+    TRY(im_const_ints(t, &on, 1, &k));
     if (on) return im_unsupported("training_mode");
   }
   return im_alias(im, n, 0, 0);

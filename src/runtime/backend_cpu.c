@@ -534,9 +534,9 @@ static taso_err_t build_eltwise(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
                         : cfg->kind == TASO_OP_TANH    ? dnnl_eltwise_tanh
                         : cfg->kind == TASO_OP_RSQRT   ? dnnl_eltwise_pow
                                                        : dnnl_eltwise_clip;
-  /* clip: the bounds; pow: alpha x^beta, x^-0.5 for rsqrt */
-  float alpha = cfg->kind == TASO_OP_CLIP ? cfg->p.bound[0] : cfg->kind == TASO_OP_RSQRT;
-  float beta = cfg->kind == TASO_OP_CLIP ? cfg->p.bound[1] : -0.5f * (cfg->kind == TASO_OP_RSQRT);
+  float alpha = 0.0f, beta = 0.0f;
+  if (cfg->kind == TASO_OP_CLIP) alpha = cfg->p.bound[0], beta = cfg->p.bound[1];
+  if (cfg->kind == TASO_OP_RSQRT) alpha = 1.0f, beta = -0.5f; /* pow: alpha x^beta */
   dnnl_memory_desc_t md;
   TASO_TRY(md_tensor(cfg->layout, &cfg->in[0], &md));
   dnnl_eltwise_desc_t d;
