@@ -23,8 +23,14 @@
 # family's operators only) and prints their rule counts and times, the
 # workstation job (every operator) first for reference.
 # No assertion: it prints figures.
+# ZOO=1 takes the model zoo instead of the built-in models (issue 33:
+# every data/zoo network, or ZOO=a,b,... some): each network is left out
+# alone, and the table adds the family its source gives it (torchvision's
+# module) beside the family the graph gives it, and a count of the
+# networks that meet the targets; ZOO_SIZE=N keeps only networks of at
+# most N nodes in the manifest.
 # Usage: bench/rule_families.sh [BUILD_DIR] SUBSTITUTIONS[,FILE...] [BUDGET] [THREADS]
-#   OUT=dir (default rule-families), MODELS="spec ...", COSTS=costs.h5, FAMILY_JOBS=1 (or
+#   OUT=dir (default rule-families), MODELS="spec ...", ZOO=1, COSTS=costs.h5, FAMILY_JOBS=1 (or
 #   only: the family jobs alone),
 #   TIME_LIMIT=seconds per search (default 3600; with COSTS, misses measured cold take time)
 set -u
@@ -61,14 +67,23 @@ optimize() { # optimize SPEC OUT EXTRA...
     { echo "FAIL: taso-optimize $spec $*: $(grep -m1 error "$o.log")" >&2; return 1; }
 }
 
-declare -A name family file
+declare -A name family file specof source
 keys=()
+zoo=$here/data/zoo
+if [ "${ZOO:-0}" != 0 ]; then # the zoo's networks, by name, in the manifest's order
+  models=$(tail -n +2 "$zoo/manifest.csv" | awk -F, -v n="${ZOO_SIZE:-0}" 'n == 0 || $6 <= n { print $1 }')
+  [ "$ZOO" = 1 ] || models=$(tr ',' ' ' <<<"$ZOO")
+  models=$(for m in $models; do echo "$zoo/$m.onnx"; done)
+fi
 [ "${FAMILY_JOBS:-0}" = only ] && models= # the family jobs alone
 for spec in $models; do
   key=${spec//[:=,]/_}
+  case $spec in *.onnx) key=$(basename "$spec" .onnx) ;; esac
   keys+=("$key")
   read -r _ n _ f <<<"$("$build/bin/taso-rules" --model "$spec" | head -1 | tr -d ':')"
-  name[$key]=$n family[$key]=$f file[$key]=$out/all/$key.opt.h5
+  name[$key]=$n family[$key]=$f file[$key]=$out/all/$key.opt.h5 specof[$key]=$spec
+  source[$key]=$(awk -F, -v k="$key" '$1 == k { print $3 }' "$zoo/manifest.csv")
+  if [ -f "${file[$key]}" ] && [ "${RESUME:-0}" = 1 ]; then continue; fi
   optimize "$spec" "${file[$key]}" || exit 1
 done
 if [ -n "$models" ]; then
@@ -80,10 +95,11 @@ echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, $thre
 echo "| model | family | rules all / family / zoo | search s all | family | random | zoo | x faster (family) | cost ms input | all | family | random | zoo | within 1%: family, random, zoo |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 rows=$out/rows.csv
-echo "model,family,choice,seconds,cost" >"$rows"
+echo "model,family,choice,seconds,cost,source_family" >"$rows"
 for k in $(for k in "${keys[@]}"; do echo "${family[$k]} $k"; done | sort | cut -d' ' -f2); do
-  spec=${k}
-  for s in $models; do [ "${s//[:=,]/_}" = "$k" ] && spec=$s; done
+  spec=${specof[$k]}
+  label=$spec # a zoo network by its name
+  case $spec in *.onnx) label=$k ;; esac
   # leave-one-out: the usage of every model of another name
   loo=$(for j in "${keys[@]}"; do [ "${name[$j]}" != "${name[$k]}" ] && printf '%s,' "${file[$j]}"; done)
   "$build/bin/taso-rules" --in "${loo%,}" --out "$out/loo/$k.usage.h5" --fresh >/dev/null 2>&1 ||
@@ -100,15 +116,29 @@ for k in $(for k in "${keys[@]}"; do echo "${family[$k]} $k"; done | sort | cut 
     "$out/family/$k.opt.h5.log")
   for c in "all $s_all $c_all" "family $s_fam $c_fam" "random $s_rnd $c_rnd" "zoo $s_zoo $c_zoo"; do
     read -r ch sec cost <<<"$c"
-    echo "\"$spec\",${family[$k]},$ch,$sec,$cost" >>"$rows"
+    echo "\"$label\",${family[$k]},$ch,$sec,$cost,${source[$k]}" >>"$rows"
   done
-  awk -v m="$spec" -v f="${family[$k]}$lent" -v na="$n_all" -v nf="$n_sub" -v nz="$n_zoo" -v sa="$s_all" \
+  fam=${family[$k]}$lent
+  [ -n "${source[$k]}" ] && fam="${source[$k]} / $fam" # the zoo: the source's family, then the graph's
+  awk -v m="$label" -v f="$fam" -v na="$n_all" -v nf="$n_sub" -v nz="$n_zoo" -v sa="$s_all" \
     -v sf="$s_fam" -v sr="$s_rnd" -v sz="$s_zoo" -v ci="$c_in" -v ca="$c_all" -v cf="$c_fam" \
     -v cr="$c_rnd" -v cz="$c_zoo" 'function ok(c) { return c <= 1.01 * ca ? "yes" : "no" } BEGIN {
     printf "| %s | %s | %d / %d / %d | %.2f | %.2f | %.2f | %.2f | %s | %.4g | %.4g | %.4g | %.4g | %.4g | %s, %s, %s |\n",
       m, f, na, nf, nz, sa, sf, sr, sz, (sf > 0.01 ? sprintf("%.1f", sa / sf) : sprintf(">%d", sa / 0.01)),
       ci, ca, cf, cr, cz, ok(cf), ok(cr), ok(cz) }'
 done
+# the targets, counted: the family's subset at least 3 times faster, and
+# within 1% of every rule's cost
+awk -F, 'NR > 1 { s[$1 "," $3] = $4; c[$1 "," $3] = $5; m[$1] = 1 } END {
+  for (k in m) { n++; fast = s[k ",all"] >= 3 * s[k ",family"]; near = c[k ",family"] <= 1.01 * c[k ",all"]
+    f += fast; w += near; b += fast && near; z += c[k ",zoo"] <= 1.01 * c[k ",all"] }
+  if (n) printf "# %d models: family subset 3x faster on %d (%.0f%%), within 1%% on %d (%.0f%%), both on %d (%.0f%%); the zoo subset within 1%% on %d\n",
+    n, f, 100 * f / n, w, 100 * w / n, b, 100 * b / n, z }' "$rows"
+if [ "${ZOO:-0}" != 0 ]; then # the graph's families against the source's
+  echo "# source family: the families the graph gives its networks"
+  for k in "${keys[@]}"; do echo "${source[$k]} ${family[$k]}"; done | sort | uniq -c |
+    awk '{ g[$2] = g[$2] (g[$2] ? ", " : "") $3 " " $1 } END { for (s in g) print "#   " s ": " g[s] }' | sort
+fi
 "$py" "$here/bench/rule_families.py" "$rows" "$out/families.png"
 heat=()
 for k in "${keys[@]}"; do heat+=("${family[$k]}/${name[$k]}${k#"${name[$k]}"}=${file[$k]}"); done

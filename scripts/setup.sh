@@ -13,7 +13,8 @@
 #                                    in build/, the unit, MPI and six tool tests in build-asan/
 #                                    (docs/testing.md)
 #   bash scripts/setup.sh zoo        install Debian's python3-torch and python3-torchvision,
-#                                    for scripts/zoo.py and bench/zoo.sh only (docs/zoo.md)
+#                                    (and python3-matplotlib) for scripts/zoo.py, bench/zoo.sh
+#                                    and bench/zoo_optimize.sh only (docs/zoo.md)
 #
 # Both modes configure build/ the same way (Release, warnings as errors), so
 # they run in either order, any number of times, on a fresh clone or a used
@@ -166,9 +167,10 @@ test)
   tests
   ;;
 zoo)
-  # Only for scripts/zoo.py and bench/zoo.sh (exporting real networks):
-  # neither the main job nor the tests need these.
-  install_packages python3-torch python3-torchvision python3-onnx
+  # Only for scripts/zoo.py, bench/zoo.sh and bench/zoo_optimize.sh
+  # (exporting real networks, the heat map): neither the main job nor the
+  # tests need these.
+  install_packages python3-torch python3-torchvision python3-onnx python3-matplotlib
   ;;
 *)
   echo "usage: bash scripts/setup.sh pipeline|test|zoo" >&2

@@ -110,9 +110,11 @@ static const taso_tool_spec_t spec = {
     .name = "taso-measure",
     .about = "Times every operator configuration of the models (each node alone, and the\n"
              "fused steps the runtime runs) on this node's devices and merges the figures\n"
-             "into the cost database (--db): median, minimum and spread of repeated runs,\n"
-             "or unavailable with the library's message. Configurations the database holds\n"
-             "for this device already are reused, not measured again. One more row holds\n"
+             "into the cost database (--db): median, minimum and spread of repeated runs.\n"
+             "One the backend has no call for is timed on the reference kernel, where the\n"
+             "runtime runs it; one neither can run is recorded unavailable with the\n"
+             "library's message (and tried again next time). Configurations the database\n"
+             "holds for this device already are reused, not measured again. One more row holds\n"
              "the runner's own cost per step on the device, which lookups add to each step.\n"
              "\n"
              "A measurement owns its device: on the cpu backend a set of cores ([measure]\n"
@@ -588,6 +590,8 @@ typedef struct {
   int index;             /* the device's number on the node */
   int ndevices;          /* devices on this node */
   taso_rt_ctx_t *ctx;    /* the backend, on dev's cores; NULL on a gpu rank without a GPU */
+  taso_rt_ctx_t *ref;    /* the reference backend, opened for the first configuration the
+                            backend has no call for (the runtime runs those on it) */
   taso_device_t *others; /* cpu: the node's other devices, where this rank measures
                             while another job holds its own (working elsewhere) */
   int nothers;
@@ -688,6 +692,7 @@ static void unlock_place(place_t *p) {
 
 static void close_place(const settings_t *s, place_t *p) {
   if (p->ctx) s->be->close(p->ctx);
+  if (p->ref) taso_backend_find("reference")->close(p->ref);
   taso_device_close(&p->dev);
   for (int j = 0; j < p->nothers; j++)
     taso_device_close(&p->others[j]);
@@ -804,6 +809,23 @@ static void fill_row(const run_t *r, const item_t *it, double *ms, int n, taso_e
  * that a run's own start and end (inputs in, outputs out) weigh little. */
 #define DISPATCH_STEPS 64
 
+/* A configuration the backend has no call for: a plan runs it on the
+ * reference kernel (the runtime's fallback), so that kernel's time is its
+ * cost, recorded as measured with the backend's reason in its algorithm.
+ * Only where the reference backend refuses it too is it unavailable. */
+static taso_err_t measure_fallback(run_t *r, const item_t *it, double *ms, int *n,
+                                   char algorithm[TASO_COST_ALGORITHM_LEN]) {
+  const settings_t *s = r->s;
+  const taso_backend_t *ref = taso_backend_find("reference");
+  char why[TASO_COST_ALGORITHM_LEN - 24]; /* room for "reference kernel (...)" */
+  snprintf(why, sizeof why, "%s", taso_error_detail());
+  if (!r->p->ref) TASO_TRY(ref->open(0, &r->p->ref));
+  TASO_TRY(taso_rt_time_config_samples(ref, r->p->ref, &it->cfg, s->warmup, s->min_runs,
+                                       s->max_runs, s->spread, ms, n, NULL, 0));
+  snprintf(algorithm, TASO_COST_ALGORITHM_LEN, "reference kernel (%s)", why);
+  return TASO_OK;
+}
+
 /* One configuration, timed while this rank holds its device. A failure of
  * the backend is the configuration's (recorded as unavailable); one of the
  * lock is the run's. The dispatch row's samples are the runner's per-step
@@ -811,7 +833,7 @@ static void fill_row(const run_t *r, const item_t *it, double *ms, int n, taso_e
 static taso_err_t measure_one(run_t *r, const item_t *it, double *ms, taso_cost_row_t *row) {
   const settings_t *s = r->s;
   int n = 0;
-  char algorithm[TASO_COST_ALGORITHM_LEN];
+  char algorithm[TASO_COST_ALGORITHM_LEN] = "";
   taso_err_t err;
   if (strcmp(it->key, TASO_COST_DISPATCH_KEY) == 0) {
     n = s->min_runs;
@@ -820,12 +842,22 @@ static taso_err_t measure_one(run_t *r, const item_t *it, double *ms, taso_cost_
   } else {
     err = taso_rt_time_config_samples(s->be, r->p->ctx, &it->cfg, s->warmup, s->min_runs,
                                       s->max_runs, s->spread, ms, &n, algorithm, sizeof algorithm);
+    if (err == TASO_ERR_UNSUPPORTED && strcmp(s->be->name, "reference") != 0)
+      err = measure_fallback(r, it, ms, &n, algorithm);
   }
   fill_row(r, it, ms, n, err, row);
   memcpy(row->algorithm, algorithm, sizeof algorithm);
   row->held_from = r->held->held_since;
   row->held_to = taso_wall_seconds();
   return TASO_OK;
+}
+
+/* Whether db holds a measured cost of key on device: an unavailable row is
+ * tried again (the reference kernel may time what the backend could not,
+ * measure_fallback). */
+static bool has_cost(const taso_costdb_t *db, const char *device, const char *key) {
+  const taso_cost_row_t *row = taso_costdb_find(db, device, key);
+  return row && row->status == TASO_COST_MEASURED;
 }
 
 /* Whether the database file changed since it was last read (another job
@@ -848,7 +880,7 @@ static taso_err_t known_elsewhere(run_t *r, const item_t *it, bool *known) {
     taso_costdb_free(&r->known);
     TASO_TRY(taso_costdb_read(db_path, true, &r->known));
   }
-  *known = taso_costdb_find(&r->known, r->held->identity, it->key) != NULL;
+  *known = has_cost(&r->known, r->held->identity, it->key);
   return TASO_OK;
 }
 
@@ -1264,13 +1296,13 @@ int main(int argc, char **argv) {
                     "taso-measure: --expand: %lld rewritten graphs added %lld of the %lld "
                     "configurations\n",
                     (long long)graphs, (long long)added, (long long)distinct);
-  /* What the database holds for this device already is reused. */
+  /* What the database holds measured for this device already is reused. */
   if (err == TASO_OK && t.rank == 0) {
     err = taso_costdb_read(db_path, true, &r.known);
     if (err != TASO_OK && t.fresh) err = TASO_OK; /* a file cut short that --fresh replaces */
     int64_t m = 0;
     for (int64_t i = 0; err == TASO_OK && i < all.n; i++)
-      if (t.fresh || !taso_costdb_find(&r.known, identity, all.v[i].key)) all.v[m++] = all.v[i];
+      if (t.fresh || !has_cost(&r.known, identity, all.v[i].key)) all.v[m++] = all.v[i];
     all.n = m;
     if (all.n) qsort(all.v, (size_t)all.n, sizeof *all.v, longest_first);
   }
