@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Optimize the model zoo on the CPU (issue 33, item 4).
 #
-#   bench/zoo_optimize.sh [BUILD] [--only a,b] [--out DIR] [--fresh]
+#   bench/zoo_optimize.sh [BUILD] [--only a,b] [--out DIR (default out/zoo-optimize)] [--fresh]
 #
 #   1. The cost database (DIR/costs.h5) is filled once, before any search:
 #      `taso-measure --expand` of every zoo network (data/zoo, graph-only,
@@ -36,7 +36,7 @@ if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
   shift
 fi
 bin=$build/bin
-only="" out=zoo-optimize fresh=0
+only="" out=$here/out/zoo-optimize fresh=0
 while [ $# -gt 0 ]; do
   case $1 in
   --only) only=${2:?--only needs a list}; shift ;;
