@@ -28,7 +28,8 @@
 # alone, and the table adds the family its source gives it (torchvision's
 # module) beside the family the graph gives it, and a count of the
 # networks that meet the targets; ZOO_SIZE=N keeps only networks of at
-# most N nodes in the manifest.
+# most N nodes in the manifest. RESUME=1 keeps the all-rules searches
+# already in OUT/all (a run cut short goes on from them).
 # Usage: bench/rule_families.sh [BUILD_DIR] SUBSTITUTIONS[,FILE...] [BUDGET] [THREADS]
 #   OUT=dir (default rule-families), MODELS="spec ...", ZOO=1, COSTS=costs.h5, FAMILY_JOBS=1 (or
 #   only: the family jobs alone),
