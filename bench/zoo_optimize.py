@@ -21,10 +21,6 @@ import sys
 
 import h5py
 
-FIELDS = ["cost_before", "cost_after", "search_s", "ended_by", "explored", "rewrites",
-          "run_before", "run_after", "won", "pairs", "kept"]
-
-
 def attr(f, name, default="-"):
     if name not in f.attrs:
         return default
