@@ -28,7 +28,9 @@
 #   mkdir -p /opt/b && tar xJf OUT.tar.xz -C /opt/b && . /opt/b/taso/env.sh &&
 #     cd /opt/b/taso && bash bench/gpu.sh
 # From a source tree: bench/gpu.sh [BUILD_DIR] (default build).
-# GPU_SH_SECONDS sets the total guard (default 460 s).
+# GPU_SH_SECONDS sets the total guard (default 460 s); GPU_SH_LOGS=DIR keeps
+# every command's log there, packed in DIR/gpu-logs.tar.gz (one file, as a
+# device tool's $OUT brings back).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=""
@@ -54,7 +56,13 @@ part() {
   part_end=$((start + total * ends[$1] / 460))
 }
 tmp=$(mktemp -d /tmp/taso-gpu.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+keep_logs() {
+  [ -n "${GPU_SH_LOGS:-}" ] && mkdir -p "$GPU_SH_LOGS" &&
+    (cd "$tmp" && find . -maxdepth 1 -type f \( -name '*.log' -o -name commands \) -print0 |
+      tar czf "$GPU_SH_LOGS/gpu-logs.tar.gz" --null -T -)
+  rm -rf "$tmp"
+}
+trap keep_logs EXIT
 : >"$tmp/commands"
 mpirun_cmd=(mpirun -n 2)
 [ "$(nproc)" -ge 2 ] || mpirun_cmd+=(--oversubscribe)
@@ -298,6 +306,17 @@ done
 grep -E '^taso-measure: [0-9]+ configurations:' "$tmp/estimate.log" | sed 's/^/    /'
 [ $rc = 0 ] || { echo "    taso-measure --estimate $(status $rc):"; tail -3 "$tmp/estimate.log" | sed 's/^/    /'; }
 echo "(e2e: the FP32 graph median of part 2; the costs are FP32 too)"
+# each step timed alone and inside step-by-step runs, against end to end:
+# where the difference between the sum of costs and the run comes from
+for spec in $specs resnet50:stem=1:tf32; do
+  name=${spec//[:=,]/_}
+  tf=()
+  [ "${spec%:tf32}" != "$spec" ] && tf=(--tf32) spec=${spec%:tf32}
+  guard 30 "$tmp/$name.profile.log" "$bin/taso-run" --model "$spec" --backend gpu "${tf[@]}" \
+    --profile --runs 20 --warmup 5 || continue
+  printf '    %-16s %s\n' "$spec${tf:+ --tf32}" \
+    "$(grep -E '^sum of steps' "$tmp/$name.profile.log" | paste -sd';')"
+done
 
 # ---- 6. the optimizer on the gpu ----------------------------------------------------------
 echo

@@ -374,6 +374,18 @@ static void test_elementwise(void) {
   p = P();
   p.axis = 1;
   op1("softmax [6,10] axis 1", TASO_OP_SOFTMAX, p, T(2, 6, 10, 0, 0));
+  /* chmul and chadd (batch normalization unfolded) on every axis */
+  for (int k = TASO_OP_CHMUL; k <= TASO_OP_CHADD; k++)
+    for (int a = 0; a < 4; a++) {
+      char label[64];
+      p = P();
+      p.axis = a;
+      snprintf(label, sizeof label, "%s axis %d", taso_ops[k].name, a);
+      op2(label, (taso_op_kind_t)k, p, x, T(1, x.dim[a], 0, 0, 0));
+      if (a > 1) continue;
+      snprintf(label, sizeof label, "%s [6,10] axis %d", taso_ops[k].name, a);
+      op2(label, (taso_op_kind_t)k, p, T(2, 6, 10, 0, 0), T(1, a ? 10 : 6, 0, 0, 0));
+    }
 }
 
 static void test_movement(void) {
@@ -446,6 +458,12 @@ static void test_channels_last(void) {
   in[2] = T(1, 8, 0, 0, 0);
   c = make_cfg(TASO_OP_BATCHNORM, P(), in, 0, TASO_RT_NHWC);
   check_config(&c, "nhwc batchnorm", false);
+  p = P();
+  p.axis = 1;
+  c = make_cfg(TASO_OP_CHMUL, p, in, 0, TASO_RT_NHWC);
+  check_config(&c, "nhwc chmul axis 1", false);
+  c = make_cfg(TASO_OP_CHADD, p, in, 0, TASO_RT_NHWC);
+  check_config(&c, "nhwc chadd axis 1", false);
   in[1] = T(3, 8, 1, 9, 0);
   c = make_cfg(TASO_OP_ADD, P(), in, 0, TASO_RT_NHWC);
   check_config(&c, "nhwc add [2,8,9,9] + [8,1,9]", false);
@@ -774,6 +792,16 @@ static void test_device_timing(void) {
   CHECK_OK(taso_rt_time_config(gpu, ctx, &g, 2, 9, &st));
   CHECK(st.runs == 9 && st.min > 0 && st.median < 1000);
   printf("  matmul 64x1024 * 1024x1024 +bias, weight cold: %.4f ms\n", st.median);
+  /* the per-step term: a step inside a replayed run against the same step
+   * timed alone between the marks (negative: the marks' own latency) */
+  double dispatch[9];
+  CHECK_OK(taso_rt_time_dispatch(gpu, ctx, 64, 2, 9, dispatch));
+  qsort(dispatch, 9, sizeof *dispatch, cmp_double);
+  for (int i = 0; i < 9; i++)
+    CHECK(isfinite(dispatch[i]) && fabs(dispatch[i]) < 1);
+  printf("  dispatch (64 relu 1x1024 replayed, per step, less one alone): median %.4f ms, "
+         "min %.4f, max %.4f\n",
+         dispatch[4], dispatch[0], dispatch[8]);
 }
 
 int main(void) {

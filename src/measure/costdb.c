@@ -149,7 +149,13 @@ taso_err_t taso_costdb_pick_device(const taso_costdb_t *db, const char *path, co
 
 double taso_costdb_dispatch(const taso_costdb_t *db, const char *device) {
   const taso_cost_row_t *r = taso_costdb_find(db, device, TASO_COST_DISPATCH_KEY);
-  return r && r->status == TASO_COST_MEASURED && r->median > 0 ? r->median : 0;
+  if (!r || r->status != TASO_COST_MEASURED) return 0;
+  bool device_clock = strstr(r->algorithm, TASO_COST_DISPATCH_DEVICE_CLOCK) != NULL;
+  return r->median > 0 || device_clock ? r->median : 0;
+}
+
+double taso_costdb_step_ms(double ms, double dispatch) {
+  return ms + dispatch > 0 ? ms + dispatch : 0;
 }
 
 taso_err_t taso_costdb_lookup(void *ctx, const char *key, const taso_rt_config_t *cfg, double *ms,
@@ -158,7 +164,7 @@ taso_err_t taso_costdb_lookup(void *ctx, const char *key, const taso_rt_config_t
   const taso_costdb_source_t *src = ctx;
   taso_err_t err = taso_costdb_cost(src->db, src->device, cfg, ms);
   /* a lookup per distinct configuration (the cache keeps it): one more search is cheap */
-  if (err == TASO_OK) *ms += taso_costdb_dispatch(src->db, src->device);
+  if (err == TASO_OK) *ms = taso_costdb_step_ms(*ms, taso_costdb_dispatch(src->db, src->device));
   *found = err == TASO_OK || err == TASO_ERR_UNSUPPORTED;
   if (err == TASO_ERR_UNSUPPORTED) *ms = TASO_COST_UNAVAILABLE_MS;
   return err == TASO_ERR_UNKNOWN || err == TASO_ERR_UNSUPPORTED ? TASO_OK : err;

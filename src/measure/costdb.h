@@ -93,13 +93,25 @@ taso_err_t taso_costdb_pick_device(const taso_costdb_t *db, const char *path, co
 
 /* The row of a device that holds no configuration but the runner's own
  * cost per step (taso_rt_time_dispatch: what a step costs inside a run
- * beyond its time alone), measured by taso-measure with the configurations. */
+ * beyond its time alone, or less), measured by taso-measure with the
+ * configurations. */
 #define TASO_COST_DISPATCH_KEY "dispatch: the runner's own cost per step"
 
+/* Said by the algorithm of a dispatch row timed by a device's own clock:
+ * its term may be negative. A step timed alone between the device's marks
+ * (a one-step graph) includes the marks' own latency, which a step inside
+ * a replayed run does not pay: on an H100, about 2 us per step. */
+#define TASO_COST_DISPATCH_DEVICE_CLOCK "device clock"
+
 /* The device's per-step term in ms: its dispatch row's median, 0 without
- * one, or where the runner costs less than timing a step alone does (the
- * clock's own reads). */
+ * one; on a host clock, 0 also where the runner costs less than timing a
+ * step alone does (the clock's own reads); on a device clock
+ * (TASO_COST_DISPATCH_DEVICE_CLOCK) it may be negative. */
 double taso_costdb_dispatch(const taso_costdb_t *db, const char *device);
+
+/* A step's cost in a run: its time alone plus the per-step term, never
+ * below 0. */
+double taso_costdb_step_ms(double ms, double dispatch);
 
 /* A database as the cost cache's source (a taso_cost_lookup_fn, ctx a
  * taso_costdb_source_t): a configuration without a row is not found; an

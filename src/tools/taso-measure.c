@@ -837,7 +837,9 @@ static taso_err_t measure_one(run_t *r, const item_t *it, double *ms, taso_cost_
   taso_err_t err;
   if (strcmp(it->key, TASO_COST_DISPATCH_KEY) == 0) {
     n = s->min_runs;
-    snprintf(algorithm, sizeof algorithm, "runner:chain of %d relu steps", DISPATCH_STEPS);
+    bool device_clock = s->be->mark_start && s->be->elapsed;
+    snprintf(algorithm, sizeof algorithm, "runner:chain of %d relu steps%s%s", DISPATCH_STEPS,
+             device_clock ? ", " : "", device_clock ? TASO_COST_DISPATCH_DEVICE_CLOCK : "");
     err = taso_rt_time_dispatch(s->be, r->p->ctx, DISPATCH_STEPS, s->warmup, n, ms);
   } else {
     err = taso_rt_time_config_samples(s->be, r->p->ctx, &it->cfg, s->warmup, s->min_runs,
@@ -1020,7 +1022,7 @@ static taso_err_t counting_lookup(void *ctx, const char *key, const taso_rt_conf
   TASO_TRY(taso_costdb_lookup(&c->src, key, cfg, ms, found));
   const taso_cost_row_t *row = c->fastest ? taso_costdb_find(c->src.db, c->src.device, key) : NULL;
   if (row && row->status == TASO_COST_MEASURED)
-    *ms = row->min + taso_costdb_dispatch(c->src.db, c->src.device);
+    *ms = taso_costdb_step_ms(row->min, taso_costdb_dispatch(c->src.db, c->src.device));
   if (!*found) {
     c->missing++;
     *ms = 0;
@@ -1091,7 +1093,8 @@ static taso_err_t print_steps(const settings_t *s, const place_t *p, const taso_
     taso_rt_plan_step(plan, i, &info);
     taso_rt_config_format(&info.cfg, text, sizeof text);
     bool known = info.placed || taso_costdb_cost(db, p->dev.identity, &info.cfg, &ms) == TASO_OK;
-    if (known && !info.placed) ms += taso_costdb_dispatch(db, p->dev.identity);
+    if (known && !info.placed)
+      ms = taso_costdb_step_ms(ms, taso_costdb_dispatch(db, p->dev.identity));
     sum_db += ms;
     sum_run += st[i].median;
     printf("  step %4d %10.4f %10.4f %7.2f  %s%s\n", i, ms, st[i].median,

@@ -304,6 +304,8 @@ static taso_err_t gpu_prepare(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg,
   case TASO_OP_CLIP:
   case TASO_OP_SOFTMAX:
   case TASO_OP_BATCHNORM:
+  case TASO_OP_CHMUL:
+  case TASO_OP_CHADD:
     err = gpu_prepare_elementwise(ctx, k);
     break;
   case TASO_OP_TRANSPOSE:
@@ -314,10 +316,6 @@ static taso_err_t gpu_prepare(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg,
   case TASO_OP_RESHAPE:
   case TASO_OP_ENLARGE:
     err = gpu_prepare_movement(ctx, k);
-    break;
-  case TASO_OP_CHMUL:
-  case TASO_OP_CHADD: /* a fold leaves chadd fused into its conv2d as the bias */
-    err = GPU_UNSUPPORTED(cfg, "no kernel of its own yet");
     break;
   default:
     err = GPU_UNSUPPORTED(cfg, "constants are computed once on the host");
