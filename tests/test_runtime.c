@@ -479,6 +479,68 @@ static void test_model(void) {
   }
 }
 
+/* Reshapes are views: their results share their operands' buffers and
+ * run nothing, and a residual step does not write over a summand whose
+ * view is read later, nor over a view of a model input (which the next
+ * run reads again). */
+static void build_views(taso_model_t *m) {
+  taso_model_init(m, "views");
+  int32_t xd[1] = {16};
+  taso_ref_t x;
+  CHECK_OK(taso_model_input(m, "x", false, 1, xd, NULL, &x));
+  taso_params_t to2x8 = taso_params_default(), to4x4 = taso_params_default();
+  to2x8.rank = 2, to2x8.shape[0] = 2, to2x8.shape[1] = 8;
+  to4x4.rank = 2, to4x4.shape[0] = 4, to4x4.shape[1] = 4;
+  taso_ref_t u = node(m, TASO_OP_RESHAPE, &to2x8, x, -1); /* a view of the input */
+  taso_ref_t y = node(m, TASO_OP_MATMUL, NULL, u, weight(m, "w1", 2, 8, 8, 0, 0));
+  taso_ref_t v = node(m, TASO_OP_RESHAPE, &to4x4, y, -1); /* read after z */
+  taso_ref_t z = node(m, TASO_OP_MATMUL, NULL, u, weight(m, "w2", 2, 8, 8, 0, 0));
+  z = node(m, TASO_OP_EWADD, NULL, z, y); /* fused sum: y's view v is read later */
+  taso_ref_t q = node(m, TASO_OP_MATMUL, NULL, y, weight(m, "w3", 2, 8, 8, 0, 0));
+  q = node(m, TASO_OP_EWADD, NULL, q, u); /* fused sum over a view of the input */
+  taso_ref_t out = node(m, TASO_OP_EWADD, NULL, node(m, TASO_OP_RESHAPE, &to4x4, z, -1), v);
+  CHECK_OK(taso_model_output(m, out, "out"));
+  CHECK_OK(taso_model_output(m, q, "q"));
+}
+
+static void test_views(void) {
+  taso_model_t m;
+  build_views(&m);
+  float x[16], want[2][16], got[2][16];
+  taso_model_random_input(&m, 0, 3, x);
+  const float *in[1] = {x};
+  for (int b = 0; b < 2; b++) {
+    const taso_backend_t *be = b ? cpu : ref;
+    taso_rt_options_t opt = {.no_fusion = b == 0};
+    taso_rt_plan_t *plan = NULL;
+    CHECK_OK(taso_rt_plan(be, b ? cpu_ctx : ref_ctx, &m, &opt, &plan));
+    if (!plan) break;
+    int views = 0, in_place = 0, sums = 0;
+    for (int s = 0; s < taso_rt_plan_steps(plan); s++) {
+      taso_rt_step_info_t info;
+      taso_rt_plan_step(plan, s, &info);
+      views += info.view;
+      in_place += info.in_place;
+      sums += (info.cfg.fuse & TASO_FUSE_SUM) != 0;
+    }
+    CHECK(views == 3);
+    CHECK(in_place == 0);
+    CHECK(sums == (b ? 2 : 0));
+    float *outs[2] = {b ? got[0] : want[0], b ? got[1] : want[1]};
+    for (int run = 0; run < 3; run++) { /* the input's values survive each run */
+      CHECK_OK(taso_rt_run(plan, in, outs));
+      if (b == 0) continue;
+      CHECK(difference(got[0], want[0], 16) <= 1e-5);
+      CHECK(difference(got[1], want[1], 16) <= 1e-5);
+    }
+    taso_rt_config_t cfg;
+    CHECK_OK(taso_rt_config_of_node(&m, TASO_REF_NODE(m.graph.outputs[0]) - 1, &cfg));
+    CHECK(cfg.kind == TASO_OP_RESHAPE && taso_rt_config_is_view(&cfg));
+    taso_rt_plan_free(plan);
+  }
+  taso_model_free(&m);
+}
+
 static void test_time_config(void) {
   taso_tensor_t a[2] = {shape(4, 1, 16, 14, 14), shape(4, 16, 16, 3, 3)};
   taso_rt_config_t c = config(TASO_OP_CONV2D, NULL, 2, a);
@@ -613,7 +675,7 @@ int main(void) {
   const test_case_t cases[] = {
       TEST(test_probe),       TEST(test_conv2d),        TEST(test_matmul),      TEST(test_pool),
       TEST(test_elementwise), TEST(test_data_movement), TEST(test_unsupported), TEST(test_model),
-      TEST(test_time_config), TEST(test_config_key),    TEST(test_cold),
+      TEST(test_views),       TEST(test_time_config),   TEST(test_config_key),  TEST(test_cold),
   };
   int rc = test_run(cases, (int)(sizeof cases / sizeof cases[0]));
   cpu->close(cpu_ctx);

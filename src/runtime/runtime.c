@@ -1130,26 +1130,59 @@ static int *last_readers(const taso_rt_plan_t *plan) {
   return last;
 }
 
-/* A residual step that is its summand's last reader writes its result
- * over the summand: the backend then skips copying the summand into the
- * result (4 ms of a 45 ms ResNet-50 on 2 cores). Model inputs keep their
- * values, since a later run reads them again. */
-static bool in_place(const taso_rt_plan_t *plan, const int *last, int s) {
-  const plan_step_t *st = &plan->steps[s];
-  if (!(st->info.cfg.fuse & TASO_FUSE_SUM)) return false;
-  taso_ref_t summand = st->in[st->info.cfg.nin - 1];
-  for (int a = 0; a < st->info.cfg.nin - 1; a++)
-    if (st->in[a] == summand) return false; /* the operator reads it while writing */
-  return last[summand] == s && plan->m->graph.nodes[TASO_REF_NODE(summand)].kind != TASO_OP_INPUT;
-}
-
 /* The last step reading any tensor that shares ref's buffer (placed in
- * the same concat result, or written over it). */
+ * the same concat result, written over it, or a view of it). */
 static int last_of_buffer(const taso_rt_plan_t *plan, const int *last, taso_ref_t ref) {
   int at = last[ref];
   for (int t = 0; t < 2 * plan->m->graph.nnodes; t++)
     if (plan->root[t] == plan->root[ref] && last[t] > at) at = last[t];
   return at;
+}
+
+/* Whether ref's buffer is a model input's or weight's (its own, or as a
+ * view of one), which the next run reads again. */
+static bool input_buffer(const taso_rt_plan_t *plan, taso_ref_t ref) {
+  const taso_graph_t *g = &plan->m->graph;
+  return g->nodes[TASO_REF_NODE(ref)].kind == TASO_OP_INPUT ||
+         g->nodes[TASO_REF_NODE(plan->root[ref])].kind == TASO_OP_INPUT;
+}
+
+/* A residual step that is the last reader of its summand's buffer writes
+ * its result over the summand: the backend then skips copying the summand
+ * into the result (4 ms of a 45 ms ResNet-50 on 2 cores). Model inputs
+ * keep their values, since a later run reads them again. */
+static bool in_place(const taso_rt_plan_t *plan, const int *last, int s) {
+  const plan_step_t *st = &plan->steps[s];
+  if (!(st->info.cfg.fuse & TASO_FUSE_SUM)) return false;
+  taso_ref_t summand = st->in[st->info.cfg.nin - 1];
+  for (int a = 0; a < st->info.cfg.nin - 1; a++)
+    if (plan->root[st->in[a]] == plan->root[summand])
+      return false; /* the operator reads it while writing */
+  return last_of_buffer(plan, last, summand) == s && !input_buffer(plan, summand);
+}
+
+bool taso_rt_config_is_view(const taso_rt_config_t *cfg) {
+  return cfg->kind == TASO_OP_RESHAPE && cfg->nin == 1 && cfg->nout == 1 &&
+         !(cfg->layout == TASO_RT_NHWC && (cfg->in[0].rank == 4 || cfg->out[0].rank == 4));
+}
+
+/* Step st, a view, gets its operand's buffer for its result, unless the
+ * result has one already (a slice of a placed concat), the operand shares
+ * one (placed, or written over), either is stored channels last, or a
+ * call plan's step writes over either (its readers would see that). */
+static void make_view(taso_rt_plan_t *plan, plan_step_t *st) {
+  taso_ref_t a = st->in[0], b = st->out[0];
+  if (!taso_rt_config_is_view(&st->info.cfg) || plan->buf[b] || plan->root[a] != a ||
+      plan->nhwc[a] || plan->nhwc[b])
+    return;
+  for (int s = 0; s < plan->nsteps; s++) {
+    const plan_step_t *o = &plan->steps[s];
+    int k = o->info.cfg.in_place - 1;
+    if (k >= 0 && k < o->info.cfg.nin && (o->in[k] == a || o->in[k] == b)) return;
+  }
+  plan->buf[b] = plan->buf[a];
+  plan->root[b] = a;
+  st->info.view = true;
 }
 
 /* Whether a call plan's in-place step s may write over its operand:
@@ -1178,8 +1211,8 @@ static taso_err_t check_in_place(const taso_rt_plan_t *plan, const int *last, in
       snprintf(later, sizeof later, "step %d reads %s later", at,
                last[r] > s ? "it" : "a tensor in its buffer");
       why = later;
-    } else if (plan->m->graph.nodes[TASO_REF_NODE(r)].kind == TASO_OP_INPUT) {
-      why = "is a model input or weight (the next run reads it again)";
+    } else if (input_buffer(plan, r)) {
+      why = "is (or is a view of) a model input or weight (the next run reads it again)";
     } else if (taso_tensor_size(&cfg->in[k]) != taso_tensor_size(&cfg->out[0])) {
       why = "has another size than the result";
     }
@@ -1259,6 +1292,7 @@ static taso_err_t make_buffers(taso_rt_plan_t *plan) {
     plan_step_t *st = &plan->steps[s];
     for (int a = 0; a < st->info.cfg.nin && err == TASO_OK; a++)
       err = alloc_tensor(plan, st->in[a]);
+    if (err == TASO_OK) make_view(plan, st);
     if (err == TASO_OK && st->info.cfg.in_place > 0) {
       err = check_in_place(plan, last, s);
       taso_ref_t r = st->in[st->info.cfg.in_place - 1];
@@ -1289,7 +1323,7 @@ static taso_err_t make_buffers(taso_rt_plan_t *plan) {
 /* Prepares a step on the backend, or on the reference backend with host
  * copies of its buffers when the backend has no call for it. */
 static taso_err_t prepare_step(taso_rt_plan_t *plan, plan_step_t *s) {
-  if (s->info.placed) return TASO_OK;
+  if (s->info.placed || s->info.view) return TASO_OK;
   taso_err_t err = plan->be->prepare(plan->ctx, &s->info.cfg, &s->k);
   if (err != TASO_ERR_UNSUPPORTED) return err;
   snprintf(s->reason, sizeof s->reason, "%s", taso_error_detail());
@@ -1480,7 +1514,7 @@ static taso_err_t run_fallback(taso_rt_plan_t *plan, plan_step_t *s) {
 }
 
 static taso_err_t run_step(taso_rt_plan_t *plan, plan_step_t *s) {
-  if (s->info.placed) return TASO_OK;
+  if (s->info.placed || s->info.view) return TASO_OK;
   if (s->info.fallback) return run_fallback(plan, s);
   void *in[TASO_RT_MAX_IN], *out[2];
   for (int a = 0; a < s->info.cfg.nin; a++)

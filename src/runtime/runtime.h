@@ -217,6 +217,12 @@ int64_t taso_rt_llc_bytes(void);
  * length it needs, like snprintf. */
 int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len);
 
+/* Whether the configuration is a view: a reshape of a tensor stored row
+ * major (not channels last on either side) changes no value's place, so
+ * a plan gives its result its operand's buffer and runs nothing for it
+ * (taso_rt_step_info_t.view), and a graph's cost counts it as 0. */
+bool taso_rt_config_is_view(const taso_rt_config_t *cfg);
+
 /* Times one configuration on scratch buffers of seeded random values:
  * `warmup` untimed runs, then `runs` timed runs, each followed by sync.
  * On a backend with a device clock (mark_start) each run is timed by it,
@@ -301,6 +307,8 @@ typedef struct {
                                     or, without a call plan, a fused residual's summand) */
   bool placed;                   /* a concat whose operands' producers wrote them into its
                                     result (cfg.in_place TASO_CALL_PLACED): it runs nothing */
+  bool view;                     /* a reshape whose result is its operand's buffer
+                                    (taso_rt_config_is_view): it runs nothing */
   const char *reason;            /* why it fell back; "" otherwise */
   taso_rt_config_t cfg;          /* its configuration */
   taso_ref_t in[TASO_RT_MAX_IN]; /* the tensors it reads, in configuration order */

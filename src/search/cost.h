@@ -97,7 +97,8 @@ taso_err_t taso_cost_cache_new(const taso_backend_t *be, taso_rt_ctx_t *ctx,
 void taso_cost_cache_free(taso_cost_cache_t *c);
 void taso_cost_cache_stats(const taso_cost_cache_t *c, taso_cost_stats_t *s);
 
-/* The cost of one configuration in milliseconds. */
+/* The cost of one configuration in milliseconds; 0 for a view
+ * (taso_rt_config_is_view), which a run does not execute. */
 taso_err_t taso_cost_of_config(taso_cost_cache_t *c, const taso_rt_config_t *cfg, double *ms);
 
 /* Entry i (0 <= i < stats.configs) of the cache: its key and cost, so that

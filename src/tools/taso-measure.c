@@ -1092,8 +1092,9 @@ static taso_err_t print_steps(const settings_t *s, const place_t *p, const taso_
     double ms = 0;
     taso_rt_plan_step(plan, i, &info);
     taso_rt_config_format(&info.cfg, text, sizeof text);
-    bool known = info.placed || taso_costdb_cost(db, p->dev.identity, &info.cfg, &ms) == TASO_OK;
-    if (known && !info.placed)
+    bool runs_nothing = info.placed || taso_rt_config_is_view(&info.cfg);
+    bool known = runs_nothing || taso_costdb_cost(db, p->dev.identity, &info.cfg, &ms) == TASO_OK;
+    if (known && !runs_nothing)
       ms = taso_costdb_step_ms(ms, taso_costdb_dispatch(db, p->dev.identity));
     sum_db += ms;
     sum_run += st[i].median;
