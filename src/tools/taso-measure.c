@@ -269,9 +269,11 @@ static taso_err_t reserve_item(items_t *it) {
 }
 
 /* Adds cfg unless its key is there already (expansion gives the same
- * configurations again and again); a model's own configuration is not
- * one that expansion added. */
+ * configurations again and again), or it is a view, which runs nothing
+ * and costs 0 (taso_rt_config_is_view); a model's own configuration is
+ * not one that expansion added. */
 static taso_err_t add_item(items_t *it, const taso_rt_config_t *cfg, bool expanded) {
+  if (taso_rt_config_is_view(cfg)) return TASO_OK;
   TASO_TRY(reserve_item(it));
   if (2 * (it->n + 1) > it->nslots) TASO_TRY(grow_slots(it));
   item_t *x = &it->v[it->n];
