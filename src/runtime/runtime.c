@@ -248,7 +248,7 @@ typedef taso_err_t (*run_fn_t)(void *arg);
  * replayed graph captured between them). */
 typedef enum { TIME_HOST, TIME_DEVICE, TIME_MARKED } timing_t;
 
-static bool device_clock(const taso_backend_t *be) {
+bool taso_rt_device_clock(const taso_backend_t *be) {
   return be->mark_start && be->mark_stop && be->elapsed;
 }
 
@@ -331,7 +331,7 @@ static taso_err_t replay_config(void *arg) {
  * host's launch; a capture that fails leaves marks around each run. */
 static void capture_config(config_run_t *r) {
   const taso_backend_t *be = r->be;
-  r->how = device_clock(be) ? TIME_DEVICE : TIME_HOST;
+  r->how = taso_rt_device_clock(be) ? TIME_DEVICE : TIME_HOST;
   if (r->how != TIME_DEVICE || !be->begin_capture) return;
   /* one run first: the libraries load their kernels then, not while capturing */
   if (run_config(r) != TASO_OK || be->sync(r->ctx) != TASO_OK) return;
@@ -1140,11 +1140,9 @@ static int last_of_buffer(const taso_rt_plan_t *plan, const int *last, taso_ref_
 }
 
 /* Whether ref's buffer is a model input's or weight's (its own, or as a
- * view of one), which the next run reads again. */
+ * view of one: an input is its own root), which the next run reads again. */
 static bool input_buffer(const taso_rt_plan_t *plan, taso_ref_t ref) {
-  const taso_graph_t *g = &plan->m->graph;
-  return g->nodes[TASO_REF_NODE(ref)].kind == TASO_OP_INPUT ||
-         g->nodes[TASO_REF_NODE(plan->root[ref])].kind == TASO_OP_INPUT;
+  return plan->m->graph.nodes[TASO_REF_NODE(plan->root[ref])].kind == TASO_OP_INPUT;
 }
 
 /* A residual step that is the last reader of its summand's buffer writes
@@ -1735,7 +1733,7 @@ taso_err_t taso_rt_profile(taso_rt_plan_t *plan, const float *const *inputs, int
   for (int s = 0; s < plan->nsteps; s++) {
     r.step = s;
     TASO_TRY(time_loop(plan->be, plan->ctx, run_one_step, NULL, &r, warmup, runs,
-                       device_clock(plan->be) ? TIME_DEVICE : TIME_HOST, &step_stats[s]));
+                       taso_rt_device_clock(plan->be) ? TIME_DEVICE : TIME_HOST, &step_stats[s]));
   }
   return TASO_OK;
 }

@@ -217,6 +217,10 @@ int64_t taso_rt_llc_bytes(void);
  * length it needs, like snprintf. */
 int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len);
 
+/* Whether the backend times runs on its own clock (mark_start, mark_stop,
+ * elapsed: a device's events), not the host's. */
+bool taso_rt_device_clock(const taso_backend_t *be);
+
 /* Whether the configuration is a view: a reshape of a tensor stored row
  * major (not channels last on either side) changes no value's place, so
  * a plan gives its result its operand's buffer and runs nothing for it

@@ -839,7 +839,7 @@ static taso_err_t measure_one(run_t *r, const item_t *it, double *ms, taso_cost_
   taso_err_t err;
   if (strcmp(it->key, TASO_COST_DISPATCH_KEY) == 0) {
     n = s->min_runs;
-    bool device_clock = s->be->mark_start && s->be->elapsed;
+    bool device_clock = taso_rt_device_clock(s->be);
     snprintf(algorithm, sizeof algorithm, "runner:chain of %d relu steps%s%s", DISPATCH_STEPS,
              device_clock ? ", " : "", device_clock ? TASO_COST_DISPATCH_DEVICE_CLOCK : "");
     err = taso_rt_time_dispatch(s->be, r->p->ctx, DISPATCH_STEPS, s->warmup, n, ms);

@@ -228,11 +228,8 @@ static taso_err_t choose_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   float *in[TASO_RT_MAX_IN] = {0}, *out[2] = {0};
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   cudaEvent_t ev[2] = {0};
-  int found = 0, tried = 0, timed = 0;
-  float best = -1;
-  cudnnConvolutionFwdAlgo_t best_algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  size_t best_ws = 0;
-  cudnnMathType_t best_math = CUDNN_FMA_MATH;
+  int found = 0, tried = 0, timed = 0, best = -1; /* best: index in perf */
+  float best_ms = 0;
   char last[256] = "no algorithm returned";
   ctx->algos.finds++;
   if ((err = gpu_workspace(ctx)) != TASO_OK) goto fail;
@@ -251,8 +248,8 @@ static taso_err_t choose_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     k->ws = perf[i].memory;
     tried++;
     /* DEFAULT math permits TF32 on Ampere and later: pin FP32 to FMA */
-    cudnnMathType_t math = ctx->tf32 ? perf[i].mathType : CUDNN_FMA_MATH;
-    cudnnStatus_t st = cudnnSetConvolutionMathType(k->cd, math);
+    cudnnStatus_t st =
+        cudnnSetConvolutionMathType(k->cd, ctx->tf32 ? perf[i].mathType : CUDNN_FMA_MATH);
     if (st != CUDNN_STATUS_SUCCESS) {
       snprintf(last, sizeof last, "cuDNN: %s", cudnnGetErrorString(st));
       continue;
@@ -266,17 +263,17 @@ static taso_err_t choose_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
       continue;
     }
     timed++;
-    if (best < 0 || ms < best) best = ms, best_algo = k->algo, best_ws = k->ws, best_math = math;
+    if (best < 0 || ms < best_ms) best = i, best_ms = ms;
   }
   err = TASO_OK;
-  if (timed == 0) {
+  if (best < 0) {
     err = GPU_UNSUPPORTED(&k->cfg, "no cuDNN algorithm runs it (%d of %d tried; last: %s)", tried,
                           found, last);
     goto fail;
   }
-  k->algo = best_algo;
-  k->ws = best_ws;
-  CUDNN_TRY(cudnnSetConvolutionMathType(k->cd, best_math));
+  k->algo = perf[best].algo;
+  k->ws = perf[best].memory;
+  CUDNN_TRY(cudnnSetConvolutionMathType(k->cd, ctx->tf32 ? perf[best].mathType : CUDNN_FMA_MATH));
 fail:
   cudaStreamSynchronize(ctx->stream);
   for (int i = 0; i < 2; i++)

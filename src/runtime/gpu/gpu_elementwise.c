@@ -94,22 +94,6 @@ static void broadcast_walk(const taso_rt_config_t *c, gpu_walk_t *walk) {
   }
 }
 
-/* chmul, chadd: x walked in its memory order, v (one value per slice of
- * the axis) read along that axis only. */
-static void channel_walk(const taso_rt_config_t *c, gpu_walk_t *walk) {
-  const taso_tensor_t *x = &c->in[0];
-  int order[4];
-  int64_t st[4];
-  gpu_order(c, x, order);
-  gpu_strides(c, x, st);
-  walk->rank = x->rank;
-  for (int j = 0; j < x->rank; j++) {
-    walk->dim[j] = x->dim[order[j]];
-    walk->stride[0][j] = st[order[j]];
-    walk->stride[1][j] = order[j] == c->p.axis ? 1 : 0;
-  }
-}
-
 /* [1, 1, 1, n]: a flat tensor for cuDNN's element-wise calls */
 static taso_err_t flat_descriptor(taso_rt_kernel_t *k) {
   taso_err_t err = TASO_OK;
@@ -146,15 +130,21 @@ taso_err_t gpu_prepare_elementwise(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     return TASO_OK;
   }
   case TASO_OP_CHMUL:
-  case TASO_OP_CHADD:
+  case TASO_OP_CHADD: {
     if (c->p.axis < 0 || c->p.axis >= x->rank || taso_tensor_size(&c->in[1]) != x->dim[c->p.axis])
       return taso_error(TASO_ERR_ARG, "gpu: %s: no vector of one value per slice of axis %d",
                         taso_ops[c->kind].name, c->p.axis);
+    /* the vector broadcast as a tensor of x's rank, 1 except along the axis */
+    taso_rt_config_t b = *c;
+    int32_t dim[4] = {1, 1, 1, 1};
+    dim[c->p.axis] = x->dim[c->p.axis];
+    b.in[1] = taso_tensor_make(x->rank, dim);
     k->op = c->kind == TASO_OP_CHADD ? GPU_BIN_ADD : GPU_BIN_MUL;
-    channel_walk(c, &k->walk);
+    broadcast_walk(&b, &k->walk);
     k->run = broadcast_run;
     k->call = "taso per-channel kernel";
     return TASO_OK;
+  }
   case TASO_OP_SMUL:
     if (taso_tensor_size(&c->in[1]) != 1)
       return taso_error(TASO_ERR_ARG, "gpu: smul: the second operand must be a scalar");
