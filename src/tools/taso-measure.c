@@ -51,6 +51,7 @@
 #include "tool.h"
 
 #define MAX_MODELS 64
+#define ALONG_RUNS 10 /* --calibrate: runs of each step timed alongside */
 
 static const char *model_last, *db_path = "costs.h5", *backend_name = "cpu", *subst_path,
                                *depth_text = "1", *library_path, *calibrate_runs_text = "20";
@@ -1119,6 +1120,9 @@ typedef struct {
   int nsteps, missing;
   double *ms; /* calibrate_runs end-to-end runs */
   int nms;
+  double *along; /* each step's runs timed alone between the rounds' end-to-end runs */
+  int nalong;    /* runs per step so far */
+  double alongside; /* their medians summed (and the dispatch row) */
 } calibrated_t;
 
 static void calibrated_free(calibrated_t *c) {
@@ -1126,6 +1130,7 @@ static void calibrated_free(calibrated_t *c) {
   free_inputs(&c->m, c->in);
   taso_model_free(&c->m);
   free(c->ms);
+  free(c->along);
   memset(c, 0, sizeof *c);
 }
 
@@ -1148,16 +1153,71 @@ static taso_err_t calibrate_load(const char *model, const settings_t *s, const p
                            .warm_weights = taso_rt_weights_stay_warm(&c->m, s->be)};
   TASO_TRY(make_inputs(&c->m, &c->in));
   TASO_TRY(taso_rt_plan(s->be, p->ctx, &c->m, c->m.calls ? NULL : &opt, &c->plan));
-  if (!(c->ms = malloc(sizeof *c->ms * (size_t)s->calibrate_runs)))
+  size_t steps = (size_t)taso_rt_plan_steps(c->plan) + 1;
+  if (!(c->ms = malloc(sizeof *c->ms * (size_t)s->calibrate_runs)) ||
+      !(c->along = calloc(steps * ALONG_RUNS, sizeof *c->along)))
     return taso_error(TASO_ERR_NOMEM, "timings");
   return TASO_OK;
+}
+
+/* Each step of c's plan timed alone as taso-measure times it (its own
+ * buffers, the caches chilled as a run leaves them), runs more runs each,
+ * now: between end-to-end runs, so that both see the machine at the same
+ * speed. A shared machine's speed drifts by more than the 10% the cost
+ * model is held to (two threads of this 2-core VM: SqueezeNet's median
+ * 6.3 ms in one process, 9.0 ms in the next), so the database's figures,
+ * measured minutes before, can be off by the drift alone; this column
+ * tells the method's error from the machine's. A step the backend has no
+ * call for keeps its database figure. */
+static taso_err_t time_alongside(const settings_t *s, const place_t *p, const taso_costdb_t *db,
+                                 calibrated_t *c, int runs) {
+  int n = taso_rt_plan_steps(c->plan);
+  if (c->nalong + runs > ALONG_RUNS) runs = ALONG_RUNS - c->nalong;
+  for (int i = 0; i < n && runs > 0; i++) {
+    taso_rt_step_info_t info;
+    taso_rt_plan_step(c->plan, i, &info);
+    double *ms = c->along + (size_t)i * ALONG_RUNS + c->nalong;
+    int got = 0;
+    if (info.placed || taso_rt_config_is_view(&info.cfg)) continue; /* runs nothing */
+    taso_err_t err = info.fallback ? TASO_ERR_UNSUPPORTED
+                                   : taso_rt_time_config_samples(s->be, p->ctx, &info.cfg,
+                                                                 s->warmup, runs, runs, 0, ms,
+                                                                 &got, NULL, 0);
+    if (err == TASO_ERR_UNSUPPORTED) {
+      double known = 0;
+      taso_costdb_cost(db, p->dev.identity, &info.cfg, &known);
+      for (int r = 0; r < runs; r++)
+        ms[r] = known;
+    } else if (err != TASO_OK) {
+      return err;
+    }
+  }
+  c->nalong += runs;
+  return TASO_OK;
+}
+
+/* The sum of the steps' medians timed alongside, each as the database's
+ * lookups give a step (the dispatch row added). */
+static void sum_alongside(const place_t *p, const taso_costdb_t *db, calibrated_t *c) {
+  int n = taso_rt_plan_steps(c->plan);
+  double dispatch = taso_costdb_dispatch(db, p->dev.identity);
+  c->alongside = 0;
+  for (int i = 0; i < n && c->nalong > 0; i++) {
+    taso_rt_step_info_t info;
+    taso_rt_plan_step(c->plan, i, &info);
+    if (info.placed || taso_rt_config_is_view(&info.cfg)) continue;
+    taso_rt_stats_t st;
+    taso_rt_stats_of(c->along + (size_t)i * ALONG_RUNS, c->nalong, &st);
+    c->alongside += taso_costdb_step_ms(st.median, dispatch);
+  }
 }
 
 /* The end-to-end runs of every model, in rounds (each model's runs of a
  * round one after another, 3 warm-up runs before its first): a burst of
  * other work on the machine then slows every model a little rather than
  * one model's whole series. */
-static taso_err_t time_rounds(const settings_t *s, calibrated_t *c, int n) {
+static taso_err_t time_rounds(const settings_t *s, const place_t *p, const taso_costdb_t *db,
+                              calibrated_t *c, int n) {
   int rounds = s->calibrate_runs < 5 ? s->calibrate_runs : 5;
   for (int r = 0; r < rounds; r++)
     for (int i = 0; i < n; i++) {
@@ -1165,20 +1225,27 @@ static taso_err_t time_rounds(const settings_t *s, calibrated_t *c, int n) {
       const float *const *in = (const float *const *)c[i].in;
       taso_rt_stats_t one;
       if (r == 0) TASO_TRY(taso_rt_time_model(c[i].plan, in, 2, 1, &one));
+      int half = (c[i].nms + want) / 2;
       while (c[i].nms < want) {
+        /* half the round's end-to-end runs, the steps alone, the other half */
+        if (c[i].nms == half)
+          TASO_TRY(time_alongside(s, p, db, &c[i], ALONG_RUNS * (r + 1) / rounds - c[i].nalong));
         TASO_TRY(taso_rt_time_model(c[i].plan, in, 0, 1, &one));
         c[i].ms[c[i].nms++] = one.median;
       }
     }
+  for (int i = 0; i < n; i++)
+    sum_alongside(p, db, &c[i]);
   return TASO_OK;
 }
 
 static void print_row(const char *model, calibrated_t *c) {
   taso_rt_stats_t e2e;
   taso_rt_stats_of(c->ms, c->nms, &e2e);
-  printf("%-24s %5d %9.3f %9.3f %7.3f %9.3f %9.3f %7.3f%s\n", model, c->nsteps, c->cost, e2e.median,
-         e2e.median > 0 ? c->cost / e2e.median : 0, c->fastest, e2e.min,
-         e2e.min > 0 ? c->fastest / e2e.min : 0, c->missing ? " (figures missing)" : "");
+  printf("%-24s %5d %9.3f %9.3f %7.3f %9.3f %9.3f %7.3f %9.3f %7.3f%s\n", model, c->nsteps,
+         c->cost, e2e.median, e2e.median > 0 ? c->cost / e2e.median : 0, c->fastest, e2e.min,
+         e2e.min > 0 ? c->fastest / e2e.min : 0, c->alongside,
+         e2e.median > 0 ? c->alongside / e2e.median : 0, c->missing ? " (figures missing)" : "");
 }
 
 /* Rank 0: --estimate's lines, or --calibrate's table. */
@@ -1202,18 +1269,20 @@ static taso_err_t print_estimates(const settings_t *s, place_t *p, bool table) {
            "  medians in %s, as taso-optimize costs a graph) against end to end (median of %d\n"
            "  runs after 3 warm-up, as taso-run times them, in rounds over the models); then\n"
            "  the steps' fastest runs against the fastest end-to-end run, which load on a\n"
-           "  shared machine inflates less\n",
-           p->dev.identity, info, db_path, s->calibrate_runs);
+           "  shared machine inflates less; then the steps timed alone as taso-measure does,\n"
+           "  between the end-to-end runs (medians of %d runs each), against the same median:\n"
+           "  the method's error without the machine's drift since the database was filled\n",
+           p->dev.identity, info, db_path, s->calibrate_runs, ALONG_RUNS);
     printf("  per step, the runner's own cost: %.4f ms (the dispatch row; included)\n",
            taso_costdb_dispatch(&db, p->dev.identity));
   }
   /* end-to-end runs are measurements: they hold a device as those do */
   taso_device_t *held = NULL;
   if (table && err == TASO_OK && p->owns) err = hold_device(p, &held);
-  if (table && err == TASO_OK) err = time_rounds(s, c, n);
+  if (table && err == TASO_OK) err = time_rounds(s, p, &db, c, n);
   if (table && err == TASO_OK) {
-    printf("%-24s %5s %9s %9s %7s %9s %9s %7s\n", "model", "steps", "cost ms", "e2e ms", "ratio",
-           "fast ms", "e2e min", "ratio");
+    printf("%-24s %5s %9s %9s %7s %9s %9s %7s %9s %7s\n", "model", "steps", "cost ms", "e2e ms",
+           "ratio", "fast ms", "e2e min", "ratio", "along ms", "ratio");
     for (int i = 0; i < n; i++)
       print_row(s->models[i], &c[i]);
     fflush(stdout);
