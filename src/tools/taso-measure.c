@@ -1120,8 +1120,8 @@ typedef struct {
   int nsteps, missing;
   double *ms; /* calibrate_runs end-to-end runs */
   int nms;
-  double *along; /* each step's runs timed alone between the rounds' end-to-end runs */
-  int nalong;    /* runs per step so far */
+  double *along;    /* each step's runs timed alone between the rounds' end-to-end runs */
+  int nalong;       /* runs per step so far */
   double alongside; /* their medians summed (and the dispatch row) */
 } calibrated_t;
 
@@ -1179,10 +1179,10 @@ static taso_err_t time_alongside(const settings_t *s, const place_t *p, const ta
     double *ms = c->along + (size_t)i * ALONG_RUNS + c->nalong;
     int got = 0;
     if (info.placed || taso_rt_config_is_view(&info.cfg)) continue; /* runs nothing */
-    taso_err_t err = info.fallback ? TASO_ERR_UNSUPPORTED
-                                   : taso_rt_time_config_samples(s->be, p->ctx, &info.cfg,
-                                                                 s->warmup, runs, runs, 0, ms,
-                                                                 &got, NULL, 0);
+    taso_err_t err = info.fallback
+                         ? TASO_ERR_UNSUPPORTED
+                         : taso_rt_time_config_samples(s->be, p->ctx, &info.cfg, s->warmup, runs,
+                                                       runs, 0, ms, &got, NULL, 0);
     if (err == TASO_ERR_UNSUPPORTED) {
       double known = 0;
       taso_costdb_cost(db, p->dev.identity, &info.cfg, &known);
@@ -1242,8 +1242,8 @@ static taso_err_t time_rounds(const settings_t *s, const place_t *p, const taso_
 static void print_row(const char *model, calibrated_t *c) {
   taso_rt_stats_t e2e;
   taso_rt_stats_of(c->ms, c->nms, &e2e);
-  printf("%-24s %5d %9.3f %9.3f %7.3f %9.3f %9.3f %7.3f %9.3f %7.3f%s\n", model, c->nsteps,
-         c->cost, e2e.median, e2e.median > 0 ? c->cost / e2e.median : 0, c->fastest, e2e.min,
+  printf("%-24s %5d %9.3f %9.3f %7.3f %9.3f %9.3f %7.3f %9.3f %7.3f%s\n", model, c->nsteps, c->cost,
+         e2e.median, e2e.median > 0 ? c->cost / e2e.median : 0, c->fastest, e2e.min,
          e2e.min > 0 ? c->fastest / e2e.min : 0, c->alongside,
          e2e.median > 0 ? c->alongside / e2e.median : 0, c->missing ? " (figures missing)" : "");
 }

@@ -23,6 +23,7 @@
 
 #include "artifact.h"
 #include "job.h"
+#include "progress.h"
 
 /* A tool-specific on/off switch, "--NAME". */
 typedef struct {
@@ -230,23 +231,8 @@ void taso_tool_note_defaults(taso_tool_t *t, const char *section, const char *co
  * printed as "NAME: findings: ..."), else TASO_EXIT_OK. */
 int taso_tool_finish(taso_tool_t *t, taso_err_t err);
 
-/* A progress line for long work, on rank 0's stderr, at most every
- * TASO_PROGRESS_INTERVAL seconds: done/total, rate and time left; past
- * an estimated total, the count and "more than the N expected". */
-#define TASO_PROGRESS_INTERVAL 2.0
-
-typedef struct {
-  const taso_tool_t *tool; /* whose rank 0 prints */
-  const char *what;        /* what is counted, plural: "candidate rows" */
-  int64_t total;           /* expected count; <= 0 when not known */
-  double start;            /* MPI_Wtime() when counting began */
-  double last;             /* MPI_Wtime() of the last line printed */
-  double interval;         /* seconds between lines (TASO_PROGRESS_SECONDS, a test hook) */
-} taso_progress_t;
-
+/* A progress line (progress.h) under the tool's name, printed by its rank 0. */
 void taso_progress_begin(taso_progress_t *p, const taso_tool_t *t, const char *what, int64_t total);
-/* Cheap enough to call per item: it only reads the clock until a line is due. */
-void taso_progress_update(taso_progress_t *p, int64_t done);
 
 /* Dynamic work: a counter on rank 0 that ranks advance by a chunk at a
  * time (MPI_Fetch_and_op). Open and close are collective. */
