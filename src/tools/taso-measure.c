@@ -925,7 +925,7 @@ static taso_err_t measure_all(run_t *r) {
   taso_err_t err = TASO_OK;
   double *ms = malloc(sizeof *ms * (size_t)r->s->max_runs);
   if (!ms) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
-  taso_counter_open(r->t, &counter);
+  taso_counter_open(r->t->comm, &counter);
   taso_progress_begin(&progress, r->t, "configurations", r->todo->n);
   r->last_merge = taso_wall_seconds();
   while (r->p->owns && err == TASO_OK) {

@@ -385,7 +385,7 @@ static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, const taso
     goto done;
   }
   taso_counter_t q;
-  taso_counter_open(t, &q);
+  taso_counter_open(t->comm, &q);
   for (;;) {
     int64_t start = taso_counter_take(&q, nthreads);
     if (start >= ntasks) break;
@@ -575,7 +575,7 @@ static taso_err_t flush(void *ctx) {
 }
 
 /* Collective. Decides every combination not marked done, appending rounds
- * of rows to out (taso_tool_rounds). Test hooks: TASO_VALIDATE_ROUND_SECONDS,
+ * of rows to out (taso_rounds_run). Test hooks: TASO_VALIDATE_ROUND_SECONDS,
  * TASO_VALIDATE_STOP_AFTER. */
 static taso_err_t run_checks(taso_tool_t *t, taso_checker_t **checkers, int64_t total,
                              const unsigned char *done, int64_t already, taso_artifact_t *out,
@@ -600,7 +600,7 @@ static taso_err_t run_checks(taso_tool_t *t, taso_checker_t **checkers, int64_t 
                      .what = "combinations",
                      .progress_total = total,
                      .already = already};
-  taso_err_t err = taso_tool_rounds(t, &r);
+  taso_err_t err = taso_rounds_run(t->comm, spec.name, &r);
   free(state.local);
   free(state.slots);
   free(state.batch);

@@ -452,7 +452,7 @@ static taso_err_t flush(void *ctx) {
 }
 
 /* Collective. Decides every row of todo, appending rounds of decisions to
- * out (taso_tool_rounds). Test hooks: TASO_VERIFY_ROUND_SECONDS,
+ * out (taso_rounds_run). Test hooks: TASO_VERIFY_ROUND_SECONDS,
  * TASO_VERIFY_STOP_AFTER. */
 static taso_err_t run(taso_tool_t *t, const work_t *w, const int64_t *todo, int64_t ntodo,
                       taso_artifact_t *out, int64_t already, int64_t nrows) {
@@ -468,7 +468,7 @@ static taso_err_t run(taso_tool_t *t, const work_t *w, const int64_t *todo, int6
                      .what = "candidate rows",
                      .progress_total = nrows,
                      .already = already};
-  taso_err_t err = taso_tool_rounds(t, &r);
+  taso_err_t err = taso_rounds_run(t->comm, spec.name, &r);
   free(state.local);
   free(state.slots);
   return err;

@@ -10,7 +10,6 @@
 #include <libgen.h>
 #include <limits.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -619,90 +618,6 @@ int taso_tool_finish(taso_tool_t *t, taso_err_t err) {
 void taso_progress_begin(taso_progress_t *p, const taso_tool_t *t, const char *what,
                          int64_t total) {
   taso_progress_start(p, t->spec->name, t->rank, what, total);
-}
-
-void taso_counter_open(const taso_tool_t *t, taso_counter_t *c) {
-  MPI_Win_allocate(t->rank == 0 ? (MPI_Aint)sizeof(int64_t) : 0, sizeof(int64_t), MPI_INFO_NULL,
-                   t->comm, &c->value, &c->win);
-  if (t->rank == 0) *c->value = 0;
-  MPI_Barrier(t->comm);
-}
-
-int64_t taso_counter_take(taso_counter_t *c, int64_t n) {
-  int64_t start = 0;
-  MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, c->win);
-  MPI_Fetch_and_op(&n, &start, MPI_INT64_T, 0, 0, MPI_SUM, c->win);
-  MPI_Win_unlock(0, c->win);
-  return start;
-}
-
-void taso_counter_close(taso_counter_t *c) {
-  MPI_Win_free(&c->win);
-}
-
-static double env_seconds(const char *name, double def) {
-  const char *v = name ? getenv(name) : NULL;
-  return v && *v ? atof(v) : def;
-}
-
-taso_err_t taso_tool_rounds(taso_tool_t *t, const taso_rounds_t *r) {
-  double interval = env_seconds(r->round_env, r->round_seconds);
-  int64_t stop_after = (int64_t)env_seconds(r->stop_env, -1), decided = 0;
-  taso_counter_t counter;
-  taso_counter_open(t, &counter);
-  taso_progress_t progress;
-  taso_progress_begin(&progress, t, r->what, r->progress_total);
-  taso_err_t err = TASO_OK, mine = TASO_OK;
-  bool out_of_work = false;
-  for (;;) {
-    double round_start = MPI_Wtime();
-    MPI_Request barrier;
-    bool entered = false, worked = false;
-    int64_t nlocal = 0;
-    for (;;) {
-      if (!entered && (out_of_work || (worked && MPI_Wtime() - round_start >= interval))) {
-        MPI_Ibarrier(t->comm, &barrier);
-        entered = true;
-      }
-      if (entered) {
-        int flag = 0;
-        if (out_of_work) {
-          MPI_Wait(&barrier, MPI_STATUS_IGNORE);
-          break;
-        }
-        MPI_Test(&barrier, &flag, MPI_STATUS_IGNORE);
-        if (flag) break;
-      }
-      int64_t start = taso_counter_take(&counter, r->chunk), results = 0;
-      if (start >= r->total) {
-        out_of_work = true;
-        continue;
-      }
-      int64_t end = start + r->chunk < r->total ? start + r->chunk : r->total;
-      if ((mine = r->take(r->ctx, start, end, &results)) != TASO_OK) {
-        out_of_work = true; /* stop taking work; the round ends and all ranks stop */
-        continue;
-      }
-      nlocal += results;
-      worked = true;
-      /* an estimate until the round ends: the other ranks did about as much */
-      int64_t guess = r->already + decided + nlocal * t->size;
-      if (r->progress_total > 0 && guess > r->progress_total) guess = r->progress_total;
-      if (t->rank == 0) taso_progress_update(&progress, guess);
-    }
-    if ((err = taso_tool_agree(t, mine)) != TASO_OK) break;
-    if ((err = r->flush(r->ctx)) != TASO_OK) break;
-    int64_t round_total = nlocal;
-    MPI_Allreduce(MPI_IN_PLACE, &round_total, 1, MPI_INT64_T, MPI_SUM, t->comm);
-    decided += round_total;
-    taso_progress_update(&progress, r->already + decided);
-    if (stop_after >= 0 && decided >= stop_after) raise(SIGKILL);
-    int all_out = out_of_work;
-    MPI_Allreduce(MPI_IN_PLACE, &all_out, 1, MPI_INT, MPI_LAND, t->comm);
-    if (all_out) break;
-  }
-  taso_counter_close(&counter);
-  return err;
 }
 
 /* The absolute path a tool would open for path: its folder resolved (links,
