@@ -5,8 +5,9 @@
  *
  * Work is handed out dynamically: a counter on rank 0 (an MPI window that
  * every rank advances with MPI_Fetch_and_op) gives each rank its next
- * chunk of undecided rows, and OpenMP threads share the chunk, one Z3
- * context per thread. Decisions stream into the output's /decisions in
+ * chunk of undecided rows (src/core/rounds.h), and OpenMP threads share
+ * the chunk, each with its own Z3 context in its own query process
+ * (src/verify/decide.h). Decisions stream into the output's /decisions in
  * rounds: a rank that has worked for a few seconds enters a non-blocking
  * barrier and keeps working until every rank has entered it, then all
  * write what they decided to OUT.resume and flush. OUT.resume's
@@ -20,7 +21,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +29,10 @@
 
 #include <omp.h>
 
+#include "decide.h"
 #include "hash.h"
 #include "tool.h"
 #include "verifier.h"
-#include "worker.h"
 
 #define ROUND_SECONDS 5.0 /* work between two writes to OUT.resume */
 
@@ -303,103 +303,9 @@ static taso_err_t open_resume(taso_tool_t *t, int64_t nrows, const resume_key_t 
   return err;
 }
 
-/* What a run needs to decide rows. */
-typedef struct {
-  const taso_inputs_t *inputs;
-  const taso_graph_t *graphs;
-  int64_t ngraphs;
-  const taso_subst_t *rows;
-  uint64_t seed;
-  taso_prover_t **provers;  /* one per OpenMP thread */
-  taso_worker_t *workers;   /* one per OpenMP thread: its query process */
-  struct thread_s *threads; /* what each worker's child decides with */
-} work_t;
-
-/* A thread's worker decides with the thread's prover. */
-typedef struct thread_s {
-  const work_t *w;
-  taso_prover_t *prover;
-} thread_t;
-
-/* A query process's answer: the decision, or the error that stopped it. */
-typedef struct {
-  taso_decision_t d;
-  int32_t err;
-  char detail[480];
-} answer_t;
-
-/* Decides one row into *d. */
-static taso_err_t decide_row(const work_t *w, taso_prover_t *p, int64_t row, taso_decision_t *d) {
-  const taso_subst_t *r = &w->rows[row];
-  taso_verify_result_t res;
-  memset(d, 0, sizeof *d);
-  d->row = row;
-  if (r->src < 0 || r->src >= w->ngraphs || r->dst < 0 || r->dst >= w->ngraphs)
-    return taso_error(TASO_ERR_FORMAT, "candidate row %lld names a graph outside the set",
-                      (long long)row);
-  /* The seed depends on the row alone, not on who decides it. */
-  TASO_TRY(taso_prover_decide(p, w->inputs, &w->graphs[r->src], &w->graphs[r->dst],
-                              w->seed * 1000003ull + (uint64_t)row, &res));
-  d->verdict = res.verdict;
-  d->seconds = res.seconds;
-  memcpy(d->reason, res.reason, sizeof d->reason);
-  d->reason[TASO_REASON_LEN - 1] = '\0';
-  return TASO_OK;
-}
-
-/* In a query process: one row. After a query that hit Z3's memory cap the
- * process retires: Z3's state after running out of memory is not trusted.
- * Test hook: TASO_VERIFY_CRASH_ROW=N crashes the process deciding row N,
- * as Z3 out of memory can. */
-static bool answer_row(void *ctx, const void *req, void *reply) {
-  const thread_t *th = ctx;
-  int64_t row;
-  memcpy(&row, req, sizeof row);
-  const char *crash = getenv("TASO_VERIFY_CRASH_ROW");
-  if (crash && *crash && strtoll(crash, NULL, 10) == row) raise(SIGSEGV);
-  answer_t *a = reply;
-  memset(a, 0, sizeof *a);
-  a->err = decide_row(th->w, th->prover, row, &a->d);
-  if (a->err != TASO_OK) snprintf(a->detail, sizeof a->detail, "%s", taso_error_detail());
-  return a->err != TASO_OK || strstr(a->d.reason, "memory limit") != NULL;
-}
-
-/* Decides rows todo[lo, hi) with the rank's threads, each row in its
- * thread's query process (worker.h): a row whose process crashed (Z3 out
- * of memory, or worse) or stopped answering is unknown, saying so, and the
- * run goes on. Appends to *dec. */
-static taso_err_t decide_chunk(const work_t *w, const int64_t *todo, int64_t lo, int64_t hi,
-                               taso_decision_t *dec) {
-  taso_err_t err = TASO_OK;
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t k = lo; k < hi; k++) {
-    int64_t row = todo[k];
-    taso_decision_t *d = &dec[k - lo];
-    answer_t a;
-    char why[120];
-    double start = omp_get_wtime();
-    taso_err_t e = taso_worker_ask(&w->workers[omp_get_thread_num()], &row, &a, why, sizeof why);
-    if (e == TASO_OK && a.err == TASO_OK) {
-      *d = a.d;
-    } else if (e ==
-               TASO_ERR_LIB) { /* crashed or hung: this row's answer (an exit: the run fails) */
-      memset(d, 0, sizeof *d);
-      d->row = row;
-      d->verdict = TASO_VERDICT_UNKNOWN;
-      d->seconds = omp_get_wtime() - start;
-      snprintf(d->reason, sizeof d->reason, "Z3 failed: %s", why);
-    } else {
-      if (e == TASO_OK) e = taso_error((taso_err_t)a.err, "%s", a.detail);
-#pragma omp critical(taso_verify_error)
-      if (err == TASO_OK) err = taso_error(e, "row %lld: %s", (long long)row, taso_error_detail());
-    }
-  }
-  return err;
-}
-
 /* A run's state between rounds: the decisions of this rank's round. */
 typedef struct {
-  const work_t *w;
+  taso_decider_t *d;
   const int64_t *todo;
   taso_artifact_t *out;
   taso_decision_t *local;
@@ -418,7 +324,7 @@ static taso_err_t take(void *ctx, int64_t start, int64_t end, int64_t *results) 
     r->local = grown;
     r->cap = cap;
   }
-  TASO_TRY(decide_chunk(r->w, r->todo, start, end, r->local + r->nlocal));
+  TASO_TRY(taso_decider_run(r->d, r->todo + start, end - start, r->local + r->nlocal));
   r->nlocal += end - start;
   *results = end - start;
   return TASO_OK;
@@ -454,9 +360,9 @@ static taso_err_t flush(void *ctx) {
 /* Collective. Decides every row of todo, appending rounds of decisions to
  * out (taso_rounds_run). Test hooks: TASO_VERIFY_ROUND_SECONDS,
  * TASO_VERIFY_STOP_AFTER. */
-static taso_err_t run(taso_tool_t *t, const work_t *w, const int64_t *todo, int64_t ntodo,
+static taso_err_t run(taso_tool_t *t, taso_decider_t *d, const int64_t *todo, int64_t ntodo,
                       taso_artifact_t *out, int64_t already, int64_t nrows) {
-  round_t state = {.w = w, .todo = todo, .out = out};
+  round_t state = {.d = d, .todo = todo, .out = out};
   taso_rounds_t r = {.ctx = &state,
                      .take = take,
                      .flush = flush,
@@ -562,13 +468,11 @@ int main(int argc, char **argv) {
   taso_graph_t *graphs = NULL;
   taso_subst_t *rows = NULL;
   taso_axioms_t *ax = NULL;
-  taso_prover_t **provers = NULL;
   bool *done = NULL;
   int64_t *todo = NULL;
   int64_t ngraphs = 0, nrows = 0, ndone = 0, ntodo = 0;
   int64_t verdicts[TASO_VERDICT_REFUTED + 1] = {0};
   bool complete = false;
-  int nthreads = omp_get_max_threads();
   taso_err_t err = TASO_OK;
 
   /* Every check of --out before the input is read and the work starts. */
@@ -617,15 +521,10 @@ int main(int argc, char **argv) {
                       ax->n, t.job.axioms, nlemmas - failed, nlemmas);
     }
   }
-  if (err == TASO_OK) {
-    if (!(provers = calloc((size_t)nthreads, sizeof *provers)) ||
-        !(done = calloc((size_t)(nrows + 1), sizeof *done)) ||
-        !(todo = calloc((size_t)(nrows + 1), sizeof *todo)))
-      err = taso_error(TASO_ERR_NOMEM, "no memory for %lld rows", (long long)nrows);
-    for (int i = 0; i < nthreads && err == TASO_OK; i++)
-      err = taso_prover_new_limited(ax, &lim, &provers[i]);
-    err = taso_tool_agree(&t, err);
-  }
+  if (err == TASO_OK && (!(done = calloc((size_t)(nrows + 1), sizeof *done)) ||
+                         !(todo = calloc((size_t)(nrows + 1), sizeof *todo))))
+    err = taso_error(TASO_ERR_NOMEM, "no memory for %lld rows", (long long)nrows);
+  err = taso_tool_agree(&t, err);
 
   if (err == TASO_OK) err = check_output(&t, nrows, key, &out);
   complete = out != NULL;
@@ -638,38 +537,24 @@ int main(int argc, char **argv) {
   if (err == TASO_OK && !complete) {
     for (int64_t i = 0; i < nrows; i++)
       if (!done[i]) todo[ntodo++] = i;
-    work_t w = {.inputs = &inputs,
-                .graphs = graphs,
-                .ngraphs = ngraphs,
-                .rows = rows,
-                .seed = t.job.seed,
-                .provers = provers};
-    /* A row is a few queries, each ended by its limits; a process that
-     * has not answered long after them is stuck. */
-    double patience = 60 + 20 * lim.timeout_s;
-    w.workers = calloc((size_t)nthreads, sizeof *w.workers);
-    w.threads = calloc((size_t)nthreads, sizeof *w.threads);
-    if (!w.workers || !w.threads) err = taso_error(TASO_ERR_NOMEM, "no memory for workers");
-    for (int i = 0; err == TASO_OK && i < nthreads; i++) {
-      w.threads[i] = (thread_t){.w = &w, .prover = provers[i]};
-      taso_worker_init(&w.workers[i], answer_row, &w.threads[i], sizeof(int64_t), sizeof(answer_t),
-                       patience);
-    }
-    err = taso_tool_agree(&t, err);
-    if (err == TASO_OK) err = run(&t, &w, todo, ntodo, out, ndone, nrows);
+    taso_decide_set_t set = {.ax = ax,
+                             .lim = &lim,
+                             .inputs = &inputs,
+                             .graphs = graphs,
+                             .ngraphs = ngraphs,
+                             .rows = rows,
+                             .seed = t.job.seed};
+    taso_decider_t *d = NULL;
+    err = taso_tool_agree(&t, taso_decider_open(&set, &d));
+    if (err == TASO_OK) err = run(&t, d, todo, ntodo, out, ndone, nrows);
     int restarts = 0;
-    for (int i = 0; w.workers && i < nthreads; i++) {
-      taso_worker_stop(&w.workers[i]);
-      restarts += w.workers[i].started > 1 ? w.workers[i].started - 1 : 0;
-    }
+    taso_decider_close(d, &restarts);
     MPI_Allreduce(MPI_IN_PLACE, &restarts, 1, MPI_INT, MPI_SUM, t.comm);
     if (restarts)
       taso_tool_print(&t,
                       "taso-verify: %d query process(es) started again after one died, hung "
                       "or ran out of memory (those rows are unknown, saying why)\n",
                       restarts);
-    free(w.workers);
-    free(w.threads);
   }
   if (err == TASO_OK && !complete) {
     final_t f = {.inputs = &inputs,
@@ -695,9 +580,6 @@ int main(int argc, char **argv) {
                       (long long)verdicts[TASO_VERDICT_UNKNOWN],
                       (long long)verdicts[TASO_VERDICT_REFUTED],
                       (long long)verdicts[TASO_VERDICT_CANDIDATE], (long long)ntodo, t.out_path);
-  for (int i = 0; provers && i < nthreads; i++)
-    taso_prover_free(provers[i]);
-  free(provers);
   free(done);
   free(todo);
   taso_axioms_free(ax);
