@@ -5,7 +5,10 @@
 # end-to-end median and minimum (taso_rt_time_model, as taso-run times
 # it), and their ratio (issue 31: within 10% for every model). The
 # configurations are measured into a fresh database first (the measuring
-# rate is printed), then `taso-measure --calibrate` prints the table.
+# rate is printed), then `taso-measure --calibrate` prints the table; its
+# last column times each step alone again between the end-to-end runs, so
+# that a machine whose speed drifts (a shared VM) does not pass for an
+# error of the method.
 # The table, with the machine, the load and the exact command, is kept in
 # OUT (default bench/calibrate.txt; appended, so that runs can be compared).
 #
