@@ -56,7 +56,12 @@ typedef struct {
 
 /* The per-stage counts, in the order of taso_generate_count_names (the
  * root attributes of candidates.h5). */
-enum { TASO_GENERATE_COUNTS = 16 };
+enum {
+  TASO_GENERATE_GRAPHS = 0,         /* "graphs_enumerated" */
+  TASO_GENERATE_PAIRS = 8,          /* "candidate_pairs" */
+  TASO_GENERATE_SUBSTITUTIONS = 15, /* "substitutions": the kept candidates */
+  TASO_GENERATE_COUNTS = 16
+};
 extern const char *const taso_generate_count_names[TASO_GENERATE_COUNTS];
 
 typedef struct {

@@ -161,8 +161,8 @@ int main(int argc, char **argv) {
     taso_tool_print(&t, "%s\n", r.timing);
     taso_tool_guard_print(&t, "  rule guard (rank 0)", &gst);
     taso_tool_summary(&t, "%lld graphs, %lld candidate pairs, %lld substitutions -> %s",
-                      (long long)r.counts[0], (long long)r.counts[8], (long long)r.kept,
-                      t.out_path);
+                      (long long)r.counts[TASO_GENERATE_GRAPHS],
+                      (long long)r.counts[TASO_GENERATE_PAIRS], (long long)r.kept, t.out_path);
   }
   taso_generate_result_free(&r);
   return taso_tool_finish(&t, err);

@@ -1079,6 +1079,12 @@ static void free_inputs(const taso_model_t *m, float **inputs) {
   free(inputs);
 }
 
+/* A placed concat or a view (taso_rt_config_is_view): no kernel, and
+ * cost 0 as the cost model counts it (by its configuration). */
+static bool runs_nothing(const taso_rt_step_info_t *info) {
+  return info->placed || taso_rt_config_is_view(&info->cfg);
+}
+
 /* --calibrate-steps: each step's figure in the database against its time
  * inside whole runs (taso_rt_profile_in_run: caches as a run leaves them),
  * to find the steps the figures get wrong. */
@@ -1095,10 +1101,9 @@ static taso_err_t print_steps(const settings_t *s, const place_t *p, const taso_
     double ms = 0;
     taso_rt_plan_step(plan, i, &info);
     taso_rt_config_format(&info.cfg, text, sizeof text);
-    bool runs_nothing = info.placed || taso_rt_config_is_view(&info.cfg);
-    bool known = runs_nothing || taso_costdb_cost(db, p->dev.identity, &info.cfg, &ms) == TASO_OK;
-    if (known && !runs_nothing)
-      ms = taso_costdb_step_ms(ms, taso_costdb_dispatch(db, p->dev.identity));
+    bool none = runs_nothing(&info);
+    bool known = none || taso_costdb_cost(db, p->dev.identity, &info.cfg, &ms) == TASO_OK;
+    if (known && !none) ms = taso_costdb_step_ms(ms, taso_costdb_dispatch(db, p->dev.identity));
     sum_db += ms;
     sum_run += st[i].median;
     printf("  step %4d %10.4f %10.4f %7.2f  %s%s\n", i, ms, st[i].median,
@@ -1160,8 +1165,8 @@ static taso_err_t calibrate_load(const char *model, const settings_t *s, const p
   return TASO_OK;
 }
 
-/* Each step of c's plan timed alone as taso-measure times it (its own
- * buffers, the caches chilled as a run leaves them), runs more runs each,
+/* runs more runs of each step of c's plan, timed alone as taso-measure
+ * times it (its own buffers, the caches chilled as a run leaves them),
  * now: between end-to-end runs, so that both see the machine at the same
  * speed. A shared machine's speed drifts by more than the 10% the cost
  * model is held to (two threads of this 2-core VM: SqueezeNet's median
@@ -1178,7 +1183,7 @@ static taso_err_t time_alongside(const settings_t *s, const place_t *p, const ta
     taso_rt_plan_step(c->plan, i, &info);
     double *ms = c->along + (size_t)i * ALONG_RUNS + c->nalong;
     int got = 0;
-    if (info.placed || taso_rt_config_is_view(&info.cfg)) continue; /* runs nothing */
+    if (runs_nothing(&info)) continue;
     taso_err_t err = info.fallback
                          ? TASO_ERR_UNSUPPORTED
                          : taso_rt_time_config_samples(s->be, p->ctx, &info.cfg, s->warmup, runs,
@@ -1205,7 +1210,7 @@ static void sum_alongside(const place_t *p, const taso_costdb_t *db, calibrated_
   for (int i = 0; i < n && c->nalong > 0; i++) {
     taso_rt_step_info_t info;
     taso_rt_plan_step(c->plan, i, &info);
-    if (info.placed || taso_rt_config_is_view(&info.cfg)) continue;
+    if (runs_nothing(&info)) continue;
     taso_rt_stats_t st;
     taso_rt_stats_of(c->along + (size_t)i * ALONG_RUNS, c->nalong, &st);
     c->alongside += taso_costdb_step_ms(st.median, dispatch);
