@@ -68,6 +68,10 @@ static taso_rt_config_t make_cfg(int32_t kind, taso_params_t p, const taso_tenso
   if (fuse & TASO_FUSE_BIAS)
     c.in[c.nin++] = T(1, kind == TASO_OP_CONV2D ? o->dim[1] : o->dim[o->rank - 1], 0, 0, 0);
   if (fuse & TASO_FUSE_SUM) c.in[c.nin++] = *o;
+  if (fuse & TASO_FUSE_CLIP) { /* both bounds inside the values' range: both clamp */
+    c.p.bound[0] = -0.25f;
+    c.p.bound[1] = 0.5f;
+  }
   return c;
 }
 
@@ -114,6 +118,8 @@ static taso_err_t reference(const taso_rt_config_t *c, double *const *in, double
     double v = out[0][i];
     if (bias) v += bias[(i / plane) % channels];
     if (sum) v += sum[i];
+    if (c->fuse & TASO_FUSE_CLIP)
+      v = v < c->p.bound[0] ? c->p.bound[0] : v > c->p.bound[1] ? c->p.bound[1] : v;
     out[0][i] = relu && v < 0 ? 0 : v;
   }
   return TASO_OK;
@@ -275,6 +281,12 @@ static void test_conv2d_fused(void) {
        TASO_FUSE_BIAS | TASO_FUSE_SUM | TASO_FUSE_RELU, TASO_RT_NCHW, false);
   conv("conv grouped +bias+relu", p, x, T(4, 16, 4, 3, 3), TASO_FUSE_BIAS | TASO_FUSE_RELU,
        TASO_RT_NCHW, false);
+  conv("conv+clip", p, x, w, TASO_FUSE_CLIP, TASO_RT_NCHW, false);
+  conv("conv+bias+sum+clip", p, x, w, TASO_FUSE_BIAS | TASO_FUSE_SUM | TASO_FUSE_CLIP, TASO_RT_NCHW,
+       false);
+  conv("conv depthwise +bias+clip", p, x, T(4, 8, 1, 3, 3), TASO_FUSE_BIAS | TASO_FUSE_CLIP,
+       TASO_RT_NCHW, false);
+  conv("nhwc conv+bias+clip", p, x, w, TASO_FUSE_BIAS | TASO_FUSE_CLIP, TASO_RT_NHWC, false);
 }
 
 static void gemm(const char *label, int32_t kind, taso_tensor_t a, taso_tensor_t b, unsigned fuse) {
@@ -293,6 +305,10 @@ static void test_gemm(void) {
   gemm("bmm 3x(4x5 * 5x6)", TASO_OP_BMM, T(3, 3, 4, 5, 0), T(3, 3, 5, 6, 0), 0);
   gemm("bmm +bias+relu", TASO_OP_BMM, T(3, 2, 7, 3, 0), T(3, 2, 3, 5, 0),
        TASO_FUSE_BIAS | TASO_FUSE_RELU);
+  gemm("matmul +bias+clip", TASO_OP_MATMUL, T(2, 5, 7, 0, 0), T(2, 7, 3, 0, 0),
+       TASO_FUSE_BIAS | TASO_FUSE_CLIP);
+  gemm("bmm +sum+clip", TASO_OP_BMM, T(3, 2, 7, 3, 0), T(3, 2, 3, 5, 0),
+       TASO_FUSE_SUM | TASO_FUSE_CLIP);
   taso_tensor_t in[2] = {T(2, 4, 6, 0, 0), T(2, 6, 5, 0, 0)};
   taso_params_t p = P();
   p.act = TASO_ACT_RELU;

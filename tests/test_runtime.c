@@ -41,6 +41,10 @@ static taso_rt_config_t config(taso_op_kind_t kind, const taso_params_t *p, int 
 /* Adds fused epilogue operands: a bias of `channels` and/or a summand. */
 static taso_rt_config_t fused(taso_rt_config_t cfg, unsigned fuse, int32_t channels) {
   cfg.fuse = fuse;
+  if (fuse & TASO_FUSE_CLIP) { /* both bounds inside the values' range: both clamp */
+    cfg.p.bound[0] = -0.25f;
+    cfg.p.bound[1] = 0.5f;
+  }
   if (fuse & TASO_FUSE_BIAS) cfg.in[cfg.nin++] = taso_tensor_make(1, &channels);
   if (fuse & TASO_FUSE_SUM) cfg.in[cfg.nin++] = cfg.out[0];
   return cfg;
@@ -170,6 +174,10 @@ static void test_conv2d(void) {
   sum_in_place = true;
   AGREE("conv blocked sum in place", fused(c, TASO_FUSE_SUM | TASO_FUSE_RELU, 16));
   sum_in_place = false;
+  AGREE("conv blocked bias+clip", fused(c, TASO_FUSE_BIAS | TASO_FUSE_CLIP, 16));
+  c.layout = TASO_RT_NCHW;
+  AGREE("conv clip", fused(c, TASO_FUSE_CLIP, 16));
+  AGREE("conv bias+sum+clip", fused(c, TASO_FUSE_BIAS | TASO_FUSE_SUM | TASO_FUSE_CLIP, 16));
   p.act = TASO_ACT_RELU;
   AGREE("conv act=relu", config(TASO_OP_CONV2D, &p, 2, a));
 
@@ -186,6 +194,10 @@ static void test_conv2d(void) {
   p = taso_params_default();
   taso_tensor_t dw[2] = {shape(4, 1, 8, 7, 7), shape(4, 8, 1, 3, 3)}; /* depthwise */
   AGREE("depthwise conv", config(TASO_OP_CONV2D, &p, 2, dw));
+  c = config(TASO_OP_CONV2D, &p, 2, dw); /* MobileNet's depthwise conv + ReLU6 */
+  AGREE("depthwise conv bias+clip", fused(c, TASO_FUSE_BIAS | TASO_FUSE_CLIP, 8));
+  c.layout = TASO_RT_BLOCKED;
+  AGREE("depthwise conv blocked clip", fused(c, TASO_FUSE_CLIP, 8));
 
   p.pad = TASO_PAD_EXPLICIT;
   p.pads[0] = 1, p.pads[1] = 0, p.pads[2] = 2, p.pads[3] = 1;
@@ -208,8 +220,10 @@ static void test_matmul(void) {
   AGREE("matmul bias", fused(c, TASO_FUSE_BIAS, 9));
   AGREE("matmul bias+relu", fused(c, TASO_FUSE_BIAS | TASO_FUSE_RELU, 9));
   AGREE("matmul sum+relu", fused(c, TASO_FUSE_SUM | TASO_FUSE_RELU, 9));
+  AGREE("matmul bias+clip", fused(c, TASO_FUSE_BIAS | TASO_FUSE_CLIP, 9));
   sum_in_place = true;
   AGREE("matmul sum+relu in place", fused(c, TASO_FUSE_SUM | TASO_FUSE_RELU, 9));
+  AGREE("matmul sum+clip in place", fused(c, TASO_FUSE_SUM | TASO_FUSE_CLIP, 9));
   sum_in_place = false;
   taso_tensor_t b[2] = {shape(3, 3, 4, 5, 0), shape(3, 3, 5, 6, 0)};
   c = config(TASO_OP_BMM, NULL, 2, b);
@@ -389,7 +403,9 @@ static void build_cnn(taso_model_t *m, bool with_fallback) {
   r = node(m, TASO_OP_ADD, NULL, r, weight(m, "br", 4, 1, 16, 1, 1));
   r = node(m, TASO_OP_EWADD, NULL, r, t); /* residual on the conv's own input */
   taso_ref_t r2 = node(m, TASO_OP_CONV2D, &p, r, weight(m, "c2", 4, 16, 16, 1, 1));
-  r2 = node(m, TASO_OP_RELU, NULL, r2, -1);
+  taso_params_t bounds = taso_params_default();
+  bounds.bound[0] = -0.1f, bounds.bound[1] = 0.2f; /* both clamp */
+  r2 = node(m, TASO_OP_CLIP, &bounds, r2, -1);
   r2 = node(m, TASO_OP_CONV2D, &p, r2, weight(m, "c3", 4, 16, 16, 3, 3));
   r = node(m, TASO_OP_EWADD, NULL, r2, r); /* residual written in place */
   t = node(m, TASO_OP_RELU, NULL, r, -1);
@@ -454,7 +470,7 @@ static void test_model(void) {
     CHECK(fused == 0 && fallbacks == 0);
     opt.no_fusion = false;
     run_model(&m, cpu, cpu_ctx, opt, got, &fused, &fallbacks);
-    /* conv+bias+relu, conv+bias, conv+bias+sum, conv+relu, conv+sum+relu, matmul+bias+relu */
+    /* conv+bias+relu, conv+bias, conv+bias+sum, conv+clip, conv+sum+relu, matmul+bias+relu */
     CHECK(fused == 6);
     CHECK(fallbacks == fb);
     CHECK(in_place_steps == 1);
@@ -580,6 +596,15 @@ static void test_config_key(void) {
   b.layout = TASO_RT_NHWC;
   taso_rt_config_key(&b, kb, sizeof kb);
   CHECK(strcmp(ka, kb) != 0 && strstr(kb, "layout=nhwc") != NULL);
+  b = a; /* a fused clip names its bounds; different bounds, different keys */
+  b.fuse = TASO_FUSE_BIAS | TASO_FUSE_CLIP;
+  b.p.bound[0] = 0, b.p.bound[1] = 6;
+  taso_rt_config_key(&b, kb, sizeof kb);
+  CHECK(strstr(kb, " fuse=bias+clip(0,6) layout=nchw") != NULL);
+  b.fuse = TASO_FUSE_CLIP;
+  b.p.bound[1] = 6.5f;
+  taso_rt_config_key(&b, kb, sizeof kb);
+  CHECK(strstr(kb, " fuse=clip(0,6.5) layout=nchw") != NULL);
 }
 
 /* A model's weights (and fused biases) are its steps' cold operands; the

@@ -150,6 +150,7 @@ static void test_bad_libraries(void) {
   refused("unsafe_placed.smt2", "unsafe placing call");
   refused("never.smt2", "no match can satisfy");
   refused("unknown_op.smt2", "unknown operator");
+  refused("relu_and_clip.smt2", "relu and clip in one pattern");
   refused("bad_smt.smt2", "Z3 cannot parse");
   taso_library_t *lib = NULL;
   CHECK_ERR(taso_library_load("/nonexistent/lib.smt2", &lib), TASO_ERR_IO);
@@ -297,6 +298,46 @@ static void test_selection(void) {
   taso_library_free(lib);
 }
 
+/* ReLU6 after a convolution (MobileNet's): conv + bias + clip, then a
+ * depthwise conv + clip, each one fused call that runs as the reference. */
+static void test_clip_fused(void) {
+  taso_library_t *lib = load("onednn.smt2");
+  if (!lib) return;
+  taso_model_t m;
+  taso_model_init(&m, "relu6");
+  int32_t xd[4] = {1, 8, 12, 12};
+  taso_ref_t x, r = -1;
+  CHECK_OK(taso_model_input(&m, "image", false, 4, xd, NULL, &x));
+  taso_ref_t a = node(&m, TASO_OP_CONV2D, x, weight(&m, "c1", 4, 8, 8, 3, 3));
+  a = node(&m, TASO_OP_ADD, a, weight(&m, "b1", 4, 1, 8, 1, 1));
+  taso_params_t relu6 = taso_params_default();
+  relu6.bound[0] = 0.0f, relu6.bound[1] = 0.5f; /* 6 would clamp nothing here */
+  CHECK_OK(taso_model_node(&m, TASO_OP_CLIP, &relu6, (taso_ref_t[3]){a, -1, -1}, &a));
+  r = node(&m, TASO_OP_CONV2D, a, weight(&m, "dw", 4, 8, 1, 3, 3)); /* depthwise */
+  CHECK_OK(taso_model_node(&m, TASO_OP_CLIP, &relu6, (taso_ref_t[3]){r, -1, -1}, &r));
+  CHECK_OK(taso_model_output(&m, r, "out"));
+  taso_call_t *calls = NULL;
+  int n = 0;
+  taso_select_stats_t st;
+  taso_select_options_t opt = {0};
+  CHECK_OK(taso_select_plan(&m, lib, &opt, cost, NULL, &calls, &n, &st));
+  CHECK(st.fused == 2 && n == 2);
+  CHECK(n == 2 && strcmp(calls[0].call, "conv_bias_act") == 0 &&
+        strcmp(calls[1].call, "conv_act") == 0);
+  float want[8 * 12 * 12], got[8 * 12 * 12];
+  taso_rt_options_t ref_opt = {.no_fusion = true}, sel = {.calls = calls, .ncalls = n};
+  run(&m, taso_backend_find("reference"), &ref_opt, want, TASO_OK);
+  run(&m, taso_backend_find("cpu"), &sel, got, TASO_OK);
+  CHECK(agree(want, got, 8 * 12 * 12));
+  int clamped = 0;
+  for (int i = 0; i < 8 * 12 * 12; i++)
+    clamped += want[i] == 0.0f || want[i] == 0.5f;
+  CHECK(clamped > 0 && clamped < 8 * 12 * 12); /* the clip did something, not everything */
+  free(calls);
+  taso_model_free(&m);
+  taso_library_free(lib);
+}
+
 /* ---- placed concats ------------------------------------------------------------- */
 
 /* conv + relu and conv + sigmoid, concatenated on the channels, then a
@@ -387,7 +428,8 @@ static void test_placed_concat(void) {
 }
 
 int main(void) {
-  const test_case_t cases[] = {TEST(test_onednn), TEST(test_cudnn), TEST(test_bad_libraries),
-                               TEST(test_selection), TEST(test_placed_concat)};
+  const test_case_t cases[] = {TEST(test_onednn),        TEST(test_cudnn),
+                               TEST(test_bad_libraries), TEST(test_selection),
+                               TEST(test_clip_fused),    TEST(test_placed_concat)};
   return test_run(cases, (int)(sizeof cases / sizeof cases[0]));
 }

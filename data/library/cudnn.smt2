@@ -15,6 +15,10 @@
 ;; covers: conv2d + bias + sum
 ;; covers: conv2d + sum + relu
 ;; covers: conv2d + bias + sum + relu
+;; covers: conv2d + clip
+;; covers: conv2d + bias + clip
+;; covers: conv2d + sum + clip
+;; covers: conv2d + bias + sum + clip
 ;; layouts: nchw nhwc
 (assert (= dtype F32))
 (assert (and (>= groups 1) (= (mod channels_in groups) 0) (= (mod channels_out groups) 0)))
@@ -25,6 +29,8 @@
 ;; covers: conv2d + bias + sum
 ;; covers: conv2d + sum + relu
 ;; covers: conv2d + bias + sum + relu
+;; covers: conv2d + sum + clip
+;; covers: conv2d + bias + sum + clip
 ;; layouts: nchw nhwc
 ;; writes: summand
 (assert (= dtype F32))
@@ -44,6 +50,10 @@
 ;; covers: matmul + bias + sum
 ;; covers: matmul + sum + relu
 ;; covers: matmul + bias + sum + relu
+;; covers: matmul + clip
+;; covers: matmul + bias + clip
+;; covers: matmul + sum + clip
+;; covers: matmul + bias + sum + clip
 ;; layouts: nchw
 (assert (= dtype F32))
 (assert (>= rank 2))

@@ -11,8 +11,9 @@
 (assert (= dtype F32))
 (assert (and (>= groups 1) (= (mod channels_in groups) 0) (= (mod channels_out groups) 0)))
 
-;; @call conv_relu
+;; @call conv_act
 ;; covers: conv2d + relu
+;; covers: conv2d + clip
 ;; layouts: nchw blocked nhwc
 (assert (= dtype F32))
 (assert (and (>= groups 1) (= (mod channels_in groups) 0) (= (mod channels_out groups) 0)))
@@ -23,8 +24,9 @@
 (assert (= dtype F32))
 (assert (and (>= groups 1) (= (mod channels_in groups) 0) (= (mod channels_out groups) 0)))
 
-;; @call conv_bias_relu
+;; @call conv_bias_act
 ;; covers: conv2d + bias + relu
+;; covers: conv2d + bias + clip
 ;; layouts: nchw blocked nhwc
 (assert (= dtype F32))
 (assert (and (>= groups 1) (= (mod channels_in groups) 0) (= (mod channels_out groups) 0)))
@@ -37,6 +39,8 @@
 ;; covers: conv2d + bias + sum
 ;; covers: conv2d + sum + relu
 ;; covers: conv2d + bias + sum + relu
+;; covers: conv2d + sum + clip
+;; covers: conv2d + bias + sum + clip
 ;; layouts: nchw blocked nhwc
 (assert (= dtype F32))
 (assert (and (>= groups 1) (= (mod channels_in groups) 0) (= (mod channels_out groups) 0)))
@@ -46,6 +50,8 @@
 ;; covers: conv2d + bias + sum
 ;; covers: conv2d + sum + relu
 ;; covers: conv2d + bias + sum + relu
+;; covers: conv2d + sum + clip
+;; covers: conv2d + bias + sum + clip
 ;; layouts: nchw blocked nhwc
 ;; writes: summand
 (assert (= dtype F32))
@@ -55,7 +61,7 @@
 (assert (not overwritten_read_twice))
 (assert overwritten_same_size)
 
-; Matmul's epilogue: bias (one value per column), sum and ReLU as post-ops.
+; Matmul's epilogue: bias (one value per column), sum and ReLU or clip as post-ops.
 ;; @call matmul
 ;; covers: matmul
 ;; covers: matmul + relu
@@ -65,6 +71,10 @@
 ;; covers: matmul + bias + sum
 ;; covers: matmul + sum + relu
 ;; covers: matmul + bias + sum + relu
+;; covers: matmul + clip
+;; covers: matmul + bias + clip
+;; covers: matmul + sum + clip
+;; covers: matmul + bias + sum + clip
 ;; layouts: nchw
 (assert (= dtype F32))
 (assert (>= rank 2))
@@ -74,6 +84,8 @@
 ;; covers: matmul + bias + sum
 ;; covers: matmul + sum + relu
 ;; covers: matmul + bias + sum + relu
+;; covers: matmul + sum + clip
+;; covers: matmul + bias + sum + clip
 ;; layouts: nchw
 ;; writes: summand
 (assert (= dtype F32))

@@ -303,20 +303,37 @@ static taso_err_t add_sum_copy(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, dnnl_mem
   return TASO_OK;
 }
 
-static bool wants_relu(const taso_rt_config_t *cfg) {
-  return (cfg->fuse & TASO_FUSE_RELU) || cfg->p.act == TASO_ACT_RELU;
+/* The activation a configuration ends with: ReLU, clip (alpha and beta
+ * its bounds) or none (dnnl_alg_kind_undef). */
+static dnnl_alg_kind_t activation(const taso_rt_config_t *cfg, float *alpha, float *beta) {
+  *alpha = *beta = 0.0f;
+  if (cfg->fuse & TASO_FUSE_CLIP) {
+    *alpha = cfg->p.bound[0];
+    *beta = cfg->p.bound[1];
+    return dnnl_eltwise_clip;
+  }
+  return (cfg->fuse & TASO_FUSE_RELU) || cfg->p.act == TASO_ACT_RELU ? dnnl_eltwise_relu
+                                                                     : dnnl_alg_kind_undef;
 }
 
-/* Post-ops of the fuse flags: sum, then ReLU unless the caller applies it
- * as a step of its own (the bias is the primitive's). */
-static taso_err_t epilogue_attr(const taso_rt_config_t *cfg, bool relu,
+static bool wants_activation(const taso_rt_config_t *cfg) {
+  float alpha, beta;
+  return activation(cfg, &alpha, &beta) != dnnl_alg_kind_undef;
+}
+
+/* Post-ops of the fuse flags: sum, then the activation unless the caller
+ * applies it as a step of its own (act false; the bias is the
+ * primitive's). */
+static taso_err_t epilogue_attr(const taso_rt_config_t *cfg, bool act,
                                 dnnl_primitive_attr_t *attr) {
   *attr = NULL;
-  if (!relu && !(cfg->fuse & TASO_FUSE_SUM)) return TASO_OK;
+  if (!act && !(cfg->fuse & TASO_FUSE_SUM)) return TASO_OK;
   dnnl_post_ops_t po;
   DN(dnnl_post_ops_create(&po));
   if (cfg->fuse & TASO_FUSE_SUM) dnnl_post_ops_append_sum(po, 1.0f);
-  if (relu) dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+  float alpha, beta;
+  dnnl_alg_kind_t alg = activation(cfg, &alpha, &beta);
+  if (act) dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta);
   dnnl_status_t st = dnnl_primitive_attr_create(attr);
   if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(*attr, po);
   dnnl_post_ops_destroy(po);
@@ -324,10 +341,10 @@ static taso_err_t epilogue_attr(const taso_rt_config_t *cfg, bool relu,
   return TASO_OK;
 }
 
-static taso_err_t pd_with_epilogue(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg, bool relu,
+static taso_err_t pd_with_epilogue(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg, bool act,
                                    const void *desc, dnnl_primitive_desc_t *pd) {
   dnnl_primitive_attr_t attr;
-  TASO_TRY(epilogue_attr(cfg, relu, &attr));
+  TASO_TRY(epilogue_attr(cfg, act, &attr));
   taso_err_t err = make_pd(ctx, desc, attr, pd);
   if (attr) dnnl_primitive_attr_destroy(attr);
   return err;
@@ -369,10 +386,12 @@ static taso_err_t conv_side(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, dnnl_primit
   return TASO_OK;
 }
 
-static taso_err_t add_relu_in_place(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, dnnl_memory_t y) {
+static taso_err_t add_activation_in_place(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k,
+                                          dnnl_memory_t y) {
+  float alpha, beta;
+  dnnl_alg_kind_t alg = activation(&k->cfg, &alpha, &beta);
   dnnl_eltwise_desc_t d;
-  DN(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, dnnl_eltwise_relu, md_of(y), 0.0f,
-                                    0.0f));
+  DN(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, alg, md_of(y), alpha, beta));
   dnnl_primitive_desc_t pd;
   TASO_TRY(make_pd(ctx, &d, NULL, &pd));
   dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, y}, {DNNL_ARG_DST, y}};
@@ -422,10 +441,10 @@ static taso_err_t build_conv(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   /* On plain NCHW oneDNN 2.6 convolves by im2col and GEMM, whose ReLU
    * post-op runs at a third of the speed of a separate in-place eltwise
    * (measured: 7x7/2 stem 4.2 ms against 1.7 ms on 2 cores); the blocked
-   * and channels-last kernels fuse it for free. */
-  bool separate_relu = wants_relu(cfg) && cfg->layout == TASO_RT_NCHW;
+   * and channels-last kernels fuse it (or a clip) for free. */
+  bool separate_act = wants_activation(cfg) && cfg->layout == TASO_RT_NCHW;
   TASO_TRY(conv_desc(cfg, &d));
-  TASO_TRY(pd_with_epilogue(ctx, cfg, wants_relu(cfg) && !separate_relu, &d, &pd));
+  TASO_TRY(pd_with_epilogue(ctx, cfg, wants_activation(cfg) && !separate_act, &d, &pd));
   dnnl_memory_t x, w, b = NULL, y, xi, wi, yi;
   dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   taso_err_t err = bind_tensor(ctx, k, &cfg->in[0], 0, &x);
@@ -454,7 +473,7 @@ static taso_err_t build_conv(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
       {DNNL_ARG_SRC, xi}, {DNNL_ARG_WEIGHTS, wi}, {DNNL_ARG_DST, yi}, {DNNL_ARG_BIAS, b}};
   TASO_TRY(add_step(k, pd, b ? 4 : 3, args, NULL));
   if (yi != y) TASO_TRY(add_reorder(ctx, k, yi, y, NULL));
-  return separate_relu ? add_relu_in_place(ctx, k, y) : TASO_OK;
+  return separate_act ? add_activation_in_place(ctx, k, y) : TASO_OK;
 }
 
 /* ---- matmul and bmm -------------------------------------------------------- */
@@ -473,7 +492,7 @@ static taso_err_t build_matmul(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   dnnl_matmul_desc_t d;
   DN(dnnl_matmul_desc_init(&d, &amd, &bmd, has_bias ? &biasmd : NULL, &cmd));
   dnnl_primitive_desc_t pd;
-  TASO_TRY(pd_with_epilogue(ctx, cfg, wants_relu(cfg), &d, &pd));
+  TASO_TRY(pd_with_epilogue(ctx, cfg, wants_activation(cfg), &d, &pd));
   dnnl_memory_t a, b, c, bias = NULL;
   taso_err_t err = bind(ctx, k, &amd, 0, &a);
   if (err == TASO_OK) err = bind(ctx, k, &bmd, 1, &b);

@@ -107,10 +107,12 @@ static taso_err_t from_double(const taso_rt_config_t *cfg, int j, const double *
   return TASO_OK;
 }
 
-/* Bias, summand, ReLU on the operator's result o: the bias indexes axis 1
- * of a convolution's NCHW result and the last axis of a matmul's. */
+/* Bias, summand, ReLU or clip on the operator's result o: the bias
+ * indexes axis 1 of a convolution's NCHW result and the last axis of a
+ * matmul's. */
 static void apply_epilogue(const taso_rt_config_t *cfg, const float *bias, const double *sum,
                            bool relu, double *o) {
+  bool clip = cfg->fuse & TASO_FUSE_CLIP;
   const taso_tensor_t *ot = &cfg->out[0];
   int64_t size = taso_tensor_size(ot), inner = 1, channels = 0;
   if (bias) {
@@ -123,6 +125,7 @@ static void apply_epilogue(const taso_rt_config_t *cfg, const float *bias, const
     double v = o[i];
     if (bias) v += bias[(i / inner) % channels];
     if (sum) v += sum[i];
+    if (clip) v = v < cfg->p.bound[0] ? cfg->p.bound[0] : v > cfg->p.bound[1] ? cfg->p.bound[1] : v;
     o[i] = relu && v < 0 ? 0 : v;
   }
 }
@@ -149,7 +152,8 @@ static taso_err_t ref_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *
     err = taso_eval_node_double(NULL, &node, cfg->in, (const double *const *)din, cfg->out, dout);
   if (err == TASO_OK) {
     const float *bias = cfg->fuse & TASO_FUSE_BIAS ? in[arity] : NULL;
-    if (bias || summand || relu) apply_epilogue(cfg, bias, summand, relu, dout[0]);
+    if (bias || summand || relu || (cfg->fuse & TASO_FUSE_CLIP))
+      apply_epilogue(cfg, bias, summand, relu, dout[0]);
     for (int o = 0; o < cfg->nout && err == TASO_OK; o++)
       err = from_double(cfg, o, dout[o], out[o]);
   }

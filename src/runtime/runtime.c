@@ -153,13 +153,17 @@ int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len) {
   char alias[16] = "";
   if (cfg->in_place > 0 && cfg->in_place <= cfg->nin)
     snprintf(alias, sizeof alias, " inplace=%c", 'a' + cfg->in_place - 1);
-  return snprintf(buf, (size_t)len, "%s in=%s out=%s%s fuse=%s%s%s%s layout=%s%s%s", text,
-                  shapes[0], cfg->cold_out ? "cold:" : "", shapes[1], cfg->fuse ? "" : "none",
-                  cfg->fuse & TASO_FUSE_BIAS ? "bias" : "",
-                  cfg->fuse & TASO_FUSE_SUM ? (cfg->fuse & TASO_FUSE_BIAS ? "+sum" : "sum") : "",
-                  cfg->fuse & TASO_FUSE_RELU ? (cfg->fuse & ~TASO_FUSE_RELU ? "+relu" : "relu")
-                                             : "",
-                  cfg->layout >= 0 && cfg->layout <= 2 ? layouts[cfg->layout] : "?", cold, alias);
+  char clip[48] = ""; /* the bounds as the registry prints clip's */
+  if (cfg->fuse & TASO_FUSE_CLIP)
+    snprintf(clip, sizeof clip, "%sclip(%g,%g)", cfg->fuse & ~TASO_FUSE_CLIP ? "+" : "",
+             (double)cfg->p.bound[0], (double)cfg->p.bound[1]);
+  return snprintf(
+      buf, (size_t)len, "%s in=%s out=%s%s fuse=%s%s%s%s%s layout=%s%s%s", text, shapes[0],
+      cfg->cold_out ? "cold:" : "", shapes[1], cfg->fuse ? "" : "none",
+      cfg->fuse & TASO_FUSE_BIAS ? "bias" : "",
+      cfg->fuse & TASO_FUSE_SUM ? (cfg->fuse & TASO_FUSE_BIAS ? "+sum" : "sum") : "",
+      cfg->fuse & TASO_FUSE_RELU ? (cfg->fuse & ~TASO_FUSE_RELU ? "+relu" : "relu") : "", clip,
+      cfg->layout >= 0 && cfg->layout <= 2 ? layouts[cfg->layout] : "?", cold, alias);
 }
 
 bool taso_rt_channels_last(const taso_rt_config_t *cfg, int slot) {
@@ -209,8 +213,8 @@ int taso_rt_config_format(const taso_rt_config_t *cfg, char *buf, int len) {
     n += snprintf(buf + n, (size_t)(len - n), " blocked");
   else if (cfg->layout == TASO_RT_NHWC && n < len)
     n += snprintf(buf + n, (size_t)(len - n), " nhwc");
-  const char *names[] = {"+bias", "+relu", "+sum"};
-  for (int f = 0; f < 3 && n < len; f++)
+  const char *names[] = {"+bias", "+relu", "+sum", "+clip"};
+  for (int f = 0; f < 4 && n < len; f++)
     if (cfg->fuse & (1u << f)) n += snprintf(buf + n, (size_t)(len - n), "%s", names[f]);
   return n;
 }
@@ -769,7 +773,7 @@ static taso_ref_t bias_operand(const taso_model_t *m, const taso_node_t *n, taso
 }
 
 /* Extends the step of node head (a conv2d or matmul) over the nodes that
- * apply its epilogue: add(bias), add(residual), relu, in that order, each
+ * apply its epilogue: add(bias), add(residual), relu or clip, in that order, each
  * the sole reader of the one before and not in another chain, by limit
  * nodes at most. Returns the last node of the chain. claimed NULL: the
  * chain is known to reach limit nodes on (its configuration made again). */
@@ -777,7 +781,7 @@ static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed
                       plan_step_t *s, int limit) {
   taso_rt_config_t *cfg = &s->info.cfg;
   int last = head;
-  for (int k = 0; k < limit && !(cfg->fuse & TASO_FUSE_RELU); k++) {
+  for (int k = 0; k < limit && !(cfg->fuse & TASO_RT_ACTIVATION); k++) {
     int next = sole_consumer(m, uses, TASO_REF(last, 0));
     if (next < 0 || (claimed && claimed[next] != -1)) break; /* another chain's */
     const taso_node_t *n = &m->graph.nodes[next];
@@ -788,6 +792,9 @@ static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed
                           : bias_operand(m, n, TASO_REF(last, 0), cfg->kind, ot);
     if (n->kind == TASO_OP_RELU) {
       cfg->fuse |= TASO_FUSE_RELU;
+    } else if (n->kind == TASO_OP_CLIP) {
+      cfg->fuse |= TASO_FUSE_CLIP;
+      memcpy(cfg->p.bound, n->p.bound, sizeof cfg->p.bound);
     } else if (bias >= 0) {
       cfg->fuse |= TASO_FUSE_BIAS;
       int32_t c = (int32_t)taso_tensor_size(&m->types[bias]);

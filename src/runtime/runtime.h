@@ -58,7 +58,12 @@ enum {
   TASO_FUSE_RELU = 1 << 1, /* then max(0, .), after bias and sum */
   TASO_FUSE_SUM = 1 << 2,  /* + a tensor of the output's shape (a residual); the
                               runtime may pass the summand's buffer as out[0] */
+  TASO_FUSE_CLIP = 1 << 3, /* then min(max(., p.bound[0]), p.bound[1]), after bias
+                              and sum (ReLU6); never with RELU */
 };
+
+/* Whether a configuration ends with an activation (fused ReLU or clip). */
+#define TASO_RT_ACTIVATION (TASO_FUSE_RELU | TASO_FUSE_CLIP)
 
 #define TASO_RT_MAX_IN 5 /* operands, then bias, then summand */
 
@@ -66,7 +71,8 @@ enum {
  * and the key of the cost database. */
 typedef struct {
   int32_t kind;                     /* taso_op_kind_t */
-  taso_params_t p;                  /* parameters; act folded into fuse for conv/matmul */
+  taso_params_t p;                  /* parameters; act folded into fuse for conv/matmul;
+                                       a fused clip's bounds in p.bound */
   int nin;                          /* buffers in: arity, + 1 with BIAS, + 1 with SUM */
   int nout;                         /* results: 1, 2 for split/split_at */
   taso_tensor_t in[TASO_RT_MAX_IN]; /* operand types (trees ignored) */
@@ -362,7 +368,7 @@ taso_err_t taso_rt_steps_partial(const taso_model_t *m, const taso_rt_options_t 
 int *taso_rt_consumers(const taso_model_t *m);
 
 /* The configuration of node head (a conv2d or matmul) fused with the
- * next `extra` nodes of its epilogue chain (bias, residual sum, ReLU, as
+ * next `extra` nodes of its epilogue chain (bias, residual sum, ReLU or clip, as
  * the runtime fuses them; operands taken as they are, none cold); *last,
  * the chain's last node, and in (TASO_RT_MAX_IN, may be NULL) the tensors
  * it reads. false when the chain has fewer than `extra` such nodes.

@@ -65,7 +65,7 @@ static taso_err_t bad(const taso_library_t *lib, int line, const char *what, con
                     detail ? detail : "");
 }
 
-/* "conv2d + bias + relu", "relu sigmoid" or "*". */
+/* "conv2d + bias + relu" (or + clip), "relu sigmoid" or "*". */
 static taso_err_t parse_covers(const taso_library_t *lib, int line, char *text,
                                taso_lib_call_t *c) {
   if (strcmp(text, "*") == 0) {
@@ -84,7 +84,7 @@ static taso_err_t parse_covers(const taso_library_t *lib, int line, char *text,
     return bad(lib, line, "too many patterns for one call", NULL);
   taso_lib_cover_t *cv = &c->cover[c->ncover++];
   cv->fuse = 0;
-  int part = 0, order = -1; /* of the epilogue named last: bias 0, sum 1, relu 2 */
+  int part = 0, order = -1; /* of the epilogue named last: bias 0, sum 1, relu or clip 2 */
   for (char *save, *w = strtok_r(text, "+", &save); w; w = strtok_r(NULL, "+", &save), part++) {
     w = trim(w);
     if (part == 0) {
@@ -97,11 +97,13 @@ static taso_err_t parse_covers(const taso_library_t *lib, int line, char *text,
     unsigned f = strcmp(w, "bias") == 0   ? TASO_FUSE_BIAS
                  : strcmp(w, "sum") == 0  ? TASO_FUSE_SUM
                  : strcmp(w, "relu") == 0 ? TASO_FUSE_RELU
+                 : strcmp(w, "clip") == 0 ? TASO_FUSE_CLIP
                                           : 0;
-    if (!f) return bad(lib, line, "unknown epilogue (bias, sum, relu)", w);
+    if (!f) return bad(lib, line, "unknown epilogue (bias, sum, relu, clip)", w);
     int at = f == TASO_FUSE_BIAS ? 0 : f == TASO_FUSE_SUM ? 1 : 2;
     if (cv->fuse & f) return bad(lib, line, "epilogue named twice", w);
-    if (at < order) return bad(lib, line, "epilogue out of order (bias, sum, relu)", w);
+    if (at == 2 && order == 2) return bad(lib, line, "relu and clip in one pattern", w);
+    if (at < order) return bad(lib, line, "epilogue out of order (bias, sum, relu or clip)", w);
     order = at;
     cv->fuse |= f;
   }

@@ -21,7 +21,7 @@
 #include "model.h"
 #include "runtime.h"
 
-#define TASO_LIB_MAX_COVERS 8
+#define TASO_LIB_MAX_COVERS 12
 
 /* Where a call's result goes: a buffer of its own, over an operand (the
  * input of an operator alone, or a fused sum's summand), or, for a concat,

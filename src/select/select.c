@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_EXTRA 3 /* epilogue nodes a chain may fuse: bias, sum, relu */
+#define MAX_EXTRA 3 /* epilogue nodes a chain may fuse: bias, sum, relu or clip */
 
 /* The best call for one configuration. */
 typedef struct {

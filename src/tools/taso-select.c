@@ -68,7 +68,7 @@ static const taso_tool_option_t options[] = {
 static const taso_tool_spec_t spec = {
     .name = "taso-select",
     .about = "Selects the library calls that run a model: fused convolutions and matmuls\n"
-             "(bias, residual sum, ReLU), memory layouts, and results written in place\n"
+             "(bias, residual sum, ReLU or clip), memory layouts, and results written in place\n"
              "over operands nothing reads afterwards, from a library description whose\n"
              "conditions Z3 decides, at the least measured cost (--costs, then measured\n"
              "on --backend). Writes the model with its call plan, which taso-run and\n"

@@ -266,7 +266,7 @@ static taso_err_t gpu_prepare(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg,
   if (cfg->layout == TASO_RT_BLOCKED) return GPU_UNSUPPORTED(cfg, "blocked layouts are oneDNN's");
   if (cfg->layout != TASO_RT_NCHW && cfg->layout != TASO_RT_NHWC)
     return taso_error(TASO_ERR_ARG, "gpu: layout %d", (int)cfg->layout);
-  if (cfg->fuse & ~(unsigned)(TASO_FUSE_BIAS | TASO_FUSE_RELU | TASO_FUSE_SUM))
+  if (cfg->fuse & ~(unsigned)(TASO_FUSE_BIAS | TASO_FUSE_RELU | TASO_FUSE_SUM | TASO_FUSE_CLIP))
     return taso_error(TASO_ERR_ARG, "gpu: fuse flags 0x%x", cfg->fuse);
   bool fusable =
       cfg->kind == TASO_OP_CONV2D || cfg->kind == TASO_OP_MATMUL || cfg->kind == TASO_OP_BMM;

@@ -4,6 +4,8 @@
  * are passed swapped and nothing is transposed. Bias, summand and ReLU run
  * in one small epilogue kernel after the product.
  */
+#include <math.h>
+
 #include "gpu_internal.h"
 
 static taso_err_t gemm_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in,
@@ -18,9 +20,12 @@ static taso_err_t gemm_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const 
     CUBLAS_TRY(cublasSgemmStridedBatched(ctx->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, kd, &one, in[1],
                                          n, (long long)kd * n, in[0], kd, (long long)m * kd, &zero,
                                          out[0], n, (long long)m * n, k->batch));
-  if (k->bias_at >= 0 || k->sum_at >= 0 || k->relu)
+  if (k->bias_at >= 0 || k->sum_at >= 0 || k->relu || k->clip) {
+    float lo = k->clip ? k->cfg.p.bound[0] : k->relu ? 0.0f : -INFINITY;
+    float hi = k->clip ? k->cfg.p.bound[1] : INFINITY;
     CUDA_TRY(gpu_epilogue(out[0], k->n, n, k->bias_at >= 0 ? in[k->bias_at] : NULL,
-                          k->sum_at >= 0 ? in[k->sum_at] : NULL, k->relu, ctx->stream));
+                          k->sum_at >= 0 ? in[k->sum_at] : NULL, lo, hi, ctx->stream));
+  }
 fail:
   return err;
 }
@@ -47,11 +52,11 @@ taso_err_t gpu_prepare_gemm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   }
   if (c->fuse & TASO_FUSE_SUM) k->sum_at = at++;
   k->relu = (c->fuse & TASO_FUSE_RELU) || c->p.act == TASO_ACT_RELU;
+  k->clip = c->fuse & TASO_FUSE_CLIP;
   k->run = gemm_run;
-  k->call = batched ? (k->relu || k->bias_at >= 0 || k->sum_at >= 0
-                           ? "cublasSgemmStridedBatched+taso epilogue"
-                           : "cublasSgemmStridedBatched")
-                    : (k->relu || k->bias_at >= 0 || k->sum_at >= 0 ? "cublasSgemm+taso epilogue"
-                                                                    : "cublasSgemm");
+  bool epilogue = k->relu || k->clip || k->bias_at >= 0 || k->sum_at >= 0;
+  k->call =
+      batched ? (epilogue ? "cublasSgemmStridedBatched+taso epilogue" : "cublasSgemmStridedBatched")
+              : (epilogue ? "cublasSgemm+taso epilogue" : "cublasSgemm");
   return TASO_OK;
 }

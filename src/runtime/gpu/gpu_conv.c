@@ -52,6 +52,8 @@ static taso_err_t conv_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const 
                                       ctx->workspace, k->ws, &beta, k->yd, out[0]));
     if (k->bias_at >= 0)
       CUDNN_TRY(cudnnAddTensor(ctx->dnn, &one, k->bd, in[k->bias_at], &one, k->yd, out[0]));
+    if (k->clip) /* cuDNN's fused call has no clip: one more pass */
+      CUDA_TRY(gpu_clip(out[0], out[0], k->n, k->cfg.p.bound[0], k->cfg.p.bound[1], ctx->stream));
   }
 fail:
   return err;
@@ -337,6 +339,7 @@ taso_err_t gpu_prepare_conv(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   if (k->sum_at >= 0 && taso_tensor_size(&c->in[k->sum_at]) != k->n)
     return taso_error(TASO_ERR_ARG, "gpu: conv2d: summand must have the output's shape");
   k->relu = (c->fuse & TASO_FUSE_RELU) || c->p.act == TASO_ACT_RELU;
+  k->clip = c->fuse & TASO_FUSE_CLIP;
   k->fused = k->relu; /* the fused call has no identity activation for most algorithms */
   bool nhwc = gpu_is_nhwc(c, x);
   cudnnTensorFormat_t fmt = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;

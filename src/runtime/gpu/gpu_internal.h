@@ -95,6 +95,7 @@ struct taso_rt_kernel {
   float *padded;                  /* device scratch for explicit padding */
   bool fused;                     /* conv: one cudnnConvolutionBiasActivationForward */
   bool relu;                      /* epilogue ReLU */
+  bool clip;                      /* epilogue clip to cfg.p.bound (never with relu) */
   int bias_at, sum_at;            /* index in in[] of the bias, the summand; -1 if none */
   int op;                         /* GPU_BIN_*, GPU_POOL_* or a copy direction */
   gpu_walk_t walk;                /* strided element-wise kernels */

@@ -32,12 +32,12 @@ __global__ void fill_kernel(float *x, int64_t n, uint32_t seed) {
 }
 
 __global__ void epilogue_kernel(float *y, int64_t n, int64_t cols, const float *bias,
-                                const float *sum, int relu) {
+                                const float *sum, float lo, float hi) {
   GRID_LOOP(i, n) {
     float v = y[i];
     if (bias) v += bias[i % cols];
     if (sum) v += sum[i];
-    y[i] = relu && v < 0.0f ? 0.0f : v;
+    y[i] = v < lo ? lo : v > hi ? hi : v; /* NaN stays NaN */
   }
 }
 
@@ -170,9 +170,9 @@ cudaError_t gpu_fill(float *x, int64_t n, uint32_t seed, cudaStream_t s) {
 }
 
 cudaError_t gpu_epilogue(float *y, int64_t n, int64_t cols, const float *bias, const float *sum,
-                         int relu, cudaStream_t s) {
+                         float lo, float hi, cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
-  epilogue_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, n, cols, bias, sum, relu);
+  epilogue_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, n, cols, bias, sum, lo, hi);
   return cudaGetLastError();
 }
 
