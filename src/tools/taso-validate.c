@@ -32,10 +32,10 @@
 #include <omp.h>
 
 #include "hash.h"
+#include "redundancy.h"
 #include "tool.h"
 #include "validate.h"
 #include "verifier.h"
-#include "worker.h"
 
 #define ROUND_SECONDS 5.0 /* work between two appends to the output */
 #define SHOW_ROWS 20      /* counterexamples and unknowns printed */
@@ -121,29 +121,23 @@ _Static_assert(sizeof(taso_check_t) ==
 static const taso_table_t stream_table = {"/stream", sizeof(taso_check_t), check_fields, 10};
 static const taso_table_t checks_table = {"/checks", sizeof(taso_check_t), check_fields, 10};
 
-/* One redundancy verdict. */
-typedef struct {
-  double seconds;                 /* wall time of the query and its minimization */
-  int32_t verdict;                /* 1 entailed, 0 undecided, -1 independent (a model) */
-  int32_t goal;                   /* index of the axiom in the loaded set */
-  char name[TASO_AXIOM_NAME_LEN]; /* the axiom */
-  char core[208];                 /* a minimal entailing set: "A4 A7 A41" */
-  char why[128];                  /* why undecided, naming the limit */
-  char model[128];                /* independent: the countermodel, in short */
-} red_t;
+/* One redundancy verdict per row (redundancy.h). */
 static const taso_field_t red_fields[] = {
-    F(red_t, seconds, TASO_FIELD_DOUBLE, 0), F(red_t, verdict, TASO_FIELD_INT32, 0),
-    F(red_t, goal, TASO_FIELD_INT32, 0),     F(red_t, name, TASO_FIELD_STRING, TASO_AXIOM_NAME_LEN),
-    F(red_t, core, TASO_FIELD_STRING, 208),  F(red_t, why, TASO_FIELD_STRING, 128),
-    F(red_t, model, TASO_FIELD_STRING, 128),
+    F(taso_red_t, seconds, TASO_FIELD_DOUBLE, 0),
+    F(taso_red_t, verdict, TASO_FIELD_INT32, 0),
+    F(taso_red_t, goal, TASO_FIELD_INT32, 0),
+    F(taso_red_t, name, TASO_FIELD_STRING, TASO_AXIOM_NAME_LEN),
+    F(taso_red_t, core, TASO_FIELD_STRING, 208),
+    F(taso_red_t, why, TASO_FIELD_STRING, 128),
+    F(taso_red_t, model, TASO_FIELD_STRING, 128),
 };
-_Static_assert(sizeof(red_t) == 8 + 4 + 4 + TASO_AXIOM_NAME_LEN + 208 + 128 + 128,
-               "red_t has padding");
-static const taso_table_t red_table = {"/redundancy", sizeof(red_t), red_fields, 7};
+_Static_assert(sizeof(taso_red_t) == 8 + 4 + 4 + TASO_AXIOM_NAME_LEN + 208 + 128 + 128,
+               "taso_red_t has padding");
+static const taso_table_t red_table = {"/redundancy", sizeof(taso_red_t), red_fields, 7};
 /* The collapse queries, one row per family (goal -1 - family; name
  * "(all)" or the function's): verdict 1 collapses (core), -1 a model with
  * two different tensors, 0 undecided. */
-static const taso_table_t collapse_table = {"/collapse", sizeof(red_t), red_fields, 7};
+static const taso_table_t collapse_table = {"/collapse", sizeof(taso_red_t), red_fields, 7};
 
 /* Per-axiom counts, /axioms. */
 typedef struct {
@@ -245,232 +239,9 @@ static uint64_t plan_digest(const taso_axioms_t *ax, const taso_plan_t *p, const
 /* Redundancy                                                               */
 /* ------------------------------------------------------------------------ */
 
-static bool listed(const char *list, const char *name) {
-  if (!list) return true;
-  size_t n = strlen(name);
-  for (const char *s = list; *s;) {
-    size_t len = strcspn(s, ",");
-    if (len == n && !strncmp(s, name, n)) return true;
-    s += len;
-    if (*s == ',') s++;
-  }
-  return false;
-}
-
-/* Whether name is a word of the space-separated list. */
-static bool in_core(const char *core, const char *name) {
-  size_t n = strlen(name);
-  for (const char *s = core; *s;) {
-    size_t len = strcspn(s, " ");
-    if (len == n && !strncmp(s, name, n)) return true;
-    s += len;
-    while (*s == ' ')
-      s++;
-  }
-  return false;
-}
-
-/* One task: a family's collapse query (task < nfam) or a goal's entailment
- * query. */
-static taso_err_t red_task(const taso_axioms_t *ax, int nfam, const int *goals, int task,
-                           const taso_limits_t *lim, red_t *r) {
-  bool *core = calloc((size_t)ax->n + 1, sizeof *core);
-  int verdict = 0;
-  double t0 = omp_get_wtime();
-  memset(r, 0, sizeof *r);
-  if (!core) return taso_error(TASO_ERR_NOMEM, "no memory");
-  taso_err_t err;
-  if (task < nfam) {
-    r->goal = -1 - task;
-    snprintf(r->name, sizeof r->name, "%.15s", task == 0 ? "(all)" : ax->decls[task - 1].name);
-    err = taso_axioms_collapse(ax, task, lim, &verdict, core, r->model, sizeof r->model, r->why,
-                               sizeof r->why);
-  } else {
-    r->goal = goals[task - nfam];
-    snprintf(r->name, sizeof r->name, "%s", ax->v[r->goal].name);
-    err = taso_axioms_entailed(ax, r->goal, lim, &verdict, core, r->model, sizeof r->model, r->why,
-                               sizeof r->why);
-  }
-  r->verdict = verdict;
-  r->seconds = omp_get_wtime() - t0;
-  int used = 0;
-  for (int i = 0; err == TASO_OK && verdict == 1 && i < ax->n; i++)
-    if (core[i] && used < (int)sizeof r->core)
-      used += snprintf(r->core + used, sizeof r->core - (size_t)used, "%s%s", used ? " " : "",
-                       ax->v[i].name);
-  free(core);
-  return err;
-}
-
-/* What a redundancy query process decides with, and its answer. */
-typedef struct {
-  const taso_axioms_t *ax;
-  int nfam;
-  const int *goals;
-  const taso_limits_t *lim;
-} red_ctx_t;
-typedef struct {
-  red_t r;
-  int32_t err;
-  char detail[480];
-} red_answer_t;
-
-/* In a query process: one task. Test hook: TASO_VALIDATE_CRASH_TASK=N
- * crashes the process deciding task N, as Z3 out of memory can. */
-static bool answer_task(void *ctx, const void *req, void *reply) {
-  const red_ctx_t *c = ctx;
-  int32_t task;
-  memcpy(&task, req, sizeof task);
-  const char *crash = getenv("TASO_VALIDATE_CRASH_TASK");
-  if (crash && *crash && atoi(crash) == task) raise(SIGSEGV);
-  red_answer_t *a = reply;
-  memset(a, 0, sizeof *a);
-  a->err = red_task(c->ax, c->nfam, c->goals, task, c->lim, &a->r);
-  if (a->err != TASO_OK) snprintf(a->detail, sizeof a->detail, "%s", taso_error_detail());
-  return a->err != TASO_OK || strstr(a->r.why, "memory") != NULL;
-}
-
-/* Task k in thread's query process (worker.h): a process that crashes
- * (Z3 out of memory, or worse) or hangs makes the task undecided, saying
- * why, and the run goes on; one that exits on its own fails the run. */
-static taso_err_t red_task_contained(taso_worker_t *wk, const red_ctx_t *c, int task, red_t *r) {
-  red_answer_t a;
-  char why[100];
-  int32_t req = task;
-  double t0 = omp_get_wtime();
-  taso_err_t e = taso_worker_ask(wk, &req, &a, why, sizeof why);
-  if (e == TASO_ERR_LIB) {
-    memset(r, 0, sizeof *r);
-    r->goal = task < c->nfam ? -1 - task : c->goals[task - c->nfam];
-    snprintf(r->name, sizeof r->name, "%.15s",
-             task < c->nfam ? (task == 0 ? "(all)" : c->ax->decls[task - 1].name)
-                            : c->ax->v[r->goal].name);
-    snprintf(r->why, sizeof r->why, "Z3 failed: %s", why);
-    r->seconds = omp_get_wtime() - t0;
-    return TASO_OK;
-  }
-  if (e != TASO_OK) return e;
-  if (a.err != TASO_OK) return taso_error((taso_err_t)a.err, "%s", a.detail);
-  *r = a.r;
-  return TASO_OK;
-}
-
-/* Collective. Every enabled axiom's entailment query, and the collapse
- * query of every family of axioms (taso_axioms_collapse), fanned out over
- * ranks and threads. A family that makes all tensors equal entails every
- * axiom outside its core. *rows (every rank): the axioms in load order;
- * *collapse: the smallest collapsing core, or "". */
-static taso_err_t redundancy(taso_tool_t *t, const taso_axioms_t *ax, const taso_limits_t *lim,
-                             red_t **rows, int *nrows, red_t **fams, int *nfams, char *collapse,
-                             size_t clen) {
-  int nfam = taso_axioms_families(ax);
-  int *goals = malloc(sizeof *goals * (size_t)(ax->n + 1)), ngoals = 0;
-  red_t *mine = calloc((size_t)(ax->n + nfam) + 1, sizeof *mine);
-  int nmine = 0, nthreads = omp_get_max_threads();
-  collapse[0] = '\0';
-  taso_err_t err = goals && mine ? TASO_OK : taso_error(TASO_ERR_NOMEM, "no memory");
-  for (int i = 0; err == TASO_OK && i < ax->n; i++)
-    if (ax->v[i].enabled && ax->v[i].kind == TASO_AXIOM_AXIOM && listed(opt_goals, ax->v[i].name))
-      goals[ngoals++] = i;
-  int ntasks = nfam + ngoals;
-  red_ctx_t rc = {.ax = ax, .nfam = nfam, .goals = goals, .lim = lim};
-  taso_worker_t *workers = calloc((size_t)nthreads, sizeof *workers);
-  if (err == TASO_OK && !workers) err = taso_error(TASO_ERR_NOMEM, "no memory for workers");
-  /* a query is ended by its limits; a process silent long after is stuck */
-  for (int i = 0; workers && i < nthreads; i++)
-    taso_worker_init(&workers[i], answer_task, &rc, sizeof(int32_t), sizeof(red_answer_t),
-                     60 + 20 * lim->timeout_s);
-  if ((err = taso_tool_agree(t, err)) != TASO_OK) {
-    free(workers);
-    goto done;
-  }
-  taso_counter_t q;
-  taso_counter_open(t->comm, &q);
-  for (;;) {
-    int64_t start = taso_counter_take(&q, nthreads);
-    if (start >= ntasks) break;
-    int64_t end = start + nthreads < ntasks ? start + nthreads : ntasks;
-    taso_err_t e = TASO_OK;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t k = start; k < end; k++) {
-      taso_err_t ek = red_task_contained(&workers[omp_get_thread_num()], &rc, (int)k,
-                                         &mine[nmine + (k - start)]);
-      if (ek != TASO_OK) {
-#pragma omp critical(taso_validate_error)
-        if (e == TASO_OK) e = taso_error(ek, "%s", taso_error_detail());
-      }
-    }
-    nmine += (int)(end - start);
-    if (e != TASO_OK) {
-      err = e;
-      break;
-    }
-    /* test hook: killed (as a crash would) during the redundancy phase */
-    if (getenv("TASO_VALIDATE_STOP_IN_REDUNDANCY")) raise(SIGKILL);
-  }
-  taso_counter_close(&q);
-  for (int i = 0; i < nthreads; i++)
-    taso_worker_stop(&workers[i]);
-  free(workers);
-  if ((err = taso_tool_agree(t, err)) != TASO_OK) goto done;
-  /* Everyone gets every verdict. */
-  int *counts = malloc(sizeof *counts * (size_t)t->size),
-      *displs = malloc(sizeof *displs * (size_t)t->size);
-  int bytes = nmine * (int)sizeof(red_t);
-  red_t *all = calloc((size_t)ntasks + 1, sizeof *all);
-  if (!counts || !displs || !all) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
-  MPI_Allgather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, t->comm);
-  for (int r = 0, off = 0; r < t->size; r++) {
-    displs[r] = off;
-    off += counts[r];
-  }
-  MPI_Allgatherv(mine, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, t->comm);
-  free(counts);
-  free(displs);
-  /* Families first (goal < 0, in family order), then axioms in load order. */
-  for (int i = 1; i < ntasks; i++)
-    for (int j = i;
-         j > 0 && (all[j - 1].goal < 0 ? -1 - all[j - 1].goal - 1000000 : all[j - 1].goal) >
-                      (all[j].goal < 0 ? -1 - all[j].goal - 1000000 : all[j].goal);
-         j--) {
-      red_t x = all[j];
-      all[j] = all[j - 1];
-      all[j - 1] = x;
-    }
-  /* The smallest collapsing core (the first of equal size). */
-  int best = -1, best_size = 0;
-  for (int i = 0; i < nfam; i++) {
-    if (all[i].verdict != 1) continue;
-    int size = 1;
-    for (const char *c = all[i].core; *c; c++)
-      size += *c == ' ';
-    if (best < 0 || size < best_size) best = i, best_size = size;
-  }
-  if (best >= 0) {
-    snprintf(collapse, clen, "%s", all[best].core);
-    for (int i = nfam; i < ntasks; i++)
-      if (all[i].verdict != 1 && !in_core(collapse, all[i].name)) {
-        all[i].verdict = 1;
-        snprintf(all[i].core, sizeof all[i].core, "%s", collapse);
-        snprintf(all[i].why, sizeof all[i].why, "these make any two tensors equal");
-      }
-  }
-  *fams = malloc(sizeof **fams * (size_t)(nfam + 1));
-  if (!*fams) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
-  memcpy(*fams, all, sizeof *all * (size_t)nfam);
-  *nfams = nfam;
-  memmove(all, all + nfam, sizeof *all * (size_t)ngoals);
-  *rows = all;
-  *nrows = ngoals;
-done:
-  free(goals);
-  free(mine);
-  return err;
-}
-
 /* One line on the collapse queries: how many families have a model with
  * two different tensors, collapse, are undecided or too small to ask. */
-static void print_families(taso_tool_t *t, const red_t *fams, int nfams, double seconds) {
+static void print_families(taso_tool_t *t, const taso_red_t *fams, int nfams, double seconds) {
   int n[4] = {0};
   for (int i = 0; i < nfams; i++)
     n[fams[i].verdict == 1               ? 0
@@ -834,7 +605,7 @@ int main(int argc, char **argv) {
   taso_plan_t *plan = NULL;
   taso_checker_t **checkers = NULL;
   unsigned char *done = NULL;
-  red_t *reds = NULL;
+  taso_red_t *reds = NULL;
   int nreds = 0, nthreads = omp_get_max_threads();
   tally_t *tally = NULL;
   taso_check_t *shown = NULL;
@@ -940,12 +711,13 @@ int main(int argc, char **argv) {
                     t.resume_path);
   bool ran_red = have_red || (!complete && !no_redundancy);
   int64_t red_count[3] = {0}; /* entailed, independent, undecided */
-  red_t *fams = NULL;
+  taso_red_t *fams = NULL;
   int nfams = 0;
   if (err == TASO_OK && !complete && !have_red && !no_redundancy) {
     char collapse[256];
     double r0 = MPI_Wtime();
-    err = redundancy(&t, ax, &red_lim, &reds, &nreds, &fams, &nfams, collapse, sizeof collapse);
+    err = taso_redundancy(t.comm, ax, &red_lim, opt_goals, &reds, &nreds, &fams, &nfams, collapse,
+                          sizeof collapse);
     if (err == TASO_OK && collapse[0])
       taso_tool_print(&t,
                       "taso-validate: the axioms %s make any two tensors equal: the set is "
