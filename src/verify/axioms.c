@@ -598,6 +598,20 @@ int taso_axioms_find(const taso_axioms_t *ax, const char *name) {
   return -1;
 }
 
+bool taso_axioms_listed(const char *list, char sep, const char *name) {
+  if (!list) return true;
+  const char seps[2] = {sep, 0};
+  size_t n = strlen(name);
+  for (const char *s = list; *s;) {
+    size_t len = strcspn(s, seps);
+    if (len == n && !strncmp(s, name, n)) return true;
+    s += len;
+    while (*s == sep)
+      s++;
+  }
+  return false;
+}
+
 taso_err_t taso_axioms_enable(taso_axioms_t *ax, const char *name, bool on) {
   int i = taso_axioms_find(ax, name);
   if (i < 0) return taso_error(TASO_ERR_UNKNOWN, "no axiom or lemma called '%s'", name);

@@ -80,6 +80,11 @@ void taso_axioms_free(taso_axioms_t *ax);
 /* Index of the axiom or lemma called name, or -1. */
 int taso_axioms_find(const taso_axioms_t *ax, const char *name);
 
+/* Whether name is an item of list, items separated by sep ("A0,A13" for
+ * --only, "A4 A7" for a core; runs of sep count as one); a NULL list
+ * holds every name. */
+bool taso_axioms_listed(const char *list, char sep, const char *name);
+
 /* Leaves one axiom out of (or puts it back into) every later proof. */
 taso_err_t taso_axioms_enable(taso_axioms_t *ax, const char *name, bool on);
 

@@ -17,32 +17,6 @@
 #include "rounds.h"
 #include "worker.h"
 
-/* Whether name is an item of the comma-separated list (NULL: every name). */
-static bool listed(const char *list, const char *name) {
-  if (!list) return true;
-  size_t n = strlen(name);
-  for (const char *s = list; *s;) {
-    size_t len = strcspn(s, ",");
-    if (len == n && !strncmp(s, name, n)) return true;
-    s += len;
-    if (*s == ',') s++;
-  }
-  return false;
-}
-
-/* Whether name is a word of the space-separated list. */
-static bool in_core(const char *core, const char *name) {
-  size_t n = strlen(name);
-  for (const char *s = core; *s;) {
-    size_t len = strcspn(s, " ");
-    if (len == n && !strncmp(s, name, n)) return true;
-    s += len;
-    while (*s == ' ')
-      s++;
-  }
-  return false;
-}
-
 /* One task: a family's collapse query (task < nfam) or a goal's entailment
  * query. */
 static taso_err_t taso_red_task(const taso_axioms_t *ax, int nfam, const int *goals, int task,
@@ -143,7 +117,8 @@ taso_err_t taso_redundancy(MPI_Comm comm, const taso_axioms_t *ax, const taso_li
   collapse[0] = '\0';
   taso_err_t err = goals && mine ? TASO_OK : taso_error(TASO_ERR_NOMEM, "no memory");
   for (int i = 0; err == TASO_OK && i < ax->n; i++)
-    if (ax->v[i].enabled && ax->v[i].kind == TASO_AXIOM_AXIOM && listed(only, ax->v[i].name))
+    if (ax->v[i].enabled && ax->v[i].kind == TASO_AXIOM_AXIOM &&
+        taso_axioms_listed(only, ',', ax->v[i].name))
       goals[ngoals++] = i;
   int ntasks = nfam + ngoals;
   red_ctx_t rc = {.ax = ax, .nfam = nfam, .goals = goals, .lim = lim};
@@ -222,7 +197,7 @@ taso_err_t taso_redundancy(MPI_Comm comm, const taso_axioms_t *ax, const taso_li
   if (best >= 0) {
     snprintf(collapse, clen, "%s", all[best].core);
     for (int i = nfam; i < ntasks; i++)
-      if (all[i].verdict != 1 && !in_core(collapse, all[i].name)) {
+      if (all[i].verdict != 1 && !taso_axioms_listed(collapse, ' ', all[i].name)) {
         all[i].verdict = 1;
         snprintf(all[i].core, sizeof all[i].core, "%s", collapse);
         snprintf(all[i].why, sizeof all[i].why, "these make any two tensors equal");

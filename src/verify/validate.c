@@ -625,18 +625,6 @@ static taso_err_t check_ints(const vaxiom_t *v) {
 /* Plans                                                                    */
 /* ------------------------------------------------------------------------ */
 
-static bool listed(const char *only, const char *name) {
-  if (!only) return true;
-  size_t n = strlen(name);
-  for (const char *s = only; *s;) {
-    size_t len = strcspn(s, ",");
-    if (len == n && !strncmp(s, name, n)) return true;
-    s += len;
-    if (*s == ',') s++;
-  }
-  return false;
-}
-
 taso_err_t taso_plan_new(const taso_axioms_t *ax, const int32_t *sizes, int nsizes,
                          const char *only, taso_plan_t **out) {
   *out = NULL;
@@ -655,7 +643,8 @@ taso_err_t taso_plan_new(const taso_axioms_t *ax, const int32_t *sizes, int nsiz
   for (int i = 0; i < ax->n && err == TASO_OK; i++) {
     const taso_axiom_t *a = &ax->v[i];
     const char *check = taso_axiom_meta(a, "check", 0);
-    if (!a->enabled || !listed(only, a->name) || (check && !strcmp(check, "none"))) continue;
+    if (!a->enabled || !taso_axioms_listed(only, ',', a->name) || (check && !strcmp(check, "none")))
+      continue;
     if (check && strcmp(check, "none")) {
       err = DOMAIN_ERR(a, meta_line(a, "check"), "@check takes only 'none', got '%s'", check);
       break;
