@@ -304,6 +304,8 @@ for spec in $specs; do
     "$(ratio "${est[$spec]:-0}" "${fp32[$spec]:-0}")"
 done
 grep -E '^taso-measure: [0-9]+ configurations:' "$tmp/estimate.log" | sed 's/^/    /'
+# the per-step term of the database (ms: median, fastest, spreads, runs)
+"$bin/taso-show" "$db" 2>/dev/null | grep -m2 'dispatch:' | cut -c1-140 | sed 's/^ */    /'
 [ $rc = 0 ] || { echo "    taso-measure --estimate $(status $rc):"; tail -3 "$tmp/estimate.log" | sed 's/^/    /'; }
 echo "(e2e: the FP32 graph median of part 2; the costs are FP32 too)"
 # each step timed alone and inside step-by-step runs, against end to end:

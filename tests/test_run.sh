@@ -36,6 +36,9 @@ if [ "${TASO_TEST_SANITIZED:-0}" = 0 ]; then
 fi
 check "cpu profile" 0 "$run" --model $tiny --runs 3 --profile --threads 1
 grep -q 'overhead' "$dir/out" || { echo "FAIL: no overhead line"; fail=1; }
+# each convolution step names the library call that runs it (oneDNN's implementation)
+grep -E '^ +[0-9]+ +[0-9]+ .* conv2d .*  \| [a-z0-9]' "$dir/out" >/dev/null ||
+  { echo "FAIL: no call named on a convolution's profile line"; fail=1; }
 check "compare with itself" 0 "$run" --model $tiny --runs 0 --compare $tiny --no-fusion
 check "chosen layouts" 0 "$run" --model $tiny --runs 0 --layout choose --expect "$dir/ref"
 check "channels last" 0 "$run" --model $tiny --runs 0 --layout nhwc --expect "$dir/ref"

@@ -1501,6 +1501,13 @@ void taso_rt_plan_step(const taso_rt_plan_t *plan, int i, taso_rt_step_info_t *i
   *info = plan->steps[i].info;
 }
 
+void taso_rt_plan_step_call(const taso_rt_plan_t *plan, int i, char *buf, int len) {
+  const plan_step_t *st = &plan->steps[i];
+  if (len > 0) buf[0] = '\0';
+  if (st->k && !st->info.fallback && !st->info.view && !st->info.placed && plan->be->describe)
+    plan->be->describe(st->k, buf, len);
+}
+
 /* ---- running ------------------------------------------------------------- */
 
 /* A fallback step: its operands come to the host, the reference kernel

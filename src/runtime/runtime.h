@@ -385,6 +385,10 @@ bool taso_rt_plan_replays(const taso_rt_plan_t *plan, const char **why);
 
 int taso_rt_plan_steps(const taso_rt_plan_t *plan);
 void taso_rt_plan_step(const taso_rt_plan_t *plan, int i, taso_rt_step_info_t *info);
+/* What step i calls, as its backend describes its kernel ("cudnnConvolution-
+ * Forward IMPLICIT_GEMM, fma math"); "" where the backend says nothing, for
+ * a step that runs nothing and for a fallback. */
+void taso_rt_plan_step_call(const taso_rt_plan_t *plan, int i, char *buf, int len);
 
 /* One inference. inputs[i] holds the values of the model's i-th run-time
  * (non-weight) input, in input-table order; outputs[j] receives graph

@@ -331,12 +331,14 @@ static taso_err_t print_profile(const taso_tool_t *t, loaded_t *l, const setting
     printf("  %5s %6s %9s %6s  %s\n", "step", "node", "ms", "share", "configuration");
     for (int i = 0; i < steps; i++) {
       taso_rt_step_info_t info;
-      char text[256];
+      char text[256], call[256];
       taso_rt_plan_step(l->plan, i, &info);
       taso_rt_config_format(&info.cfg, text, sizeof text);
+      taso_rt_plan_step_call(l->plan, i, call, sizeof call);
       by_kind[info.cfg.kind] += st[i].median;
-      printf("  %5d %6d %9.4f %5.1f%%  %s%s\n", i, info.node, st[i].median,
-             sum > 0 ? 100 * st[i].median / sum : 0, text, info.fallback ? " (reference)" : "");
+      printf("  %5d %6d %9.4f %5.1f%%  %s%s%s%s\n", i, info.node, st[i].median,
+             sum > 0 ? 100 * st[i].median / sum : 0, text, info.fallback ? " (reference)" : "",
+             call[0] ? "  | " : "", call);
     }
     printf("by operator:\n");
     for (int k = 0; k < TASO_OP_COUNT; k++)

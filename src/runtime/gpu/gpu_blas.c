@@ -23,7 +23,7 @@ static taso_err_t gemm_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const 
   if (k->bias_at >= 0 || k->sum_at >= 0 || k->relu || k->clip) {
     float lo = k->clip ? k->cfg.p.bound[0] : k->relu ? 0.0f : -INFINITY;
     float hi = k->clip ? k->cfg.p.bound[1] : INFINITY;
-    CUDA_TRY(gpu_epilogue(out[0], k->n, n, k->bias_at >= 0 ? in[k->bias_at] : NULL,
+    CUDA_TRY(gpu_epilogue(out[0], k->n, n, 1, k->bias_at >= 0 ? in[k->bias_at] : NULL,
                           k->sum_at >= 0 ? in[k->sum_at] : NULL, lo, hi, ctx->stream));
   }
 fail:

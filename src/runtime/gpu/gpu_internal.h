@@ -35,6 +35,7 @@ typedef struct {
   cudnnConvolutionFwdAlgo_t algo;
   size_t ws; /* workspace bytes it needs */
   cudnnMathType_t math;
+  bool fused; /* cudnnConvolutionBiasActivationForward was faster */
   char why[256];
 } gpu_algo_t;
 
@@ -93,17 +94,19 @@ struct taso_rt_kernel {
   size_t ws;                      /* workspace bytes the algorithm needs */
   float *zero_bias;               /* device zeros: the fused call needs a bias */
   float *padded;                  /* device scratch for explicit padding */
-  bool fused;                     /* conv: one cudnnConvolutionBiasActivationForward */
-  bool relu;                      /* epilogue ReLU */
-  bool clip;                      /* epilogue clip to cfg.p.bound (never with relu) */
-  int bias_at, sum_at;            /* index in in[] of the bias, the summand; -1 if none */
-  int op;                         /* GPU_BIN_*, GPU_POOL_* or a copy direction */
-  gpu_walk_t walk;                /* strided element-wise kernels */
-  gpu_window_t win;               /* padding and pooling geometry */
-  int64_t n;                      /* output elements */
-  int64_t outer, n0, n1;          /* concat/split: rows, floats per row of each part */
-  int64_t channels, inner;        /* batchnorm */
-  int m, kdim, ncol, batch;       /* gemm: [batch] m x kdim times kdim x ncol */
+  bool fused;               /* conv: one cudnnConvolutionBiasActivationForward, else the convolution
+                               and the epilogue kernel (bias, ReLU or clip), whichever was faster */
+  bool can_fuse;            /* conv: the fused call computes it (a ReLU, no clip) */
+  bool relu;                /* epilogue ReLU */
+  bool clip;                /* epilogue clip to cfg.p.bound (never with relu) */
+  int bias_at, sum_at;      /* index in in[] of the bias, the summand; -1 if none */
+  int op;                   /* GPU_BIN_*, GPU_POOL_* or a copy direction */
+  gpu_walk_t walk;          /* strided element-wise kernels */
+  gpu_window_t win;         /* padding and pooling geometry */
+  int64_t n;                /* output elements */
+  int64_t outer, n0, n1;    /* concat/split: rows, floats per row of each part */
+  int64_t channels, inner;  /* batchnorm */
+  int m, kdim, ncol, batch; /* gemm: [batch] m x kdim times kdim x ncol */
 };
 
 /* Library calls inside a function with `taso_err_t err` and a `fail:` label:

@@ -31,11 +31,11 @@ __global__ void fill_kernel(float *x, int64_t n, uint32_t seed) {
   }
 }
 
-__global__ void epilogue_kernel(float *y, int64_t n, int64_t cols, const float *bias,
+__global__ void epilogue_kernel(float *y, int64_t n, int64_t cols, int64_t inner, const float *bias,
                                 const float *sum, float lo, float hi) {
   GRID_LOOP(i, n) {
     float v = y[i];
-    if (bias) v += bias[i % cols];
+    if (bias) v += bias[(i / inner) % cols];
     if (sum) v += sum[i];
     y[i] = v < lo ? lo : v > hi ? hi : v; /* NaN stays NaN */
   }
@@ -169,10 +169,11 @@ cudaError_t gpu_fill(float *x, int64_t n, uint32_t seed, cudaStream_t s) {
   return cudaGetLastError();
 }
 
-cudaError_t gpu_epilogue(float *y, int64_t n, int64_t cols, const float *bias, const float *sum,
-                         float lo, float hi, cudaStream_t s) {
+cudaError_t gpu_epilogue(float *y, int64_t n, int64_t cols, int64_t inner, const float *bias,
+                         const float *sum, float lo, float hi, cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
-  epilogue_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, n, cols, bias, sum, lo, hi);
+  epilogue_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, n, cols, inner > 0 ? inner : 1, bias, sum,
+                                                     lo, hi);
   return cudaGetLastError();
 }
 

@@ -52,10 +52,12 @@ cudaError_t gpu_spin(int64_t ns, cudaStream_t s);
 cudaError_t gpu_touch(const float *x, int64_t n, float *sink, cudaStream_t s);
 /* Deterministic values in [-1, 1) for algorithm searches on scratch buffers. */
 cudaError_t gpu_fill(float *x, int64_t n, uint32_t seed, cudaStream_t s);
-/* y[i] = y[i] + bias[i % cols] + sum[i] clamped to [lo, hi] (ReLU: 0 and
- * INFINITY; none: -INFINITY and INFINITY); bias and sum may be NULL. */
-cudaError_t gpu_epilogue(float *y, int64_t n, int64_t cols, const float *bias, const float *sum,
-                         float lo, float hi, cudaStream_t s);
+/* y[i] = y[i] + bias[(i / inner) % cols] + sum[i] clamped to [lo, hi]
+ * (ReLU: 0 and INFINITY; none: -INFINITY and INFINITY); bias and sum may
+ * be NULL. A matmul's bias: cols its columns, inner 1; a convolution's in
+ * NCHW: cols its channels, inner the output's height times width. */
+cudaError_t gpu_epilogue(float *y, int64_t n, int64_t cols, int64_t inner, const float *bias,
+                         const float *sum, float lo, float hi, cudaStream_t s);
 cudaError_t gpu_clip(const float *x, float *y, int64_t n, float lo, float hi, cudaStream_t s);
 /* out[i] = a[i] op b[i] (same shapes) */
 cudaError_t gpu_binary(int op, const float *a, const float *b, float *out, int64_t n,
