@@ -557,6 +557,62 @@ static void test_views(void) {
   taso_model_free(&m);
 }
 
+/* Splits whose parts are blocks of their operand (every axis before the
+ * split one of size 1) are views: the parts are read in place, nothing
+ * runs for them, and the values are the operand's own; a split of a 2x8
+ * tensor on its columns is not one. Checked against values computed here
+ * (the reference backend takes the same views). */
+static void test_split_views(void) {
+  taso_model_t m;
+  taso_model_init(&m, "split views");
+  int32_t xd[2] = {1, 16};
+  taso_ref_t x;
+  CHECK_OK(taso_model_input(&m, "x", false, 2, xd, NULL, &x));
+  taso_params_t at6 = taso_params_default(), at3 = taso_params_default(),
+                to2x8 = taso_params_default();
+  at6.axis = 1, at6.at = 6;
+  at3.axis = 1, at3.at = 3;
+  to2x8.rank = 2, to2x8.shape[0] = 2, to2x8.shape[1] = 8;
+  taso_ref_t parts = node(&m, TASO_OP_SPLIT_AT, &at6, x, -1);
+  taso_ref_t p0 = parts, p1 = TASO_REF(TASO_REF_NODE(parts), 1);
+  taso_ref_t rows = node(&m, TASO_OP_SPLIT_AT, &at3, node(&m, TASO_OP_RESHAPE, &to2x8, x, -1), -1);
+  CHECK_OK(taso_model_output(&m, node(&m, TASO_OP_RELU, NULL, p0, -1), "o0"));
+  CHECK_OK(taso_model_output(&m, node(&m, TASO_OP_EWMUL, NULL, p1, p1), "o1"));
+  CHECK_OK(taso_model_output(&m, node(&m, TASO_OP_RELU, NULL, rows, -1), "o2"));
+  float x_in[16], o0[6], o1[10], o2[6];
+  for (int i = 0; i < 16; i++)
+    x_in[i] = (float)(i % 5) - 2.0f + 0.25f * (float)i;
+  const float *in[1] = {x_in};
+  float *outs[3] = {o0, o1, o2};
+  for (int b = 0; b < 2; b++) {
+    taso_rt_plan_t *plan = NULL;
+    CHECK_OK(taso_rt_plan(b ? cpu : ref, b ? cpu_ctx : ref_ctx, &m, NULL, &plan));
+    if (!plan) break;
+    int views = 0;
+    for (int s = 0; s < taso_rt_plan_steps(plan); s++) {
+      taso_rt_step_info_t info;
+      taso_rt_plan_step(plan, s, &info);
+      views += info.view;
+      if (info.cfg.kind == TASO_OP_SPLIT_AT)
+        CHECK(info.view == (info.cfg.in[0].dim[0] == 1) &&
+              taso_rt_config_is_view(&info.cfg) == info.view);
+    }
+    CHECK(views == 2); /* the 1x16 split and the reshape; not the 2x8 split */
+    for (int run = 0; run < 2; run++) {
+      CHECK_OK(taso_rt_run(plan, in, outs));
+      for (int i = 0; i < 6; i++)
+        CHECK(o0[i] == (x_in[i] > 0 ? x_in[i] : 0));
+      for (int i = 0; i < 10; i++)
+        CHECK(fabsf(o1[i] - x_in[6 + i] * x_in[6 + i]) <= 1e-6f);
+      for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++)
+          CHECK(o2[r * 3 + c] == (x_in[r * 8 + c] > 0 ? x_in[r * 8 + c] : 0));
+    }
+    taso_rt_plan_free(plan);
+  }
+  taso_model_free(&m);
+}
+
 static void test_time_config(void) {
   taso_tensor_t a[2] = {shape(4, 1, 16, 14, 14), shape(4, 16, 16, 3, 3)};
   taso_rt_config_t c = config(TASO_OP_CONV2D, NULL, 2, a);
@@ -698,9 +754,11 @@ int main(void) {
   CHECK_OK(ref->open(0, &ref_ctx));
   CHECK_OK(cpu->open(0, &cpu_ctx));
   const test_case_t cases[] = {
-      TEST(test_probe),       TEST(test_conv2d),        TEST(test_matmul),      TEST(test_pool),
-      TEST(test_elementwise), TEST(test_data_movement), TEST(test_unsupported), TEST(test_model),
-      TEST(test_views),       TEST(test_time_config),   TEST(test_config_key),  TEST(test_cold),
+      TEST(test_probe),       TEST(test_conv2d),      TEST(test_matmul),
+      TEST(test_pool),        TEST(test_elementwise), TEST(test_data_movement),
+      TEST(test_unsupported), TEST(test_model),       TEST(test_views),
+      TEST(test_split_views), TEST(test_time_config), TEST(test_config_key),
+      TEST(test_cold),
   };
   int rc = test_run(cases, (int)(sizeof cases / sizeof cases[0]));
   cpu->close(cpu_ctx);

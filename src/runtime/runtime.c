@@ -1167,8 +1167,14 @@ static bool in_place(const taso_rt_plan_t *plan, const int *last, int s) {
 }
 
 bool taso_rt_config_is_view(const taso_rt_config_t *cfg) {
-  return cfg->kind == TASO_OP_RESHAPE && cfg->nin == 1 && cfg->nout == 1 &&
-         !(cfg->layout == TASO_RT_NHWC && (cfg->in[0].rank == 4 || cfg->out[0].rank == 4));
+  if (cfg->nin != 1 ||
+      (cfg->layout == TASO_RT_NHWC && (cfg->in[0].rank == 4 || cfg->out[0].rank == 4)))
+    return false;
+  if (cfg->kind == TASO_OP_RESHAPE) return cfg->nout == 1;
+  if ((cfg->kind != TASO_OP_SPLIT && cfg->kind != TASO_OP_SPLIT_AT) || cfg->nout != 2) return false;
+  for (int d = 0; d < cfg->p.axis && d < cfg->in[0].rank; d++) /* each part one block */
+    if (cfg->in[0].dim[d] != 1) return false;
+  return true;
 }
 
 /* Step st, a view, gets its operand's buffer for its result, unless the
@@ -1176,17 +1182,26 @@ bool taso_rt_config_is_view(const taso_rt_config_t *cfg) {
  * one (placed, or written over), either is stored channels last, or a
  * call plan's step writes over either (its readers would see that). */
 static void make_view(taso_rt_plan_t *plan, plan_step_t *st) {
-  taso_ref_t a = st->in[0], b = st->out[0];
-  if (!taso_rt_config_is_view(&st->info.cfg) || plan->buf[b] || plan->root[a] != a ||
-      plan->nhwc[a] || plan->nhwc[b])
-    return;
+  const taso_rt_config_t *cfg = &st->info.cfg;
+  taso_ref_t a = st->in[0];
+  if (!taso_rt_config_is_view(cfg) || plan->root[a] != a || plan->nhwc[a]) return;
+  for (int o = 0; o < cfg->nout; o++)
+    if (plan->buf[st->out[o]] || plan->nhwc[st->out[o]]) return;
   for (int s = 0; s < plan->nsteps; s++) {
-    const plan_step_t *o = &plan->steps[s];
-    int k = o->info.cfg.in_place - 1;
-    if (k >= 0 && k < o->info.cfg.nin && (o->in[k] == a || o->in[k] == b)) return;
+    const plan_step_t *w = &plan->steps[s];
+    int k = w->info.cfg.in_place - 1;
+    if (k < 0 || k >= w->info.cfg.nin) continue;
+    if (w->in[k] == a) return;
+    for (int o = 0; o < cfg->nout; o++)
+      if (w->in[k] == st->out[o]) return;
   }
-  plan->buf[b] = plan->buf[a];
-  plan->root[b] = a;
+  /* a reshape's result is its operand; a split's parts follow each other */
+  int64_t offset = 0;
+  for (int o = 0; o < cfg->nout; o++) {
+    plan->buf[st->out[o]] = (float *)plan->buf[a] + offset;
+    plan->root[st->out[o]] = a;
+    offset += taso_tensor_size(&cfg->out[o]);
+  }
   st->info.view = true;
 }
 

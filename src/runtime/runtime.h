@@ -228,8 +228,10 @@ int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len);
 bool taso_rt_device_clock(const taso_backend_t *be);
 
 /* Whether the configuration is a view: a reshape of a tensor stored row
- * major (not channels last on either side) changes no value's place, so
- * a plan gives its result its operand's buffer and runs nothing for it
+ * major (not channels last on either side) changes no value's place, and
+ * a split where every axis before the split one has size 1 gives parts
+ * that are consecutive blocks of its operand; a plan gives the results
+ * their places in the operand's buffer and runs nothing for them
  * (taso_rt_step_info_t.view), and a graph's cost counts it as 0. */
 bool taso_rt_config_is_view(const taso_rt_config_t *cfg);
 
@@ -317,8 +319,9 @@ typedef struct {
                                     or, without a call plan, a fused residual's summand) */
   bool placed;                   /* a concat whose operands' producers wrote them into its
                                     result (cfg.in_place TASO_CALL_PLACED): it runs nothing */
-  bool view;                     /* a reshape whose result is its operand's buffer
-                                    (taso_rt_config_is_view): it runs nothing */
+  bool view;                     /* a reshape or split whose results are places in its
+                                    operand's buffer (taso_rt_config_is_view): it runs
+                                    nothing */
   const char *reason;            /* why it fell back; "" otherwise */
   taso_rt_config_t cfg;          /* its configuration */
   taso_ref_t in[TASO_RT_MAX_IN]; /* the tensors it reads, in configuration order */
