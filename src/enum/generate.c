@@ -746,19 +746,28 @@ static taso_err_t exchange_tape(gen_t *c, taso_fingerprint_t **recv, int64_t *nr
   return err;
 }
 
-/* Collective: the classes of memo tensors that the owners found (n of
- * them, with their fewest operators), on every rank, for the twin filter. */
-static taso_err_t learn_memo_min(gen_t *c, const class_t *mine, int64_t n) {
+/* Collective: every rank's n classes (fingerprint, representative and
+ * operators) put into table on every rank. */
+static taso_err_t gather_classes(gen_t *c, const class_t *mine, int64_t n, classes_t *table) {
   class_t *all = NULL;
   int64_t total = 0;
   taso_err_t err = allgather(c, mine, n, sizeof *mine, (void **)&all, &total);
   for (int64_t i = 0; i < total && err == TASO_OK; i++) {
     class_t *k;
-    err = classes_put(&c->memo_min, &all[i].fp, &k);
-    if (err == TASO_OK) k->ops = all[i].ops;
+    err = classes_put(table, &all[i].fp, &k);
+    if (err == TASO_OK) {
+      k->rep = all[i].rep;
+      k->ops = all[i].ops;
+    }
   }
   free(all);
-  err = taso_agree(c->comm, err);
+  return taso_agree(c->comm, err);
+}
+
+/* Collective: the classes of memo tensors that the owners found (n of
+ * them, with their fewest operators), on every rank, for the twin filter. */
+static taso_err_t learn_memo_min(gen_t *c, const class_t *mine, int64_t n) {
+  taso_err_t err = gather_classes(c, mine, n, &c->memo_min);
   c->twin_filter = err == TASO_OK;
   return err;
 }
@@ -1733,23 +1742,6 @@ static taso_err_t classify(gen_t *c, taso_grec_t *r, int64_t n, class_t **tell, 
   return err;
 }
 
-/* Collective: the classes every rank learns from the owners. */
-static taso_err_t tell_classes(gen_t *c, const class_t *tell, int64_t n) {
-  class_t *all = NULL;
-  int64_t total = 0;
-  taso_err_t err = allgather(c, tell, n, sizeof *tell, (void **)&all, &total);
-  for (int64_t i = 0; i < total && err == TASO_OK; i++) {
-    class_t *k;
-    err = classes_put(&c->reps, &all[i].fp, &k);
-    if (err == TASO_OK) {
-      k->rep = all[i].rep;
-      k->ops = all[i].ops;
-    }
-  }
-  free(all);
-  return taso_agree(c->comm, err);
-}
-
 static double peak_mib(void) {
   struct rusage u;
   getrusage(RUSAGE_SELF, &u);
@@ -1792,7 +1784,7 @@ static taso_err_t one_level(gen_t *c, int k, int64_t *graphs, int64_t *nshared, 
     c->nrecs = 0;
     if (err == TASO_OK) err = taso_agree(c->comm, classify(c, mine, nmine, &tell, &ntell));
     n[2] = ntell;
-    if (err == TASO_OK) err = tell_classes(c, tell, ntell);
+    if (err == TASO_OK) err = gather_classes(c, tell, ntell, &c->reps); /* what every rank learns */
   }
   free(mine);
   free(tell);

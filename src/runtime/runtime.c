@@ -1177,10 +1177,11 @@ bool taso_rt_config_is_view(const taso_rt_config_t *cfg) {
   return true;
 }
 
-/* Step st, a view, gets its operand's buffer for its result, unless the
- * result has one already (a slice of a placed concat), the operand shares
- * one (placed, or written over), either is stored channels last, or a
- * call plan's step writes over either (its readers would see that). */
+/* Step st, a view, gets places in its operand's buffer for its results,
+ * unless a result has one already (a slice of a placed concat), the
+ * operand shares one (placed, or written over), any is stored channels
+ * last, or a call plan's step writes over any (its readers would see
+ * that). */
 static void make_view(taso_rt_plan_t *plan, plan_step_t *st) {
   const taso_rt_config_t *cfg = &st->info.cfg;
   taso_ref_t a = st->in[0];

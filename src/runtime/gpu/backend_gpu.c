@@ -21,6 +21,7 @@
  * twice the L2) and buffers kept in the context, not the host's.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,13 @@ void gpu_order(const taso_rt_config_t *cfg, const taso_tensor_t *t, int order[4]
   static const int nhwc[4] = {0, 2, 3, 1};
   for (int i = 0; i < 4; i++)
     order[i] = gpu_is_nhwc(cfg, t) ? nhwc[i] : i;
+}
+
+cudaError_t gpu_kernel_epilogue(const taso_rt_kernel_t *k, float *y, const float *bias,
+                                const float *sum, int64_t cols, int64_t inner, cudaStream_t s) {
+  float lo = k->clip ? k->cfg.p.bound[0] : k->relu ? 0.0f : -INFINITY;
+  float hi = k->clip ? k->cfg.p.bound[1] : INFINITY;
+  return gpu_epilogue(y, k->n, cols, inner, bias, sum, lo, hi, s);
 }
 
 void gpu_strides(const taso_rt_config_t *cfg, const taso_tensor_t *t, int64_t stride[4]) {

@@ -4,7 +4,6 @@
  * are passed swapped and nothing is transposed. Bias, summand and ReLU run
  * in one small epilogue kernel after the product.
  */
-#include <math.h>
 
 #include "gpu_internal.h"
 
@@ -20,12 +19,9 @@ static taso_err_t gemm_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const 
     CUBLAS_TRY(cublasSgemmStridedBatched(ctx->blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, kd, &one, in[1],
                                          n, (long long)kd * n, in[0], kd, (long long)m * kd, &zero,
                                          out[0], n, (long long)m * n, k->batch));
-  if (k->bias_at >= 0 || k->sum_at >= 0 || k->relu || k->clip) {
-    float lo = k->clip ? k->cfg.p.bound[0] : k->relu ? 0.0f : -INFINITY;
-    float hi = k->clip ? k->cfg.p.bound[1] : INFINITY;
-    CUDA_TRY(gpu_epilogue(out[0], k->n, n, 1, k->bias_at >= 0 ? in[k->bias_at] : NULL,
-                          k->sum_at >= 0 ? in[k->sum_at] : NULL, lo, hi, ctx->stream));
-  }
+  if (k->bias_at >= 0 || k->sum_at >= 0 || k->relu || k->clip)
+    CUDA_TRY(gpu_kernel_epilogue(k, out[0], k->bias_at >= 0 ? in[k->bias_at] : NULL,
+                                 k->sum_at >= 0 ? in[k->sum_at] : NULL, n, 1, ctx->stream));
 fail:
   return err;
 }

@@ -19,12 +19,16 @@
  * again (a measurement, a search's rewritten graph, a plan) reuses it:
  * timing every algorithm takes many times longer than measuring the one.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu_internal.h"
+
+/* Whether the unfused call needs our epilogue kernel after the convolution. */
+static bool has_epilogue(const taso_rt_kernel_t *k) {
+  return !k->fused && (k->bias_at >= 0 || k->relu || k->clip);
+}
 
 static taso_err_t conv_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in,
                            void *const *out) {
@@ -54,13 +58,9 @@ static taso_err_t conv_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const 
     }
     CUDNN_TRY(cudnnConvolutionForward(ctx->dnn, &one, xd, x, k->wd, in[1], k->cd, k->algo,
                                       ctx->workspace, k->ws, &beta, k->yd, out[0]));
-    if (k->bias_at >= 0 || k->relu || k->clip) {
-      /* one pass: the bias of each channel, then ReLU or clip */
-      float lo = k->clip ? k->cfg.p.bound[0] : k->relu ? 0.0f : -INFINITY;
-      float hi = k->clip ? k->cfg.p.bound[1] : INFINITY;
-      CUDA_TRY(gpu_epilogue(out[0], k->n, k->channels, k->inner,
-                            k->bias_at >= 0 ? in[k->bias_at] : NULL, NULL, lo, hi, ctx->stream));
-    }
+    if (has_epilogue(k)) /* one pass: the bias of each channel, then ReLU or clip */
+      CUDA_TRY(gpu_kernel_epilogue(k, out[0], k->bias_at >= 0 ? in[k->bias_at] : NULL, NULL,
+                                   k->channels, k->inner, ctx->stream));
   }
 fail:
   return err;
@@ -93,10 +93,9 @@ static const char *algorithm_name(cudnnConvolutionFwdAlgo_t a) {
 void gpu_describe_conv(const taso_rt_kernel_t *k, char *buf, int len) {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   cudnnGetConvolutionMathType(k->cd, &math);
-  bool epilogue = !k->fused && (k->bias_at >= 0 || k->relu || k->clip);
   snprintf(buf, (size_t)len, "%s %s%s%s, %s math",
            k->fused ? "cudnnConvolutionBiasActivationForward" : "cudnnConvolutionForward",
-           algorithm_name(k->algo), epilogue ? " + epilogue kernel" : "",
+           algorithm_name(k->algo), has_epilogue(k) ? " + epilogue kernel" : "",
            k->padded ? ", explicit padding" : "",
            math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
                ? "tensor-op"
@@ -280,7 +279,7 @@ static taso_err_t choose_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   CUDNN_TRY(cudnnFindConvolutionForwardAlgorithmEx(
       ctx->dnn, k->pd ? k->pd : k->xd, k->padded ? k->padded : in[0], k->wd, in[1], k->cd, k->yd,
       out[0], CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, ctx->workspace, ctx->workspace_size));
-  for (int i = 0; i < found && i < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; i++) {
+  for (int i = 0; i < found; i++) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ctx->workspace_size) continue;
     if (!ctx->tf32 && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH)
       continue;

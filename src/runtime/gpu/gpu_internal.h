@@ -105,7 +105,7 @@ struct taso_rt_kernel {
   gpu_window_t win;         /* padding and pooling geometry */
   int64_t n;                /* output elements */
   int64_t outer, n0, n1;    /* concat/split: rows, floats per row of each part */
-  int64_t channels, inner;  /* batchnorm */
+  int64_t channels, inner;  /* batchnorm; conv: its bias's epilogue stride */
   int m, kdim, ncol, batch; /* gemm: [batch] m x kdim times kdim x ncol */
 };
 
@@ -154,6 +154,12 @@ bool gpu_is_nhwc(const taso_rt_config_t *cfg, const taso_tensor_t *t);
 void gpu_strides(const taso_rt_config_t *cfg, const taso_tensor_t *t, int64_t stride[4]);
 /* Logical axes in memory order, slowest first. */
 void gpu_order(const taso_rt_config_t *cfg, const taso_tensor_t *t, int order[4]);
+
+/* The epilogue pass of a convolution's or matmul's kernel k over its
+ * output y (gpu_epilogue): the bias along (cols, inner), the summand, then
+ * k's ReLU or clip. */
+cudaError_t gpu_kernel_epilogue(const taso_rt_kernel_t *k, float *y, const float *bias,
+                                const float *sum, int64_t cols, int64_t inner, cudaStream_t s);
 
 /* cuDNN's name of a prepared convolution's algorithm, its math and call. */
 void gpu_describe_conv(const taso_rt_kernel_t *k, char *buf, int len);
