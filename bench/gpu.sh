@@ -14,7 +14,8 @@
 #      configurations (scripts/setup.sh pipeline's: resnet50:bn=1 with
 #      --expand by the workstation and batch-normalization rules);
 #   5. the cost model: each model's sum of planned steps' database costs
-#      (taso-measure --estimate) over its end-to-end median (part 2);
+#      (taso-measure --estimate) over its end-to-end median (part 2), and
+#      over the median of a run making the database's calls (--costs);
 #   6. taso-optimize --backend gpu of resnet50:bn=1, nasrnn, bert and
 #      squeezenet with the speedups it measured end to end.
 # Each command runs under its own timeout, each part by a time by which it
@@ -49,10 +50,10 @@ total=${GPU_SH_SECONDS:-460}
 deadline=$((start + total))
 part_end=$deadline
 # part N: the time by which part N ends, as a share of the total (of 460 s:
-# test_gpu 60, models 130, PyTorch 45, measuring 75, estimates 50, the
-# optimizer the rest)
+# test_gpu 60, models 130, PyTorch 45, measuring 65, estimates and the
+# runs with the database's calls 70, the optimizer the rest)
 part() {
-  local ends=(0 60 190 235 310 360 460)
+  local ends=(0 60 190 235 300 370 460)
   part_end=$((start + total * ends[$1] / 460))
 }
 tmp=$(mktemp -d /tmp/taso-gpu.XXXXXX)
@@ -110,7 +111,7 @@ if [ -x "$tests/test_gpu" ]; then
   printf '| %-10s | %-22s | %s |\n' test_gpu "$(case $rc in 0) echo passed ;; 77) echo skipped ;; *) status $rc ;; esac)" \
     "$(tail -1 "$tmp/test_gpu.log")"
   # the device, what the timing and replay checks print, and any failure
-  grep -E '^gpu:|^  (conv 8x64x56x56|matmul 64x1024|prepare:)| n(ch|hw)[wc]: |FAILED|failed|SKIP' \
+  grep -E '^gpu:|^  (conv 8x64x56x56|matmul 64x1024|prepare:|reused:|TF32, given)| n(ch|hw)[wc]: |FAILED|failed|SKIP' \
     "$tmp/test_gpu.log" | head -40 | sed 's/^/    /'
 else
   echo "test_gpu: not in this bundle ($tests/test_gpu)"
@@ -297,17 +298,31 @@ for spec in $specs; do margs+=(--model "$spec"); done
 guard 150 "$tmp/estimate.log" "$bin/taso-measure" --job jobs/workstation.ini --backend gpu \
   --db "$db" "${margs[@]}" --estimate
 rc=$?
-printf '| %-16s | %10s | %10s | %8s |\n' model "sum ms" "e2e ms" ratio
+# each model again with the calls its costs were measured with (--costs):
+# the cost model's own run, and a latency that does not depend on which of
+# cuDNN's close algorithms this process would have chosen
+declare -A dbrun
 for spec in $specs; do
+  name=${spec//[:=,]/_}
+  guard 30 "$tmp/$name.db.log" "$bin/taso-run" --model "$spec" --backend gpu --costs "$db" \
+    --runs 50 --warmup 10 && dbrun[$spec]=$(med "$tmp/$name.db.log")
+done
+printf '| %-16s | %10s | %10s | %8s | %10s | %8s | %s |\n' model "sum ms" "e2e ms" ratio \
+  "db calls" ratio "calls taken"
+for spec in $specs; do
+  name=${spec//[:=,]/_}
   est[$spec]=$(sed -n "s/^taso-measure: estimate ${spec//\//\\/}: \([0-9.]*\) ms.*/\1/p" "$tmp/estimate.log" | head -1)
-  printf '| %-16s | %10s | %10s | %8s |\n' "$spec" "${est[$spec]:--}" "${fp32[$spec]:--}" \
-    "$(ratio "${est[$spec]:-0}" "${fp32[$spec]:-0}")"
+  printf '| %-16s | %10s | %10s | %8s | %10s | %8s | %s |\n' "$spec" "${est[$spec]:--}" \
+    "${fp32[$spec]:--}" "$(ratio "${est[$spec]:-0}" "${fp32[$spec]:-0}")" "${dbrun[$spec]:--}" \
+    "$(ratio "${est[$spec]:-0}" "${dbrun[$spec]:-0}")" \
+    "$(field 's/^calls: \([0-9]*\) taken.*/\1/p' "$tmp/$name.db.log" 2>/dev/null)"
 done
 grep -E '^taso-measure: [0-9]+ configurations:' "$tmp/estimate.log" | sed 's/^/    /'
 # the per-step term of the database (ms: median, fastest, spreads, runs)
 "$bin/taso-show" "$db" 2>/dev/null | grep -m2 'dispatch:' | cut -c1-140 | sed 's/^ */    /'
 [ $rc = 0 ] || { echo "    taso-measure --estimate $(status $rc):"; tail -3 "$tmp/estimate.log" | sed 's/^/    /'; }
-echo "(e2e: the FP32 graph median of part 2; the costs are FP32 too)"
+echo "(e2e: the FP32 graph median of part 2; db calls: the same run with the database's"
+echo " calls, taso-run --costs; the costs are FP32 too)"
 # each step timed alone and inside step-by-step runs, against end to end:
 # where the difference between the sum of costs and the run comes from
 for spec in $specs resnet50:stem=1:tf32; do

@@ -1,7 +1,8 @@
 /*
  * The cost database's per-step term (the dispatch row): on a host clock
  * never below 0, on a device clock as measured, negative included, and a
- * step's cost in a run never below 0; lookups add it to each step.
+ * step's cost in a run never below 0; lookups add it to each step. The
+ * calls a database gives a backend to make again.
  */
 #include <math.h>
 #include <stdio.h>
@@ -60,7 +61,47 @@ static void test_dispatch(void) {
   taso_costdb_free(&db);
 }
 
+/* What a backend's reuse hook was given. */
+static char given[8][TASO_COST_KEY_LEN + TASO_COST_ALGORITHM_LEN];
+static int ngiven;
+
+static bool record(taso_rt_ctx_t *ctx, const char *key, const char *algorithm) {
+  (void)ctx;
+  if (ngiven < 8) snprintf(given[ngiven++], sizeof given[0], "%s|%s", key, algorithm);
+  return strncmp(algorithm, "cudnn", 5) == 0;
+}
+
+/* The calls given to a backend: the device's measured rows that name
+ * one, no other device's, no unavailable row; a backend without the hook
+ * takes none. */
+static void test_reuse(void) {
+  taso_cost_row_t rows[6] = {
+      row("gpu:h", "conv b", "cudnnConvolutionForward GEMM, fma math", 0.01),
+      row("gpu:h", "conv a", "cudnnConvolutionForward FFT, fma math", 0.01),
+      row("gpu:h", "relu", "taso kernel", 0.001),
+      row("gpu:h", "conv c", "", 0.01),
+      row("gpu:h", "conv d", "cudnnConvolutionForward DIRECT, fma math", 0.01),
+      row("gpu:other", "conv a", "cudnnConvolutionForward GEMM, fma math", 0.01),
+  };
+  rows[4].status = TASO_COST_UNAVAILABLE;
+  taso_costdb_t db = {.rows = malloc(sizeof rows), .n = 6};
+  CHECK(db.rows != NULL);
+  if (!db.rows) return;
+  memcpy(db.rows, rows, sizeof rows);
+  taso_costdb_normalize(&db);
+  taso_backend_t be = {.name = "test", .reuse = record};
+  CHECK(taso_costdb_reuse(&db, "gpu:h", &be, NULL) == 2);
+  CHECK(ngiven == 3);
+  CHECK_STR(given[0], "conv a|cudnnConvolutionForward FFT, fma math");
+  CHECK_STR(given[1], "conv b|cudnnConvolutionForward GEMM, fma math");
+  CHECK_STR(given[2], "relu|taso kernel");
+  be.reuse = NULL;
+  CHECK(taso_costdb_reuse(&db, "gpu:h", &be, NULL) == 0);
+  CHECK(ngiven == 3);
+  taso_costdb_free(&db);
+}
+
 int main(void) {
-  const test_case_t cases[] = {TEST(test_dispatch)};
+  const test_case_t cases[] = {TEST(test_dispatch), TEST(test_reuse)};
   return test_run(cases, (int)(sizeof cases / sizeof cases[0]));
 }

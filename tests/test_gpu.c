@@ -5,7 +5,8 @@
  * configurations it must refuse, and the timing of one convolution; then
  * what makes it fast: a plan captured and replayed as one CUDA graph
  * against the same plan run step by step, the convolution algorithm kept
- * between preparations, and timing on the device's clock.
+ * between preparations and given by a cost database's row, and timing on
+ * the device's clock.
  * Runs where a GPU is present; skipped (exit 77) where none is.
  */
 #include <math.h>
@@ -746,6 +747,58 @@ static void test_algorithm_cache(void) {
   if (again) gpu->destroy(ctx, again);
 }
 
+/* A call given by the reuse hook (a cost database's row) is made without
+ * timing: a configuration of the same call (its weight marked cold, as a
+ * model's is) prepares with the given algorithm, far faster than one that
+ * searches, and runs right; what is not a convolution's FP32 call is not
+ * taken, and with TF32 on the given calls are not used. */
+static void test_reused_call(void) {
+  taso_tensor_t in[2] = {T(4, 2, 48, 20, 20), T(4, 40, 48, 3, 3)};
+  taso_rt_config_t c = make_cfg(TASO_OP_CONV2D, window(1, 1, TASO_PAD_SAME, 0, 0), in,
+                                TASO_FUSE_BIAS | TASO_FUSE_RELU, TASO_RT_NCHW);
+  taso_rt_config_t marked = c, other = c;
+  marked.cold = 1u << 1;
+  other.fuse = TASO_FUSE_BIAS; /* another call: searched */
+  char key[512], other_key[512];
+  taso_rt_config_key(&marked, key, sizeof key);
+  taso_rt_config_key(&other, other_key, sizeof other_key);
+  CHECK(gpu->reuse != NULL);
+  if (!gpu->reuse) return;
+  taso_rt_ctx_t *own = ctx, *fresh = NULL;
+  CHECK_OK(gpu->open(0, &fresh));
+  if (!fresh) return;
+  const char *call = "cudnnConvolutionForward IMPLICIT_GEMM + epilogue kernel, fma math";
+  CHECK(gpu->reuse(fresh, key, call));
+  CHECK(!gpu->reuse(fresh, other_key, "cublasSgemm"));
+  CHECK(!gpu->reuse(fresh, other_key, "cudnnConvolutionForward IMPLICIT_GEMM, tensor-op math"));
+  CHECK(!gpu->reuse(fresh, other_key, "cudnnConvolutionForward NO_SUCH_ALGO, fma math"));
+  taso_rt_kernel_t *k[2] = {0};
+  char what[2][256] = {"", ""};
+  double ms[2];
+  const taso_rt_config_t *cfg[2] = {&c, &other};
+  for (int i = 0; i < 2; i++) {
+    double t0 = now_ms();
+    CHECK_OK(gpu->prepare(fresh, cfg[i], &k[i]));
+    ms[i] = now_ms() - t0;
+    if (k[i]) gpu->describe(k[i], what[i], sizeof what[i]);
+  }
+  printf("  reused: %.2f ms (%s); searched %.2f ms (%s)\n", ms[0], what[0], ms[1], what[1]);
+  CHECK_STR(what[0], call);
+  CHECK(ms[0] < 0.5 * ms[1]);
+  ctx = fresh; /* the reused call runs right */
+  check_config(&c, "conv 2x48x20x20 reused call", false);
+  CHECK_OK(gpu->set_tf32(fresh, true));
+  taso_rt_kernel_t *tf = NULL;
+  double t0 = now_ms();
+  CHECK_OK(gpu->prepare(fresh, &c, &tf));
+  printf("  TF32, given calls unused: %.2f ms\n", now_ms() - t0);
+  if (tf) gpu->destroy(fresh, tf);
+  ctx = own;
+  for (int i = 0; i < 2; i++)
+    if (k[i]) gpu->destroy(fresh, k[i]);
+  gpu->close(fresh);
+}
+
 /* The device's clock: marks around a run give its time; configurations
  * (cold operands flushed on the device, in place, a cuBLAS call) are
  * timed with it, on the context's scratch buffers, in about the host's
@@ -842,7 +895,8 @@ int main(void) {
       TEST(test_conv2d),        TEST(test_conv2d_fused),    TEST(test_gemm),
       TEST(test_pool),          TEST(test_elementwise),     TEST(test_movement),
       TEST(test_channels_last), TEST(test_refusals),        TEST(test_timing),
-      TEST(test_replay),        TEST(test_algorithm_cache), TEST(test_device_timing),
+      TEST(test_replay),        TEST(test_algorithm_cache), TEST(test_reused_call),
+      TEST(test_device_timing),
   };
   int rc = test_run(cases, (int)(sizeof cases / sizeof cases[0]));
   gpu->close(ctx);

@@ -103,6 +103,14 @@ fi
 "$bin/taso-measure" --job job.ini --db costs.h5 "${models[@]}" >c.out 2>&1 &&
   grep -q 'nothing to measure' c.out && grep -q ": $n configurations: 0 measured, $n reused" c.out &&
   ok "a second run measures nothing" || { bad "second run"; cat c.out; }
+# taso-run takes the database's calls (on the cpu none: oneDNN's are fixed);
+# its rows must be the backend's, and a device it does not hold is named
+"$bin/taso-run" --model squeezenet:size=32 --runs 0 --costs costs.h5 --threads 1 >rc.out 2>&1 &&
+  grep -q '^calls: 0 taken from costs.h5 (device cpu:.*same calls every time' rc.out &&
+  ok "taso-run --costs reads the database's device" || { bad "taso-run --costs"; cat rc.out; }
+"$bin/taso-run" --model squeezenet:size=32 --runs 0 --costs costs.h5 --device cpu:nosuch >rc.out 2>&1
+[ $? = 1 ] && grep -q 'costs.h5.*cpu:nosuch\|cpu:nosuch.*costs.h5' rc.out &&
+  ok "taso-run --costs with an unknown --device names both" || { bad "--device"; cat rc.out; }
 
 # ---- kill and resume ------------------------------------------------------
 TASO_MEASURE_STOP_AFTER=7 "$bin/taso-measure" --job job.ini --db killed.h5 "${models[@]}" >k.out 2>&1

@@ -51,6 +51,9 @@ check "bad --runs" 2 "$run" --model $tiny --runs many
 head -c 12 /dev/zero >"$dir/in/data.bin"
 check "short input file" 1 "$run" --model $tiny --inputs "$dir/in"
 check "a missing input file names it" 1 "$run" --model $tiny --inputs "$dir/nothing"
+check "--device without --costs" 2 "$run" --model $tiny --device cpu:x
+check "a missing --costs file" 1 "$run" --model $tiny --runs 0 --costs "$dir/none.h5"
+grep -q "$dir/none.h5" "$dir/err" || { echo "FAIL: the missing costs file is not named"; fail=1; }
 
 # ONNX test data (Debian's libonnx-testdata): input_K.pb in, output_K.pb expected.
 node=/usr/share/libonnx-testdata/data/node

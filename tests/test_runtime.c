@@ -661,6 +661,27 @@ static void test_config_key(void) {
   b.p.bound[1] = 6.5f;
   taso_rt_config_key(&b, kb, sizeof kb);
   CHECK(strstr(kb, " fuse=clip(0,6.5) layout=nchw") != NULL);
+  /* the call's key: the same call, whatever its buffers' cache state and
+   * aliasing; another call keeps its own */
+  char call[512];
+  b = a;
+  b.fuse |= TASO_FUSE_SUM;
+  b.nin = 4;
+  b.in[3] = b.out[0];
+  taso_rt_config_key(&b, ka, sizeof ka);
+  b.cold = 1u << 1 | 1u << 2;
+  b.cold_out = 1;
+  b.in_place = 4;
+  taso_rt_config_key(&b, kb, sizeof kb);
+  CHECK(strstr(kb, "out=cold:1x64x28x28") && strstr(kb, " cold=bc") && strstr(kb, " inplace=d"));
+  CHECK(taso_rt_call_key(kb, call, sizeof call) == (int)strlen(ka));
+  CHECK_STR(call, ka);
+  CHECK(taso_rt_call_key(ka, call, sizeof call) == (int)strlen(ka));
+  CHECK_STR(call, ka);
+  b.layout = TASO_RT_NHWC;
+  taso_rt_config_key(&b, kb, sizeof kb);
+  taso_rt_call_key(kb, call, sizeof call);
+  CHECK(strcmp(call, ka) != 0 && strstr(call, "layout=nhwc") && !strstr(call, "cold"));
 }
 
 /* A model's weights (and fused biases) are its steps' cold operands; the

@@ -142,9 +142,18 @@ taso_err_t taso_costdb_pick_device(const taso_costdb_t *db, const char *path, co
     if (wanted && found++ == 0) snprintf(out, size, "%s", d);
   }
   if (found == 1) return TASO_OK;
-  return taso_error(TASO_ERR_ARG, "%s: %s (devices: %s); name one with --device", path,
-                    found ? "several devices of this backend" : "no rows of the device asked for",
-                    names[0] ? names : "none");
+  if (found)
+    return taso_error(TASO_ERR_ARG,
+                      "%s: several devices of the %s backend (devices: %s); name one "
+                      "with --device",
+                      path, backend, names);
+  if (device)
+    return taso_error(TASO_ERR_ARG, "%s: no rows of device \"%s\" (devices: %s)", path, device,
+                      names[0] ? names : "none");
+  return taso_error(TASO_ERR_ARG,
+                    "%s: no rows of the %s backend (devices: %s); name one with "
+                    "--device",
+                    path, backend, names[0] ? names : "none");
 }
 
 double taso_costdb_dispatch(const taso_costdb_t *db, const char *device) {
@@ -156,6 +165,18 @@ double taso_costdb_dispatch(const taso_costdb_t *db, const char *device) {
 
 double taso_costdb_step_ms(double ms, double dispatch) {
   return ms + dispatch > 0 ? ms + dispatch : 0;
+}
+
+int taso_costdb_reuse(const taso_costdb_t *db, const char *device, const taso_backend_t *be,
+                      taso_rt_ctx_t *ctx) {
+  int taken = 0;
+  if (!be->reuse) return 0;
+  for (int64_t i = 0; i < db->n; i++) {
+    const taso_cost_row_t *r = &db->rows[i];
+    if (r->status == TASO_COST_MEASURED && r->algorithm[0] && strcmp(r->device, device) == 0)
+      taken += be->reuse(ctx, r->key, r->algorithm);
+  }
+  return taken;
 }
 
 taso_err_t taso_costdb_lookup(void *ctx, const char *key, const taso_rt_config_t *cfg, double *ms,

@@ -127,6 +127,14 @@ typedef struct {
 taso_err_t taso_costdb_lookup(void *ctx, const char *key, const taso_rt_config_t *cfg, double *ms,
                               bool *found);
 
+/* Gives the backend's context (be->reuse) the calls that device's measured
+ * rows name, so that its runs make the calls the database's costs were
+ * measured with (on a GPU, cuDNN's algorithm of each convolution). Returns
+ * how many the backend took; 0 where it has no such hook (the cpu's
+ * oneDNN chooses the same call every time). */
+int taso_costdb_reuse(const taso_costdb_t *db, const char *device, const taso_backend_t *be,
+                      taso_rt_ctx_t *ctx);
+
 /* Sorts rows by (device, key); of equal ones keeps the last given. */
 void taso_costdb_normalize(taso_costdb_t *db);
 

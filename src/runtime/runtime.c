@@ -166,6 +166,31 @@ int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len) {
       cfg->layout >= 0 && cfg->layout <= 2 ? layouts[cfg->layout] : "?", cold, alias);
 }
 
+int taso_rt_call_key(const char *key, char *buf, int len) {
+  /* the marks as taso_rt_config_key writes them: " cold=ab" and
+   * " inplace=a" after the layout, "cold:" at the results' shapes */
+  char *out = malloc(strlen(key) + 1);
+  if (!out) return snprintf(buf, (size_t)len, "%s", key);
+  size_t n = 0;
+  for (const char *s = key; *s;) {
+    if (strncmp(s, " cold=", 6) == 0 || strncmp(s, " inplace=", 9) == 0) {
+      s++;
+      while (*s && *s != ' ')
+        s++;
+    } else if (strncmp(s, " out=cold:", 10) == 0) {
+      memcpy(out + n, " out=", 5);
+      n += 5;
+      s += 10;
+    } else {
+      out[n++] = *s++;
+    }
+  }
+  out[n] = 0;
+  int r = snprintf(buf, (size_t)len, "%s", out);
+  free(out);
+  return r;
+}
+
 bool taso_rt_channels_last(const taso_rt_config_t *cfg, int slot) {
   const taso_tensor_t *t = slot < cfg->nin ? &cfg->in[slot] : &cfg->out[slot - cfg->nin];
   return cfg->layout == TASO_RT_NHWC && t->rank == 4 && !(cfg->kind == TASO_OP_CONV2D && slot == 1);

@@ -158,6 +158,15 @@ typedef struct taso_backend {
    * The context owns it and hands it out again for the next configuration,
    * so that measuring allocates once per device, not per configuration. */
   taso_err_t (*scratch)(taso_rt_ctx_t *ctx, int slot, int64_t count, void **buf);
+  /* A call chosen before: algorithm, the describe of a kernel of the
+   * configuration whose key (taso_rt_config_key) is key, as a cost
+   * database row keeps it. A later prepare of a configuration of the same
+   * call (taso_rt_call_key) in FP32 math takes that call instead of
+   * choosing one by timing, where it still runs here; so a run makes the
+   * calls its costs were measured with, and its latency does not change
+   * with a process's choice among close algorithms. false: not a call the
+   * backend chooses (or cannot read), nothing kept. */
+  bool (*reuse)(taso_rt_ctx_t *ctx, const char *key, const char *algorithm);
 } taso_backend_t;
 
 /* The compiled-in backends, NULL-terminated: reference, cpu, then gpu
@@ -222,6 +231,12 @@ int64_t taso_rt_llc_bytes(void);
  * database and the optimizer's cost cache are keyed by it. Returns the
  * length it needs, like snprintf. */
 int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len);
+
+/* The key of the library call a configuration's key names, whatever its
+ * buffers' state: key without its cache marks (" cold=", "out=cold:") and
+ * its aliasing (" inplace="), which decide how a call is timed, not which
+ * call it is. Returns what snprintf would (a longer key is cut). */
+int taso_rt_call_key(const char *key, char *buf, int len);
 
 /* Whether the backend times runs on its own clock (mark_start, mark_stop,
  * elapsed: a device's events), not the host's. */

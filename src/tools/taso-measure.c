@@ -1257,6 +1257,8 @@ static void print_row(const char *model, calibrated_t *c) {
 static taso_err_t print_estimates(const settings_t *s, place_t *p, bool table) {
   taso_costdb_t db;
   TASO_TRY(taso_costdb_read(db_path, false, &db));
+  /* the plans make the calls the steps' costs were measured with */
+  int taken = table && p->ctx ? taso_costdb_reuse(&db, p->dev.identity, s->be, p->ctx) : 0;
   calibrated_t *c = calloc((size_t)s->nmodels + 1, sizeof *c);
   if (!c) {
     taso_costdb_free(&db);
@@ -1280,6 +1282,7 @@ static taso_err_t print_estimates(const settings_t *s, place_t *p, bool table) {
            p->dev.identity, info, db_path, s->calibrate_runs, ALONG_RUNS);
     printf("  per step, the runner's own cost: %.4f ms (the dispatch row; included)\n",
            taso_costdb_dispatch(&db, p->dev.identity));
+    if (taken) printf("  library calls taken from the database: %d\n", taken);
   }
   /* end-to-end runs are measurements: they hold a device as those do */
   taso_device_t *held = NULL;

@@ -789,6 +789,9 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   if (costs_path) {
     TASO_TRY(taso_costdb_read(costs_path, costs_record, &r->db));
     TASO_TRY(choose_device(t, s, r));
+    /* the end-to-end runs make the calls the costs were measured with */
+    int taken = taso_costdb_reuse(&r->db, r->device, s->be, r->ctx);
+    if (taken) taso_tool_print(t, "taso-optimize: %d library calls taken from --costs\n", taken);
     r->source = (taso_costdb_source_t){&r->db, r->device};
     copt.lookup = taso_costdb_lookup;
     copt.lookup_ctx = &r->source;

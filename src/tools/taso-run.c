@@ -10,7 +10,10 @@
  * outputs differ; --inputs/--expect check against stored values.
  * On the gpu backend a plan's runs replay one captured CUDA graph
  * (--no-graph: step by step), and --tf32 lets convolutions and matmuls use
- * TF32 tensor cores; the output says which.
+ * TF32 tensor cores; the output says which. --costs takes the library
+ * calls a cost database's rows were measured with (cuDNN's algorithm of
+ * each convolution), so that a run makes the calls its costs describe and
+ * does not depend on the process's own choice among close algorithms.
  */
 #define _POSIX_C_SOURCE 200809L /* access */
 #include <errno.h>
@@ -20,6 +23,7 @@
 
 #include <unistd.h>
 
+#include "costdb.h"
 #include "onnx.h"
 #include "runtime.h"
 #include "tool.h"
@@ -27,7 +31,8 @@
 static bool profile, no_fusion, runtime_plan, tf32, no_graph;
 static const char *model_spec, *backend_name = "cpu", *runs_text = "20", *warmup_text = "3",
                                *compare_spec, *tolerance_text = "1e-4", *layout_text,
-                               *seed_text = "1", *inputs_dir, *expect_dir, *save_dir;
+                               *seed_text = "1", *inputs_dir, *expect_dir, *save_dir, *costs_path,
+                               *device_text;
 
 static const taso_tool_flag_t flags[] = {
     {"profile", "time each step alone: its share, and the runtime overhead", &profile},
@@ -65,6 +70,12 @@ static const taso_tool_option_t options[] = {
      "DIR/output_K.pb",
      &expect_dir},
     {"save", "DIR", "write output NAME to DIR/NAME.bin (raw float32)", &save_dir},
+    {"costs", "FILE",
+     "make the library calls this cost database measured (cuDNN's algorithm of each "
+     "convolution) instead of choosing by timing",
+     &costs_path},
+    {"device", "ID", "--costs: the rows of device ID (default: the only one of the backend)",
+     &device_text},
     {0},
 };
 
@@ -381,6 +392,22 @@ static taso_err_t time_runs(taso_tool_t *t, loaded_t *l, const settings_t *s) {
   return err;
 }
 
+/* --costs: the database's calls given to the context before any
+ * preparation. */
+static taso_err_t take_calls(const taso_backend_t *be, taso_rt_ctx_t *ctx) {
+  taso_costdb_t db;
+  char device[TASO_COST_DEVICE_LEN];
+  TASO_TRY(taso_costdb_read(costs_path, false, &db));
+  taso_err_t err =
+      taso_costdb_pick_device(&db, costs_path, be->name, device_text, device, sizeof device);
+  if (err == TASO_OK)
+    printf("calls: %d taken from %s (device %s)%s\n", taso_costdb_reuse(&db, device, be, ctx),
+           costs_path, device,
+           be->reuse ? "" : "; this backend's library chooses the same calls every time");
+  taso_costdb_free(&db);
+  return err;
+}
+
 /* The second model on the same backend, seed and inputs. */
 static taso_err_t compare_models(loaded_t *first, const taso_backend_t *be, taso_rt_ctx_t *ctx,
                                  const settings_t *s) {
@@ -413,6 +440,9 @@ int main(int argc, char **argv) {
                    (expect_dir && taso_tool_same_file(save_dir, expect_dir))))
     taso_tool_usage_error(&t, "--save %s names a folder this run reads (--inputs or --expect)",
                           save_dir);
+  if (device_text && !costs_path) taso_tool_usage_error(&t, "--device needs --costs FILE");
+  if (tf32 && costs_path)
+    taso_tool_usage_error(&t, "--tf32: a cost database holds FP32 calls; it takes no --costs");
   const taso_backend_t *be = taso_backend_find(backend_name);
   taso_rt_ctx_t *ctx = NULL;
   loaded_t l;
@@ -433,7 +463,8 @@ int main(int argc, char **argv) {
     if (be->set_tf32)
       printf("math: %s\n", tf32 ? "TF32 tensor cores allowed in convolutions and matmuls (--tf32)"
                                 : "FP32 (no TF32; --tf32 allows it)");
-    err = load(model_spec, be, ctx, &s, &l);
+    if (costs_path) err = take_calls(be, ctx);
+    if (err == TASO_OK) err = load(model_spec, be, ctx, &s, &l);
   }
   if (err == TASO_OK) print_plan(&l);
   if (err == TASO_OK && save_dir) err = save_outputs(&l);

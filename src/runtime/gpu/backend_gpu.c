@@ -538,4 +538,5 @@ const taso_backend_t taso_backend_gpu = {
     .elapsed = gpu_elapsed,
     .flush_cache = gpu_flush_cache,
     .scratch = gpu_scratch,
+    .reuse = gpu_reuse,
 };

@@ -163,7 +163,92 @@ static void algos_keep(gpu_algos_t *t, const gpu_algo_t *e) {
 
 void gpu_algos_free(gpu_algos_t *algos) {
   free(algos->v);
+  for (size_t i = 0; i < algos->ngiven; i++)
+    free(algos->given[i].key);
+  free(algos->given);
   memset(algos, 0, sizeof *algos);
+}
+
+/* ---- calls given by the reuse hook ------------------------------------------ */
+
+#define FUSED_CALL "cudnnConvolutionBiasActivationForward "
+#define PLAIN_CALL "cudnnConvolutionForward "
+
+/* Reads gpu_describe_conv's text back: the call, the algorithm, FP32 math. */
+static bool parse_call(const char *s, gpu_reused_t *r) {
+  const char *p;
+  if (strncmp(s, FUSED_CALL, strlen(FUSED_CALL)) == 0)
+    p = s + strlen(FUSED_CALL), r->fused = true;
+  else if (strncmp(s, PLAIN_CALL, strlen(PLAIN_CALL)) == 0)
+    p = s + strlen(PLAIN_CALL), r->fused = false;
+  else
+    return false;
+  const char *math = ", fma math"; /* the database's rows are FP32 */
+  size_t n = strlen(s), m = strlen(math);
+  if (n < m || strcmp(s + n - m, math) != 0) return false;
+  for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; a++) {
+    const char *name = algorithm_name((cudnnConvolutionFwdAlgo_t)a);
+    size_t len = strlen(name);
+    if (strncmp(p, name, len) == 0 && (p[len] == ' ' || p[len] == ',')) {
+      r->algo = (cudnnConvolutionFwdAlgo_t)a;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool gpu_reuse(taso_rt_ctx_t *ctx, const char *key, const char *algorithm) {
+  gpu_algos_t *t = &ctx->algos;
+  gpu_reused_t r = {0};
+  char call[1024];
+  if (!parse_call(algorithm, &r)) return false;
+  if (taso_rt_call_key(key, call, sizeof call) >= (int)sizeof call) return false;
+  if (t->ngiven == t->given_cap) {
+    size_t cap = t->given_cap ? 2 * t->given_cap : 64;
+    gpu_reused_t *v = realloc(t->given, cap * sizeof *v);
+    if (!v) return false;
+    t->given = v;
+    t->given_cap = cap;
+  }
+  size_t len = strlen(call) + 1;
+  if (!(r.key = malloc(len))) return false;
+  memcpy(r.key, call, len);
+  t->given[t->ngiven++] = r;
+  t->sorted = false;
+  return true;
+}
+
+static int given_cmp(const void *a, const void *b) {
+  return strcmp(((const gpu_reused_t *)a)->key, ((const gpu_reused_t *)b)->key);
+}
+
+/* The call given for k's configuration, if any (FP32 only: the ones
+ * given are), and whether k can make it: the fused call only where it
+ * computes k, the algorithm's workspace within the context's. */
+static bool given_call(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
+  gpu_algos_t *t = &ctx->algos;
+  char key[1024], call[1024];
+  if (!t->ngiven || ctx->tf32) return false;
+  if (!t->sorted) {
+    qsort(t->given, t->ngiven, sizeof *t->given, given_cmp);
+    t->sorted = true;
+  }
+  if (taso_rt_config_key(&k->cfg, key, sizeof key) >= (int)sizeof key) return false;
+  taso_rt_call_key(key, call, sizeof call);
+  gpu_reused_t probe = {.key = call};
+  const gpu_reused_t *r = bsearch(&probe, t->given, t->ngiven, sizeof *t->given, given_cmp);
+  size_t ws = 0;
+  if (!r || (r->fused && !k->can_fuse) || gpu_workspace(ctx) != TASO_OK) return false;
+  if (cudnnSetConvolutionMathType(k->cd, CUDNN_FMA_MATH) != CUDNN_STATUS_SUCCESS ||
+      cudnnGetConvolutionForwardWorkspaceSize(ctx->dnn, k->pd ? k->pd : k->xd, k->wd, k->cd, k->yd,
+                                              r->algo, &ws) != CUDNN_STATUS_SUCCESS ||
+      ws > ctx->workspace_size)
+    return false;
+  k->algo = r->algo;
+  k->ws = ws;
+  k->fused = r->fused;
+  t->reuses++;
+  return true;
 }
 
 /* The problem as the descriptors state it, and the math allowed. */
@@ -339,7 +424,7 @@ static taso_err_t known_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     k->fused = hit->fused;
     return TASO_OK;
   }
-  err = choose_algorithm(ctx, k);
+  err = given_call(ctx, k) ? TASO_OK : choose_algorithm(ctx, k);
   if (err != TASO_OK && err != TASO_ERR_UNSUPPORTED) return err;
   e.found = err == TASO_OK;
   if (e.found) {

@@ -39,14 +39,27 @@ typedef struct {
   char why[256];
 } gpu_algo_t;
 
+/* A convolution's call chosen before (the reuse hook: a cost database's
+ * row), FP32 math. */
+typedef struct {
+  char *key; /* taso_rt_call_key of its configuration */
+  cudnnConvolutionFwdAlgo_t algo;
+  bool fused; /* cudnnConvolutionBiasActivationForward */
+} gpu_reused_t;
+
 /* The context's algorithm choices, an open-addressing hash table: a
  * convolution prepared again (each search step, each layout, each
  * measurement of a rewritten graph) reuses its choice instead of timing
- * every cuDNN algorithm again. */
+ * every cuDNN algorithm again. Before timing, a problem not in the table
+ * looks for its configuration among the calls given to the reuse hook. */
 typedef struct {
   gpu_algo_t *v;
-  size_t cap, n; /* cap is 0 or a power of two */
-  int64_t finds; /* algorithm searches run (not answered from the table) */
+  size_t cap, n;       /* cap is 0 or a power of two */
+  int64_t finds;       /* algorithm searches run (not answered from the table) */
+  gpu_reused_t *given; /* the reuse hook's calls, sorted by key when sorted */
+  size_t ngiven, given_cap;
+  bool sorted;
+  int64_t reuses; /* preparations that took a given call */
 } gpu_algos_t;
 
 struct taso_rt_ctx {
@@ -173,6 +186,10 @@ taso_err_t gpu_buffer(float **buf, int64_t *have, int64_t count);
 
 /* Frees the algorithm table. */
 void gpu_algos_free(gpu_algos_t *algos);
+
+/* The reuse hook (taso_backend_t): keeps a convolution's call read from
+ * its describe; false for anything else. */
+bool gpu_reuse(taso_rt_ctx_t *ctx, const char *key, const char *algorithm);
 
 /* Per-family prepare: fills k (zeroed, cfg copied) or says why not. */
 taso_err_t gpu_prepare_conv(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k);
