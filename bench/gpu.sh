@@ -388,8 +388,9 @@ for spec in $specs; do
   [ "$spec" = resnet50:bn=1 ] && key=none
   printf '| %-16s | %9s | %9s | %9s | %9s | %9s | %9s | %8s |\n' "$spec" "${steps[$spec]:--}" \
     "${fp32[$spec]:--}" "${tf32[$spec]:--}" "${pt_eager[$key]:--}" "${pt_graph[$key]:--}" \
-    "${pt_fp32[$key]:--}" "$(ratio "${est[$spec]:-0}" "${fp32[$spec]:-0}")"
+    "${pt_fp32[$key]:--}" "$(ratio "${est[$spec]:-0}" "${dbrun[$spec]:-${fp32[$spec]:-0}}")"
 done
+echo "(cost/e2e: the sum of costs over the run making the database's calls, part 5)"
 echo
 echo "# $(( $(date +%s) - start )) s in all; commands:"
 sed 's/^/#   /' "$tmp/commands"
