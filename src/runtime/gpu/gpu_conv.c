@@ -338,20 +338,27 @@ static bool use_candidate(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k,
   return false;
 }
 
+/* Results asked of cuDNN's search: every algorithm with each math type
+ * it has. Asking for CUDNN_CONVOLUTION_FWD_ALGO_COUNT (8), as before, may
+ * cut the list after its 8 fastest entries, tensor-op (TF32) ones
+ * included, so that an FP32 search misses its fastest FMA algorithm where
+ * the cut falls differently from process to process (on an H200,
+ * Inception-v3's 1x7 convolutions took 28 us with FFT_TILING in one
+ * process, 55 us with the fused IMPLICIT_GEMM in the next). */
+#define FIND_RESULTS (4 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT)
+
 /* Finds the algorithms that run the convolution on scratch data
  * (cudnnFindConvolutionForwardAlgorithmEx), then times the configuration's
  * whole call with every one of them, fused and not, in two rounds (each
  * call's faster round counts, so that a round while the clock ramps up
  * does not decide), and keeps the fastest. Every algorithm, not cuDNN's
  * first few: its ranking of close algorithms changes from process to
- * process, and with it the choice (on an H200, Inception-v3's 7x1
- * convolutions took 26 us with FFT_TILING and our epilogue in one process,
- * 55 us with the fused IMPLICIT_GEMM in another). */
+ * process. */
 static taso_err_t choose_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   taso_err_t err = TASO_OK;
   float *in[TASO_RT_MAX_IN] = {0}, *out[2] = {0};
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  conv_candidate_t cand[2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  cudnnConvolutionFwdAlgoPerf_t perf[FIND_RESULTS];
+  conv_candidate_t cand[2 * FIND_RESULTS];
   cudaEvent_t ev[2] = {0};
   int found = 0, tried = 0, ncand = 0, best = -1; /* best: index in cand */
   char last[256] = "no algorithm returned";
@@ -363,7 +370,7 @@ static taso_err_t choose_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   if (k->padded) CUDA_TRY(gpu_pad(in[0], k->padded, k->win, ctx->stream));
   CUDNN_TRY(cudnnFindConvolutionForwardAlgorithmEx(
       ctx->dnn, k->pd ? k->pd : k->xd, k->padded ? k->padded : in[0], k->wd, in[1], k->cd, k->yd,
-      out[0], CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, ctx->workspace, ctx->workspace_size));
+      out[0], FIND_RESULTS, &found, perf, ctx->workspace, ctx->workspace_size));
   for (int i = 0; i < found; i++) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ctx->workspace_size) continue;
     if (!ctx->tf32 && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH)
