@@ -339,12 +339,9 @@ static bool use_candidate(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k,
 }
 
 /* Results asked of cuDNN's search: every algorithm with each math type
- * it has. Asking for CUDNN_CONVOLUTION_FWD_ALGO_COUNT (8), as before, may
- * cut the list after its 8 fastest entries, tensor-op (TF32) ones
- * included, so that an FP32 search misses its fastest FMA algorithm where
- * the cut falls differently from process to process (on an H200,
- * Inception-v3's 1x7 convolutions took 28 us with FFT_TILING in one
- * process, 55 us with the fused IMPLICIT_GEMM in the next). */
+ * it has, so that an FP32 search sees every FMA entry (asking for
+ * CUDNN_CONVOLUTION_FWD_ALGO_COUNT could cut the list after 8 entries,
+ * tensor-op ones included). */
 #define FIND_RESULTS (4 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT)
 
 /* Finds the algorithms that run the convolution on scratch data
