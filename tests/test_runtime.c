@@ -678,6 +678,9 @@ static void test_config_key(void) {
   CHECK_STR(call, ka);
   CHECK(taso_rt_call_key(ka, call, sizeof call) == (int)strlen(ka));
   CHECK_STR(call, ka);
+  char cut[12]; /* a short buffer gets the start, the length stays the whole */
+  CHECK(taso_rt_call_key(kb, cut, sizeof cut) == (int)strlen(ka));
+  CHECK(strncmp(cut, ka, sizeof cut - 1) == 0 && strlen(cut) == sizeof cut - 1);
   b.layout = TASO_RT_NHWC;
   taso_rt_config_key(&b, kb, sizeof kb);
   taso_rt_call_key(kb, call, sizeof call);

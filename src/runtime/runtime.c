@@ -168,27 +168,22 @@ int taso_rt_config_key(const taso_rt_config_t *cfg, char *buf, int len) {
 
 int taso_rt_call_key(const char *key, char *buf, int len) {
   /* the marks as taso_rt_config_key writes them: " cold=ab" and
-   * " inplace=a" after the layout, "cold:" at the results' shapes */
-  char *out = malloc(strlen(key) + 1);
-  if (!out) return snprintf(buf, (size_t)len, "%s", key);
-  size_t n = 0;
+   * " inplace=a" after the layout, "cold:" after "out=" */
+  int n = 0;
   for (const char *s = key; *s;) {
     if (strncmp(s, " cold=", 6) == 0 || strncmp(s, " inplace=", 9) == 0) {
-      s++;
-      while (*s && *s != ' ')
+      do
         s++;
-    } else if (strncmp(s, " out=cold:", 10) == 0) {
-      memcpy(out + n, " out=", 5);
-      n += 5;
-      s += 10;
+      while (*s && *s != ' ');
+    } else if (s - key >= 4 && strncmp(s - 4, "out=", 4) == 0 && strncmp(s, "cold:", 5) == 0) {
+      s += 5;
     } else {
-      out[n++] = *s++;
+      if (n + 1 < len) buf[n] = *s;
+      n++, s++;
     }
   }
-  out[n] = 0;
-  int r = snprintf(buf, (size_t)len, "%s", out);
-  free(out);
-  return r;
+  if (len > 0) buf[n < len ? n : len - 1] = '\0';
+  return n;
 }
 
 bool taso_rt_channels_last(const taso_rt_config_t *cfg, int slot) {

@@ -90,11 +90,14 @@ static const char *algorithm_name(cudnnConvolutionFwdAlgo_t a) {
   }
 }
 
+/* The calls as gpu_describe_conv names them and parse_call reads them. */
+#define FUSED_CALL "cudnnConvolutionBiasActivationForward "
+#define PLAIN_CALL "cudnnConvolutionForward "
+
 void gpu_describe_conv(const taso_rt_kernel_t *k, char *buf, int len) {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   cudnnGetConvolutionMathType(k->cd, &math);
-  snprintf(buf, (size_t)len, "%s %s%s%s, %s math",
-           k->fused ? "cudnnConvolutionBiasActivationForward" : "cudnnConvolutionForward",
+  snprintf(buf, (size_t)len, "%s%s%s%s, %s math", k->fused ? FUSED_CALL : PLAIN_CALL,
            algorithm_name(k->algo), has_epilogue(k) ? " + epilogue kernel" : "",
            k->padded ? ", explicit padding" : "",
            math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
@@ -171,9 +174,6 @@ void gpu_algos_free(gpu_algos_t *algos) {
 
 /* ---- calls given by the reuse hook ------------------------------------------ */
 
-#define FUSED_CALL "cudnnConvolutionBiasActivationForward "
-#define PLAIN_CALL "cudnnConvolutionForward "
-
 /* Reads gpu_describe_conv's text back: the call, the algorithm, FP32 math. */
 static bool parse_call(const char *s, gpu_reused_t *r) {
   const char *p;
@@ -247,7 +247,6 @@ static bool given_call(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   k->algo = r->algo;
   k->ws = ws;
   k->fused = r->fused;
-  t->reuses++;
   return true;
 }
 
@@ -359,7 +358,6 @@ static taso_err_t choose_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   cudaEvent_t ev[2] = {0};
   int found = 0, tried = 0, ncand = 0, best = -1; /* best: index in cand */
   char last[256] = "no algorithm returned";
-  ctx->algos.finds++;
   if ((err = gpu_workspace(ctx)) != TASO_OK) goto fail;
   if ((err = scratch_fill(ctx, k, in, out)) != TASO_OK) goto fail;
   for (int i = 0; i < 2; i++)

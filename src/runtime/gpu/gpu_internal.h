@@ -55,11 +55,9 @@ typedef struct {
 typedef struct {
   gpu_algo_t *v;
   size_t cap, n;       /* cap is 0 or a power of two */
-  int64_t finds;       /* algorithm searches run (not answered from the table) */
   gpu_reused_t *given; /* the reuse hook's calls, sorted by key when sorted */
   size_t ngiven, given_cap;
   bool sorted;
-  int64_t reuses; /* preparations that took a given call */
 } gpu_algos_t;
 
 struct taso_rt_ctx {
