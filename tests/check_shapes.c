@@ -214,7 +214,7 @@ static taso_err_t run_instance(direction_t *d, const taso_inputs_t *at, bool hol
                                    &chk);
   grd.host_val = any.host_val;
   if (err == TASO_OK && guard)
-    err = taso_rewrite_all_guarded(guard, d->rule, d->dir, d->lhs, types, d->lhs, d->rhs,
+    err = taso_rewrite_all_guarded(guard, d->rule, d->dir, d->lhs, types, d->lhs, d->rhs, d->cond,
                                    compare_result, &grd);
   if (err != TASO_OK) goto done;
   count_guarded(d, at, holds, &any, &grd);

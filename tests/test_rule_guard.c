@@ -68,7 +68,8 @@ static void rewrites(rule_t *r, const taso_inputs_t *t, int *checked, int *guard
   CHECK_OK(taso_shape_cond_of(&r->lhs, &r->rhs, &r->table, &cond));
   CHECK_OK(
       taso_rewrite_all_checked(&r->lhs, types, &r->lhs, &r->rhs, &r->table, &cond, count, checked));
-  CHECK_OK(taso_rewrite_all_guarded(r->g, 7, 0, &r->lhs, types, &r->lhs, &r->rhs, count, guarded));
+  CHECK_OK(taso_rewrite_all_guarded(r->g, 7, 0, &r->lhs, types, &r->lhs, &r->rhs, &cond, count,
+                                    guarded));
   taso_shape_cond_free(&cond);
   free(types);
 }

@@ -2,6 +2,7 @@
 
 #include "job.h"
 #include "match.h"
+#include "rules.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -44,8 +45,8 @@ typedef struct {
 struct taso_deriver {
   taso_inputs_t in; /* the table every graph is typed on */
   taso_derive_opts_t o;
-  taso_shape_cond_t *cond; /* 2 per rule: src => dst, dst => src */
-  uint8_t *has_cond;       /* per direction: cond computed (its lhs has operators) */
+  taso_rule_t *rule;       /* 2 per rule: src => dst, dst => src (rules.h: with its condition) */
+  uint8_t *has_cond;       /* per direction: rule made (its lhs has operators) */
   uint64_t *mask;          /* per direction: the lhs's kinds (reached_t.mask) */
   int64_t ncond, cond_cap; /* rules whose conditions are computed */
   /* the directions 2 * rule + dir whose lhs has operators and rhs none,
@@ -108,8 +109,8 @@ void taso_deriver_free(taso_deriver_t *d) {
     free(d->side[k].slot);
   }
   for (int64_t i = 0; i < 2 * d->ncond; i++)
-    if (d->has_cond[i]) taso_shape_cond_free(&d->cond[i]);
-  free(d->cond);
+    if (d->has_cond[i]) taso_rule_free(&d->rule[i]);
+  free(d->rule);
   free(d->has_cond);
   free(d->mask);
   free(d->bare);
@@ -127,12 +128,13 @@ static uint64_t kind_mask(const uint8_t *kinds) {
   return m;
 }
 
-/* The shape conditions of rules [d->ncond, nrules), both directions. */
+/* Rules [d->ncond, nrules), both directions, with their shape conditions
+ * (taso_rule_init). */
 static taso_err_t add_conditions(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrules) {
   if (nrules > d->cond_cap) {
     int64_t cap = nrules > 2 * d->cond_cap ? nrules : 2 * d->cond_cap;
-    taso_shape_cond_t *c = realloc(d->cond, sizeof *c * (size_t)(2 * cap));
-    if (c) d->cond = c;
+    taso_rule_t *c = realloc(d->rule, sizeof *c * (size_t)(2 * cap));
+    if (c) d->rule = c;
     uint8_t *h = realloc(d->has_cond, (size_t)(2 * cap));
     if (h) d->has_cond = h;
     uint64_t *m = realloc(d->mask, sizeof *m * (size_t)(2 * cap));
@@ -150,7 +152,11 @@ static taso_err_t add_conditions(taso_deriver_t *d, const taso_cand_t *rules, in
       d->has_cond[at] = 0;
       d->mask[at] = kind_mask(r->kinds[dir]);
       if (taso_graph_ops(lhs) == 0) continue; /* a bare input matches everything */
-      TASO_TRY(taso_shape_cond_of(lhs, rhs, &d->in, &d->cond[at]));
+      taso_err_t err = taso_rule_init(&d->rule[at], lhs, rhs, &d->in, d->ncond, dir == 1);
+      if (err != TASO_OK) {
+        taso_rule_free(&d->rule[at]);
+        return err;
+      }
       d->has_cond[at] = 1;
       /* once, even where an earlier call failed past this direction */
       if (taso_graph_ops(rhs) == 0 && (d->nbare == 0 || d->bare[d->nbare - 1] < at))
@@ -288,10 +294,11 @@ static taso_err_t expand(layer_t *l, const taso_cand_t *rules, int64_t nrules, i
       const taso_graph_t *lhs = dir ? &rules[k].dst : &rules[k].src;
       const taso_graph_t *rhs = dir ? &rules[k].src : &rules[k].dst;
       if (d->o.rewrite)
-        TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, k, dir, &host.g, host.types, lhs, rhs, reached, l));
+        TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, k, dir, &host.g, host.types, lhs, rhs,
+                              &d->rule[at].cond, reached, l));
       else
-        TASO_TRY(taso_rewrite_all_checked(&host.g, host.types, lhs, rhs, &d->in,
-                                          &d->cond[2 * k + dir], reached, l));
+        TASO_TRY(taso_rewrite_all_checked(&host.g, host.types, lhs, rhs, &d->in, &d->rule[at].cond,
+                                          reached, l));
     }
   return TASO_OK;
 }
@@ -353,9 +360,10 @@ static taso_err_t lookahead(taso_deriver_t *d, const taso_cand_t *rules, int64_t
       p.rule = k;
       p.dir = dir;
       if (d->o.rewrite)
-        TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, k, dir, &host.g, host.types, lhs, rhs, peeked, &p));
+        TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, k, dir, &host.g, host.types, lhs, rhs,
+                              &d->rule[at].cond, peeked, &p));
       else
-        TASO_TRY(taso_rewrite_all_checked(&host.g, host.types, lhs, rhs, &d->in, &d->cond[at],
+        TASO_TRY(taso_rewrite_all_checked(&host.g, host.types, lhs, rhs, &d->in, &d->rule[at].cond,
                                           peeked, &p));
     }
   }
@@ -431,7 +439,8 @@ static taso_err_t check_edge(taso_deriver_t *d, const taso_cand_t *rules, const 
   check_t c = {.to = &to->g, .hash = to->hash};
   const taso_graph_t *lhs = dir ? &rules[rule].dst : &rules[rule].src;
   const taso_graph_t *rhs = dir ? &rules[rule].src : &rules[rule].dst;
-  TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, rule, dir, &from->g, from->types, lhs, rhs, checked, &c));
+  TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, rule, dir, &from->g, from->types, lhs, rhs,
+                        &d->rule[2 * rule + dir].cond, checked, &c));
   *ok = c.found;
   if (c.found) return TASO_OK;
   if (d->nforbidden == d->capforbidden) {

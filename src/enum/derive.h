@@ -77,7 +77,8 @@ typedef taso_err_t (*taso_derive_rewrite_fn)(void *ctx, int64_t rule, int dir,
                                              const taso_graph_t *host,
                                              const taso_tensor_t *host_types,
                                              const taso_graph_t *lhs, const taso_graph_t *rhs,
-                                             taso_rewrite_fn fn, void *fn_ctx);
+                                             const taso_shape_cond_t *cond, taso_rewrite_fn fn,
+                                             void *fn_ctx);
 
 typedef struct {
   int max_steps; /* rewrites in all, both sides together; 0: TASO_DEFAULT_DERIVE_STEPS (job.h) */

@@ -172,7 +172,7 @@ static taso_err_t apply_rule(taso_expander_t *x, int r) {
   x->rule = r;
   if (x->guard)
     return taso_rewrite_all_guarded_traced(x->guard, r, 0, x->host, x->host_types, x->host_params,
-                                           &rule->lhs, &rule->rhs, traced_child, x);
+                                           &rule->lhs, &rule->rhs, &rule->cond, traced_child, x);
   return taso_rewrite_all_traced(x->host, x->host_types, x->host_params, &rule->lhs, &rule->rhs,
                                  &x->rules->inputs, taso_shape_cond_accepts,
                                  (void *)(uintptr_t)&rule->cond, traced_child, x);

@@ -11,12 +11,9 @@
  * dropped by a collision; like it, a result with twice the input's node
  * count or more is not queued.
  *
- * Rules come from a taso-substitutions file: each proved row, in both
- * directions (a proof of equality holds both ways; the generator's
- * direction is only its canonical order). They are applied as patterns
- * over every shape (taso_rewrite_all with any_type), so the result must be
- * checked on the model (taso-run --compare) until the matcher checks each
- * rule's shape conditions.
+ * Rules come from taso-substitutions files (rules.h): each proved row, in
+ * both directions. A rule applies where its recorded shape condition
+ * holds, or where the rule guard proves it again (options.guard).
  */
 #ifndef TASO_SEARCH_H
 #define TASO_SEARCH_H
@@ -30,49 +27,7 @@
 #include "cost.h"
 #include "match.h"
 #include "rule_guard.h"
-#include "shape_cond.h"
-
-/* One directed rule: lhs => rhs over the substitution file's input table. */
-typedef struct {
-  taso_graph_t lhs, rhs;
-  int64_t row;            /* the substitution's row in the file */
-  bool reversed;          /* rhs => lhs of that row */
-  uint32_t kinds;         /* bit k: lhs has an operator of kind k (a quick pre-filter) */
-  taso_shape_cond_t cond; /* the shape relation it was proved at (shape_cond.h) */
-} taso_rule_t;
-
-typedef struct {
-  taso_inputs_t inputs; /* the file's /inputs: the rules' pattern variables */
-  taso_rule_t *v;
-  int n;
-} taso_rules_t;
-
-/* The rules of the proved rows (both directions; a direction whose lhs has
- * no operator, or whose rhs reads an input its lhs lacks, is left out).
- * graphs/rows as taso_artifact_read_graphs/_substs give them; inputs is
- * copied. */
-taso_err_t taso_rules_make(const taso_inputs_t *inputs, const taso_graph_t *graphs, int64_t ngraphs,
-                           const taso_subst_t *rows, int64_t nrows, taso_rules_t *rules);
-/* Appends the rules of one more substitutions file: its inputs join
- * rules->inputs (one entry per name and shape; a name another file gave
- * another shape becomes NAME_2, NAME_3...), its rows are numbered from
- * row_base on (the files' rows in order, one numbering). */
-taso_err_t taso_rules_add(taso_rules_t *rules, const taso_inputs_t *inputs,
-                          const taso_graph_t *graphs, int64_t ngraphs, const taso_subst_t *rows,
-                          int64_t nrows, int64_t row_base);
-void taso_rules_free(taso_rules_t *rules);
-
-/* The rules of taso-substitutions files (taso-verify's output), paths a
- * comma-separated list ("A.h5,B.h5": taso_rules_add in that order), read
- * on every rank of comm (collective); *proved counts their proved rows.
- * Any other file, or one with no proved row, is an error naming it. */
-taso_err_t taso_rules_load(MPI_Comm comm, const char *paths, taso_rules_t *rules, int64_t *proved);
-
-/* Bit k set: g has an operator of kind k (a rule's quick pre-filter). */
-uint32_t taso_graph_kinds(const taso_graph_t *g);
-
-/* "lhs => rhs" in the registry's text form; returns the length it needs. */
-int taso_rule_format(const taso_rules_t *rules, int i, char *buf, int len);
+#include "rules.h"
 
 /* Called about every progress_interval seconds during a search. */
 typedef void (*taso_search_progress_fn)(void *ctx, int64_t explored, int64_t queued, double best_ms,

@@ -45,8 +45,9 @@ void taso_tool_guard_close(taso_axioms_t *ax, taso_rule_guard_t *guard) {
 
 taso_err_t taso_tool_guard_rewrite(void *guard, int64_t rule, int dir, const taso_graph_t *host,
                                    const taso_tensor_t *host_types, const taso_graph_t *lhs,
-                                   const taso_graph_t *rhs, taso_rewrite_fn fn, void *fn_ctx) {
-  return taso_rewrite_all_guarded(guard, rule, dir, host, host_types, lhs, rhs, fn, fn_ctx);
+                                   const taso_graph_t *rhs, const taso_shape_cond_t *cond,
+                                   taso_rewrite_fn fn, void *fn_ctx) {
+  return taso_rewrite_all_guarded(guard, rule, dir, host, host_types, lhs, rhs, cond, fn, fn_ctx);
 }
 
 void taso_tool_guard_optimistic(void *guard, bool on) {

@@ -36,7 +36,8 @@ void taso_tool_guard_close(taso_axioms_t *ax, taso_rule_guard_t *guard);
 /* The derivation hook (taso_derive_rewrite_fn) with the guard as ctx. */
 taso_err_t taso_tool_guard_rewrite(void *guard, int64_t rule, int dir, const taso_graph_t *host,
                                    const taso_tensor_t *host_types, const taso_graph_t *lhs,
-                                   const taso_graph_t *rhs, taso_rewrite_fn fn, void *fn_ctx);
+                                   const taso_graph_t *rhs, const taso_shape_cond_t *cond,
+                                   taso_rewrite_fn fn, void *fn_ctx);
 
 /* The derivation's optimistic switch (derive.h) with the guard as ctx. */
 void taso_tool_guard_optimistic(void *guard, bool on);

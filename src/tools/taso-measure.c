@@ -412,8 +412,8 @@ static taso_err_t rewrite_all(const settings_t *s, const taso_graph_t *host,
   for (int r = 0; r < s->rules.n && err == TASO_OK; r++) {
     const taso_rule_t *rule = &s->rules.v[r];
     if (rule->kinds & ~kinds) continue; /* an lhs operator the host lacks */
-    err =
-        taso_rewrite_all_guarded(s->guard, r, 0, host, types, &rule->lhs, &rule->rhs, on_result, x);
+    err = taso_rewrite_all_guarded(s->guard, r, 0, host, types, &rule->lhs, &rule->rhs, &rule->cond,
+                                   on_result, x);
   }
   return err;
 }

@@ -86,8 +86,6 @@ static void map_free(map_t *m) {
   for (size_t i = 0; i < m->nbuckets; i++)
     for (entry_t *e = m->bucket[i], *next; e; e = next) {
       next = e->next;
-      if (e->cond) taso_shape_cond_free(e->cond);
-      free(e->cond);
       free(e->key);
       free(e);
     }
@@ -116,7 +114,7 @@ static taso_err_t put(buf_t *k, const void *p, size_t len) {
 }
 
 /* What every key starts with: the rule, the direction and the kind of
- * entry ('C' condition, 'V' verdict). */
+ * entry ('V': a verdict). */
 static taso_err_t key_head(buf_t *k, int64_t rule, int dir, char kind) {
   k->n = 0;
   uint8_t d = (uint8_t)dir;
@@ -149,7 +147,7 @@ struct taso_rule_guard {
   const taso_axioms_t *ax;
   taso_rule_guard_opts_t opt;
   taso_prover_t *prover; /* made at the first proof */
-  map_t conds, verdicts;
+  map_t verdicts;
   buf_t key;
   double *seconds; /* per decision */
   int64_t nseconds, capseconds;
@@ -194,7 +192,6 @@ taso_err_t taso_rule_guard_open(const taso_inputs_t *in, const taso_axioms_t *ax
 void taso_rule_guard_close(taso_rule_guard_t *g) {
   if (!g) return;
   taso_prover_free(g->prover);
-  map_free(&g->conds);
   map_free(&g->verdicts);
   taso_rule_guard_questions_clear(g);
   free(g->questions);
@@ -223,28 +220,6 @@ void taso_rule_guard_stats(const taso_rule_guard_t *g, taso_rule_guard_stats_t *
 
 const char *taso_rule_guard_last_refusal(const taso_rule_guard_t *g) {
   return g->refusal;
-}
-
-/* The recorded condition of a rule and direction: computed at the
- * guard's table the first time, then kept. */
-static taso_err_t recorded(taso_rule_guard_t *g, int64_t rule, int dir, const taso_graph_t *lhs,
-                           const taso_graph_t *rhs, const taso_shape_cond_t **out) {
-  TASO_TRY(key_head(&g->key, rule, dir, 'C'));
-  entry_t *e = map_find(&g->conds, g->key.b, g->key.n);
-  if (!e) {
-    taso_shape_cond_t *c = calloc(1, sizeof *c);
-    if (!c) return taso_error(TASO_ERR_NOMEM, "rule guard");
-    taso_err_t err = taso_shape_cond_of(lhs, rhs, &g->in, c);
-    if (err == TASO_OK) err = map_add(&g->conds, g->key.b, g->key.n, &e);
-    if (err != TASO_OK) {
-      taso_shape_cond_free(c);
-      free(c);
-      return err;
-    }
-    e->cond = c;
-  }
-  *out = e->cond;
-  return TASO_OK;
 }
 
 /* ---- the numeric check's instance ---------------------------------------- */
@@ -589,9 +564,8 @@ static taso_err_t guard_accepts(void *ctx, const taso_inputs_t *at, const taso_t
 taso_err_t taso_rewrite_all_guarded(taso_rule_guard_t *g, int64_t rule, int dir,
                                     const taso_graph_t *host, const taso_tensor_t *host_types,
                                     const taso_graph_t *lhs, const taso_graph_t *rhs,
-                                    taso_rewrite_fn fn, void *ctx) {
-  call_t c = {.g = g, .rule = rule, .dir = dir, .lhs = lhs, .rhs = rhs};
-  TASO_TRY(recorded(g, rule, dir, lhs, rhs, &c.cond));
+                                    const taso_shape_cond_t *cond, taso_rewrite_fn fn, void *ctx) {
+  call_t c = {.g = g, .rule = rule, .dir = dir, .lhs = lhs, .rhs = rhs, .cond = cond};
   return taso_rewrite_all_accepting(host, host_types, lhs, rhs, &g->in, guard_accepts, &c, fn, ctx);
 }
 
@@ -599,19 +573,18 @@ taso_err_t taso_rewrite_all_guarded_traced(taso_rule_guard_t *g, int64_t rule, i
                                            const taso_graph_t *host,
                                            const taso_tensor_t *host_types,
                                            const uint64_t *host_params, const taso_graph_t *lhs,
-                                           const taso_graph_t *rhs, taso_traced_fn fn, void *ctx) {
-  call_t c = {.g = g, .rule = rule, .dir = dir, .lhs = lhs, .rhs = rhs};
-  TASO_TRY(recorded(g, rule, dir, lhs, rhs, &c.cond));
+                                           const taso_graph_t *rhs, const taso_shape_cond_t *cond,
+                                           taso_traced_fn fn, void *ctx) {
+  call_t c = {.g = g, .rule = rule, .dir = dir, .lhs = lhs, .rhs = rhs, .cond = cond};
   return taso_rewrite_all_traced(host, host_types, host_params, lhs, rhs, &g->in, guard_accepts, &c,
                                  fn, ctx);
 }
 
 taso_err_t taso_rule_guard_accepts(taso_rule_guard_t *g, int64_t rule, int dir,
                                    const taso_graph_t *lhs, const taso_graph_t *rhs,
-                                   const taso_inputs_t *at, bool *accept) {
-  const taso_shape_cond_t *cond;
+                                   const taso_shape_cond_t *cond, const taso_inputs_t *at,
+                                   bool *accept) {
   *accept = false;
-  TASO_TRY(recorded(g, rule, dir, lhs, rhs, &cond));
   taso_tensor_t *lt = malloc(sizeof *lt * (size_t)(2 * lhs->nnodes + 1));
   taso_tensor_t *rt = malloc(sizeof *rt * (size_t)(2 * rhs->nnodes + 1));
   taso_err_t err = lt && rt ? TASO_OK : taso_error(TASO_ERR_NOMEM, "rule guard");

@@ -79,24 +79,28 @@ void taso_rule_guard_close(taso_rule_guard_t *g);
  * matches of taso_rewrite_all_accepting). rule and dir name the
  * substitution and its direction (e.g. its row in the artifact, and 0 for
  * src => dst, 1 for dst => src): every call with the same rule and dir
- * must pass the same lhs and rhs, whose recorded condition is computed at
- * the first call. */
+ * must pass the same lhs and rhs. cond is the rule's recorded condition,
+ * computed at the guard's input table (taso_rule_init, rules.h, computes
+ * and carries it). */
 taso_err_t taso_rewrite_all_guarded(taso_rule_guard_t *g, int64_t rule, int dir,
                                     const taso_graph_t *host, const taso_tensor_t *host_types,
                                     const taso_graph_t *lhs, const taso_graph_t *rhs,
-                                    taso_rewrite_fn fn, void *ctx);
+                                    const taso_shape_cond_t *cond, taso_rewrite_fn fn, void *ctx);
 /* The same, with each result's provenance (taso_rewrite_all_traced). */
 taso_err_t taso_rewrite_all_guarded_traced(taso_rule_guard_t *g, int64_t rule, int dir,
                                            const taso_graph_t *host,
                                            const taso_tensor_t *host_types,
                                            const uint64_t *host_params, const taso_graph_t *lhs,
-                                           const taso_graph_t *rhs, taso_traced_fn fn, void *ctx);
+                                           const taso_graph_t *rhs, const taso_shape_cond_t *cond,
+                                           taso_traced_fn fn, void *ctx);
 
-/* The decision alone for one instance: lhs => rhs at the input table at
- * (the guard's table with the bound inputs' types). */
+/* The decision alone for one instance: lhs => rhs (recorded condition
+ * cond) at the input table at (the guard's table with the bound inputs'
+ * types). */
 taso_err_t taso_rule_guard_accepts(taso_rule_guard_t *g, int64_t rule, int dir,
                                    const taso_graph_t *lhs, const taso_graph_t *rhs,
-                                   const taso_inputs_t *at, bool *accept);
+                                   const taso_shape_cond_t *cond, const taso_inputs_t *at,
+                                   bool *accept);
 
 /* Sharing verdicts between guards over the same substitutions (the same
  * rule ids), input table, axioms and options, e.g. the ranks of one run:

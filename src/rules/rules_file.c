@@ -1,14 +1,14 @@
 /*
- * Rules from a substitutions file, and one rewrite step by all of them
- * (search.h): shared by taso-optimize, which searches over them, and
- * taso-measure --expand, which measures what they can make.
+ * Rules from substitutions files (rules.h): shared by taso-optimize, which
+ * searches over them, taso-measure --expand, which measures what they can
+ * make, and taso-rules and taso-show.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "search.h"
+#include "rules.h"
 
 /* Refuses anything but a verified substitution set, saying what it is. */
 static taso_err_t check_substitutions(const char *path) {
