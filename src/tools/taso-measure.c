@@ -40,13 +40,14 @@
 #include <omp.h>
 
 #include "collective.h"
+#include "cost.h"
 #include "costdb.h"
 #include "derive_guard.h"
 #include "device.h"
 #include "hash.h"
 #include "rule_guard.h"
+#include "rules.h"
 #include "runtime.h"
-#include "search.h"
 #include "select.h"
 #include "tool.h"
 

@@ -569,7 +569,8 @@ static taso_err_t save_verdicts(taso_tool_t *t, run_t *r) {
 static taso_err_t check(taso_tool_t *t, const settings_t *s, run_t *r, double *relative) {
   const taso_search_result_t *res = &r->result;
   int step = 0;
-  TASO_TRY(taso_path_first_difference(s->be, r->ctx, &r->m, res, CHECK_TOLERANCE, &step, relative));
+  TASO_TRY(taso_path_first_difference(s->be, r->ctx, &r->m, res->path, res->steps, CHECK_TOLERANCE,
+                                      &step, relative));
   if (!(*relative <= CHECK_TOLERANCE) && step == 0)
     *relative = INFINITY; /* no single rewrite differs: say so, never pass */
   if (*relative <= CHECK_TOLERANCE) {
@@ -583,7 +584,7 @@ static taso_err_t check(taso_tool_t *t, const settings_t *s, run_t *r, double *r
   if (step > 0) {
     int k = res->path_rules[step];
     taso_rule_format(&r->rules, k, rule, sizeof rule);
-    taso_path_describe(&r->m, res, step, made, sizeof made);
+    taso_graph_describe_change(&r->m, &res->path[step - 1], &res->path[step], made, sizeof made);
     snprintf(t->findings, sizeof t->findings,
              "rewrite %d of %d (row %lld) changes the outputs by %.3g relative", step, res->steps,
              (long long)r->rules.v[k].row, *relative);

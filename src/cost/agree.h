@@ -1,17 +1,20 @@
 /*
- * Whether rewritten graphs of a model still compute what the model does.
+ * Rewritten graphs of a model against the model: whether they compute
+ * what it does, and whether they run faster.
  *
- * Until the matcher checks each substitution's proved shape conditions,
- * the optimizer applies rules as patterns over every shape, so a rewrite
- * can change a model's outputs where a rule does not hold. This runs
- * graphs of a model on seeded inputs and weights (as taso-run --compare
- * does) and, when the result differs, finds the first rewrite on the
- * search's path that changed the outputs, to name its rule and shapes.
+ * Every rule applies only where it is proved, so a rewritten graph should
+ * compute what the model does; the optimizer still checks it, end to end,
+ * before writing anything. This runs graphs of a model on seeded inputs
+ * and weights (as taso-run --compare does) and, when a search's result
+ * differs, finds the first rewrite on its path that changed the outputs,
+ * to name its rule and shapes. Then it times the two models side by side
+ * and says how many paired runs a faster result must win (a sign test).
  */
 #ifndef TASO_AGREE_H
 #define TASO_AGREE_H
 
-#include "search.h"
+#include "model.h"
+#include "runtime.h"
 
 /* Largest relative output difference (max |a - b| over max |b|, per
  * output) of graph g, over m's inputs, against m's own graph, both run on
@@ -19,12 +22,13 @@
 taso_err_t taso_graph_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
                                  const taso_graph_t *g, double *relative);
 
-/* The first rewrite on r's path whose result differs from m by more than
- * tolerance: *step (1 to r->steps), or 0 when the result agrees;
+/* The first rewrite on a path of graphs (path[0], m's graph, then steps
+ * rewrites, path[steps] the result) whose graph differs from m by more
+ * than tolerance: *step (1 to steps), or 0 when the result agrees;
  * *relative is that graph's difference (the result's when it agrees). */
 taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
-                                      const taso_search_result_t *r, double tolerance, int *step,
-                                      double *relative);
+                                      const taso_graph_t *path, int steps, double tolerance,
+                                      int *step, double *relative);
 
 /* End-to-end latencies of models a and b (*a_ms, *b_ms) on be, with a's
  * seeded run-time inputs (b must take the same ones, in the same order)
@@ -46,9 +50,10 @@ taso_err_t taso_model_latencies(const taso_backend_t *be, taso_rt_ctx_t *ctx, ta
  * even all n do. */
 int taso_sign_test_needed(int n, double alpha);
 
-/* What rewrite `step` of r's path made that its parent lacks: one line per
- * new operator configuration, "conv2d(...) in=... out=...", to buf. */
-void taso_path_describe(const taso_model_t *m, const taso_search_result_t *r, int step, char *buf,
-                        int len);
+/* What a rewrite of parent (a graph over m's inputs) into child made that
+ * the parent lacks: one line per new operator configuration,
+ * "conv2d(...) in=... out=...", to buf. */
+void taso_graph_describe_change(const taso_model_t *m, const taso_graph_t *parent,
+                                const taso_graph_t *child, char *buf, int len);
 
 #endif

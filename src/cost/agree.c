@@ -101,17 +101,17 @@ taso_err_t taso_graph_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx, t
 }
 
 taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
-                                      const taso_search_result_t *r, double tolerance, int *step,
-                                      double *relative) {
+                                      const taso_graph_t *path, int steps, double tolerance,
+                                      int *step, double *relative) {
   TASO_TRY(taso_model_make_weights(m));
   buffers_t ref = {0};
   *step = 0;
   taso_err_t err = run_view(be, ctx, m, &ref);
-  if (err == TASO_OK) err = difference_to(be, ctx, m, &r->path[r->steps], &ref, relative);
+  if (err == TASO_OK) err = difference_to(be, ctx, m, &path[steps], &ref, relative);
   /* the result differs: which rewrite made it so? */
   bool differs = err == TASO_OK && !(*relative <= tolerance);
-  for (int k = 1; differs && err == TASO_OK && k <= r->steps && !*step; k++) {
-    err = difference_to(be, ctx, m, &r->path[k], &ref, relative);
+  for (int k = 1; differs && err == TASO_OK && k <= steps && !*step; k++) {
+    err = difference_to(be, ctx, m, &path[k], &ref, relative);
     if (err == TASO_OK && !(*relative <= tolerance)) *step = k;
   }
   buffers_free(&ref);
@@ -201,11 +201,11 @@ static char **keys_of(const taso_model_t *m, const taso_graph_t *g, int *n) {
   return keys;
 }
 
-void taso_path_describe(const taso_model_t *m, const taso_search_result_t *r, int step, char *buf,
-                        int len) {
+void taso_graph_describe_change(const taso_model_t *m, const taso_graph_t *parent_graph,
+                                const taso_graph_t *child_graph, char *buf, int len) {
   int nparent = 0, nchild = 0, used = 0;
-  char **parent = keys_of(m, &r->path[step - 1], &nparent);
-  char **child = keys_of(m, &r->path[step], &nchild);
+  char **parent = keys_of(m, parent_graph, &nparent);
+  char **child = keys_of(m, child_graph, &nchild);
   buf[0] = '\0';
   for (int i = 0; child && i < nchild && used < len; i++) {
     bool old = false;
