@@ -113,6 +113,11 @@ const taso_cost_row_t *taso_costdb_find(const taso_costdb_t *db, const char *dev
   return db->n ? bsearch(&probe, db->rows, (size_t)db->n, sizeof probe, compare_rows) : NULL;
 }
 
+bool taso_costdb_has_cost(const taso_costdb_t *db, const char *device, const char *key) {
+  const taso_cost_row_t *row = taso_costdb_find(db, device, key);
+  return row && row->status == TASO_COST_MEASURED;
+}
+
 taso_err_t taso_costdb_cost(const taso_costdb_t *db, const char *device,
                             const taso_rt_config_t *cfg, double *ms) {
   char key[TASO_COST_KEY_LEN];

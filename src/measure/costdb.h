@@ -78,6 +78,10 @@ void taso_costdb_free(taso_costdb_t *db);
 /* The row of (device, key); NULL when the database has none. */
 const taso_cost_row_t *taso_costdb_find(const taso_costdb_t *db, const char *device,
                                         const char *key);
+/* Whether db holds a measured cost of key on device (an unavailable row
+ * is tried again: the reference kernel may time what the backend could
+ * not). */
+bool taso_costdb_has_cost(const taso_costdb_t *db, const char *device, const char *key);
 
 /* The optimizer's lookup: the median run time of cfg on device, in ms.
  * TASO_OK with *ms; TASO_ERR_UNSUPPORTED (with the library's message) when
