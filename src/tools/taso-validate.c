@@ -31,14 +31,12 @@
 
 #include <omp.h>
 
+#include "checks.h"
 #include "hash.h"
 #include "redundancy.h"
 #include "tool.h"
 #include "validate.h"
 #include "verifier.h"
-
-#define ROUND_SECONDS 5.0 /* work between two appends to the output */
-#define SHOW_ROWS 20      /* counterexamples and unknowns printed */
 
 static bool z3_only, no_redundancy;
 static const char *opt_sizes, *opt_timeout, *opt_axioms, *opt_add, *opt_only, *opt_goals,
@@ -103,24 +101,6 @@ static const taso_tool_spec_t spec = {
 
 #define F(type, field, kind, size)                                                                 \
   { #field, offsetof(type, field), kind, size }
-static const taso_field_t check_fields[] = {
-    F(taso_check_t, index, TASO_FIELD_INT64, 0),
-    F(taso_check_t, seconds, TASO_FIELD_DOUBLE, 0),
-    F(taso_check_t, axiom, TASO_FIELD_INT32, 0),
-    F(taso_check_t, outcome, TASO_FIELD_INT32, 0),
-    F(taso_check_t, path, TASO_FIELD_INT32, 0),
-    F(taso_check_t, trees_differ, TASO_FIELD_INT32, 0),
-    F(taso_check_t, name, TASO_FIELD_STRING, TASO_AXIOM_NAME_LEN),
-    F(taso_check_t, params, TASO_FIELD_STRING, TASO_CHECK_TEXT),
-    F(taso_check_t, shapes, TASO_FIELD_STRING, TASO_CHECK_TEXT),
-    F(taso_check_t, detail, TASO_FIELD_STRING, TASO_CHECK_DETAIL),
-};
-_Static_assert(sizeof(taso_check_t) ==
-                   8 + 8 + 4 * 4 + TASO_AXIOM_NAME_LEN + 2 * TASO_CHECK_TEXT + TASO_CHECK_DETAIL,
-               "taso_check_t has padding");
-static const taso_table_t stream_table = {"/stream", sizeof(taso_check_t), check_fields, 10};
-static const taso_table_t checks_table = {"/checks", sizeof(taso_check_t), check_fields, 10};
-
 /* One redundancy verdict per row (redundancy.h). */
 static const taso_field_t red_fields[] = {
     F(taso_red_t, seconds, TASO_FIELD_DOUBLE, 0),
@@ -139,26 +119,6 @@ static const taso_table_t red_table = {"/redundancy", sizeof(taso_red_t), red_fi
  * two different tensors, 0 undecided. */
 static const taso_table_t collapse_table = {"/collapse", sizeof(taso_red_t), red_fields, 7};
 
-/* Per-axiom counts, /axioms. */
-typedef struct {
-  char name[TASO_AXIOM_NAME_LEN];
-  int64_t combinations, proved, counterexamples, skipped, unknown, trees_differ, by_poly, by_z3;
-  double seconds; /* time spent on its combinations, summed */
-} tally_t;
-static const taso_field_t tally_fields[] = {
-    F(tally_t, name, TASO_FIELD_STRING, TASO_AXIOM_NAME_LEN),
-    F(tally_t, combinations, TASO_FIELD_INT64, 0),
-    F(tally_t, proved, TASO_FIELD_INT64, 0),
-    F(tally_t, counterexamples, TASO_FIELD_INT64, 0),
-    F(tally_t, skipped, TASO_FIELD_INT64, 0),
-    F(tally_t, unknown, TASO_FIELD_INT64, 0),
-    F(tally_t, trees_differ, TASO_FIELD_INT64, 0),
-    F(tally_t, by_poly, TASO_FIELD_INT64, 0),
-    F(tally_t, by_z3, TASO_FIELD_INT64, 0),
-    F(tally_t, seconds, TASO_FIELD_DOUBLE, 0),
-};
-_Static_assert(sizeof(tally_t) == TASO_AXIOM_NAME_LEN + 8 * 8 + 8, "tally_t has padding");
-static const taso_table_t tally_table = {"/axioms", sizeof(tally_t), tally_fields, 10};
 #undef F
 
 /* ------------------------------------------------------------------------ */
@@ -263,242 +223,6 @@ static void print_families(taso_tool_t *t, const taso_red_t *fams, int nfams, do
 /* Symbolic checks                                                          */
 /* ------------------------------------------------------------------------ */
 
-static double thread_cpu(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* A run's state between rounds: this rank's rows of the round, and the
- * work measured for the balance report. */
-typedef struct {
-  taso_checker_t **checkers;
-  const unsigned char *done;
-  taso_artifact_t *out;
-  taso_check_t *local, *batch;
-  int64_t nlocal, cap, *slots, *mine_rows;
-  double *mine_cpu, *last_end;
-} round_t;
-
-/* Checks the combinations of [start, end) not done yet into the round. */
-static taso_err_t take(void *ctx, int64_t start, int64_t end, int64_t *results) {
-  round_t *r = ctx;
-  if (!r->batch) return taso_error(TASO_ERR_NOMEM, "no memory");
-  taso_err_t e = TASO_OK;
-  double work = 0;
-  /* Work is the threads' CPU time inside the checks: waiting for MPI or
-   * for a time slice (oversubscribed ranks) is not work. */
-#pragma omp parallel reduction(+ : work)
-  {
-    double c0 = thread_cpu();
-#pragma omp for schedule(dynamic, 4) nowait
-    for (int64_t i = start; i < end; i++) {
-      if (r->done[i]) continue;
-      taso_err_t ei = taso_checker_run(r->checkers[omp_get_thread_num()], i, &r->batch[i - start]);
-      if (ei != TASO_OK) {
-#pragma omp critical(taso_validate_error)
-        if (e == TASO_OK)
-          e = taso_error(ei, "combination %lld: %s", (long long)i, taso_error_detail());
-      }
-    }
-    work += thread_cpu() - c0;
-  }
-  *r->mine_cpu += work;
-  *r->last_end = MPI_Wtime();
-  TASO_TRY(e);
-  if (r->nlocal + (end - start) > r->cap) {
-    int64_t cap = r->cap ? 2 * r->cap : 1024;
-    while (cap < r->nlocal + (end - start))
-      cap *= 2;
-    taso_check_t *grown = realloc(r->local, (size_t)cap * sizeof *grown);
-    if (!grown) return taso_error(TASO_ERR_NOMEM, "no memory for rows");
-    r->local = grown;
-    r->cap = cap;
-  }
-  int64_t before = r->nlocal;
-  for (int64_t i = start; i < end; i++)
-    if (!r->done[i]) r->local[r->nlocal++] = r->batch[i - start];
-  *results = r->nlocal - before;
-  return TASO_OK;
-}
-
-static int compare_index(const void *a, const void *b) {
-  int64_t x = ((const taso_check_t *)a)->index, y = ((const taso_check_t *)b)->index;
-  return (x > y) - (x < y);
-}
-
-static taso_err_t flush(void *ctx) {
-  round_t *r = ctx;
-  taso_err_t err = TASO_OK;
-  int64_t *slots = realloc(r->slots, sizeof *slots * (size_t)(r->nlocal + 1));
-  if (!slots) err = taso_error(TASO_ERR_NOMEM, "no memory for slots");
-  if (slots) r->slots = slots;
-  if (r->nlocal > 1) qsort(r->local, (size_t)r->nlocal, sizeof *r->local, compare_index);
-  for (int64_t i = 0; err == TASO_OK && i < r->nlocal; i++)
-    slots[i] = r->local[i].index;
-  /* Collective: a rank out of memory still takes part, writing nothing. */
-  taso_err_t put = taso_artifact_put_slots(r->out, &stream_table, r->local, r->slots,
-                                           err == TASO_OK ? r->nlocal : 0);
-  if (err == TASO_OK) err = put;
-  *r->mine_rows += r->nlocal;
-  r->nlocal = 0;
-  return err;
-}
-
-/* Collective. Decides every combination not marked done, appending rounds
- * of rows to out (taso_rounds_run). Test hooks: TASO_VALIDATE_ROUND_SECONDS,
- * TASO_VALIDATE_STOP_AFTER. */
-static taso_err_t run_checks(taso_tool_t *t, taso_checker_t **checkers, int64_t total,
-                             const unsigned char *done, int64_t already, taso_artifact_t *out,
-                             int64_t *mine_rows, double *mine_cpu, double *last_end) {
-  int64_t chunk = total / ((int64_t)t->size * omp_get_max_threads() * 64);
-  chunk = chunk < 16 ? 16 : chunk > 1024 ? 1024 : chunk;
-  round_t state = {.checkers = checkers,
-                   .done = done,
-                   .out = out,
-                   .batch = malloc(sizeof *state.batch * (size_t)chunk),
-                   .mine_rows = mine_rows,
-                   .mine_cpu = mine_cpu,
-                   .last_end = last_end};
-  taso_rounds_t r = {.ctx = &state,
-                     .take = take,
-                     .flush = flush,
-                     .total = total,
-                     .chunk = chunk,
-                     .round_seconds = ROUND_SECONDS,
-                     .round_env = "TASO_VALIDATE_ROUND_SECONDS",
-                     .stop_env = "TASO_VALIDATE_STOP_AFTER",
-                     .what = "combinations",
-                     .progress_total = total,
-                     .already = already};
-  taso_err_t err = taso_rounds_run(t->comm, spec.name, &r);
-  free(state.local);
-  free(state.slots);
-  free(state.batch);
-  return err;
-}
-
-/* Whether a row read back is one of this plan's. */
-static bool row_ok(const taso_plan_t *p, const taso_check_t *r) {
-  if (r->index < 0 || r->index >= taso_plan_total(p) || r->outcome < TASO_CHECK_PROVED ||
-      r->outcome > TASO_CHECK_UNKNOWN || r->axiom < 0 || r->axiom >= taso_plan_naxioms(p))
-    return false;
-  int64_t first = taso_plan_first(p, r->axiom);
-  return r->index >= first && r->index < first + taso_plan_count(p, r->axiom) &&
-         memchr(r->name, '\0', sizeof r->name) && !strcmp(r->name, taso_plan_name(p, r->axiom));
-}
-
-/* Collective. Marks in done[] every index whose slot of /stream holds a
- * row of this plan (each rank checks a block). */
-static taso_err_t read_done(taso_tool_t *t, taso_artifact_t *out, const taso_plan_t *p,
-                            unsigned char *done, int64_t total, int64_t *ndone) {
-  int64_t lo, hi;
-  taso_check_t *rows = NULL;
-  unsigned char *marks = NULL;
-  taso_err_t err = TASO_OK;
-  taso_tool_block(t, total, &lo, &hi);
-  TASO_TOOL_STEP(t, err, taso_artifact_read_marks(out, &stream_table, lo, hi, &marks));
-  TASO_TOOL_STEP(t, err, taso_artifact_read_table(out, &stream_table, lo, hi, (void **)&rows));
-  for (int64_t i = 0; err == TASO_OK && i < hi - lo; i++)
-    done[lo + i] = marks[i] && rows[i].index == lo + i && row_ok(p, &rows[i]);
-  free(rows);
-  free(marks);
-  TASO_TRY(err);
-  /* MPI counts are int: the flags go in slices. */
-  for (int64_t off = 0; off < total; off += 1 << 28) {
-    int n = (int)(total - off < (1 << 28) ? total - off : 1 << 28);
-    MPI_Allreduce(MPI_IN_PLACE, done + off, n, MPI_UNSIGNED_CHAR, MPI_MAX, t->comm);
-  }
-  *ndone = 0;
-  for (int64_t i = 0; i < total; i++)
-    *ndone += done[i];
-  return TASO_OK;
-}
-
-/* Collective. /stream of out (OUT.resume) to /checks of dst (OUT.tmp):
- * each rank copies its block of slots; tallies per axiom. */
-static taso_err_t finish_checks(taso_tool_t *t, taso_artifact_t *out, taso_artifact_t *dst,
-                                const taso_plan_t *p, tally_t *tally, taso_check_t **shown,
-                                int *nshown) {
-  int64_t total = taso_plan_total(p), mylo, myhi;
-  taso_check_t *mine = NULL;
-  unsigned char *marks = NULL;
-  int naxioms = taso_plan_naxioms(p);
-  taso_err_t err = TASO_OK;
-  taso_tool_block(t, total, &mylo, &myhi);
-  TASO_TOOL_STEP(t, err, taso_artifact_read_table(out, &stream_table, mylo, myhi, (void **)&mine));
-  TASO_TOOL_STEP(t, err, taso_artifact_read_marks(out, &stream_table, mylo, myhi, &marks));
-  if (err != TASO_OK) goto done;
-  int64_t m = myhi - mylo;
-  taso_err_t bad = TASO_OK;
-  for (int64_t i = 0; bad == TASO_OK && i < m; i++)
-    if (!marks[i] || mine[i].index != mylo + i || !row_ok(p, &mine[i]))
-      bad = taso_error(TASO_ERR_FORMAT, "%s: combination %lld has no row", t->resume_path,
-                       (long long)(mylo + i));
-  if ((err = taso_tool_agree(t, bad)) != TASO_OK) goto done;
-  TASO_TOOL_STEP(t, err, taso_artifact_write_table(dst, &checks_table, mine, m, mylo, total));
-  if (err != TASO_OK) goto done;
-  /* Tallies, and the first rows worth printing. */
-  int64_t *counts = calloc((size_t)naxioms * 8 + 1, sizeof *counts);
-  double *secs = calloc((size_t)naxioms + 1, sizeof *secs);
-  taso_check_t *few = calloc(SHOW_ROWS, sizeof *few);
-  int nfew = 0;
-  if (!counts || !secs || !few) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
-  for (int64_t i = 0; i < m; i++) {
-    const taso_check_t *r = &mine[i];
-    int64_t *c = &counts[8 * r->axiom];
-    c[0]++;
-    c[r->outcome]++; /* 1 proved, 2 counterexamples, 3 skipped, 4 unknown */
-    c[5] += r->trees_differ;
-    c[6] += r->path == TASO_PATH_POLY;
-    c[7] += r->path == TASO_PATH_Z3;
-    secs[r->axiom] += r->seconds;
-    if ((r->outcome == TASO_CHECK_COUNTEREXAMPLE || r->outcome == TASO_CHECK_UNKNOWN) &&
-        nfew < SHOW_ROWS)
-      few[nfew++] = *r;
-  }
-  MPI_Allreduce(MPI_IN_PLACE, counts, naxioms * 8, MPI_INT64_T, MPI_SUM, t->comm);
-  MPI_Allreduce(MPI_IN_PLACE, secs, naxioms, MPI_DOUBLE, MPI_SUM, t->comm);
-  for (int a = 0; a < naxioms; a++) {
-    tally_t *y = &tally[a];
-    memset(y, 0, sizeof *y);
-    snprintf(y->name, sizeof y->name, "%s", taso_plan_name(p, a));
-    int64_t *c = &counts[8 * a];
-    y->combinations = c[0];
-    y->proved = c[1];
-    y->counterexamples = c[2];
-    y->skipped = c[3];
-    y->unknown = c[4];
-    y->trees_differ = c[5];
-    y->by_poly = c[6];
-    y->by_z3 = c[7];
-    y->seconds = secs[a];
-  }
-  /* Rank 0 collects the first few of each rank, in rank (= index) order. */
-  int fbytes = nfew * (int)sizeof *few, *fc = calloc((size_t)t->size, sizeof(int)),
-      *fd = calloc((size_t)t->size, sizeof(int));
-  if (!fc || !fd) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
-  MPI_Gather(&fbytes, 1, MPI_INT, fc, 1, MPI_INT, 0, t->comm);
-  int ftotal = 0;
-  for (int r = 0; r < t->size; r++) {
-    fd[r] = ftotal;
-    ftotal += fc[r];
-  }
-  taso_check_t *all = t->rank == 0 ? malloc((size_t)ftotal + 1) : NULL;
-  MPI_Gatherv(few, fbytes, MPI_BYTE, all, fc, fd, MPI_BYTE, 0, t->comm);
-  *shown = all;
-  *nshown = t->rank == 0 ? ftotal / (int)sizeof *few : 0;
-  free(fc);
-  free(fd);
-  free(counts);
-  free(secs);
-  free(few);
-done:
-  free(mine);
-  free(marks);
-  return err;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Output and resume file                                                   */
 /* ------------------------------------------------------------------------ */
@@ -550,7 +274,7 @@ static taso_err_t create_stream(taso_tool_t *t, uint64_t dig, int64_t total,
   TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "plan_digest", (int64_t)dig));
   TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "complete", 0));
   TASO_TOOL_STEP(t, err, taso_artifact_set_count(*out, "redundancy_done", 0));
-  TASO_TOOL_STEP(t, err, taso_artifact_create_slots(*out, &stream_table, total));
+  TASO_TOOL_STEP(t, err, taso_artifact_create_slots(*out, &taso_check_stream_table, total));
   return err;
 }
 
@@ -578,7 +302,10 @@ static taso_err_t open_stream(taso_tool_t *t, const taso_plan_t *plan, uint64_t 
     if (taso_artifact_get_count(*out, "redundancy_done", &r) != TASO_OK) r = 0;
     MPI_Bcast(&r, 1, MPI_INT64_T, 0, t->comm);
     *have_red = r == 1;
-    err = taso_tool_agree(t, read_done(t, *out, plan, done, total, ndone));
+    int64_t lo, hi;
+    taso_tool_block(t, total, &lo, &hi);
+    err =
+        taso_tool_agree(t, taso_checks_read_done(t->comm, *out, plan, lo, hi, done, total, ndone));
   }
   *reopened = err == TASO_OK;
   if (err == TASO_OK) return TASO_OK;
@@ -607,7 +334,7 @@ int main(int argc, char **argv) {
   unsigned char *done = NULL;
   taso_red_t *reds = NULL;
   int nreds = 0, nthreads = omp_get_max_threads();
-  tally_t *tally = NULL;
+  taso_tally_t *tally = NULL;
   taso_check_t *shown = NULL;
   int nshown = 0;
   int32_t sizes[TASO_MAX_SIZES] = {1, 2, 3, 4};
@@ -766,7 +493,8 @@ int main(int argc, char **argv) {
     MPI_Barrier(t.comm);
     work_start = MPI_Wtime();
     last_end = work_start;
-    err = run_checks(&t, checkers, total, done, ndone, out, &mine_rows, &mine_cpu, &last_end);
+    err = taso_checks_run(t.comm, spec.name, checkers, total, done, ndone, out, &mine_rows,
+                          &mine_cpu, &last_end);
   }
   double work_wall = MPI_Wtime() - work_start;
   if (err == TASO_OK && !complete) {
@@ -800,7 +528,11 @@ int main(int argc, char **argv) {
     taso_tool_provenance(&t, &prov);
     TASO_TOOL_STEP(&t, err,
                    taso_artifact_create(t.comm, t.tmp_path, TASO_KIND_VALIDATION, &prov, &final));
-    if (err == TASO_OK) err = finish_checks(&t, out, final, plan, tally, &shown, &nshown);
+    int64_t lo, hi;
+    taso_tool_block(&t, total, &lo, &hi);
+    if (err == TASO_OK)
+      err = taso_checks_finish(t.comm, t.resume_path, out, final, plan, lo, hi, tally, &shown,
+                               &nshown);
     if (ran_red) {
       TASO_TOOL_STEP(
           &t, err,
@@ -810,14 +542,14 @@ int main(int argc, char **argv) {
                                                t.rank == 0 ? nfams : 0, 0, nfams));
     }
     TASO_TOOL_STEP(&t, err,
-                   taso_artifact_write_table(final, &tally_table, tally,
+                   taso_artifact_write_table(final, &taso_tally_table, tally,
                                              t.rank == 0 ? taso_plan_naxioms(plan) : 0, 0,
                                              taso_plan_naxioms(plan)));
   } else if (err == TASO_OK) {
     int64_t n = 0;
-    tally_t *read = NULL;
-    TASO_TOOL_STEP(&t, err, taso_artifact_table_length(out, &tally_table, &n));
-    TASO_TOOL_STEP(&t, err, taso_artifact_read_table(out, &tally_table, 0, n, (void **)&read));
+    taso_tally_t *read = NULL;
+    TASO_TOOL_STEP(&t, err, taso_artifact_table_length(out, &taso_tally_table, &n));
+    TASO_TOOL_STEP(&t, err, taso_artifact_read_table(out, &taso_tally_table, 0, n, (void **)&read));
     if (err == TASO_OK)
       memcpy(tally, read,
              sizeof *tally * (size_t)(n < taso_plan_naxioms(plan) ? n : taso_plan_naxioms(plan)));
