@@ -90,16 +90,6 @@ static taso_err_t difference_to(const taso_backend_t *be, taso_rt_ctx_t *ctx, ta
   return err;
 }
 
-taso_err_t taso_graph_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
-                                 const taso_graph_t *g, double *relative) {
-  TASO_TRY(taso_model_make_weights(m));
-  buffers_t ref = {0};
-  taso_err_t err = run_view(be, ctx, m, &ref);
-  if (err == TASO_OK) err = difference_to(be, ctx, m, g, &ref, relative);
-  buffers_free(&ref);
-  return err;
-}
-
 taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
                                       const taso_graph_t *path, int steps, double tolerance,
                                       int *step, double *relative) {

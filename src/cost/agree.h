@@ -16,16 +16,12 @@
 #include "model.h"
 #include "runtime.h"
 
-/* Largest relative output difference (max |a - b| over max |b|, per
- * output) of graph g, over m's inputs, against m's own graph, both run on
- * be on m's seeded inputs and weights (made here if m has none). */
-taso_err_t taso_graph_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
-                                 const taso_graph_t *g, double *relative);
-
 /* The first rewrite on a path of graphs (path[0], m's graph, then steps
  * rewrites, path[steps] the result) whose graph differs from m by more
  * than tolerance: *step (1 to steps), or 0 when the result agrees;
- * *relative is that graph's difference (the result's when it agrees). */
+ * *relative is that graph's largest relative output difference (max
+ * |a - b| over max |b|, per output; the result's when it agrees), all run
+ * on be on m's seeded inputs and weights (made here if m has none). */
 taso_err_t taso_path_first_difference(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model_t *m,
                                       const taso_graph_t *path, int steps, double tolerance,
                                       int *step, double *relative);

@@ -278,6 +278,19 @@ static bool fits(const uint8_t *pattern, const uint8_t *host) {
   return true;
 }
 
+/* Every one-step rewrite of host by direction at (2 * rule + dir) whose
+ * rule was made (d->has_cond), through the hook when there is one, else
+ * with the checked engine. */
+static taso_err_t rewrite_by(taso_deriver_t *d, int64_t at, const reached_t *host,
+                             taso_rewrite_fn fn, void *ctx) {
+  const taso_rule_t *r = &d->rule[at];
+  if (d->o.rewrite)
+    return d->o.rewrite(d->o.rewrite_ctx, at / 2, (int)(at % 2), &host->g, host->types, &r->lhs,
+                        &r->rhs, &r->cond, fn, ctx);
+  return taso_rewrite_all_checked(&host->g, host->types, &r->lhs, &r->rhs, &d->in, &r->cond, fn,
+                                  ctx);
+}
+
 /* Every one-step rewrite of graph i of the growing side. */
 static taso_err_t expand(layer_t *l, const taso_cand_t *rules, int64_t nrules, int64_t i) {
   taso_deriver_t *d = l->d;
@@ -291,14 +304,7 @@ static taso_err_t expand(layer_t *l, const taso_cand_t *rules, int64_t nrules, i
         continue;
       l->rule = k;
       l->dir = dir;
-      const taso_graph_t *lhs = dir ? &rules[k].dst : &rules[k].src;
-      const taso_graph_t *rhs = dir ? &rules[k].src : &rules[k].dst;
-      if (d->o.rewrite)
-        TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, k, dir, &host.g, host.types, lhs, rhs,
-                              &d->rule[at].cond, reached, l));
-      else
-        TASO_TRY(taso_rewrite_all_checked(&host.g, host.types, lhs, rhs, &d->in, &d->rule[at].cond,
-                                          reached, l));
+      TASO_TRY(rewrite_by(d, at, &host, reached, l));
     }
   return TASO_OK;
 }
@@ -354,17 +360,10 @@ static taso_err_t lookahead(taso_deriver_t *d, const taso_cand_t *rules, int64_t
     for (int64_t b = 0; b < d->nbare && d->bare[b] < 2 * nrules; b++) {
       int64_t at = d->bare[b], k = at / 2;
       int dir = (int)(at % 2);
-      const taso_graph_t *lhs = dir ? &rules[k].dst : &rules[k].src;
-      const taso_graph_t *rhs = dir ? &rules[k].src : &rules[k].dst;
       if ((d->mask[at] & ~host.mask) || !fits(rules[k].kinds[dir], host.kinds)) continue;
       p.rule = k;
       p.dir = dir;
-      if (d->o.rewrite)
-        TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, k, dir, &host.g, host.types, lhs, rhs,
-                              &d->rule[at].cond, peeked, &p));
-      else
-        TASO_TRY(taso_rewrite_all_checked(&host.g, host.types, lhs, rhs, &d->in, &d->rule[at].cond,
-                                          peeked, &p));
+      TASO_TRY(rewrite_by(d, at, &host, peeked, &p));
     }
   }
   *best = p.best;
@@ -434,13 +433,10 @@ static taso_err_t checked(void *ctx, const taso_graph_t *g) {
 
 /* Whether the hook, deciding, accepts the rewrite of from by rule, dir
  * into to; if not, it is left out of later searches. */
-static taso_err_t check_edge(taso_deriver_t *d, const taso_cand_t *rules, const reached_t *from,
-                             const reached_t *to, int64_t rule, int dir, bool *ok) {
+static taso_err_t check_edge(taso_deriver_t *d, const reached_t *from, const reached_t *to,
+                             int64_t rule, int dir, bool *ok) {
   check_t c = {.to = &to->g, .hash = to->hash};
-  const taso_graph_t *lhs = dir ? &rules[rule].dst : &rules[rule].src;
-  const taso_graph_t *rhs = dir ? &rules[rule].src : &rules[rule].dst;
-  TASO_TRY(d->o.rewrite(d->o.rewrite_ctx, rule, dir, &from->g, from->types, lhs, rhs,
-                        &d->rule[2 * rule + dir].cond, checked, &c));
+  TASO_TRY(rewrite_by(d, 2 * rule + dir, from, checked, &c));
   *ok = c.found;
   if (c.found) return TASO_OK;
   if (d->nforbidden == d->capforbidden) {
@@ -456,12 +452,11 @@ static taso_err_t check_edge(taso_deriver_t *d, const taso_cand_t *rules, const 
 
 /* Checks every rewrite of side k's chain from graph i back to its start;
  * *ok false at the first refused. */
-static taso_err_t check_chain(taso_deriver_t *d, const taso_cand_t *rules, int k, int64_t i,
-                              bool *ok) {
+static taso_err_t check_chain(taso_deriver_t *d, int k, int64_t i, bool *ok) {
   const side_t *s = &d->side[k];
   *ok = true;
   for (; *ok && s->v[i].parent >= 0; i = s->v[i].parent)
-    TASO_TRY(check_edge(d, rules, &s->v[s->v[i].parent], &s->v[i], s->v[i].rule, s->v[i].dir, ok));
+    TASO_TRY(check_edge(d, &s->v[s->v[i].parent], &s->v[i], s->v[i].rule, s->v[i].dir, ok));
   return TASO_OK;
 }
 
@@ -486,11 +481,11 @@ taso_err_t taso_derive(taso_deriver_t *d, const taso_cand_t *rules, int64_t nrul
     if (err != TASO_OK || *steps <= 0) return err; /* none with every match accepted: none at all */
     struct meeting m = d->meet;
     bool ok;
-    TASO_TRY(check_chain(d, rules, m.side, m.a, &ok));
-    if (ok) TASO_TRY(check_chain(d, rules, 1 - m.side, m.b, &ok));
+    TASO_TRY(check_chain(d, m.side, m.a, &ok));
+    if (ok) TASO_TRY(check_chain(d, 1 - m.side, m.b, &ok));
     if (ok && m.via)
-      TASO_TRY(check_edge(d, rules, &d->side[m.side].v[m.a], &d->side[1 - m.side].v[m.b], m.rule,
-                          m.dir, &ok));
+      TASO_TRY(
+          check_edge(d, &d->side[m.side].v[m.a], &d->side[1 - m.side].v[m.b], m.rule, m.dir, &ok));
     if (ok) return TASO_OK;
     *steps = -1;
   }

@@ -14,15 +14,13 @@
 
 /* ---- a byte-keyed hash map ----------------------------------------------- */
 
-/* One entry: a recorded condition (per rule and direction) or a verdict
- * (per rule, direction and relation key). */
+/* One entry: a verdict (per rule, direction and relation key). */
 typedef struct entry {
   struct entry *next;
   uint64_t hash;
   size_t len;
   uint8_t *key;
-  taso_shape_cond_t *cond; /* condition entries */
-  bool verdict;            /* verdict entries */
+  bool verdict;
 } entry_t;
 
 typedef struct {
