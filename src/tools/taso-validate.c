@@ -220,10 +220,6 @@ static void print_families(taso_tool_t *t, const taso_red_t *fams, int nfams, do
 }
 
 /* ------------------------------------------------------------------------ */
-/* Symbolic checks                                                          */
-/* ------------------------------------------------------------------------ */
-
-/* ------------------------------------------------------------------------ */
 /* Output and resume file                                                   */
 /* ------------------------------------------------------------------------ */
 
@@ -320,311 +316,369 @@ static taso_err_t open_stream(taso_tool_t *t, const taso_plan_t *plan, uint64_t 
 }
 
 /* ------------------------------------------------------------------------ */
+/* The run                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Everything one run holds, phase to phase. */
+typedef struct {
+  char path[1024]; /* the axioms */
+  int32_t sizes[TASO_MAX_SIZES];
+  int nsizes;
+  double timeout;
+  taso_limits_t red_lim;
+  taso_axioms_t *ax;
+  taso_plan_t *plan;
+  int nthreads;
+  taso_checker_t **checkers; /* one per thread */
+  int64_t total, ndone;
+  unsigned char *done; /* rows already in OUT.resume */
+  uint64_t dig;
+  taso_artifact_t *out;   /* the complete --out, or OUT.resume */
+  taso_artifact_t *final; /* OUT.tmp */
+  bool complete, have_red, reopened, ran_red;
+  taso_red_t *reds, *fams;
+  int nreds, nfams;
+  int64_t red_count[3]; /* entailed, independent, undecided */
+  taso_tally_t *tally;  /* per axiom */
+  int64_t sum[8];       /* the tally's totals, in the order of total_names */
+  taso_check_t *shown;
+  int nshown;
+} run_t;
+
+static const char *total_names[8] = {"combinations",    "proved",       "counterexamples",
+                                     "skipped",         "unknown",      "trees_differ",
+                                     "decided_by_poly", "decided_by_z3"};
+
+/* Options, then the job file for what they leave. A bad value is a usage
+ * error, before any file is read. */
+static taso_err_t read_settings(taso_tool_t *t, run_t *r) {
+  if (opt_sizes && taso_parse_sizes(opt_sizes, r->sizes, &r->nsizes) != TASO_OK)
+    taso_tool_usage_error(t, "--sizes: %s", taso_error_detail());
+  if (opt_timeout && parse_seconds("timeout", opt_timeout, &r->timeout) != TASO_OK)
+    taso_tool_usage_error(t, "%s", taso_error_detail());
+  if (opt_red_timeout &&
+      parse_seconds("redundancy-timeout", opt_red_timeout, &r->red_lim.timeout_s) != TASO_OK)
+    taso_tool_usage_error(t, "%s", taso_error_detail());
+  if (opt_red_rlimit &&
+      parse_count("redundancy-rlimit", opt_red_rlimit, &r->red_lim.rlimit) != TASO_OK)
+    taso_tool_usage_error(t, "%s", taso_error_detail());
+  if (!t->job_path) return TASO_OK;
+  taso_err_t err = taso_tool_load_job(t, t->job_path);
+  if (err != TASO_OK) return err;
+  if (!opt_sizes) {
+    r->nsizes = t->job.nsizes;
+    memcpy(r->sizes, t->job.sizes, sizeof *r->sizes * (size_t)r->nsizes);
+  }
+  if (!opt_timeout) r->timeout = t->job.validate_timeout;
+  if (!opt_red_timeout) r->red_lim.timeout_s = t->job.redundancy_timeout;
+  if (!opt_red_rlimit) r->red_lim.rlimit = (unsigned)t->job.redundancy_rlimit;
+  r->red_lim.memory_mb = (unsigned)t->job.validate_memory_mb;
+  if (!t->job.redundancy) no_redundancy = true; /* redundancy = off */
+  /* What the job file leaves to defaults, unless an option set it. The
+   * verifier's own settings do not apply here. */
+  const char *validate_opts[] = {opt_sizes ? "sizes" : "", opt_timeout ? "timeout" : "",
+                                 opt_red_timeout ? "redundancy_timeout" : "",
+                                 opt_red_rlimit ? "redundancy_rlimit" : "", NULL};
+  const char *verify_opts[] = {"timeout", "rlimit", "memory_mb", opt_axioms ? "axioms" : "", NULL};
+  taso_tool_note_defaults(t, "validate", validate_opts);
+  taso_tool_note_defaults(t, "verify", verify_opts);
+  return TASO_OK;
+}
+
+/* Collective. The axioms, the plan of combinations and one checker per
+ * thread. */
+static taso_err_t load_plan(taso_tool_t *t, run_t *r) {
+  taso_err_t err = TASO_OK;
+  axiom_path(t, r->path, sizeof r->path);
+  TASO_TOOL_STEP(t, err, taso_axioms_load(r->path, &r->ax));
+  if (opt_add) {
+    char *list = strdup(opt_add);
+    if (!list) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
+    for (char *s = NULL, *f = strtok_r(list, ",", &s); f && err == TASO_OK;
+         f = strtok_r(NULL, ",", &s))
+      TASO_TOOL_STEP(t, err, taso_axioms_add_file(r->ax, f));
+    free(list);
+  }
+  TASO_TOOL_STEP(t, err, taso_plan_new(r->ax, r->sizes, r->nsizes, opt_only, &r->plan));
+  if (err == TASO_OK && taso_plan_naxioms(r->plan) == 0)
+    err = taso_tool_agree(t, taso_error(TASO_ERR_ARG, "no axiom to check (see --only)"));
+  if (err != TASO_OK) return err;
+  r->total = taso_plan_total(r->plan);
+  if (!(r->checkers = calloc((size_t)r->nthreads, sizeof *r->checkers)) ||
+      !(r->done = calloc((size_t)r->total + 1, 1)) ||
+      !(r->tally = calloc((size_t)taso_plan_naxioms(r->plan) + 1, sizeof *r->tally)))
+    err = taso_error(TASO_ERR_NOMEM, "no memory for %lld combinations", (long long)r->total);
+  for (int i = 0; i < r->nthreads && err == TASO_OK; i++)
+    err = taso_checker_new(r->plan, r->timeout, z3_only, &r->checkers[i]);
+  err = taso_tool_agree(t, err);
+  if (err != TASO_OK) return err;
+  char list[64];
+  int used = 0;
+  for (int i = 0; i < r->nsizes; i++)
+    used += snprintf(list + used, sizeof list - (size_t)used, "%s%d", i ? "," : "", r->sizes[i]);
+  taso_tool_print(t, "taso-validate: %d axioms from %s, sizes {%s}: %lld combinations\n",
+                  taso_plan_naxioms(r->plan), r->path, list, (long long)r->total);
+  return TASO_OK;
+}
+
+/* Collective. A complete --out of this plan: nothing to do. Else rows
+ * stream into OUT.resume, resumed when it holds rows of this very plan. */
+static taso_err_t open_files(taso_tool_t *t, run_t *r) {
+  r->dig = plan_digest(r->ax, r->plan, r->sizes, r->nsizes, r->timeout, &r->red_lim);
+  taso_err_t err = check_output(t, r->dig, &r->out);
+  r->complete = r->out != NULL;
+  if (err == TASO_OK && !r->complete)
+    err = open_stream(t, r->plan, r->dig, r->done, r->total, &r->ndone, &r->have_red, &r->reopened,
+                      &r->out);
+  if (err == TASO_OK && (r->complete || r->ndone > 0))
+    taso_tool_print(t, "taso-validate: resuming %s: %lld of %lld combinations already checked%s\n",
+                    r->complete ? t->out_path : t->resume_path,
+                    (long long)(r->complete ? r->total : r->ndone), (long long)r->total,
+                    r->complete ? " (the file is complete; nothing to do)" : "");
+  return err;
+}
+
+/* Collective. Redundancy: kept in OUT.resume once the phase is over, not
+ * query by query, so a run stopped during it does it again, and says so.
+ * A resumed or complete file's verdicts are read back. */
+static taso_err_t redundancy_phase(taso_tool_t *t, run_t *r) {
+  taso_err_t err = TASO_OK;
+  if (r->reopened && !r->have_red && !no_redundancy)
+    taso_tool_print(t,
+                    "taso-validate: %s: the redundancy phase did not finish before the run "
+                    "stopped: it runs again from its start (it is kept once whole)\n",
+                    t->resume_path);
+  r->ran_red = r->have_red || (!r->complete && !no_redundancy);
+  if (!r->complete && !r->have_red && !no_redundancy) {
+    char collapse[256];
+    double r0 = MPI_Wtime();
+    err = taso_redundancy(t->comm, r->ax, &r->red_lim, opt_goals, &r->reds, &r->nreds, &r->fams,
+                          &r->nfams, collapse, sizeof collapse);
+    if (err == TASO_OK && collapse[0])
+      taso_tool_print(t,
+                      "taso-validate: the axioms %s make any two tensors equal: the set is "
+                      "wrong, and entails every other axiom\n",
+                      collapse);
+    if (err == TASO_OK) print_families(t, r->fams, r->nfams, MPI_Wtime() - r0);
+    int nr = t->rank == 0 ? r->nreds : 0, nf = t->rank == 0 ? r->nfams : 0;
+    TASO_TOOL_STEP(t, err, taso_artifact_remove(r->out, red_table.path));
+    TASO_TOOL_STEP(t, err, taso_artifact_write_table(r->out, &red_table, r->reds, nr, 0, r->nreds));
+    TASO_TOOL_STEP(t, err, taso_artifact_remove(r->out, collapse_table.path));
+    TASO_TOOL_STEP(t, err,
+                   taso_artifact_write_table(r->out, &collapse_table, r->fams, nf, 0, r->nfams));
+    TASO_TOOL_STEP(t, err, taso_artifact_set_count(r->out, "redundancy_done", 1));
+  } else if (r->complete || r->have_red) {
+    int64_t n = 0;
+    TASO_TOOL_STEP(t, err, taso_artifact_table_length(r->out, &red_table, &n));
+    if (n > 0)
+      TASO_TOOL_STEP(t, err, taso_artifact_read_table(r->out, &red_table, 0, n, (void **)&r->reds));
+    r->nreds = (int)n;
+    n = 0;
+    TASO_TOOL_STEP(t, err, taso_artifact_table_length(r->out, &collapse_table, &n));
+    if (n > 0)
+      TASO_TOOL_STEP(t, err,
+                     taso_artifact_read_table(r->out, &collapse_table, 0, n, (void **)&r->fams));
+    r->nfams = (int)n;
+  }
+  for (int i = 0; i < r->nreds; i++) {
+    const taso_red_t *d = &r->reds[i];
+    r->red_count[d->verdict == 1 ? 0 : d->verdict == -1 ? 1 : 2]++;
+    if (d->verdict == 1)
+      taso_tool_print(t, "taso-validate: %s is entailed by %s (%.1f s)\n", d->name, d->core,
+                      d->seconds);
+    else if (d->verdict == 0)
+      taso_tool_print(t, "taso-validate: %s is undecided: %s\n", d->name, d->why);
+  }
+  if (err == TASO_OK && r->nreds)
+    taso_tool_print(t,
+                    "taso-validate: redundancy: %lld entailed, %lld independent, %lld undecided "
+                    "(of %d axioms)\n",
+                    (long long)r->red_count[0], (long long)r->red_count[1],
+                    (long long)r->red_count[2], r->nreds);
+  return err;
+}
+
+/* Collective. Per-rank work of the checks: rows and CPU seconds, and when
+ * the ranks ran out of work. */
+static void print_work(taso_tool_t *t, int64_t rows, double cpu, double start, double last_end) {
+  double wall = MPI_Wtime() - start;
+  double cpu_max = cpu, cpu_sum = cpu, cpu_min = cpu;
+  MPI_Allreduce(MPI_IN_PLACE, &cpu_max, 1, MPI_DOUBLE, MPI_MAX, t->comm);
+  MPI_Allreduce(MPI_IN_PLACE, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, t->comm);
+  MPI_Allreduce(MPI_IN_PLACE, &cpu_min, 1, MPI_DOUBLE, MPI_MIN, t->comm);
+  int64_t rmax = rows, rmin = rows;
+  MPI_Allreduce(MPI_IN_PLACE, &rmax, 1, MPI_INT64_T, MPI_MAX, t->comm);
+  MPI_Allreduce(MPI_IN_PLACE, &rmin, 1, MPI_INT64_T, MPI_MIN, t->comm);
+  double mean = cpu_sum / t->size, end_min = last_end - start, end_max = end_min;
+  MPI_Allreduce(MPI_IN_PLACE, &end_min, 1, MPI_DOUBLE, MPI_MIN, t->comm);
+  MPI_Allreduce(MPI_IN_PLACE, &end_max, 1, MPI_DOUBLE, MPI_MAX, t->comm);
+  /* With dynamic scheduling the ranks should run out of work together,
+   * whatever share of a core each one had (oversubscribed ranks). */
+  taso_tool_print(t,
+                  "taso-validate: the ranks finished their last chunk between %.2f s and %.2f s "
+                  "into the checks (spread %.1f%% of the latest)\n",
+                  end_min, end_max, end_max > 0 ? 100.0 * (end_max - end_min) / end_max : 0.0);
+  taso_tool_print(t,
+                  "taso-validate: checks: %.2f s wall, %.2f CPU s of work in all; per rank min "
+                  "%.3f mean %.3f max %.3f (max/mean %.3f), rows min %lld max %lld\n",
+                  wall, cpu_sum, cpu_min, mean, cpu_max, mean > 0 ? cpu_max / mean : 1.0,
+                  (long long)rmin, (long long)rmax);
+}
+
+/* Collective. The symbolic checks, then the complete file written beside
+ * --out (OUT.tmp) from the rows of OUT.resume; or a complete file's
+ * tally read back. */
+static taso_err_t checks_phase(taso_tool_t *t, run_t *r) {
+  taso_err_t err = TASO_OK;
+  int naxioms = taso_plan_naxioms(r->plan);
+  if (r->complete) {
+    int64_t n = 0;
+    taso_tally_t *read = NULL;
+    TASO_TOOL_STEP(t, err, taso_artifact_table_length(r->out, &taso_tally_table, &n));
+    TASO_TOOL_STEP(t, err,
+                   taso_artifact_read_table(r->out, &taso_tally_table, 0, n, (void **)&read));
+    if (err == TASO_OK)
+      memcpy(r->tally, read, sizeof *r->tally * (size_t)(n < naxioms ? n : naxioms));
+    free(read);
+    return err;
+  }
+  int64_t rows = 0;
+  double cpu = 0;
+  MPI_Barrier(t->comm);
+  double start = MPI_Wtime(), last_end = start;
+  err = taso_checks_run(t->comm, spec.name, r->checkers, r->total, r->done, r->ndone, r->out, &rows,
+                        &cpu, &last_end);
+  if (err != TASO_OK) return err;
+  print_work(t, rows, cpu, start, last_end);
+  taso_provenance_t prov;
+  taso_tool_provenance(t, &prov);
+  TASO_TOOL_STEP(
+      t, err, taso_artifact_create(t->comm, t->tmp_path, TASO_KIND_VALIDATION, &prov, &r->final));
+  int64_t lo, hi;
+  taso_tool_block(t, r->total, &lo, &hi);
+  if (err == TASO_OK)
+    err = taso_checks_finish(t->comm, t->resume_path, r->out, r->final, r->plan, lo, hi, r->tally,
+                             &r->shown, &r->nshown);
+  int nr = t->rank == 0 ? r->nreds : 0, nf = t->rank == 0 ? r->nfams : 0;
+  if (r->ran_red) {
+    TASO_TOOL_STEP(t, err,
+                   taso_artifact_write_table(r->final, &red_table, r->reds, nr, 0, r->nreds));
+    TASO_TOOL_STEP(t, err,
+                   taso_artifact_write_table(r->final, &collapse_table, r->fams, nf, 0, r->nfams));
+  }
+  TASO_TOOL_STEP(t, err,
+                 taso_artifact_write_table(r->final, &taso_tally_table, r->tally,
+                                           t->rank == 0 ? naxioms : 0, 0, naxioms));
+  return err;
+}
+
+/* Collective. The totals into OUT.tmp's root attributes; OUT.tmp renamed
+ * over --out (OUT.resume stays until the complete file is in place). */
+static taso_err_t commit(taso_tool_t *t, run_t *r) {
+  taso_err_t err = TASO_OK;
+  for (int k = 0; k < 8 && err == TASO_OK; k++)
+    err = taso_artifact_set_count(r->final, total_names[k], r->sum[k]);
+  TASO_TOOL_STEP(t, err, taso_artifact_set_count(r->final, "redundant_axioms", r->red_count[0]));
+  static const char *red_names[3] = {"redundancy_entailed", "redundancy_independent",
+                                     "redundancy_undecided"};
+  for (int k = 0; k < 3; k++)
+    TASO_TOOL_STEP(t, err, taso_artifact_set_count(r->final, red_names[k], r->red_count[k]));
+  TASO_TOOL_STEP(t, err, taso_artifact_set_count(r->final, "plan_digest", (int64_t)r->dig));
+  TASO_TOOL_STEP(t, err, taso_artifact_set_count(r->final, "redundancy_done", r->ran_red));
+  TASO_TOOL_STEP(t, err, taso_artifact_set_count(r->final, "complete", 1));
+  err = taso_tool_close(t, &r->final, err);
+  err = taso_tool_close(t, &r->out, err);
+  TASO_TOOL_STEP(t, err, taso_tool_commit_output(t));
+  return err;
+}
+
+/* The rows worth a line, and the axioms whose split trees differ. */
+static void report(taso_tool_t *t, const run_t *r) {
+  for (int i = 0; i < r->nshown; i++) {
+    const taso_check_t *c = &r->shown[i];
+    taso_tool_print(t, "taso-validate: %s %s: %s [%s] [%s]: %s\n", c->name,
+                    taso_check_outcome_name(c->outcome), taso_check_path_name(c->path), c->params,
+                    c->shapes, c->detail);
+  }
+  for (int a = 0; a < taso_plan_naxioms(r->plan); a++) {
+    const taso_tally_t *y = &r->tally[a];
+    if (y->trees_differ)
+      taso_tool_print(t,
+                      "taso-validate: %s: equal values but different split trees in %lld of %lld "
+                      "checked combinations\n",
+                      y->name, (long long)y->trees_differ,
+                      (long long)(y->proved + y->counterexamples + y->unknown));
+  }
+}
+
+/* The summary line, and the findings that fail the run (exit 3, so that a
+ * job chain stops): values that differ, or a family that makes all
+ * tensors equal. */
+static void summarize(taso_tool_t *t, const run_t *r) {
+  const int64_t *s = r->sum, *c = r->red_count;
+  taso_tool_summary(t,
+                    "%lld combinations: %lld proved, %lld counterexamples, %lld skipped, "
+                    "%lld unknown (poly %lld, z3 %lld); redundancy: %lld entailed, %lld "
+                    "independent, %lld undecided -> %s",
+                    (long long)s[0], (long long)s[1], (long long)s[2], (long long)s[3],
+                    (long long)s[4], (long long)s[6], (long long)s[7], (long long)c[0],
+                    (long long)c[1], (long long)c[2], t->out_path);
+  int collapsed = 0;
+  for (int i = 0; i < r->nfams; i++)
+    collapsed += r->fams[i].verdict == 1;
+  if (s[2] > 0 || collapsed > 0)
+    snprintf(t->findings, sizeof t->findings, "%lld counterexamples, %d collapsing families: %s",
+             (long long)s[2], collapsed,
+             s[2] > 0 ? "an axiom is wrong" : "the axiom set makes any two tensors equal");
+}
+
+static void run_free(run_t *r) {
+  for (int i = 0; r->checkers && i < r->nthreads; i++)
+    taso_checker_free(r->checkers[i]);
+  free(r->checkers);
+  free(r->done);
+  free(r->reds);
+  free(r->fams);
+  free(r->tally);
+  free(r->shown);
+  taso_plan_free(r->plan);
+  taso_axioms_free(r->ax);
+}
+
+/* ------------------------------------------------------------------------ */
 /* main                                                                     */
 /* ------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
   taso_tool_t t;
   taso_tool_init(&t, &spec, &argc, &argv);
+  run_t r = {.sizes = {1, 2, 3, 4},
+             .nsizes = 4,
+             .timeout = 10.0,
+             .red_lim = {.timeout_s = 10.0,
+                         .rlimit = TASO_DEFAULT_REDUNDANCY_RLIMIT,
+                         .memory_mb = TASO_DEFAULT_MEMORY_MB},
+             .nthreads = omp_get_max_threads()};
 
-  taso_artifact_t *out = NULL, *final = NULL;
-  taso_axioms_t *ax = NULL;
-  taso_plan_t *plan = NULL;
-  taso_checker_t **checkers = NULL;
-  unsigned char *done = NULL;
-  taso_red_t *reds = NULL;
-  int nreds = 0, nthreads = omp_get_max_threads();
-  taso_tally_t *tally = NULL;
-  taso_check_t *shown = NULL;
-  int nshown = 0;
-  int32_t sizes[TASO_MAX_SIZES] = {1, 2, 3, 4};
-  int nsizes = 4;
-  double timeout = 10.0;
-  taso_limits_t red_lim = {.timeout_s = 10.0,
-                           .rlimit = TASO_DEFAULT_REDUNDANCY_RLIMIT,
-                           .memory_mb = TASO_DEFAULT_MEMORY_MB};
-  int64_t total = 0, ndone = 0, mine_rows = 0;
-  double mine_cpu = 0;
-  bool complete = false, have_red = false, reopened = false;
-  taso_err_t err = TASO_OK;
-
-  /* Options first: a bad value is a usage error, before any file is read. */
-  if (opt_sizes && taso_parse_sizes(opt_sizes, sizes, &nsizes) != TASO_OK)
-    taso_tool_usage_error(&t, "--sizes: %s", taso_error_detail());
-  if (opt_timeout && parse_seconds("timeout", opt_timeout, &timeout) != TASO_OK)
-    taso_tool_usage_error(&t, "%s", taso_error_detail());
-  if (opt_red_timeout &&
-      parse_seconds("redundancy-timeout", opt_red_timeout, &red_lim.timeout_s) != TASO_OK)
-    taso_tool_usage_error(&t, "%s", taso_error_detail());
-  if (opt_red_rlimit &&
-      parse_count("redundancy-rlimit", opt_red_rlimit, &red_lim.rlimit) != TASO_OK)
-    taso_tool_usage_error(&t, "%s", taso_error_detail());
-  if (t.job_path) {
-    err = taso_tool_load_job(&t, t.job_path);
-    if (err == TASO_OK && !opt_sizes) {
-      nsizes = t.job.nsizes;
-      memcpy(sizes, t.job.sizes, sizeof *sizes * (size_t)nsizes);
-    }
-    if (err == TASO_OK && !opt_timeout) timeout = t.job.validate_timeout;
-    if (err == TASO_OK && !opt_red_timeout) red_lim.timeout_s = t.job.redundancy_timeout;
-    if (err == TASO_OK && !opt_red_rlimit) red_lim.rlimit = (unsigned)t.job.redundancy_rlimit;
-    if (err == TASO_OK) red_lim.memory_mb = (unsigned)t.job.validate_memory_mb;
-    if (err == TASO_OK && !t.job.redundancy) no_redundancy = true; /* redundancy = off */
-    /* What the job file leaves to defaults, unless an option set it. The
-     * verifier's own settings do not apply here. */
-    const char *validate_opts[] = {opt_sizes ? "sizes" : "", opt_timeout ? "timeout" : "",
-                                   opt_red_timeout ? "redundancy_timeout" : "",
-                                   opt_red_rlimit ? "redundancy_rlimit" : "", NULL};
-    const char *verify_opts[] = {"timeout", "rlimit", "memory_mb", opt_axioms ? "axioms" : "",
-                                 NULL};
-    taso_tool_note_defaults(&t, "validate", validate_opts);
-    taso_tool_note_defaults(&t, "verify", verify_opts);
-  }
-
+  taso_err_t err = read_settings(&t, &r);
   /* Every check of --out before the work starts. */
   TASO_TOOL_STEP(&t, err, taso_tool_claim_output(&t));
-
-  char path[1024];
-  axiom_path(&t, path, sizeof path);
-  TASO_TOOL_STEP(&t, err, taso_axioms_load(path, &ax));
-  if (opt_add) {
-    char *list = strdup(opt_add);
-    if (!list) taso_fatal(__FILE__, __LINE__, "taso", "no memory");
-    for (char *s = NULL, *f = strtok_r(list, ",", &s); f && err == TASO_OK;
-         f = strtok_r(NULL, ",", &s))
-      TASO_TOOL_STEP(&t, err, taso_axioms_add_file(ax, f));
-    free(list);
+  if (err == TASO_OK) err = load_plan(&t, &r);
+  if (err == TASO_OK) err = open_files(&t, &r);
+  if (err == TASO_OK) err = redundancy_phase(&t, &r);
+  if (err == TASO_OK) err = checks_phase(&t, &r);
+  for (int a = 0; err == TASO_OK && a < taso_plan_naxioms(r.plan); a++) {
+    const taso_tally_t *y = &r.tally[a];
+    const int64_t v[8] = {y->combinations, y->proved,       y->counterexamples, y->skipped,
+                          y->unknown,      y->trees_differ, y->by_poly,         y->by_z3};
+    for (int k = 0; k < 8; k++)
+      r.sum[k] += v[k];
   }
-  TASO_TOOL_STEP(&t, err, taso_plan_new(ax, sizes, nsizes, opt_only, &plan));
-  if (err == TASO_OK && taso_plan_naxioms(plan) == 0)
-    err = taso_tool_agree(&t, taso_error(TASO_ERR_ARG, "no axiom to check (see --only)"));
-  if (err == TASO_OK) {
-    total = taso_plan_total(plan);
-    if (!(checkers = calloc((size_t)nthreads, sizeof *checkers)) ||
-        !(done = calloc((size_t)total + 1, 1)) ||
-        !(tally = calloc((size_t)taso_plan_naxioms(plan) + 1, sizeof *tally)))
-      err = taso_error(TASO_ERR_NOMEM, "no memory for %lld combinations", (long long)total);
-    for (int i = 0; i < nthreads && err == TASO_OK; i++)
-      err = taso_checker_new(plan, timeout, z3_only, &checkers[i]);
-    err = taso_tool_agree(&t, err);
-  }
-  if (err == TASO_OK) {
-    char list[64];
-    int used = 0;
-    for (int i = 0; i < nsizes; i++)
-      used += snprintf(list + used, sizeof list - (size_t)used, "%s%d", i ? "," : "", sizes[i]);
-    taso_tool_print(&t, "taso-validate: %d axioms from %s, sizes {%s}: %lld combinations\n",
-                    taso_plan_naxioms(plan), path, list, (long long)total);
-  }
-
-  /* A complete --out of this plan: nothing to do. Else rows stream into
-   * OUT.resume, resumed when it holds rows of this very plan. */
-  uint64_t dig = err == TASO_OK ? plan_digest(ax, plan, sizes, nsizes, timeout, &red_lim) : 0;
-  if (err == TASO_OK) err = check_output(&t, dig, &out);
-  complete = out != NULL;
-  if (err == TASO_OK && !complete)
-    err = open_stream(&t, plan, dig, done, total, &ndone, &have_red, &reopened, &out);
-  if (err == TASO_OK && (complete || ndone > 0))
-    taso_tool_print(&t, "taso-validate: resuming %s: %lld of %lld combinations already checked%s\n",
-                    complete ? t.out_path : t.resume_path, (long long)(complete ? total : ndone),
-                    (long long)total, complete ? " (the file is complete; nothing to do)" : "");
-
-  /* Redundancy: kept in OUT.resume once the phase is over, not query by
-   * query, so a run stopped during it does it again, and says so. */
-  if (err == TASO_OK && reopened && !have_red && !no_redundancy)
-    taso_tool_print(&t,
-                    "taso-validate: %s: the redundancy phase did not finish before the run "
-                    "stopped: it runs again from its start (it is kept once whole)\n",
-                    t.resume_path);
-  bool ran_red = have_red || (!complete && !no_redundancy);
-  int64_t red_count[3] = {0}; /* entailed, independent, undecided */
-  taso_red_t *fams = NULL;
-  int nfams = 0;
-  if (err == TASO_OK && !complete && !have_red && !no_redundancy) {
-    char collapse[256];
-    double r0 = MPI_Wtime();
-    err = taso_redundancy(t.comm, ax, &red_lim, opt_goals, &reds, &nreds, &fams, &nfams, collapse,
-                          sizeof collapse);
-    if (err == TASO_OK && collapse[0])
-      taso_tool_print(&t,
-                      "taso-validate: the axioms %s make any two tensors equal: the set is "
-                      "wrong, and entails every other axiom\n",
-                      collapse);
-    if (err == TASO_OK) print_families(&t, fams, nfams, MPI_Wtime() - r0);
-    TASO_TOOL_STEP(&t, err, taso_artifact_remove(out, red_table.path));
-    TASO_TOOL_STEP(
-        &t, err,
-        taso_artifact_write_table(out, &red_table, reds, t.rank == 0 ? nreds : 0, 0, nreds));
-    TASO_TOOL_STEP(&t, err, taso_artifact_remove(out, collapse_table.path));
-    TASO_TOOL_STEP(
-        &t, err,
-        taso_artifact_write_table(out, &collapse_table, fams, t.rank == 0 ? nfams : 0, 0, nfams));
-    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(out, "redundancy_done", 1));
-  } else if (err == TASO_OK && (complete || have_red)) {
-    int64_t n = 0;
-    TASO_TOOL_STEP(&t, err, taso_artifact_table_length(out, &red_table, &n));
-    if (n > 0)
-      TASO_TOOL_STEP(&t, err, taso_artifact_read_table(out, &red_table, 0, n, (void **)&reds));
-    nreds = (int)n;
-    n = 0;
-    TASO_TOOL_STEP(&t, err, taso_artifact_table_length(out, &collapse_table, &n));
-    if (n > 0)
-      TASO_TOOL_STEP(&t, err, taso_artifact_read_table(out, &collapse_table, 0, n, (void **)&fams));
-    nfams = (int)n;
-  }
-  for (int i = 0; i < nreds; i++) {
-    red_count[reds[i].verdict == 1 ? 0 : reds[i].verdict == -1 ? 1 : 2]++;
-    if (reds[i].verdict == 1)
-      taso_tool_print(&t, "taso-validate: %s is entailed by %s (%.1f s)\n", reds[i].name,
-                      reds[i].core, reds[i].seconds);
-    else if (reds[i].verdict == 0)
-      taso_tool_print(&t, "taso-validate: %s is undecided: %s\n", reds[i].name, reds[i].why);
-  }
-  if (err == TASO_OK && nreds)
-    taso_tool_print(&t,
-                    "taso-validate: redundancy: %lld entailed, %lld independent, %lld undecided "
-                    "(of %d axioms)\n",
-                    (long long)red_count[0], (long long)red_count[1], (long long)red_count[2],
-                    nreds);
-
-  /* Symbolic checks. */
-  double work_start = MPI_Wtime(), last_end = 0;
-  if (err == TASO_OK && !complete) {
-    MPI_Barrier(t.comm);
-    work_start = MPI_Wtime();
-    last_end = work_start;
-    err = taso_checks_run(t.comm, spec.name, checkers, total, done, ndone, out, &mine_rows,
-                          &mine_cpu, &last_end);
-  }
-  double work_wall = MPI_Wtime() - work_start;
-  if (err == TASO_OK && !complete) {
-    /* Per-rank work: rows and CPU seconds. */
-    double cpu_max = mine_cpu, cpu_sum = mine_cpu;
-    MPI_Allreduce(MPI_IN_PLACE, &cpu_max, 1, MPI_DOUBLE, MPI_MAX, t.comm);
-    MPI_Allreduce(MPI_IN_PLACE, &cpu_sum, 1, MPI_DOUBLE, MPI_SUM, t.comm);
-    double cpu_min = mine_cpu;
-    MPI_Allreduce(MPI_IN_PLACE, &cpu_min, 1, MPI_DOUBLE, MPI_MIN, t.comm);
-    int64_t rmax = mine_rows, rmin = mine_rows;
-    MPI_Allreduce(MPI_IN_PLACE, &rmax, 1, MPI_INT64_T, MPI_MAX, t.comm);
-    MPI_Allreduce(MPI_IN_PLACE, &rmin, 1, MPI_INT64_T, MPI_MIN, t.comm);
-    double mean = cpu_sum / t.size, end_min = last_end - work_start, end_max = end_min;
-    MPI_Allreduce(MPI_IN_PLACE, &end_min, 1, MPI_DOUBLE, MPI_MIN, t.comm);
-    MPI_Allreduce(MPI_IN_PLACE, &end_max, 1, MPI_DOUBLE, MPI_MAX, t.comm);
-    /* With dynamic scheduling the ranks should run out of work together,
-     * whatever share of a core each one had (oversubscribed ranks). */
-    taso_tool_print(&t,
-                    "taso-validate: the ranks finished their last chunk between %.2f s and %.2f s "
-                    "into the checks (spread %.1f%% of the latest)\n",
-                    end_min, end_max, end_max > 0 ? 100.0 * (end_max - end_min) / end_max : 0.0);
-    taso_tool_print(
-        &t,
-        "taso-validate: checks: %.2f s wall, %.2f CPU s of work in all; per rank min %.3f "
-        "mean %.3f max %.3f (max/mean %.3f), rows min %lld max %lld\n",
-        work_wall, cpu_sum, cpu_min, mean, cpu_max, mean > 0 ? cpu_max / mean : 1.0,
-        (long long)rmin, (long long)rmax);
-    /* The complete file is written beside --out, from the rows of
-     * OUT.resume, and renamed into place at the end. */
-    taso_provenance_t prov;
-    taso_tool_provenance(&t, &prov);
-    TASO_TOOL_STEP(&t, err,
-                   taso_artifact_create(t.comm, t.tmp_path, TASO_KIND_VALIDATION, &prov, &final));
-    int64_t lo, hi;
-    taso_tool_block(&t, total, &lo, &hi);
-    if (err == TASO_OK)
-      err = taso_checks_finish(t.comm, t.resume_path, out, final, plan, lo, hi, tally, &shown,
-                               &nshown);
-    if (ran_red) {
-      TASO_TOOL_STEP(
-          &t, err,
-          taso_artifact_write_table(final, &red_table, reds, t.rank == 0 ? nreds : 0, 0, nreds));
-      TASO_TOOL_STEP(&t, err,
-                     taso_artifact_write_table(final, &collapse_table, fams,
-                                               t.rank == 0 ? nfams : 0, 0, nfams));
-    }
-    TASO_TOOL_STEP(&t, err,
-                   taso_artifact_write_table(final, &taso_tally_table, tally,
-                                             t.rank == 0 ? taso_plan_naxioms(plan) : 0, 0,
-                                             taso_plan_naxioms(plan)));
-  } else if (err == TASO_OK) {
-    int64_t n = 0;
-    taso_tally_t *read = NULL;
-    TASO_TOOL_STEP(&t, err, taso_artifact_table_length(out, &taso_tally_table, &n));
-    TASO_TOOL_STEP(&t, err, taso_artifact_read_table(out, &taso_tally_table, 0, n, (void **)&read));
-    if (err == TASO_OK)
-      memcpy(tally, read,
-             sizeof *tally * (size_t)(n < taso_plan_naxioms(plan) ? n : taso_plan_naxioms(plan)));
-    free(read);
-  }
-  int64_t sum[8] = {0};
-  for (int a = 0; err == TASO_OK && a < taso_plan_naxioms(plan); a++) {
-    sum[0] += tally[a].combinations;
-    sum[1] += tally[a].proved;
-    sum[2] += tally[a].counterexamples;
-    sum[3] += tally[a].skipped;
-    sum[4] += tally[a].unknown;
-    sum[5] += tally[a].trees_differ;
-    sum[6] += tally[a].by_poly;
-    sum[7] += tally[a].by_z3;
-  }
-  if (err == TASO_OK && !complete) {
-    static const char *names[] = {"combinations",    "proved",       "counterexamples",
-                                  "skipped",         "unknown",      "trees_differ",
-                                  "decided_by_poly", "decided_by_z3"};
-    for (int k = 0; k < 8 && err == TASO_OK; k++)
-      err = taso_artifact_set_count(final, names[k], sum[k]);
-    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, "redundant_axioms", red_count[0]));
-    static const char *red_names[3] = {"redundancy_entailed", "redundancy_independent",
-                                       "redundancy_undecided"};
-    for (int k = 0; k < 3; k++)
-      TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, red_names[k], red_count[k]));
-    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, "plan_digest", (int64_t)dig));
-    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, "redundancy_done", ran_red));
-    TASO_TOOL_STEP(&t, err, taso_artifact_set_count(final, "complete", 1));
-    /* OUT.resume stays until the complete file is in place. */
-    err = taso_tool_close(&t, &final, err);
-    err = taso_tool_close(&t, &out, err);
-    TASO_TOOL_STEP(&t, err, taso_tool_commit_output(&t));
-  }
-  for (int i = 0; err == TASO_OK && i < nshown; i++)
-    taso_tool_print(&t, "taso-validate: %s %s: %s [%s] [%s]: %s\n", shown[i].name,
-                    taso_check_outcome_name(shown[i].outcome), taso_check_path_name(shown[i].path),
-                    shown[i].params, shown[i].shapes, shown[i].detail);
-  for (int a = 0; err == TASO_OK && a < taso_plan_naxioms(plan); a++)
-    if (tally[a].trees_differ)
-      taso_tool_print(&t,
-                      "taso-validate: %s: equal values but different split trees in %lld of %lld "
-                      "checked combinations\n",
-                      tally[a].name, (long long)tally[a].trees_differ,
-                      (long long)(tally[a].proved + tally[a].counterexamples + tally[a].unknown));
-  err = taso_tool_close(&t, &final, err);
-  err = taso_tool_close(&t, &out, err);
-  if (err == TASO_OK)
-    taso_tool_summary(&t,
-                      "%lld combinations: %lld proved, %lld counterexamples, %lld skipped, "
-                      "%lld unknown (poly %lld, z3 %lld); redundancy: %lld entailed, %lld "
-                      "independent, %lld undecided -> %s",
-                      (long long)sum[0], (long long)sum[1], (long long)sum[2], (long long)sum[3],
-                      (long long)sum[4], (long long)sum[6], (long long)sum[7],
-                      (long long)red_count[0], (long long)red_count[1], (long long)red_count[2],
-                      t.out_path);
-  /* A wrong axiom set fails the validation (exit 3), so that a job chain
-   * stops: values that differ, or a family that makes all tensors equal. */
-  int collapsed = 0;
-  for (int i = 0; i < nfams; i++)
-    collapsed += fams[i].verdict == 1;
-  if (err == TASO_OK && (sum[2] > 0 || collapsed > 0))
-    snprintf(t.findings, sizeof t.findings, "%lld counterexamples, %d collapsing families: %s",
-             (long long)sum[2], collapsed,
-             sum[2] > 0 ? "an axiom is wrong" : "the axiom set makes any two tensors equal");
-  for (int i = 0; checkers && i < nthreads; i++)
-    taso_checker_free(checkers[i]);
-  free(checkers);
-  free(done);
-  free(reds);
-  free(fams);
-  free(tally);
-  free(shown);
-  taso_plan_free(plan);
-  taso_axioms_free(ax);
+  if (err == TASO_OK && !r.complete) err = commit(&t, &r);
+  if (err == TASO_OK) report(&t, &r);
+  err = taso_tool_close(&t, &r.final, err);
+  err = taso_tool_close(&t, &r.out, err);
+  if (err == TASO_OK) summarize(&t, &r);
+  run_free(&r);
   return taso_tool_finish(&t, err);
 }
