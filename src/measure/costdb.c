@@ -333,3 +333,30 @@ taso_err_t taso_costdb_merge(const char *path, const taso_cost_row_t *rows, int6
     taso_costdb_free(&db);
   return err;
 }
+
+taso_err_t taso_costdb_record_cache(const char *path, const taso_costdb_t *db, const char *device,
+                                    const taso_cost_cache_t *cache, const char *unit,
+                                    const taso_provenance_t *prov, int64_t *n) {
+  taso_cost_stats_t st;
+  taso_cost_cache_stats(cache, &st);
+  taso_cost_row_t *rows = calloc((size_t)st.configs + 1, sizeof *rows);
+  if (!rows) return taso_error(TASO_ERR_NOMEM, "%lld cost rows", (long long)st.configs);
+  *n = 0;
+  for (int64_t i = 0; i < st.configs; i++) {
+    const char *key;
+    double ms;
+    taso_cost_cache_entry(cache, i, &key, &ms);
+    if (taso_costdb_find(db, device, key)) continue;
+    taso_cost_row_t *row = &rows[(*n)++];
+    snprintf(row->device, sizeof row->device, "%s", device);
+    snprintf(row->key, sizeof row->key, "%s", key);
+    snprintf(row->unit, sizeof row->unit, "%s", unit);
+    taso_now_iso8601(row->when);
+    row->median = row->min = row->max = ms;
+    row->runs = 1;
+    row->status = TASO_COST_MEASURED;
+  }
+  taso_err_t err = *n ? taso_costdb_merge(path, rows, *n, prov, false, NULL) : TASO_OK;
+  free(rows);
+  return err;
+}

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "artifact.h"
+#include "cost.h"
 #include "runtime.h"
 
 #define TASO_KIND_COSTS "taso-costs"
@@ -148,6 +149,13 @@ void taso_costdb_normalize(taso_costdb_t *db);
  * path that is not a costs artifact is refused, unless replace. */
 taso_err_t taso_costdb_merge(const char *path, const taso_cost_row_t *rows, int64_t n,
                              const taso_provenance_t *prov, bool replace, taso_costdb_t *after);
+
+/* The configurations a cost cache (cost.h) measured that db lacks for
+ * device, merged into the database at path (taso_costdb_merge) as rows of
+ * unit, each with the cache's figure (its fastest run); *n the rows. */
+taso_err_t taso_costdb_record_cache(const char *path, const taso_costdb_t *db, const char *device,
+                                    const taso_cost_cache_t *cache, const char *unit,
+                                    const taso_provenance_t *prov, int64_t *n);
 
 /* The /costs table's description, for taso-show and tests. */
 extern const taso_table_t taso_cost_table;

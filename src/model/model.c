@@ -279,3 +279,30 @@ void taso_model_print(const taso_model_t *m, FILE *f) {
     fprintf(f, "output %s %s\n", r, m->output_names[i]);
   }
 }
+
+/* A split takes its sizes from the split tree of its input, which a
+ * concat of weights loses when writing the model folds it into one new
+ * weight. So each split becomes split_at with its sizes spelled out: the
+ * same values, without the tree. */
+static void spell_out_splits(taso_model_t *m) {
+  for (int i = 0; i < m->graph.nnodes; i++) {
+    taso_node_t *n = &m->graph.nodes[i];
+    if (n->kind != TASO_OP_SPLIT) continue;
+    n->kind = TASO_OP_SPLIT_AT;
+    n->p.at = m->types[2 * i].dim[n->p.axis];
+  }
+}
+
+taso_err_t taso_model_adopt_graph(taso_model_t *m, const taso_graph_t *g) {
+  taso_model_drop_plan(m);
+  TASO_TRY(taso_graph_copy(&m->graph, g));
+  if (2 * m->graph.nnodes > m->types_cap) {
+    taso_tensor_t *types = realloc(m->types, sizeof *types * 2 * (size_t)m->graph.nnodes);
+    if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", m->graph.nnodes);
+    m->types = types;
+    m->types_cap = 2 * m->graph.nnodes;
+  }
+  TASO_TRY(taso_graph_infer(&m->graph, &m->inputs, m->types));
+  spell_out_splits(m);
+  return taso_graph_infer(&m->graph, &m->inputs, m->types);
+}

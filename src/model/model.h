@@ -69,6 +69,12 @@ void taso_model_free(taso_model_t *m);
  * drops it itself. */
 void taso_model_drop_plan(taso_model_t *m);
 
+/* Puts g (over m's inputs; a search's result) in place of m's graph,
+ * typed, each split spelled out as split_at with its sizes (a split takes
+ * them from its input's split tree, which folding weights loses); m's
+ * call plan, which does not fit g, is dropped. */
+taso_err_t taso_model_adopt_graph(taso_model_t *m, const taso_graph_t *g);
+
 /* Adds a graph input (a weight when is_weight) with its own name, shape and,
  * optionally, values (copied; NULL: made from the seed when needed). *ref
  * receives the tensor. Names must be unique. */

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "family.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -433,5 +434,101 @@ taso_err_t taso_rules_keep_random(taso_rules_t *rules, int n, uint64_t seed) {
   keep_marked(rules, keep);
   free(order);
   free(keep);
+  return TASO_OK;
+}
+
+/* A text file of rules, one "lhs => rhs" a line; # starts a comment. */
+static taso_err_t read_rule_file(const char *path, char (**texts)[TASO_RULE_TEXT], int *n) {
+  FILE *f = fopen(path, "r");
+  if (!f) return taso_error(TASO_ERR_IO, "--rules %s: cannot read it (%s)", path, strerror(errno));
+  char line[TASO_RULE_TEXT + 2];
+  int cap = 0, lineno = 0;
+  taso_err_t err = TASO_OK;
+  *texts = NULL;
+  *n = 0;
+  while (err == TASO_OK && fgets(line, sizeof line, f)) {
+    lineno++;
+    size_t len = strlen(line);
+    if (len == sizeof line - 1 && line[len - 1] != '\n') {
+      err = taso_error(TASO_ERR_PARSE, "%s:%d: a rule longer than %d characters", path, lineno,
+                       TASO_RULE_TEXT - 1);
+      break;
+    }
+    while (len && (line[len - 1] == '\n' || line[len - 1] == ' '))
+      line[--len] = 0;
+    char *p = line;
+    while (*p == ' ')
+      p++;
+    if (!*p || *p == '#') continue;
+    if (!strstr(p, " => ")) {
+      err = taso_error(TASO_ERR_PARSE, "%s:%d: expected \"lhs => rhs\", got '%s'", path, lineno, p);
+      break;
+    }
+    if (*n == cap) {
+      cap = cap ? 2 * cap : 64;
+      char(*v)[TASO_RULE_TEXT] = realloc(*texts, sizeof *v * (size_t)cap);
+      if (!v) {
+        err = taso_error(TASO_ERR_NOMEM, "--rules %s", path);
+        break;
+      }
+      *texts = v;
+    }
+    snprintf((*texts)[(*n)++], TASO_RULE_TEXT, "%s", p);
+  }
+  fclose(f);
+  return err;
+}
+
+taso_err_t taso_rules_choose(taso_rules_t *rules, const char *choice, const char *usage,
+                             const taso_model_t *m, uint64_t seed, char *what, size_t len,
+                             int *listed, int *matched) {
+  what[0] = 0;
+  *listed = *matched = 0;
+  if (strcmp(choice, "all") == 0) return TASO_OK;
+  int before = rules->n;
+  if (strncmp(choice, "random:", 7) == 0) {
+    char *end;
+    long k = strtol(choice + 7, &end, 10);
+    if (end == choice + 7 || *end || k < 0)
+      return taso_error(TASO_ERR_ARG, "--rules %s: expected random:N, N a count", choice);
+    TASO_TRY(taso_rules_keep_random(rules, (int)k, seed));
+    snprintf(what, len, "%d of %d at random", rules->n, before);
+    return TASO_OK;
+  }
+  char(*texts)[TASO_RULE_TEXT] = NULL;
+  int n = 0;
+  char from_what[1300];
+  taso_err_t err = TASO_OK;
+  bool zoo = strcmp(choice, "zoo") == 0;
+  if (zoo || strcmp(choice, "auto") == 0 || taso_family_known(choice)) {
+    taso_features_t f;
+    taso_model_features(m, &f);
+    const char *family = strcmp(choice, "auto") == 0 ? taso_family_of(&f) : choice;
+    const char *from = NULL;
+    taso_usage_t u;
+    TASO_TRY(taso_usage_read(usage, &u));
+    if (zoo)
+      err = taso_usage_all(&u, &texts, &n);
+    else
+      err = taso_usage_subset(&u, family, &f, &texts, &n, &from);
+    if (err == TASO_OK && zoo)
+      snprintf(from_what, sizeof from_what, "every model's (from %s)", usage);
+    else if (err == TASO_OK && from && strcmp(from, family) != 0)
+      snprintf(from_what, sizeof from_what, "family %s (none in %s: the nearest model's, %s, lent)",
+               family, usage, from);
+    else
+      snprintf(from_what, sizeof from_what, "family %s (from %s)", family, usage);
+    taso_usage_free(&u);
+  } else {
+    err = read_rule_file(choice, &texts, &n);
+    snprintf(from_what, sizeof from_what, "%s", choice);
+  }
+  if (err == TASO_OK)
+    err = taso_rules_keep(rules, (const char(*)[TASO_RULE_TEXT])texts, n, matched);
+  free(texts);
+  TASO_TRY(err);
+  *listed = n;
+  snprintf(what, len, "%s: %d of %d (%d of its %d rules found in the substitutions)", from_what,
+           rules->n, before, *matched, n);
   return TASO_OK;
 }

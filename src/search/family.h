@@ -121,4 +121,15 @@ taso_err_t taso_rules_keep(taso_rules_t *rules, const char (*texts)[TASO_RULE_TE
 /* Keeps n rules chosen at random (seeded), for comparisons. */
 taso_err_t taso_rules_keep_random(taso_rules_t *rules, int n, uint64_t seed);
 
+/* Which of the loaded rules a search tries (taso-optimize --rules):
+ * "all"; "random:N" (seeded by seed); "auto" (the family of m's features),
+ * "zoo" (every model's) or a family's name, from the rule-usage file at
+ * usage; otherwise a text file of rules, one "lhs => rhs" a line, #
+ * starting a comment. what receives a line that says what was chosen
+ * (empty for "all"); *listed the rules the choice named and *matched
+ * those found among rules (both 0 for "all" and "random:N"). */
+taso_err_t taso_rules_choose(taso_rules_t *rules, const char *choice, const char *usage,
+                             const taso_model_t *m, uint64_t seed, char *what, size_t len,
+                             int *listed, int *matched);
+
 #endif

@@ -2,15 +2,13 @@
  * taso-optimize: rewrites a model with the proved substitutions into a
  * cheaper one that computes the same function.
  *
- * The graph's cost is the sum of the runtime's steps, each measured on the
- * chosen backend the first time it is seen (src/search/cost.h); the search
- * is the original TASO's (src/search/search.h). The result is a model
- * file (taso-model) with root attributes that say what the search did:
- * cost before and after, graphs explored, search time, and the table
- * /optimize_rules of which substitution fired how many times on the way
- * to the result. Rules are applied as patterns over every shape until the
- * matcher checks each rule's proved shape conditions, so check the result
- * with `taso-run --model OUT --compare M`.
+ * The graph's cost is the sum of the runtime's steps from the cost room
+ * (src/cost/cost.h: the database, else measured on the chosen backend the
+ * first time a step is seen); the search is the original TASO's or the
+ * parallel one (src/search/search.h), every rewrite kept inside its proof
+ * by the rule guard. The result is run against the original on seeded
+ * inputs, timed end to end against it, and written as a model file
+ * (taso-model) with the record of the search (src/search/record.h).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -27,8 +25,10 @@
 #include "device.h"
 #include "family.h"
 #include "guard_cache.h"
+#include "joint.h"
 #include "model.h"
 #include "onnx.h"
+#include "record.h"
 #include "replace.h"
 #include "search.h"
 #include "select.h"
@@ -281,131 +281,7 @@ static void on_progress(void *ctx, int64_t explored, int64_t queued, double best
   fflush(stderr);
 }
 
-/* A split takes its sizes from the split tree of its input, which a
- * concat of weights loses when writing the model folds it into one new
- * weight. So each split becomes split_at with its sizes spelled out: the
- * same values, without the tree. */
-static void spell_out_splits(taso_model_t *m) {
-  for (int i = 0; i < m->graph.nnodes; i++) {
-    taso_node_t *n = &m->graph.nodes[i];
-    if (n->kind != TASO_OP_SPLIT) continue;
-    n->kind = TASO_OP_SPLIT_AT;
-    n->p.at = m->types[2 * i].dim[n->p.axis];
-  }
-}
-
-/* Puts the best graph into m, typed, its splits spelled out; a call plan
- * of the input's graph does not fit it. */
-static taso_err_t adopt(taso_model_t *m, const taso_graph_t *best) {
-  taso_model_drop_plan(m);
-  TASO_TRY(taso_graph_copy(&m->graph, best));
-  if (2 * m->graph.nnodes > m->types_cap) {
-    taso_tensor_t *types = realloc(m->types, sizeof *types * 2 * (size_t)m->graph.nnodes);
-    if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", m->graph.nnodes);
-    m->types = types;
-    m->types_cap = 2 * m->graph.nnodes;
-  }
-  TASO_TRY(taso_graph_infer(&m->graph, &m->inputs, m->types));
-  spell_out_splits(m);
-  return taso_graph_infer(&m->graph, &m->inputs, m->types);
-}
-
 /* ---- the output ------------------------------------------------------------------------ */
-
-typedef struct {
-  const settings_t *s;
-  const taso_rules_t *rules;
-  const taso_search_result_t *r;
-  taso_cost_stats_t costs;
-  int64_t proved;
-  bool checked;                         /* the result was run against the original */
-  double relative;                      /* then: the largest relative output difference */
-  bool timed;                           /* input and result were timed end to end */
-  double latency_before, latency_after; /* then: their medians, ms */
-  int rounds, pairs;                    /* then: rounds timed, pairs of runs timed in them */
-  int pairs_faster;                     /* the pairs the result won */
-  int pairs_needed;                     /* the sign test's threshold */
-  bool kept_input;                      /* the result was not faster: the input graph was written */
-  const char *input_name;               /* the input model's name */
-  taso_features_t input_features;       /* and its features (taso-rules reads them) */
-} record_t;
-
-/* The search's record as root attributes and the rules table. */
-static taso_err_t write_record(taso_artifact_t *a, const record_t *rec) {
-  const taso_search_result_t *r = rec->r;
-  int64_t n = 0;
-  taso_fired_rule_t *rows = NULL;
-  TASO_TRY(taso_fired_rules(rec->rules, r, &rows, &n));
-  const char *ended = r->timed_out ? "time limit" : r->budget_spent ? "budget" : "queue empty";
-  taso_err_t err = taso_artifact_set_string(a, "optimize_search", rec->s->kind);
-  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_substitutions", subst_path);
-  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_model", model_spec);
-  char features[TASO_FEATURES * 26];
-  taso_features_format(&rec->input_features, features, sizeof features);
-  if (err == TASO_OK) err = taso_artifact_set_string(a, TASO_INPUT_NAME_ATTR, rec->input_name);
-  if (err == TASO_OK) err = taso_artifact_set_string(a, TASO_INPUT_FEATURES_ATTR, features);
-  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_rules_choice", rules_text);
-  if (err == TASO_OK) err = taso_artifact_set_count(a, "rules_searched", rec->rules->n);
-  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_backend", rec->s->be->name);
-  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_ended_by", ended);
-  if (err == TASO_OK)
-    err = taso_artifact_set_string(a, "optimize_costs", estimate ? "estimated" : "measured");
-  if (err == TASO_OK)
-    err = taso_artifact_set_string(a, "optimize_cost_of",
-                                   select_path ? "selected call plans"
-                                   : per_node  ? "one step per node"
-                                               : "the runtime's steps");
-  if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_before_ms", r->cost_before);
-  if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_after_ms", r->cost_after);
-  if (err == TASO_OK) err = taso_artifact_set_real(a, "search_seconds", r->seconds);
-  if (err == TASO_OK) err = taso_artifact_set_real(a, "search_cpu_seconds", r->cpu_seconds);
-  if (err == TASO_OK) err = taso_artifact_set_real(a, "alpha", rec->s->search.alpha);
-  if (err == TASO_OK) err = taso_artifact_set_count(a, "budget", rec->s->search.budget);
-  if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_explored", r->explored);
-  if (err == TASO_OK) err = taso_artifact_set_count(a, "ranks", r->ranks);
-  /* complete: the result is the search's own, not where the clock cut it */
-  if (err == TASO_OK) err = taso_artifact_set_count(a, "search_complete", !r->timed_out);
-  if (err == TASO_OK && r->rank_explored)
-    err = taso_artifact_set_count(a, "search_width", rec->s->search.width);
-  if (err == TASO_OK && rec->s->search.target > 0)
-    err = taso_artifact_set_real(a, "target_seconds", r->target_seconds);
-  if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_generated", r->generated);
-  if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_queued", r->queued);
-  if (err == TASO_OK) err = taso_artifact_set_count(a, "search_chain", rec->s->search.chain);
-  if (err == TASO_OK && rec->s->search.chain)
-    err = taso_artifact_set_count(a, "chain_links", r->chained);
-  if (err == TASO_OK) err = taso_artifact_set_count(a, "rewrites_applied", r->steps);
-  if (err == TASO_OK) err = taso_artifact_set_count(a, "substitutions_proved", rec->proved);
-  if (err == TASO_OK) err = taso_artifact_set_count(a, "configs_measured", rec->costs.measured);
-  if (err == TASO_OK && rec->checked)
-    err = taso_artifact_set_real(a, "check_relative_difference", rec->relative);
-  if (err == TASO_OK && rec->timed)
-    err = taso_artifact_set_real(a, "latency_before_ms", rec->latency_before);
-  if (err == TASO_OK && rec->timed)
-    err = taso_artifact_set_real(a, "latency_after_ms", rec->latency_after);
-  if (err == TASO_OK && rec->timed) err = taso_artifact_set_count(a, "latency_rounds", rec->rounds);
-  if (err == TASO_OK && rec->timed) err = taso_artifact_set_count(a, "latency_pairs", rec->pairs);
-  if (err == TASO_OK && rec->timed)
-    err = taso_artifact_set_count(a, "latency_pairs_faster", rec->pairs_faster);
-  if (err == TASO_OK && rec->timed)
-    err = taso_artifact_set_count(a, "latency_pairs_needed", rec->pairs_needed);
-  if (err == TASO_OK) err = taso_artifact_set_count(a, "kept_input", rec->kept_input);
-  if (err == TASO_OK) err = taso_artifact_write_table(a, &taso_fired_rules_table, rows, n, 0, n);
-  free(rows);
-  return err;
-}
-
-/* The model into OUT.tmp, then the search's record into the same file. */
-static taso_err_t write_output(taso_tool_t *t, taso_model_t *m, const record_t *rec) {
-  taso_provenance_t prov;
-  taso_tool_provenance(t, &prov);
-  TASO_TRY(taso_model_write_h5(m, t->tmp_path, &prov));
-  taso_artifact_t *a = NULL;
-  TASO_TRY(taso_artifact_open_rw(MPI_COMM_SELF, t->tmp_path, TASO_KIND_MODEL, &a));
-  taso_err_t err = write_record(a, rec);
-  taso_err_t closed = taso_artifact_close(a);
-  return err != TASO_OK ? err : closed;
-}
 
 /* ONNX beside the model, through a temporary file renamed into place. */
 static taso_err_t write_onnx(const taso_model_t *m) {
@@ -435,81 +311,35 @@ typedef struct {
   bool kept_input;                   /* the result was measured no faster: the input was written */
   int width;                         /* the parallel search's round width */
   bool chain;                        /* rule chains on */
-  taso_library_t *lib;               /* --select, or NULL */
-  bool warm;                         /* no operand timed cold */
-  bool deferring;                    /* the parallel search defers the cache's misses */
-  bool pending;                      /* a call plan's configuration was deferred */
+  taso_joint_t joint;                /* --select: its library, and how calls are costed */
   char input_name[TASO_MODEL_NAME_LEN]; /* the input model's name and features, recorded */
   taso_features_t input_features;
 } run_t;
 
-/* ---- the joint search (--select) ------------------------------------------------------------ */
-
-/* A configuration's cost for the selection. In the parallel search a miss
- * is deferred (measured later, on rank 0): the selection goes on with an
- * estimate, so that every miss of the graph is noted in one pass, and the
- * graph's cost is then pending. */
-static taso_err_t call_cost(void *ctx, const taso_rt_config_t *cfg, double *ms) {
-  run_t *r = ctx;
-  taso_err_t err = taso_cost_of_config(r->costs, cfg, ms);
-  if (err != TASO_ERR_UNKNOWN || !r->deferring) return err;
-  r->pending = true;
-  *ms = taso_cost_estimate(cfg);
-  return TASO_OK;
-}
-
-/* A graph's cost: its selected call plan's (row-major layouts). */
-static taso_err_t plan_cost(void *ctx, const taso_model_t *m, const bool *absent, double *ms) {
-  run_t *r = ctx;
-  taso_select_options_t o = {.warm_weights = r->warm, .absent = absent};
-  taso_call_t *calls = NULL;
-  int n = 0;
-  taso_select_stats_t st;
-  r->pending = false;
-  taso_err_t err = taso_select_plan(m, r->lib, &o, call_cost, r, &calls, &n, &st);
-  free(calls);
-  *ms = st.ms;
-  if (err == TASO_OK && r->pending)
-    err = taso_error(TASO_ERR_UNKNOWN, "configurations of the call plan pending");
-  return err;
-}
-
-/* One measured cache entry as a database row (the fastest run: the
- * cache's figure for it). */
-static void fill_row(const run_t *r, const char *key, double ms, taso_cost_row_t *row) {
-  memset(row, 0, sizeof *row);
-  snprintf(row->device, sizeof row->device, "%s", r->device);
-  snprintf(row->key, sizeof row->key, "%s", key);
-  snprintf(row->unit, sizeof row->unit, "taso-optimize");
-  taso_now_iso8601(row->when);
-  row->median = row->min = row->max = ms;
-  row->runs = 1;
-  row->status = TASO_COST_MEASURED;
+/* The model into OUT.tmp, then the search's record into the same file. */
+static taso_err_t write_output(taso_tool_t *t, taso_model_t *m, const taso_optimize_record_t *rec,
+                               const run_t *r) {
+  taso_provenance_t prov;
+  taso_tool_provenance(t, &prov);
+  TASO_TRY(taso_model_write_h5(m, t->tmp_path, &prov));
+  taso_artifact_t *a = NULL;
+  TASO_TRY(taso_artifact_open_rw(MPI_COMM_SELF, t->tmp_path, TASO_KIND_MODEL, &a));
+  taso_err_t err = taso_optimize_record_write(a, rec, &r->rules, &r->result);
+  taso_err_t closed = taso_artifact_close(a);
+  return err != TASO_OK ? err : closed;
 }
 
 /* --record-costs: what this rank's cache has that the database lacks,
  * merged into the database. */
-static taso_err_t record_costs(taso_tool_t *t, const settings_t *s, run_t *r) {
-  (void)s;
-  taso_cost_stats_t st;
-  taso_cost_cache_stats(r->costs, &st);
-  taso_cost_row_t *rows = calloc((size_t)st.configs + 1, sizeof *rows);
-  if (!rows) return taso_error(TASO_ERR_NOMEM, "%lld cost rows", (long long)st.configs);
-  int64_t n = 0;
-  for (int64_t i = 0; i < st.configs; i++) {
-    const char *key;
-    double ms;
-    taso_cost_cache_entry(r->costs, i, &key, &ms);
-    if (!taso_costdb_find(&r->db, r->device, key)) fill_row(r, key, ms, &rows[n++]);
-  }
+static taso_err_t record_costs(taso_tool_t *t, run_t *r) {
   taso_provenance_t prov;
   taso_tool_provenance(t, &prov);
-  taso_err_t err = n ? taso_costdb_merge(costs_path, rows, n, &prov, false, NULL) : TASO_OK;
-  free(rows);
-  if (err == TASO_OK)
-    taso_tool_print(t, "taso-optimize: %lld measured configurations recorded in %s\n", (long long)n,
-                    costs_path);
-  return err;
+  int64_t n = 0;
+  TASO_TRY(taso_costdb_record_cache(costs_path, &r->db, r->device, r->costs, "taso-optimize", &prov,
+                                    &n));
+  taso_tool_print(t, "taso-optimize: %lld measured configurations recorded in %s\n", (long long)n,
+                  costs_path);
+  return TASO_OK;
 }
 
 /* The device whose rows are read and recorded: the database's (--device,
@@ -610,7 +440,8 @@ static taso_err_t check(taso_tool_t *t, const settings_t *s, run_t *r, double *r
  * faster would win as many once in 32 or less (a one-sided sign test);
  * each pair is timed back to back, so that a load change on a shared
  * machine weighs on both. */
-static taso_err_t confirm(taso_tool_t *t, const settings_t *s, run_t *r, record_t *rec) {
+static taso_err_t confirm(taso_tool_t *t, const settings_t *s, run_t *r,
+                          taso_optimize_record_t *rec) {
   enum { ROUNDS = 5 };
   taso_model_t input;
   taso_err_t err = taso_model_load(model_spec, &input);
@@ -647,121 +478,35 @@ static taso_err_t confirm(taso_tool_t *t, const settings_t *s, run_t *r, record_
 
 /* Rank 0: the check against the original, the end-to-end confirmation,
  * the model file and ONNX. */
-static taso_err_t finish_rank0(taso_tool_t *t, const settings_t *s, run_t *r, record_t *rec) {
+static taso_err_t finish_rank0(taso_tool_t *t, const settings_t *s, run_t *r,
+                               taso_optimize_record_t *rec) {
   if (!no_check) {
     TASO_TRY(check(t, s, r, &rec->relative));
     rec->checked = true;
   }
-  TASO_TRY(adopt(&r->m, &r->result.best));
+  TASO_TRY(taso_model_adopt_graph(&r->m, &r->result.best));
   TASO_TRY(taso_model_fold_weights(&r->m)); /* as it will be written and run */
   if (s->confirm_runs > 0 && r->result.steps > 0) TASO_TRY(confirm(t, s, r, rec));
   r->kept_input = rec->kept_input;
-  TASO_TRY(write_output(t, &r->m, rec));
+  TASO_TRY(write_output(t, &r->m, rec, r));
   if (onnx_path) TASO_TRY(write_onnx(&r->m));
-  if (costs_record) TASO_TRY(record_costs(t, s, r));
+  if (costs_record) TASO_TRY(record_costs(t, r));
   if (guard_cache_path) TASO_TRY(save_verdicts(t, r));
   return TASO_OK;
 }
 
-/* A text file of rules, one "lhs => rhs" a line; # starts a comment. */
-static taso_err_t read_rule_file(const char *path, char (**texts)[TASO_RULE_TEXT], int *n) {
-  FILE *f = fopen(path, "r");
-  if (!f) return taso_error(TASO_ERR_IO, "--rules %s: cannot read it (%s)", path, strerror(errno));
-  char line[TASO_RULE_TEXT + 2];
-  int cap = 0, lineno = 0;
-  taso_err_t err = TASO_OK;
-  *texts = NULL;
-  *n = 0;
-  while (err == TASO_OK && fgets(line, sizeof line, f)) {
-    lineno++;
-    size_t len = strlen(line);
-    if (len == sizeof line - 1 && line[len - 1] != '\n') {
-      err = taso_error(TASO_ERR_PARSE, "%s:%d: a rule longer than %d characters", path, lineno,
-                       TASO_RULE_TEXT - 1);
-      break;
-    }
-    while (len && (line[len - 1] == '\n' || line[len - 1] == ' '))
-      line[--len] = 0;
-    char *p = line;
-    while (*p == ' ')
-      p++;
-    if (!*p || *p == '#') continue;
-    if (!strstr(p, " => ")) {
-      err = taso_error(TASO_ERR_PARSE, "%s:%d: expected \"lhs => rhs\", got '%s'", path, lineno, p);
-      break;
-    }
-    if (*n == cap) {
-      cap = cap ? 2 * cap : 64;
-      char(*v)[TASO_RULE_TEXT] = realloc(*texts, sizeof *v * (size_t)cap);
-      if (!v) {
-        err = taso_error(TASO_ERR_NOMEM, "--rules %s", path);
-        break;
-      }
-      *texts = v;
-    }
-    snprintf((*texts)[(*n)++], TASO_RULE_TEXT, "%s", p);
-  }
-  fclose(f);
-  return err;
-}
-
 /* --rules: which of the loaded rules the search tries. */
 static taso_err_t choose_rules(taso_tool_t *t, run_t *r) {
-  if (strcmp(rules_text, "all") == 0) return TASO_OK;
-  int before = r->rules.n;
-  if (strncmp(rules_text, "random:", 7) == 0) {
-    char *end;
-    long k = strtol(rules_text + 7, &end, 10);
-    if (end == rules_text + 7 || *end || k < 0)
-      return taso_error(TASO_ERR_ARG, "--rules %s: expected random:N, N a count", rules_text);
-    TASO_TRY(taso_rules_keep_random(&r->rules, (int)k, t->have_job ? t->job.seed : 1));
-    taso_tool_print(t, "taso-optimize: rules: %d of %d at random\n", r->rules.n, before);
-    return TASO_OK;
-  }
-  char(*texts)[TASO_RULE_TEXT] = NULL;
-  int n = 0, matched = 0;
-  char what[1400];
-  taso_err_t err = TASO_OK;
-  bool zoo = strcmp(rules_text, "zoo") == 0;
-  bool by_family = zoo || strcmp(rules_text, "auto") == 0 || taso_family_known(rules_text);
-  if (by_family) {
-    char fallback[1100];
-    const char *data = getenv("TASO_DATA_DIR");
-    snprintf(fallback, sizeof fallback, "%s/rule_usage.h5", data ? data : TASO_DEFAULT_DATA_DIR);
-    const char *path = usage_path ? usage_path : fallback;
-    taso_features_t f;
-    taso_model_features(&r->m, &f);
-    const char *family = strcmp(rules_text, "auto") == 0 ? taso_family_of(&f) : rules_text;
-    const char *from = NULL;
-    taso_usage_t u;
-    TASO_TRY(taso_usage_read(path, &u));
-    if (zoo)
-      err = taso_usage_all(&u, &texts, &n);
-    else
-      err = taso_usage_subset(&u, family, &f, &texts, &n, &from);
-    if (err == TASO_OK && zoo)
-      snprintf(what, sizeof what, "every model's (from %s)", path);
-    else if (err == TASO_OK && from && strcmp(from, family) != 0)
-      snprintf(what, sizeof what, "family %s (none in %s: the nearest model's, %s, lent)", family,
-               path, from);
-    else
-      snprintf(what, sizeof what, "family %s (from %s)", family, path);
-    taso_usage_free(&u);
-  } else {
-    err = read_rule_file(rules_text, &texts, &n);
-    snprintf(what, sizeof what, "%s", rules_text);
-  }
-  if (err == TASO_OK)
-    err = taso_rules_keep(&r->rules, (const char(*)[TASO_RULE_TEXT])texts, n, &matched);
-  free(texts);
-  TASO_TRY(err);
-  taso_tool_print(t,
-                  "taso-optimize: rules: %s: %d of %d (%d of its %d rules found in the "
-                  "substitutions)\n",
-                  what, r->rules.n, before, matched, n);
-  if (matched < n)
+  char fallback[1100], what[1400];
+  const char *data = getenv("TASO_DATA_DIR");
+  snprintf(fallback, sizeof fallback, "%s/rule_usage.h5", data ? data : TASO_DEFAULT_DATA_DIR);
+  int listed = 0, matched = 0;
+  TASO_TRY(taso_rules_choose(&r->rules, rules_text, usage_path ? usage_path : fallback, &r->m,
+                             t->have_job ? t->job.seed : 1, what, sizeof what, &listed, &matched));
+  if (what[0]) taso_tool_print(t, "taso-optimize: rules: %s\n", what);
+  if (matched < listed)
     taso_tool_warn(t, "--rules %s: %d of its rules are not in %s (another rule set?)", rules_text,
-                   n - matched, subst_path);
+                   listed - matched, subst_path);
   return TASO_OK;
 }
 
@@ -798,16 +543,18 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
     copt.lookup_ctx = &r->source;
   }
   if (estimate) copt.lookup = taso_cost_estimate_lookup;
-  r->warm = copt.warm_weights || estimate;
   if (select_path) {
-    r->deferring = strcmp(s->kind, "parallel") == 0 && !no_measure; /* as defer_costs below */
-    TASO_TRY(taso_library_load(select_path, &r->lib));
-    copt.graph_cost = plan_cost;
-    copt.graph_ctx = r;
+    r->joint.warm = copt.warm_weights || estimate;
+    /* as defer_costs below */
+    r->joint.deferring = strcmp(s->kind, "parallel") == 0 && !no_measure;
+    TASO_TRY(taso_library_load(select_path, &r->joint.lib));
+    copt.graph_cost = taso_joint_graph_cost;
+    copt.graph_ctx = &r->joint;
     taso_tool_print(t, "taso-optimize: joint search: graphs cost their call plans from %s (%s)\n",
-                    taso_library_name(r->lib), select_path);
+                    taso_library_name(r->joint.lib), select_path);
   }
   TASO_TRY(taso_cost_cache_new(s->be, r->ctx, &copt, &r->costs));
+  r->joint.costs = r->costs;
   taso_tool_print(t,
                   "taso-optimize: %s (%d nodes), %d rules from %lld proved substitutions; "
                   "costs %s %s (%s)\n",
@@ -835,13 +582,22 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
         t, taso_search_parallel(t->comm, &prob, &r->rules, r->costs, &opt, &r->result)));
   else
     TASO_TRY(taso_search_backtracking(&prob, &r->rules, r->costs, &opt, &r->result));
-  record_t rec = {.s = s,
-                  .rules = &r->rules,
-                  .r = &r->result,
-                  .proved = r->proved,
-                  .input_name = r->input_name,
-                  .input_features = r->input_features};
-  taso_cost_cache_stats(r->costs, &rec.costs);
+  taso_cost_stats_t cs;
+  taso_cost_cache_stats(r->costs, &cs);
+  taso_optimize_record_t rec = {.search = s->kind,
+                                .substitutions = subst_path,
+                                .model = model_spec,
+                                .input_name = r->input_name,
+                                .input_features = r->input_features,
+                                .rules_choice = rules_text,
+                                .backend = s->be->name,
+                                .costs = estimate ? "estimated" : "measured",
+                                .cost_of = select_path ? "selected call plans"
+                                           : per_node  ? "one step per node"
+                                                       : "the runtime's steps",
+                                .opt = &s->search,
+                                .proved = r->proved,
+                                .measured = cs.measured};
   /* rank 0 checks and writes; the others wait for its verdict */
   taso_err_t err = TASO_OK;
   if (t->rank == 0) err = finish_rank0(t, s, r, &rec);
@@ -935,7 +691,7 @@ int main(int argc, char **argv) {
   taso_costdb_free(&r.db);
   taso_tool_guard_close(r.ax, r.guard);
   taso_rules_free(&r.rules);
-  taso_library_free(r.lib);
+  taso_library_free(r.joint.lib);
   taso_model_free(&r.m);
   return taso_tool_finish(&t, err);
 }

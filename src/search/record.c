@@ -1,0 +1,63 @@
+#include "record.h"
+
+#include <stdlib.h>
+
+taso_err_t taso_optimize_record_write(taso_artifact_t *a, const taso_optimize_record_t *rec,
+                                      const taso_rules_t *rules, const taso_search_result_t *r) {
+  int64_t n = 0;
+  taso_fired_rule_t *rows = NULL;
+  TASO_TRY(taso_fired_rules(rules, r, &rows, &n));
+  const char *ended = r->timed_out ? "time limit" : r->budget_spent ? "budget" : "queue empty";
+  taso_err_t err = taso_artifact_set_string(a, "optimize_search", rec->search);
+  if (err == TASO_OK)
+    err = taso_artifact_set_string(a, "optimize_substitutions", rec->substitutions);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_model", rec->model);
+  char features[TASO_FEATURES * 26];
+  taso_features_format(&rec->input_features, features, sizeof features);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, TASO_INPUT_NAME_ATTR, rec->input_name);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, TASO_INPUT_FEATURES_ATTR, features);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_rules_choice", rec->rules_choice);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "rules_searched", rules->n);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_backend", rec->backend);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_ended_by", ended);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_costs", rec->costs);
+  if (err == TASO_OK) err = taso_artifact_set_string(a, "optimize_cost_of", rec->cost_of);
+  if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_before_ms", r->cost_before);
+  if (err == TASO_OK) err = taso_artifact_set_real(a, "cost_after_ms", r->cost_after);
+  if (err == TASO_OK) err = taso_artifact_set_real(a, "search_seconds", r->seconds);
+  if (err == TASO_OK) err = taso_artifact_set_real(a, "search_cpu_seconds", r->cpu_seconds);
+  if (err == TASO_OK) err = taso_artifact_set_real(a, "alpha", rec->opt->alpha);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "budget", rec->opt->budget);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_explored", r->explored);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "ranks", r->ranks);
+  /* complete: the result is the search's own, not where the clock cut it */
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "search_complete", !r->timed_out);
+  if (err == TASO_OK && r->rank_explored)
+    err = taso_artifact_set_count(a, "search_width", rec->opt->width);
+  if (err == TASO_OK && rec->opt->target > 0)
+    err = taso_artifact_set_real(a, "target_seconds", r->target_seconds);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_generated", r->generated);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "graphs_queued", r->queued);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "search_chain", rec->opt->chain);
+  if (err == TASO_OK && rec->opt->chain)
+    err = taso_artifact_set_count(a, "chain_links", r->chained);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "rewrites_applied", r->steps);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "substitutions_proved", rec->proved);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "configs_measured", rec->measured);
+  if (err == TASO_OK && rec->checked)
+    err = taso_artifact_set_real(a, "check_relative_difference", rec->relative);
+  if (err == TASO_OK && rec->timed)
+    err = taso_artifact_set_real(a, "latency_before_ms", rec->latency_before);
+  if (err == TASO_OK && rec->timed)
+    err = taso_artifact_set_real(a, "latency_after_ms", rec->latency_after);
+  if (err == TASO_OK && rec->timed) err = taso_artifact_set_count(a, "latency_rounds", rec->rounds);
+  if (err == TASO_OK && rec->timed) err = taso_artifact_set_count(a, "latency_pairs", rec->pairs);
+  if (err == TASO_OK && rec->timed)
+    err = taso_artifact_set_count(a, "latency_pairs_faster", rec->pairs_faster);
+  if (err == TASO_OK && rec->timed)
+    err = taso_artifact_set_count(a, "latency_pairs_needed", rec->pairs_needed);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "kept_input", rec->kept_input);
+  if (err == TASO_OK) err = taso_artifact_write_table(a, &taso_fired_rules_table, rows, n, 0, n);
+  free(rows);
+  return err;
+}
