@@ -1,7 +1,10 @@
 /*
  * Private to ONNX import: the importer's state and the helpers that the
  * operator handlers (onnx_import_ops.c) build models with. onnx_import.c
- * walks the graph; onnx_import_ops.c knows the operators.
+ * walks the graph; onnx_import_ops.c knows the operators;
+ * onnx_import_fold.c computes constants; onnx_import_state.c holds the
+ * state's helpers (the im_* functions below but the fold ones). Calls go
+ * one way: import -> ops -> fold -> state.
  */
 #ifndef TASO_ONNX_IMPORT_IMPL_H
 #define TASO_ONNX_IMPORT_IMPL_H
@@ -47,7 +50,10 @@ typedef struct {
  * does not do. */
 taso_err_t taso_onnx_import_op(importer_t *im, const Onnx__NodeProto *n);
 
+/* The importer's state (onnx_import_state.c). */
 value_t *im_find(importer_t *im, const char *name);
+/* The entry of name, made (V_NONE) when new. */
+taso_err_t im_define(importer_t *im, const char *name, value_t **out);
 taso_err_t im_unsupported(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int im_has_input(const Onnx__NodeProto *n, size_t i);
 int im_has_output(const Onnx__NodeProto *n, size_t i);
@@ -89,6 +95,9 @@ taso_err_t im_set_const(importer_t *im, const Onnx__NodeProto *n, size_t k,
 /* A constant's values: floats (malloc'd, *n elements) or at most max ints. */
 taso_err_t im_const_floats(const Onnx__TensorProto *t, float **out, int64_t *n);
 taso_err_t im_const_ints(const Onnx__TensorProto *t, int64_t *out, int max, int *n);
+/* A constant as a graph output: a weight, an integer or boolean one with its
+ * values as floats. */
+taso_err_t im_const_output(importer_t *im, value_t *v, taso_ref_t *ref);
 /* Constant folding (onnx_import_fold.c): whether n is an operator import
  * computes (all its inputs small constants, or Shape), and computing it. */
 int taso_onnx_foldable(importer_t *im, const Onnx__NodeProto *n);

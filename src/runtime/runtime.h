@@ -190,7 +190,8 @@ typedef struct {
 taso_err_t taso_rt_config_of_node(const taso_model_t *m, int node, taso_rt_config_t *cfg);
 
 /* Whether buffer slot `slot` (inputs 0..nin-1, then outputs) of cfg holds
- * its values channels last (layout NHWC, 4-d, not a conv2d weight). */
+ * its values channels last (layout NHWC, 4-d, not a conv2d weight). This
+ * and the two conversions below live in layout.c. */
 bool taso_rt_channels_last(const taso_rt_config_t *cfg, int slot);
 
 /* Host conversions of a 4-d tensor of logical shape t between row-major

@@ -130,9 +130,13 @@ taso_err_t taso_axioms_countermodel(const taso_axioms_t *ax, const bool *use, in
                                     const taso_limits_t *lim, bool *found, char *model, int mlen,
                                     char *why, int wlen);
 
+/* Bound variables of one formula the verifier takes. */
+#define TASO_MAX_BOUND 64
+
 /* The body of a universal formula with a fresh constant per bound
  * variable (vars receives them, *nv of them, when not NULL); f itself when
- * it is not universal, NULL past 64 variables. */
+ * it is not universal, NULL past TASO_MAX_BOUND variables
+ * (src/verify/instantiate.c). */
 Z3_ast taso_instantiate(Z3_context c, Z3_ast f, Z3_ast *vars, unsigned *nv);
 
 #endif

@@ -1,6 +1,8 @@
 /*
  * Private to the gpu backend: the open device, a prepared kernel, the
- * library-call macros and the per-family prepare functions.
+ * library-call macros, the helpers the families share (gpu_common.c) and
+ * the per-family prepare functions. Calls go one way: backend_gpu.c ->
+ * the families -> gpu_common.c.
  *
  * A prepared kernel records everything its run needs (descriptors, the
  * chosen convolution algorithm, sizes), so that run only enqueues library
@@ -152,6 +154,8 @@ struct taso_rt_kernel {
     }                                                                                              \
   } while (0)
 
+/* ---- shared helpers (gpu_common.c) ---- */
+
 /* Records the reason and returns TASO_ERR_UNSUPPORTED (the runtime falls
  * back to the reference for this configuration). */
 #define GPU_UNSUPPORTED(cfg, ...) gpu_unsupported((cfg), __VA_ARGS__)
@@ -172,15 +176,17 @@ void gpu_order(const taso_rt_config_t *cfg, const taso_tensor_t *t, int order[4]
 cudaError_t gpu_kernel_epilogue(const taso_rt_kernel_t *k, float *y, const float *bias,
                                 const float *sum, int64_t cols, int64_t inner, cudaStream_t s);
 
-/* cuDNN's name of a prepared convolution's algorithm, its math and call. */
-void gpu_describe_conv(const taso_rt_kernel_t *k, char *buf, int len);
-
 /* The cuDNN workspace, allocated once at its configured size. */
 taso_err_t gpu_workspace(taso_rt_ctx_t *ctx);
 
 /* *buf holds at least count floats (*have of them), reallocated when too
  * small: to a power of two, so that growing sizes reallocate rarely. */
 taso_err_t gpu_buffer(float **buf, int64_t *have, int64_t count);
+
+/* ---- the families (gpu_conv.c, gpu_blas.c, gpu_elementwise.c, gpu_movement.c) ---- */
+
+/* cuDNN's name of a prepared convolution's algorithm, its math and call. */
+void gpu_describe_conv(const taso_rt_kernel_t *k, char *buf, int len);
 
 /* Frees the algorithm table. */
 void gpu_algos_free(gpu_algos_t *algos);
