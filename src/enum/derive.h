@@ -11,7 +11,7 @@
  * matches accepted only inside the shape relation each kept substitution
  * was proved under (taso_rewrite_all_checked); with a rewrite hook, as the
  * hook accepts them. The tools pass the optimizer's rule guard there
- * (src/verify/rule_guard.h, src/tools/derive_guard.h): a match outside the
+ * (src/verify/rule_guard.h, src/verify/guard_open.h): a match outside the
  * recorded relation is re-proved at its own relation, as the optimizer
  * does before applying it.
  *

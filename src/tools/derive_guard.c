@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "verifier.h"
-
 void taso_tool_axioms_path(const taso_tool_t *t, const char *option, char *path, size_t len) {
   if (option || t->have_job) {
     taso_tool_job_relative(t, option ? option : t->job.axioms, path, len);
@@ -22,36 +20,14 @@ void taso_tool_axioms_path(const taso_tool_t *t, const char *option, char *path,
 
 taso_err_t taso_tool_guard_open(const taso_tool_t *t, const char *path, const taso_inputs_t *in,
                                 taso_axioms_t **ax, taso_rule_guard_t **guard) {
-  *ax = NULL;
-  *guard = NULL;
-  taso_err_t err = taso_axioms_load(path, ax);
-  if (err != TASO_OK) return taso_error_prefix(err, "axioms: ");
-  taso_rule_guard_opts_t opt = {0};
-  opt.limits.timeout_s = t->have_job ? t->job.verify_timeout : 5;
-  opt.limits.rlimit = t->have_job ? (unsigned)t->job.verify_rlimit : TASO_DEFAULT_VERIFY_RLIMIT;
-  opt.limits.memory_mb = t->have_job ? (unsigned)t->job.verify_memory_mb : TASO_DEFAULT_MEMORY_MB;
-  opt.seed = 1;
-  char report[512];
-  int failed = 0;
-  TASO_TRY(taso_axioms_prove_lemmas_limited(*ax, &opt.limits, report, sizeof report, &failed));
-  if (failed) taso_tool_warn(t, "lemmas not proved, left out of re-proofs: %s", report);
-  return taso_rule_guard_open(in, *ax, &opt, guard);
-}
-
-void taso_tool_guard_close(taso_axioms_t *ax, taso_rule_guard_t *guard) {
-  taso_rule_guard_close(guard);
-  if (ax) taso_axioms_free(ax);
-}
-
-taso_err_t taso_tool_guard_rewrite(void *guard, int64_t rule, int dir, const taso_graph_t *host,
-                                   const taso_tensor_t *host_types, const taso_graph_t *lhs,
-                                   const taso_graph_t *rhs, const taso_shape_cond_t *cond,
-                                   taso_rewrite_fn fn, void *fn_ctx) {
-  return taso_rewrite_all_guarded(guard, rule, dir, host, host_types, lhs, rhs, cond, fn, fn_ctx);
-}
-
-void taso_tool_guard_optimistic(void *guard, bool on) {
-  taso_rule_guard_optimistic(guard, on);
+  taso_limits_t lim = {
+      .timeout_s = t->have_job ? t->job.verify_timeout : 5,
+      .rlimit = t->have_job ? (unsigned)t->job.verify_rlimit : TASO_DEFAULT_VERIFY_RLIMIT,
+      .memory_mb = t->have_job ? (unsigned)t->job.verify_memory_mb : TASO_DEFAULT_MEMORY_MB};
+  char unproved[512];
+  taso_err_t err = taso_guard_open(path, in, &lim, unproved, sizeof unproved, ax, guard);
+  if (unproved[0]) taso_tool_warn(t, "lemmas not proved, left out of re-proofs: %s", unproved);
+  return err;
 }
 
 void taso_tool_derive_opts(const taso_tool_t *t, taso_rule_guard_t *guard, taso_derive_opts_t *o) {
@@ -61,11 +37,7 @@ void taso_tool_derive_opts(const taso_tool_t *t, taso_rule_guard_t *guard, taso_
     o->extra_ops = t->job.derive_extra_ops ? t->job.derive_extra_ops : -1; /* derive.h: -1 none */
     o->max_nodes = t->job.derive_nodes;
   }
-  if (guard) {
-    o->rewrite = taso_tool_guard_rewrite;
-    o->rewrite_ctx = guard;
-    o->optimistic = taso_tool_guard_optimistic;
-  }
+  if (guard) taso_guard_derive_hooks(guard, o);
 }
 
 void taso_tool_guard_print(const taso_tool_t *t, const char *prefix,

@@ -6,7 +6,7 @@
  * bounded search of derive.h, with each kept rule applied in both
  * directions as the optimizer applies it: inside the shape relation it was
  * proved under, or where the rule guard proves it at the match's own
- * relation (derive_guard.h; --no-guard: the recorded relation only). The
+ * relation (guard_open.h; --no-guard: the recorded relation only). The
  * job (--job, else the one the candidates were generated from) gives the
  * axioms, the [verify] limits and the [generate] derive_* bounds.
  *
@@ -372,7 +372,7 @@ int main(int argc, char **argv) {
                       (long long)npruned, what, (long long)(npruned - failed),
                       against_opt ? "in the set or " : "", (long long)ncands);
   }
-  taso_tool_guard_close(ax, guard);
+  taso_guard_close(ax, guard);
   for (int64_t i = 0; i < ncands; i++)
     taso_cand_free(&cands[i]);
   free(cands);

@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
   TASO_TOOL_STEP(&t, err, taso_generate(&o, &r));
   taso_rule_guard_stats_t gst = {0};
   if (guard) taso_rule_guard_stats(guard, &gst);
-  taso_tool_guard_close(ax, guard);
+  taso_guard_close(ax, guard);
   if (err == TASO_OK) err = write_output(&t, &r);
   if (err == TASO_OK) {
     for (int i = 0; i < TASO_GENERATE_COUNTS; i++)

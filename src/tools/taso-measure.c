@@ -254,7 +254,7 @@ int main(int argc, char **argv) {
   taso_costdb_free(&known);
   taso_measure_items_free(&all);
   if (s.depth > 0) taso_rules_free(&s.rules);
-  taso_tool_guard_close(s.ax, s.guard);
+  taso_guard_close(s.ax, s.guard);
   taso_library_free(s.lib);
   return taso_tool_finish(&t, err);
 }

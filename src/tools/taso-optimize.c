@@ -689,7 +689,7 @@ int main(int argc, char **argv) {
   taso_cost_cache_free(r.costs);
   if (r.ctx) s.be->close(r.ctx);
   taso_costdb_free(&r.db);
-  taso_tool_guard_close(r.ax, r.guard);
+  taso_guard_close(r.ax, r.guard);
   taso_rules_free(&r.rules);
   taso_library_free(r.joint.lib);
   taso_model_free(&r.m);
