@@ -31,6 +31,7 @@
 
 #include "decide.h"
 #include "hash.h"
+#include "row_stream.h"
 #include "tool.h"
 #include "verifier.h"
 
@@ -308,53 +309,28 @@ typedef struct {
   taso_decider_t *d;
   const int64_t *todo;
   taso_artifact_t *out;
-  taso_decision_t *local;
-  int64_t nlocal, cap, *slots;
+  taso_row_stream_t rows; /* the round's decisions */
 } round_t;
 
 /* Decides rows todo[start..end) into the round's decisions. */
 static taso_err_t take(void *ctx, int64_t start, int64_t end, int64_t *results) {
   round_t *r = ctx;
-  if (r->nlocal + (end - start) > r->cap) {
-    int64_t cap = r->cap ? 2 * r->cap : 256;
-    while (cap < r->nlocal + (end - start))
-      cap *= 2;
-    taso_decision_t *grown = realloc(r->local, (size_t)cap * sizeof *grown);
-    if (!grown) return taso_error(TASO_ERR_NOMEM, "no memory for decisions");
-    r->local = grown;
-    r->cap = cap;
+  taso_decision_t *at;
+  TASO_TRY(taso_row_stream_room(&r->rows, end - start, (void **)&at));
+  TASO_TRY(taso_decider_run(r->d, r->todo + start, end - start, at));
+  for (int64_t i = 0; i < end - start; i++) {
+    size_t used = strnlen(at[i].reason, TASO_REASON_LEN - 1);
+    memset(at[i].reason + used, 0, TASO_REASON_LEN - used); /* no stray bytes in the file */
+    at[i].pad_ = 0;
   }
-  TASO_TRY(taso_decider_run(r->d, r->todo + start, end - start, r->local + r->nlocal));
-  r->nlocal += end - start;
+  taso_row_stream_added(&r->rows, end - start);
   *results = end - start;
   return TASO_OK;
 }
 
-static int compare_rows(const void *a, const void *b) {
-  int64_t x = ((const taso_decision_t *)a)->row, y = ((const taso_decision_t *)b)->row;
-  return (x > y) - (x < y);
-}
-
 static taso_err_t flush(void *ctx) {
   round_t *r = ctx;
-  taso_err_t err = TASO_OK;
-  int64_t *slots = realloc(r->slots, sizeof *slots * (size_t)(r->nlocal + 1));
-  if (!slots) err = taso_error(TASO_ERR_NOMEM, "no memory for slots");
-  if (slots) r->slots = slots;
-  if (r->nlocal > 1) qsort(r->local, (size_t)r->nlocal, sizeof *r->local, compare_rows);
-  for (int64_t i = 0; err == TASO_OK && i < r->nlocal; i++) {
-    taso_decision_t *d = &r->local[i];
-    size_t used = strnlen(d->reason, TASO_REASON_LEN - 1);
-    memset(d->reason + used, 0, TASO_REASON_LEN - used); /* no stray bytes in the file */
-    d->pad_ = 0;
-    slots[i] = d->row;
-  }
-  /* Collective: a rank out of memory still takes part, writing nothing. */
-  taso_err_t put = taso_artifact_put_slots(r->out, &slots_table, r->local, r->slots,
-                                           err == TASO_OK ? r->nlocal : 0);
-  if (err == TASO_OK) err = put;
-  r->nlocal = 0;
-  return err;
+  return taso_row_stream_flush(&r->rows, r->out);
 }
 
 /* Collective. Decides every row of todo, appending rounds of decisions to
@@ -362,7 +338,10 @@ static taso_err_t flush(void *ctx) {
  * TASO_VERIFY_STOP_AFTER. */
 static taso_err_t run(taso_tool_t *t, taso_decider_t *d, const int64_t *todo, int64_t ntodo,
                       taso_artifact_t *out, int64_t already, int64_t nrows) {
-  round_t state = {.d = d, .todo = todo, .out = out};
+  round_t state = {.d = d,
+                   .todo = todo,
+                   .out = out,
+                   .rows = {.table = &slots_table, .slot_offset = offsetof(taso_decision_t, row)}};
   taso_rounds_t r = {.ctx = &state,
                      .take = take,
                      .flush = flush,
@@ -375,8 +354,7 @@ static taso_err_t run(taso_tool_t *t, taso_decider_t *d, const int64_t *todo, in
                      .progress_total = nrows,
                      .already = already};
   taso_err_t err = taso_rounds_run(t->comm, spec.name, &r);
-  free(state.local);
-  free(state.slots);
+  taso_row_stream_free(&state.rows);
   return err;
 }
 

@@ -18,6 +18,7 @@
 
 #include "collective.h"
 #include "rounds.h"
+#include "row_stream.h"
 
 #define ROUND_SECONDS 5.0 /* work between two appends to the output */
 
@@ -69,8 +70,8 @@ typedef struct {
   taso_checker_t **checkers;
   const unsigned char *done;
   taso_artifact_t *out;
-  taso_check_t *local, *batch;
-  int64_t nlocal, cap, *slots, *mine_rows;
+  taso_row_stream_t rows; /* the round's rows */
+  taso_check_t *batch;
   double *mine_cpu, *last_end;
 } round_t;
 
@@ -100,43 +101,19 @@ static taso_err_t take(void *ctx, int64_t start, int64_t end, int64_t *results) 
   *r->mine_cpu += work;
   *r->last_end = MPI_Wtime();
   TASO_TRY(e);
-  if (r->nlocal + (end - start) > r->cap) {
-    int64_t cap = r->cap ? 2 * r->cap : 1024;
-    while (cap < r->nlocal + (end - start))
-      cap *= 2;
-    taso_check_t *grown = realloc(r->local, (size_t)cap * sizeof *grown);
-    if (!grown) return taso_error(TASO_ERR_NOMEM, "no memory for rows");
-    r->local = grown;
-    r->cap = cap;
-  }
-  int64_t before = r->nlocal;
+  taso_check_t *at;
+  TASO_TRY(taso_row_stream_room(&r->rows, end - start, (void **)&at));
+  int64_t n = 0;
   for (int64_t i = start; i < end; i++)
-    if (!r->done[i]) r->local[r->nlocal++] = r->batch[i - start];
-  *results = r->nlocal - before;
+    if (!r->done[i]) at[n++] = r->batch[i - start];
+  taso_row_stream_added(&r->rows, n);
+  *results = n;
   return TASO_OK;
-}
-
-static int compare_index(const void *a, const void *b) {
-  int64_t x = ((const taso_check_t *)a)->index, y = ((const taso_check_t *)b)->index;
-  return (x > y) - (x < y);
 }
 
 static taso_err_t flush(void *ctx) {
   round_t *r = ctx;
-  taso_err_t err = TASO_OK;
-  int64_t *slots = realloc(r->slots, sizeof *slots * (size_t)(r->nlocal + 1));
-  if (!slots) err = taso_error(TASO_ERR_NOMEM, "no memory for slots");
-  if (slots) r->slots = slots;
-  if (r->nlocal > 1) qsort(r->local, (size_t)r->nlocal, sizeof *r->local, compare_index);
-  for (int64_t i = 0; err == TASO_OK && i < r->nlocal; i++)
-    slots[i] = r->local[i].index;
-  /* Collective: a rank out of memory still takes part, writing nothing. */
-  taso_err_t put = taso_artifact_put_slots(r->out, &taso_check_stream_table, r->local, r->slots,
-                                           err == TASO_OK ? r->nlocal : 0);
-  if (err == TASO_OK) err = put;
-  *r->mine_rows += r->nlocal;
-  r->nlocal = 0;
-  return err;
+  return taso_row_stream_flush(&r->rows, r->out);
 }
 
 /* Collective. Decides every combination not marked done, appending rounds
@@ -150,13 +127,14 @@ taso_err_t taso_checks_run(MPI_Comm comm, const char *name, taso_checker_t **che
   MPI_Comm_size(comm, &size);
   int64_t chunk = total / ((int64_t)size * omp_get_max_threads() * 64);
   chunk = chunk < 16 ? 16 : chunk > 1024 ? 1024 : chunk;
-  round_t state = {.checkers = checkers,
-                   .done = done,
-                   .out = out,
-                   .batch = malloc(sizeof *state.batch * (size_t)chunk),
-                   .mine_rows = mine_rows,
-                   .mine_cpu = mine_cpu,
-                   .last_end = last_end};
+  round_t state = {
+      .checkers = checkers,
+      .done = done,
+      .out = out,
+      .rows = {.table = &taso_check_stream_table, .slot_offset = offsetof(taso_check_t, index)},
+      .batch = malloc(sizeof *state.batch * (size_t)chunk),
+      .mine_cpu = mine_cpu,
+      .last_end = last_end};
   taso_rounds_t r = {.ctx = &state,
                      .take = take,
                      .flush = flush,
@@ -169,8 +147,8 @@ taso_err_t taso_checks_run(MPI_Comm comm, const char *name, taso_checker_t **che
                      .progress_total = total,
                      .already = already};
   taso_err_t err = taso_rounds_run(comm, name, &r);
-  free(state.local);
-  free(state.slots);
+  *mine_rows += state.rows.written;
+  taso_row_stream_free(&state.rows);
   free(state.batch);
   return err;
 }
