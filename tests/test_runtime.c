@@ -550,7 +550,8 @@ static void test_views(void) {
       CHECK(difference(got[1], want[1], 16) <= 1e-5);
     }
     taso_rt_config_t cfg;
-    CHECK_OK(taso_rt_config_of_node(&m, TASO_REF_NODE(m.graph.outputs[0]) - 1, &cfg));
+    CHECK_OK(taso_rt_config_of_node(&(taso_rt_typed_graph_t){&m.graph, m.types, m.is_weight},
+                                    TASO_REF_NODE(m.graph.outputs[0]) - 1, &cfg));
     CHECK(cfg.kind == TASO_OP_RESHAPE && taso_rt_config_is_view(&cfg));
     taso_rt_plan_free(plan);
   }
@@ -760,7 +761,8 @@ static void test_cold(void) {
   for (int i = 0; i < m.graph.nnodes; i++) {
     if (m.graph.nodes[i].kind != TASO_OP_CONV2D) continue;
     taso_rt_config_t c;
-    CHECK_OK(taso_rt_config_of_node(&m, i, &c));
+    CHECK_OK(
+        taso_rt_config_of_node(&(taso_rt_typed_graph_t){&m.graph, m.types, m.is_weight}, i, &c));
     CHECK(c.cold == 1u << 1);
     break;
   }

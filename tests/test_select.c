@@ -158,6 +158,9 @@ static void test_bad_libraries(void) {
 
 /* ---- selection on a small model ------------------------------------------------ */
 
+/* What the selection reads of a model, as it is now. */
+#define TYPED(m) (&(taso_rt_typed_graph_t){&(m).graph, (m).types, (m).is_weight})
+
 static taso_ref_t weight(taso_model_t *m, const char *name, int rank, int32_t a, int32_t b,
                          int32_t c, int32_t d) {
   int32_t dim[4] = {a, b, c, d};
@@ -252,10 +255,10 @@ static void test_selection(void) {
   int n = 0;
   taso_select_stats_t st, plain_st;
   taso_select_options_t plain = {.plain = true}, opt = {0};
-  CHECK_OK(taso_select_plan(&m, lib, &plain, cost, NULL, &calls, &n, &plain_st));
+  CHECK_OK(taso_select_plan(TYPED(m), lib, &plain, cost, NULL, &calls, &n, &plain_st));
   CHECK(plain_st.fused == 0 && plain_st.in_place == 0);
   free(calls);
-  CHECK_OK(taso_select_plan(&m, lib, &opt, cost, NULL, &calls, &n, &st));
+  CHECK_OK(taso_select_plan(TYPED(m), lib, &opt, cost, NULL, &calls, &n, &st));
   CHECK(st.ms < plain_st.ms);
   CHECK(st.steps < plain_st.steps);
   CHECK(st.bytes < plain_st.bytes);
@@ -320,7 +323,7 @@ static void test_clip_fused(void) {
   int n = 0;
   taso_select_stats_t st;
   taso_select_options_t opt = {0};
-  CHECK_OK(taso_select_plan(&m, lib, &opt, cost, NULL, &calls, &n, &st));
+  CHECK_OK(taso_select_plan(TYPED(m), lib, &opt, cost, NULL, &calls, &n, &st));
   CHECK(st.fused == 2 && n == 2);
   CHECK(n == 2 && strcmp(calls[0].call, "conv_bias_act") == 0 &&
         strcmp(calls[1].call, "conv_act") == 0);
@@ -376,10 +379,10 @@ static void test_placed_concat(void) {
   int n = 0;
   taso_select_stats_t st, plain_st;
   taso_select_options_t plain = {.plain = true}, opt = {0};
-  CHECK_OK(taso_select_plan(&m, lib, &plain, cost, NULL, &calls, &n, &plain_st));
+  CHECK_OK(taso_select_plan(TYPED(m), lib, &plain, cost, NULL, &calls, &n, &plain_st));
   CHECK(plain_st.placed == 0);
   free(calls);
-  CHECK_OK(taso_select_plan(&m, lib, &opt, cost, NULL, &calls, &n, &st));
+  CHECK_OK(taso_select_plan(TYPED(m), lib, &opt, cost, NULL, &calls, &n, &st));
   CHECK(st.placed == 1);
   CHECK(st.bytes < plain_st.bytes);
   const taso_call_t *c = concat_step(&m, calls, n), *sg = step_of(calls, n, sigmoid);
@@ -406,7 +409,7 @@ static void test_placed_concat(void) {
 
   /* batch 2: the slices interleave; not placed, and a plan saying so is refused */
   build_concat(&m, 2);
-  CHECK_OK(taso_select_plan(&m, lib, &opt, cost, NULL, &calls, &n, &st));
+  CHECK_OK(taso_select_plan(TYPED(m), lib, &opt, cost, NULL, &calls, &n, &st));
   CHECK(st.placed == 0);
   taso_call_t *cat = (taso_call_t *)concat_step(&m, calls, n);
   CHECK(cat && cat->in_place == 0);

@@ -173,15 +173,15 @@ int taso_sign_test_needed(int n, double alpha) {
 
 /* The configuration keys of g's operators (types from m's inputs). */
 static char **keys_of(const taso_model_t *m, const taso_graph_t *g, int *n) {
-  taso_model_t view;
-  taso_tensor_t *types = NULL;
+  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(g->nnodes + 1));
   char **keys = calloc((size_t)g->nnodes + 1, sizeof *keys);
+  const taso_rt_typed_graph_t typed = {g, types, m->is_weight};
   *n = 0;
-  if (keys && view_of((taso_model_t *)m, g, &view, &types) == TASO_OK) {
+  if (keys && types && taso_graph_infer(g, &m->inputs, types) == TASO_OK) {
     for (int i = 0; i < g->nnodes; i++) {
       taso_rt_config_t cfg;
       char key[512];
-      if (g->nodes[i].kind == TASO_OP_INPUT || taso_rt_config_of_node(&view, i, &cfg) != TASO_OK)
+      if (g->nodes[i].kind == TASO_OP_INPUT || taso_rt_config_of_node(&typed, i, &cfg) != TASO_OK)
         continue;
       taso_rt_config_key(&cfg, key, sizeof key);
       if ((keys[*n] = malloc(strlen(key) + 1))) strcpy(keys[(*n)++], key);

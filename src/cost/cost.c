@@ -383,10 +383,10 @@ static int pack_shape(int32_t *w, const taso_tensor_t *t) {
  * shows of it (taso_rt_known_fn): the head's operands and results typed
  * in m, the operands fusion added as shown. Word for word what pack()
  * makes of the configuration taso_rt_config_of_node and fusion build. */
-static void pack_shown(const taso_model_t *m, const bool *constant, bool warm,
+static void pack_shown(const taso_rt_typed_graph_t *m, const bool *constant, bool warm,
                        const taso_rt_step_info_t *st, int32_t layout, packed_t *k) {
   const taso_rt_config_t *cfg = &st->cfg;
-  const taso_node_t *head = &m->graph.nodes[st->first_node];
+  const taso_node_t *head = &m->graph->nodes[st->first_node];
   int arity = taso_ops[head->kind].arity, nout = taso_ops[head->kind].outputs, n = 0;
   /* the head's operands are cold where they are weights or folded (what
    * the planner marks); an added bias as fuse_chain marked it */
@@ -419,7 +419,7 @@ static void pack_shown(const taso_model_t *m, const bool *constant, bool warm,
  * by), so the hint cannot make a cost wrong, only miss a reuse. Nodes
  * downstream of a rewrite keep their configurations: a rewrite gives each
  * replaced tensor exactly its type. */
-static bool known_step(void *ctx, const taso_model_t *m, const taso_rt_step_info_t *st) {
+static bool known_step(void *ctx, const taso_rt_typed_graph_t *m, const taso_rt_step_info_t *st) {
   const summing_t *r = ctx;
   int h = r->prov[st->node];
   if (h < 0 || h >= r->host->n || r->host->ms[h] < 0) return false;
@@ -458,14 +458,10 @@ taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *
    * the steps the folded graph would have, without copying it. */
   TASO_TRY(fit_scratch(c, g->nnodes + 1));
   bool any = taso_cost_mark_folded(g, is_weight, c->constant);
-  taso_model_t view;
-  memset(&view, 0, sizeof view);
-  view.graph = *g;
-  view.types = (taso_tensor_t *)(uintptr_t)types; /* the planner only reads them */
-  view.is_weight = (bool *)(uintptr_t)is_weight;  /* which operands are cold; only read */
+  const taso_rt_typed_graph_t typed = {g, types, is_weight};
   if (c->opt.graph_cost) {
     if (record) record->n = 0;
-    return c->opt.graph_cost(c->opt.graph_ctx, &view, any ? c->constant : NULL, ms);
+    return c->opt.graph_cost(c->opt.graph_ctx, &typed, any ? c->constant : NULL, ms);
   }
   summing_t r = {.c = c,
                  .host = host,
@@ -479,7 +475,7 @@ taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *
   }
   taso_rt_options_t opt = {
       .no_fusion = !c->opt.fusion, .layout = r.layout, .warm_weights = c->opt.warm_weights};
-  taso_err_t err = taso_rt_steps_partial(&view, &opt, any ? c->constant : NULL,
+  taso_err_t err = taso_rt_steps_partial(&typed, &opt, any ? c->constant : NULL,
                                          r.prov ? known_step : NULL, add_step, &r);
   if (err == TASO_OK && r.deferred)
     err = taso_error(TASO_ERR_UNKNOWN, "%lld configurations pending", (long long)c->npending);

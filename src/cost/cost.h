@@ -57,12 +57,12 @@ taso_err_t taso_cost_estimate_lookup(void *ctx, const char *key, const taso_rt_c
                                      double *ms, bool *found);
 
 /* A graph's cost computed by the caller instead of as the sum of the
- * runtime's steps (the joint search with library-call selection): m is
- * a view of the graph (its graph, types and is_weight only), absent marks
+ * runtime's steps (the joint search with library-call selection): g is
+ * the graph with its types, absent marks
  * the nodes computed from weights alone (folded when the model is
  * written). It may ask the cache for configurations' costs. */
-typedef taso_err_t (*taso_cost_graph_fn)(void *ctx, const taso_model_t *m, const bool *absent,
-                                         double *ms);
+typedef taso_err_t (*taso_cost_graph_fn)(void *ctx, const taso_rt_typed_graph_t *g,
+                                         const bool *absent, double *ms);
 
 typedef struct {
   bool measure;               /* measure misses on the backend; false: a miss is an error */

@@ -168,15 +168,10 @@ static taso_err_t on_result(void *ctx, const taso_graph_t *g) {
     return TASO_OK;
   }
   TASO_TRY(err);
-  taso_model_t view = *x->m;
-  view.graph = *g;
-  view.calls = NULL; /* a plan of the model's graph, not g's */
-  view.ncalls = 0;
-  view.types = x->types;
-  view.types_cap = x->types_cap;
+  const taso_rt_typed_graph_t typed = {g, x->types, x->m->is_weight};
   taso_cost_mark_folded(g, x->m->is_weight, x->folded); /* as the optimizer costs g */
   taso_rt_options_t opt = {.layout = TASO_RT_NCHW, .warm_weights = x->warm};
-  err = taso_rt_steps_partial(&view, &opt, x->folded, NULL, collect_step, x->it);
+  err = taso_rt_steps_partial(&typed, &opt, x->folded, NULL, collect_step, x->it);
   if (err == TASO_OK && x->keeping) err = keep_graph(x, g);
   return err;
 }
@@ -275,13 +270,14 @@ static taso_err_t collect_call(void *ctx, const taso_rt_config_t *cfg, double *m
 static taso_err_t collect_calls(const taso_measure_opts_t *s, taso_model_t *m, bool warm,
                                 taso_measure_items_t *it) {
   TASO_TRY(taso_model_fold_weights(m)); /* as taso-select selects */
+  const taso_rt_typed_graph_t typed = taso_rt_typed_of(m);
   calls_t c = {.it = it, .lib = s->lib};
   for (int pass = 0; pass < 3; pass++) { /* the plain plan, row-major, channels last */
     taso_select_options_t o = {.plain = pass == 0, .nhwc = pass == 2, .warm_weights = warm};
     taso_call_t *calls = NULL;
     int n = 0;
     taso_select_stats_t st;
-    taso_err_t err = taso_select_plan(m, s->lib, &o, collect_call, &c, &calls, &n, &st);
+    taso_err_t err = taso_select_plan(&typed, s->lib, &o, collect_call, &c, &calls, &n, &st);
     free(calls);
     if (err != TASO_OK && !(err == TASO_ERR_UNSUPPORTED && pass == 2)) return err;
   }
@@ -298,12 +294,14 @@ static taso_err_t collect_model(const char *model, const taso_measure_opts_t *s,
   taso_rt_step_info_t *steps = NULL;
   int nsteps = 0;
   taso_err_t err = taso_model_load(model, &m);
+  taso_rt_typed_graph_t typed = {0};
+  if (err == TASO_OK) typed = taso_rt_typed_of(&m);
   /* timed as taso-optimize costs them: cold unless the model stays in cache */
   taso_rt_options_t opt = {.layout = TASO_RT_NCHW,
                            .warm_weights = err == TASO_OK && taso_rt_weights_stay_warm(&m, s->be)};
   for (int i = 0; err == TASO_OK && i < m.graph.nnodes; i++)
     if (m.graph.nodes[i].kind != TASO_OP_INPUT) {
-      err = taso_rt_config_of_node(&m, i, &cfg);
+      err = taso_rt_config_of_node(&typed, i, &cfg);
       if (opt.warm_weights) cfg.cold = 0;
       cfg.cold_out = !opt.warm_weights; /* as the planner marks a step (no fusion) */
       if (err == TASO_OK) err = add_item(it, &cfg, false);
@@ -316,7 +314,7 @@ static taso_err_t collect_model(const char *model, const taso_measure_opts_t *s,
   bool *folded = err == TASO_OK ? malloc(sizeof *folded * (size_t)(m.graph.nnodes + 1)) : NULL;
   if (err == TASO_OK && !folded) err = taso_error(TASO_ERR_NOMEM, "nodes of %s", model);
   if (err == TASO_OK && taso_cost_mark_folded(&m.graph, m.is_weight, folded))
-    err = taso_rt_steps_partial(&m, &opt, folded, NULL, collect_own_step, it);
+    err = taso_rt_steps_partial(&typed, &opt, folded, NULL, collect_own_step, it);
   free(folded);
   if (err == TASO_OK && s->depth > 0) err = expand_model(s, &m, it, graphs);
   if (err == TASO_OK && s->lib) err = collect_calls(s, &m, opt.warm_weights, it);

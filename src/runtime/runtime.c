@@ -62,16 +62,17 @@ static bool has_epilogue(int32_t kind) {
   return kind == TASO_OP_CONV2D || kind == TASO_OP_MATMUL || kind == TASO_OP_BMM;
 }
 
-/* Whether tensor ref of m is a weight: an input node marked so, or one
+/* Whether tensor ref of the graph is a weight: an input node marked so, or one
  * with a negative index (a constant the optimizer folded). */
-static bool is_weight_ref(const taso_model_t *m, taso_ref_t ref) {
-  const taso_node_t *n = &m->graph.nodes[TASO_REF_NODE(ref)];
+static bool is_weight_ref(const taso_rt_typed_graph_t *pg, taso_ref_t ref) {
+  const taso_node_t *n = &pg->graph->nodes[TASO_REF_NODE(ref)];
   if (n->kind != TASO_OP_INPUT) return false;
-  return n->p.input < 0 || (m->is_weight && m->is_weight[n->p.input]);
+  return n->p.input < 0 || (pg->is_weight && pg->is_weight[n->p.input]);
 }
 
-taso_err_t taso_rt_config_of_node(const taso_model_t *m, int node, taso_rt_config_t *cfg) {
-  const taso_node_t *n = &m->graph.nodes[node];
+taso_err_t taso_rt_config_of_node(const taso_rt_typed_graph_t *pg, int node,
+                                  taso_rt_config_t *cfg) {
+  const taso_node_t *n = &pg->graph->nodes[node];
   if (n->kind <= TASO_OP_INPUT || n->kind >= TASO_OP_COUNT)
     return taso_error(TASO_ERR_ARG, "node %d is not an operator", node);
   const taso_op_info_t *op = &taso_ops[n->kind];
@@ -81,11 +82,11 @@ taso_err_t taso_rt_config_of_node(const taso_model_t *m, int node, taso_rt_confi
   cfg->nin = op->arity;
   cfg->nout = op->outputs;
   for (int a = 0; a < op->arity; a++) {
-    cfg->in[a] = taso_tensor_make(m->types[n->in[a]].rank, m->types[n->in[a]].dim);
-    if (is_weight_ref(m, n->in[a])) cfg->cold |= 1u << a;
+    cfg->in[a] = taso_tensor_make(pg->types[n->in[a]].rank, pg->types[n->in[a]].dim);
+    if (is_weight_ref(pg, n->in[a])) cfg->cold |= 1u << a;
   }
   for (int o = 0; o < op->outputs; o++)
-    cfg->out[o] = taso_tensor_make(m->types[2 * node + o].rank, m->types[2 * node + o].dim);
+    cfg->out[o] = taso_tensor_make(pg->types[2 * node + o].rank, pg->types[2 * node + o].dim);
   if (has_epilogue(n->kind) && n->p.act == TASO_ACT_RELU) {
     cfg->fuse |= TASO_FUSE_RELU;
     cfg->p.act = TASO_ACT_NONE;
@@ -371,12 +372,17 @@ int64_t taso_rt_llc_bytes(void) {
   return l3;
 }
 
-int64_t taso_rt_model_bytes(const taso_model_t *m) {
+int64_t taso_rt_graph_bytes(const taso_rt_typed_graph_t *g) {
   int64_t bytes = 0;
-  for (int i = 0; i < m->graph.nnodes; i++)
-    for (int o = 0; o < taso_ops[m->graph.nodes[i].kind].outputs; o++)
-      bytes += (int64_t)sizeof(float) * taso_tensor_size(&m->types[2 * i + o]);
+  for (int i = 0; i < g->graph->nnodes; i++)
+    for (int o = 0; o < taso_ops[g->graph->nodes[i].kind].outputs; o++)
+      bytes += (int64_t)sizeof(float) * taso_tensor_size(&g->types[2 * i + o]);
   return bytes;
+}
+
+int64_t taso_rt_model_bytes(const taso_model_t *m) {
+  const taso_rt_typed_graph_t g = taso_rt_typed_of(m);
+  return taso_rt_graph_bytes(&g);
 }
 
 /* The part of the last-level cache this machine's CPUs can count on: at
@@ -637,7 +643,8 @@ taso_err_t taso_rt_time_dispatch(const taso_backend_t *be, taso_rt_ctx_t *ctx, i
     x[i] = (float)(i % 7) - 3.0f;
   if (err == TASO_OK) err = taso_rt_plan(be, ctx, &m, &opt, &plan);
   /* the chain's step alone, timed as every configuration is */
-  if (err == TASO_OK) err = taso_rt_config_of_node(&m, m.graph.nnodes - 1, &cfg);
+  const taso_rt_typed_graph_t typed = taso_rt_typed_of(&m);
+  if (err == TASO_OK) err = taso_rt_config_of_node(&typed, m.graph.nnodes - 1, &cfg);
   if (err == TASO_OK) err = taso_rt_time_config(be, ctx, &cfg, warmup, runs, &alone);
   /* then each whole run, less the steps as timed alone */
   if (err == TASO_OK) err = taso_rt_time_model(plan, in, warmup, 1, &whole);
@@ -699,8 +706,8 @@ taso_err_t taso_rt_time_config_samples(const taso_backend_t *be, taso_rt_ctx_t *
 
 /* How many operands and graph outputs read each tensor (uses[ref]), then
  * a node reading it (uses[2 * nnodes + ref], -1 if none). */
-static int *count_consumers(const taso_model_t *m) {
-  const taso_graph_t *g = &m->graph;
+static int *count_consumers(const taso_rt_typed_graph_t *pg) {
+  const taso_graph_t *g = pg->graph;
   size_t refs = (size_t)(2 * g->nnodes);
   int *uses = calloc(2 * refs + 1, sizeof *uses);
   if (!uses) return NULL;
@@ -719,8 +726,8 @@ static int *count_consumers(const taso_model_t *m) {
 }
 
 /* The one node reading ref, or -1 when it has other readers or is an output. */
-static int sole_consumer(const taso_model_t *m, const int *uses, taso_ref_t ref) {
-  return uses[ref] == 1 ? uses[2 * m->graph.nnodes + ref] : -1;
+static int sole_consumer(const taso_rt_typed_graph_t *pg, const int *uses, taso_ref_t ref) {
+  return uses[ref] == 1 ? uses[2 * pg->graph->nnodes + ref] : -1;
 }
 
 /* A bias for a result of type out: one value per channel of a
@@ -753,14 +760,14 @@ static taso_ref_t other_operand(const taso_node_t *n, taso_ref_t ref) {
  * of type out of a head of this kind: chadd's vector on the head's channel
  * axis, or the other operand of an add that broadcasts like one; -1 if
  * neither. */
-static taso_ref_t bias_operand(const taso_model_t *m, const taso_node_t *n, taso_ref_t ref,
-                               int32_t kind, const taso_tensor_t *out) {
+static taso_ref_t bias_operand(const taso_rt_typed_graph_t *pg, const taso_node_t *n,
+                               taso_ref_t ref, int32_t kind, const taso_tensor_t *out) {
   if (n->kind == TASO_OP_CHADD) {
     int axis = kind == TASO_OP_CONV2D ? 1 : out->rank - 1;
     return n->in[0] == ref && n->in[1] != ref && n->p.axis == axis ? n->in[1] : -1;
   }
   taso_ref_t other = other_operand(n, ref);
-  return other >= 0 && is_bias_shape(kind, out, &m->types[other]) ? other : -1;
+  return other >= 0 && is_bias_shape(kind, out, &pg->types[other]) ? other : -1;
 }
 
 /* Extends the step of node head (a conv2d or matmul) over the nodes that
@@ -768,19 +775,19 @@ static taso_ref_t bias_operand(const taso_model_t *m, const taso_node_t *n, taso
  * the sole reader of the one before and not in another chain, by limit
  * nodes at most. Returns the last node of the chain. claimed NULL: the
  * chain is known to reach limit nodes on (its configuration made again). */
-static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed, int head,
-                      plan_step_t *s, int limit) {
+static int fuse_chain(const taso_rt_typed_graph_t *pg, const int *uses, const int *claimed,
+                      int head, plan_step_t *s, int limit) {
   taso_rt_config_t *cfg = &s->info.cfg;
   int last = head;
   for (int k = 0; k < limit && !(cfg->fuse & TASO_RT_ACTIVATION); k++) {
-    int next = sole_consumer(m, uses, TASO_REF(last, 0));
+    int next = sole_consumer(pg, uses, TASO_REF(last, 0));
     if (next < 0 || (claimed && claimed[next] != -1)) break; /* another chain's */
-    const taso_node_t *n = &m->graph.nodes[next];
+    const taso_node_t *n = &pg->graph->nodes[next];
     taso_ref_t other = other_operand(n, TASO_REF(last, 0));
-    const taso_tensor_t *ot = &m->types[TASO_REF(last, 0)];
+    const taso_tensor_t *ot = &pg->types[TASO_REF(last, 0)];
     taso_ref_t bias = cfg->kind == TASO_OP_BMM || (cfg->fuse & (TASO_FUSE_BIAS | TASO_FUSE_SUM))
                           ? -1
-                          : bias_operand(m, n, TASO_REF(last, 0), cfg->kind, ot);
+                          : bias_operand(pg, n, TASO_REF(last, 0), cfg->kind, ot);
     if (n->kind == TASO_OP_RELU) {
       cfg->fuse |= TASO_FUSE_RELU;
     } else if (n->kind == TASO_OP_CLIP) {
@@ -788,11 +795,11 @@ static int fuse_chain(const taso_model_t *m, const int *uses, const int *claimed
       memcpy(cfg->p.bound, n->p.bound, sizeof cfg->p.bound);
     } else if (bias >= 0) {
       cfg->fuse |= TASO_FUSE_BIAS;
-      int32_t c = (int32_t)taso_tensor_size(&m->types[bias]);
+      int32_t c = (int32_t)taso_tensor_size(&pg->types[bias]);
       cfg->in[cfg->nin] = taso_tensor_make(1, &c);
-      if (is_weight_ref(m, bias)) cfg->cold |= 1u << cfg->nin;
+      if (is_weight_ref(pg, bias)) cfg->cold |= 1u << cfg->nin;
       s->in[cfg->nin++] = bias;
-    } else if (other >= 0 && !(cfg->fuse & TASO_FUSE_SUM) && same_shape(&m->types[other], ot)) {
+    } else if (other >= 0 && !(cfg->fuse & TASO_FUSE_SUM) && same_shape(&pg->types[other], ot)) {
       cfg->fuse |= TASO_FUSE_SUM;
       cfg->in[cfg->nin] = taso_tensor_make(ot->rank, ot->dim);
       s->in[cfg->nin++] = other;
@@ -826,10 +833,10 @@ static void clear_step(plan_step_t *s) {
   memset(s->host, 0, sizeof s->host);
 }
 
-static taso_err_t step_of_node(const taso_model_t *m, int node, plan_step_t *s) {
+static taso_err_t step_of_node(const taso_rt_typed_graph_t *pg, int node, plan_step_t *s) {
   clear_step(s);
-  TASO_TRY(taso_rt_config_of_node(m, node, &s->info.cfg));
-  const taso_node_t *n = &m->graph.nodes[node];
+  TASO_TRY(taso_rt_config_of_node(pg, node, &s->info.cfg));
+  const taso_node_t *n = &pg->graph->nodes[node];
   for (int a = 0; a < taso_ops[n->kind].arity; a++)
     s->in[a] = n->in[a];
   s->info.node = s->info.first_node = node;
@@ -840,8 +847,8 @@ static taso_err_t step_of_node(const taso_model_t *m, int node, plan_step_t *s) 
 
 /* What fuse_chain reads of a head's step, and nothing else: the chains of
  * a partial plan are configured only where asked (full_chain). */
-static void head_of_node(const taso_model_t *m, int node, plan_step_t *s) {
-  const taso_node_t *n = &m->graph.nodes[node];
+static void head_of_node(const taso_rt_typed_graph_t *pg, int node, plan_step_t *s) {
+  const taso_node_t *n = &pg->graph->nodes[node];
   s->info.cfg.kind = n->kind;
   s->info.cfg.p = n->p;
   s->info.cfg.fuse = 0;
@@ -859,10 +866,10 @@ static void head_of_node(const taso_model_t *m, int node, plan_step_t *s) {
 
 /* A chain's step configured in full: its head's, extended over the nodes
  * find_chains gave it (the same decisions, on the same nodes). */
-static taso_err_t full_chain(const taso_model_t *m, const int *uses, const plan_step_t *chain,
-                             plan_step_t *s) {
-  TASO_TRY(step_of_node(m, chain->info.first_node, s));
-  fuse_chain(m, uses, NULL, chain->info.first_node, s, chain->info.fused - 1);
+static taso_err_t full_chain(const taso_rt_typed_graph_t *pg, const int *uses,
+                             const plan_step_t *chain, plan_step_t *s) {
+  TASO_TRY(step_of_node(pg, chain->info.first_node, s));
+  fuse_chain(pg, uses, NULL, chain->info.first_node, s, chain->info.fused - 1);
   s->info.node = chain->info.node;
   s->info.fused = chain->info.fused;
   return TASO_OK;
@@ -872,20 +879,21 @@ static taso_err_t full_chain(const taso_model_t *m, const int *uses, const plan_
  * chain, claimed[] the head of a chain at its last node and -2 at its
  * other nodes. Absent nodes head no chain (and read no operand that a
  * chain could extend over: they compute from weights alone). */
-static taso_err_t find_chains(const taso_model_t *m, const int *uses, const partial_t *part,
-                              int *claimed, const int *head_at, plan_step_t *chain) {
-  for (int i = 0; i < m->graph.nnodes; i++) {
-    int32_t kind = m->graph.nodes[i].kind;
+static taso_err_t find_chains(const taso_rt_typed_graph_t *pg, const int *uses,
+                              const partial_t *part, int *claimed, const int *head_at,
+                              plan_step_t *chain) {
+  for (int i = 0; i < pg->graph->nnodes; i++) {
+    int32_t kind = pg->graph->nodes[i].kind;
     if (kind != TASO_OP_CONV2D && kind != TASO_OP_MATMUL) continue;
     if (part->absent && part->absent[i]) continue;
     plan_step_t *s = &chain[head_at[i]];
     if (part->each)
-      head_of_node(m, i, s);
+      head_of_node(pg, i, s);
     else
-      TASO_TRY(step_of_node(m, i, s));
-    int last = fuse_chain(m, uses, claimed, i, s, m->graph.nnodes);
+      TASO_TRY(step_of_node(pg, i, s));
+    int last = fuse_chain(pg, uses, claimed, i, s, pg->graph->nnodes);
     if (last == i) continue;
-    for (int j = i; j != last; j = sole_consumer(m, uses, TASO_REF(j, 0))) {
+    for (int j = i; j != last; j = sole_consumer(pg, uses, TASO_REF(j, 0))) {
       claimed[j] = -2;
       s->info.fused++;
     }
@@ -898,28 +906,28 @@ static taso_err_t find_chains(const taso_model_t *m, const int *uses, const part
 /* The chains a call plan lists, found as find_chains finds its own (the
  * same configurations), each checked to be one the runtime fuses;
  * call_at[node] gets the plan's step covering each node (-1: none). */
-static taso_err_t chains_from_calls(const taso_model_t *m, const int *uses,
+static taso_err_t chains_from_calls(const taso_rt_typed_graph_t *pg, const int *uses,
                                     const taso_rt_options_t *opt, int *claimed, const int *head_at,
                                     plan_step_t *chain, int *call_at) {
-  int nn = m->graph.nnodes;
+  int nn = pg->graph->nnodes;
   for (int i = 0; i < nn; i++)
     call_at[i] = -1;
   for (int j = 0; j < opt->ncalls; j++) {
     const taso_call_t *c = &opt->calls[j];
     int head = c->first_node;
     if (c->node < 0 || c->node >= nn || head < 0 || head > c->node || c->fused < 1 ||
-        m->graph.nodes[c->node].kind == TASO_OP_INPUT)
+        pg->graph->nodes[c->node].kind == TASO_OP_INPUT)
       return taso_error(TASO_ERR_ARG, "call plan step %d (%s): no operator t%d..t%d of %d nodes", j,
                         c->call, head, c->node, nn);
     int last = head, fused = 1;
     if (c->fused > 1) {
       if (head_at[head] < 0)
         return taso_error(TASO_ERR_ARG, "call plan step %d (%s): t%d (%s) heads no fused chain", j,
-                          c->call, head, taso_ops[m->graph.nodes[head].kind].name);
+                          c->call, head, taso_ops[pg->graph->nodes[head].kind].name);
       plan_step_t *s = &chain[head_at[head]];
-      TASO_TRY(step_of_node(m, head, s));
-      last = fuse_chain(m, uses, NULL, head, s, c->fused - 1);
-      for (int k = head; k != last; k = sole_consumer(m, uses, TASO_REF(k, 0)))
+      TASO_TRY(step_of_node(pg, head, s));
+      last = fuse_chain(pg, uses, NULL, head, s, c->fused - 1);
+      for (int k = head; k != last; k = sole_consumer(pg, uses, TASO_REF(k, 0)))
         fused++;
       s->info.node = last;
       s->info.fused = fused;
@@ -929,7 +937,7 @@ static taso_err_t chains_from_calls(const taso_model_t *m, const int *uses,
                         "call plan step %d (%s): t%d..t%d (%d nodes) is not a chain the runtime "
                         "fuses in this graph",
                         j, c->call, head, c->node, c->fused);
-    for (int k = head;; k = sole_consumer(m, uses, TASO_REF(k, 0))) {
+    for (int k = head;; k = sole_consumer(pg, uses, TASO_REF(k, 0))) {
       if (call_at[k] >= 0)
         return taso_error(TASO_ERR_ARG, "call plan: node t%d is in steps %d and %d", k, call_at[k],
                           j);
@@ -940,11 +948,11 @@ static taso_err_t chains_from_calls(const taso_model_t *m, const int *uses,
     if (c->fused > 1) claimed[last] = head;
   }
   for (int i = 0; i < nn; i++)
-    if (call_at[i] < 0 && m->graph.nodes[i].kind != TASO_OP_INPUT)
+    if (call_at[i] < 0 && pg->graph->nodes[i].kind != TASO_OP_INPUT)
       return taso_error(TASO_ERR_ARG,
                         "call plan: node t%d (%s) is in no step (a plan made "
                         "for another graph?)",
-                        i, taso_ops[m->graph.nodes[i].kind].name);
+                        i, taso_ops[pg->graph->nodes[i].kind].name);
   return TASO_OK;
 }
 
@@ -972,12 +980,12 @@ static void mark_cold(const partial_t *part, const taso_rt_options_t *opt, plan_
 /* One step of a partial plan, handed over: a known one without its
  * configuration (cfg.kind 0). What known is shown of a step is what
  * fuse_chain works on (head_of_node's fields, and the operands it added). */
-static taso_err_t hand_over(const taso_model_t *m, const int *uses, const partial_t *part,
+static taso_err_t hand_over(const taso_rt_typed_graph_t *pg, const int *uses, const partial_t *part,
                             const plan_step_t *chain, int node, const taso_rt_options_t *opt,
                             const int *call_at, plan_step_t *s) {
   if (part->known) {
-    if (!chain) head_of_node(m, node, s);
-    if (part->known(part->ctx, m, chain ? &chain->info : &s->info)) {
+    if (!chain) head_of_node(pg, node, s);
+    if (part->known(part->ctx, pg, chain ? &chain->info : &s->info)) {
       taso_rt_step_info_t info;
       info.node = node;
       info.first_node = chain ? chain->info.first_node : node;
@@ -987,9 +995,9 @@ static taso_err_t hand_over(const taso_model_t *m, const int *uses, const partia
     }
   }
   if (chain)
-    TASO_TRY(full_chain(m, uses, chain, s));
+    TASO_TRY(full_chain(pg, uses, chain, s));
   else
-    TASO_TRY(step_of_node(m, node, s));
+    TASO_TRY(step_of_node(pg, node, s));
   apply_call(opt, call_at, node, s);
   s->info.reason = "";
   mark_cold(part, opt, s);
@@ -998,17 +1006,16 @@ static taso_err_t hand_over(const taso_model_t *m, const int *uses, const partia
 
 /* Steps in an order that respects dependencies: a fused chain runs where
  * its last node stood (its operands all come earlier). */
-static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt,
-                             const partial_t *part) {
-  const taso_model_t *m = plan->m;
-  int nn = m->graph.nnodes, heads = 0;
+static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_typed_graph_t *pg,
+                             const taso_rt_options_t *opt, const partial_t *part) {
+  int nn = pg->graph->nnodes, heads = 0;
   size_t cap = (size_t)(nn ? nn : 1);
-  int *uses = count_consumers(m);
+  int *uses = count_consumers(pg);
   int *claimed = malloc(sizeof *claimed * cap);
   int *head_at = malloc(sizeof *head_at * cap);
   int *call_at = malloc(sizeof *call_at * cap);
   for (int i = 0; head_at && i < nn; i++) {
-    int32_t kind = m->graph.nodes[i].kind;
+    int32_t kind = pg->graph->nodes[i].kind;
     head_at[i] = kind == TASO_OP_CONV2D || kind == TASO_OP_MATMUL ? heads++ : -1;
   }
   plan_step_t *chain = malloc(sizeof *chain * (size_t)(heads ? heads : 1));
@@ -1021,22 +1028,22 @@ static taso_err_t make_steps(taso_rt_plan_t *plan, const taso_rt_options_t *opt,
   for (int i = 0; i < nn && err == TASO_OK; i++)
     claimed[i] = -1;
   if (err == TASO_OK && opt->calls)
-    err = chains_from_calls(m, uses, opt, claimed, head_at, chain, call_at);
+    err = chains_from_calls(pg, uses, opt, claimed, head_at, chain, call_at);
   else if (err == TASO_OK && !opt->no_fusion)
-    err = find_chains(m, uses, part, claimed, head_at, chain);
+    err = find_chains(pg, uses, part, claimed, head_at, chain);
   for (int i = 0; i < nn && err == TASO_OK; i++) {
-    if (m->graph.nodes[i].kind == TASO_OP_INPUT || claimed[i] == -2) continue;
+    if (pg->graph->nodes[i].kind == TASO_OP_INPUT || claimed[i] == -2) continue;
     if (part->absent && part->absent[i]) continue;
     const plan_step_t *c = claimed[i] >= 0 ? &chain[head_at[claimed[i]]] : NULL;
     if (part->each) {
-      err = hand_over(m, uses, part, c, i, opt, call_at, &plan->steps[0]);
+      err = hand_over(pg, uses, part, c, i, opt, call_at, &plan->steps[0]);
       continue;
     }
     plan_step_t *s = &plan->steps[plan->nsteps];
     if (c)
       *s = *c;
     else
-      err = step_of_node(m, i, s);
+      err = step_of_node(pg, i, s);
     apply_call(opt, call_at, i, s);
     s->info.reason = s->reason;
     mark_cold(part, opt, s);
@@ -1379,6 +1386,7 @@ taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model
   plan->be = be;
   plan->ctx = ctx;
   plan->m = m;
+  const taso_rt_typed_graph_t pg = taso_rt_typed_of(m);
   plan->called = opt ? opt->calls != NULL : m->calls != NULL;
   plan->buf = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->buf);
   plan->owned = calloc((size_t)(2 * m->graph.nnodes + 2), sizeof *plan->owned);
@@ -1388,7 +1396,7 @@ taso_err_t taso_rt_plan(const taso_backend_t *be, taso_rt_ctx_t *ctx, taso_model
   defaults.ncalls = m->ncalls;
   const taso_rt_options_t *o = opt ? opt : &defaults;
   taso_err_t err = plan->buf && plan->owned && plan->nhwc && plan->root
-                       ? make_steps(plan, o, &(partial_t){0})
+                       ? make_steps(plan, &pg, o, &(partial_t){0})
                        : taso_error(TASO_ERR_NOMEM, "buffer table");
   if (err == TASO_OK) err = tensor_layouts(plan);
   /* NHWC is a whole-plan choice: its steps share channels-last buffers */
@@ -1435,14 +1443,13 @@ void taso_rt_plan_free(taso_rt_plan_t *plan) {
   free(plan);
 }
 
-taso_err_t taso_rt_steps_partial(const taso_model_t *m, const taso_rt_options_t *opt,
+taso_err_t taso_rt_steps_partial(const taso_rt_typed_graph_t *pg, const taso_rt_options_t *opt,
                                  const bool *absent, taso_rt_known_fn known, taso_rt_step_fn each,
                                  void *ctx) {
   taso_rt_options_t defaults = {.no_fusion = false, .layout = TASO_RT_NCHW};
   partial_t part = {.absent = absent, .known = known, .each = each, .ctx = ctx};
-  /* make_steps reads only the plan's model: a plan without buffers. */
-  taso_rt_plan_t plan = {.m = (taso_model_t *)m};
-  taso_err_t err = make_steps(&plan, opt ? opt : &defaults, &part);
+  taso_rt_plan_t plan = {0}; /* its steps only: a plan without buffers */
+  taso_err_t err = make_steps(&plan, pg, opt ? opt : &defaults, &part);
   free(plan.steps);
   return err;
 }
@@ -1461,11 +1468,12 @@ static taso_err_t keep_step(void *ctx, const taso_rt_step_info_t *info) {
 
 taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
                          taso_rt_step_info_t **steps, int *nsteps) {
+  const taso_rt_typed_graph_t pg = taso_rt_typed_of(m);
   kept_t k = {.v = malloc(sizeof *k.v * (size_t)(m->graph.nnodes + 1))};
   *steps = NULL;
   *nsteps = 0;
   if (!k.v) return taso_error(TASO_ERR_NOMEM, "steps of %d nodes", m->graph.nnodes);
-  taso_err_t err = taso_rt_steps_partial(m, opt, NULL, NULL, keep_step, &k);
+  taso_err_t err = taso_rt_steps_partial(&pg, opt, NULL, NULL, keep_step, &k);
   if (err != TASO_OK || k.n == 0) {
     free(k.v);
     return err;
@@ -1475,18 +1483,18 @@ taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
   return TASO_OK;
 }
 
-int *taso_rt_consumers(const taso_model_t *m) {
-  return count_consumers(m);
+int *taso_rt_consumers(const taso_rt_typed_graph_t *pg) {
+  return count_consumers(pg);
 }
 
-bool taso_rt_chain_config(const taso_model_t *m, const int *uses, int head, int extra,
+bool taso_rt_chain_config(const taso_rt_typed_graph_t *pg, const int *uses, int head, int extra,
                           taso_rt_config_t *cfg, int *last, taso_ref_t *in) {
-  int32_t kind = m->graph.nodes[head].kind;
+  int32_t kind = pg->graph->nodes[head].kind;
   if (kind != TASO_OP_CONV2D && kind != TASO_OP_MATMUL) return false;
   plan_step_t s;
-  if (step_of_node(m, head, &s) != TASO_OK) return false;
-  int end = fuse_chain(m, uses, NULL, head, &s, extra), fused = 0;
-  for (int k = head; k != end; k = sole_consumer(m, uses, TASO_REF(k, 0)))
+  if (step_of_node(pg, head, &s) != TASO_OK) return false;
+  int end = fuse_chain(pg, uses, NULL, head, &s, extra), fused = 0;
+  for (int k = head; k != end; k = sole_consumer(pg, uses, TASO_REF(k, 0)))
     fused++;
   if (fused != extra) return false;
   *cfg = s.info.cfg;

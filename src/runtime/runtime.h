@@ -182,12 +182,26 @@ typedef struct {
   double spread; /* (max - min) / median */
 } taso_rt_stats_t;
 
+/* What the planner reads of a model: its graph, the graph's node types
+ * (2 per node, taso_graph_infer) and which inputs are weights (may be
+ * NULL: none). The optimizer costs the graphs of its search this way,
+ * without a model around them. */
+typedef struct {
+  const taso_graph_t *graph;
+  const taso_tensor_t *types;
+  const bool *is_weight;
+} taso_rt_typed_graph_t;
+
+static inline taso_rt_typed_graph_t taso_rt_typed_of(const taso_model_t *m) {
+  return (taso_rt_typed_graph_t){&m->graph, m->types, m->is_weight};
+}
+
 /* The configuration of one model node alone (no fusion): operand and result
  * types from the model's type table; a conv2d/matmul/bmm with act = RELU
  * becomes fuse RELU with act NONE, so that one configuration has one
  * spelling. An operand that is a weight (m->is_weight, or an input node
  * with a negative index: the optimizer's folded constants) is marked cold. */
-taso_err_t taso_rt_config_of_node(const taso_model_t *m, int node, taso_rt_config_t *cfg);
+taso_err_t taso_rt_config_of_node(const taso_rt_typed_graph_t *g, int node, taso_rt_config_t *cfg);
 
 /* Whether buffer slot `slot` (inputs 0..nin-1, then outputs) of cfg holds
  * its values channels last (layout NHWC, 4-d, not a conv2d weight). This
@@ -205,6 +219,7 @@ int taso_rt_config_format(const taso_rt_config_t *cfg, char *buf, int len);
 /* The bytes of every tensor of m (inputs, weights, each result in a
  * buffer of its own, as a plan keeps them): what one inference touches. */
 int64_t taso_rt_model_bytes(const taso_model_t *m);
+int64_t taso_rt_graph_bytes(const taso_rt_typed_graph_t *g); /* the same of a typed graph */
 
 /* Whether m's weights stay in cache from one inference to the next on
  * backend be: a host backend, and every tensor of m fits in half of the
@@ -363,8 +378,9 @@ taso_err_t taso_rt_steps(const taso_model_t *m, const taso_rt_options_t *opt,
  * operator and parameters as its configuration has them; epilogues
  * fused, the head's own ReLU included; operands),
  * cfg.in[k] for the operands fusion added (k from the head's arity to
- * nin); the rest of cfg is not set. m is the model planned. */
-typedef bool (*taso_rt_known_fn)(void *ctx, const taso_model_t *m, const taso_rt_step_info_t *step);
+ * nin); the rest of cfg is not set. g is the graph planned. */
+typedef bool (*taso_rt_known_fn)(void *ctx, const taso_rt_typed_graph_t *g,
+                                 const taso_rt_step_info_t *step);
 /* Given each step of a partial plan; a non-OK return stops it. */
 typedef taso_err_t (*taso_rt_step_fn)(void *ctx, const taso_rt_step_info_t *info);
 
@@ -377,22 +393,22 @@ typedef taso_err_t (*taso_rt_step_fn)(void *ctx, const taso_rt_step_info_t *info
  * without its configuration: only node, first_node and fused are set,
  * and cfg.kind is 0. The steps, their order and the other
  * configurations are those of taso_rt_steps on the graph so folded. */
-taso_err_t taso_rt_steps_partial(const taso_model_t *m, const taso_rt_options_t *opt,
+taso_err_t taso_rt_steps_partial(const taso_rt_typed_graph_t *g, const taso_rt_options_t *opt,
                                  const bool *absent, taso_rt_known_fn known, taso_rt_step_fn each,
                                  void *ctx);
 
 /* The graph's consumer table (malloc'd; NULL without memory): first, for
  * each tensor (a taso_ref_t), how many operands and graph outputs read it;
  * then what taso_rt_chain_config needs. */
-int *taso_rt_consumers(const taso_model_t *m);
+int *taso_rt_consumers(const taso_rt_typed_graph_t *g);
 
 /* The configuration of node head (a conv2d or matmul) fused with the
  * next `extra` nodes of its epilogue chain (bias, residual sum, ReLU or clip, as
  * the runtime fuses them; operands taken as they are, none cold); *last,
  * the chain's last node, and in (TASO_RT_MAX_IN, may be NULL) the tensors
  * it reads. false when the chain has fewer than `extra` such nodes.
- * consumers: taso_rt_consumers of m. */
-bool taso_rt_chain_config(const taso_model_t *m, const int *consumers, int head, int extra,
+ * consumers: taso_rt_consumers of g. */
+bool taso_rt_chain_config(const taso_rt_typed_graph_t *g, const int *consumers, int head, int extra,
                           taso_rt_config_t *cfg, int *last, taso_ref_t *in);
 
 /* Whether the plan's runs replay one captured graph (the backend's

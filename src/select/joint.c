@@ -15,7 +15,7 @@ static taso_err_t call_cost(void *ctx, const taso_rt_config_t *cfg, double *ms) 
   return TASO_OK;
 }
 
-taso_err_t taso_joint_graph_cost(void *joint, const taso_model_t *m, const bool *absent,
+taso_err_t taso_joint_graph_cost(void *joint, const taso_rt_typed_graph_t *g, const bool *absent,
                                  double *ms) {
   taso_joint_t *j = joint;
   taso_select_options_t o = {.warm_weights = j->warm, .absent = absent};
@@ -23,7 +23,7 @@ taso_err_t taso_joint_graph_cost(void *joint, const taso_model_t *m, const bool 
   int n = 0;
   taso_select_stats_t st;
   j->pending = false;
-  taso_err_t err = taso_select_plan(m, j->lib, &o, call_cost, j, &calls, &n, &st);
+  taso_err_t err = taso_select_plan(g, j->lib, &o, call_cost, j, &calls, &n, &st);
   free(calls);
   *ms = st.ms;
   if (err == TASO_OK && j->pending)

@@ -25,7 +25,7 @@ typedef struct {
  * miss is deferred (measured later, on rank 0): the selection goes on
  * with an estimate, so that every miss of the graph is noted in one pass,
  * and the graph's cost is then TASO_ERR_UNKNOWN (pending). */
-taso_err_t taso_joint_graph_cost(void *joint, const taso_model_t *m, const bool *absent,
+taso_err_t taso_joint_graph_cost(void *joint, const taso_rt_typed_graph_t *g, const bool *absent,
                                  double *ms);
 
 #endif

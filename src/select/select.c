@@ -17,7 +17,7 @@ typedef struct {
 } choice_t;
 
 typedef struct {
-  const taso_model_t *m;
+  const taso_rt_typed_graph_t *m;
   taso_library_t *lib;
   const taso_select_options_t *opt;
   taso_select_cost_fn cost;
@@ -43,8 +43,8 @@ static void mark_folded(const sel_t *s, taso_rt_config_t *cfg, const taso_ref_t 
 }
 
 /* The operands of node i. */
-static void operands(const taso_model_t *m, int i, taso_ref_t *in) {
-  const taso_node_t *n = &m->graph.nodes[i];
+static void operands(const taso_rt_typed_graph_t *m, int i, taso_ref_t *in) {
+  const taso_node_t *n = &m->graph->nodes[i];
   for (int a = 0; a < taso_ops[n->kind].arity; a++)
     in[a] = n->in[a];
 }
@@ -63,15 +63,15 @@ static int overwritable(const taso_rt_config_t *cfg) {
  * *call its index, -1 when none may be made. */
 static taso_err_t in_place_call(sel_t *s, const taso_rt_config_t *cfg, const taso_ref_t *in, int k,
                                 bool read_later, double *ms, int *call) {
-  const taso_model_t *m = s->m;
+  const taso_rt_typed_graph_t *m = s->m;
   taso_rt_config_t v = *cfg;
   v.in_place = k + 1;
   taso_lib_props_t p;
   taso_library_props_of(&v, &p);
   p.overwrites = true;
   p.read_later = read_later;
-  p.is_input =
-      m->graph.nodes[TASO_REF_NODE(in[k])].kind == TASO_OP_INPUT || absent(s, TASO_REF_NODE(in[k]));
+  p.is_input = m->graph->nodes[TASO_REF_NODE(in[k])].kind == TASO_OP_INPUT ||
+               absent(s, TASO_REF_NODE(in[k]));
   p.same_size = taso_tensor_size(&v.in[k]) == taso_tensor_size(&v.out[0]);
   for (int a = 0; a < v.nin; a++)
     p.read_twice |= a != k && in[a] == in[k];
@@ -227,7 +227,7 @@ typedef struct {
 /* The last step reading each tensor (n: a graph output, read by the
  * caller), and then, at root, the last reading any tensor of its buffer. */
 static int *liveness(const sel_t *s, const step_t *steps, int n) {
-  const taso_graph_t *g = &s->m->graph;
+  const taso_graph_t *g = s->m->graph;
   int refs = 2 * g->nnodes;
   int *last = malloc(sizeof *last * (size_t)(2 * refs + 1));
   if (!last) return NULL;
@@ -249,7 +249,7 @@ static int *liveness(const sel_t *s, const step_t *steps, int n) {
 /* Whether overwriting tensor ref at step i leaves every tensor of its
  * buffer unread after i. */
 static bool dead_after(const sel_t *s, const int *last, taso_ref_t ref, int i) {
-  int refs = 2 * s->m->graph.nnodes;
+  int refs = 2 * s->m->graph->nnodes;
   return last[ref] <= i && last[refs + s->root[ref]] <= i;
 }
 
@@ -315,7 +315,7 @@ static bool overwritten(const step_t *steps, const taso_call_t *calls, int n, in
 static taso_err_t try_place(sel_t *s, step_t *steps, taso_call_t *calls, int n, int c,
                             const int *step_at, const int *last) {
   step_t *cs = &steps[c];
-  const taso_model_t *m = s->m;
+  const taso_rt_typed_graph_t *m = s->m;
   taso_rt_config_t v = cs->cfg;
   v.in_place = TASO_CALL_PLACED;
   taso_lib_props_t p;
@@ -327,7 +327,7 @@ static taso_err_t try_place(sel_t *s, step_t *steps, taso_call_t *calls, int n, 
   double lose = 0;
   for (int a = 0; a < v.nin && p.producers_own; a++) {
     int node = TASO_REF_NODE(cs->in[a]);
-    prod[a] = m->graph.nodes[node].kind == TASO_OP_INPUT || absent(s, node) ? -1 : step_at[node];
+    prod[a] = m->graph->nodes[node].kind == TASO_OP_INPUT || absent(s, node) ? -1 : step_at[node];
     p.producers_own = prod[a] >= 0 && s->root[cs->in[a]] == cs->in[a];
     for (int b = 0; b < a && p.producers_own; b++)
       p.producers_own = cs->in[b] != cs->in[a];
@@ -372,7 +372,7 @@ static taso_err_t try_place(sel_t *s, step_t *steps, taso_call_t *calls, int n, 
 /* Every concat, the last first (one placed in another gets its slice
  * first, as the runner places them). */
 static taso_err_t place(sel_t *s, step_t *steps, taso_call_t *calls, int n) {
-  int nn = s->m->graph.nnodes;
+  int nn = s->m->graph->nnodes;
   int *step_at = malloc(sizeof *step_at * (size_t)(nn + 1)), *last = liveness(s, steps, n);
   if (!step_at || !last) {
     free(step_at);
@@ -395,9 +395,9 @@ static taso_err_t place(sel_t *s, step_t *steps, taso_call_t *calls, int n) {
 /* ---- the plan -------------------------------------------------------------- */
 
 static taso_err_t single_choices(sel_t *s, choice_t *single, int *head_at, int *nheads) {
-  const taso_model_t *m = s->m;
-  for (int i = 0; i < m->graph.nnodes; i++) {
-    int32_t kind = m->graph.nodes[i].kind;
+  const taso_rt_typed_graph_t *m = s->m;
+  for (int i = 0; i < m->graph->nnodes; i++) {
+    int32_t kind = m->graph->nodes[i].kind;
     head_at[i] = -1;
     if (kind == TASO_OP_INPUT || absent(s, i)) continue;
     taso_rt_config_t cfg;
@@ -415,8 +415,8 @@ static taso_err_t single_choices(sel_t *s, choice_t *single, int *head_at, int *
 
 static taso_err_t head_choices(sel_t *s, const choice_t *single, const int *head_at,
                                head_t *heads) {
-  const taso_model_t *m = s->m;
-  for (int i = 0; i < m->graph.nnodes; i++) {
+  const taso_rt_typed_graph_t *m = s->m;
+  for (int i = 0; i < m->graph->nnodes; i++) {
     if (head_at[i] < 0) continue;
     head_t *h = &heads[head_at[i]];
     h->k = -1;
@@ -454,11 +454,11 @@ static int partner(const head_t *heads, int nheads, int h, const int *owner1, co
 /* The bytes of every tensor a plan keeps: each node's results, but of the
  * nodes computed from weights alone (absent) only those a step reads,
  * which are the folded weights. */
-static int64_t plan_bytes(const taso_model_t *m, const bool *absent) {
-  const taso_graph_t *g = &m->graph;
-  if (!absent) return taso_rt_model_bytes(m);
+static int64_t plan_bytes(const taso_rt_typed_graph_t *m, const bool *absent) {
+  const taso_graph_t *g = m->graph;
+  if (!absent) return taso_rt_graph_bytes(m);
   bool *read = calloc((size_t)g->nnodes + 1, sizeof *read);
-  if (!read) return taso_rt_model_bytes(m);
+  if (!read) return taso_rt_graph_bytes(m);
   for (int i = 0; i < g->nnodes; i++)
     if (!absent[i] && g->nodes[i].kind != TASO_OP_INPUT)
       for (int a = 0; a < taso_ops[g->nodes[i].kind].arity; a++)
@@ -475,7 +475,7 @@ static int64_t plan_bytes(const taso_model_t *m, const bool *absent) {
 /* One step's call (in run order) and what in-place needs of it. */
 static taso_err_t emit(sel_t *s, int first, int node, int fused, const choice_t *c, step_t *st,
                        taso_call_t *call) {
-  const taso_model_t *m = s->m;
+  const taso_rt_typed_graph_t *m = s->m;
   if (fused > 1) {
     int last;
     taso_rt_chain_config(m, s->uses, first, fused - 1, &st->cfg, &last, st->in);
@@ -497,11 +497,11 @@ static taso_err_t emit(sel_t *s, int first, int node, int fused, const choice_t 
   return TASO_OK;
 }
 
-taso_err_t taso_select_plan(const taso_model_t *m, taso_library_t *lib,
+taso_err_t taso_select_plan(const taso_rt_typed_graph_t *m, taso_library_t *lib,
                             const taso_select_options_t *opt, taso_select_cost_fn cost, void *ctx,
                             taso_call_t **calls_out, int *ncalls, taso_select_stats_t *stats) {
   sel_t s = {.m = m, .lib = lib, .opt = opt, .cost = cost, .ctx = ctx};
-  int nn = m->graph.nnodes, nheads = 0;
+  int nn = m->graph->nnodes, nheads = 0;
   size_t cap = (size_t)(nn ? nn : 1);
   choice_t *single = malloc(sizeof *single * cap);
   int *head_at = malloc(sizeof *head_at * cap), *covered = malloc(sizeof *covered * cap);
@@ -544,7 +544,7 @@ taso_err_t taso_select_plan(const taso_model_t *m, taso_library_t *lib,
   int n = 0;
   for (int i = 0; i < nn && err == TASO_OK; i++) {
     if (absent(&s, i)) continue;
-    if (m->graph.nodes[i].kind == TASO_OP_INPUT || covered[i] >= 0) {
+    if (m->graph->nodes[i].kind == TASO_OP_INPUT || covered[i] >= 0) {
       const head_t *h = covered[i] >= 0 ? &heads[covered[i]] : NULL;
       if (h && h->node[h->k] == i)
         err = emit(&s, h->node[0], i, h->k + 1, &h->opt[h->k], &steps[n], &calls[n]), n++;

@@ -53,7 +53,7 @@ typedef struct {
  * (malloc'd, in run order) and *ncalls receive it, ready for
  * taso_rt_options_t.calls or a model's plan. An error when lib has no call
  * for some operator. */
-taso_err_t taso_select_plan(const taso_model_t *m, taso_library_t *lib,
+taso_err_t taso_select_plan(const taso_rt_typed_graph_t *m, taso_library_t *lib,
                             const taso_select_options_t *opt, taso_select_cost_fn cost, void *ctx,
                             taso_call_t **calls, int *ncalls, taso_select_stats_t *stats);
 

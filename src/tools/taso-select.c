@@ -262,7 +262,8 @@ static taso_err_t select_all(taso_tool_t *t, run_t *r) {
   int nplain = 0, nbest = 0, nother = 0;
   taso_select_stats_t st;
   taso_select_options_t o = {.plain = true, .warm_weights = warm};
-  taso_err_t err = taso_select_plan(&r->m, r->lib, &o, cost_of, r, &plain, &nplain, &r->plain);
+  const taso_rt_typed_graph_t typed = taso_rt_typed_of(&r->m);
+  taso_err_t err = taso_select_plan(&typed, r->lib, &o, cost_of, r, &plain, &nplain, &r->plain);
   if (err == TASO_OK) print_stats(t, "plain (per operator):", &r->plain);
   double t0 = taso_search_now(); /* the plain plan is the baseline, not the selection */
   taso_cost_stats_t cs;
@@ -271,7 +272,7 @@ static taso_err_t select_all(taso_tool_t *t, run_t *r) {
   for (int pass = 0; pass < 2 && err == TASO_OK; pass++) {
     if (!(pass ? nhwc : rowmajor)) continue;
     o = (taso_select_options_t){.nhwc = pass == 1, .warm_weights = warm};
-    err = taso_select_plan(&r->m, r->lib, &o, cost_of, r, &other, &nother, &st);
+    err = taso_select_plan(&typed, r->lib, &o, cost_of, r, &other, &nother, &st);
     if (err == TASO_ERR_UNSUPPORTED && pass == 1 && rowmajor) { /* no NHWC call for some node */
       taso_tool_print(t, "taso-select: no channels-last plan: %s\n", taso_error_detail());
       err = TASO_OK;
