@@ -37,56 +37,51 @@ _Static_assert(sizeof(index_rec_t) == 2 * sizeof(int64_t) + 2 * sizeof(int32_t),
 _Static_assert(sizeof(input_rec_t) == TASO_NAME_LEN + (1 + TASO_MAX_RANK) * sizeof(int32_t),
                "input_rec_t has padding");
 
-static taso_err_t input_type(const taso_artifact_t *a, hid_t *out) {
-  taso_err_t err;
-  hid_t name = H5Tcopy(H5T_C_S1);
-  if (name < 0 || H5Tset_size(name, TASO_NAME_LEN) < 0 ||
-      H5Tset_strpad(name, H5T_STR_NULLTERM) < 0) {
-    err = artifact_h5_fail(a, "create the input-name string type");
-  } else {
-    const artifact_field_t f[] = {
-        {"name", offsetof(input_rec_t, name), name, 1},
-        {"rank", offsetof(input_rec_t, rank), H5T_NATIVE_INT32, 1},
-        {"dims", offsetof(input_rec_t, dims), H5T_NATIVE_INT32, TASO_MAX_RANK},
-    };
-    err = artifact_build_type(a, "input", sizeof(input_rec_t), FIELDS(f), out);
-  }
-  return artifact_release(a, name, H5Tclose, err);
-}
+/* The records of /inputs, /graphs/index, /graphs/nodes and
+ * /graphs/fingerprint. */
+static const taso_field_t input_fields[] = {
+    {"name", offsetof(input_rec_t, name), TASO_FIELD_STRING, TASO_NAME_LEN},
+    {"rank", offsetof(input_rec_t, rank), TASO_FIELD_INT32, 0},
+    {"dims", offsetof(input_rec_t, dims), TASO_FIELD_INT32, TASO_MAX_RANK},
+};
+static const taso_table_t input_table = {"/inputs", sizeof(input_rec_t), input_fields,
+                                         COUNT(input_fields)};
 
-static taso_err_t index_type(const taso_artifact_t *a, hid_t *out) {
-  /* Listed in reading order; the offsets keep the struct unpadded. */
-  const artifact_field_t f[] = {
-      {"node_begin", offsetof(index_rec_t, node_begin), H5T_NATIVE_INT64, 1},
-      {"node_count", offsetof(index_rec_t, node_count), H5T_NATIVE_INT32, 1},
-      {"output_begin", offsetof(index_rec_t, output_begin), H5T_NATIVE_INT64, 1},
-      {"output_count", offsetof(index_rec_t, output_count), H5T_NATIVE_INT32, 1},
-  };
-  return artifact_build_type(a, "graph index", sizeof(index_rec_t), FIELDS(f), out);
-}
+/* Listed in reading order; the offsets keep the struct unpadded. */
+static const taso_field_t index_fields[] = {
+    {"node_begin", offsetof(index_rec_t, node_begin), TASO_FIELD_INT64, 0},
+    {"node_count", offsetof(index_rec_t, node_count), TASO_FIELD_INT32, 0},
+    {"output_begin", offsetof(index_rec_t, output_begin), TASO_FIELD_INT64, 0},
+    {"output_count", offsetof(index_rec_t, output_count), TASO_FIELD_INT32, 0},
+};
+static const taso_table_t index_table = {"/graphs/index", sizeof(index_rec_t), index_fields,
+                                         COUNT(index_fields)};
 
-static taso_err_t node_type(const taso_artifact_t *a, hid_t *out) {
-  const hid_t i32 = H5T_NATIVE_INT32;
-  const artifact_field_t f[] = {
-      {"kind", offsetof(taso_node_t, kind), i32, 1},
-      {"axis", offsetof(taso_node_t, p.axis), i32, 1},
-      {"stride", offsetof(taso_node_t, p.stride), i32, 2},
-      {"pad", offsetof(taso_node_t, p.pad), i32, 1},
-      {"act", offsetof(taso_node_t, p.act), i32, 1},
-      {"kernel", offsetof(taso_node_t, p.kernel), i32, 2},
-      {"layout", offsetof(taso_node_t, p.layout), i32, 1},
-      {"rank", offsetof(taso_node_t, p.rank), i32, 1},
-      {"shape", offsetof(taso_node_t, p.shape), i32, 4},
-      {"input", offsetof(taso_node_t, p.input), i32, 1},
-      {"pads", offsetof(taso_node_t, p.pads), i32, 4},
-      {"perm", offsetof(taso_node_t, p.perm), i32, 4},
-      {"bound", offsetof(taso_node_t, p.bound), H5T_NATIVE_FLOAT, 2},
-      {"at", offsetof(taso_node_t, p.at), i32, 1},
-      {"exclude_pad", offsetof(taso_node_t, p.exclude_pad), i32, 1},
-      {"in", offsetof(taso_node_t, in), i32, 3},
-  };
-  return artifact_build_type(a, "graph node", sizeof(taso_node_t), FIELDS(f), out);
-}
+static const taso_field_t node_fields[] = {
+    {"kind", offsetof(taso_node_t, kind), TASO_FIELD_INT32, 0},
+    {"axis", offsetof(taso_node_t, p.axis), TASO_FIELD_INT32, 0},
+    {"stride", offsetof(taso_node_t, p.stride), TASO_FIELD_INT32, 2},
+    {"pad", offsetof(taso_node_t, p.pad), TASO_FIELD_INT32, 0},
+    {"act", offsetof(taso_node_t, p.act), TASO_FIELD_INT32, 0},
+    {"kernel", offsetof(taso_node_t, p.kernel), TASO_FIELD_INT32, 2},
+    {"layout", offsetof(taso_node_t, p.layout), TASO_FIELD_INT32, 0},
+    {"rank", offsetof(taso_node_t, p.rank), TASO_FIELD_INT32, 0},
+    {"shape", offsetof(taso_node_t, p.shape), TASO_FIELD_INT32, 4},
+    {"input", offsetof(taso_node_t, p.input), TASO_FIELD_INT32, 0},
+    {"pads", offsetof(taso_node_t, p.pads), TASO_FIELD_INT32, 4},
+    {"perm", offsetof(taso_node_t, p.perm), TASO_FIELD_INT32, 4},
+    {"bound", offsetof(taso_node_t, p.bound), TASO_FIELD_FLOAT, 2},
+    {"at", offsetof(taso_node_t, p.at), TASO_FIELD_INT32, 0},
+    {"exclude_pad", offsetof(taso_node_t, p.exclude_pad), TASO_FIELD_INT32, 0},
+    {"in", offsetof(taso_node_t, in), TASO_FIELD_INT32, 3},
+};
+static const taso_table_t node_table = {"/graphs/nodes", sizeof(taso_node_t), node_fields,
+                                        COUNT(node_fields)};
+
+/* One 128-bit fingerprint per graph, beside /graphs/index. */
+static const taso_field_t fingerprint_fields[] = {{"h", 0, TASO_FIELD_UINT64, 2}};
+static const taso_table_t fingerprint_table = {"/graphs/fingerprint", 2 * sizeof(uint64_t),
+                                               fingerprint_fields, COUNT(fingerprint_fields)};
 
 /* ------------------------------------------------------------------------ */
 /* Inputs                                                                   */
@@ -115,10 +110,10 @@ static taso_err_t write_inputs(taso_artifact_t *a, const taso_inputs_t *in) {
         rows[i].dims[d] = d < v->type.rank ? v->type.dim[d] : 0;
     }
   }
-  if (err == TASO_OK) err = input_type(a, &type);
+  if (err == TASO_OK) err = artifact_record_type(a, &input_table, &type);
   if ((err = artifact_settle(a, err)) != TASO_OK) goto done;
   artifact_place(a, &n, &offset, &total, 1);
-  err = artifact_write_rows(a, "/inputs", type, sizeof *rows, rows, n, offset, total);
+  err = artifact_write_rows(a, input_table.path, type, sizeof *rows, rows, n, offset, total);
 done:
   free(rows);
   return artifact_release(a, type, H5Tclose, err);
@@ -143,9 +138,9 @@ static taso_err_t read_inputs(taso_artifact_t *a, taso_inputs_t *in) {
   int64_t n = 0;
   in->v = NULL;
   in->n = 0;
-  err = artifact_settle(a, input_type(a, &type));
+  err = artifact_settle(a, artifact_record_type(a, &input_table, &type));
   if (err == TASO_OK)
-    err = artifact_read_rows(a, "/inputs", type, sizeof *rows, false, (void **)&rows, &n);
+    err = artifact_read_rows(a, input_table.path, type, sizeof *rows, false, (void **)&rows, &n);
   for (int64_t i = 0; i < n && err == TASO_OK; i++) {
     input_rec_t *r = &rows[i];
     bool ok =
@@ -221,8 +216,8 @@ static taso_err_t write_graphs(taso_artifact_t *a, const taso_graph_t *local, in
   hid_t itype = H5I_INVALID_HID, ntype = H5I_INVALID_HID, group = H5I_INVALID_HID;
   bool exists = false;
   err = flatten(a, local, n, &index, &nodes, &outs, counts);
-  if (err == TASO_OK) err = index_type(a, &itype);
-  if (err == TASO_OK) err = node_type(a, &ntype);
+  if (err == TASO_OK) err = artifact_record_type(a, &index_table, &itype);
+  if (err == TASO_OK) err = artifact_record_type(a, &node_table, &ntype);
   if (err == TASO_OK) err = artifact_path_exists(a, "/graphs", &exists);
   if (err == TASO_OK && exists)
     err = taso_error(TASO_ERR_ARG, "%s: already holds a graph set", a->path);
@@ -235,9 +230,9 @@ static taso_err_t write_graphs(taso_artifact_t *a, const taso_graph_t *local, in
   if ((group = H5Gcreate2(a->file, "/graphs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0)
     err = artifact_h5_fail(a, "create group /graphs");
   if ((err = artifact_settle(a, err)) != TASO_OK) goto done;
-  if ((err = artifact_write_rows(a, "/graphs/index", itype, sizeof *index, index, counts[0],
+  if ((err = artifact_write_rows(a, index_table.path, itype, sizeof *index, index, counts[0],
                                  offset[0], total[0])) != TASO_OK ||
-      (err = artifact_write_rows(a, "/graphs/nodes", ntype, sizeof *nodes, nodes, counts[1],
+      (err = artifact_write_rows(a, node_table.path, ntype, sizeof *nodes, nodes, counts[1],
                                  offset[1], total[1])) != TASO_OK ||
       (err = artifact_write_rows(a, "/graphs/outputs", H5T_NATIVE_INT32, sizeof *outs, outs,
                                  counts[2], offset[2], total[2])) != TASO_OK)
@@ -320,12 +315,12 @@ static taso_err_t read_graphs(taso_artifact_t *a, taso_graph_t **graphs, int64_t
   taso_graph_t *g = NULL;
   *graphs = NULL;
   *n = 0;
-  err = index_type(a, &itype);
-  if (err == TASO_OK) err = node_type(a, &ntype);
+  err = artifact_record_type(a, &index_table, &itype);
+  if (err == TASO_OK) err = artifact_record_type(a, &node_table, &ntype);
   if ((err = artifact_settle(a, err)) != TASO_OK) goto done;
-  if ((err = artifact_read_rows(a, "/graphs/index", itype, sizeof *index, false, (void **)&index,
+  if ((err = artifact_read_rows(a, index_table.path, itype, sizeof *index, false, (void **)&index,
                                 &ni)) != TASO_OK ||
-      (err = artifact_read_rows(a, "/graphs/nodes", ntype, sizeof *nodes, false, (void **)&nodes,
+      (err = artifact_read_rows(a, node_table.path, ntype, sizeof *nodes, false, (void **)&nodes,
                                 &nn)) != TASO_OK ||
       (err = artifact_read_rows(a, "/graphs/outputs", H5T_NATIVE_INT32, sizeof *outs, false,
                                 (void **)&outs, &no)) != TASO_OK)
@@ -367,12 +362,10 @@ void taso_graphs_free(taso_graph_t *graphs, int64_t n) {
   free(graphs);
 }
 
-/* /graphs/fingerprint: one 128-bit fingerprint per graph, beside /graphs/index. */
 taso_err_t taso_artifact_write_fingerprints(taso_artifact_t *a, const uint64_t (*local)[2],
                                             int64_t n) {
   if (!a) return artifact_no_handle();
   artifact_quiet_t q = artifact_quiet_begin();
-  const artifact_field_t f[] = {{"h", 0, H5T_NATIVE_UINT64, 2}};
   hid_t type = H5I_INVALID_HID;
   int64_t offset = 0, total = 0;
   taso_err_t err = TASO_OK;
@@ -380,11 +373,10 @@ taso_err_t taso_artifact_write_fingerprints(taso_artifact_t *a, const uint64_t (
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write fingerprints", a->path);
   else if (n < 0 || (n > 0 && !local))
     err = taso_error(TASO_ERR_ARG, "%s: bad local fingerprint list", a->path);
-  if (err == TASO_OK)
-    err = artifact_build_type(a, "fingerprint", 2 * sizeof(uint64_t), FIELDS(f), &type);
+  if (err == TASO_OK) err = artifact_record_type(a, &fingerprint_table, &type);
   if ((err = artifact_settle(a, err)) == TASO_OK) {
     artifact_place(a, &n, &offset, &total, 1);
-    err = artifact_write_rows(a, "/graphs/fingerprint", type, 2 * sizeof(uint64_t), local, n,
+    err = artifact_write_rows(a, fingerprint_table.path, type, fingerprint_table.size, local, n,
                               offset, total);
   }
   err = artifact_release(a, type, H5Tclose, err);

@@ -87,21 +87,13 @@ taso_err_t artifact_get_string(const taso_artifact_t *a, hid_t loc, const char *
 
 /* Record types and datasets (artifact_table.c) */
 
-/* One member of a compound record type. */
-typedef struct {
-  const char *name; /* field name in the file */
-  size_t offset;    /* offsetof in the record struct */
-  hid_t base;       /* element type */
-  hsize_t n;        /* 1 for a scalar, else an array of n */
-} artifact_field_t;
+/* The number of fields of a field array, for a taso_table_t. */
+#define COUNT(f) (int)(sizeof f / sizeof *f)
 
-/* A field array and its length, for artifact_build_type. */
-#define FIELDS(f) f, (int)(sizeof f / sizeof *f)
-
-/* Builds a compound type of size bytes from its nf fields; what names the
- * record in messages. */
-taso_err_t artifact_build_type(const taso_artifact_t *a, const char *what, size_t size,
-                               const artifact_field_t *f, int nf, hid_t *out);
+/* The HDF5 type of table t's records: a compound of its fields (a number
+ * field of size n > 1 an array of n), or for one unnamed field a plain
+ * element type. The file type is the memory type. */
+taso_err_t artifact_record_type(const taso_artifact_t *a, const taso_table_t *t, hid_t *out);
 /* Whether every link of the absolute path name exists. */
 taso_err_t artifact_path_exists(const taso_artifact_t *a, const char *name, bool *found);
 /* Collective: each rank's first row (offset) and the total over ranks of k

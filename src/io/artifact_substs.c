@@ -18,33 +18,23 @@ _Static_assert(sizeof(taso_decision_t) ==
 
 /* The pad_ member stays out of the file; rows are copied into zeroed
  * memory before writing, so its bytes are always 0 there. */
-static taso_err_t decision_type(const taso_artifact_t *a, hid_t *out) {
-  taso_err_t err;
-  hid_t reason = H5Tcopy(H5T_C_S1);
-  if (reason < 0 || H5Tset_size(reason, TASO_REASON_LEN) < 0 ||
-      H5Tset_strpad(reason, H5T_STR_NULLTERM) < 0) {
-    err = artifact_h5_fail(a, "create the reason string type");
-  } else {
-    const artifact_field_t f[] = {
-        {"row", offsetof(taso_decision_t, row), H5T_NATIVE_INT64, 1},
-        {"seconds", offsetof(taso_decision_t, seconds), H5T_NATIVE_DOUBLE, 1},
-        {"verdict", offsetof(taso_decision_t, verdict), H5T_NATIVE_INT32, 1},
-        {"reason", offsetof(taso_decision_t, reason), reason, 1},
-    };
-    err = artifact_build_type(a, "decision", sizeof(taso_decision_t), FIELDS(f), out);
-  }
-  return artifact_release(a, reason, H5Tclose, err);
-}
+static const taso_field_t decision_fields[] = {
+    {"row", offsetof(taso_decision_t, row), TASO_FIELD_INT64, 0},
+    {"seconds", offsetof(taso_decision_t, seconds), TASO_FIELD_DOUBLE, 0},
+    {"verdict", offsetof(taso_decision_t, verdict), TASO_FIELD_INT32, 0},
+    {"reason", offsetof(taso_decision_t, reason), TASO_FIELD_STRING, TASO_REASON_LEN},
+};
+const taso_table_t taso_decision_table = {"/decisions", sizeof(taso_decision_t), decision_fields,
+                                          COUNT(decision_fields)};
 
-static taso_err_t subst_type(const taso_artifact_t *a, hid_t *out) {
-  const artifact_field_t f[] = {
-      {"src", offsetof(taso_subst_t, src), H5T_NATIVE_INT64, 1},
-      {"dst", offsetof(taso_subst_t, dst), H5T_NATIVE_INT64, 1},
-      {"verdict", offsetof(taso_subst_t, verdict), H5T_NATIVE_INT32, 1},
-      {"seconds", offsetof(taso_subst_t, seconds), H5T_NATIVE_DOUBLE, 1},
-  };
-  return artifact_build_type(a, "substitution", sizeof(taso_subst_t), FIELDS(f), out);
-}
+static const taso_field_t subst_fields[] = {
+    {"src", offsetof(taso_subst_t, src), TASO_FIELD_INT64, 0},
+    {"dst", offsetof(taso_subst_t, dst), TASO_FIELD_INT64, 0},
+    {"verdict", offsetof(taso_subst_t, verdict), TASO_FIELD_INT32, 0},
+    {"seconds", offsetof(taso_subst_t, seconds), TASO_FIELD_DOUBLE, 0},
+};
+static const taso_table_t subst_table = {"/substitutions", sizeof(taso_subst_t), subst_fields,
+                                         COUNT(subst_fields)};
 
 /* ------------------------------------------------------------------------ */
 /* Substitutions                                                            */
@@ -69,13 +59,13 @@ static taso_err_t write_substs(taso_artifact_t *a, const taso_subst_t *local, in
       rows[i].seconds = local[i].seconds;
     }
   }
-  if (err == TASO_OK) err = subst_type(a, &type);
-  if (err == TASO_OK) err = artifact_path_exists(a, "/substitutions", &exists);
+  if (err == TASO_OK) err = artifact_record_type(a, &subst_table, &type);
+  if (err == TASO_OK) err = artifact_path_exists(a, subst_table.path, &exists);
   if (err == TASO_OK && exists)
     err = taso_error(TASO_ERR_ARG, "%s: already holds a substitution set", a->path);
   if ((err = artifact_settle(a, err)) != TASO_OK) goto done;
   artifact_place(a, &n, &offset, &total, 1);
-  err = artifact_write_rows(a, "/substitutions", type, sizeof *rows, rows, n, offset, total);
+  err = artifact_write_rows(a, subst_table.path, type, sizeof *rows, rows, n, offset, total);
 done:
   free(rows);
   return artifact_release(a, type, H5Tclose, err);
@@ -95,11 +85,11 @@ taso_err_t taso_artifact_write_substs(taso_artifact_t *a, const taso_subst_t *lo
 
 static taso_err_t read_substs(taso_artifact_t *a, taso_subst_t **rows, int64_t *n) {
   hid_t type = H5I_INVALID_HID;
-  taso_err_t err = artifact_settle(a, subst_type(a, &type));
+  taso_err_t err = artifact_settle(a, artifact_record_type(a, &subst_table, &type));
   *rows = NULL;
   *n = 0;
   if (err == TASO_OK)
-    err = artifact_read_rows(a, "/substitutions", type, sizeof **rows, true, (void **)rows, n);
+    err = artifact_read_rows(a, subst_table.path, type, sizeof **rows, true, (void **)rows, n);
   for (int64_t i = 0; i < *n && err == TASO_OK; i++)
     if ((*rows)[i].verdict < TASO_VERDICT_CANDIDATE || (*rows)[i].verdict > TASO_VERDICT_REFUTED)
       err = taso_error(TASO_ERR_FORMAT, "%s: /substitutions row %lld has an unknown verdict %d",
@@ -128,7 +118,7 @@ taso_err_t taso_artifact_read_substs(taso_artifact_t *a, taso_subst_t **rows, in
  * rank order, then flushes so that a killed run keeps them. */
 static taso_err_t put_decisions(taso_artifact_t *a, const taso_decision_t *local, int64_t n,
                                 bool rewrite) {
-  static const char *name = "/decisions";
+  const char *name = taso_decision_table.path;
   taso_err_t err = TASO_OK;
   taso_decision_t *rows = NULL;
   hid_t type = H5I_INVALID_HID, dset = H5I_INVALID_HID, space = H5I_INVALID_HID;
@@ -148,7 +138,7 @@ static taso_err_t put_decisions(taso_artifact_t *a, const taso_decision_t *local
       memcpy(rows[i].reason, local[i].reason, strnlen(local[i].reason, TASO_REASON_LEN - 1));
     }
   }
-  if (err == TASO_OK) err = decision_type(a, &type);
+  if (err == TASO_OK) err = artifact_record_type(a, &taso_decision_table, &type);
   if (err == TASO_OK) err = artifact_path_exists(a, name, &exists);
   if ((err = artifact_settle(a, err)) != TASO_OK) goto done;
   artifact_place(a, &n, &offset, &total, 1);
@@ -207,11 +197,12 @@ taso_err_t taso_artifact_rewrite_decisions(taso_artifact_t *a, const taso_decisi
 
 static taso_err_t read_decisions(taso_artifact_t *a, taso_decision_t **rows, int64_t *n) {
   hid_t type = H5I_INVALID_HID;
-  taso_err_t err = artifact_settle(a, decision_type(a, &type));
+  taso_err_t err = artifact_settle(a, artifact_record_type(a, &taso_decision_table, &type));
   *rows = NULL;
   *n = 0;
   if (err == TASO_OK)
-    err = artifact_read_rows(a, "/decisions", type, sizeof **rows, true, (void **)rows, n);
+    err = artifact_read_rows(a, taso_decision_table.path, type, sizeof **rows, true, (void **)rows,
+                             n);
   for (int64_t i = 0; i < *n && err == TASO_OK; i++) {
     taso_decision_t *d = &(*rows)[i];
     d->reason[TASO_REASON_LEN - 1] = '\0';

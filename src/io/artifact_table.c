@@ -1,8 +1,10 @@
 /*
- * Tables of fixed-size records in an artifact (see artifact.h): record
- * types, the chunked datasets that rows are written to collectively in
- * rank order and read back whole, a stage's own tables, and slot tables,
- * the streams that a kill cannot corrupt.
+ * Tables of fixed-size records in an artifact (see artifact.h): the HDF5
+ * type of every record, built from its taso_table_t (the artifact's own
+ * records in artifact_graphs.c and artifact_substs.c, a stage's own in its
+ * module: one way of describing a record), the chunked datasets that rows
+ * are written to collectively in rank order and read back whole, a stage's
+ * own tables, and slot tables, the streams that a kill cannot corrupt.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -21,22 +23,65 @@
 /* Record types                                                             */
 /* ------------------------------------------------------------------------ */
 
-/* Builds a compound type of `size` bytes from its fields. */
-taso_err_t artifact_build_type(const taso_artifact_t *a, const char *what, size_t size,
-                               const artifact_field_t *f, int nf, hid_t *out) {
-  taso_err_t err = TASO_OK;
-  hid_t t = H5Tcreate(H5T_COMPOUND, size);
-  if (t < 0) return artifact_h5_fail(a, "create the %s record type", what);
-  for (int i = 0; i < nf && err == TASO_OK; i++) {
-    hid_t array = H5I_INVALID_HID;
-    if (f[i].n > 1 && (array = H5Tarray_create2(f[i].base, 1, &f[i].n)) < 0)
-      err = artifact_h5_fail(a, "create the array type of %s field '%s'", what, f[i].name);
-    else if (H5Tinsert(t, f[i].name, f[i].offset, f[i].n > 1 ? array : f[i].base) < 0)
-      err = artifact_h5_fail(a, "add field '%s' to the %s record type", f[i].name, what);
-    err = artifact_release(a, array, H5Tclose, err);
+/* The element type of field f: a native number, or for a string a type of
+ * its own in *own (the caller closes it). */
+static taso_err_t element_type(const taso_artifact_t *a, const taso_table_t *t,
+                               const taso_field_t *f, hid_t *base, hid_t *own) {
+  *own = H5I_INVALID_HID;
+  switch (f->kind) {
+  case TASO_FIELD_INT32:
+    *base = H5T_NATIVE_INT32;
+    return TASO_OK;
+  case TASO_FIELD_INT64:
+    *base = H5T_NATIVE_INT64;
+    return TASO_OK;
+  case TASO_FIELD_UINT64:
+    *base = H5T_NATIVE_UINT64;
+    return TASO_OK;
+  case TASO_FIELD_DOUBLE:
+    *base = H5T_NATIVE_DOUBLE;
+    return TASO_OK;
+  case TASO_FIELD_FLOAT:
+    *base = H5T_NATIVE_FLOAT;
+    return TASO_OK;
+  case TASO_FIELD_STRING:
+    if ((*own = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(*own, f->size) < 0 ||
+        H5Tset_strpad(*own, H5T_STR_NULLTERM) < 0)
+      return artifact_h5_fail(a, "create the string type of field '%s' of %s",
+                              f->name ? f->name : "(element)", t->path);
+    *base = *own;
+    return TASO_OK;
   }
-  if (err != TASO_OK) return artifact_release(a, t, H5Tclose, err);
-  *out = t;
+  return taso_error(TASO_ERR_ARG, "%s: %s: field of unknown kind %d", a->path, t->path,
+                    (int)f->kind);
+}
+
+taso_err_t artifact_record_type(const taso_artifact_t *a, const taso_table_t *t, hid_t *out) {
+  taso_err_t err = TASO_OK;
+  hid_t base = H5I_INVALID_HID, own = H5I_INVALID_HID;
+  if (t->nfields == 1 && !t->fields[0].name) {
+    err = element_type(a, t, &t->fields[0], &base, &own);
+    if (err == TASO_OK && (*out = H5Tcopy(base)) < 0)
+      err = artifact_h5_fail(a, "create the element type of %s", t->path);
+    return artifact_release(a, own, H5Tclose, err);
+  }
+  hid_t type = H5Tcreate(H5T_COMPOUND, t->size);
+  if (type < 0) return artifact_h5_fail(a, "create the record type of %s", t->path);
+  for (int i = 0; i < t->nfields && err == TASO_OK; i++) {
+    const taso_field_t *f = &t->fields[i];
+    /* A number field of size n > 1 is an array of n; 0 and 1 a scalar. */
+    hsize_t n = f->kind == TASO_FIELD_STRING ? 1 : (hsize_t)f->size;
+    hid_t array = H5I_INVALID_HID;
+    err = element_type(a, t, f, &base, &own);
+    if (err == TASO_OK && n > 1 && (array = H5Tarray_create2(base, 1, &n)) < 0)
+      err = artifact_h5_fail(a, "create the array type of field '%s' of %s", f->name, t->path);
+    if (err == TASO_OK && H5Tinsert(type, f->name, f->offset, n > 1 ? array : base) < 0)
+      err = artifact_h5_fail(a, "add field '%s' to the record type of %s", f->name, t->path);
+    err = artifact_release(a, array, H5Tclose, err);
+    err = artifact_release(a, own, H5Tclose, err);
+  }
+  if (err != TASO_OK) return artifact_release(a, type, H5Tclose, err);
+  *out = type;
   return TASO_OK;
 }
 
@@ -234,64 +279,6 @@ taso_err_t artifact_read_rows(const taso_artifact_t *a, const char *name, hid_t 
 /* Tables of a stage's own records                                          */
 /* ------------------------------------------------------------------------ */
 
-static taso_err_t table_type(const taso_artifact_t *a, const taso_table_t *t, hid_t *out) {
-  taso_err_t err = TASO_OK;
-  if (t->nfields == 1 && !t->fields[0].name) {
-    hid_t base = H5I_INVALID_HID;
-    switch (t->fields[0].kind) {
-    case TASO_FIELD_INT32:
-      base = H5T_NATIVE_INT32;
-      break;
-    case TASO_FIELD_INT64:
-      base = H5T_NATIVE_INT64;
-      break;
-    case TASO_FIELD_DOUBLE:
-      base = H5T_NATIVE_DOUBLE;
-      break;
-    case TASO_FIELD_FLOAT:
-      base = H5T_NATIVE_FLOAT;
-      break;
-    case TASO_FIELD_STRING:
-      break;
-    }
-    if (base < 0 || (*out = H5Tcopy(base)) < 0)
-      return artifact_h5_fail(a, "create the element type of %s", t->path);
-    return TASO_OK;
-  }
-  hid_t type = H5Tcreate(H5T_COMPOUND, t->size);
-  if (type < 0) return artifact_h5_fail(a, "create the record type of %s", t->path);
-  for (int i = 0; i < t->nfields && err == TASO_OK; i++) {
-    const taso_field_t *f = &t->fields[i];
-    hid_t base = H5I_INVALID_HID, own = H5I_INVALID_HID;
-    switch (f->kind) {
-    case TASO_FIELD_INT32:
-      base = H5T_NATIVE_INT32;
-      break;
-    case TASO_FIELD_INT64:
-      base = H5T_NATIVE_INT64;
-      break;
-    case TASO_FIELD_DOUBLE:
-      base = H5T_NATIVE_DOUBLE;
-      break;
-    case TASO_FIELD_FLOAT:
-      base = H5T_NATIVE_FLOAT;
-      break;
-    case TASO_FIELD_STRING:
-      if ((own = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(own, f->size) < 0 ||
-          H5Tset_strpad(own, H5T_STR_NULLTERM) < 0)
-        err = artifact_h5_fail(a, "create the string type of field '%s'", f->name);
-      base = own;
-      break;
-    }
-    if (err == TASO_OK && H5Tinsert(type, f->name, f->offset, base) < 0)
-      err = artifact_h5_fail(a, "add field '%s' to the record type of %s", f->name, t->path);
-    err = artifact_release(a, own, H5Tclose, err);
-  }
-  if (err != TASO_OK) return artifact_release(a, type, H5Tclose, err);
-  *out = type;
-  return TASO_OK;
-}
-
 static taso_err_t append_table(taso_artifact_t *a, const taso_table_t *t, const void *local,
                                int64_t n) {
   taso_err_t err = TASO_OK;
@@ -300,7 +287,7 @@ static taso_err_t append_table(taso_artifact_t *a, const taso_table_t *t, const 
   hsize_t cur = 0;
   bool exists = false;
   if (n < 0 || (n > 0 && !local)) err = taso_error(TASO_ERR_ARG, "%s: bad local rows", a->path);
-  if (err == TASO_OK) err = table_type(a, t, &type);
+  if (err == TASO_OK) err = artifact_record_type(a, t, &type);
   if (err == TASO_OK) err = artifact_path_exists(a, t->path, &exists);
   if ((err = artifact_settle(a, err)) != TASO_OK) goto done;
   artifact_place(a, &n, &offset, &total, 1);
@@ -348,7 +335,7 @@ taso_err_t taso_artifact_table_length(taso_artifact_t *a, const taso_table_t *t,
   bool exists = false;
   *n = 0;
   taso_err_t err = artifact_path_exists(a, t->path, &exists);
-  if (err == TASO_OK && exists && (err = table_type(a, t, &type)) == TASO_OK)
+  if (err == TASO_OK && exists && (err = artifact_record_type(a, t, &type)) == TASO_OK)
     err = open_rows(a, t->path, type, &dset, n);
   err = artifact_release(a, dset, H5Dclose, err);
   err = artifact_release(a, type, H5Tclose, err);
@@ -365,7 +352,7 @@ static taso_err_t read_table(taso_artifact_t *a, const taso_table_t *t, int64_t 
   int64_t n = 0, count = hi - lo;
   void *buf = NULL;
   *rows = NULL;
-  err = table_type(a, t, &type);
+  err = artifact_record_type(a, t, &type);
   if (err == TASO_OK) err = open_rows(a, t->path, type, &dset, &n);
   if (err == TASO_OK && (lo < 0 || hi < lo || hi > n))
     err = taso_error(TASO_ERR_FORMAT, "%s: %s has %lld rows, not the %lld expected", a->path,
@@ -415,7 +402,7 @@ taso_err_t taso_artifact_write_table(taso_artifact_t *a, const taso_table_t *t, 
   taso_err_t err = TASO_OK;
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot write %s", a->path, t->path);
-  if (err == TASO_OK) err = table_type(a, t, &type);
+  if (err == TASO_OK) err = artifact_record_type(a, t, &type);
   if (err == TASO_OK) err = artifact_path_exists(a, t->path, &exists);
   if (err == TASO_OK && exists)
     err = taso_error(TASO_ERR_ARG, "%s: already holds %s", a->path, t->path);
@@ -516,7 +503,7 @@ taso_err_t taso_artifact_create_slots(taso_artifact_t *a, const taso_table_t *t,
   if (!a->writable)
     err = taso_error(TASO_ERR_ARG, "%s: opened read-only; cannot create %s", a->path, t->path);
   if (err == TASO_OK && total < 0) err = taso_error(TASO_ERR_ARG, "%s: bad slot count", a->path);
-  if (err == TASO_OK) err = table_type(a, t, &type);
+  if (err == TASO_OK) err = artifact_record_type(a, t, &type);
   if (err == TASO_OK) err = artifact_path_exists(a, t->path, &exists);
   if (err == TASO_OK && exists)
     err = taso_error(TASO_ERR_ARG, "%s: already holds %s", a->path, t->path);
@@ -594,7 +581,7 @@ taso_err_t taso_artifact_put_slots(taso_artifact_t *a, const taso_table_t *t, co
     err = taso_error(TASO_ERR_NOMEM, "%s: no memory for %lld marks", a->path, (long long)n);
   if (err == TASO_OK) {
     memset(ones, 1, n > 0 ? (size_t)n : 1);
-    err = table_type(a, t, &type);
+    err = artifact_record_type(a, t, &type);
   }
   /* The rows reach the file before their marks do. */
   if ((err = artifact_settle(a, err)) == TASO_OK)
