@@ -123,7 +123,7 @@ run "$bin/taso-show" "$src/tests/data/branches.model:blockz=2"
 check "an unknown parameter of a .model file" failed_with taso-show "branches.model: unknown parameter 'blockz'"
 
 # ---- no tool writes over its inputs (issue 32 item 4) -------------------------
-# One rule for every tool (src/core/replace.h): an output naming an input
+# One rule for every tool (src/io/replace.h): an output naming an input
 # is refused before any work (status 2), even with --fresh; the file is
 # left as it was.
 run "$bin/taso-convert" squeezenet:size=32 "$tmp/sq.h5"

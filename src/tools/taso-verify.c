@@ -37,15 +37,9 @@
 
 #define ROUND_SECONDS 5.0 /* work between two writes to OUT.resume */
 
-/* OUT.resume's /decisions (the final file's is written in row order by
- * taso_artifact_append_decisions). */
-static const taso_field_t decision_fields[] = {
-    {"row", offsetof(taso_decision_t, row), TASO_FIELD_INT64, 0},
-    {"seconds", offsetof(taso_decision_t, seconds), TASO_FIELD_DOUBLE, 0},
-    {"verdict", offsetof(taso_decision_t, verdict), TASO_FIELD_INT32, 0},
-    {"reason", offsetof(taso_decision_t, reason), TASO_FIELD_STRING, TASO_REASON_LEN},
-};
-static const taso_table_t slots_table = {"/decisions", sizeof(taso_decision_t), decision_fields, 4};
+/* OUT.resume's /decisions, a slot table of the final file's records (which
+ * taso_artifact_append_decisions writes in row order). */
+static const taso_table_t *const slots_table = &taso_decision_table;
 
 static const taso_tool_spec_t spec = {
     .name = "taso-verify",
@@ -208,8 +202,8 @@ static taso_err_t read_slots(taso_tool_t *t, taso_artifact_t *a, int64_t nrows,
   unsigned char *marks = NULL;
   taso_err_t err = TASO_OK;
   *dec = NULL;
-  TASO_TOOL_STEP(t, err, taso_artifact_read_marks(a, &slots_table, 0, nrows, &marks));
-  TASO_TOOL_STEP(t, err, taso_artifact_read_table(a, &slots_table, 0, nrows, (void **)dec));
+  TASO_TOOL_STEP(t, err, taso_artifact_read_marks(a, slots_table, 0, nrows, &marks));
+  TASO_TOOL_STEP(t, err, taso_artifact_read_table(a, slots_table, 0, nrows, (void **)dec));
   *ndone = 0;
   for (int64_t i = 0; err == TASO_OK && i < nrows; i++)
     *ndone += done[i] = marks[i] && usable(&(*dec)[i], i);
@@ -268,7 +262,7 @@ static taso_err_t create_resume(taso_tool_t *t, int64_t nrows, const resume_key_
   TASO_TOOL_STEP(
       t, err, taso_artifact_create(t->comm, t->resume_path, TASO_KIND_SUBSTITUTIONS, &prov, out));
   if (err == TASO_OK) err = write_key(t, *out, nrows, key);
-  TASO_TOOL_STEP(t, err, taso_artifact_create_slots(*out, &slots_table, nrows));
+  TASO_TOOL_STEP(t, err, taso_artifact_create_slots(*out, slots_table, nrows));
   return err;
 }
 
@@ -341,7 +335,7 @@ static taso_err_t run(taso_tool_t *t, taso_decider_t *d, const int64_t *todo, in
   round_t state = {.d = d,
                    .todo = todo,
                    .out = out,
-                   .rows = {.table = &slots_table, .slot_offset = offsetof(taso_decision_t, row)}};
+                   .rows = {.table = slots_table, .slot_offset = offsetof(taso_decision_t, row)}};
   taso_rounds_t r = {.ctx = &state,
                      .take = take,
                      .flush = flush,

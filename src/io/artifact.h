@@ -160,21 +160,25 @@ taso_err_t taso_artifact_rewrite_decisions(taso_artifact_t *a, const taso_decisi
 /* Every rank reads all of /decisions; n = 0 if the file has none. */
 taso_err_t taso_artifact_read_decisions(taso_artifact_t *a, taso_decision_t **rows, int64_t *n);
 
-/* Tables of fixed-size records of a stage's own (the validator's rows):
- * the caller describes its record struct, which must have no padding. */
+/* Tables of fixed-size records: the one way a record is described, for
+ * the artifact's own records (/inputs, /graphs, /substitutions, /decisions)
+ * as for a stage's own (the validator's rows). The caller describes its
+ * record struct, which must have no padding. */
 typedef enum {
   TASO_FIELD_INT32,
   TASO_FIELD_INT64,
   TASO_FIELD_DOUBLE,
   TASO_FIELD_STRING, /* NUL-terminated char[size] */
   TASO_FIELD_FLOAT,  /* float32 */
+  TASO_FIELD_UINT64,
 } taso_field_kind_t;
 
 typedef struct {
   const char *name;       /* field name in the file */
   size_t offset;          /* offsetof in the record struct */
   taso_field_kind_t kind; /* element type */
-  size_t size;            /* strings: bytes, NUL included; else 0 */
+  size_t size;            /* strings: bytes, NUL included; numbers: 0 for one,
+                             n > 1 for an array of n (int32_t dims[4]: 4) */
 } taso_field_t;
 
 /* A table of one field with a NULL name is a plain one-dimensional array
@@ -185,6 +189,10 @@ typedef struct {
   const taso_field_t *fields; /* every field of the struct */
   int nfields;
 } taso_table_t;
+
+/* The record of /decisions, for a stage that streams decisions into a slot
+ * table of its own (taso-verify's OUT.resume). */
+extern const taso_table_t taso_decision_table;
 
 /* Collective. Appends each rank's n rows, in rank order, creating the
  * table on first use, then flushes the file so that the rows survive a

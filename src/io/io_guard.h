@@ -1,5 +1,5 @@
 /*
- * Write failures of MPI-IO files, kept away from HDF5 (private to core).
+ * Write failures of MPI-IO files, kept away from HDF5 (private to src/io).
  *
  * Parallel HDF5 cannot survive a failed write: a rank whose write fails
  * (a full disk, a quota) leaves the metadata cache's collective steps early
