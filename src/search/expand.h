@@ -6,7 +6,10 @@
 #ifndef TASO_SEARCH_EXPAND_H
 #define TASO_SEARCH_EXPAND_H
 
-#include "search.h"
+#include "cost.h"
+#include "problem.h"
+#include "rule_guard.h"
+#include "rules.h"
 
 /* Called with each rewrite of the host; x->rule is the rule applied. */
 typedef taso_err_t (*taso_child_fn)(void *ctx, const taso_graph_t *child);

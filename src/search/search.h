@@ -26,6 +26,7 @@
 #include "artifact.h"
 #include "cost.h"
 #include "match.h"
+#include "problem.h"
 #include "rule_guard.h"
 #include "rules.h"
 
@@ -54,13 +55,6 @@ typedef struct {
   void *progress_ctx;
 } taso_search_options_t;
 
-/* What a search is run on: the model graph, its input table (the model's)
- * and which of its inputs are weights. */
-typedef struct {
-  const taso_graph_t *graph;
-  const taso_inputs_t *inputs;
-  const bool *is_weight;
-} taso_search_problem_t;
 
 typedef struct {
   taso_graph_t best;      /* canonical */
