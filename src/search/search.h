@@ -55,7 +55,6 @@ typedef struct {
   void *progress_ctx;
 } taso_search_options_t;
 
-
 typedef struct {
   taso_graph_t best;      /* canonical */
   double cost_before;     /* ms, of the input graph */
