@@ -395,13 +395,14 @@ static taso_err_t set_measure_batch(taso_job_t *job, const char *value) {
 /* The search algorithms taso-optimize knows; the baseline is the
  * original's. */
 static taso_err_t set_search(taso_job_t *job, const char *value) {
-  static const char *const known[] = {"backtracking", "parallel"};
+  static const char *const known[] = {"backtracking", "parallel", "eqsat"};
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
     if (strcmp(value, known[i]) == 0) {
       snprintf(job->search, sizeof job->search, "%s", value);
       return TASO_OK;
     }
-  return taso_error(TASO_ERR_UNKNOWN, "unknown search '%s' (known: backtracking, parallel)", value);
+  return taso_error(TASO_ERR_UNKNOWN, "unknown search '%s' (known: backtracking, parallel, eqsat)",
+                    value);
 }
 
 /* Below 1 the search would drop graphs cheaper than the best. */
@@ -413,6 +414,14 @@ static taso_err_t set_alpha(taso_job_t *job, const char *value) {
     return taso_error(TASO_ERR_PARSE, "expected a number from 1 to 100, got '%s'", value);
   job->alpha = v;
   return TASO_OK;
+}
+
+static taso_err_t set_eqsat_iterations(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 1, 10000, &job->eqsat_iterations);
+}
+
+static taso_err_t set_eqsat_nodes(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 1, 100000000, &job->eqsat_nodes);
 }
 
 static taso_err_t set_budget(taso_job_t *job, const char *value) {
@@ -478,6 +487,9 @@ static const key_spec_t key_specs[] = {
     {"optimize", "budget", set_budget, false, "1000"},
     {"optimize", "time_limit", set_optimize_time_limit, false, "600"},
     {"optimize", "chain", set_chain, false, "off"}, /* ours: rule chains (search.h) */
+    /* equality saturation's bounds: Tensat's (MLSys'21) */
+    {"optimize", "eqsat_iterations", set_eqsat_iterations, false, "15"},
+    {"optimize", "eqsat_nodes", set_eqsat_nodes, false, "50000"},
 };
 _Static_assert(sizeof key_specs / sizeof key_specs[0] <= 64, "taso_job_t.given has 64 bits");
 #define NKEYS ((int)(sizeof key_specs / sizeof key_specs[0]))

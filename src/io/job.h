@@ -18,7 +18,7 @@
  *   [measure]   models (specs separated by blanks), warmup, min_runs, max_runs,
  *               spread (target IQR over median), cores_per_device (0: all the
  *               job's cores on a node), lock_dir, batch_seconds
- *   [optimize]  search (backtracking|parallel), alpha (keep graphs cheaper than alpha
+ *   [optimize]  search (backtracking|parallel|eqsat), alpha (keep graphs cheaper than alpha
  *               times the best), budget (graphs expanded), time_limit (seconds)
  * A malformed file gives TASO_ERR_PARSE with "FILE:LINE: problem".
  */
@@ -94,6 +94,8 @@ typedef struct {
   int budget;                   /* [optimize] budget: graphs taken from the queue */
   double optimize_time_limit;   /* [optimize] time_limit, seconds */
   bool chain;                   /* [optimize] chain: on (rule chains, search.h) or off */
+  int eqsat_iterations;         /* [optimize] eqsat_iterations: equality saturation's rounds */
+  int eqsat_nodes;              /* [optimize] eqsat_nodes: its e-graph's node limit */
   uint64_t given;               /* keys the file sets, one bit each (taso_job_given) */
 } taso_job_t;
 

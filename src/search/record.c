@@ -7,7 +7,13 @@ taso_err_t taso_optimize_record_write(taso_artifact_t *a, const taso_optimize_re
   int64_t n = 0;
   taso_fired_rule_t *rows = NULL;
   TASO_TRY(taso_fired_rules(rules, r, &rows, &n));
-  const char *ended = r->timed_out ? "time limit" : r->budget_spent ? "budget" : "queue empty";
+  const char *ended = r->eqsat_stop     ? r->eqsat_stop
+                      : r->timed_out    ? "time limit"
+                      : r->budget_spent ? "budget"
+                                        : "queue empty";
+  int64_t rewrites = 0; /* the steps on the path; eqsat: the applications the result uses */
+  for (int i = 0; i < rules->n; i++)
+    rewrites += r->fired[i];
   taso_err_t err = taso_artifact_set_string(a, "optimize_search", rec->search);
   if (err == TASO_OK)
     err = taso_artifact_set_string(a, "optimize_substitutions", rec->substitutions);
@@ -41,7 +47,12 @@ taso_err_t taso_optimize_record_write(taso_artifact_t *a, const taso_optimize_re
   if (err == TASO_OK) err = taso_artifact_set_count(a, "search_chain", rec->opt->chain);
   if (err == TASO_OK && rec->opt->chain)
     err = taso_artifact_set_count(a, "chain_links", r->chained);
-  if (err == TASO_OK) err = taso_artifact_set_count(a, "rewrites_applied", r->steps);
+  if (err == TASO_OK) err = taso_artifact_set_count(a, "rewrites_applied", rewrites);
+  if (err == TASO_OK && r->eqsat_stop)
+    err = taso_artifact_set_count(a, "eqsat_iterations", r->eqsat_iterations);
+  if (err == TASO_OK && r->eqsat_stop) err = taso_artifact_set_count(a, "eqsat_enodes", r->enodes);
+  if (err == TASO_OK && r->eqsat_stop)
+    err = taso_artifact_set_count(a, "eqsat_eclasses", r->eclasses);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "substitutions_proved", rec->proved);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "configs_measured", rec->measured);
   if (err == TASO_OK && rec->checked)

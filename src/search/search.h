@@ -51,7 +51,10 @@ typedef struct {
                              expansions); the links are queued as rewrites */
   bool check_incremental; /* cost every rewrite both by what it changed and from scratch;
                              a difference (or a wrong provenance) is an error */
-  taso_search_progress_fn progress; /* may be NULL */
+  int eqsat_iterations;   /* eqsat: at most this many iterations of rule application */
+  int32_t eqsat_nodes;    /* eqsat: no rule applied once the e-graph has this many nodes */
+  taso_search_progress_fn progress; /* may be NULL; eqsat: (iteration, e-nodes, input cost,
+                                       seconds) after each iteration */
   void *progress_ctx;
 } taso_search_options_t;
 
@@ -80,6 +83,18 @@ typedef struct {
   int64_t rounds;         /* parallel: rounds run */
   double target_seconds;  /* when a graph of cost <= opt->target was first found
                              (queued; parallel: the end of its round); -1: never */
+  /* eqsat (explored counts its iterations, generated its matches, invalid
+   * those whose rhs does not fit, queued the applications that changed the
+   * e-graph; steps is 1 when the result is not the input, path the input
+   * and the result, path_rules -1, fired[r] rule r's applications whose
+   * nodes the result uses) */
+  int64_t refused;        /* matches outside what is proved (guard or shape relation) */
+  int eqsat_iterations;   /* iterations run */
+  int64_t eqsat_bans;     /* rules set aside for matching too often (eqsat.c) */
+  int64_t enodes;         /* e-nodes at the end */
+  int64_t eclasses;       /* e-classes at the end */
+  const char *eqsat_stop; /* "saturated", "iterations", "node limit" or "time limit" */
+  double extract_seconds; /* of the search time, the extraction's */
 } taso_search_result_t;
 
 /* The optimized model file's record of the rules that fired: the table
@@ -102,6 +117,17 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
                                     taso_cost_cache_t *costs, const taso_search_options_t *opt,
                                     taso_search_result_t *result);
 void taso_search_result_free(taso_search_result_t *r);
+
+/* Equality saturation ("eqsat", eqsat.c): the graph in an e-graph, every
+ * rule applied at every proved match (the rule guard decides as for the
+ * other searches) for at most opt->eqsat_iterations iterations, while the
+ * e-graph has fewer than opt->eqsat_nodes nodes and within
+ * opt->time_limit, then the cheapest graph extracted (per-node costs from
+ * the cache, bottom up; no cycle) and kept when its whole cost is below
+ * the input's. One rank; alpha, budget, width, chain and target unused. */
+taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules_t *rules,
+                             taso_cost_cache_t *costs, const taso_search_options_t *opt,
+                             taso_search_result_t *result);
 
 /* The parallel search ("parallel"), collective over comm, in rounds:
  * each round expands the opt->width cheapest graphs of the whole queue

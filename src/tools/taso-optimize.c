@@ -92,8 +92,8 @@ static const taso_tool_option_t options[] = {
      "default data/rule_usage.h5)",
      &usage_path},
     {"search", "KIND",
-     "backtracking (the original's, one rank) or parallel (over the ranks; "
-     "job: [optimize] search)",
+     "backtracking (the original's, one rank), parallel (over the ranks) or eqsat "
+     "(equality saturation, one rank; job: [optimize] search, eqsat_iterations, eqsat_nodes)",
      &search_text},
     {"width", "K", "parallel: graphs expanded per round over all ranks (default 8)", &width_text},
     {"target-cost", "MS",
@@ -154,6 +154,12 @@ static const taso_tool_spec_t spec = {
              "fill the database first (--record-costs) for a result that does not depend\n"
              "on the rank count.\n"
              "\n"
+             "Equality saturation (--search eqsat) puts the graph into an e-graph, applies\n"
+             "every rule at every match for at most [optimize] eqsat_iterations rounds\n"
+             "(15) while it has under eqsat_nodes nodes (50,000), and extracts the graph of\n"
+             "least cost, each node costed alone, no cycle; it is kept when its whole cost\n"
+             "is below the input's. alpha, budget and --width do not apply to it.\n"
+             "\n"
              "A rule applies only where it is proved: at a match whose shapes stand in the\n"
              "relation its proof had (shape_cond.h), or where the axioms prove it again at\n"
              "the match's relation (each relation once, within the job's [verify] limits);\n"
@@ -186,7 +192,7 @@ static const taso_tool_spec_t spec = {
 
 typedef struct {
   taso_search_options_t search;
-  const char *kind; /* "backtracking" or "parallel" */
+  const char *kind; /* "backtracking", "parallel" or "eqsat" */
   const taso_backend_t *be;
   int confirm_runs; /* end-to-end runs of input and result per round; 0: none */
 } settings_t;
@@ -240,13 +246,14 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   s->kind = t->have_job ? t->job.search : "backtracking";
   s->search.chain = chain || (t->have_job && t->job.chain);
   if (search_text) s->kind = search_text;
-  if (strcmp(s->kind, "backtracking") != 0 && strcmp(s->kind, "parallel") != 0)
-    taso_tool_usage_error(t, "--search: expected backtracking or parallel, got '%s'", s->kind);
-  if (strcmp(s->kind, "backtracking") == 0 && t->size > 1)
-    taso_tool_usage_error(t,
-                          "the backtracking search runs on one rank (%d given); use --search "
-                          "parallel",
-                          t->size);
+  s->search.eqsat_iterations = t->have_job ? t->job.eqsat_iterations : 15;
+  s->search.eqsat_nodes = t->have_job ? t->job.eqsat_nodes : 50000;
+  if (strcmp(s->kind, "backtracking") && strcmp(s->kind, "parallel") && strcmp(s->kind, "eqsat"))
+    taso_tool_usage_error(t, "--search: expected backtracking, parallel or eqsat, got '%s'",
+                          s->kind);
+  if (strcmp(s->kind, "parallel") != 0 && t->size > 1)
+    taso_tool_usage_error(t, "the %s search runs on one rank (%d given); use --search parallel",
+                          s->kind, t->size);
   double v;
   s->search.width = 8;
   if (width_text && !(parse_real(width_text, 1, 1e6, &v) && v == floor(v)))
@@ -276,8 +283,13 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
 static void on_progress(void *ctx, int64_t explored, int64_t queued, double best_ms,
                         double seconds) {
   const settings_t *s = ctx;
-  fprintf(stderr, "taso-optimize: %lld/%lld graphs explored, %lld queued, best %.4g ms (%.1f s)\n",
-          (long long)explored, (long long)s->search.budget, (long long)queued, best_ms, seconds);
+  if (!strcmp(s->kind, "eqsat"))
+    fprintf(stderr, "taso-optimize: eqsat iteration %lld/%d: %lld e-nodes (%.1f s)\n",
+            (long long)explored, s->search.eqsat_iterations, (long long)queued, seconds);
+  else
+    fprintf(stderr,
+            "taso-optimize: %lld/%lld graphs explored, %lld queued, best %.4g ms (%.1f s)\n",
+            (long long)explored, (long long)s->search.budget, (long long)queued, best_ms, seconds);
   fflush(stderr);
 }
 
@@ -411,7 +423,12 @@ static taso_err_t check(taso_tool_t *t, const settings_t *s, run_t *r, double *r
     return TASO_OK;
   }
   char rule[TASO_RULE_TEXT], made[2048] = "";
-  if (step > 0) {
+  if (step > 0 && res->path_rules[step] < 0) { /* eqsat: one step, many rules */
+    snprintf(t->findings, sizeof t->findings,
+             "the extracted graph changes the outputs by %.3g relative", *relative);
+    taso_tool_print(t, "taso-optimize: the result differs from the original by %.3g relative\n",
+                    *relative);
+  } else if (step > 0) {
     int k = res->path_rules[step];
     taso_rule_format(&r->rules, k, rule, sizeof rule);
     taso_graph_describe_change(&r->m, &res->path[step - 1], &res->path[step], made, sizeof made);
@@ -580,6 +597,8 @@ static taso_err_t optimize(taso_tool_t *t, const settings_t *s, run_t *r) {
   if (strcmp(s->kind, "parallel") == 0)
     TASO_TRY(taso_tool_agree(
         t, taso_search_parallel(t->comm, &prob, &r->rules, r->costs, &opt, &r->result)));
+  else if (strcmp(s->kind, "eqsat") == 0)
+    TASO_TRY(taso_search_eqsat(&prob, &r->rules, r->costs, &opt, &r->result));
   else
     TASO_TRY(taso_search_backtracking(&prob, &r->rules, r->costs, &opt, &r->result));
   taso_cost_stats_t cs;
@@ -610,16 +629,28 @@ static void summarize(taso_tool_t *t, const run_t *r) {
   taso_cost_stats_t cs;
   taso_cost_cache_stats(r->costs, &cs);
   int distinct = 0;
-  for (int i = 0; i < r->rules.n; i++)
+  int64_t rewrites = 0; /* the steps on the path; eqsat: the applications the result uses */
+  for (int i = 0; i < r->rules.n; i++) {
     distinct += res->fired[i] > 0;
+    rewrites += res->fired[i];
+  }
   taso_tool_print(t,
                   "taso-optimize: %lld configurations %s, %lld measured "
                   "(%.1f s, %lld on the reference backend); search ended by %s\n",
                   (long long)cs.looked_up, estimate ? "estimated" : "from the cost database",
                   (long long)cs.measured, cs.measure_s, (long long)cs.fallbacks,
-                  res->timed_out      ? "the time limit"
+                  res->eqsat_stop     ? res->eqsat_stop
+                  : res->timed_out    ? "the time limit"
                   : res->budget_spent ? "the budget"
                                       : "an empty queue");
+  if (res->eqsat_stop)
+    taso_tool_print(
+        t,
+        "taso-optimize: eqsat: %d iterations, %lld e-nodes in %lld e-classes, %lld "
+        "matches (%lld not typed, %lld refused), %lld applied, %lld bans; extraction %.2f s\n",
+        res->eqsat_iterations, (long long)res->enodes, (long long)res->eclasses,
+        (long long)res->generated, (long long)res->invalid, (long long)res->refused,
+        (long long)res->queued, (long long)res->eqsat_bans, res->extract_seconds);
   if (r->guard) {
     taso_rule_guard_stats_t g;
     taso_rule_guard_stats(r->guard, &g);
@@ -658,10 +689,10 @@ static void summarize(taso_tool_t *t, const run_t *r) {
   taso_tool_summary(
       t,
       "%s: cost %.4g -> %.4g ms (x%.3f), %lld graphs explored, %lld generated, "
-      "%.1f s search (%.1f CPU s), %d rewrites by %d rules%s -> %s",
+      "%.1f s search (%.1f CPU s), %lld rewrites by %d rules%s -> %s",
       r->m.name, res->cost_before, res->cost_after,
       res->cost_after > 0 ? res->cost_before / res->cost_after : 0.0, (long long)res->explored,
-      (long long)res->generated, res->seconds, res->cpu_seconds, res->steps, distinct,
+      (long long)res->generated, res->seconds, res->cpu_seconds, (long long)rewrites, distinct,
       r->kept_input ? " (measured no faster: the input graph written)" : "", t->out_path);
 }
 

@@ -1,0 +1,307 @@
+/* The e-graph (egraph.h). */
+#include "egraph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+
+void taso_egraph_free(taso_egraph_t *eg) {
+  free(eg->nodes);
+  free(eg->parent);
+  free(eg->type);
+  free(eg->folded);
+  free(eg->slots);
+  free(eg->member_at);
+  free(eg->members);
+  free(eg->user_at);
+  free(eg->users);
+  free(eg->by_kind);
+  free(eg->class_kinds);
+  memset(eg, 0, sizeof *eg);
+}
+
+int32_t taso_egraph_find(const taso_egraph_t *eg, int32_t c) {
+  while (eg->parent[c] != c) {
+    eg->parent[c] =
+        eg->parent[eg->parent[c]]; /* path halving: the array is not the graph's shape */
+    c = eg->parent[c];
+  }
+  return c;
+}
+
+/* A node's key words: kind, port, parameters, canonical operands. */
+static uint64_t node_hash(const taso_egraph_t *eg, const taso_enode_t *n) {
+  uint32_t w[2 + sizeof(taso_params_t) / 4 + 3];
+  w[0] = (uint32_t)n->kind;
+  w[1] = (uint32_t)n->port;
+  memcpy(&w[2], &n->p, sizeof n->p);
+  for (int a = 0; a < 3; a++)
+    w[2 + sizeof(taso_params_t) / 4 + a] =
+        n->in[a] >= 0 ? (uint32_t)taso_egraph_find(eg, n->in[a]) : 0xffffffffu;
+  return taso_hash_words(w, sizeof w / 4);
+}
+
+static bool node_equal(const taso_egraph_t *eg, const taso_enode_t *a, const taso_enode_t *b) {
+  if (a->kind != b->kind || a->port != b->port || memcmp(&a->p, &b->p, sizeof a->p)) return false;
+  for (int k = 0; k < 3; k++) {
+    if ((a->in[k] < 0) != (b->in[k] < 0)) return false;
+    if (a->in[k] >= 0 && taso_egraph_find(eg, a->in[k]) != taso_egraph_find(eg, b->in[k]))
+      return false;
+  }
+  return true;
+}
+
+/* The slot of a node equal to n, or the empty slot where it would go. */
+static int32_t slot_of(const taso_egraph_t *eg, const taso_enode_t *n) {
+  uint32_t mask = (uint32_t)eg->nslots - 1, s = (uint32_t)node_hash(eg, n) & mask;
+  while (eg->slots[s] && !node_equal(eg, &eg->nodes[eg->slots[s] - 1], n))
+    s = (s + 1) & mask;
+  return (int32_t)s;
+}
+
+static taso_err_t grow_slots(taso_egraph_t *eg, int32_t need);
+
+/* Empties the hash-consing table, sized for need nodes. */
+static taso_err_t clear_slots(taso_egraph_t *eg, int32_t need) {
+  int32_t n = 1024;
+  while (n < 2 * need)
+    n *= 2;
+  if (n != eg->nslots) {
+    int32_t *s = realloc(eg->slots, sizeof *s * (size_t)n);
+    if (!s) return taso_error(TASO_ERR_NOMEM, "e-graph table of %d slots", n);
+    eg->slots = s;
+    eg->nslots = n;
+  }
+  memset(eg->slots, 0, sizeof *eg->slots * (size_t)eg->nslots);
+  return TASO_OK;
+}
+
+/* Keeps the table at most half full, re-inserting the live nodes. */
+static taso_err_t grow_slots(taso_egraph_t *eg, int32_t need) {
+  if (eg->nslots >= 2 * need) return TASO_OK;
+  TASO_TRY(clear_slots(eg, need));
+  for (int32_t i = 0; i < eg->nnodes; i++)
+    if (!eg->nodes[i].dead) {
+      int32_t s = slot_of(eg, &eg->nodes[i]);
+      if (!eg->slots[s]) eg->slots[s] = i + 1;
+    }
+  return TASO_OK;
+}
+
+static taso_err_t new_class(taso_egraph_t *eg, const taso_tensor_t *type, int32_t *cls) {
+  if (eg->nclasses == eg->class_cap) {
+    int32_t cap = eg->class_cap ? 2 * eg->class_cap : 1024;
+    int32_t *p = realloc(eg->parent, sizeof *p * (size_t)cap);
+    if (p) eg->parent = p;
+    taso_tensor_t *t = p ? realloc(eg->type, sizeof *t * (size_t)cap) : NULL;
+    if (t) eg->type = t;
+    bool *f = t ? realloc(eg->folded, sizeof *f * (size_t)cap) : NULL;
+    if (!f) return taso_error(TASO_ERR_NOMEM, "e-graph of %d classes", cap);
+    eg->folded = f;
+    eg->class_cap = cap;
+  }
+  *cls = eg->nclasses++;
+  eg->parent[*cls] = *cls;
+  eg->type[*cls] = *type;
+  eg->folded[*cls] = false;
+  return TASO_OK;
+}
+
+taso_err_t taso_egraph_add(taso_egraph_t *eg, int32_t kind, int32_t port, const taso_params_t *p,
+                           const int32_t *in, const taso_tensor_t *type, int32_t app, int32_t *cls,
+                           bool *added) {
+  taso_enode_t n = {.kind = kind, .port = port, .p = *p, .in = {-1, -1, -1}, .app = app};
+  for (int a = 0; a < taso_ops[kind].arity; a++)
+    n.in[a] = taso_egraph_find(eg, in[a]);
+  TASO_TRY(grow_slots(eg, eg->nnodes + 1));
+  int32_t s = slot_of(eg, &n);
+  if (added) *added = !eg->slots[s];
+  if (eg->slots[s]) {
+    *cls = taso_egraph_find(eg, eg->nodes[eg->slots[s] - 1].cls);
+    return TASO_OK;
+  }
+  if (eg->nnodes == eg->node_cap) {
+    int32_t cap = eg->node_cap ? 2 * eg->node_cap : 1024;
+    taso_enode_t *v = realloc(eg->nodes, sizeof *v * (size_t)cap);
+    if (!v) return taso_error(TASO_ERR_NOMEM, "e-graph of %d nodes", cap);
+    eg->nodes = v;
+    eg->node_cap = cap;
+  }
+  TASO_TRY(new_class(eg, type, &n.cls));
+  eg->nodes[eg->nnodes++] = n;
+  eg->slots[s] = eg->nnodes;
+  *cls = n.cls;
+  return TASO_OK;
+}
+
+int32_t taso_egraph_lookup(taso_egraph_t *eg, int32_t kind, int32_t port, const taso_params_t *p,
+                           const int32_t *in) {
+  taso_enode_t n = {.kind = kind, .port = port, .p = *p, .in = {-1, -1, -1}};
+  for (int a = 0; a < taso_ops[kind].arity; a++)
+    n.in[a] = taso_egraph_find(eg, in[a]);
+  int32_t s = slot_of(eg, &n);
+  return eg->slots[s] ? taso_egraph_find(eg, eg->nodes[eg->slots[s] - 1].cls) : -1;
+}
+
+taso_err_t taso_egraph_union(taso_egraph_t *eg, int32_t a, int32_t b, bool *merged) {
+  a = taso_egraph_find(eg, a);
+  b = taso_egraph_find(eg, b);
+  *merged = a != b;
+  if (a == b) return TASO_OK;
+  if (!taso_tensor_equal(&eg->type[a], &eg->type[b]))
+    return taso_error(TASO_ERR_ARG, "e-graph: classes %d and %d of different types merged", a, b);
+  if (b < a) { /* the older class stays the root: roots then follow the model's order */
+    int32_t t = a;
+    a = b;
+    b = t;
+  }
+  eg->parent[b] = a;
+  return TASO_OK;
+}
+
+/* One congruence pass: every live node re-keyed on canonical operands; a
+ * node equal to one before it is dead, and their classes merged. */
+static taso_err_t congruence_pass(taso_egraph_t *eg, bool *changed) {
+  *changed = false;
+  TASO_TRY(clear_slots(eg, eg->nnodes));
+  for (int32_t i = 0; i < eg->nnodes; i++) {
+    taso_enode_t *n = &eg->nodes[i];
+    if (n->dead) continue;
+    for (int a = 0; a < 3; a++)
+      if (n->in[a] >= 0) n->in[a] = taso_egraph_find(eg, n->in[a]);
+    n->cls = taso_egraph_find(eg, n->cls);
+    int32_t s = slot_of(eg, n);
+    if (!eg->slots[s]) {
+      eg->slots[s] = i + 1;
+      continue;
+    }
+    bool merged;
+    TASO_TRY(taso_egraph_union(eg, eg->nodes[eg->slots[s] - 1].cls, n->cls, &merged));
+    *changed |= merged;
+    n->dead = true;
+  }
+  return TASO_OK;
+}
+
+/* Which classes are computable from weights alone: some node of theirs
+ * is a weight input, a constant, or an operator over such classes. */
+static void mark_folded(taso_egraph_t *eg, const bool *is_weight) {
+  for (int32_t c = 0; c < eg->nclasses; c++)
+    eg->folded[c] = false;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int32_t i = 0; i < eg->nnodes; i++) {
+      const taso_enode_t *n = &eg->nodes[i];
+      if (n->dead || eg->folded[n->cls]) continue;
+      bool f = n->kind == TASO_OP_INPUT ? is_weight[n->p.input] : true;
+      for (int a = 0; a < taso_ops[n->kind].arity && f; a++)
+        f = eg->folded[n->in[a]];
+      if (f) eg->folded[n->cls] = changed = true;
+    }
+  }
+}
+
+/* Compressed rows: at[k] .. at[k+1] in v for key k of each item. */
+static taso_err_t rows(int32_t nkeys, int32_t nitems, const int32_t *key, int32_t **at_out,
+                       int32_t **v_out) {
+  int32_t *at = realloc(*at_out, sizeof *at * (size_t)(nkeys + 1));
+  if (at) *at_out = at;
+  int32_t *v = at ? realloc(*v_out, sizeof *v * (size_t)(nitems + 1)) : NULL;
+  if (!v) return taso_error(TASO_ERR_NOMEM, "e-graph index of %d entries", nitems);
+  *v_out = v;
+  memset(at, 0, sizeof *at * (size_t)(nkeys + 1));
+  for (int32_t i = 0; i < nitems; i++)
+    if (key[2 * i] >= 0) at[key[2 * i] + 1]++;
+  for (int32_t k = 0; k < nkeys; k++)
+    at[k + 1] += at[k];
+  int32_t *fill = malloc(sizeof *fill * (size_t)(nkeys + 1));
+  if (!fill) return taso_error(TASO_ERR_NOMEM, "e-graph index");
+  memcpy(fill, at, sizeof *fill * (size_t)(nkeys + 1));
+  for (int32_t i = 0; i < nitems; i++)
+    if (key[2 * i] >= 0) v[fill[key[2 * i]]++] = key[2 * i + 1];
+  free(fill);
+  return TASO_OK;
+}
+
+/* The matcher's indexes over the live nodes. */
+static taso_err_t index_nodes(taso_egraph_t *eg) {
+  int32_t n = eg->nnodes, *pairs = calloc(2 * (size_t)(3 * n + 1), sizeof *pairs);
+  uint32_t *kinds = realloc(eg->class_kinds, sizeof *kinds * (size_t)(eg->nclasses + 1));
+  if (kinds) eg->class_kinds = kinds;
+  if (!pairs || !kinds) {
+    free(pairs);
+    return taso_error(TASO_ERR_NOMEM, "e-graph index of %d nodes", n);
+  }
+  memset(kinds, 0, sizeof *kinds * (size_t)(eg->nclasses + 1));
+  eg->live = eg->live_classes = 0;
+  for (int32_t c = 0; c < eg->nclasses; c++)
+    eg->live_classes += eg->parent[c] == c;
+  for (int32_t i = 0; i < n; i++) {
+    const taso_enode_t *e = &eg->nodes[i];
+    pairs[2 * i] = e->dead ? -1 : e->cls;
+    pairs[2 * i + 1] = i;
+    if (!e->dead) {
+      eg->live++;
+      kinds[e->cls] |= 1u << e->kind;
+    }
+  }
+  taso_err_t err = rows(eg->nclasses, n, pairs, &eg->member_at, &eg->members);
+  for (int32_t i = 0; i < n && err == TASO_OK; i++) { /* users: one entry per distinct operand */
+    const taso_enode_t *e = &eg->nodes[i];
+    for (int a = 0; a < 3; a++) {
+      bool first = e->in[a] >= 0 && !e->dead;
+      for (int b = 0; b < a && first; b++)
+        first = e->in[b] != e->in[a];
+      pairs[2 * (3 * i + a)] = first ? e->in[a] : -1;
+      pairs[2 * (3 * i + a) + 1] = i;
+    }
+  }
+  if (err == TASO_OK) err = rows(eg->nclasses, 3 * n, pairs, &eg->user_at, &eg->users);
+  for (int32_t i = 0; i < n && err == TASO_OK; i++) {
+    pairs[2 * i] = eg->nodes[i].dead ? -1 : eg->nodes[i].kind;
+    pairs[2 * i + 1] = i;
+  }
+  int32_t *kind_at = NULL;
+  if (err == TASO_OK) err = rows(TASO_OP_COUNT, n, pairs, &kind_at, &eg->by_kind);
+  if (err == TASO_OK) memcpy(eg->kind_at, kind_at, sizeof eg->kind_at);
+  free(kind_at);
+  free(pairs);
+  return err;
+}
+
+taso_err_t taso_egraph_rebuild(taso_egraph_t *eg, const bool *is_weight) {
+  for (bool changed = true; changed;)
+    TASO_TRY(congruence_pass(eg, &changed));
+  for (int32_t i = 0; i < eg->nnodes; i++) { /* the last pass's merges canonicalized */
+    taso_enode_t *n = &eg->nodes[i];
+    n->cls = taso_egraph_find(eg, n->cls);
+    for (int a = 0; a < 3; a++)
+      if (n->in[a] >= 0) n->in[a] = taso_egraph_find(eg, n->in[a]);
+  }
+  mark_folded(eg, is_weight);
+  return index_nodes(eg);
+}
+
+taso_err_t taso_egraph_of_graph(taso_egraph_t *eg, const taso_graph_t *g,
+                                const taso_tensor_t *types, const bool *is_weight, int32_t *roots) {
+  int32_t *cls = malloc(sizeof *cls * 2 * (size_t)(g->nnodes + 1));
+  if (!cls) return taso_error(TASO_ERR_NOMEM, "e-graph of %d nodes", g->nnodes);
+  taso_err_t err = TASO_OK;
+  for (int i = 0; i < g->nnodes && err == TASO_OK; i++) {
+    const taso_node_t *n = &g->nodes[i];
+    int32_t in[3] = {-1, -1, -1};
+    for (int a = 0; a < taso_ops[n->kind].arity; a++)
+      in[a] = cls[n->in[a]];
+    for (int port = 0; port < 2 && err == TASO_OK; port++) {
+      cls[2 * i + port] = -1;
+      if (port < (n->kind == TASO_OP_INPUT ? 1 : taso_ops[n->kind].outputs))
+        err = taso_egraph_add(eg, n->kind, port, &n->p, in, &types[2 * i + port], -1,
+                              &cls[2 * i + port], NULL);
+    }
+  }
+  for (int o = 0; o < g->noutputs && err == TASO_OK; o++)
+    roots[o] = cls[g->outputs[o]];
+  free(cls);
+  return err == TASO_OK ? taso_egraph_rebuild(eg, is_weight) : err;
+}

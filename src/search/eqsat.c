@@ -1,0 +1,592 @@
+/*
+ * Equality saturation (search.h: taso_search_eqsat): the model graph put
+ * into an e-graph (egraph.h), every rule applied at every match for a few
+ * iterations, and the cheapest graph the e-graph holds extracted.
+ *
+ * An iteration matches every rule against the e-graph as the last rebuild
+ * left it, then applies the accepted matches: each rule's right side
+ * added over the bound classes, its outputs merged with the matched ones.
+ * A match is accepted as the other searches accept a rewrite: the right
+ * side typed on the bound classes' types must be valid and give every
+ * matched tensor its type, and the match must stand in the rule's proved
+ * shape relation or be proved again there by the rule guard.
+ *
+ * Extraction chooses one node per class needed, bottom up: a class costs
+ * its cheapest node's cost plus its operands' (each node costed alone
+ * from the cost cache, over operands of its classes' types; a node
+ * computable from weights alone costs nothing, as the cost model folds
+ * it). Costs only fall during the fixed point and a node is chosen only
+ * when it is strictly cheaper, so a choice never depends on its own class:
+ * the result has no cycle (checked again when it is built). The result is
+ * then costed as a whole, as every search costs a graph (fused steps), and
+ * kept only when cheaper than the input.
+ */
+#include "search.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "egraph.h"
+
+typedef struct {
+  const taso_search_problem_t *prob;
+  const taso_rules_t *rules;
+  taso_cost_cache_t *costs;
+  const taso_search_options_t *opt;
+  taso_search_result_t *res;
+  taso_egraph_t eg;
+  int32_t *roots;   /* the model's outputs' classes */
+  taso_inputs_t at; /* the rules' input table with a match's bound types */
+  taso_tensor_t *lhs_types, *rhs_types;
+  int types_cap; /* of each (2 per node of the largest side) */
+  /* the iteration's accepted matches: per match, rule, then the classes of
+   * the lhs outputs (max_outputs), then per rules' input its class or -1 */
+  int32_t *matches;
+  int64_t nmatches, matches_cap;
+  int record;            /* ints per match */
+  int max_outputs;       /* of any rule's lhs */
+  int32_t *banned_until; /* per rule: the first iteration it is matched again */
+  int32_t *bans;         /* per rule: times banned */
+  int32_t *app_rule;     /* per application that changed the e-graph: its rule */
+  int32_t napps, apps_cap;
+  double start;
+  bool out_of_time;
+} eqsat_t;
+
+static bool time_up(eqsat_t *s) {
+  if (!s->out_of_time && s->opt->time_limit > 0)
+    s->out_of_time = taso_search_now() - s->start >= s->opt->time_limit;
+  return s->out_of_time;
+}
+
+/* ---- matching ------------------------------------------------------------------------ */
+
+typedef struct {
+  eqsat_t *s;
+  int rule;
+  const taso_graph_t *lhs;
+  int32_t *cls;    /* per lhs ref: the class it is bound to, or -1 */
+  bool *is_output; /* per lhs ref: an output of lhs */
+  int64_t found;   /* complete matches */
+  int64_t limit;   /* past this many, matching stops (the rule is banned) */
+} matcher_t;
+
+static taso_err_t match_from(matcher_t *m, int i);
+
+/* A complete match: accepted when the right side fits it and the rule is
+ * proved at its shapes; kept for this iteration's application. */
+static taso_err_t emit(matcher_t *m) {
+  eqsat_t *s = m->s;
+  const taso_rule_t *rule = &s->rules->v[m->rule];
+  s->res->generated++;
+  if (++m->found > m->limit) return TASO_ERR_LIMIT; /* caught in match_all */
+  for (int i = 0; i < m->lhs->nnodes; i++) {
+    const taso_node_t *n = &m->lhs->nodes[i];
+    if (n->kind == TASO_OP_INPUT) s->at.v[n->p.input].type = s->eg.type[m->cls[2 * i]];
+  }
+  bool fits = taso_graph_infer(&rule->rhs, &s->at, s->rhs_types) == TASO_OK;
+  for (int o = 0; o < rule->rhs.noutputs && fits; o++)
+    fits = taso_tensor_equal(&s->rhs_types[rule->rhs.outputs[o]],
+                             &s->eg.type[m->cls[m->lhs->outputs[o]]]);
+  if (!fits) {
+    s->res->invalid++;
+    return TASO_OK;
+  }
+  bool ok = false;
+  if (s->opt->guard) {
+    TASO_TRY(taso_rule_guard_accepts(s->opt->guard, m->rule, 0, &rule->lhs, &rule->rhs, &rule->cond,
+                                     &s->at, &ok));
+  } else if (taso_graph_infer(&rule->lhs, &s->at, s->lhs_types) == TASO_OK) {
+    ok = taso_shape_cond_holds(&rule->cond, s->lhs_types, s->rhs_types);
+  }
+  if (!ok) {
+    s->res->refused++;
+    return TASO_OK;
+  }
+  if (s->nmatches == s->matches_cap) {
+    int64_t cap = s->matches_cap ? 2 * s->matches_cap : 1024;
+    int32_t *v = realloc(s->matches, sizeof *v * (size_t)(cap * s->record));
+    if (!v) return taso_error(TASO_ERR_NOMEM, "%lld matches", (long long)cap);
+    s->matches = v;
+    s->matches_cap = cap;
+  }
+  int32_t *rec = &s->matches[s->nmatches++ * s->record];
+  for (int k = 0; k < s->record; k++)
+    rec[k] = -1;
+  rec[0] = m->rule;
+  for (int o = 0; o < m->lhs->noutputs; o++)
+    rec[1 + o] = m->cls[m->lhs->outputs[o]];
+  for (int i = 0; i < m->lhs->nnodes; i++)
+    if (m->lhs->nodes[i].kind == TASO_OP_INPUT)
+      rec[1 + s->max_outputs + m->lhs->nodes[i].p.input] = m->cls[2 * i];
+  return TASO_OK;
+}
+
+/* Binds lhs ref to class c, unless bound to another. */
+static bool bind(matcher_t *m, taso_ref_t ref, int32_t c) {
+  if (m->cls[ref] >= 0) return m->cls[ref] == c;
+  m->cls[ref] = c;
+  return true;
+}
+
+/* Lhs node i (operands bound) at e-node e, then the nodes below it. */
+static taso_err_t try_node(matcher_t *m, int i, int port, int32_t e) {
+  const taso_node_t *ln = &m->lhs->nodes[i];
+  const taso_enode_t *en = &m->s->eg.nodes[e];
+  if (en->dead || en->kind != ln->kind || en->port != port || memcmp(&en->p, &ln->p, sizeof en->p))
+    return TASO_OK;
+  int nrefs = 2 * m->lhs->nnodes;
+  int32_t saved[2 * 64];
+  memcpy(saved, m->cls, sizeof *saved * (size_t)nrefs);
+  bool ok = bind(m, TASO_REF(i, port), en->cls);
+  for (int a = 0; a < taso_ops[ln->kind].arity && ok; a++)
+    ok = bind(m, ln->in[a], en->in[a]);
+  /* the operator's other output, where lhs reads it: the same operator
+   * over the same operands */
+  int other = 1 - port;
+  if (ok && other < taso_ops[ln->kind].outputs &&
+      (m->cls[TASO_REF(i, other)] >= 0 || m->is_output[TASO_REF(i, other)])) {
+    int32_t c = taso_egraph_lookup(&m->s->eg, ln->kind, other, &ln->p, en->in);
+    ok = c >= 0 && bind(m, TASO_REF(i, other), c);
+  }
+  taso_err_t err = ok ? match_from(m, i - 1) : TASO_OK;
+  memcpy(m->cls, saved, sizeof *saved * (size_t)nrefs);
+  return err;
+}
+
+/* Candidates for lhs node i at port: its bound class's nodes; else the
+ * users of a bound operand's class; else every node of its kind. */
+static taso_err_t match_op(matcher_t *m, int i, int port) {
+  const taso_egraph_t *eg = &m->s->eg;
+  const taso_node_t *ln = &m->lhs->nodes[i];
+  const int32_t *v = eg->by_kind + eg->kind_at[ln->kind];
+  int32_t n = eg->kind_at[ln->kind + 1] - eg->kind_at[ln->kind];
+  int32_t c = m->cls[TASO_REF(i, port)];
+  if (c >= 0) {
+    if (!(eg->class_kinds[c] & (1u << ln->kind))) return TASO_OK;
+    v = eg->members + eg->member_at[c];
+    n = eg->member_at[c + 1] - eg->member_at[c];
+  } else {
+    for (int a = 0; a < taso_ops[ln->kind].arity; a++) {
+      int32_t o = m->cls[ln->in[a]];
+      if (o >= 0 && eg->user_at[o + 1] - eg->user_at[o] < n) {
+        v = eg->users + eg->user_at[o];
+        n = eg->user_at[o + 1] - eg->user_at[o];
+      }
+    }
+  }
+  for (int32_t k = 0; k < n; k++)
+    TASO_TRY(try_node(m, i, port, v[k]));
+  return TASO_OK;
+}
+
+/* Lhs nodes i, i-1, ..., 0 (consumers come after their operands, so a
+ * node's classes are bound by its consumers before it is reached, unless
+ * it is an output that nothing else reads). */
+static taso_err_t match_from(matcher_t *m, int i) {
+  if (i < 0) return emit(m);
+  const taso_node_t *ln = &m->lhs->nodes[i];
+  if (ln->kind == TASO_OP_INPUT) {
+    if (m->cls[TASO_REF(i, 0)] >= 0) return match_from(m, i - 1);
+    const taso_egraph_t *eg = &m->s->eg; /* an output of lhs read by nothing: any class */
+    for (int32_t c = 0; c < eg->nclasses; c++) {
+      if (eg->parent[c] != c) continue;
+      m->cls[TASO_REF(i, 0)] = c;
+      TASO_TRY(match_from(m, i - 1));
+    }
+    m->cls[TASO_REF(i, 0)] = -1;
+    return TASO_OK;
+  }
+  for (int port = 0; port < taso_ops[ln->kind].outputs; port++)
+    if (m->cls[TASO_REF(i, port)] >= 0) return match_op(m, i, port);
+  for (int port = 0; port < taso_ops[ln->kind].outputs; port++)
+    if (m->is_output[TASO_REF(i, port)]) return match_op(m, i, port);
+  return TASO_OK; /* read by nothing: not in a canonical lhs */
+}
+
+static taso_err_t match_rule(eqsat_t *s, int r, int64_t limit, bool *over) {
+  const taso_graph_t *lhs = &s->rules->v[r].lhs;
+  if (lhs->nnodes > 64)
+    return taso_error(TASO_ERR_LIMIT, "eqsat: rule %d has %d nodes (at most 64)", r, lhs->nnodes);
+  int32_t cls[2 * 64];
+  bool is_output[2 * 64] = {false};
+  for (int k = 0; k < 2 * lhs->nnodes; k++)
+    cls[k] = -1;
+  for (int o = 0; o < lhs->noutputs; o++)
+    is_output[lhs->outputs[o]] = true;
+  matcher_t m = {.s = s, .rule = r, .lhs = lhs, .cls = cls, .is_output = is_output, .limit = limit};
+  taso_err_t err = match_from(&m, lhs->nnodes - 1);
+  *over = m.found > limit;
+  return *over ? TASO_OK : err;
+}
+
+/* ---- applying ------------------------------------------------------------------------ */
+
+/* One accepted match: rhs added over its bound classes and merged with
+ * the matched classes. *changed: the e-graph gained a node or a merge. */
+static taso_err_t apply(eqsat_t *s, const int32_t *rec, bool *changed) {
+  const taso_rule_t *rule = &s->rules->v[rec[0]];
+  const taso_graph_t *rhs = &rule->rhs;
+  const int32_t *vars = rec + 1 + s->max_outputs;
+  for (int v = 0; v < s->at.n; v++)
+    if (vars[v] >= 0) s->at.v[v].type = s->eg.type[taso_egraph_find(&s->eg, vars[v])];
+  TASO_TRY(taso_graph_infer(rhs, &s->at, s->rhs_types)); /* it did at the match */
+  int32_t cls[2 * 64];
+  int32_t app = s->napps;
+  *changed = false;
+  for (int i = 0; i < rhs->nnodes; i++) {
+    const taso_node_t *n = &rhs->nodes[i];
+    if (n->kind == TASO_OP_INPUT) {
+      cls[2 * i] = vars[n->p.input];
+      continue;
+    }
+    int32_t in[3] = {-1, -1, -1};
+    for (int a = 0; a < taso_ops[n->kind].arity; a++)
+      in[a] = cls[n->in[a]];
+    for (int port = 0; port < taso_ops[n->kind].outputs; port++) {
+      bool added;
+      TASO_TRY(taso_egraph_add(&s->eg, n->kind, port, &n->p, in, &s->rhs_types[2 * i + port], app,
+                               &cls[2 * i + port], &added));
+      *changed |= added;
+    }
+  }
+  for (int o = 0; o < rhs->noutputs; o++) {
+    bool merged;
+    TASO_TRY(taso_egraph_union(&s->eg, rec[1 + o], cls[rhs->outputs[o]], &merged));
+    *changed |= merged;
+  }
+  if (!*changed) return TASO_OK;
+  if (s->napps == s->apps_cap) {
+    int32_t cap = s->apps_cap ? 2 * s->apps_cap : 1024;
+    int32_t *v = realloc(s->app_rule, sizeof *v * (size_t)cap);
+    if (!v) return taso_error(TASO_ERR_NOMEM, "%d rule applications", cap);
+    s->app_rule = v;
+    s->apps_cap = cap;
+  }
+  s->app_rule[s->napps++] = rec[0];
+  return TASO_OK;
+}
+
+/* A rule's matches in an iteration (complete e-matches, before the type
+ * and proof checks), kept when at most MATCH_LIMIT times 2^bans; past
+ * that matching stops, its matches are dropped and it sits out BAN_LENGTH
+ * times 2^bans iterations (egg's backoff scheduler, Tensat's setting):
+ * a rule that matches everywhere (a commutation, an identity that adds a
+ * node) would otherwise fill the e-graph before the others apply. */
+enum { MATCH_LIMIT = 1000, BAN_LENGTH = 5 };
+
+static taso_err_t match_all(eqsat_t *s, int it, bool *banned_any) {
+  uint32_t kinds = 0;
+  for (int32_t k = 0; k < TASO_OP_COUNT; k++)
+    if (s->eg.kind_at[k + 1] > s->eg.kind_at[k]) kinds |= 1u << k;
+  s->nmatches = 0;
+  *banned_any = false;
+  for (int r = 0; r < s->rules->n && !time_up(s); r++) {
+    if (s->rules->v[r].kinds & ~kinds) continue;
+    if (it < s->banned_until[r]) {
+      *banned_any = true;
+      continue;
+    }
+    int64_t before = s->nmatches;
+    int shift = s->bans[r] < 20 ? s->bans[r] : 20;
+    bool over;
+    TASO_TRY(match_rule(s, r, (int64_t)MATCH_LIMIT << shift, &over));
+    if (!over) continue;
+    s->nmatches = before;
+    s->banned_until[r] = it + (BAN_LENGTH << shift);
+    s->bans[r]++;
+    s->res->eqsat_bans++;
+    *banned_any = true;
+  }
+  return TASO_OK;
+}
+
+/* Saturation: iterations until nothing changes (no rule banned) or a
+ * bound is reached. */
+static taso_err_t saturate(eqsat_t *s) {
+  taso_search_result_t *res = s->res;
+  for (int it = 0; it < s->opt->eqsat_iterations; it++) {
+    bool banned_any;
+    TASO_TRY(match_all(s, it, &banned_any));
+    bool changed = false;
+    for (int64_t k = 0; k < s->nmatches && !time_up(s); k++) {
+      if (s->eg.nnodes >= s->opt->eqsat_nodes) {
+        res->eqsat_stop = "node limit";
+        break;
+      }
+      bool c;
+      TASO_TRY(apply(s, &s->matches[k * s->record], &c));
+      changed |= c;
+      res->queued += c;
+    }
+    TASO_TRY(taso_egraph_rebuild(&s->eg, s->prob->is_weight));
+    res->explored = res->eqsat_iterations = it + 1;
+    res->enodes = s->eg.live;
+    res->eclasses = s->eg.live_classes;
+    if (s->opt->progress)
+      s->opt->progress(s->opt->progress_ctx, it + 1, s->eg.live, res->cost_before,
+                       taso_search_now() - s->start);
+    if (time_up(s)) res->eqsat_stop = "time limit";
+    if (res->eqsat_stop) return TASO_OK;
+    if (!changed && !banned_any) {
+      res->eqsat_stop = "saturated";
+      return TASO_OK;
+    }
+    for (int r = 0; r < s->rules->n && !changed; r++) /* nothing to do but banned rules */
+      s->banned_until[r] = 0;
+  }
+  res->eqsat_stop = "iterations";
+  return TASO_OK;
+}
+
+/* ---- extraction ---------------------------------------------------------------------- */
+
+/* Node e's own cost: nothing when computable from weights alone (the
+ * cost model folds it), else its step's, costed as a graph of the node
+ * over inputs of its operands' types; INFINITY when the step is refused. */
+static taso_err_t node_cost(eqsat_t *s, int32_t e, double *ms) {
+  const taso_enode_t *n = &s->eg.nodes[e];
+  int arity = taso_ops[n->kind].arity;
+  bool folded = n->kind == TASO_OP_INPUT ? s->prob->is_weight[n->p.input] : true;
+  for (int a = 0; a < arity; a++)
+    folded = folded && s->eg.folded[n->in[a]];
+  *ms = 0;
+  if (folded || n->kind == TASO_OP_INPUT) return TASO_OK;
+  taso_inputs_t in = {0};
+  taso_graph_t g;
+  taso_graph_init(&g);
+  bool weight[3] = {false};
+  taso_ref_t refs[3] = {-1, -1, -1}, out;
+  taso_tensor_t types[2 * 4];
+  taso_err_t err = TASO_OK;
+  for (int a = 0; a < arity && err == TASO_OK; a++) {
+    char name[8];
+    snprintf(name, sizeof name, "x%d", a);
+    err = taso_inputs_add(&in, name, 0, NULL);
+    if (err == TASO_OK) {
+      in.v[a].type = s->eg.type[n->in[a]];
+      weight[a] = s->eg.folded[n->in[a]];
+      err = taso_graph_add_input(&g, a, &refs[a]);
+    }
+  }
+  if (err == TASO_OK) err = taso_graph_add(&g, n->kind, &n->p, refs, &out);
+  if (err == TASO_OK) err = taso_graph_add_output(&g, out + n->port);
+  if (err == TASO_OK) err = taso_graph_infer(&g, &in, types);
+  if (err == TASO_OK) err = taso_cost_of_graph(s->costs, &g, types, weight, ms);
+  if (err == TASO_ERR_SHAPE) {
+    *ms = INFINITY;
+    err = TASO_OK;
+  }
+  taso_graph_free(&g);
+  taso_inputs_free(&in);
+  return err;
+}
+
+typedef struct {
+  double *cost;    /* per class: the cheapest found */
+  int32_t *choice; /* per class: its node, or -1 */
+  taso_ref_t *ref; /* per class: its tensor in the built graph, or -1 (-2: being built) */
+} extract_t;
+
+/* The fixed point of class costs. */
+static taso_err_t choose(eqsat_t *s, extract_t *x) {
+  taso_egraph_t *eg = &s->eg;
+  double *own = malloc(sizeof *own * (size_t)(eg->nnodes + 1));
+  if (!own) return taso_error(TASO_ERR_NOMEM, "costs of %d e-nodes", eg->nnodes);
+  for (int32_t e = 0; e < eg->nnodes; e++)
+    own[e] = NAN; /* costed when first needed: its operands all have a cost */
+  for (int32_t c = 0; c < eg->nclasses; c++) {
+    x->cost[c] = INFINITY;
+    x->choice[c] = -1;
+  }
+  taso_err_t err = TASO_OK;
+  for (bool changed = true; changed && err == TASO_OK;) {
+    changed = false;
+    for (int32_t e = 0; e < eg->nnodes && err == TASO_OK; e++) {
+      const taso_enode_t *n = &eg->nodes[e];
+      if (n->dead) continue;
+      double sum = 0;
+      for (int a = 0; a < taso_ops[n->kind].arity; a++)
+        sum += x->cost[n->in[a]];
+      if (!(sum < x->cost[n->cls])) continue;
+      if (isnan(own[e])) err = node_cost(s, e, &own[e]);
+      if (err == TASO_OK && own[e] + sum < x->cost[n->cls]) {
+        x->cost[n->cls] = own[e] + sum;
+        x->choice[n->cls] = e;
+        changed = true;
+      }
+    }
+  }
+  free(own);
+  return err;
+}
+
+/* Class c's chosen tensor added to g. */
+static taso_err_t build(eqsat_t *s, extract_t *x, int32_t c, taso_graph_t *g, taso_ref_t *out) {
+  if (x->ref[c] == -2)
+    return taso_error(TASO_ERR_ARG, "eqsat: the extracted graph has a cycle through class %d", c);
+  if (x->ref[c] >= 0) {
+    *out = x->ref[c];
+    return TASO_OK;
+  }
+  int32_t e = x->choice[c];
+  if (e < 0)
+    return taso_error(TASO_ERR_ARG, "eqsat: class %d of the model's graph has no finite cost", c);
+  const taso_enode_t *n = &s->eg.nodes[e];
+  x->ref[c] = -2;
+  taso_ref_t in[3] = {-1, -1, -1}, ref;
+  for (int a = 0; a < taso_ops[n->kind].arity; a++)
+    TASO_TRY(build(s, x, n->in[a], g, &in[a]));
+  if (n->kind == TASO_OP_INPUT)
+    TASO_TRY(taso_graph_add_input(g, n->p.input, &ref));
+  else
+    TASO_TRY(taso_graph_add(g, n->kind, &n->p, in, &ref));
+  *out = x->ref[c] = ref + n->port;
+  return TASO_OK;
+}
+
+/* Marks the applications whose nodes the result uses. */
+static void count_fired(eqsat_t *s, const extract_t *x) {
+  bool *used = calloc((size_t)s->napps + 1, sizeof *used);
+  if (!used) return; /* the counts are a record: leave them empty */
+  for (int32_t c = 0; c < s->eg.nclasses; c++) {
+    int32_t e = x->ref[c] >= 0 ? x->choice[c] : -1;
+    if (e >= 0 && s->eg.nodes[e].app >= 0) used[s->eg.nodes[e].app] = true;
+  }
+  for (int32_t a = 0; a < s->napps; a++)
+    s->res->fired[s->app_rule[a]] += used[a];
+  free(used);
+}
+
+static taso_err_t extract(eqsat_t *s, taso_graph_t *g) {
+  int32_t nc = s->eg.nclasses;
+  extract_t x = {.cost = malloc(sizeof *x.cost * (size_t)(nc + 1)),
+                 .choice = malloc(sizeof *x.choice * (size_t)(nc + 1)),
+                 .ref = malloc(sizeof *x.ref * (size_t)(nc + 1))};
+  taso_err_t err = x.cost && x.choice && x.ref
+                       ? TASO_OK
+                       : taso_error(TASO_ERR_NOMEM, "extraction over %d classes", nc);
+  if (err == TASO_OK) err = choose(s, &x);
+  for (int32_t c = 0; c < nc && err == TASO_OK; c++)
+    x.ref[c] = -1;
+  for (int o = 0; o < s->prob->graph->noutputs && err == TASO_OK; o++) {
+    taso_ref_t ref;
+    err = build(s, &x, taso_egraph_find(&s->eg, s->roots[o]), g, &ref);
+    if (err == TASO_OK) err = taso_graph_add_output(g, ref);
+  }
+  if (err == TASO_OK) count_fired(s, &x);
+  if (err == TASO_OK) err = taso_graph_canonicalize(g);
+  free(x.cost);
+  free(x.choice);
+  free(x.ref);
+  return err;
+}
+
+/* ---- the search ---------------------------------------------------------------------- */
+
+static taso_err_t graph_cost(eqsat_t *s, const taso_graph_t *g, double *ms) {
+  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(g->nnodes + 1));
+  if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", g->nnodes);
+  taso_err_t err = taso_graph_infer(g, s->prob->inputs, types);
+  if (err == TASO_OK) err = taso_cost_of_graph(s->costs, g, types, s->prob->is_weight, ms);
+  free(types);
+  return err;
+}
+
+/* The result: the input, then the extracted graph when it is cheaper. */
+static taso_err_t finish(eqsat_t *s, const taso_graph_t *start, taso_graph_t *extracted) {
+  taso_search_result_t *r = s->res;
+  double ms = INFINITY;
+  TASO_TRY(graph_cost(s, extracted, &ms));
+  bool better = ms < r->cost_before && taso_graph_compare(extracted, start) != 0;
+  r->steps = better;
+  r->cost_after = better ? ms : r->cost_before;
+  r->path = calloc(2, sizeof *r->path);
+  r->path_rules = calloc(2, sizeof *r->path_rules);
+  if (!r->path || !r->path_rules) return taso_error(TASO_ERR_NOMEM, "eqsat path");
+  r->path_rules[0] = r->path_rules[1] = -1; /* no single rule made the result */
+  taso_graph_init(&r->path[0]);
+  TASO_TRY(taso_graph_copy(&r->path[0], start));
+  if (better) {
+    taso_graph_init(&r->path[1]);
+    TASO_TRY(taso_graph_copy(&r->path[1], extracted));
+  } else {
+    memset(r->fired, 0, sizeof *r->fired * (size_t)(s->rules->n + 1));
+  }
+  return taso_graph_copy(&r->best, better ? extracted : start);
+}
+
+static taso_err_t setup(eqsat_t *s, taso_graph_t *start) {
+  int nodes = 1;
+  s->max_outputs = 1;
+  for (int r = 0; r < s->rules->n; r++) {
+    const taso_rule_t *rule = &s->rules->v[r];
+    nodes = rule->lhs.nnodes > nodes ? rule->lhs.nnodes : nodes;
+    nodes = rule->rhs.nnodes > nodes ? rule->rhs.nnodes : nodes;
+    s->max_outputs = rule->lhs.noutputs > s->max_outputs ? rule->lhs.noutputs : s->max_outputs;
+  }
+  if (nodes > 64)
+    return taso_error(TASO_ERR_LIMIT, "eqsat: a rule side of %d nodes (at most 64)", nodes);
+  s->record = 1 + s->max_outputs + s->rules->inputs.n;
+  s->lhs_types = malloc(sizeof *s->lhs_types * 2 * (size_t)(nodes + 1));
+  s->rhs_types = malloc(sizeof *s->rhs_types * 2 * (size_t)(nodes + 1));
+  s->at.v = malloc(sizeof *s->at.v * (size_t)(s->rules->inputs.n + 1));
+  s->roots = malloc(sizeof *s->roots * (size_t)(s->prob->graph->noutputs + 1));
+  s->banned_until = calloc((size_t)s->rules->n + 1, sizeof *s->banned_until);
+  s->bans = calloc((size_t)s->rules->n + 1, sizeof *s->bans);
+  if (!s->lhs_types || !s->rhs_types || !s->at.v || !s->roots || !s->banned_until || !s->bans)
+    return taso_error(TASO_ERR_NOMEM, "eqsat");
+  memcpy(s->at.v, s->rules->inputs.v, sizeof *s->at.v * (size_t)s->rules->inputs.n);
+  s->at.n = s->rules->inputs.n;
+  TASO_TRY(taso_graph_copy(start, s->prob->graph));
+  TASO_TRY(taso_graph_canonicalize(start));
+  TASO_TRY(graph_cost(s, start, &s->res->cost_before));
+  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(start->nnodes + 1));
+  if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", start->nnodes);
+  taso_err_t err = taso_graph_infer(start, s->prob->inputs, types);
+  if (err == TASO_OK)
+    err = taso_egraph_of_graph(&s->eg, start, types, s->prob->is_weight, s->roots);
+  free(types);
+  return err;
+}
+
+taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules_t *rules,
+                             taso_cost_cache_t *costs, const taso_search_options_t *opt,
+                             taso_search_result_t *result) {
+  memset(result, 0, sizeof *result);
+  taso_graph_init(&result->best);
+  result->fired = calloc((size_t)rules->n + 1, sizeof *result->fired);
+  if (!result->fired) return taso_error(TASO_ERR_NOMEM, "rule counts");
+  result->ranks = 1;
+  result->target_seconds = -1;
+  eqsat_t s = {.prob = prob, .rules = rules, .costs = costs, .opt = opt, .res = result};
+  s.start = taso_search_now();
+  double cpu = taso_search_cpu_now();
+  taso_graph_t start, extracted;
+  taso_graph_init(&start);
+  taso_graph_init(&extracted);
+  taso_err_t err = setup(&s, &start);
+  if (err == TASO_OK) err = saturate(&s);
+  double extract_from = taso_search_now();
+  if (err == TASO_OK) err = extract(&s, &extracted);
+  if (err == TASO_OK) err = finish(&s, &start, &extracted);
+  result->extract_seconds = taso_search_now() - extract_from;
+  result->timed_out = s.out_of_time;
+  result->seconds = taso_search_now() - s.start;
+  result->cpu_seconds = taso_search_cpu_now() - cpu;
+  taso_graph_free(&start);
+  taso_graph_free(&extracted);
+  taso_egraph_free(&s.eg);
+  free(s.roots);
+  free(s.at.v);
+  free(s.lhs_types);
+  free(s.rhs_types);
+  free(s.matches);
+  free(s.app_rule);
+  free(s.banned_until);
+  free(s.bans);
+  if (err != TASO_OK) taso_search_result_free(result);
+  return err;
+}
