@@ -108,4 +108,8 @@ taso_err_t taso_onnx_import_bound(const char *path, const taso_onnx_binding_t *b
  * written as their own nodes. */
 taso_err_t taso_onnx_export(const taso_model_t *m, const char *path);
 
+/* taso_onnx_export into PATH.tmp, then renamed over path: a reader never
+ * sees a part-written file, and a failed export leaves path as it was. */
+taso_err_t taso_onnx_export_replace(const taso_model_t *m, const char *path);
+
 #endif

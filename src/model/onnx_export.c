@@ -631,3 +631,14 @@ taso_err_t taso_onnx_export(const taso_model_t *m, const char *path) {
   if (err != TASO_OK) return taso_error_prefix(err, "%s: ", path);
   return TASO_OK;
 }
+
+taso_err_t taso_onnx_export_replace(const taso_model_t *m, const char *path) {
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+    return taso_error(TASO_ERR_ARG, "%s: path too long", path);
+  taso_err_t err = taso_onnx_export(m, tmp);
+  if (err == TASO_OK && rename(tmp, path) != 0)
+    err = taso_error(TASO_ERR_IO, "%s: cannot rename into place: %s", path, strerror(errno));
+  if (err != TASO_OK) remove(tmp);
+  return err;
+}

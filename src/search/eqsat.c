@@ -384,49 +384,53 @@ static taso_err_t node_cost(eqsat_t *s, int32_t e, double *ms) {
   return err;
 }
 
+/* An extraction: per class the node chosen and what it costs. A plain
+ * sum over trees counts a tensor two classes read twice, so it never
+ * takes a rewrite whose gain is sharing (two matmuls of one input merged
+ * into one, read by two splits). With shared costs a class's cost counts
+ * in each reader's divided by the number of classes of the last
+ * extraction that read it: the merged matmul, read by the splits of the
+ * two outputs, counts half in each. */
 typedef struct {
+  double *own;     /* per node: its own cost (NAN: not costed yet) */
+  double *share;   /* per class: the classes that read it (at least 1) */
   double *cost;    /* per class: the cheapest found */
   int32_t *choice; /* per class: its node, or -1 */
   taso_ref_t *ref; /* per class: its tensor in the built graph, or -1 (-2: being built) */
+  bool cyclic;     /* the built graph would have a cycle (shared costs only) */
 } extract_t;
 
 /* The fixed point of class costs. */
-static taso_err_t choose(eqsat_t *s, extract_t *x) {
+static taso_err_t choose(eqsat_t *s, extract_t *x, bool shared) {
   taso_egraph_t *eg = &s->eg;
-  double *own = malloc(sizeof *own * (size_t)(eg->nnodes + 1));
-  if (!own) return taso_error(TASO_ERR_NOMEM, "costs of %d e-nodes", eg->nnodes);
-  for (int32_t e = 0; e < eg->nnodes; e++)
-    own[e] = NAN; /* costed when first needed: its operands all have a cost */
   for (int32_t c = 0; c < eg->nclasses; c++) {
     x->cost[c] = INFINITY;
     x->choice[c] = -1;
   }
-  taso_err_t err = TASO_OK;
-  for (bool changed = true; changed && err == TASO_OK;) {
+  for (bool changed = true; changed;) {
     changed = false;
-    for (int32_t e = 0; e < eg->nnodes && err == TASO_OK; e++) {
+    for (int32_t e = 0; e < eg->nnodes; e++) {
       const taso_enode_t *n = &eg->nodes[e];
       if (n->dead) continue;
       double sum = 0;
       for (int a = 0; a < taso_ops[n->kind].arity; a++)
-        sum += x->cost[n->in[a]];
+        sum += x->cost[n->in[a]] / (shared ? x->share[n->in[a]] : 1);
       if (!(sum < x->cost[n->cls])) continue;
-      if (isnan(own[e])) err = node_cost(s, e, &own[e]);
-      if (err == TASO_OK && own[e] + sum < x->cost[n->cls]) {
-        x->cost[n->cls] = own[e] + sum;
+      if (isnan(x->own[e])) TASO_TRY(node_cost(s, e, &x->own[e]));
+      if (x->own[e] + sum < x->cost[n->cls]) {
+        x->cost[n->cls] = x->own[e] + sum;
         x->choice[n->cls] = e;
         changed = true;
       }
     }
   }
-  free(own);
-  return err;
+  return TASO_OK;
 }
 
 /* Class c's chosen tensor added to g. */
 static taso_err_t build(eqsat_t *s, extract_t *x, int32_t c, taso_graph_t *g, taso_ref_t *out) {
-  if (x->ref[c] == -2)
-    return taso_error(TASO_ERR_ARG, "eqsat: the extracted graph has a cycle through class %d", c);
+  if (x->ref[c] == -2) x->cyclic = true;
+  if (x->cyclic) return TASO_OK;
   if (x->ref[c] >= 0) {
     *out = x->ref[c];
     return TASO_OK;
@@ -439,6 +443,7 @@ static taso_err_t build(eqsat_t *s, extract_t *x, int32_t c, taso_graph_t *g, ta
   taso_ref_t in[3] = {-1, -1, -1}, ref;
   for (int a = 0; a < taso_ops[n->kind].arity; a++)
     TASO_TRY(build(s, x, n->in[a], g, &in[a]));
+  if (x->cyclic) return TASO_OK;
   if (n->kind == TASO_OP_INPUT)
     TASO_TRY(taso_graph_add_input(g, n->p.input, &ref));
   else
@@ -447,44 +452,20 @@ static taso_err_t build(eqsat_t *s, extract_t *x, int32_t c, taso_graph_t *g, ta
   return TASO_OK;
 }
 
-/* Marks the applications whose nodes the result uses. */
-static void count_fired(eqsat_t *s, const extract_t *x) {
+/* Per rule, its applications whose nodes the built graph uses. */
+static taso_err_t count_fired(eqsat_t *s, const extract_t *x, int64_t *fired) {
   bool *used = calloc((size_t)s->napps + 1, sizeof *used);
-  if (!used) return; /* the counts are a record: leave them empty */
+  if (!used) return taso_error(TASO_ERR_NOMEM, "%d rule applications", s->napps);
   for (int32_t c = 0; c < s->eg.nclasses; c++) {
     int32_t e = x->ref[c] >= 0 ? x->choice[c] : -1;
     if (e >= 0 && s->eg.nodes[e].app >= 0) used[s->eg.nodes[e].app] = true;
   }
+  memset(fired, 0, sizeof *fired * (size_t)(s->rules->n + 1));
   for (int32_t a = 0; a < s->napps; a++)
-    s->res->fired[s->app_rule[a]] += used[a];
+    fired[s->app_rule[a]] += used[a];
   free(used);
+  return TASO_OK;
 }
-
-static taso_err_t extract(eqsat_t *s, taso_graph_t *g) {
-  int32_t nc = s->eg.nclasses;
-  extract_t x = {.cost = malloc(sizeof *x.cost * (size_t)(nc + 1)),
-                 .choice = malloc(sizeof *x.choice * (size_t)(nc + 1)),
-                 .ref = malloc(sizeof *x.ref * (size_t)(nc + 1))};
-  taso_err_t err = x.cost && x.choice && x.ref
-                       ? TASO_OK
-                       : taso_error(TASO_ERR_NOMEM, "extraction over %d classes", nc);
-  if (err == TASO_OK) err = choose(s, &x);
-  for (int32_t c = 0; c < nc && err == TASO_OK; c++)
-    x.ref[c] = -1;
-  for (int o = 0; o < s->prob->graph->noutputs && err == TASO_OK; o++) {
-    taso_ref_t ref;
-    err = build(s, &x, taso_egraph_find(&s->eg, s->roots[o]), g, &ref);
-    if (err == TASO_OK) err = taso_graph_add_output(g, ref);
-  }
-  if (err == TASO_OK) count_fired(s, &x);
-  if (err == TASO_OK) err = taso_graph_canonicalize(g);
-  free(x.cost);
-  free(x.choice);
-  free(x.ref);
-  return err;
-}
-
-/* ---- the search ---------------------------------------------------------------------- */
 
 static taso_err_t graph_cost(eqsat_t *s, const taso_graph_t *g, double *ms) {
   taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(g->nnodes + 1));
@@ -495,11 +476,104 @@ static taso_err_t graph_cost(eqsat_t *s, const taso_graph_t *g, double *ms) {
   return err;
 }
 
+/* One extraction into g (cleared), costed as a whole into *ms: INFINITY
+ * when it has a cycle or a consumer refuses its operands' types. */
+static taso_err_t extract_one(eqsat_t *s, extract_t *x, bool shared, taso_graph_t *g, double *ms,
+                              int64_t *fired) {
+  *ms = INFINITY;
+  taso_graph_clear(g);
+  TASO_TRY(choose(s, x, shared));
+  x->cyclic = false;
+  for (int32_t c = 0; c < s->eg.nclasses; c++)
+    x->ref[c] = -1;
+  for (int o = 0; o < s->prob->graph->noutputs && !x->cyclic; o++) {
+    taso_ref_t ref;
+    TASO_TRY(build(s, x, taso_egraph_find(&s->eg, s->roots[o]), g, &ref));
+    if (!x->cyclic) TASO_TRY(taso_graph_add_output(g, ref));
+  }
+  if (x->cyclic) return TASO_OK;
+  TASO_TRY(count_fired(s, x, fired));
+  TASO_TRY(taso_graph_canonicalize(g));
+  taso_err_t err = graph_cost(s, g, ms);
+  if (err == TASO_ERR_SHAPE) *ms = INFINITY;
+  return err == TASO_ERR_SHAPE ? TASO_OK : err;
+}
+
+/* Shared costs' divisors: per class, how many classes of the last
+ * extraction (those built: ref >= 0) have a node that reads it; seen is
+ * scratch, a class each. */
+static void count_shares(const taso_egraph_t *eg, const taso_ref_t *ref, double *share,
+                         int32_t *seen) {
+  for (int32_t c = 0; c < eg->nclasses; c++)
+    seen[c] = -1;
+  for (int32_t c = 0; c < eg->nclasses; c++) {
+    int32_t n = 0;
+    for (int32_t k = eg->user_at[c]; k < eg->user_at[c + 1]; k++) {
+      int32_t u = eg->nodes[eg->users[k]].cls;
+      n += ref[u] >= 0 && seen[u] != c;
+      seen[u] = c;
+    }
+    share[c] = n > 1 ? n : 1;
+  }
+}
+
+/* The cheapest of a few extractions into best: the plain one, then each
+ * with the costs shared as the one before it shares them (ROUNDS in
+ * all, fewer when one repeats the one before). */
+enum { ROUNDS = 4 };
+
+static taso_err_t extract(eqsat_t *s, taso_graph_t *best, double *best_ms) {
+  int32_t nc = s->eg.nclasses;
+  extract_t x = {.own = malloc(sizeof *x.own * (size_t)(s->eg.nnodes + 1)),
+                 .share = malloc(sizeof *x.share * (size_t)(nc + 1)),
+                 .cost = malloc(sizeof *x.cost * (size_t)(nc + 1)),
+                 .choice = malloc(sizeof *x.choice * (size_t)(nc + 1)),
+                 .ref = malloc(sizeof *x.ref * (size_t)(nc + 1))};
+  int32_t *seen = malloc(sizeof *seen * (size_t)(nc + 1));
+  int64_t *fired = calloc((size_t)s->rules->n + 1, sizeof *fired);
+  taso_graph_t g, last;
+  taso_graph_init(&g);
+  taso_graph_init(&last);
+  taso_err_t err = x.own && x.share && x.cost && x.choice && x.ref && seen && fired
+                       ? TASO_OK
+                       : taso_error(TASO_ERR_NOMEM, "extraction over %d classes", nc);
+  for (int32_t e = 0; e < s->eg.nnodes && err == TASO_OK; e++)
+    x.own[e] = NAN; /* costed when first needed: once its operands all have a cost */
+  for (int32_t c = 0; c < nc && err == TASO_OK; c++)
+    x.share[c] = 1;
+  *best_ms = INFINITY;
+  for (int round = 0; round < ROUNDS && err == TASO_OK; round++) {
+    double ms;
+    err = extract_one(s, &x, round > 0, &g, &ms, fired);
+    if (err != TASO_OK || x.cyclic || (round > 0 && taso_graph_compare(&g, &last) == 0)) break;
+    s->res->eqsat_rounds = round + 1;
+    if (ms < *best_ms) {
+      *best_ms = ms;
+      s->res->eqsat_extraction = round + 1;
+      memcpy(s->res->fired, fired, sizeof *fired * (size_t)(s->rules->n + 1));
+      err = taso_graph_copy(best, &g);
+    }
+    if (err == TASO_OK) err = taso_graph_copy(&last, &g);
+    count_shares(&s->eg, x.ref, x.share, seen);
+  }
+  taso_graph_free(&g);
+  taso_graph_free(&last);
+  free(seen);
+  free(fired);
+  free(x.own);
+  free(x.share);
+  free(x.cost);
+  free(x.choice);
+  free(x.ref);
+  return err;
+}
+
+/* ---- the search ---------------------------------------------------------------------- */
+
 /* The result: the input, then the extracted graph when it is cheaper. */
-static taso_err_t finish(eqsat_t *s, const taso_graph_t *start, taso_graph_t *extracted) {
+static taso_err_t finish(eqsat_t *s, const taso_graph_t *start, taso_graph_t *extracted,
+                         double ms) {
   taso_search_result_t *r = s->res;
-  double ms = INFINITY;
-  TASO_TRY(graph_cost(s, extracted, &ms));
   bool better = ms < r->cost_before && taso_graph_compare(extracted, start) != 0;
   r->steps = better;
   r->cost_after = better ? ms : r->cost_before;
@@ -570,8 +644,9 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   taso_err_t err = setup(&s, &start);
   if (err == TASO_OK) err = saturate(&s);
   double extract_from = taso_search_now();
-  if (err == TASO_OK) err = extract(&s, &extracted);
-  if (err == TASO_OK) err = finish(&s, &start, &extracted);
+  double ms = INFINITY;
+  if (err == TASO_OK) err = extract(&s, &extracted, &ms);
+  if (err == TASO_OK) err = finish(&s, &start, &extracted, ms);
   result->extract_seconds = taso_search_now() - extract_from;
   result->timed_out = s.out_of_time;
   result->seconds = taso_search_now() - s.start;

@@ -1,5 +1,6 @@
 #include "record.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 taso_err_t taso_optimize_record_write(taso_artifact_t *a, const taso_optimize_record_t *rec,
@@ -71,4 +72,26 @@ taso_err_t taso_optimize_record_write(taso_artifact_t *a, const taso_optimize_re
   if (err == TASO_OK) err = taso_artifact_write_table(a, &taso_fired_rules_table, rows, n, 0, n);
   free(rows);
   return err;
+}
+
+void taso_search_report(const taso_search_result_t *r, int width, bool chain, char *buf,
+                        size_t len) {
+  size_t n = 0;
+  buf[0] = '\0';
+#define ADD(...) (n += n < len ? (size_t)snprintf(buf + n, len - n, __VA_ARGS__) : 0)
+  if (r->rank_explored) { /* the balance: graphs each rank expanded */
+    ADD("taso-optimize: parallel search: %lld rounds of width %d; graphs expanded per rank:",
+        (long long)r->rounds, width);
+    for (int i = 0; i < r->ranks && n + 24 < len; i++)
+      ADD(" %lld", (long long)r->rank_explored[i]);
+    ADD("\n");
+  }
+  if (chain) ADD("taso-optimize: rule chains: %lld links\n", (long long)r->chained);
+  if (r->eqsat_stop)
+    ADD("taso-optimize: eqsat: %d iterations, %lld e-nodes in %lld e-classes, %lld matches "
+        "(%lld not typed, %lld refused), %lld applied, %lld bans; extraction %.2f s\n",
+        r->eqsat_iterations, (long long)r->enodes, (long long)r->eclasses, (long long)r->generated,
+        (long long)r->invalid, (long long)r->refused, (long long)r->queued,
+        (long long)r->eqsat_bans, r->extract_seconds);
+#undef ADD
 }

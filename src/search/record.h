@@ -16,7 +16,7 @@
 #include "search.h"
 
 typedef struct {
-  const char *search;        /* "backtracking" or "parallel" */
+  const char *search;        /* "backtracking", "parallel" or "eqsat" */
   const char *substitutions; /* the rule files, as given */
   const char *model;         /* the input's spec, as given */
   const char *input_name;    /* the input model's name */
@@ -42,5 +42,12 @@ typedef struct {
  * table /optimize_rules (taso_fired_rules_table). */
 taso_err_t taso_optimize_record_write(taso_artifact_t *a, const taso_optimize_record_t *rec,
                                       const taso_rules_t *rules, const taso_search_result_t *r);
+
+/* What a search did beyond its summary, a line each for taso-optimize's
+ * output ("" when nothing): the parallel search's rounds and balance
+ * (width: its round width), rule chains' links (chain on), equality
+ * saturation's e-graph and matches. */
+void taso_search_report(const taso_search_result_t *r, int width, bool chain, char *buf,
+                        size_t len);
 
 #endif

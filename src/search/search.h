@@ -95,6 +95,8 @@ typedef struct {
   int64_t eclasses;       /* e-classes at the end */
   const char *eqsat_stop; /* "saturated", "iterations", "node limit" or "time limit" */
   double extract_seconds; /* of the search time, the extraction's */
+  int eqsat_rounds;       /* extractions made (eqsat.c: the plain one, then shared costs) */
+  int eqsat_extraction;   /* the one kept (1: the plain one) */
 } taso_search_result_t;
 
 /* The optimized model file's record of the rules that fired: the table

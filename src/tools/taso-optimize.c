@@ -293,19 +293,6 @@ static void on_progress(void *ctx, int64_t explored, int64_t queued, double best
   fflush(stderr);
 }
 
-/* ---- the output ------------------------------------------------------------------------ */
-
-/* ONNX beside the model, through a temporary file renamed into place. */
-static taso_err_t write_onnx(const taso_model_t *m) {
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp", onnx_path);
-  taso_err_t err = taso_onnx_export(m, tmp);
-  if (err == TASO_OK && rename(tmp, onnx_path) != 0)
-    err = taso_error(TASO_ERR_IO, "%s: cannot rename into place: %s", onnx_path, strerror(errno));
-  if (err != TASO_OK) remove(tmp);
-  return err;
-}
-
 /* ---- main ---------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -506,7 +493,7 @@ static taso_err_t finish_rank0(taso_tool_t *t, const settings_t *s, run_t *r,
   if (s->confirm_runs > 0 && r->result.steps > 0) TASO_TRY(confirm(t, s, r, rec));
   r->kept_input = rec->kept_input;
   TASO_TRY(write_output(t, &r->m, rec, r));
-  if (onnx_path) TASO_TRY(write_onnx(&r->m));
+  if (onnx_path) TASO_TRY(taso_onnx_export_replace(&r->m, onnx_path));
   if (costs_record) TASO_TRY(record_costs(t, r));
   if (guard_cache_path) TASO_TRY(save_verdicts(t, r));
   return TASO_OK;
@@ -643,14 +630,6 @@ static void summarize(taso_tool_t *t, const run_t *r) {
                   : res->timed_out    ? "the time limit"
                   : res->budget_spent ? "the budget"
                                       : "an empty queue");
-  if (res->eqsat_stop)
-    taso_tool_print(
-        t,
-        "taso-optimize: eqsat: %d iterations, %lld e-nodes in %lld e-classes, %lld "
-        "matches (%lld not typed, %lld refused), %lld applied, %lld bans; extraction %.2f s\n",
-        res->eqsat_iterations, (long long)res->enodes, (long long)res->eclasses,
-        (long long)res->generated, (long long)res->invalid, (long long)res->refused,
-        (long long)res->queued, (long long)res->eqsat_bans, res->extract_seconds);
   if (r->guard) {
     taso_rule_guard_stats_t g;
     taso_rule_guard_stats(r->guard, &g);
@@ -669,18 +648,9 @@ static void summarize(taso_tool_t *t, const run_t *r) {
                       "(the busiest rank %.1f s)\n",
                       res->ranks, sum[0], sum[1], most);
   }
-  if (res->rank_explored) { /* the balance: graphs each rank expanded */
-    char line[1024];
-    int n = 0;
-    for (int i = 0; i < res->ranks && n < (int)sizeof line - 24; i++)
-      n += snprintf(line + n, sizeof line - (size_t)n, " %lld", (long long)res->rank_explored[i]);
-    taso_tool_print(t,
-                    "taso-optimize: parallel search: %lld rounds of width %d; graphs expanded "
-                    "per rank:%s\n",
-                    (long long)res->rounds, r->width, line);
-  }
-  if (r->chain)
-    taso_tool_print(t, "taso-optimize: rule chains: %lld links\n", (long long)res->chained);
+  char lines[2048];
+  taso_search_report(res, r->width, r->chain, lines, sizeof lines);
+  taso_tool_print(t, "%s", lines);
   if (check_incremental)
     taso_tool_print(t,
                     "taso-optimize: incremental check: %lld rewrites costed both ways, "
