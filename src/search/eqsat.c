@@ -24,11 +24,13 @@
 #include "search.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "egraph.h"
+#include "hash.h"
 
 typedef struct {
   const taso_search_problem_t *prob;
@@ -41,8 +43,9 @@ typedef struct {
   taso_inputs_t at; /* the rules' input table with a match's bound types */
   taso_tensor_t *lhs_types, *rhs_types;
   int types_cap; /* of each (2 per node of the largest side) */
-  /* the iteration's accepted matches: per match, rule, then the classes of
-   * the lhs outputs (max_outputs), then per rules' input its class or -1 */
+  /* the iteration's accepted matches: per match, rule, its verdict's
+   * offset in memo, the classes of the lhs outputs (max_outputs), then per
+   * rules' input its class or -1 */
   int32_t *matches;
   int64_t nmatches, matches_cap;
   int record;            /* ints per match */
@@ -51,6 +54,11 @@ typedef struct {
   int32_t *bans;         /* per rule: times banned */
   int32_t *app_rule;     /* per application that changed the e-graph: its rule */
   int32_t napps, apps_cap;
+  /* verdicts of matches met before, by rule and bound classes (memo_find) */
+  int32_t *memo;              /* entries: rule, variables, then the verdict */
+  int64_t memo_len, memo_cap; /* ints used, allocated */
+  int64_t *memo_slots;        /* open addressing: entry offset + 1, 0 empty */
+  int64_t memo_nslots, memo_entries;
   double start;
   bool out_of_time;
 } eqsat_t;
@@ -59,6 +67,65 @@ static bool time_up(eqsat_t *s) {
   if (!s->out_of_time && s->opt->time_limit > 0)
     s->out_of_time = taso_search_now() - s->start >= s->opt->time_limit;
   return s->out_of_time;
+}
+
+/* ---- verdicts of matches met before -------------------------------------------------- */
+
+/* A match is fixed by its rule and the classes its variables are bound
+ * to (its lhs nodes over them are one class each, by congruence), and
+ * its verdict by their types, which a class never changes: so a verdict
+ * is kept by rule and classes, and a match met again (every iteration
+ * meets the last one's) is neither typed nor judged again, nor applied
+ * again once applied (a no-op: its nodes exist, its classes are one). */
+enum { UNFIT, REFUSED, ACCEPTED, APPLIED };
+
+/* The entry of key (rule, then n - 1 classes): its offset in s->memo,
+ * where e[0] is n, e[1..n] the key and e[n + 1] the verdict; added as
+ * UNFIT with *fresh when new. */
+static taso_err_t memo_find(eqsat_t *s, const int32_t *key, int n, int64_t *entry, bool *fresh) {
+  if (2 * (s->memo_entries + 1) > s->memo_nslots) {
+    int64_t ns = s->memo_nslots ? 2 * s->memo_nslots : 4096;
+    int64_t *v = calloc((size_t)ns, sizeof *v);
+    if (!v) return taso_error(TASO_ERR_NOMEM, "eqsat: %lld verdicts", (long long)ns);
+    for (int64_t k = 0; k < s->memo_nslots; k++) {
+      if (!s->memo_slots[k]) continue;
+      const int32_t *e = &s->memo[s->memo_slots[k] - 1];
+      uint64_t h = taso_hash_words(e + 1, (size_t)e[0]) & (uint64_t)(ns - 1);
+      while (v[h])
+        h = (h + 1) & (uint64_t)(ns - 1);
+      v[h] = s->memo_slots[k];
+    }
+    free(s->memo_slots);
+    s->memo_slots = v;
+    s->memo_nslots = ns;
+  }
+  uint64_t mask = (uint64_t)s->memo_nslots - 1, h = taso_hash_words(key, (size_t)n) & mask;
+  for (; s->memo_slots[h]; h = (h + 1) & mask) {
+    int32_t *e = &s->memo[s->memo_slots[h] - 1];
+    if (e[0] == n && !memcmp(e + 1, key, sizeof *key * (size_t)n)) {
+      *entry = s->memo_slots[h] - 1;
+      *fresh = false;
+      return TASO_OK;
+    }
+  }
+  if (s->memo_len + n + 2 > s->memo_cap) {
+    int64_t cap = s->memo_cap ? 2 * s->memo_cap : 1 << 16;
+    if (cap > INT32_MAX) return taso_error(TASO_ERR_LIMIT, "eqsat: over 2^31 ints of verdicts");
+    int32_t *v = realloc(s->memo, sizeof *v * (size_t)cap);
+    if (!v) return taso_error(TASO_ERR_NOMEM, "eqsat: verdicts of %lld ints", (long long)cap);
+    s->memo = v;
+    s->memo_cap = cap;
+  }
+  int32_t *e = &s->memo[s->memo_len];
+  e[0] = n;
+  memcpy(e + 1, key, sizeof *key * (size_t)n);
+  e[1 + n] = UNFIT;
+  s->memo_slots[h] = s->memo_len + 1;
+  *entry = s->memo_len;
+  s->memo_len += n + 2;
+  s->memo_entries++;
+  *fresh = true;
+  return TASO_OK;
 }
 
 /* ---- matching ------------------------------------------------------------------------ */
@@ -75,13 +142,11 @@ typedef struct {
 
 static taso_err_t match_from(matcher_t *m, int i);
 
-/* A complete match: accepted when the right side fits it and the rule is
- * proved at its shapes; kept for this iteration's application. */
-static taso_err_t emit(matcher_t *m) {
+/* The verdict of a new match: whether the right side fits it and the
+ * rule is proved at its shapes. */
+static taso_err_t judge(matcher_t *m, int32_t *verdict) {
   eqsat_t *s = m->s;
   const taso_rule_t *rule = &s->rules->v[m->rule];
-  s->res->generated++;
-  if (++m->found > m->limit) return TASO_ERR_LIMIT; /* caught in match_all */
   for (int i = 0; i < m->lhs->nnodes; i++) {
     const taso_node_t *n = &m->lhs->nodes[i];
     if (n->kind == TASO_OP_INPUT) s->at.v[n->p.input].type = s->eg.type[m->cls[2 * i]];
@@ -90,10 +155,8 @@ static taso_err_t emit(matcher_t *m) {
   for (int o = 0; o < rule->rhs.noutputs && fits; o++)
     fits = taso_tensor_equal(&s->rhs_types[rule->rhs.outputs[o]],
                              &s->eg.type[m->cls[m->lhs->outputs[o]]]);
-  if (!fits) {
-    s->res->invalid++;
-    return TASO_OK;
-  }
+  *verdict = UNFIT;
+  if (!fits) return TASO_OK;
   bool ok = false;
   if (s->opt->guard) {
     TASO_TRY(taso_rule_guard_accepts(s->opt->guard, m->rule, 0, &rule->lhs, &rule->rhs, &rule->cond,
@@ -101,10 +164,28 @@ static taso_err_t emit(matcher_t *m) {
   } else if (taso_graph_infer(&rule->lhs, &s->at, s->lhs_types) == TASO_OK) {
     ok = taso_shape_cond_holds(&rule->cond, s->lhs_types, s->rhs_types);
   }
-  if (!ok) {
-    s->res->refused++;
-    return TASO_OK;
-  }
+  *verdict = ok ? ACCEPTED : REFUSED;
+  return TASO_OK;
+}
+
+/* A complete match, judged (or its verdict found), and kept for this
+ * iteration's application when accepted and not applied before. */
+static taso_err_t emit(matcher_t *m) {
+  eqsat_t *s = m->s;
+  s->res->generated++;
+  if (++m->found > m->limit) return TASO_ERR_LIMIT; /* caught in match_all */
+  int32_t key[1 + 64], n = 0;
+  key[n++] = m->rule;
+  for (int i = 0; i < m->lhs->nnodes; i++)
+    if (m->lhs->nodes[i].kind == TASO_OP_INPUT) key[n++] = m->cls[2 * i];
+  int64_t entry = 0;
+  bool fresh;
+  TASO_TRY(memo_find(s, key, n, &entry, &fresh));
+  if (fresh) TASO_TRY(judge(m, &s->memo[entry + 1 + n]));
+  int32_t verdict = s->memo[entry + 1 + n];
+  s->res->invalid += verdict == UNFIT;
+  s->res->refused += verdict == REFUSED;
+  if (verdict != ACCEPTED) return TASO_OK;
   if (s->nmatches == s->matches_cap) {
     int64_t cap = s->matches_cap ? 2 * s->matches_cap : 1024;
     int32_t *v = realloc(s->matches, sizeof *v * (size_t)(cap * s->record));
@@ -116,11 +197,12 @@ static taso_err_t emit(matcher_t *m) {
   for (int k = 0; k < s->record; k++)
     rec[k] = -1;
   rec[0] = m->rule;
+  rec[1] = (int32_t)entry; /* below 2^31 (memo_find) */
   for (int o = 0; o < m->lhs->noutputs; o++)
-    rec[1 + o] = m->cls[m->lhs->outputs[o]];
+    rec[2 + o] = m->cls[m->lhs->outputs[o]];
   for (int i = 0; i < m->lhs->nnodes; i++)
     if (m->lhs->nodes[i].kind == TASO_OP_INPUT)
-      rec[1 + s->max_outputs + m->lhs->nodes[i].p.input] = m->cls[2 * i];
+      rec[2 + s->max_outputs + m->lhs->nodes[i].p.input] = m->cls[2 * i];
   return TASO_OK;
 }
 
@@ -229,7 +311,8 @@ static taso_err_t match_rule(eqsat_t *s, int r, int64_t limit, bool *over) {
 static taso_err_t apply(eqsat_t *s, const int32_t *rec, bool *changed) {
   const taso_rule_t *rule = &s->rules->v[rec[0]];
   const taso_graph_t *rhs = &rule->rhs;
-  const int32_t *vars = rec + 1 + s->max_outputs;
+  const int32_t *vars = rec + 2 + s->max_outputs;
+  s->memo[rec[1] + 1 + s->memo[rec[1]]] = APPLIED;
   for (int v = 0; v < s->at.n; v++)
     if (vars[v] >= 0) s->at.v[v].type = s->eg.type[taso_egraph_find(&s->eg, vars[v])];
   TASO_TRY(taso_graph_infer(rhs, &s->at, s->rhs_types)); /* it did at the match */
@@ -254,7 +337,7 @@ static taso_err_t apply(eqsat_t *s, const int32_t *rec, bool *changed) {
   }
   for (int o = 0; o < rhs->noutputs; o++) {
     bool merged;
-    TASO_TRY(taso_egraph_union(&s->eg, rec[1 + o], cls[rhs->outputs[o]], &merged));
+    TASO_TRY(taso_egraph_union(&s->eg, rec[2 + o], cls[rhs->outputs[o]], &merged));
     *changed |= merged;
   }
   if (!*changed) return TASO_OK;
@@ -603,7 +686,7 @@ static taso_err_t setup(eqsat_t *s, taso_graph_t *start) {
   }
   if (nodes > 64)
     return taso_error(TASO_ERR_LIMIT, "eqsat: a rule side of %d nodes (at most 64)", nodes);
-  s->record = 1 + s->max_outputs + s->rules->inputs.n;
+  s->record = 2 + s->max_outputs + s->rules->inputs.n;
   s->lhs_types = malloc(sizeof *s->lhs_types * 2 * (size_t)(nodes + 1));
   s->rhs_types = malloc(sizeof *s->rhs_types * 2 * (size_t)(nodes + 1));
   s->at.v = malloc(sizeof *s->at.v * (size_t)(s->rules->inputs.n + 1));
@@ -661,6 +744,8 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   free(s.matches);
   free(s.app_rule);
   free(s.banned_until);
+  free(s.memo);
+  free(s.memo_slots);
   free(s.bans);
   if (err != TASO_OK) taso_search_result_free(result);
   return err;
