@@ -17,7 +17,8 @@
 #      (taso-measure --estimate) over its end-to-end median (part 2), and
 #      over the median of a run making the database's calls (--costs);
 #   6. taso-optimize --backend gpu of resnet50:bn=1, nasrnn, bert and
-#      squeezenet with the speedups it measured end to end.
+#      squeezenet with the speedups it measured end to end, and equality
+#      saturation (--search eqsat, issue 35) of nasrnn and bert.
 # Each command runs under its own timeout, each part by a time by which it
 # ends (what an earlier part leaves goes to the later ones), and all under
 # a total time guard, so that one failure or a slow part does not stop the
@@ -339,12 +340,14 @@ done
 echo
 part 6
 echo "## 6. taso-optimize --backend gpu (costs from part 4-5's database; confirmed end to end)"
-printf '| %-14s | %9s | %9s | %6s | %9s | %9s | %6s | %8s | %s |\n' model "cost ms" "opt ms" x \
-  "run ms" "opt run" x explored "ended by"
-opt_models="resnet50:bn=1 nasrnn bert squeezenet"
-remaining=4
-for spec in $opt_models; do
-  name=${spec//[:=,]/_}
+printf '| %-14s | %-12s | %9s | %9s | %6s | %9s | %9s | %6s | %8s | %s |\n' model search "cost ms" \
+  "opt ms" x "run ms" "opt run" x explored "ended by"
+opt_models="backtracking/resnet50:bn=1 backtracking/nasrnn eqsat/nasrnn backtracking/bert eqsat/bert
+  backtracking/squeezenet"
+remaining=6
+for run in $opt_models; do
+  search=${run%%/*} spec=${run#*/}
+  name=${search}_${spec//[:=,]/_}
   rules=$subst
   [ "$spec" = resnet50:bn=1 ] && rules="$subst,$bnrules"
   # the search's seconds: an equal share of what is left, less the
@@ -353,14 +356,16 @@ for spec in $opt_models; do
   [ $tl -gt 30 ] && tl=30
   remaining=$((remaining - 1))
   if [ ! -f "$subst" ] || [ $tl -lt 5 ]; then
-    printf '| %-14s | %s |\n' "$spec" "skipped ($([ -f "$subst" ] && echo 'time guard' || echo 'no rules'))"
+    printf '| %-14s | %-12s | %s |\n' "$spec" "$search" "skipped ($([ -f "$subst" ] && echo 'time guard' || echo 'no rules'))"
     continue
   fi
   costs=()
   [ -f "$db" ] && costs=(--costs "$db")
-  guard $((tl + 30)) "$tmp/$name.opt.log" "$bin/taso-optimize" --job jobs/workstation.ini \
-    --backend gpu --model "$spec" --substitutions "$rules" "${costs[@]}" --chain \
-    --budget 100 --time-limit "$tl" --confirm-runs 20 --out "$tmp/$name.opt.h5"
+  how=(--job jobs/workstation.ini --chain --budget 100) # eqsat: its defaults, the time limit
+  [ "$search" = eqsat ] && how=(--search eqsat)
+  guard $((tl + 30)) "$tmp/$name.opt.log" "$bin/taso-optimize" "${how[@]}" \
+    --backend gpu --model "$spec" --substitutions "$rules" "${costs[@]}" \
+    --time-limit "$tl" --confirm-runs 20 --out "$tmp/$name.opt.h5"
   rc=$?
   log=$tmp/$name.opt.log
   read -r before after explored _ <<<"$(field \
@@ -373,7 +378,8 @@ for spec in $opt_models; do
   [ -n "$won" ] && ended="$ended, won ${won/ of /\/}"
   [ $rc = 3 ] && ended="$ended, RESULT DIFFERS"
   [ $rc = 0 ] || [ $rc = 3 ] || ended="$(status $rc): $(tail -1 "$log")"
-  printf '| %-14s | %9s | %9s | %6s | %9s | %9s | %6s | %8s | %s |\n' "$spec" "$before" "$after" \
+  printf '| %-14s | %-12s | %9s | %9s | %6s | %9s | %9s | %6s | %8s | %s |\n' "$spec" "$search" \
+    "$before" "$after" \
     "$(ratio "$before" "$after")" "$lat" "$olat" "$(ratio "$lat" "$olat")" "$explored" "${ended:--}"
 done
 echo "(x: before over after; the measured x is taso-optimize's own paired end-to-end runs)"

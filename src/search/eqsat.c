@@ -11,17 +11,9 @@
  * matched tensor its type, and the match must stand in the rule's proved
  * shape relation or be proved again there by the rule guard.
  *
- * Extraction chooses one node per class needed, bottom up: a class costs
- * its cheapest node's cost plus its operands' (each node costed alone
- * from the cost cache, over operands of its classes' types; a node
- * computable from weights alone costs nothing, as the cost model folds
- * it). Costs only fall during the fixed point and a node is chosen only
- * when it is strictly cheaper, so a choice never depends on its own class:
- * the result has no cycle (checked again when it is built). The result is
- * then costed as a whole, as every search costs a graph (fused steps), and
- * kept only when cheaper than the input.
+ * Extraction is extract.c's.
  */
-#include "search.h"
+#include "eqsat_impl.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -29,41 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egraph.h"
 #include "hash.h"
 
-typedef struct {
-  const taso_search_problem_t *prob;
-  const taso_rules_t *rules;
-  taso_cost_cache_t *costs;
-  const taso_search_options_t *opt;
-  taso_search_result_t *res;
-  taso_egraph_t eg;
-  int32_t *roots;   /* the model's outputs' classes */
-  taso_inputs_t at; /* the rules' input table with a match's bound types */
-  taso_tensor_t *lhs_types, *rhs_types;
-  int types_cap; /* of each (2 per node of the largest side) */
-  /* the iteration's accepted matches: per match, rule, its verdict's
-   * offset in memo, the classes of the lhs outputs (max_outputs), then per
-   * rules' input its class or -1 */
-  int32_t *matches;
-  int64_t nmatches, matches_cap;
-  int record;            /* ints per match */
-  int max_outputs;       /* of any rule's lhs */
-  int32_t *banned_until; /* per rule: the first iteration it is matched again */
-  int32_t *bans;         /* per rule: times banned */
-  int32_t *app_rule;     /* per application that changed the e-graph: its rule */
-  int32_t napps, apps_cap;
-  /* verdicts of matches met before, by rule and bound classes (memo_find) */
-  int32_t *memo;              /* entries: rule, variables, then the verdict */
-  int64_t memo_len, memo_cap; /* ints used, allocated */
-  int64_t *memo_slots;        /* open addressing: entry offset + 1, 0 empty */
-  int64_t memo_nslots, memo_entries;
-  double start;
-  bool out_of_time;
-} eqsat_t;
-
-static bool time_up(eqsat_t *s) {
+bool taso_eqsat_time_up(taso_eqsat_t *s) {
   if (!s->out_of_time && s->opt->time_limit > 0)
     s->out_of_time = taso_search_now() - s->start >= s->opt->time_limit;
   return s->out_of_time;
@@ -82,7 +42,8 @@ enum { UNFIT, REFUSED, ACCEPTED, APPLIED };
 /* The entry of key (rule, then n - 1 classes): its offset in s->memo,
  * where e[0] is n, e[1..n] the key and e[n + 1] the verdict; added as
  * UNFIT with *fresh when new. */
-static taso_err_t memo_find(eqsat_t *s, const int32_t *key, int n, int64_t *entry, bool *fresh) {
+static taso_err_t memo_find(taso_eqsat_t *s, const int32_t *key, int n, int64_t *entry,
+                            bool *fresh) {
   if (2 * (s->memo_entries + 1) > s->memo_nslots) {
     int64_t ns = s->memo_nslots ? 2 * s->memo_nslots : 4096;
     int64_t *v = calloc((size_t)ns, sizeof *v);
@@ -131,7 +92,7 @@ static taso_err_t memo_find(eqsat_t *s, const int32_t *key, int n, int64_t *entr
 /* ---- matching ------------------------------------------------------------------------ */
 
 typedef struct {
-  eqsat_t *s;
+  taso_eqsat_t *s;
   int rule;
   const taso_graph_t *lhs;
   int32_t *cls;    /* per lhs ref: the class it is bound to, or -1 */
@@ -145,7 +106,7 @@ static taso_err_t match_from(matcher_t *m, int i);
 /* The verdict of a new match: whether the right side fits it and the
  * rule is proved at its shapes. */
 static taso_err_t judge(matcher_t *m, int32_t *verdict) {
-  eqsat_t *s = m->s;
+  taso_eqsat_t *s = m->s;
   const taso_rule_t *rule = &s->rules->v[m->rule];
   for (int i = 0; i < m->lhs->nnodes; i++) {
     const taso_node_t *n = &m->lhs->nodes[i];
@@ -171,7 +132,7 @@ static taso_err_t judge(matcher_t *m, int32_t *verdict) {
 /* A complete match, judged (or its verdict found), and kept for this
  * iteration's application when accepted and not applied before. */
 static taso_err_t emit(matcher_t *m) {
-  eqsat_t *s = m->s;
+  taso_eqsat_t *s = m->s;
   s->res->generated++;
   if (++m->found > m->limit) return TASO_ERR_LIMIT; /* caught in match_all */
   int32_t key[1 + 64], n = 0;
@@ -288,7 +249,7 @@ static taso_err_t match_from(matcher_t *m, int i) {
   return TASO_OK; /* read by nothing: not in a canonical lhs */
 }
 
-static taso_err_t match_rule(eqsat_t *s, int r, int64_t limit, bool *over) {
+static taso_err_t match_rule(taso_eqsat_t *s, int r, int64_t limit, bool *over) {
   const taso_graph_t *lhs = &s->rules->v[r].lhs;
   if (lhs->nnodes > 64)
     return taso_error(TASO_ERR_LIMIT, "eqsat: rule %d has %d nodes (at most 64)", r, lhs->nnodes);
@@ -308,7 +269,7 @@ static taso_err_t match_rule(eqsat_t *s, int r, int64_t limit, bool *over) {
 
 /* One accepted match: rhs added over its bound classes and merged with
  * the matched classes. *changed: the e-graph gained a node or a merge. */
-static taso_err_t apply(eqsat_t *s, const int32_t *rec, bool *changed) {
+static taso_err_t apply(taso_eqsat_t *s, const int32_t *rec, bool *changed) {
   const taso_rule_t *rule = &s->rules->v[rec[0]];
   const taso_graph_t *rhs = &rule->rhs;
   const int32_t *vars = rec + 2 + s->max_outputs;
@@ -360,13 +321,13 @@ static taso_err_t apply(eqsat_t *s, const int32_t *rec, bool *changed) {
  * node) would otherwise fill the e-graph before the others apply. */
 enum { MATCH_LIMIT = 1000, BAN_LENGTH = 5 };
 
-static taso_err_t match_all(eqsat_t *s, int it, bool *banned_any) {
+static taso_err_t match_all(taso_eqsat_t *s, int it, bool *banned_any) {
   uint32_t kinds = 0;
   for (int32_t k = 0; k < TASO_OP_COUNT; k++)
     if (s->eg.kind_at[k + 1] > s->eg.kind_at[k]) kinds |= 1u << k;
   s->nmatches = 0;
   *banned_any = false;
-  for (int r = 0; r < s->rules->n && !time_up(s); r++) {
+  for (int r = 0; r < s->rules->n && !taso_eqsat_time_up(s); r++) {
     if (s->rules->v[r].kinds & ~kinds) continue;
     if (it < s->banned_until[r]) {
       *banned_any = true;
@@ -388,13 +349,13 @@ static taso_err_t match_all(eqsat_t *s, int it, bool *banned_any) {
 
 /* Saturation: iterations until nothing changes (no rule banned) or a
  * bound is reached. */
-static taso_err_t saturate(eqsat_t *s) {
+static taso_err_t saturate(taso_eqsat_t *s) {
   taso_search_result_t *res = s->res;
   for (int it = 0; it < s->opt->eqsat_iterations; it++) {
     bool banned_any;
     TASO_TRY(match_all(s, it, &banned_any));
     bool changed = false;
-    for (int64_t k = 0; k < s->nmatches && !time_up(s); k++) {
+    for (int64_t k = 0; k < s->nmatches && !taso_eqsat_time_up(s); k++) {
       if (s->eg.nnodes >= s->opt->eqsat_nodes) {
         res->eqsat_stop = "node limit";
         break;
@@ -411,7 +372,7 @@ static taso_err_t saturate(eqsat_t *s) {
     if (s->opt->progress)
       s->opt->progress(s->opt->progress_ctx, it + 1, s->eg.live, res->cost_before,
                        taso_search_now() - s->start);
-    if (time_up(s)) res->eqsat_stop = "time limit";
+    if (taso_eqsat_time_up(s)) res->eqsat_stop = "time limit";
     if (res->eqsat_stop) return TASO_OK;
     if (!changed && !banned_any) {
       res->eqsat_stop = "saturated";
@@ -424,237 +385,10 @@ static taso_err_t saturate(eqsat_t *s) {
   return TASO_OK;
 }
 
-/* ---- extraction ---------------------------------------------------------------------- */
-
-/* Node e's own cost: nothing when computable from weights alone (the
- * cost model folds it), else its step's, costed as a graph of the node
- * over inputs of its operands' types; INFINITY when the step is refused. */
-static taso_err_t node_cost(eqsat_t *s, int32_t e, double *ms) {
-  const taso_enode_t *n = &s->eg.nodes[e];
-  int arity = taso_ops[n->kind].arity;
-  bool folded = n->kind == TASO_OP_INPUT ? s->prob->is_weight[n->p.input] : true;
-  for (int a = 0; a < arity; a++)
-    folded = folded && s->eg.folded[n->in[a]];
-  *ms = 0;
-  if (folded || n->kind == TASO_OP_INPUT) return TASO_OK;
-  taso_inputs_t in = {0};
-  taso_graph_t g;
-  taso_graph_init(&g);
-  bool weight[3] = {false};
-  taso_ref_t refs[3] = {-1, -1, -1}, out;
-  taso_tensor_t types[2 * 4];
-  taso_err_t err = TASO_OK;
-  for (int a = 0; a < arity && err == TASO_OK; a++) {
-    char name[8];
-    snprintf(name, sizeof name, "x%d", a);
-    err = taso_inputs_add(&in, name, 0, NULL);
-    if (err == TASO_OK) {
-      in.v[a].type = s->eg.type[n->in[a]];
-      weight[a] = s->eg.folded[n->in[a]];
-      err = taso_graph_add_input(&g, a, &refs[a]);
-    }
-  }
-  if (err == TASO_OK) err = taso_graph_add(&g, n->kind, &n->p, refs, &out);
-  if (err == TASO_OK) err = taso_graph_add_output(&g, out + n->port);
-  if (err == TASO_OK) err = taso_graph_infer(&g, &in, types);
-  if (err == TASO_OK) err = taso_cost_of_graph(s->costs, &g, types, weight, ms);
-  if (err == TASO_ERR_SHAPE) {
-    *ms = INFINITY;
-    err = TASO_OK;
-  }
-  taso_graph_free(&g);
-  taso_inputs_free(&in);
-  return err;
-}
-
-/* An extraction: per class the node chosen and what it costs. A plain
- * sum over trees counts a tensor two classes read twice, so it never
- * takes a rewrite whose gain is sharing (two matmuls of one input merged
- * into one, read by two splits). With shared costs a class's cost counts
- * in each reader's divided by the number of classes of the last
- * extraction that read it: the merged matmul, read by the splits of the
- * two outputs, counts half in each. */
-typedef struct {
-  double *own;     /* per node: its own cost (NAN: not costed yet) */
-  double *share;   /* per class: the classes that read it (at least 1) */
-  double *cost;    /* per class: the cheapest found */
-  int32_t *choice; /* per class: its node, or -1 */
-  taso_ref_t *ref; /* per class: its tensor in the built graph, or -1 (-2: being built) */
-  bool cyclic;     /* the built graph would have a cycle (shared costs only) */
-} extract_t;
-
-/* The fixed point of class costs. */
-static taso_err_t choose(eqsat_t *s, extract_t *x, bool shared) {
-  taso_egraph_t *eg = &s->eg;
-  for (int32_t c = 0; c < eg->nclasses; c++) {
-    x->cost[c] = INFINITY;
-    x->choice[c] = -1;
-  }
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int32_t e = 0; e < eg->nnodes; e++) {
-      const taso_enode_t *n = &eg->nodes[e];
-      if (n->dead) continue;
-      double sum = 0;
-      for (int a = 0; a < taso_ops[n->kind].arity; a++)
-        sum += x->cost[n->in[a]] / (shared ? x->share[n->in[a]] : 1);
-      if (!(sum < x->cost[n->cls])) continue;
-      if (isnan(x->own[e])) TASO_TRY(node_cost(s, e, &x->own[e]));
-      if (x->own[e] + sum < x->cost[n->cls]) {
-        x->cost[n->cls] = x->own[e] + sum;
-        x->choice[n->cls] = e;
-        changed = true;
-      }
-    }
-  }
-  return TASO_OK;
-}
-
-/* Class c's chosen tensor added to g. */
-static taso_err_t build(eqsat_t *s, extract_t *x, int32_t c, taso_graph_t *g, taso_ref_t *out) {
-  if (x->ref[c] == -2) x->cyclic = true;
-  if (x->cyclic) return TASO_OK;
-  if (x->ref[c] >= 0) {
-    *out = x->ref[c];
-    return TASO_OK;
-  }
-  int32_t e = x->choice[c];
-  if (e < 0)
-    return taso_error(TASO_ERR_ARG, "eqsat: class %d of the model's graph has no finite cost", c);
-  const taso_enode_t *n = &s->eg.nodes[e];
-  x->ref[c] = -2;
-  taso_ref_t in[3] = {-1, -1, -1}, ref;
-  for (int a = 0; a < taso_ops[n->kind].arity; a++)
-    TASO_TRY(build(s, x, n->in[a], g, &in[a]));
-  if (x->cyclic) return TASO_OK;
-  if (n->kind == TASO_OP_INPUT)
-    TASO_TRY(taso_graph_add_input(g, n->p.input, &ref));
-  else
-    TASO_TRY(taso_graph_add(g, n->kind, &n->p, in, &ref));
-  *out = x->ref[c] = ref + n->port;
-  return TASO_OK;
-}
-
-/* Per rule, its applications whose nodes the built graph uses. */
-static taso_err_t count_fired(eqsat_t *s, const extract_t *x, int64_t *fired) {
-  bool *used = calloc((size_t)s->napps + 1, sizeof *used);
-  if (!used) return taso_error(TASO_ERR_NOMEM, "%d rule applications", s->napps);
-  for (int32_t c = 0; c < s->eg.nclasses; c++) {
-    int32_t e = x->ref[c] >= 0 ? x->choice[c] : -1;
-    if (e >= 0 && s->eg.nodes[e].app >= 0) used[s->eg.nodes[e].app] = true;
-  }
-  memset(fired, 0, sizeof *fired * (size_t)(s->rules->n + 1));
-  for (int32_t a = 0; a < s->napps; a++)
-    fired[s->app_rule[a]] += used[a];
-  free(used);
-  return TASO_OK;
-}
-
-static taso_err_t graph_cost(eqsat_t *s, const taso_graph_t *g, double *ms) {
-  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(g->nnodes + 1));
-  if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", g->nnodes);
-  taso_err_t err = taso_graph_infer(g, s->prob->inputs, types);
-  if (err == TASO_OK) err = taso_cost_of_graph(s->costs, g, types, s->prob->is_weight, ms);
-  free(types);
-  return err;
-}
-
-/* One extraction into g (cleared), costed as a whole into *ms: INFINITY
- * when it has a cycle or a consumer refuses its operands' types. */
-static taso_err_t extract_one(eqsat_t *s, extract_t *x, bool shared, taso_graph_t *g, double *ms,
-                              int64_t *fired) {
-  *ms = INFINITY;
-  taso_graph_clear(g);
-  TASO_TRY(choose(s, x, shared));
-  x->cyclic = false;
-  for (int32_t c = 0; c < s->eg.nclasses; c++)
-    x->ref[c] = -1;
-  for (int o = 0; o < s->prob->graph->noutputs && !x->cyclic; o++) {
-    taso_ref_t ref;
-    TASO_TRY(build(s, x, taso_egraph_find(&s->eg, s->roots[o]), g, &ref));
-    if (!x->cyclic) TASO_TRY(taso_graph_add_output(g, ref));
-  }
-  if (x->cyclic) return TASO_OK;
-  TASO_TRY(count_fired(s, x, fired));
-  TASO_TRY(taso_graph_canonicalize(g));
-  taso_err_t err = graph_cost(s, g, ms);
-  if (err == TASO_ERR_SHAPE) *ms = INFINITY;
-  return err == TASO_ERR_SHAPE ? TASO_OK : err;
-}
-
-/* Shared costs' divisors: per class, how many classes of the last
- * extraction (those built: ref >= 0) have a node that reads it; seen is
- * scratch, a class each. */
-static void count_shares(const taso_egraph_t *eg, const taso_ref_t *ref, double *share,
-                         int32_t *seen) {
-  for (int32_t c = 0; c < eg->nclasses; c++)
-    seen[c] = -1;
-  for (int32_t c = 0; c < eg->nclasses; c++) {
-    int32_t n = 0;
-    for (int32_t k = eg->user_at[c]; k < eg->user_at[c + 1]; k++) {
-      int32_t u = eg->nodes[eg->users[k]].cls;
-      n += ref[u] >= 0 && seen[u] != c;
-      seen[u] = c;
-    }
-    share[c] = n > 1 ? n : 1;
-  }
-}
-
-/* The cheapest of a few extractions into best: the plain one, then each
- * with the costs shared as the one before it shares them (ROUNDS in
- * all, fewer when one repeats the one before). */
-enum { ROUNDS = 4 };
-
-static taso_err_t extract(eqsat_t *s, taso_graph_t *best, double *best_ms) {
-  int32_t nc = s->eg.nclasses;
-  extract_t x = {.own = malloc(sizeof *x.own * (size_t)(s->eg.nnodes + 1)),
-                 .share = malloc(sizeof *x.share * (size_t)(nc + 1)),
-                 .cost = malloc(sizeof *x.cost * (size_t)(nc + 1)),
-                 .choice = malloc(sizeof *x.choice * (size_t)(nc + 1)),
-                 .ref = malloc(sizeof *x.ref * (size_t)(nc + 1))};
-  int32_t *seen = malloc(sizeof *seen * (size_t)(nc + 1));
-  int64_t *fired = calloc((size_t)s->rules->n + 1, sizeof *fired);
-  taso_graph_t g, last;
-  taso_graph_init(&g);
-  taso_graph_init(&last);
-  taso_err_t err = x.own && x.share && x.cost && x.choice && x.ref && seen && fired
-                       ? TASO_OK
-                       : taso_error(TASO_ERR_NOMEM, "extraction over %d classes", nc);
-  for (int32_t e = 0; e < s->eg.nnodes && err == TASO_OK; e++)
-    x.own[e] = NAN; /* costed when first needed: once its operands all have a cost */
-  for (int32_t c = 0; c < nc && err == TASO_OK; c++)
-    x.share[c] = 1;
-  *best_ms = INFINITY;
-  for (int round = 0; round < ROUNDS && err == TASO_OK; round++) {
-    double ms;
-    err = extract_one(s, &x, round > 0, &g, &ms, fired);
-    if (err != TASO_OK || x.cyclic || (round > 0 && taso_graph_compare(&g, &last) == 0)) break;
-    s->res->eqsat_rounds = round + 1;
-    if (ms < *best_ms) {
-      *best_ms = ms;
-      s->res->eqsat_extraction = round + 1;
-      memcpy(s->res->fired, fired, sizeof *fired * (size_t)(s->rules->n + 1));
-      err = taso_graph_copy(best, &g);
-    }
-    if (err == TASO_OK) err = taso_graph_copy(&last, &g);
-    count_shares(&s->eg, x.ref, x.share, seen);
-  }
-  taso_graph_free(&g);
-  taso_graph_free(&last);
-  free(seen);
-  free(fired);
-  free(x.own);
-  free(x.share);
-  free(x.cost);
-  free(x.choice);
-  free(x.ref);
-  return err;
-}
-
 /* ---- the search ---------------------------------------------------------------------- */
 
 /* The result: the input, then the extracted graph when it is cheaper. */
-static taso_err_t finish(eqsat_t *s, const taso_graph_t *start, taso_graph_t *extracted,
+static taso_err_t finish(taso_eqsat_t *s, const taso_graph_t *start, taso_graph_t *extracted,
                          double ms) {
   taso_search_result_t *r = s->res;
   bool better = ms < r->cost_before && taso_graph_compare(extracted, start) != 0;
@@ -675,7 +409,7 @@ static taso_err_t finish(eqsat_t *s, const taso_graph_t *start, taso_graph_t *ex
   return taso_graph_copy(&r->best, better ? extracted : start);
 }
 
-static taso_err_t setup(eqsat_t *s, taso_graph_t *start) {
+static taso_err_t setup(taso_eqsat_t *s, taso_graph_t *start) {
   int nodes = 1;
   s->max_outputs = 1;
   for (int r = 0; r < s->rules->n; r++) {
@@ -699,7 +433,7 @@ static taso_err_t setup(eqsat_t *s, taso_graph_t *start) {
   s->at.n = s->rules->inputs.n;
   TASO_TRY(taso_graph_copy(start, s->prob->graph));
   TASO_TRY(taso_graph_canonicalize(start));
-  TASO_TRY(graph_cost(s, start, &s->res->cost_before));
+  TASO_TRY(taso_eqsat_graph_cost(s, start, &s->res->cost_before));
   taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(start->nnodes + 1));
   if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", start->nnodes);
   taso_err_t err = taso_graph_infer(start, s->prob->inputs, types);
@@ -718,7 +452,7 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   if (!result->fired) return taso_error(TASO_ERR_NOMEM, "rule counts");
   result->ranks = 1;
   result->target_seconds = -1;
-  eqsat_t s = {.prob = prob, .rules = rules, .costs = costs, .opt = opt, .res = result};
+  taso_eqsat_t s = {.prob = prob, .rules = rules, .costs = costs, .opt = opt, .res = result};
   s.start = taso_search_now();
   double cpu = taso_search_cpu_now();
   taso_graph_t start, extracted;
@@ -728,7 +462,7 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   if (err == TASO_OK) err = saturate(&s);
   double extract_from = taso_search_now();
   double ms = INFINITY;
-  if (err == TASO_OK) err = extract(&s, &extracted, &ms);
+  if (err == TASO_OK) err = taso_eqsat_extract(&s, &extracted, &ms);
   if (err == TASO_OK) err = finish(&s, &start, &extracted, ms);
   result->extract_seconds = taso_search_now() - extract_from;
   result->timed_out = s.out_of_time;

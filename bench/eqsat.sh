@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Equality saturation against the original's search (issue 35's table):
+# for each model, taso-optimize twice on the same costs, rules and machine,
+#   1. --search backtracking at BUDGET graphs (the original's; TIME_LIMIT),
+#   2. --search eqsat (15 iterations, 50,000 e-nodes: Tensat's bounds),
+# and prints per model the cost of the input and of each result, each
+# search's time (re-proofs of rules at new shapes included: no verdict
+# cache is shared between the runs), the e-graph's size, the end-to-end
+# speedup taso-optimize measured for the eqsat result ("kept" when the
+# sign test found it no faster and the input was written), whether its
+# result agrees with the original (taso-optimize's check), and Tensat's
+# published speedup over the input graph and search time (Tensat's Table
+# 1, an NVIDIA T4: a comparison of kind, not of number).
+# Costs: --estimate-costs by default (the same figure on every machine, so
+# the two searches' costs compare exactly); COSTS=costs.h5 reads a
+# taso-measure database instead (rows it lacks measured on the spot, which
+# then counts in the search's time).
+# Usage: bench/eqsat.sh [BUILD_DIR] [SUBSTITUTIONS] [BUDGET] [TIME_LIMIT] [RUNS]
+#   (defaults: build, out/substitutions.h5,out/batchnorm.h5, 1000, 300 s, 10);
+#   MODELS="spec ..." replaces the model list.
+set -uo pipefail
+build=${1:-build}
+here=$(cd "$(dirname "$0")/.." && pwd)
+subst=${2:-$here/out/substitutions.h5,$here/out/batchnorm.h5}
+budget=${3:-1000}
+limit=${4:-300}
+runs=${5:-10}
+bin=$build/bin
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -x "$bin/taso-optimize" ] || { echo "eqsat.sh: $bin/taso-optimize not built" >&2; exit 2; }
+costs=(--estimate-costs)
+[ -n "${COSTS:-}" ] && costs=(--costs "$COSTS")
+
+# Tensat's Table 1: speedup over the input graph (%), search seconds.
+published() {
+  case $1 in
+    bert) echo "9.2 1.4" ;;
+    resnext50) echo "8.8 0.7" ;;
+    nasnet_a) echo "7.3 10.6" ;;
+    nasrnn) echo "68.9 0.5" ;;
+    inception_v3) echo "10.0 5.1" ;;
+    squeezenet) echo "24.5 0.3" ;;
+    *) echo "- -" ;;
+  esac
+}
+
+# optimize SPEC SEARCH OUT: runs taso-optimize; its log in $tmp/log
+optimize() {
+  local cmd=("$bin/taso-optimize" --model "$1" --substitutions "$subst" --search "$2" --out "$3"
+    --fresh --budget "$budget" --time-limit "$limit" --confirm-runs "$runs" "${costs[@]}")
+  echo "+ ${cmd[*]}" >>"$tmp/commands"
+  "${cmd[@]}" >"$tmp/log" 2>&1
+}
+
+specs=${MODELS:-"nasrnn bert:layers=2 squeezenet:size=64 resnext50:size=64 inception_v3:size=75
+  nasnet_a:size=64 mobilenet_v2:size=64 resnet50:bn=1"}
+echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc --all) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# substitutions $subst; costs: ${costs[*]}; backtracking budget $budget; time limit $limit s; $runs runs"
+printf '%-22s %9s %9s %6s %8s %9s %6s %8s %8s %9s %-7s %7s %8s\n' model "cost ms" "bt ms" "bt x" \
+  "bt s" "eqsat ms" "eq x" "eq s" e-nodes "eq run x" agrees "Tensat%" "Tensat s"
+fail=0
+for spec in $specs; do
+  name=${spec%%:*}
+  summary='s/^taso-optimize: [^:]*: cost \([^ ]*\) -> \([^ ]*\) ms .* generated, \([^ ]*\) s search.*/\1 \2 \3/p'
+  if ! optimize "$spec" backtracking "$tmp/bt.h5"; then
+    echo "FAIL $spec backtracking"; tail -3 "$tmp/log"; fail=1; continue
+  fi
+  read -r before bt bts <<<"$(sed -n "$summary" "$tmp/log")"
+  optimize "$spec" eqsat "$tmp/eq.h5"
+  rc=$?
+  agrees=yes
+  [ "$rc" = 3 ] && { agrees=DIFFERS; fail=1; }
+  if [ "$rc" != 0 ] && [ "$rc" != 3 ]; then
+    echo "FAIL $spec eqsat"; tail -3 "$tmp/log"; fail=1; continue
+  fi
+  read -r _ eq eqs <<<"$(sed -n "$summary" "$tmp/log")"
+  nodes=$(sed -n 's/.*eqsat: [0-9]* iterations, \([0-9]*\) e-nodes.*/\1/p' "$tmp/log")
+  run=$(sed -n 's/.*measured end to end [^ ]* ms -> [^ ]* ms (x\([^;]*\);.*/\1/p' "$tmp/log")
+  grep -q 'the input graph is written' "$tmp/log" && run="$run kept"
+  read -r tensat_pct tensat_s <<<"$(published "$name")"
+  printf '%-22s %9s %9s %6.3f %8s %9s %6.3f %8s %8s %9s %-7s %7s %8s\n' "$spec" "$before" "$bt" \
+    "$(awk -v a="$before" -v b="$bt" 'BEGIN { print a / b }')" "$bts" "$eq" \
+    "$(awk -v a="$before" -v b="$eq" 'BEGIN { print a / b }')" "$eqs" "${nodes:--}" "${run:--}" \
+    "$agrees" "$tensat_pct" "$tensat_s"
+done
+echo "# commands:"
+sed 's/^/#   /' "$tmp/commands"
+exit $fail

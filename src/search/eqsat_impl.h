@@ -1,0 +1,56 @@
+/*
+ * What equality saturation's two halves share (internal to src/search):
+ * the search's state (eqsat.c saturates it, extract.c extracts from it).
+ */
+#ifndef TASO_SEARCH_EQSAT_IMPL_H
+#define TASO_SEARCH_EQSAT_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "egraph.h"
+#include "search.h"
+
+typedef struct {
+  const taso_search_problem_t *prob;
+  const taso_rules_t *rules;
+  taso_cost_cache_t *costs;
+  const taso_search_options_t *opt;
+  taso_search_result_t *res;
+  taso_egraph_t eg;
+  int32_t *roots;   /* the model's outputs' classes */
+  taso_inputs_t at; /* the rules' input table with a match's bound types */
+  taso_tensor_t *lhs_types, *rhs_types;
+  int types_cap; /* of each (2 per node of the largest side) */
+  /* the iteration's accepted matches: per match, rule, its verdict's
+   * offset in memo, the classes of the lhs outputs (max_outputs), then per
+   * rules' input its class or -1 */
+  int32_t *matches;
+  int64_t nmatches, matches_cap;
+  int record;            /* ints per match */
+  int max_outputs;       /* of any rule's lhs */
+  int32_t *banned_until; /* per rule: the first iteration it is matched again */
+  int32_t *bans;         /* per rule: times banned */
+  int32_t *app_rule;     /* per application that changed the e-graph: its rule */
+  int32_t napps, apps_cap;
+  /* verdicts of matches met before, by rule and bound classes (memo_find) */
+  int32_t *memo;              /* entries: rule, variables, then the verdict */
+  int64_t memo_len, memo_cap; /* ints used, allocated */
+  int64_t *memo_slots;        /* open addressing: entry offset + 1, 0 empty */
+  int64_t memo_nslots, memo_entries;
+  double start;
+  bool out_of_time;
+} taso_eqsat_t;
+
+/* Whether opt->time_limit has passed (remembered once it has). */
+bool taso_eqsat_time_up(taso_eqsat_t *s);
+
+/* g's cost as every search costs a graph (types inferred here). */
+taso_err_t taso_eqsat_graph_cost(taso_eqsat_t *s, const taso_graph_t *g, double *ms);
+
+/* The cheapest graph the e-graph holds for the model's outputs, into best
+ * (canonical), its whole cost in *best_ms (INFINITY: none found); the
+ * result's fired counts and extraction statistics set. */
+taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_ms);
+
+#endif

@@ -1,0 +1,248 @@
+/*
+ * Extraction from the e-graph of equality saturation (eqsat_impl.h).
+ *
+ * Extraction chooses one node per class needed, bottom up: a class costs
+ * its cheapest node's cost plus its operands' (each node costed alone
+ * from the cost cache, over operands of its classes' types; a node
+ * computable from weights alone costs nothing, as the cost model folds
+ * it). Costs only fall during the fixed point and a node is chosen only
+ * when it is strictly cheaper, so a choice never depends on its own class:
+ * a plain extraction has no cycle (every extraction is checked for one as
+ * it is built; shared costs can make one, and that extraction is dropped).
+ * Each extraction is then costed as a whole, as every search costs a
+ * graph (fused steps); the cheapest is the result, kept by the search only
+ * when cheaper than the input.
+ */
+#include "eqsat_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Node e's own cost: nothing when computable from weights alone (the
+ * cost model folds it), else its step's, costed as a graph of the node
+ * over inputs of its operands' types; INFINITY when the step is refused. */
+static taso_err_t node_cost(taso_eqsat_t *s, int32_t e, double *ms) {
+  const taso_enode_t *n = &s->eg.nodes[e];
+  int arity = taso_ops[n->kind].arity;
+  bool folded = n->kind == TASO_OP_INPUT ? s->prob->is_weight[n->p.input] : true;
+  for (int a = 0; a < arity; a++)
+    folded = folded && s->eg.folded[n->in[a]];
+  *ms = 0;
+  if (folded || n->kind == TASO_OP_INPUT) return TASO_OK;
+  taso_inputs_t in = {0};
+  taso_graph_t g;
+  taso_graph_init(&g);
+  bool weight[3] = {false};
+  taso_ref_t refs[3] = {-1, -1, -1}, out;
+  taso_tensor_t types[2 * 4];
+  taso_err_t err = TASO_OK;
+  for (int a = 0; a < arity && err == TASO_OK; a++) {
+    char name[8];
+    snprintf(name, sizeof name, "x%d", a);
+    err = taso_inputs_add(&in, name, 0, NULL);
+    if (err == TASO_OK) {
+      in.v[a].type = s->eg.type[n->in[a]];
+      weight[a] = s->eg.folded[n->in[a]];
+      err = taso_graph_add_input(&g, a, &refs[a]);
+    }
+  }
+  if (err == TASO_OK) err = taso_graph_add(&g, n->kind, &n->p, refs, &out);
+  if (err == TASO_OK) err = taso_graph_add_output(&g, out + n->port);
+  if (err == TASO_OK) err = taso_graph_infer(&g, &in, types);
+  if (err == TASO_OK) err = taso_cost_of_graph(s->costs, &g, types, weight, ms);
+  if (err == TASO_ERR_SHAPE) {
+    *ms = INFINITY;
+    err = TASO_OK;
+  }
+  taso_graph_free(&g);
+  taso_inputs_free(&in);
+  return err;
+}
+
+/* An extraction: per class the node chosen and what it costs. A plain
+ * sum over trees counts a tensor two classes read twice, so it never
+ * takes a rewrite whose gain is sharing (two matmuls of one input merged
+ * into one, read by two splits). With shared costs a class's cost counts
+ * in each reader's divided by the number of classes of the last
+ * extraction that read it: the merged matmul, read by the splits of the
+ * two outputs, counts half in each. */
+typedef struct {
+  double *own;     /* per node: its own cost (NAN: not costed yet) */
+  double *share;   /* per class: the classes that read it (at least 1) */
+  double *cost;    /* per class: the cheapest found */
+  int32_t *choice; /* per class: its node, or -1 */
+  taso_ref_t *ref; /* per class: its tensor in the built graph, or -1 (-2: being built) */
+  bool cyclic;     /* the built graph would have a cycle (shared costs only) */
+} extract_t;
+
+/* The fixed point of class costs. */
+static taso_err_t choose(taso_eqsat_t *s, extract_t *x, bool shared) {
+  taso_egraph_t *eg = &s->eg;
+  for (int32_t c = 0; c < eg->nclasses; c++) {
+    x->cost[c] = INFINITY;
+    x->choice[c] = -1;
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int32_t e = 0; e < eg->nnodes; e++) {
+      const taso_enode_t *n = &eg->nodes[e];
+      if (n->dead) continue;
+      double sum = 0;
+      for (int a = 0; a < taso_ops[n->kind].arity; a++)
+        sum += x->cost[n->in[a]] / (shared ? x->share[n->in[a]] : 1);
+      if (!(sum < x->cost[n->cls])) continue;
+      if (isnan(x->own[e])) TASO_TRY(node_cost(s, e, &x->own[e]));
+      if (x->own[e] + sum < x->cost[n->cls]) {
+        x->cost[n->cls] = x->own[e] + sum;
+        x->choice[n->cls] = e;
+        changed = true;
+      }
+    }
+  }
+  return TASO_OK;
+}
+
+/* Class c's chosen tensor added to g. */
+static taso_err_t build(taso_eqsat_t *s, extract_t *x, int32_t c, taso_graph_t *g,
+                        taso_ref_t *out) {
+  if (x->ref[c] == -2) x->cyclic = true;
+  if (x->cyclic) return TASO_OK;
+  if (x->ref[c] >= 0) {
+    *out = x->ref[c];
+    return TASO_OK;
+  }
+  int32_t e = x->choice[c];
+  if (e < 0)
+    return taso_error(TASO_ERR_ARG, "eqsat: class %d of the model's graph has no finite cost", c);
+  const taso_enode_t *n = &s->eg.nodes[e];
+  x->ref[c] = -2;
+  taso_ref_t in[3] = {-1, -1, -1}, ref;
+  for (int a = 0; a < taso_ops[n->kind].arity; a++)
+    TASO_TRY(build(s, x, n->in[a], g, &in[a]));
+  if (x->cyclic) return TASO_OK;
+  if (n->kind == TASO_OP_INPUT)
+    TASO_TRY(taso_graph_add_input(g, n->p.input, &ref));
+  else
+    TASO_TRY(taso_graph_add(g, n->kind, &n->p, in, &ref));
+  *out = x->ref[c] = ref + n->port;
+  return TASO_OK;
+}
+
+/* Per rule, its applications whose nodes the built graph uses. */
+static taso_err_t count_fired(taso_eqsat_t *s, const extract_t *x, int64_t *fired) {
+  bool *used = calloc((size_t)s->napps + 1, sizeof *used);
+  if (!used) return taso_error(TASO_ERR_NOMEM, "%d rule applications", s->napps);
+  for (int32_t c = 0; c < s->eg.nclasses; c++) {
+    int32_t e = x->ref[c] >= 0 ? x->choice[c] : -1;
+    if (e >= 0 && s->eg.nodes[e].app >= 0) used[s->eg.nodes[e].app] = true;
+  }
+  memset(fired, 0, sizeof *fired * (size_t)(s->rules->n + 1));
+  for (int32_t a = 0; a < s->napps; a++)
+    fired[s->app_rule[a]] += used[a];
+  free(used);
+  return TASO_OK;
+}
+
+taso_err_t taso_eqsat_graph_cost(taso_eqsat_t *s, const taso_graph_t *g, double *ms) {
+  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(g->nnodes + 1));
+  if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", g->nnodes);
+  taso_err_t err = taso_graph_infer(g, s->prob->inputs, types);
+  if (err == TASO_OK) err = taso_cost_of_graph(s->costs, g, types, s->prob->is_weight, ms);
+  free(types);
+  return err;
+}
+
+/* One extraction into g (cleared), costed as a whole into *ms: INFINITY
+ * when it has a cycle or a consumer refuses its operands' types. */
+static taso_err_t extract_one(taso_eqsat_t *s, extract_t *x, bool shared, taso_graph_t *g,
+                              double *ms, int64_t *fired) {
+  *ms = INFINITY;
+  taso_graph_clear(g);
+  TASO_TRY(choose(s, x, shared));
+  x->cyclic = false;
+  for (int32_t c = 0; c < s->eg.nclasses; c++)
+    x->ref[c] = -1;
+  for (int o = 0; o < s->prob->graph->noutputs && !x->cyclic; o++) {
+    taso_ref_t ref;
+    TASO_TRY(build(s, x, taso_egraph_find(&s->eg, s->roots[o]), g, &ref));
+    if (!x->cyclic) TASO_TRY(taso_graph_add_output(g, ref));
+  }
+  if (x->cyclic) return TASO_OK;
+  TASO_TRY(count_fired(s, x, fired));
+  TASO_TRY(taso_graph_canonicalize(g));
+  taso_err_t err = taso_eqsat_graph_cost(s, g, ms);
+  if (err == TASO_ERR_SHAPE) *ms = INFINITY;
+  return err == TASO_ERR_SHAPE ? TASO_OK : err;
+}
+
+/* Shared costs' divisors: per class, how many classes of the last
+ * extraction (those built: ref >= 0) have a node that reads it; seen is
+ * scratch, a class each. */
+static void count_shares(const taso_egraph_t *eg, const taso_ref_t *ref, double *share,
+                         int32_t *seen) {
+  for (int32_t c = 0; c < eg->nclasses; c++)
+    seen[c] = -1;
+  for (int32_t c = 0; c < eg->nclasses; c++) {
+    int32_t n = 0;
+    for (int32_t k = eg->user_at[c]; k < eg->user_at[c + 1]; k++) {
+      int32_t u = eg->nodes[eg->users[k]].cls;
+      n += ref[u] >= 0 && seen[u] != c;
+      seen[u] = c;
+    }
+    share[c] = n > 1 ? n : 1;
+  }
+}
+
+/* The cheapest of a few extractions into best: the plain one, then each
+ * with the costs shared as the one before it shares them (ROUNDS in
+ * all, fewer when one repeats the one before or the time is up). */
+enum { ROUNDS = 4 };
+
+taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_ms) {
+  int32_t nc = s->eg.nclasses;
+  extract_t x = {.own = malloc(sizeof *x.own * (size_t)(s->eg.nnodes + 1)),
+                 .share = malloc(sizeof *x.share * (size_t)(nc + 1)),
+                 .cost = malloc(sizeof *x.cost * (size_t)(nc + 1)),
+                 .choice = malloc(sizeof *x.choice * (size_t)(nc + 1)),
+                 .ref = malloc(sizeof *x.ref * (size_t)(nc + 1))};
+  int32_t *seen = malloc(sizeof *seen * (size_t)(nc + 1));
+  int64_t *fired = calloc((size_t)s->rules->n + 1, sizeof *fired);
+  taso_graph_t g, last;
+  taso_graph_init(&g);
+  taso_graph_init(&last);
+  taso_err_t err = x.own && x.share && x.cost && x.choice && x.ref && seen && fired
+                       ? TASO_OK
+                       : taso_error(TASO_ERR_NOMEM, "extraction over %d classes", nc);
+  for (int32_t e = 0; e < s->eg.nnodes && err == TASO_OK; e++)
+    x.own[e] = NAN; /* costed when first needed: once its operands all have a cost */
+  for (int32_t c = 0; c < nc && err == TASO_OK; c++)
+    x.share[c] = 1;
+  *best_ms = INFINITY;
+  for (int round = 0; round < ROUNDS && err == TASO_OK; round++) {
+    if (round > 0 && taso_eqsat_time_up(s)) break; /* the plain extraction always: a result */
+    double ms;
+    err = extract_one(s, &x, round > 0, &g, &ms, fired);
+    if (err != TASO_OK || x.cyclic || (round > 0 && taso_graph_compare(&g, &last) == 0)) break;
+    s->res->eqsat_rounds = round + 1;
+    if (ms < *best_ms) {
+      *best_ms = ms;
+      s->res->eqsat_extraction = round + 1;
+      memcpy(s->res->fired, fired, sizeof *fired * (size_t)(s->rules->n + 1));
+      err = taso_graph_copy(best, &g);
+    }
+    if (err == TASO_OK) err = taso_graph_copy(&last, &g);
+    count_shares(&s->eg, x.ref, x.share, seen);
+  }
+  taso_graph_free(&g);
+  taso_graph_free(&last);
+  free(seen);
+  free(fired);
+  free(x.own);
+  free(x.share);
+  free(x.cost);
+  free(x.choice);
+  free(x.ref);
+  return err;
+}

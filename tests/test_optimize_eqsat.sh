@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# taso-optimize --search eqsat end to end (issue 35): a model with batch
+# normalization and NasRNN, on estimated costs, with the shared rule sets;
+# each result is rewritten (the folds and the matmul merges pay on
+# estimated costs), agrees with the original (taso-optimize's check and
+# taso-run --compare), and records the search (optimize_search, the
+# e-graph's size, /optimize_rules). The job's [optimize] search = eqsat
+# and eqsat_iterations bound it; bad settings are refused before any
+# work: an iteration count of 0, and eqsat on two ranks. No assertion on
+# time.
+#
+# ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
+set -u
+source "$(dirname "$0")/script_helpers.sh"
+
+optimizer_rules
+both=$tmp/substitutions.h5,$tmp/bn.h5
+for spec in resnet50:size=14,bn=1,stages=2 nasrnn:hidden=64,steps=2; do
+  name=${spec%%:*}
+  out=$tmp/$name.eq.h5
+  run "$bin/taso-optimize" --model "$spec" --substitutions "$both" --search eqsat --out "$out" \
+    --estimate-costs --confirm-runs 0 --threads 1
+  expect "eqsat on $spec" 0
+  has "$spec: the e-graph is reported" "taso-optimize: eqsat: " "$tmp/out"
+  has "$spec: the result agrees" "the result agrees with the original" "$tmp/out"
+  [ "$(attr "$out" optimize_search)" = '"eqsat"' ] || { echo "FAIL: $spec: optimize_search"; fail=1; }
+  nodes=$(attr "$out" eqsat_enodes)
+  rewrites=$(attr "$out" rewrites_applied)
+  before=$(attr "$out" cost_before_ms)
+  after=$(attr "$out" cost_after_ms)
+  echo "$spec: $nodes e-nodes, $rewrites rewrites, cost $before -> $after ms"
+  if [ "${rewrites:-0}" -gt 0 ] && [ "${nodes:-0}" -gt 0 ] &&
+    awk -v a="$after" -v b="$before" 'BEGIN { exit !(a < b) }'; then
+    echo "ok: $spec rewritten to a cheaper graph"
+  else
+    echo "FAIL: $spec not rewritten by eqsat"
+    fail=1
+  fi
+  run "$bin/taso-show" "$out"
+  expect "show $name.eq.h5" 0
+  grep -q '^optimized: eqsat' "$tmp/out" || { echo "FAIL: $name: no search record"; show; fail=1; }
+  run "$bin/taso-run" --model "$out" --compare "$spec" --runs 0 --threads 1
+  expect "$name (eqsat) agrees with the original (taso-run --compare)" 0
+done
+
+# The job's settings: search = eqsat, one iteration
+printf '[optimize]\nsearch = eqsat\neqsat_iterations = 1\n' >"$tmp/eq.ini"
+run "$bin/taso-optimize" --job "$tmp/eq.ini" --model nasrnn:hidden=64,steps=2 \
+  --substitutions "$tmp/substitutions.h5" --out "$tmp/one.h5" --estimate-costs --confirm-runs 0
+expect "eqsat from the job file" 0
+has "one iteration, as the job says" "eqsat iteration 1/1:" "$tmp/err"
+[ "$(attr "$tmp/one.h5" eqsat_iterations)" = 1 ] || { echo "FAIL: eqsat_iterations"; fail=1; }
+
+# Bad settings, refused before any work
+printf '[optimize]\nsearch = eqsat\neqsat_iterations = 0\n' >"$tmp/bad.ini"
+run "$bin/taso-optimize" --job "$tmp/bad.ini" --model nasrnn:hidden=64,steps=2 \
+  --substitutions "$tmp/substitutions.h5" --out "$tmp/bad.h5" --estimate-costs
+expect "eqsat_iterations = 0" 2
+has "the file and the key named" "bad.ini:3" "$tmp/err"
+run "$mpiexec" -n 2 "$bin/taso-optimize" --search eqsat --model nasrnn:hidden=64,steps=2 \
+  --substitutions "$tmp/substitutions.h5" --out "$tmp/two.h5" --estimate-costs
+expect "eqsat on two ranks" 2
+has "one rank" "the eqsat search runs on one rank" "$tmp/err"
+[ ! -e "$tmp/bad.h5" ] && [ ! -e "$tmp/two.h5" ] && echo "ok: nothing written" ||
+  { echo "FAIL: a refused run wrote something"; fail=1; }
+exit $fail
