@@ -135,13 +135,19 @@ taso_err_t taso_egraph_add(taso_egraph_t *eg, int32_t kind, int32_t port, const 
   return TASO_OK;
 }
 
-int32_t taso_egraph_lookup(taso_egraph_t *eg, int32_t kind, int32_t port, const taso_params_t *p,
-                           const int32_t *in) {
+int32_t taso_egraph_lookup_node(taso_egraph_t *eg, int32_t kind, int32_t port,
+                                const taso_params_t *p, const int32_t *in) {
   taso_enode_t n = {.kind = kind, .port = port, .p = *p, .in = {-1, -1, -1}};
   for (int a = 0; a < taso_ops[kind].arity; a++)
     n.in[a] = taso_egraph_find(eg, in[a]);
   int32_t s = slot_of(eg, &n);
-  return eg->slots[s] ? taso_egraph_find(eg, eg->nodes[eg->slots[s] - 1].cls) : -1;
+  return eg->slots[s] - 1;
+}
+
+int32_t taso_egraph_lookup(taso_egraph_t *eg, int32_t kind, int32_t port, const taso_params_t *p,
+                           const int32_t *in) {
+  int32_t e = taso_egraph_lookup_node(eg, kind, port, p, in);
+  return e >= 0 ? taso_egraph_find(eg, eg->nodes[e].cls) : -1;
 }
 
 taso_err_t taso_egraph_union(taso_egraph_t *eg, int32_t a, int32_t b, bool *merged) {

@@ -65,6 +65,10 @@ taso_err_t taso_egraph_add(taso_egraph_t *eg, int32_t kind, int32_t port, const 
 int32_t taso_egraph_lookup(taso_egraph_t *eg, int32_t kind, int32_t port, const taso_params_t *p,
                            const int32_t *in);
 
+/* The live node equal to (kind, port, p, in), or -1 (after a rebuild). */
+int32_t taso_egraph_lookup_node(taso_egraph_t *eg, int32_t kind, int32_t port,
+                                const taso_params_t *p, const int32_t *in);
+
 /* Merges two classes (of one type: else an error); *merged false when
  * they were one already. */
 taso_err_t taso_egraph_union(taso_egraph_t *eg, int32_t a, int32_t b, bool *merged);

@@ -305,10 +305,13 @@ static taso_err_t apply(taso_eqsat_t *s, const int32_t *rec, bool *changed) {
   if (s->napps == s->apps_cap) {
     int32_t cap = s->apps_cap ? 2 * s->apps_cap : 1024;
     int32_t *v = realloc(s->app_rule, sizeof *v * (size_t)cap);
-    if (!v) return taso_error(TASO_ERR_NOMEM, "%d rule applications", cap);
-    s->app_rule = v;
+    if (v) s->app_rule = v;
+    int32_t *w = v ? realloc(s->app_match, sizeof *w * (size_t)cap * (size_t)s->record) : NULL;
+    if (!w) return taso_error(TASO_ERR_NOMEM, "%d rule applications", cap);
+    s->app_match = w;
     s->apps_cap = cap;
   }
+  memcpy(&s->app_match[(size_t)s->napps * (size_t)s->record], rec, sizeof *rec * (size_t)s->record);
   s->app_rule[s->napps++] = rec[0];
   return TASO_OK;
 }
@@ -477,6 +480,7 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   free(s.rhs_types);
   free(s.matches);
   free(s.app_rule);
+  free(s.app_match);
   free(s.banned_until);
   free(s.memo);
   free(s.memo_slots);

@@ -32,6 +32,7 @@ typedef struct {
   int32_t *banned_until; /* per rule: the first iteration it is matched again */
   int32_t *bans;         /* per rule: times banned */
   int32_t *app_rule;     /* per application that changed the e-graph: its rule */
+  int32_t *app_match;    /* per such application: its match (record ints, as matches) */
   int32_t napps, apps_cap;
   /* verdicts of matches met before, by rule and bound classes (memo_find) */
   int32_t *memo;              /* entries: rule, variables, then the verdict */

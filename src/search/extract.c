@@ -154,18 +154,18 @@ taso_err_t taso_eqsat_graph_cost(taso_eqsat_t *s, const taso_graph_t *g, double 
   return err;
 }
 
-/* One extraction into g (cleared), costed as a whole into *ms: INFINITY
- * when it has a cycle or a consumer refuses its operands' types. */
-static taso_err_t extract_one(taso_eqsat_t *s, extract_t *x, bool shared, taso_graph_t *g,
-                              double *ms, int64_t *fired) {
+/* The graph of x's choices into g (cleared), costed as a whole into
+ * *ms: INFINITY when it has a cycle or a consumer refuses its operands'
+ * types. x->ref then marks the classes it uses. */
+static taso_err_t realize(taso_eqsat_t *s, extract_t *x, taso_graph_t *g, double *ms,
+                          int64_t *fired) {
   *ms = INFINITY;
   taso_graph_clear(g);
-  TASO_TRY(choose(s, x, shared));
   x->cyclic = false;
   for (int32_t c = 0; c < s->eg.nclasses; c++)
     x->ref[c] = -1;
   for (int o = 0; o < s->prob->graph->noutputs && !x->cyclic; o++) {
-    taso_ref_t ref;
+    taso_ref_t ref = -1;
     TASO_TRY(build(s, x, taso_egraph_find(&s->eg, s->roots[o]), g, &ref));
     if (!x->cyclic) TASO_TRY(taso_graph_add_output(g, ref));
   }
@@ -175,6 +175,100 @@ static taso_err_t extract_one(taso_eqsat_t *s, extract_t *x, bool shared, taso_g
   taso_err_t err = taso_eqsat_graph_cost(s, g, ms);
   if (err == TASO_ERR_SHAPE) *ms = INFINITY;
   return err == TASO_ERR_SHAPE ? TASO_OK : err;
+}
+
+/* ---- moves: rule applications replayed on the best graph -------------------------------
+ * A choice class by class misses what only the whole graph's cost shows:
+ * a rule with two outputs (two convolutions of one input merged into one
+ * and split) pays only when both outputs take it, which no class sees
+ * alone when the two convolutions cost unlike; a node costed alone does
+ * not see the step it fuses into. So after the extractions, each
+ * application whose matched classes the best graph uses is tried as one
+ * move (every matched class takes the node the application's right side
+ * made for it), kept when the whole graph then costs less, in passes
+ * while one pays: the original's rewrites, over the e-graph's matches. */
+
+/* The nodes application a made for its matched outputs into nodes (room
+ * for the lhs outputs); false when one is not an operator's. */
+static bool app_nodes(taso_eqsat_t *s, int32_t a, int32_t *nodes) {
+  const int32_t *rec = &s->app_match[(size_t)a * (size_t)s->record];
+  const taso_graph_t *rhs = &s->rules->v[rec[0]].rhs;
+  const int32_t *vars = rec + 2 + s->max_outputs;
+  int32_t cls[2 * 64];
+  for (int i = 0; i < rhs->nnodes; i++) {
+    const taso_node_t *n = &rhs->nodes[i];
+    if (n->kind == TASO_OP_INPUT) {
+      cls[2 * i] = taso_egraph_find(&s->eg, vars[n->p.input]);
+      continue;
+    }
+    int32_t in[3] = {-1, -1, -1};
+    for (int k = 0; k < taso_ops[n->kind].arity; k++)
+      in[k] = cls[n->in[k]];
+    for (int port = 0; port < taso_ops[n->kind].outputs; port++) {
+      cls[2 * i + port] = taso_egraph_lookup(&s->eg, n->kind, port, &n->p, in);
+      if (cls[2 * i + port] < 0) return false;
+    }
+  }
+  for (int o = 0; o < rhs->noutputs; o++) {
+    const taso_node_t *n = &rhs->nodes[TASO_REF_NODE(rhs->outputs[o])];
+    if (n->kind == TASO_OP_INPUT) return false;
+    int32_t in[3] = {-1, -1, -1};
+    for (int k = 0; k < taso_ops[n->kind].arity; k++)
+      in[k] = cls[n->in[k]];
+    nodes[o] = taso_egraph_lookup_node(&s->eg, n->kind, TASO_REF_PORT(rhs->outputs[o]), &n->p, in);
+    if (nodes[o] < 0) return false;
+  }
+  return true;
+}
+
+/* The moves over x (best's choices, whose graph best is, of cost *ms),
+ * kept while they pay; fired follows the kept graph. */
+static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, double *ms,
+                          int64_t *fired) {
+  int32_t nc = s->eg.nclasses;
+  int32_t *keep = malloc(sizeof *keep * (size_t)(nc + 1));
+  taso_ref_t *ref = malloc(sizeof *ref * (size_t)(nc + 1));
+  taso_graph_t g;
+  taso_graph_init(&g);
+  taso_err_t err = keep && ref ? TASO_OK : taso_error(TASO_ERR_NOMEM, "moves over %d classes", nc);
+  if (err == TASO_OK) err = realize(s, x, &g, ms, fired); /* x->ref: the classes best uses */
+  for (bool again = true; again && err == TASO_OK && !taso_eqsat_time_up(s);) {
+    again = false;
+    for (int32_t a = 0; a < s->napps && err == TASO_OK && !taso_eqsat_time_up(s); a++) {
+      const int32_t *rec = &s->app_match[(size_t)a * (size_t)s->record];
+      const taso_graph_t *lhs = &s->rules->v[rec[0]].lhs;
+      int32_t nodes[8], outs[8];
+      bool used = lhs->noutputs <= 8, same = true;
+      for (int o = 0; o < lhs->noutputs && used; o++) {
+        outs[o] = taso_egraph_find(&s->eg, rec[2 + o]);
+        used = x->ref[outs[o]] >= 0;
+      }
+      if (!used || !app_nodes(s, a, nodes)) continue;
+      for (int o = 0; o < lhs->noutputs; o++)
+        same = same && x->choice[outs[o]] == nodes[o];
+      if (same) continue;
+      memcpy(keep, x->choice, sizeof *keep * (size_t)nc);
+      memcpy(ref, x->ref, sizeof *ref * (size_t)nc);
+      for (int o = 0; o < lhs->noutputs; o++)
+        x->choice[outs[o]] = nodes[o];
+      double moved;
+      err = realize(s, x, &g, &moved, fired);
+      if (err == TASO_OK && moved < *ms) {
+        *ms = moved;
+        err = taso_graph_copy(best, &g);
+        again = true;
+        s->res->eqsat_moves++;
+        continue;
+      }
+      memcpy(x->choice, keep, sizeof *keep * (size_t)nc);
+      memcpy(x->ref, ref, sizeof *ref * (size_t)nc);
+    }
+  }
+  if (err == TASO_OK) err = realize(s, x, &g, ms, fired); /* fired: the kept graph's */
+  taso_graph_free(&g);
+  free(keep);
+  free(ref);
+  return err;
 }
 
 /* Shared costs' divisors: per class, how many classes of the last
@@ -195,9 +289,11 @@ static void count_shares(const taso_egraph_t *eg, const taso_ref_t *ref, double 
   }
 }
 
-/* The cheapest of a few extractions into best: the plain one, then each
- * with the costs shared as the one before it shares them (ROUNDS in
- * all, fewer when one repeats the one before or the time is up). */
+/* The cheapest of a few extractions into best: the input graph itself
+ * (each class its original node), the plain one, then each with the
+ * costs shared as the one before it shares them (ROUNDS in all, fewer
+ * when one repeats the one before or the time is up); then the moves
+ * from it. */
 enum { ROUNDS = 4 };
 
 taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_ms) {
@@ -208,11 +304,12 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
                  .choice = malloc(sizeof *x.choice * (size_t)(nc + 1)),
                  .ref = malloc(sizeof *x.ref * (size_t)(nc + 1))};
   int32_t *seen = malloc(sizeof *seen * (size_t)(nc + 1));
+  int32_t *best_choice = malloc(sizeof *best_choice * (size_t)(nc + 1));
   int64_t *fired = calloc((size_t)s->rules->n + 1, sizeof *fired);
   taso_graph_t g, last;
   taso_graph_init(&g);
   taso_graph_init(&last);
-  taso_err_t err = x.own && x.share && x.cost && x.choice && x.ref && seen && fired
+  taso_err_t err = x.own && x.share && x.cost && x.choice && x.ref && seen && best_choice && fired
                        ? TASO_OK
                        : taso_error(TASO_ERR_NOMEM, "extraction over %d classes", nc);
   for (int32_t e = 0; e < s->eg.nnodes && err == TASO_OK; e++)
@@ -220,24 +317,36 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
   for (int32_t c = 0; c < nc && err == TASO_OK; c++)
     x.share[c] = 1;
   *best_ms = INFINITY;
-  for (int round = 0; round < ROUNDS && err == TASO_OK; round++) {
-    if (round > 0 && taso_eqsat_time_up(s)) break; /* the plain extraction always: a result */
+  for (int round = -1; round < ROUNDS && err == TASO_OK; round++) {
+    if (round > 0 && taso_eqsat_time_up(s)) break; /* the input and the plain one always */
     double ms;
-    err = extract_one(s, &x, round > 0, &g, &ms, fired);
-    if (err != TASO_OK || x.cyclic || (round > 0 && taso_graph_compare(&g, &last) == 0)) break;
-    s->res->eqsat_rounds = round + 1;
+    err = choose(s, &x, round > 0);
+    for (int32_t e = 0; e < s->eg.nnodes && round < 0; e++) { /* the input's nodes */
+      const taso_enode_t *n = &s->eg.nodes[e];
+      if (!n->dead && n->app < 0) x.choice[n->cls] = e;
+    }
+    if (err == TASO_OK) err = realize(s, &x, &g, &ms, fired);
+    if (err != TASO_OK) break;
+    if (round >= 0 && (x.cyclic || (round > 0 && taso_graph_compare(&g, &last) == 0))) break;
+    s->res->eqsat_rounds = round + 2;
     if (ms < *best_ms) {
       *best_ms = ms;
-      s->res->eqsat_extraction = round + 1;
-      memcpy(s->res->fired, fired, sizeof *fired * (size_t)(s->rules->n + 1));
+      s->res->eqsat_extraction = round + 2;
+      memcpy(best_choice, x.choice, sizeof *best_choice * (size_t)nc);
       err = taso_graph_copy(best, &g);
     }
-    if (err == TASO_OK) err = taso_graph_copy(&last, &g);
-    count_shares(&s->eg, x.ref, x.share, seen);
+    if (err == TASO_OK && round >= 0) err = taso_graph_copy(&last, &g);
+    if (round >= 0) count_shares(&s->eg, x.ref, x.share, seen);
   }
+  if (err == TASO_OK && *best_ms < INFINITY) {
+    memcpy(x.choice, best_choice, sizeof *best_choice * (size_t)nc);
+    err = improve(s, &x, best, best_ms, fired);
+  }
+  if (err == TASO_OK) memcpy(s->res->fired, fired, sizeof *fired * (size_t)(s->rules->n + 1));
   taso_graph_free(&g);
   taso_graph_free(&last);
   free(seen);
+  free(best_choice);
   free(fired);
   free(x.own);
   free(x.share);

@@ -89,9 +89,10 @@ void taso_search_report(const taso_search_result_t *r, int width, bool chain, ch
   if (chain) ADD("taso-optimize: rule chains: %lld links\n", (long long)r->chained);
   if (r->eqsat_stop)
     ADD("taso-optimize: eqsat: %d iterations, %lld e-nodes in %lld e-classes, %lld matches "
-        "(%lld not typed, %lld refused), %lld applied, %lld bans; extraction %.2f s\n",
+        "(%lld not typed, %lld refused), %lld applied, %lld bans; extraction %.2f s (%d "
+        "rounds, %lld moves)\n",
         r->eqsat_iterations, (long long)r->enodes, (long long)r->eclasses, (long long)r->generated,
         (long long)r->invalid, (long long)r->refused, (long long)r->queued,
-        (long long)r->eqsat_bans, r->extract_seconds);
+        (long long)r->eqsat_bans, r->extract_seconds, r->eqsat_rounds, (long long)r->eqsat_moves);
 #undef ADD
 }

@@ -95,8 +95,10 @@ typedef struct {
   int64_t eclasses;       /* e-classes at the end */
   const char *eqsat_stop; /* "saturated", "iterations", "node limit" or "time limit" */
   double extract_seconds; /* of the search time, the extraction's */
-  int eqsat_rounds;       /* extractions made (eqsat.c: the plain one, then shared costs) */
-  int eqsat_extraction;   /* the one kept (1: the plain one) */
+  int eqsat_rounds;       /* extractions made (extract.c: the input's, the plain one, then
+                             with shared costs) */
+  int eqsat_extraction;   /* the one kept (1: the input's, 2: the plain one) */
+  int64_t eqsat_moves;    /* rule applications replayed on it and kept (extract.c) */
 } taso_search_result_t;
 
 /* The optimized model file's record of the rules that fired: the table
