@@ -55,7 +55,7 @@ has "one iteration, as the job says" "eqsat iteration 1/1:" "$tmp/err"
 printf '[optimize]\nsearch = eqsat\neqsat_iterations = 0\n' >"$tmp/bad.ini"
 run "$bin/taso-optimize" --job "$tmp/bad.ini" --model nasrnn:hidden=64,steps=2 \
   --substitutions "$tmp/substitutions.h5" --out "$tmp/bad.h5" --estimate-costs
-expect "eqsat_iterations = 0" 2
+expect "eqsat_iterations = 0" 1
 has "the file and the key named" "bad.ini:3" "$tmp/err"
 run "$mpiexec" -n 2 "$bin/taso-optimize" --search eqsat --model nasrnn:hidden=64,steps=2 \
   --substitutions "$tmp/substitutions.h5" --out "$tmp/two.h5" --estimate-costs
