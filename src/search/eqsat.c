@@ -449,12 +449,7 @@ static taso_err_t setup(taso_eqsat_t *s, taso_graph_t *start) {
 taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules_t *rules,
                              taso_cost_cache_t *costs, const taso_search_options_t *opt,
                              taso_search_result_t *result) {
-  memset(result, 0, sizeof *result);
-  taso_graph_init(&result->best);
-  result->fired = calloc((size_t)rules->n + 1, sizeof *result->fired);
-  if (!result->fired) return taso_error(TASO_ERR_NOMEM, "rule counts");
-  result->ranks = 1;
-  result->target_seconds = -1;
+  TASO_TRY(taso_search_result_start(result, rules->n));
   taso_eqsat_t s = {.prob = prob, .rules = rules, .costs = costs, .opt = opt, .res = result};
   s.start = taso_search_now();
   double cpu = taso_search_cpu_now();

@@ -210,15 +210,20 @@ static taso_err_t run(search_t *s, taso_graph_t *host) {
   return taso_graph_copy(&s->res->best, &s->store.v[best_at].g);
 }
 
+taso_err_t taso_search_result_start(taso_search_result_t *r, int nrules) {
+  memset(r, 0, sizeof *r);
+  taso_graph_init(&r->best);
+  r->fired = calloc((size_t)nrules + 1, sizeof *r->fired);
+  if (!r->fired) return taso_error(TASO_ERR_NOMEM, "rule counts");
+  r->ranks = 1;
+  r->target_seconds = -1;
+  return TASO_OK;
+}
+
 taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const taso_rules_t *rules,
                                     taso_cost_cache_t *costs, const taso_search_options_t *opt,
                                     taso_search_result_t *result) {
-  memset(result, 0, sizeof *result);
-  taso_graph_init(&result->best);
-  result->fired = calloc((size_t)rules->n + 1, sizeof *result->fired);
-  if (!result->fired) return taso_error(TASO_ERR_NOMEM, "rule counts");
-  result->ranks = 1;
-  result->target_seconds = -1;
+  TASO_TRY(taso_search_result_start(result, rules->n));
   search_t s = {.prob = prob, .rules = rules, .costs = costs, .opt = opt, .res = result};
   s.x = (taso_expander_t){.prob = prob,
                           .rules = rules,

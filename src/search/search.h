@@ -121,6 +121,9 @@ taso_err_t taso_search_backtracking(const taso_search_problem_t *prob, const tas
                                     taso_cost_cache_t *costs, const taso_search_options_t *opt,
                                     taso_search_result_t *result);
 void taso_search_result_free(taso_search_result_t *r);
+/* A result before a search fills it: best empty, rule counts for nrules
+ * rules at 0, one rank, no target met. */
+taso_err_t taso_search_result_start(taso_search_result_t *r, int nrules);
 
 /* Equality saturation ("eqsat", eqsat.c): the graph in an e-graph, every
  * rule applied at every proved match (the rule guard decides as for the
