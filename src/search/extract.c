@@ -39,7 +39,7 @@ static taso_err_t node_cost(taso_eqsat_t *s, int32_t e, double *ms) {
   taso_tensor_t types[2 * 4];
   taso_err_t err = TASO_OK;
   for (int a = 0; a < arity && err == TASO_OK; a++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "x%d", a);
     err = taso_inputs_add(&in, name, 0, NULL);
     if (err == TASO_OK) {
