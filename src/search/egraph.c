@@ -60,8 +60,6 @@ static int32_t slot_of(const taso_egraph_t *eg, const taso_enode_t *n) {
   return (int32_t)s;
 }
 
-static taso_err_t grow_slots(taso_egraph_t *eg, int32_t need);
-
 /* Empties the hash-consing table, sized for need nodes. */
 static taso_err_t clear_slots(taso_egraph_t *eg, int32_t need) {
   int32_t n = 1024;

@@ -436,10 +436,11 @@ static taso_err_t setup(taso_eqsat_t *s, taso_graph_t *start) {
   s->at.n = s->rules->inputs.n;
   TASO_TRY(taso_graph_copy(start, s->prob->graph));
   TASO_TRY(taso_graph_canonicalize(start));
-  TASO_TRY(taso_eqsat_graph_cost(s, start, &s->res->cost_before));
   taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(start->nnodes + 1));
   if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", start->nnodes);
   taso_err_t err = taso_graph_infer(start, s->prob->inputs, types);
+  if (err == TASO_OK)
+    err = taso_cost_of_graph(s->costs, start, types, s->prob->is_weight, &s->res->cost_before);
   if (err == TASO_OK)
     err = taso_egraph_of_graph(&s->eg, start, types, s->prob->is_weight, s->roots);
   free(types);

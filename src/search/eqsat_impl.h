@@ -21,7 +21,6 @@ typedef struct {
   int32_t *roots;   /* the model's outputs' classes */
   taso_inputs_t at; /* the rules' input table with a match's bound types */
   taso_tensor_t *lhs_types, *rhs_types;
-  int types_cap; /* of each (2 per node of the largest side) */
   /* the iteration's accepted matches: per match, rule, its verdict's
    * offset in memo, the classes of the lhs outputs (max_outputs), then per
    * rules' input its class or -1 */

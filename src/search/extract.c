@@ -157,8 +157,7 @@ taso_err_t taso_eqsat_graph_cost(taso_eqsat_t *s, const taso_graph_t *g, double 
 /* The graph of x's choices into g (cleared), costed as a whole into
  * *ms: INFINITY when it has a cycle or a consumer refuses its operands'
  * types. x->ref then marks the classes it uses. */
-static taso_err_t realize(taso_eqsat_t *s, extract_t *x, taso_graph_t *g, double *ms,
-                          int64_t *fired) {
+static taso_err_t realize(taso_eqsat_t *s, extract_t *x, taso_graph_t *g, double *ms) {
   *ms = INFINITY;
   taso_graph_clear(g);
   x->cyclic = false;
@@ -170,7 +169,6 @@ static taso_err_t realize(taso_eqsat_t *s, extract_t *x, taso_graph_t *g, double
     if (!x->cyclic) TASO_TRY(taso_graph_add_output(g, ref));
   }
   if (x->cyclic) return TASO_OK;
-  TASO_TRY(count_fired(s, x, fired));
   TASO_TRY(taso_graph_canonicalize(g));
   taso_err_t err = taso_eqsat_graph_cost(s, g, ms);
   if (err == TASO_ERR_SHAPE) *ms = INFINITY;
@@ -222,22 +220,21 @@ static bool app_nodes(taso_eqsat_t *s, int32_t a, int32_t *nodes) {
 }
 
 /* The moves over x (best's choices, whose graph best is, of cost *ms),
- * kept while they pay; fired follows the kept graph. */
-static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, double *ms,
-                          int64_t *fired) {
+ * kept while they pay; then the result's fired counts, from the kept
+ * graph (x->ref). */
+static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, double *ms) {
   int32_t nc = s->eg.nclasses;
-  int32_t *keep = malloc(sizeof *keep * (size_t)(nc + 1));
   taso_ref_t *ref = malloc(sizeof *ref * (size_t)(nc + 1));
   taso_graph_t g;
   taso_graph_init(&g);
-  taso_err_t err = keep && ref ? TASO_OK : taso_error(TASO_ERR_NOMEM, "moves over %d classes", nc);
-  if (err == TASO_OK) err = realize(s, x, &g, ms, fired); /* x->ref: the classes best uses */
+  taso_err_t err = ref ? TASO_OK : taso_error(TASO_ERR_NOMEM, "moves over %d classes", nc);
+  if (err == TASO_OK) err = realize(s, x, &g, ms); /* x->ref: the classes best uses */
   for (bool again = true; again && err == TASO_OK && !taso_eqsat_time_up(s);) {
     again = false;
     for (int32_t a = 0; a < s->napps && err == TASO_OK && !taso_eqsat_time_up(s); a++) {
       const int32_t *rec = &s->app_match[(size_t)a * (size_t)s->record];
       const taso_graph_t *lhs = &s->rules->v[rec[0]].lhs;
-      int32_t nodes[8], outs[8];
+      int32_t nodes[8], outs[8], was[8];
       bool used = lhs->noutputs <= 8, same = true;
       for (int o = 0; o < lhs->noutputs && used; o++) {
         outs[o] = taso_egraph_find(&s->eg, rec[2 + o]);
@@ -247,12 +244,13 @@ static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, dou
       for (int o = 0; o < lhs->noutputs; o++)
         same = same && x->choice[outs[o]] == nodes[o];
       if (same) continue;
-      memcpy(keep, x->choice, sizeof *keep * (size_t)nc);
       memcpy(ref, x->ref, sizeof *ref * (size_t)nc);
-      for (int o = 0; o < lhs->noutputs; o++)
+      for (int o = 0; o < lhs->noutputs; o++) {
+        was[o] = x->choice[outs[o]];
         x->choice[outs[o]] = nodes[o];
+      }
       double moved;
-      err = realize(s, x, &g, &moved, fired);
+      err = realize(s, x, &g, &moved);
       if (err == TASO_OK && moved < *ms) {
         *ms = moved;
         err = taso_graph_copy(best, &g);
@@ -260,13 +258,14 @@ static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, dou
         s->res->eqsat_moves++;
         continue;
       }
-      memcpy(x->choice, keep, sizeof *keep * (size_t)nc);
+      for (int o = lhs->noutputs - 1; o >= 0; o--) /* backwards: outputs may share a class */
+        x->choice[outs[o]] = was[o];
       memcpy(x->ref, ref, sizeof *ref * (size_t)nc);
     }
   }
-  if (err == TASO_OK) err = realize(s, x, &g, ms, fired); /* fired: the kept graph's */
+  /* x->ref is the kept graph's: a move kept left its own, one undone the one before */
+  if (err == TASO_OK) err = count_fired(s, x, s->res->fired);
   taso_graph_free(&g);
-  free(keep);
   free(ref);
   return err;
 }
@@ -305,11 +304,10 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
                  .ref = malloc(sizeof *x.ref * (size_t)(nc + 1))};
   int32_t *seen = malloc(sizeof *seen * (size_t)(nc + 1));
   int32_t *best_choice = malloc(sizeof *best_choice * (size_t)(nc + 1));
-  int64_t *fired = calloc((size_t)s->rules->n + 1, sizeof *fired);
   taso_graph_t g, last;
   taso_graph_init(&g);
   taso_graph_init(&last);
-  taso_err_t err = x.own && x.share && x.cost && x.choice && x.ref && seen && best_choice && fired
+  taso_err_t err = x.own && x.share && x.cost && x.choice && x.ref && seen && best_choice
                        ? TASO_OK
                        : taso_error(TASO_ERR_NOMEM, "extraction over %d classes", nc);
   for (int32_t e = 0; e < s->eg.nnodes && err == TASO_OK; e++)
@@ -325,7 +323,7 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
       const taso_enode_t *n = &s->eg.nodes[e];
       if (!n->dead && n->app < 0) x.choice[n->cls] = e;
     }
-    if (err == TASO_OK) err = realize(s, &x, &g, &ms, fired);
+    if (err == TASO_OK) err = realize(s, &x, &g, &ms);
     if (err != TASO_OK) break;
     if (round >= 0 && (x.cyclic || (round > 0 && taso_graph_compare(&g, &last) == 0))) break;
     s->res->eqsat_rounds = round + 2;
@@ -340,14 +338,12 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
   }
   if (err == TASO_OK && *best_ms < INFINITY) {
     memcpy(x.choice, best_choice, sizeof *best_choice * (size_t)nc);
-    err = improve(s, &x, best, best_ms, fired);
+    err = improve(s, &x, best, best_ms);
   }
-  if (err == TASO_OK) memcpy(s->res->fired, fired, sizeof *fired * (size_t)(s->rules->n + 1));
   taso_graph_free(&g);
   taso_graph_free(&last);
   free(seen);
   free(best_choice);
-  free(fired);
   free(x.own);
   free(x.share);
   free(x.cost);
