@@ -7,7 +7,9 @@
 # search's time (re-proofs of rules at new shapes included: no verdict
 # cache is shared between the two searches), eqsat's time again with the
 # verdicts its first run kept (--guard-cache: what a later run of the
-# same model and rules takes), the e-graph's size, the end-to-end
+# same model and rules takes), the e-graph's size, what the exact
+# extraction found (opt: the proved optimum of its program; best: the
+# best within its time, eqsat_exact_seconds), the end-to-end
 # speedup taso-optimize measured for the eqsat result ("kept" when the
 # sign test found it no faster and the input was written), whether its
 # result agrees with the original (taso-optimize's check), and Tensat's
@@ -59,8 +61,8 @@ specs=${MODELS:-"nasrnn bert:layers=2 squeezenet:size=64 resnext50:size=64 incep
   nasnet_a:size=64 mobilenet_v2:size=64 resnet50:bn=1"}
 echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc --all) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# substitutions $subst; costs: ${costs[*]}; backtracking budget $budget; time limit $limit s; $runs runs"
-printf '%-22s %9s %9s %6s %8s %9s %6s %8s %8s %8s %9s %-7s %7s %8s\n' model "cost ms" "bt ms" \
-  "bt x" "bt s" "eqsat ms" "eq x" "eq s" "warm s" e-nodes "eq run x" agrees "Tensat%" "Tensat s"
+printf '%-22s %9s %9s %6s %8s %9s %6s %8s %8s %8s %5s %9s %-7s %7s %8s\n' model "cost ms" "bt ms" \
+  "bt x" "bt s" "eqsat ms" "eq x" "eq s" "warm s" e-nodes exact "eq run x" agrees "Tensat%" "Tensat s"
 fail=0
 for spec in $specs; do
   name=${spec%%:*}
@@ -79,6 +81,8 @@ for spec in $specs; do
   fi
   read -r _ eq eqs <<<"$(sed -n "$summary" "$tmp/log")"
   nodes=$(sed -n 's/.*eqsat: [0-9]* iterations, \([0-9]*\) e-nodes.*/\1/p' "$tmp/log")
+  exact=$(sed -n 's/.*exact extraction: \(optimal\|the best\|none\).*/\1/p' "$tmp/log")
+  exact=${exact/the best/best}
   run=$(sed -n 's/.*measured end to end [^ ]* ms -> [^ ]* ms (x\([^;]*\);.*/\1/p' "$tmp/log")
   grep -q 'the input graph is written' "$tmp/log" && run="$run kept"
   warm=-
@@ -86,9 +90,10 @@ for spec in $specs; do
     read -r _ _ warm <<<"$(sed -n "$summary" "$tmp/log")"
   fi
   read -r tensat_pct tensat_s <<<"$(published "$name")"
-  printf '%-22s %9s %9s %6.3f %8s %9s %6.3f %8s %8s %8s %9s %-7s %7s %8s\n' "$spec" "$before" \
+  printf '%-22s %9s %9s %6.3f %8s %9s %6.3f %8s %8s %8s %5s %9s %-7s %7s %8s\n' "$spec" "$before" \
     "$bt" "$(awk -v a="$before" -v b="$bt" 'BEGIN { print a / b }')" "$bts" "$eq" \
-    "$(awk -v a="$before" -v b="$eq" 'BEGIN { print a / b }')" "$eqs" "$warm" "${nodes:--}" "${run:--}" \
+    "$(awk -v a="$before" -v b="$eq" 'BEGIN { print a / b }')" "$eqs" "$warm" "${nodes:--}" \
+    "${exact:--}" "${run:--}" \
     "$agrees" "$tensat_pct" "$tensat_s"
 done
 echo "# commands:"

@@ -21,6 +21,14 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(Z3 REQUIRED IMPORTED_TARGET z3)
 pkg_check_modules(INIH REQUIRED IMPORTED_TARGET inih)
 
+# GLPK (Debian's libglpk-dev, no pkg-config file): the integer program of
+# eqsat's exact extraction (src/search/extract_exact.c).
+find_path(GLPK_INCLUDE_DIR glpk.h REQUIRED)
+find_library(GLPK_LIBRARY glpk REQUIRED)
+add_library(taso_glpk INTERFACE)
+target_include_directories(taso_glpk INTERFACE ${GLPK_INCLUDE_DIR})
+target_link_libraries(taso_glpk INTERFACE ${GLPK_LIBRARY})
+
 # The model half (src/model, src/runtime): protobuf-c for ONNX, compiling the
 # onnx.proto that Debian's libonnx-dev installs at build time (nothing of
 # the schema is copied here), and oneDNN for the CPU backend.

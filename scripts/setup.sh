@@ -27,7 +27,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-packages=(libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libz3-dev z3 libinih-dev
+packages=(libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libz3-dev z3 libglpk-dev libinih-dev
   python3-h5py pkg-config cmake gcc make
   libdnnl-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev)
 # The test mode also brings up a single-node Slurm with its own daemons

@@ -5,6 +5,7 @@
  * rule refused outside its proved shapes, and the extracted graph costed
  * as a whole.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +87,8 @@ static void make_rules(taso_inputs_t *in, const char *text, taso_rules_t *rules)
 }
 
 static taso_search_options_t eqsat_options(void) {
-  return (taso_search_options_t){.eqsat_iterations = 15, .eqsat_nodes = 50000};
+  return (taso_search_options_t){
+      .eqsat_iterations = 15, .eqsat_nodes = 50000, .eqsat_exact_seconds = 10};
 }
 
 /* Six concat(1, relu(x), relu(y)) with relu at 10 ms: one iteration pulls
@@ -145,7 +147,8 @@ static void test_every_match(void) {
 
 /* matmul(x, w1), matmul(x, w2) as two outputs: the two-output rule that
  * merges them into one matmul over concatenated weights (folded: free)
- * applies, and the extracted graph has one matmul. */
+ * applies, and the extracted graph has one matmul; the exact extraction
+ * proves that choice optimal. */
 static void test_two_outputs(void) {
   taso_model_t m;
   taso_model_init(&m, "two");
@@ -179,6 +182,10 @@ static void test_two_outputs(void) {
   for (int i = 0; i < res.best.nnodes; i++)
     matmuls += res.best.nodes[i].kind == TASO_OP_MATMUL;
   CHECK(matmuls == 1 && res.best.noutputs == 2);
+  /* the exact extraction proves it: the merged matmul counted once, its
+   * two split outputs a node each (12), not two matmuls (20) */
+  CHECK(res.eqsat_exact == TASO_EXACT_OPTIMAL);
+  CHECK(fabs(res.eqsat_exact_ms - 12) < 1e-9 && fabs(res.eqsat_exact_bound - 12) < 1e-9);
   taso_search_result_free(&res);
 
   /* the same rule outside the shapes it was proved at: weights of 5 and 6
@@ -199,6 +206,7 @@ static void test_two_outputs(void) {
   CHECK_OK(taso_search_eqsat(&prob, &rules, c, &opt, &res));
   CHECK(res.refused > 0 && res.steps == 0);
   CHECK(res.cost_after == res.cost_before);
+  CHECK(res.eqsat_exact == TASO_EXACT_OPTIMAL && fabs(res.eqsat_exact_ms - 20) < 1e-9);
   taso_search_result_free(&res);
   taso_model_free(&wide);
 

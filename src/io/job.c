@@ -424,6 +424,10 @@ static taso_err_t set_eqsat_nodes(taso_job_t *job, const char *value) {
   return parse_int_range(value, 1, 100000000, &job->eqsat_nodes);
 }
 
+static taso_err_t set_eqsat_exact_seconds(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 0, 86400, &job->eqsat_exact_seconds);
+}
+
 static taso_err_t set_budget(taso_job_t *job, const char *value) {
   return parse_int_range(value, 0, 1000000000, &job->budget);
 }
@@ -490,6 +494,8 @@ static const key_spec_t key_specs[] = {
     /* equality saturation's bounds: Tensat's (MLSys'21) */
     {"optimize", "eqsat_iterations", set_eqsat_iterations, false, "15"},
     {"optimize", "eqsat_nodes", set_eqsat_nodes, false, "50000"},
+    /* ours: the exact extraction's time (seconds, 0: none) */
+    {"optimize", "eqsat_exact_seconds", set_eqsat_exact_seconds, false, "5"},
 };
 _Static_assert(sizeof key_specs / sizeof key_specs[0] <= 64, "taso_job_t.given has 64 bits");
 #define NKEYS ((int)(sizeof key_specs / sizeof key_specs[0]))

@@ -96,6 +96,7 @@ typedef struct {
   bool chain;                   /* [optimize] chain: on (rule chains, search.h) or off */
   int eqsat_iterations;         /* [optimize] eqsat_iterations: equality saturation's rounds */
   int eqsat_nodes;              /* [optimize] eqsat_nodes: its e-graph's node limit */
+  int eqsat_exact_seconds;      /* [optimize] eqsat_exact_seconds: the exact extraction's time */
   uint64_t given;               /* keys the file sets, one bit each (taso_job_given) */
 } taso_job_t;
 

@@ -48,6 +48,20 @@ bool taso_eqsat_time_up(taso_eqsat_t *s);
 /* g's cost as every search costs a graph (types inferred here). */
 taso_err_t taso_eqsat_graph_cost(taso_eqsat_t *s, const taso_graph_t *g, double *ms);
 
+/* Node e's own cost (extract.c): nothing when computable from weights
+ * alone (the cost model folds it), else its step's, costed as a graph of
+ * the node over inputs of its operands' types; INFINITY when the step is
+ * refused. */
+taso_err_t taso_eqsat_node_cost(taso_eqsat_t *s, int32_t e, double *ms);
+
+/* The exact extraction (extract_exact.c) within seconds: per class the
+ * outputs need (folded classes aside), into choice, a node minimizing the
+ * sum of the chosen nodes' own costs (own, per node, NAN until costed),
+ * without a cycle; other classes' entries untouched. *status: TASO_EXACT_* (search.h);
+ * *bound_ms a lower bound of that sum (TASO_EXACT_OPTIMAL: the sum). */
+taso_err_t taso_eqsat_exact(taso_eqsat_t *s, double *own, const double *tree, int32_t *choice,
+                            double seconds, int *status, double *bound_ms);
+
 /* The cheapest graph the e-graph holds for the model's outputs, into best
  * (canonical), its whole cost in *best_ms (INFINITY: none found); the
  * result's fired counts and extraction statistics set. */

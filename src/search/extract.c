@@ -20,10 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Node e's own cost: nothing when computable from weights alone (the
- * cost model folds it), else its step's, costed as a graph of the node
- * over inputs of its operands' types; INFINITY when the step is refused. */
-static taso_err_t node_cost(taso_eqsat_t *s, int32_t e, double *ms) {
+taso_err_t taso_eqsat_node_cost(taso_eqsat_t *s, int32_t e, double *ms) {
   const taso_enode_t *n = &s->eg.nodes[e];
   int arity = taso_ops[n->kind].arity;
   bool folded = n->kind == TASO_OP_INPUT ? s->prob->is_weight[n->p.input] : true;
@@ -93,7 +90,7 @@ static taso_err_t choose(taso_eqsat_t *s, extract_t *x, bool shared) {
       for (int a = 0; a < taso_ops[n->kind].arity; a++)
         sum += x->cost[n->in[a]] / (shared ? x->share[n->in[a]] : 1);
       if (!(sum < x->cost[n->cls])) continue;
-      if (isnan(x->own[e])) TASO_TRY(node_cost(s, e, &x->own[e]));
+      if (isnan(x->own[e])) TASO_TRY(taso_eqsat_node_cost(s, e, &x->own[e]));
       if (x->own[e] + sum < x->cost[n->cls]) {
         x->cost[n->cls] = x->own[e] + sum;
         x->choice[n->cls] = e;
@@ -288,6 +285,39 @@ static void count_shares(const taso_egraph_t *eg, const taso_ref_t *ref, double 
   }
 }
 
+/* The exact extraction (extract_exact.c) from the plain one's choices
+ * (which the folded classes keep), within half the time left and at most
+ * opt->eqsat_exact_seconds, kept in best when its graph costs less as a
+ * whole. */
+
+static taso_err_t exact(taso_eqsat_t *s, extract_t *x, const int32_t *plain, const double *tree,
+                        taso_graph_t *best, double *best_ms, int32_t *best_choice) {
+  int32_t nc = s->eg.nclasses;
+  double left = s->opt->eqsat_exact_seconds;
+  if (s->opt->time_limit > 0)
+    left = fmin(left, (s->opt->time_limit - (taso_search_now() - s->start)) / 2);
+  memcpy(x->choice, plain, sizeof *x->choice * (size_t)nc);
+  taso_search_result_t *r = s->res;
+  TASO_TRY(
+      taso_eqsat_exact(s, x->own, tree, x->choice, left, &r->eqsat_exact, &r->eqsat_exact_bound));
+  if (r->eqsat_exact == TASO_EXACT_NONE) return TASO_OK;
+  taso_graph_t g;
+  taso_graph_init(&g);
+  double ms;
+  taso_err_t err = realize(s, x, &g, &ms);
+  r->eqsat_exact_ms = 0;
+  for (int32_t c = 0; c < nc && err == TASO_OK; c++)
+    if (x->ref[c] >= 0) r->eqsat_exact_ms += x->own[x->choice[c]];
+  if (err == TASO_OK && ms < *best_ms) {
+    *best_ms = ms;
+    r->eqsat_extraction = 0;
+    memcpy(best_choice, x->choice, sizeof *best_choice * (size_t)nc);
+    err = taso_graph_copy(best, &g);
+  }
+  taso_graph_free(&g);
+  return err;
+}
+
 /* The cheapest of a few extractions into best: the input graph itself
  * (each class its original node), the plain one, then each with the
  * costs shared as the one before it shares them (ROUNDS in all, fewer
@@ -304,12 +334,15 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
                  .ref = malloc(sizeof *x.ref * (size_t)(nc + 1))};
   int32_t *seen = malloc(sizeof *seen * (size_t)(nc + 1));
   int32_t *best_choice = malloc(sizeof *best_choice * (size_t)(nc + 1));
+  int32_t *plain = malloc(sizeof *plain * (size_t)(nc + 1));
+  double *tree = malloc(sizeof *tree * (size_t)(nc + 1));
   taso_graph_t g, last;
   taso_graph_init(&g);
   taso_graph_init(&last);
-  taso_err_t err = x.own && x.share && x.cost && x.choice && x.ref && seen && best_choice
-                       ? TASO_OK
-                       : taso_error(TASO_ERR_NOMEM, "extraction over %d classes", nc);
+  taso_err_t err =
+      x.own && x.share && x.cost && x.choice && x.ref && seen && best_choice && plain && tree
+          ? TASO_OK
+          : taso_error(TASO_ERR_NOMEM, "extraction over %d classes", nc);
   for (int32_t e = 0; e < s->eg.nnodes && err == TASO_OK; e++)
     x.own[e] = NAN; /* costed when first needed: once its operands all have a cost */
   for (int32_t c = 0; c < nc && err == TASO_OK; c++)
@@ -333,9 +366,13 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
       memcpy(best_choice, x.choice, sizeof *best_choice * (size_t)nc);
       err = taso_graph_copy(best, &g);
     }
+    if (round == 0) memcpy(plain, x.choice, sizeof *plain * (size_t)nc);
+    if (round == 0) memcpy(tree, x.cost, sizeof *tree * (size_t)nc);
     if (err == TASO_OK && round >= 0) err = taso_graph_copy(&last, &g);
     if (round >= 0) count_shares(&s->eg, x.ref, x.share, seen);
   }
+  if (err == TASO_OK && !taso_eqsat_time_up(s))
+    err = exact(s, &x, plain, tree, best, best_ms, best_choice);
   if (err == TASO_OK && *best_ms < INFINITY) {
     memcpy(x.choice, best_choice, sizeof *best_choice * (size_t)nc);
     err = improve(s, &x, best, best_ms);
@@ -344,6 +381,8 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
   taso_graph_free(&last);
   free(seen);
   free(best_choice);
+  free(plain);
+  free(tree);
   free(x.own);
   free(x.share);
   free(x.cost);

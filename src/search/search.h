@@ -42,21 +42,27 @@ typedef struct {
    * recorded shape relation holds or the guard proves it at the match's
    * relation (cached); without one (NULL), only where the relation holds. */
   taso_rule_guard_t *guard;
-  int width;              /* parallel: graphs expanded per round, over all ranks (>= 1) */
-  double target;          /* note when a graph this cheap is found; <= 0: none */
-  bool defer_costs;       /* parallel, measuring on: misses measured once, on rank 0, between
-                             a round's expansions and its exchange, and shared */
-  bool chain;             /* follow each rule's cheapest improving result of an expansion with
-                             that rule's chain (expand.h: one rule at many places in a few
-                             expansions); the links are queued as rewrites */
-  bool check_incremental; /* cost every rewrite both by what it changed and from scratch;
-                             a difference (or a wrong provenance) is an error */
-  int eqsat_iterations;   /* eqsat: at most this many iterations of rule application */
-  int32_t eqsat_nodes;    /* eqsat: no rule applied once the e-graph has this many nodes */
+  int width;                  /* parallel: graphs expanded per round, over all ranks (>= 1) */
+  double target;              /* note when a graph this cheap is found; <= 0: none */
+  bool defer_costs;           /* parallel, measuring on: misses measured once, on rank 0, between
+                                 a round's expansions and its exchange, and shared */
+  bool chain;                 /* follow each rule's cheapest improving result of an expansion with
+                                 that rule's chain (expand.h: one rule at many places in a few
+                                 expansions); the links are queued as rewrites */
+  bool check_incremental;     /* cost every rewrite both by what it changed and from scratch;
+                                 a difference (or a wrong provenance) is an error */
+  int eqsat_iterations;       /* eqsat: at most this many iterations of rule application */
+  int32_t eqsat_nodes;        /* eqsat: no rule applied once the e-graph has this many nodes */
+  double eqsat_exact_seconds; /* eqsat: the exact extraction's time at most (0: none) */
   taso_search_progress_fn progress; /* may be NULL; eqsat: (iteration, e-nodes, input cost,
                                        seconds) after each iteration */
   void *progress_ctx;
 } taso_search_options_t;
+
+/* What eqsat's exact extraction found: nothing (no time, or no
+ * solution), the optimum, or the best solution found within its time. */
+enum { TASO_EXACT_NONE, TASO_EXACT_OPTIMAL, TASO_EXACT_FOUND };
+extern const char *const taso_exact_names[]; /* per value, in words (record.c) */
 
 typedef struct {
   taso_graph_t best;      /* canonical */
@@ -97,8 +103,12 @@ typedef struct {
   double extract_seconds; /* of the search time, the extraction's */
   int eqsat_rounds;       /* extractions made (extract.c: the input's, the plain one, then
                              with shared costs) */
-  int eqsat_extraction;   /* the one kept (1: the input's, 2: the plain one) */
-  int64_t eqsat_moves;    /* rule applications replayed on it and kept (extract.c) */
+  int eqsat_extraction;   /* the one kept (0: the exact one, 1: the input's, 2: the plain
+                             one) */
+  int eqsat_exact;        /* the exact extraction: TASO_EXACT_NONE, _OPTIMAL or _FOUND */
+  double eqsat_exact_ms;  /* its sum of node costs, and a lower bound of the optimum */
+  double eqsat_exact_bound;
+  int64_t eqsat_moves; /* rule applications replayed on it and kept (extract.c) */
 } taso_search_result_t;
 
 /* The optimized model file's record of the rules that fired: the table

@@ -157,7 +157,8 @@ static const taso_tool_spec_t spec = {
              "Equality saturation (--search eqsat) puts the graph into an e-graph, applies\n"
              "every rule at every match for at most [optimize] eqsat_iterations rounds\n"
              "(15) while it has under eqsat_nodes nodes (50,000), and extracts the graph of\n"
-             "least cost, each node costed alone, no cycle; it is kept when its whole cost\n"
+             "least cost, each node costed alone, no cycle (also by an integer program,\n"
+             "GLPK, for at most eqsat_exact_seconds, 5); it is kept when its whole cost\n"
              "is below the input's. alpha, budget and --width do not apply to it.\n"
              "\n"
              "A rule applies only where it is proved: at a match whose shapes stand in the\n"
@@ -248,6 +249,7 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   if (search_text) s->kind = search_text;
   s->search.eqsat_iterations = t->have_job ? t->job.eqsat_iterations : 15;
   s->search.eqsat_nodes = t->have_job ? t->job.eqsat_nodes : 50000;
+  s->search.eqsat_exact_seconds = t->have_job ? t->job.eqsat_exact_seconds : 5;
   if (strcmp(s->kind, "backtracking") && strcmp(s->kind, "parallel") && strcmp(s->kind, "eqsat"))
     taso_tool_usage_error(t, "--search: expected backtracking, parallel or eqsat, got '%s'",
                           s->kind);
