@@ -289,7 +289,6 @@ static void count_shares(const taso_egraph_t *eg, const taso_ref_t *ref, double 
  * (which the folded classes keep), within half the time left and at most
  * opt->eqsat_exact_seconds, kept in best when its graph costs less as a
  * whole. */
-
 static taso_err_t exact(taso_eqsat_t *s, extract_t *x, const int32_t *plain, const double *tree,
                         taso_graph_t *best, double *best_ms, int32_t *best_choice) {
   int32_t nc = s->eg.nclasses;
@@ -366,8 +365,10 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
       memcpy(best_choice, x.choice, sizeof *best_choice * (size_t)nc);
       err = taso_graph_copy(best, &g);
     }
-    if (round == 0) memcpy(plain, x.choice, sizeof *plain * (size_t)nc);
-    if (round == 0) memcpy(tree, x.cost, sizeof *tree * (size_t)nc);
+    if (round == 0) { /* the exact extraction's start and bounds */
+      memcpy(plain, x.choice, sizeof *plain * (size_t)nc);
+      memcpy(tree, x.cost, sizeof *tree * (size_t)nc);
+    }
     if (err == TASO_OK && round >= 0) err = taso_graph_copy(&last, &g);
     if (round >= 0) count_shares(&s->eg, x.ref, x.share, seen);
   }

@@ -30,7 +30,6 @@
 #include <glpk.h>
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 typedef struct {
   taso_eqsat_t *s;
