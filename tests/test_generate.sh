@@ -62,7 +62,7 @@ for method in representatives exhaustive; do
 done
 # the progress of the level-by-level method: a line per level
 check "representatives: a level line per level" \
-  sh -c "'$mpiexec' -n 2 '$bin/taso-generate' --job '$tmp/smoke_representatives.ini' --out '$tmp/lv.h5' | grep -c '^level [12]:' | grep -qx 2"
+  sh -c "'$mpiexec' -n 2 '$bin/taso-generate' --job '$tmp/smoke_representatives.ini' --out '$tmp/lv.h5' | grep -c '^level [12]: [0-9]* graphs' | grep -qx 2"
 
 # four levels: the last one's tape, values held only while a state is
 # walked, and units (graphs of 2 operators) dealt otherwise than level 3's;
@@ -124,6 +124,40 @@ check "an unknown method refused with a clear message" refused "$tmp/badm.ini" "
 sed 's/^max_ops = \(.*\)/max_ops = \1\nweights = w1 w9/' "$src/jobs/smoke.ini" >"$tmp/badw.ini"
 check "a weight that is no input refused, naming the file" refused "$tmp/badw.ini" \
   "badw.ini: [generate] weights: no input 'w9'"
+
+# 5. level checkpoints (OUT.levels): a run stopped after a level resumes
+# there, on the same rank count, and ends in the uninterrupted run's file
+lv=$tmp/staged.h5
+check "--until-level 2 stops after level 2, no output yet" \
+  sh -c "'$mpiexec' -n 3 '$bin/taso-generate' --job '$tmp/four.ini' --out '$lv' --until-level 2 | grep -q 'levels 1 to 2 checkpointed' && test -f '$lv.levels/level-2.done' && test ! -e '$lv'"
+check "--until-level 3 resumes level 2's checkpoint and keeps only level 3's" \
+  sh -c "'$mpiexec' -n 3 '$bin/taso-generate' --job '$tmp/four.ini' --out '$lv' --until-level 3 | grep -q '^levels 1 to 2: resumed' && test -f '$lv.levels/level-3.done' && test ! -e '$lv.levels/level-2.rank-0'"
+check "another rank count refused, naming the checkpoint and the ranks" \
+  sh -c "! '$mpiexec' -n 2 '$bin/taso-generate' --job '$tmp/four.ini' --out '$lv' >'$tmp/rk.out' 2>&1 && grep -q 'level-3.done: levels 1 to 3 were generated on 3 ranks, this run has 2' '$tmp/rk.out'"
+sed 's/^seed = 1/seed = 2/' "$tmp/four.ini" >"$tmp/four_seed.ini"
+check "another job's levels refused" \
+  sh -c "! '$mpiexec' -n 3 '$bin/taso-generate' --job '$tmp/four_seed.ini' --out '$lv' >'$tmp/jb.out' 2>&1 && grep -q 'the levels of another job' '$tmp/jb.out'"
+cp "$lv.levels/level-3.rank-1" "$tmp/rank1.keep"
+head -c 1000 "$tmp/rank1.keep" >"$lv.levels/level-3.rank-1"
+check "a checkpoint cut short refused, naming the file" \
+  sh -c "! '$mpiexec' -n 3 '$bin/taso-generate' --job '$tmp/four.ini' --out '$lv' >'$tmp/cut.out' 2>&1 && grep -q 'level-3.rank-1' '$tmp/cut.out'"
+cp "$tmp/rank1.keep" "$lv.levels/level-3.rank-1"
+check "the resumed run completes" \
+  sh -c "'$mpiexec' -n 3 '$bin/taso-generate' --job '$tmp/four.ini' --out '$lv' | grep -q '^levels 1 to 3: resumed'"
+substitutions "$lv" >"$tmp/staged.txt"
+check "staged: the substitutions of the uninterrupted run" cmp "$tmp/four3.txt" "$tmp/staged.txt"
+check "staged: the counts of the uninterrupted run" \
+  test "$("$bin/taso-show" "$tmp/four3.h5" | grep '^  counts')" = "$("$bin/taso-show" "$lv" | grep '^  counts')"
+check "the checkpoints are gone once the output is written" test ! -e "$lv.levels"
+"$mpiexec" -n 3 "$bin/taso-generate" --job "$tmp/four.ini" --out "$tmp/fr.h5" --until-level 2 >/dev/null 2>&1
+check "--fresh starts over instead of resuming" \
+  sh -c "'$mpiexec' -n 2 '$bin/taso-generate' --job '$tmp/four.ini' --out '$tmp/fr.h5' --fresh | grep -q '^level 1:' && test ! -e '$tmp/fr.h5.levels'"
+check "--until-level at the last level refused" \
+  sh -c "! '$mpiexec' -n 1 '$bin/taso-generate' --job '$tmp/four.ini' --out '$tmp/ul.h5' --until-level 4 >'$tmp/ul.out' 2>&1 && grep -q 'until-level 4: only levels below the last' '$tmp/ul.out'"
+check "--until-level of the exhaustive method refused" \
+  sh -c "! '$mpiexec' -n 1 '$bin/taso-generate' --job '$src/jobs/smoke.ini' --out '$tmp/ex.h5' --until-level 1 >'$tmp/ex.out' 2>&1 && grep -q 'only levels below the last' '$tmp/ex.out'"
+check "--until-level without a number is a usage error" \
+  sh -c "'$mpiexec' -n 1 '$bin/taso-generate' --job '$tmp/four.ini' --out '$tmp/ul.h5' --until-level two >/dev/null 2>&1; test \$? = 2"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

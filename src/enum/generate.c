@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "checkpoint.h"
 #include "collective.h"
 #include "enumerate.h"
 #include "hash.h"
@@ -145,6 +146,11 @@ typedef struct {
   bool spill;
   FILE *bucket[SPILL_BUCKETS];
   int64_t nbucket[SPILL_BUCKETS], spilled;
+  /* level checkpoints: where (dir NULL: none), where to stop, what was
+   * resumed and the operators refused on constants before it */
+  taso_checkpoint_t ckpt;
+  int until_level, resumed, stopped;
+  int64_t refused_before;
 } gen_t;
 
 /* A line of the run on rank 0's stdout, shown as it happens in a batch log. */
@@ -1809,14 +1815,121 @@ static taso_err_t one_level(gen_t *c, int k, int64_t *graphs, int64_t *nshared, 
   return err;
 }
 
-/* Collective. Every level, then walk 2 over the kept tree: the records of
- * graphs whose outputs are all shared and connected, as the exhaustive
- * walk 2 makes them. *graphs: this rank's share of the levels' graphs. */
-static taso_err_t generate_levels(gen_t *c, int64_t *graphs, int64_t *nshared, int64_t *volume) {
+/* ---- level checkpoints (checkpoint.h) ----------------------------------- */
+
+static bool put_classes(FILE *f, const classes_t *m) {
+  int64_t head[2] = {m->slot ? (int64_t)m->mask + 1 : 0, m->n};
+  return taso_checkpoint_put(f, head, sizeof *head, 2) &&
+         taso_checkpoint_put(f, m->slot, sizeof *m->slot, (size_t)head[0]);
+}
+
+static taso_err_t get_classes(FILE *f, classes_t *m) {
+  int64_t head[2];
+  free(m->slot);
+  memset(m, 0, sizeof *m);
+  if (!taso_checkpoint_get(f, head, sizeof *head, 2) || head[0] < 0 || head[1] < 0 ||
+      head[1] > head[0] || (head[0] & (head[0] - 1)))
+    return taso_error(TASO_ERR_FORMAT, "a class table's counts");
+  if (!head[0]) return TASO_OK;
+  if (!(m->slot = malloc(sizeof *m->slot * (size_t)head[0])))
+    return taso_error(TASO_ERR_NOMEM, "a table of %lld classes", (long long)head[1]);
+  m->mask = (uint64_t)head[0] - 1;
+  m->n = head[1];
+  return taso_checkpoint_get(f, m->slot, sizeof *m->slot, (size_t)head[0])
+             ? TASO_OK
+             : taso_error(TASO_ERR_FORMAT, "a class table cut short");
+}
+
+/* What this rank holds after a level: the counters so far, the class
+ * tables and the memo (nothing else lives from one level to the next). */
+enum { SAVED_GRAPHS, SAVED_VOLUME, SAVED_REFUSED, SAVED_COUNTERS };
+
+static taso_err_t save_state(gen_t *c, FILE *f, const int64_t *counters) {
+  bool ok = taso_checkpoint_put(f, counters, sizeof *counters, SAVED_COUNTERS) &&
+            taso_checkpoint_put(f, c->level_graphs, sizeof c->level_graphs, 1) &&
+            put_classes(f, &c->reps) && put_classes(f, &c->owned) && put_classes(f, &c->smallest);
+  if (!ok) return taso_error(TASO_ERR_IO, "%s", strerror(errno));
+  return taso_memo_save(c->m, f);
+}
+
+static taso_err_t load_state(gen_t *c, FILE *f, int64_t *counters) {
+  if (!taso_checkpoint_get(f, counters, sizeof *counters, SAVED_COUNTERS) ||
+      !taso_checkpoint_get(f, c->level_graphs, sizeof c->level_graphs, 1))
+    return taso_error(TASO_ERR_FORMAT, "cut short");
+  TASO_TRY(get_classes(f, &c->reps));
+  TASO_TRY(get_classes(f, &c->owned));
+  TASO_TRY(get_classes(f, &c->smallest));
+  return taso_memo_load(c->m, f);
+}
+
+/* Collective: level k's checkpoint. A failed one is only a warning (the
+ * run goes on without it) unless the run is to stop there. */
+static taso_err_t save_level(gen_t *c, int k, int64_t graphs, int64_t volume) {
+  if (!c->ckpt.dir) return TASO_OK;
+  double t0 = MPI_Wtime();
+  int64_t counters[SAVED_COUNTERS] = {graphs, volume, taso_enum_constant_refused(c->e)};
+  counters[SAVED_REFUSED] += c->refused_before;
+  FILE *f = NULL;
+  taso_err_t err = taso_checkpoint_create(&c->ckpt, k, &f);
+  if (err == TASO_OK) err = save_state(c, f, counters);
+  double mib = err == TASO_OK ? (double)ftell(f) / (1 << 20) : 0;
+  err = taso_agree(c->comm, taso_checkpoint_close(&c->ckpt, k, f, true, err));
+  if (err == TASO_OK && c->rank == 0) err = taso_checkpoint_done(&c->ckpt, k);
+  err = taso_agree(c->comm, err);
+  if (err == TASO_OK)
+    say(c, "level %d: checkpointed in %s (%.2f s; rank 0's file %.1f MiB)\n", k, c->ckpt.dir,
+        MPI_Wtime() - t0, mib);
+  else if (c->until_level != k) {
+    if (c->rank == 0)
+      fprintf(stderr, "%s: warning: level %d not checkpointed, going on without it: %s\n", c->name,
+              k, taso_error_detail());
+    err = TASO_OK;
+  }
+  return err;
+}
+
+/* Collective: the last complete level of the checkpoint folder, read
+ * back; *first: the level to walk next. */
+static taso_err_t resume_levels(gen_t *c, int *first, int64_t *graphs, int64_t *volume) {
+  int level = 0;
+  *first = 1;
+  if (!c->ckpt.dir) return TASO_OK;
   taso_err_t err = TASO_OK;
+  if (c->rank == 0) err = taso_checkpoint_last(&c->ckpt, c->job->max_ops - 1, &level);
+  err = taso_agree(c->comm, err);
+  MPI_Bcast(&level, 1, MPI_INT, 0, c->comm);
+  if (err != TASO_OK || level == 0) return err;
+  double t0 = MPI_Wtime();
+  FILE *f = NULL;
+  int64_t counters[SAVED_COUNTERS] = {0};
+  err = taso_checkpoint_open(&c->ckpt, level, &f);
+  if (err == TASO_OK) err = load_state(c, f, counters);
+  err = taso_agree(c->comm, taso_checkpoint_close(&c->ckpt, level, f, false, err));
+  if (err != TASO_OK) return err;
+  *graphs = counters[SAVED_GRAPHS];
+  *volume = counters[SAVED_VOLUME];
+  c->refused_before = counters[SAVED_REFUSED];
+  c->resumed = level;
+  *first = level + 1;
+  say(c, "levels 1 to %d: resumed from %s (%.2f s; rank 0: %lld expressions in the memo)\n", level,
+      c->ckpt.dir, MPI_Wtime() - t0, (long long)taso_memo_count(c->m));
+  return TASO_OK;
+}
+
+/* Collective. Every level (from the last checkpointed one on), each below
+ * the last checkpointed. *graphs: this rank's share of the levels' graphs. */
+static taso_err_t generate_levels(gen_t *c, int64_t *graphs, int64_t *nshared, int64_t *volume) {
   int64_t total = 0;
-  for (int k = 1; k <= c->job->max_ops && err == TASO_OK; k++)
+  int first;
+  taso_err_t err = resume_levels(c, &first, &total, volume);
+  for (int k = first; k <= c->job->max_ops && err == TASO_OK; k++) {
     err = one_level(c, k, &total, nshared, volume);
+    if (err == TASO_OK && k < c->job->max_ops) err = save_level(c, k, total, *volume);
+    if (err == TASO_OK && k == c->until_level) {
+      c->stopped = k;
+      break;
+    }
+  }
   *graphs = total;
   return err;
 }
@@ -2118,6 +2231,11 @@ taso_err_t taso_generate(const taso_generate_opts_t *o, taso_generate_result_t *
   MPI_Comm_rank(c.comm, &c.rank);
   MPI_Comm_size(c.comm, &c.size);
   const taso_job_t *job = o->job;
+  c.ckpt = (taso_checkpoint_t){.dir = o->checkpoint,
+                               .job = taso_fnv64(TASO_FNV_START, job->text, strlen(job->text)),
+                               .rank = c.rank,
+                               .size = c.size};
+  c.until_level = o->until_level;
   double t_count = MPI_Wtime(), cpu_count = cpu_seconds();
   bool levels = !strcmp(job->method, "representatives");
   taso_err_t err = open_walk(&c, &r->rnd, levels);
@@ -2139,6 +2257,12 @@ taso_err_t taso_generate(const taso_generate_opts_t *o, taso_generate_result_t *
       c.levels = true;
       err = generate_levels(&c, &graphs, &nshared, &volume[0]);
       c.visited = graphs;
+      r->resumed_level = c.resumed;
+      r->stopped_level = c.stopped;
+      if (err == TASO_OK && c.stopped) {
+        gen_free(&c);
+        return TASO_OK;
+      }
     } else {
       say(&c,
           "enumerating %lld graphs of up to %d operators (%d operator variants) on %d ranks; "
@@ -2192,9 +2316,15 @@ taso_err_t taso_generate(const taso_generate_opts_t *o, taso_generate_result_t *
     CONSTANT,
     NSUMS
   };
-  int64_t sums[NSUMS] = {graphs_mine,   exchanged,      built,
-                         c.dup_outputs, pr.classes,     pr.pairs,
-                         pr.common,     pr.independent, c.e ? taso_enum_constant_refused(c.e) : 0};
+  int64_t sums[NSUMS] = {graphs_mine,
+                         exchanged,
+                         built,
+                         c.dup_outputs,
+                         pr.classes,
+                         pr.pairs,
+                         pr.common,
+                         pr.independent,
+                         c.refused_before + (c.e ? taso_enum_constant_refused(c.e) : 0)};
   if (err == TASO_OK) MPI_Allreduce(MPI_IN_PLACE, sums, NSUMS, MPI_INT64_T, MPI_SUM, c.comm);
 
   /* 4. renaming duplicates and implied candidates, on global sorted data */

@@ -35,7 +35,9 @@
  * steps 1 to 3 go level by level instead: the graphs of k operators are
  * the class representatives of k - 1 operators extended by one operator,
  * each level's tensor and graph classes formed by one exchange each; walk
- * 2 then runs over the tree so kept, and steps 4 on are the same.
+ * 2 then runs over the tree so kept, and steps 4 on are the same. Each
+ * level below the last is checkpointed (opts.checkpoint), so a killed run
+ * resumes at the level it was in.
  */
 #ifndef TASO_GENERATE_H
 #define TASO_GENERATE_H
@@ -52,6 +54,10 @@ typedef struct {
   const taso_job_t *job;     /* inputs, operators, max_ops, method, bounds */
   const char *name;          /* the prefix of progress lines: the tool's name */
   taso_derive_opts_t derive; /* the implication stage's search (the rule guard) */
+  /* method = representatives: the level checkpoints' folder (NULL: none),
+   * resumed from when it holds complete levels of this job (checkpoint.h) */
+  const char *checkpoint;
+  int until_level; /* > 0: stop once this level is checkpointed */
 } taso_generate_opts_t;
 
 /* The per-stage counts, in the order of taso_generate_count_names (the
@@ -71,7 +77,9 @@ typedef struct {
   taso_pruned_t *pruned; /* every pruned pair, on every rank */
   int64_t npruned;
   int64_t counts[TASO_GENERATE_COUNTS];
-  char timing[640]; /* the walk's and stages' seconds, for the report */
+  char timing[640];  /* the walk's and stages' seconds, for the report */
+  int resumed_level; /* the levels read from checkpoints (0: none) */
+  int stopped_level; /* > 0: the run stopped there (until_level); no candidates */
 } taso_generate_result_t;
 
 /* Collective over o->comm; every rank gets the whole result (errors

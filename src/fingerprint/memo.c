@@ -1,5 +1,6 @@
 #include "memo.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,14 @@ struct taso_memo {
   taso_fingerprint_t *fp; /* 2 per expression (ports) */
   uint64_t *shash;        /* per expression */
   taso_fp_t **val;        /* 2 per expression: values on input set 0, or NULL */
-  int32_t *slots;         /* open addressing over expression ids */
+  /* the expressions whose values are kept for good, with their sizes, so
+   * that a saved memo carries them (taso_memo_save) */
+  struct kept {
+    int32_t expr;
+    int32_t size[2];
+  } * kept;
+  int64_t nkept, kept_cap;
+  int32_t *slots; /* open addressing over expression ids */
   int64_t slots_cap;
   taso_fp_t *scratch[2];
   int64_t scratch_size;
@@ -41,9 +49,12 @@ static uint64_t key_hash(const memo_key_t *k) {
   return h;
 }
 
-static taso_err_t reserve(taso_memo_t *m) {
-  if (m->n < m->cap) return TASO_OK;
+/* Room for `want` expressions. */
+static taso_err_t reserve_for(taso_memo_t *m, int64_t want) {
+  if (want <= m->cap) return TASO_OK;
   int64_t cap = m->cap ? 2 * m->cap : 1024;
+  while (cap < want)
+    cap *= 2;
 #define GROW(field, count)                                                                         \
   do {                                                                                             \
     void *p_ = realloc(m->field, sizeof *m->field * (size_t)(count));                              \
@@ -61,9 +72,15 @@ static taso_err_t reserve(taso_memo_t *m) {
   return TASO_OK;
 }
 
+static taso_err_t reserve(taso_memo_t *m) {
+  return reserve_for(m, m->n + 1);
+}
+
 static taso_err_t rehash(taso_memo_t *m) {
   if (2 * (m->n + 1) <= m->slots_cap) return TASO_OK;
   int64_t cap = m->slots_cap ? 2 * m->slots_cap : 2048;
+  while (cap < 2 * (m->n + 1)) /* a loaded memo starts without an index */
+    cap *= 2;
   int32_t *slots = malloc(sizeof *slots * (size_t)cap);
   if (!slots) return taso_error(TASO_ERR_NOMEM, "tensor memo index");
   for (int64_t i = 0; i < cap; i++)
@@ -140,6 +157,7 @@ void taso_memo_free(taso_memo_t *m) {
   free(m->fp);
   free(m->shash);
   free(m->val);
+  free(m->kept);
   for (int h = 0; h < MEMO_HOLDS; h++) {
     free(m->hbuf[h][0]);
     free(m->hbuf[h][1]);
@@ -210,6 +228,20 @@ void taso_memo_release(taso_memo_t *m, int32_t expr) {
   if (m->held_own[m->nheld]) m->val[2 * expr] = m->val[2 * expr + 1] = NULL;
 }
 
+/* Records that expression e keeps its values (size0 and size1 elements;
+ * 0 past its ports). */
+static taso_err_t note_kept(taso_memo_t *m, int32_t e, int32_t size0, int32_t size1) {
+  if (m->nkept == m->kept_cap) {
+    int64_t cap = m->kept_cap ? 2 * m->kept_cap : 256;
+    struct kept *k = realloc(m->kept, sizeof *k * (size_t)cap);
+    if (!k) return taso_error(TASO_ERR_NOMEM, "tensor memo (%lld kept values)", (long long)cap);
+    m->kept = k;
+    m->kept_cap = cap;
+  }
+  m->kept[m->nkept++] = (struct kept){e, {size0, size1}};
+  return TASO_OK;
+}
+
 taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *node,
                            const int32_t *in_tids, const taso_tensor_t *in_types,
                            const taso_tensor_t *out_types, int cone, bool held, int32_t *expr) {
@@ -246,6 +278,9 @@ taso_err_t taso_memo_apply(taso_memo_t *m, int32_t variant, const taso_node_t *n
         err = taso_error(TASO_ERR_NOMEM, "tensor of %lld elements", (long long)size);
     }
     if (err == TASO_OK) err = eval(m, node, in_tids, in_types, out_types, out);
+    if (err == TASO_OK)
+      err = note_kept(m, (int32_t)e, (int32_t)taso_tensor_size(&out_types[0]),
+                      ports > 1 ? (int32_t)taso_tensor_size(&out_types[1]) : 0);
     if (err == TASO_OK && held)
       err = hold(m, (int32_t)e, true, node, in_tids, in_types, out_types, NULL);
     if (err != TASO_OK) {
@@ -323,4 +358,80 @@ void taso_memo_mark(taso_memo_t *m, int32_t tid, int mark, bool on) {
 
 bool taso_memo_marked(const taso_memo_t *m, int32_t tid, int mark) {
   return m->marks[tid / 2] >> (2 * mark + tid % 2) & 1;
+}
+
+/* ---- saving and loading (taso-generate's level checkpoints) ------------- */
+
+static bool put(FILE *f, const void *p, size_t size, size_t n) {
+  return n == 0 || fwrite(p, size, n, f) == n;
+}
+
+static bool get(FILE *f, void *p, size_t size, size_t n) {
+  return n == 0 || fread(p, size, n, f) == n;
+}
+
+taso_err_t taso_memo_save(const taso_memo_t *m, FILE *f) {
+  if (m->nheld)
+    return taso_error(TASO_ERR_ARG, "tensor memo: saved while %d expressions are held", m->nheld);
+  int64_t head[2] = {m->n, m->nkept};
+  bool ok = put(f, head, sizeof *head, 2) && put(f, m->key, sizeof *m->key, (size_t)m->n) &&
+            put(f, m->ports, 1, (size_t)m->n) && put(f, m->marks, 1, (size_t)m->n) &&
+            put(f, m->fp, sizeof *m->fp, 2 * (size_t)m->n) &&
+            put(f, m->shash, sizeof *m->shash, (size_t)m->n) &&
+            put(f, m->kept, sizeof *m->kept, (size_t)m->nkept);
+  for (int64_t i = 0; ok && i < m->nkept; i++)
+    for (int p = 0; p < 2 && ok; p++)
+      ok = put(f, m->val[2 * m->kept[i].expr + p], sizeof(taso_fp_t), (size_t)m->kept[i].size[p]);
+  return ok ? TASO_OK : taso_error(TASO_ERR_IO, "writing the tensor memo");
+}
+
+taso_err_t taso_memo_load(taso_memo_t *m, FILE *f) {
+  int64_t head[2], ninputs = m->n;
+  if (!get(f, head, sizeof *head, 2) || head[0] < ninputs || head[1] < 0 || head[1] > head[0])
+    return taso_error(TASO_ERR_FORMAT, "a tensor memo's counts");
+  /* the inputs' entries are rebuilt by taso_memo_create: the saved ones
+   * must be the same */
+  TASO_TRY(reserve_for(m, head[0]));
+  memo_key_t *in_key = malloc(sizeof *in_key * (size_t)(ninputs + 1));
+  taso_fingerprint_t *in_fp = malloc(sizeof *in_fp * (size_t)(2 * ninputs + 1));
+  if (!in_key || !in_fp) {
+    free(in_key);
+    free(in_fp);
+    return taso_error(TASO_ERR_NOMEM, "tensor memo");
+  }
+  memcpy(in_key, m->key, sizeof *in_key * (size_t)ninputs);
+  memcpy(in_fp, m->fp, sizeof *in_fp * (size_t)(2 * ninputs));
+  size_t n = (size_t)head[0];
+  bool ok = get(f, m->key, sizeof *m->key, n) && get(f, m->ports, 1, n) && get(f, m->marks, 1, n) &&
+            get(f, m->fp, sizeof *m->fp, 2 * n) && get(f, m->shash, sizeof *m->shash, n);
+  ok = ok && !memcmp(in_key, m->key, sizeof *in_key * (size_t)ninputs) &&
+       !memcmp(in_fp, m->fp, sizeof *in_fp * (size_t)(2 * ninputs));
+  free(in_key);
+  free(in_fp);
+  if (!ok) return taso_error(TASO_ERR_FORMAT, "a tensor memo of other inputs, or cut short");
+  for (int64_t e = ninputs; e < head[0]; e++)
+    m->val[2 * e] = m->val[2 * e + 1] = NULL;
+  m->n = head[0];
+  m->nkept = 0;
+  for (int64_t i = 0; i < head[1]; i++) {
+    struct kept k;
+    if (!get(f, &k, sizeof k, 1) || k.expr < ninputs || k.expr >= m->n || k.size[0] < 0 ||
+        k.size[1] < 0)
+      return taso_error(TASO_ERR_FORMAT, "a tensor memo's kept values");
+    TASO_TRY(note_kept(m, k.expr, k.size[0], k.size[1]));
+  }
+  for (int64_t i = 0; i < m->nkept; i++)
+    for (int p = 0; p < 2; p++) {
+      size_t size = (size_t)m->kept[i].size[p];
+      taso_fp_t **v = &m->val[2 * m->kept[i].expr + p];
+      if (!size) continue;
+      if (!(*v = malloc(sizeof **v * size)))
+        return taso_error(TASO_ERR_NOMEM, "tensor of %zu elements", size);
+      if (!get(f, *v, sizeof **v, size))
+        return taso_error(TASO_ERR_FORMAT, "a tensor memo cut short in its values");
+    }
+  free(m->slots);
+  m->slots = NULL;
+  m->slots_cap = 0;
+  return rehash(m);
 }

@@ -27,6 +27,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "fingerprint.h"
 
@@ -69,5 +70,15 @@ uint64_t taso_memo_shash(const taso_memo_t *m, int32_t tid);
 #define TASO_MEMO_MARKS 4
 void taso_memo_mark(taso_memo_t *m, int32_t tid, int mark, bool on);
 bool taso_memo_marked(const taso_memo_t *m, int32_t tid, int mark);
+
+/* Writes the memo to f (none of its expressions held): its expressions,
+ * fingerprints, hashes, marks and kept values. TASO_ERR_IO on a failed
+ * write. */
+taso_err_t taso_memo_save(const taso_memo_t *m, FILE *f);
+/* Reads what taso_memo_save wrote into m, fresh from taso_memo_create
+ * with the same inputs and fingerprint inputs, so that it continues as the
+ * saved one would have: the same expression ids, values and marks.
+ * TASO_ERR_FORMAT when f holds another memo or is cut short. */
+taso_err_t taso_memo_load(taso_memo_t *m, FILE *f);
 
 #endif

@@ -14,9 +14,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "derive_guard.h"
 #include "generate.h"
 #include "tool.h"
+
+static const char *until_level;
+static const taso_tool_option_t options[] = {
+    {"until-level", "K",
+     "method = representatives: stop once level K is checkpointed (OUT.levels); a later run "
+     "resumes there",
+     &until_level},
+    {0}};
 
 static const taso_tool_spec_t spec = {
     .name = "taso-generate",
@@ -36,6 +45,7 @@ static const taso_tool_spec_t spec = {
         "replace --out even if it holds another job's candidates (never another kind of file)",
     .job_required = true,
     .threads = true,
+    .options = options,
 };
 
 /* Writes the kept candidates: graphs 2k and 2k + 1 are candidate k's source
@@ -117,6 +127,20 @@ int main(int argc, char **argv) {
   taso_tool_t t;
   taso_tool_init(&t, &spec, &argc, &argv);
   taso_err_t err = taso_tool_load_job(&t, t.job_path);
+  int stop = 0;
+  if (until_level) {
+    char *end = NULL;
+    long k = strtol(until_level, &end, 10);
+    if (!*until_level || *end || k < 1 || k > 64)
+      taso_tool_usage_error(&t, "--until-level %s: expected a level from 1 on", until_level);
+    stop = (int)k;
+  }
+  if (err == TASO_OK && stop &&
+      (strcmp(t.job.method, "representatives") != 0 || stop >= t.job.max_ops))
+    err = taso_error(TASO_ERR_ARG,
+                     "%s: --until-level %d: only levels below the last (max_ops %d) of method = "
+                     "representatives are checkpointed",
+                     t.job.path, stop, t.job.max_ops);
   /* What to enumerate has no sensible default: an empty job file is a
    * mistake, not a request for nothing. */
   if (err == TASO_OK && t.job.inputs.n == 0)
@@ -146,7 +170,12 @@ int main(int argc, char **argv) {
     taso_tool_axioms_path(&t, NULL, path, sizeof path);
     err = taso_tool_agree(&t, taso_tool_guard_open(&t, path, &t.job.inputs, &ax, &guard));
   }
-  taso_generate_opts_t o = {.comm = t.comm, .job = &t.job, .name = spec.name};
+  /* level checkpoints beside --out: OUT.levels, resumed unless --fresh */
+  char levels[4200];
+  snprintf(levels, sizeof levels, "%s.levels", t.out_path);
+  if (err == TASO_OK && t.fresh && t.rank == 0) taso_checkpoint_remove(levels);
+  taso_generate_opts_t o = {
+      .comm = t.comm, .job = &t.job, .name = spec.name, .checkpoint = levels, .until_level = stop};
   taso_tool_derive_opts(&t, guard, &o.derive);
   taso_generate_result_t r;
   memset(&r, 0, sizeof r);
@@ -154,7 +183,16 @@ int main(int argc, char **argv) {
   taso_rule_guard_stats_t gst = {0};
   if (guard) taso_rule_guard_stats(guard, &gst);
   taso_guard_close(ax, guard);
+  if (err == TASO_OK && r.stopped_level) {
+    taso_tool_summary(&t,
+                      "levels 1 to %d checkpointed in %s; run again (without --until-level, "
+                      "or with a later level) to go on from there",
+                      r.stopped_level, levels);
+    taso_generate_result_free(&r);
+    return taso_tool_finish(&t, err);
+  }
   if (err == TASO_OK) err = write_output(&t, &r);
+  if (err == TASO_OK && t.rank == 0) taso_checkpoint_remove(levels); /* --out holds it all */
   if (err == TASO_OK) {
     for (int i = 0; i < TASO_GENERATE_COUNTS; i++)
       taso_tool_print(&t, "  %-26s %lld\n", taso_generate_count_names[i], (long long)r.counts[i]);
