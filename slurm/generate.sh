@@ -25,6 +25,17 @@
 # Generation is memory-bound: each rank holds its shard of the graphs, so
 # give it more tasks rather than more CPUs per task.
 #
+# Level by level (method = representatives), every level below the last
+# is checkpointed in OUT/candidates.h5.levels: a job ended by its time
+# limit or a failed node resumes after its last complete level when
+# submitted again with the same --ntasks (docs/cluster.md). In stages,
+# e.g. jobs/paper5.ini (k=5; sizes from docs/cluster.md's estimates):
+#
+#   TASO_UNTIL_LEVEL=3 sbatch --ntasks=64 --time=00:30:00 slurm/generate.sh jobs/paper5.ini
+#   sbatch --ntasks=64 --mem-per-cpu=16G --time=12:00:00 slurm/generate.sh jobs/paper5.ini
+#
+# TASO_UNTIL_LEVEL=K stops once level K is checkpointed (--until-level).
+#
 # Fallback when srun cannot start Open MPI ranks (srun --mpi=list lacks
 # pmix, or ranks fail in MPI_Init): TASO_LAUNCHER=mpirun sbatch slurm/generate.sh
 # mpirun reads the allocation from Slurm itself. Open MPI as root (in

@@ -60,7 +60,11 @@ run_stage() {
   [ -x "$tool" ] || die "$tool not found: build first (README), or set TASO_BIN to the folder of the executables"
   local files models=("")
   case $stage in
-  generate) files=(--out "$out/candidates.h5") ;;
+  # TASO_UNTIL_LEVEL=K: stop once level K is checkpointed (a staged run)
+  generate)
+    files=(--out "$out/candidates.h5")
+    [ -z "${TASO_UNTIL_LEVEL:-}" ] || files+=(--until-level "$TASO_UNTIL_LEVEL")
+    ;;
   verify)
     [ -f "$out/candidates.h5" ] || die "$out/candidates.h5 not found: run slurm/generate.sh first"
     files=(--in "$out/candidates.h5" --out "$out/substitutions.h5")

@@ -178,6 +178,9 @@ static bool tensor_shared(const gen_t *c, int32_t tid) {
 }
 
 static taso_err_t classes_put(classes_t *m, const taso_fingerprint_t *fp, class_t **at);
+static taso_err_t spill_open(gen_t *c);
+static void spill_close(gen_t *c);
+static taso_err_t read_bucket(gen_t *c, int b, taso_grec_t **recs, int64_t *n);
 static const class_t *classes_get(const classes_t *m, const taso_fingerprint_t *fp);
 
 /* ---- the walks --------------------------------------------------------- */
@@ -1748,6 +1751,30 @@ static taso_err_t classify(gen_t *c, taso_grec_t *r, int64_t n, class_t **tell, 
   return err;
 }
 
+/* Collective: the level's records, a bucket at a time, to the owners of
+ * their fingerprints and classified there; every rank learns the classes
+ * told (*told counts this rank's). */
+static taso_err_t classify_buckets(gen_t *c, int64_t *told, int64_t *volume) {
+  taso_err_t err = TASO_OK;
+  c->spill = false;
+  for (int b = 0; b < SPILL_BUCKETS && err == TASO_OK; b++) {
+    taso_grec_t *recs = NULL, *mine = NULL;
+    class_t *tell = NULL;
+    int64_t n = 0, nmine = 0, ntell = 0, vol = 0;
+    err = taso_agree(c->comm, read_bucket(c, b, &recs, &n));
+    if (err == TASO_OK)
+      err = exchange_by_owner(c, recs, n, sizeof *recs, (void **)&mine, &nmine, &vol);
+    free(recs);
+    *volume += vol;
+    if (err == TASO_OK) err = taso_agree(c->comm, classify(c, mine, nmine, &tell, &ntell));
+    free(mine);
+    *told += ntell;
+    if (err == TASO_OK) err = gather_classes(c, tell, ntell, &c->reps); /* what every rank learns */
+    free(tell);
+  }
+  return err;
+}
+
 static double peak_mib(void) {
   struct rusage u;
   getrusage(RUSAGE_SELF, &u);
@@ -1776,24 +1803,16 @@ static taso_err_t one_level(gen_t *c, int k, int64_t *graphs, int64_t *nshared, 
   int64_t tape = c->ntape;
   if (err == TASO_OK) err = shared_tensors(c, last, nshared, &vol);
   *volume += vol;
-  taso_grec_t *mine = NULL;
-  class_t *tell = NULL;
-  int64_t nmine = 0, ntell = 0;
   if (err == TASO_OK && k < c->job->max_ops) {
+    /* the level's records wait in the spill buckets, so that a rank holds
+     * one bucket's share of them at a time */
     v.visit = visit_level;
-    c->nrecs = 0;
-    err = taso_agree(c->comm, taso_enum_level(c->e, k, c->rank, c->size, &v));
-    n[1] = c->nrecs;
-    if (err == TASO_OK)
-      err = exchange_by_owner(c, c->recs, c->nrecs, sizeof *c->recs, (void **)&mine, &nmine, &vol);
-    *volume += vol;
-    c->nrecs = 0;
-    if (err == TASO_OK) err = taso_agree(c->comm, classify(c, mine, nmine, &tell, &ntell));
-    n[2] = ntell;
-    if (err == TASO_OK) err = gather_classes(c, tell, ntell, &c->reps); /* what every rank learns */
+    err = taso_agree(c->comm, spill_open(c));
+    if (err == TASO_OK) err = taso_agree(c->comm, taso_enum_level(c->e, k, c->rank, c->size, &v));
+    n[1] = c->spilled;
+    if (err == TASO_OK) err = classify_buckets(c, &n[2], volume);
+    spill_close(c);
   }
-  free(mine);
-  free(tell);
   double mib[2] = {peak_mib(), 0}, all[2];
   if (err == TASO_OK) {
     MPI_Allreduce(MPI_IN_PLACE, n, 3, MPI_INT64_T, MPI_SUM, c->comm);
@@ -1967,6 +1986,8 @@ static taso_err_t record_levels(gen_t *c) {
 
 /* Opens the spill buckets (temporary files, gone when closed). */
 static taso_err_t spill_open(gen_t *c) {
+  memset(c->nbucket, 0, sizeof c->nbucket);
+  c->spilled = 0;
   for (int b = 0; b < SPILL_BUCKETS; b++)
     if (!(c->bucket[b] = tmpfile()))
       return taso_error(TASO_ERR_IO, "a temporary file for graph records (in /tmp): %s",
@@ -1983,6 +2004,21 @@ static void spill_close(gen_t *c) {
   c->spill = false;
 }
 
+/* Bucket b's records, read back (*recs malloc'd); the file is closed. */
+static taso_err_t read_bucket(gen_t *c, int b, taso_grec_t **recs, int64_t *n) {
+  taso_err_t err = TASO_OK;
+  *n = c->nbucket[b];
+  if (!(*recs = malloc(sizeof **recs * (size_t)(*n + 1))))
+    err = taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)*n);
+  else if (fflush(c->bucket[b]) != 0 || fseek(c->bucket[b], 0, SEEK_SET) != 0 ||
+           fread(*recs, sizeof **recs, (size_t)*n, c->bucket[b]) != (size_t)*n)
+    err = taso_error(TASO_ERR_IO, "reading back a temporary file of graph records: %s",
+                     strerror(errno));
+  fclose(c->bucket[b]);
+  c->bucket[b] = NULL;
+  return err;
+}
+
 /* Collective: each bucket's records to their owners, paired there; the
  * pairs' lines keep the smallest of each pattern as they go (what the
  * gathers keep in the end). */
@@ -1990,17 +2026,9 @@ static taso_err_t pair_buckets(gen_t *c, pairing_t *pr, int64_t *volume) {
   taso_err_t err = TASO_OK;
   c->spill = false;
   for (int b = 0; b < SPILL_BUCKETS && err == TASO_OK; b++) {
-    int64_t n = c->nbucket[b], nmine = 0, vol = 0;
-    taso_grec_t *recs = malloc(sizeof *recs * (size_t)(n + 1)), *mine = NULL;
-    if (!recs)
-      err = taso_error(TASO_ERR_NOMEM, "%lld graph records", (long long)n);
-    else if (fflush(c->bucket[b]) != 0 || fseek(c->bucket[b], 0, SEEK_SET) != 0 ||
-             fread(recs, sizeof *recs, (size_t)n, c->bucket[b]) != (size_t)n)
-      err = taso_error(TASO_ERR_IO, "reading back a temporary file of graph records: %s",
-                       strerror(errno));
-    fclose(c->bucket[b]);
-    c->bucket[b] = NULL;
-    err = taso_agree(c->comm, err);
+    int64_t n = 0, nmine = 0, vol = 0;
+    taso_grec_t *recs = NULL, *mine = NULL;
+    err = taso_agree(c->comm, read_bucket(c, b, &recs, &n));
     if (err == TASO_OK)
       err = exchange_by_owner(c, recs, n, sizeof *recs, (void **)&mine, &nmine, &vol);
     free(recs);
