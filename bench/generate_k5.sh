@@ -42,8 +42,10 @@ step() {
   grep -E "^level|^walk|resumed|checkpointed|^taso-[a-z]+: [0-9]|substitutions|^taso-[a-z]+: (levels|.*->)" \
     "$tmp/$name.out" | grep -v "checked for implication\|derived from the kept set" || true
   peak=$(grep -o "rank peak RSS [0-9]*" "$tmp/$name.err" | awk '{print $4}' | sort -n | tail -1)
-  awk -v t0="$start" -v t1="$end" -v p="${peak:-0}" -v n="$name" \
-    'BEGIN { printf "%s: wall %.1f s, peak memory per rank %.0f MiB\n\n", n, t1 - t0, p / 1024 }'
+  awk -v t0="$start" -v t1="$end" -v p="${peak:-}" -v n="$name" 'BEGIN {
+    printf "%s: wall %.1f s", n, t1 - t0
+    if (p != "") printf ", peak memory per rank %.0f MiB", p / 1024
+    printf "\n\n" }'
 }
 timed() { mpiexec -n "$ranks" /usr/bin/time -f "rank peak RSS %M KiB" "$@"; }
 
@@ -51,8 +53,7 @@ c=$out/candidates.h5
 step generate-1 timed "$bin/taso-generate" --job "$job" --out "$c" --fresh --until-level 3
 
 # 2. the run killed during level 5 (or after it: the kill comes once the
-# level's walk line is out); setsid puts mpiexec and its ranks in one
-# process group
+# level's walk line is out)
 echo "+ taso-generate --job $job --out $c   (killed with SIGKILL once level 4 is checkpointed and level 5 walked)"
 setsid mpiexec -n "$ranks" "$bin/taso-generate" --job "$job" --out "$c" >"$tmp/killed.out" 2>&1 &
 pid=$!
@@ -61,8 +62,14 @@ for _ in $(seq 1 600); do
   kill -0 "$pid" 2>/dev/null || break
   sleep 0.2
 done
+# Open MPI gives each rank a process group of its own: kill them by name
 kill -KILL -- "-$pid" 2>/dev/null || true
+pkill -KILL -f -- "taso-generate --job $job --out $c\$" 2>/dev/null || true
 wait "$pid" 2>/dev/null || true
+for _ in $(seq 1 100); do
+  pgrep -f -- "taso-generate --job $job --out $c\$" >/dev/null || break
+  sleep 0.1
+done
 grep -E "^level|resumed" "$tmp/killed.out" || true
 ls "$c.levels" | sed 's/^/  left in the checkpoint folder: /'
 [ ! -e "$c" ] || { echo "the killed run wrote $c"; exit 1; }
