@@ -132,6 +132,8 @@ check "--until-level 2 stops after level 2, no output yet" \
   sh -c "'$mpiexec' -n 3 '$bin/taso-generate' --job '$tmp/four.ini' --out '$lv' --until-level 2 | grep -q 'levels 1 to 2 checkpointed' && test -f '$lv.levels/level-2.done' && test ! -e '$lv'"
 check "--until-level 3 resumes level 2's checkpoint and keeps only level 3's" \
   sh -c "'$mpiexec' -n 3 '$bin/taso-generate' --job '$tmp/four.ini' --out '$lv' --until-level 3 | grep -q '^levels 1 to 2: resumed' && test -f '$lv.levels/level-3.done' && test ! -e '$lv.levels/level-2.rank-0'"
+check "--until-level 2 after level 3 stops at once, keeping level 3" \
+  sh -c "'$mpiexec' -n 3 '$bin/taso-generate' --job '$tmp/four.ini' --out '$lv' --until-level 2 | grep -q 'levels 1 to 3 checkpointed' && test -f '$lv.levels/level-3.done'"
 check "another rank count refused, naming the checkpoint and the ranks" \
   sh -c "! '$mpiexec' -n 2 '$bin/taso-generate' --job '$tmp/four.ini' --out '$lv' >'$tmp/rk.out' 2>&1 && grep -q 'level-3.done: levels 1 to 3 were generated on 3 ranks, this run has 2' '$tmp/rk.out'"
 sed 's/^seed = 1/seed = 2/' "$tmp/four.ini" >"$tmp/four_seed.ini"

@@ -1941,6 +1941,11 @@ static taso_err_t generate_levels(gen_t *c, int64_t *graphs, int64_t *nshared, i
   int64_t total = 0;
   int first;
   taso_err_t err = resume_levels(c, &first, &total, volume);
+  if (err == TASO_OK && c->until_level && c->until_level < first) {
+    c->stopped = first - 1; /* already there */
+    *graphs = total;
+    return TASO_OK;
+  }
   for (int k = first; k <= c->job->max_ops && err == TASO_OK; k++) {
     err = one_level(c, k, &total, nshared, volume);
     if (err == TASO_OK && k < c->job->max_ops) err = save_level(c, k, total, *volume);
