@@ -146,10 +146,10 @@ typedef struct {
   bool spill;
   FILE *bucket[SPILL_BUCKETS];
   int64_t nbucket[SPILL_BUCKETS], spilled;
-  /* level checkpoints: where (dir NULL: none), where to stop, what was
-   * resumed and the operators refused on constants before it */
+  /* level checkpoints: where (dir NULL: none), where to stop, where it
+   * stopped and the operators refused on constants before the resumed level */
   taso_checkpoint_t ckpt;
-  int until_level, resumed, stopped;
+  int until_level, stopped;
   int64_t refused_before;
 } gen_t;
 
@@ -1928,7 +1928,6 @@ static taso_err_t resume_levels(gen_t *c, int *first, int64_t *graphs, int64_t *
   *graphs = counters[SAVED_GRAPHS];
   *volume = counters[SAVED_VOLUME];
   c->refused_before = counters[SAVED_REFUSED];
-  c->resumed = level;
   *first = level + 1;
   say(c, "levels 1 to %d: resumed from %s (%.2f s; rank 0: %lld expressions in the memo)\n", level,
       c->ckpt.dir, MPI_Wtime() - t0, (long long)taso_memo_count(c->m));
@@ -2290,7 +2289,6 @@ taso_err_t taso_generate(const taso_generate_opts_t *o, taso_generate_result_t *
       c.levels = true;
       err = generate_levels(&c, &graphs, &nshared, &volume[0]);
       c.visited = graphs;
-      r->resumed_level = c.resumed;
       r->stopped_level = c.stopped;
       if (err == TASO_OK && c.stopped) {
         gen_free(&c);

@@ -78,7 +78,6 @@ typedef struct {
   int64_t npruned;
   int64_t counts[TASO_GENERATE_COUNTS];
   char timing[640];  /* the walk's and stages' seconds, for the report */
-  int resumed_level; /* the levels read from checkpoints (0: none) */
   int stopped_level; /* > 0: the run stopped there (until_level); no candidates */
 } taso_generate_result_t;
 

@@ -412,14 +412,19 @@ taso_err_t taso_memo_load(taso_memo_t *m, FILE *f) {
   for (int64_t e = ninputs; e < head[0]; e++)
     m->val[2 * e] = m->val[2 * e + 1] = NULL;
   m->n = head[0];
+  struct kept *kept = realloc(m->kept, sizeof *kept * (size_t)(head[1] + 1));
+  if (!kept)
+    return taso_error(TASO_ERR_NOMEM, "tensor memo (%lld kept values)", (long long)head[1]);
+  m->kept = kept;
+  m->kept_cap = head[1] + 1;
   m->nkept = 0;
-  for (int64_t i = 0; i < head[1]; i++) {
-    struct kept k;
-    if (!get(f, &k, sizeof k, 1) || k.expr < ninputs || k.expr >= m->n || k.size[0] < 0 ||
-        k.size[1] < 0)
+  if (!get(f, kept, sizeof *kept, (size_t)head[1]))
+    return taso_error(TASO_ERR_FORMAT, "a tensor memo's kept values");
+  for (int64_t i = 0; i < head[1]; i++)
+    if (kept[i].expr < ninputs || kept[i].expr >= m->n || kept[i].size[0] < 0 ||
+        kept[i].size[1] < 0)
       return taso_error(TASO_ERR_FORMAT, "a tensor memo's kept values");
-    TASO_TRY(note_kept(m, k.expr, k.size[0], k.size[1]));
-  }
+  m->nkept = head[1];
   for (int64_t i = 0; i < m->nkept; i++)
     for (int p = 0; p < 2; p++) {
       size_t size = (size_t)m->kept[i].size[p];
