@@ -112,7 +112,7 @@ if [ -x "$tests/test_gpu" ]; then
   printf '| %-10s | %-22s | %s |\n' test_gpu "$(case $rc in 0) echo passed ;; 77) echo skipped ;; *) status $rc ;; esac)" \
     "$(tail -1 "$tmp/test_gpu.log")"
   # the device, what the timing and replay checks print, and any failure
-  grep -E '^gpu:|^  (conv 8x64x56x56|matmul 64x1024|prepare:|reused:|TF32, given)| n(ch|hw)[wc]: |FAILED|failed|SKIP' \
+  grep -E '^gpu:|^  (conv 8x64x56x56|matmul 64x1024|prepare:|reused:|TF32, given|graph call|summand in place|given engine|TF32 call)| n(ch|hw)[wc]: |FAILED|failed|SKIP' \
     "$tmp/test_gpu.log" | head -40 | sed 's/^/    /'
 else
   echo "test_gpu: not in this bundle ($tests/test_gpu)"
@@ -128,11 +128,11 @@ specs=""
 for name in $models; do
   [ "$name" = resnet50 ] && specs="$specs resnet50:stem=1 resnet50:bn=1" || specs="$specs $name"
 done
-declare -A fp32 tf32 steps cpu_rel tf32_rel
+declare -A fp32 tf32 tf32_legacy steps cpu_rel tf32_rel
 rel() { field 's/^--expect: largest difference .* absolute, \([^ ]*\) relative.*/\1/p' "$1"; }
 med() { field 's/^end to end: median \([0-9.]*\) ms.*/\1/p' "$1"; }
-printf '| %-16s | %-10s | %-10s | %10s | %10s | %10s | %s |\n' model "FP32 rel" "TF32 rel" \
-  "step ms" "graph ms" "TF32 ms" "runs"
+printf '| %-16s | %-10s | %-10s | %10s | %10s | %10s | %10s | %s |\n' model "FP32 rel" "TF32 rel" \
+  "step ms" "graph ms" "TF32 ms" "TF32 leg." "runs"
 for spec in $specs; do
   name=${spec//[:=,]/_}
   ref=$tmp/$name.cpu
@@ -153,6 +153,13 @@ for spec in $specs; do
   guard 90 "$tmp/$name.step.log" "$bin/taso-run" --model "$spec" --backend gpu --no-graph \
     --runs 50 --warmup 10
   rcst=$?
+  case $spec in resnet50:stem=1 | resnext50 | squeezenet | mobilenet_v2 | inception_v3)
+    # the same with cuDNN's legacy algorithms only (the graph API's engines not timed)
+    TASO_GPU_CONV_API=legacy guard 60 "$tmp/$name.tf32legacy.log" "$bin/taso-run" --model "$spec" \
+      --backend gpu --tf32 --runs 50 --warmup 10
+    tf32_legacy[$spec]=$(med "$tmp/$name.tf32legacy.log")
+    ;;
+  esac
   cpu_rel[$spec]=$(rel "$tmp/$name.fp32.log")
   tf32_rel[$spec]=$(rel "$tmp/$name.tf32.log")
   fp32[$spec]=$(med "$tmp/$name.fp32.log")
@@ -163,12 +170,13 @@ for spec in $specs; do
   [ $rc32 = 0 ] || runs="FP32 $(status $rc32): $(tail -1 "$tmp/$name.fp32.log")"
   [ $rctf = 0 ] || runs="$runs; TF32 $(status $rctf)"
   [ $rcst = 0 ] || runs="$runs; --no-graph $(status $rcst)"
-  printf '| %-16s | %-10s | %-10s | %10s | %10s | %10s | %s |\n' "$spec" \
+  printf '| %-16s | %-10s | %-10s | %10s | %10s | %10s | %10s | %s |\n' "$spec" \
     "${cpu_rel[$spec]:--}$verdict" "${tf32_rel[$spec]:--}" "${steps[$spec]:--}" "${fp32[$spec]:--}" \
-    "${tf32[$spec]:--}" "${runs:--}"
+    "${tf32[$spec]:--}" "${tf32_legacy[$spec]:--}" "${runs:--}"
 done
 echo "(rel: largest |gpu - cpu| over the largest |cpu| output value; FP32 must be <= 1e-4;"
-echo " step: one launch per step; graph: the plan replayed as one CUDA graph; TF32: --tf32, replayed)"
+echo " step: one launch per step; graph: the plan replayed as one CUDA graph; TF32: --tf32, replayed;"
+echo " TF32 leg.: the same with TASO_GPU_CONV_API=legacy, cuDNN's legacy algorithms only)"
 
 # ---- 3. PyTorch ------------------------------------------------------------------
 echo

@@ -5,10 +5,11 @@
  * configurations it must refuse, and the timing of one convolution; then
  * what makes it fast: a plan captured and replayed as one CUDA graph
  * against the same plan run step by step, the convolution algorithm kept
- * between preparations and given by a cost database's row, and timing on
- * the device's clock.
+ * between preparations and given by a cost database's row, timing on
+ * the device's clock, and convolutions through cuDNN's graph API.
  * Runs where a GPU is present; skipped (exit 77) where none is.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -873,6 +874,120 @@ static void test_device_timing(void) {
          dispatch[4], dispatch[0], dispatch[8]);
 }
 
+/* Runs k on x, w, bias and sum into y, where sum may be y itself (in
+ * place: uploaded there first) and x may start one float into its buffer
+ * (not aligned as the graph API's plans declare); returns y on the host. */
+static void run_conv_buffers(taso_rt_ctx_t *g, taso_rt_kernel_t *k, const taso_rt_config_t *c,
+                             float *const *host, bool in_place, bool offset, float *y) {
+  void *buf[4] = {0}, *in[4] = {0}, *out[1] = {0};
+  int64_t ny = taso_tensor_size(&c->out[0]);
+  for (int i = 0; i < 4; i++) {
+    int64_t n = taso_tensor_size(&c->in[i]);
+    CHECK_OK(gpu->alloc(g, n + 1, &buf[i]));
+    in[i] = i == 0 && offset ? (float *)buf[i] + 1 : buf[i];
+    if (buf[i]) CHECK_OK(gpu->upload(g, in[i], host[i], n));
+  }
+  void *own = NULL;
+  if (!in_place) CHECK_OK(gpu->alloc(g, ny, &own));
+  out[0] = in_place ? in[3] : own;
+  if (out[0] && buf[0] && buf[1] && buf[2] && buf[3]) {
+    CHECK_OK(gpu->run(g, k, in, out));
+    CHECK_OK(gpu->sync(g));
+    CHECK_OK(gpu->download(g, y, out[0], ny));
+  }
+  for (int i = 0; i < 4; i++)
+    if (buf[i]) gpu->release(g, buf[i]);
+  if (own) gpu->release(g, own);
+}
+
+/* The graph API's engines (TASO_GPU_CONV_API=graph: wherever one runs a
+ * convolution): the convolutions above against the reference; a run with
+ * the summand in the output's buffer, and one whose input is not aligned
+ * for the plan (the legacy call beside it), against a plain run; a
+ * convolution names its engine, which the reuse hook of a fresh context
+ * takes back, prepares without timing, and runs right. */
+static void test_graph_engines(void) {
+  taso_rt_ctx_t *own = ctx, *g = NULL, *fresh = NULL;
+  setenv("TASO_GPU_CONV_API", "graph", 1);
+  CHECK_OK(gpu->open(0, &g));
+  unsetenv("TASO_GPU_CONV_API");
+  if (!g) return;
+  ctx = g;
+  test_conv2d();
+  test_conv2d_fused();
+
+  taso_tensor_t in[2] = {T(4, 1, 8, 9, 9), T(4, 16, 8, 3, 3)};
+  taso_rt_config_t c = make_cfg(TASO_OP_CONV2D, window(1, 1, TASO_PAD_SAME, 0, 0), in,
+                                TASO_FUSE_BIAS | TASO_FUSE_SUM | TASO_FUSE_RELU, TASO_RT_NCHW);
+  taso_rt_kernel_t *k = NULL;
+  char what[512] = "";
+  CHECK_OK(gpu->prepare(g, &c, &k));
+  if (k) gpu->describe(k, what, sizeof what);
+  printf("  graph call: %s\n", what);
+  CHECK(strncmp(what, "cudnnBackendExecute engine ", 27) == 0);
+  CHECK(strstr(what, " + epilogue kernel, fma math") != NULL);
+  float *host[4] = {0}, *y[3] = {0};
+  int64_t ny = taso_tensor_size(&c.out[0]);
+  for (int i = 0; i < 4; i++) {
+    int64_t n = taso_tensor_size(&c.in[i]);
+    host[i] = malloc(sizeof(float) * (size_t)n);
+    for (int64_t j = 0; host[i] && j < n; j++)
+      host[i][j] = frand();
+  }
+  for (int i = 0; i < 3; i++)
+    y[i] = calloc((size_t)ny, sizeof(float));
+  if (k && host[0] && host[1] && host[2] && host[3] && y[0] && y[1] && y[2]) {
+    run_conv_buffers(g, k, &c, host, false, false, y[0]);
+    run_conv_buffers(g, k, &c, host, true, false, y[1]);
+    run_conv_buffers(g, k, &c, host, false, true, y[2]);
+    double in_place = 0, offset = 0;
+    for (int64_t j = 0; j < ny; j++) {
+      in_place = fmax(in_place, fabs(y[1][j] - y[0][j]));
+      offset = fmax(offset, fabs(y[2][j] - y[0][j]));
+    }
+    printf("  summand in place: %.2e from the plain run; input not aligned: %.2e\n", in_place,
+           offset);
+    CHECK(in_place <= 1e-5);
+    CHECK(offset <= 1e-4);
+  }
+  for (int i = 0; i < 4; i++)
+    free(host[i]);
+  for (int i = 0; i < 3; i++)
+    free(y[i]);
+
+  char key[512], again_what[512] = "";
+  taso_rt_config_key(&c, key, sizeof key);
+  CHECK_OK(gpu->open(0, &fresh));
+  if (fresh && k) {
+    CHECK(gpu->reuse(fresh, key, what));
+    CHECK(!gpu->reuse(fresh, key, "cudnnBackendExecute engine x, fma math"));
+    CHECK(!gpu->reuse(fresh, key, "cudnnBackendExecute engine 3 knobs 1=, fma math"));
+    taso_rt_kernel_t *again = NULL;
+    double t0 = now_ms();
+    CHECK_OK(gpu->prepare(fresh, &c, &again));
+    double ms = now_ms() - t0;
+    if (again) gpu->describe(again, again_what, sizeof again_what);
+    printf("  given engine prepared in %.2f ms: %s\n", ms, again_what);
+    CHECK_STR(again_what, what);
+    if (again) gpu->destroy(fresh, again);
+    ctx = fresh;
+    check_config(&c, "conv+bias+sum+relu given engine", false);
+    CHECK_OK(gpu->set_tf32(fresh, true)); /* TF32: the engines with tensor cores too */
+    check_config(&c, "conv+bias+sum+relu TF32", false);
+    taso_rt_kernel_t *tf = NULL;
+    CHECK_OK(gpu->prepare(fresh, &c, &tf));
+    if (tf) {
+      gpu->describe(tf, again_what, sizeof again_what);
+      printf("  TF32 call: %s\n", again_what);
+      gpu->destroy(fresh, tf);
+    }
+  }
+  if (k) gpu->destroy(g, k);
+  if (fresh) gpu->close(fresh);
+  gpu->close(g);
+  ctx = own;
+}
+
 int main(void) {
   char info[256];
   CHECK(taso_backend_find("tpu") == NULL);
@@ -896,7 +1011,7 @@ int main(void) {
       TEST(test_pool),          TEST(test_elementwise),     TEST(test_movement),
       TEST(test_channels_last), TEST(test_refusals),        TEST(test_timing),
       TEST(test_replay),        TEST(test_algorithm_cache), TEST(test_reused_call),
-      TEST(test_device_timing),
+      TEST(test_device_timing), TEST(test_graph_engines),
   };
   int rc = test_run(cases, (int)(sizeof cases / sizeof cases[0]));
   gpu->close(ctx);

@@ -12,7 +12,8 @@
  * unless set_tf32 allows tensor-op math (a tool's --tf32: a setting of the
  * context, so that what a tool says it ran is what ran).
  * TASO_GPU_WORKSPACE_MB sets the cuDNN workspace (default 512 MiB), which
- * bounds the algorithms a convolution may choose.
+ * bounds the algorithms a convolution may choose; TASO_GPU_CONV_API
+ * (both, legacy, graph) which of cuDNN's APIs its choice times.
  *
  * A kernel-launch costs the host a few microseconds, as long as many of a
  * batch-1 model's kernels run: the runner captures a plan's runs into a
@@ -122,6 +123,14 @@ static taso_err_t gpu_open(int threads, taso_rt_ctx_t **out) {
   ctx->device = dev >= 0 ? (int)dev : local_rank() % count;
   long mb = env_long("TASO_GPU_WORKSPACE_MB", 512);
   ctx->workspace_cap = (size_t)(mb > 0 ? mb : 0) << 20;
+  const char *api = getenv("TASO_GPU_CONV_API");
+  if (api && *api && strcmp(api, "both") != 0) {
+    if (strcmp(api, "legacy") != 0 && strcmp(api, "graph") != 0) {
+      err = taso_error(TASO_ERR_ARG, "TASO_GPU_CONV_API=%s: not both, legacy or graph", api);
+      goto fail;
+    }
+    ctx->conv_api = strcmp(api, "legacy") == 0 ? GPU_CONV_LEGACY : GPU_CONV_GRAPH;
+  }
   CUDA_TRY(cudaSetDevice(ctx->device));
   CUDA_TRY(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
   CUDNN_TRY(cudnnCreate(&ctx->dnn));
@@ -199,6 +208,8 @@ static void gpu_destroy(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   if (k->pool) cudnnDestroyPoolingDescriptor(k->pool);
   cudaFree(k->zero_bias);
   cudaFree(k->padded);
+  cudaFree(k->staged);
+  gpu_opgraph_free(k->opgraph);
   free(k);
 }
 

@@ -18,7 +18,11 @@
  * kept in the context, keyed by the problem, so that a convolution prepared
  * again (a measurement, a search's rewritten graph, a plan) reuses it:
  * timing every algorithm takes many times longer than measuring the one.
+ * Beside the legacy algorithms the first engines of cuDNN's graph API are
+ * timed too (gpu_conv_graph.c), the legacy call kept for runs whose
+ * buffers the graph's plan cannot take.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +34,22 @@ static bool has_epilogue(const taso_rt_kernel_t *k) {
   return !k->fused && (k->bias_at >= 0 || k->relu || k->clip);
 }
 
+/* The graph API's plan, then one epilogue pass with the bias, the summand
+ * (the convolution staged apart where the summand is the output's buffer)
+ * and the activation. */
+static taso_err_t graph_call(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, const void *x,
+                             void *const *in, void *const *out) {
+  taso_err_t err = TASO_OK;
+  const float *sum = k->sum_at >= 0 ? in[k->sum_at] : NULL;
+  bool staged = sum && sum == out[0];
+  TASO_TRY(gpu_opgraph_run(ctx, k->opgraph, x, in[1], staged ? k->staged : out[0]));
+  if (sum || k->bias_at >= 0 || k->relu || k->clip)
+    CUDA_TRY(gpu_kernel_epilogue(k, out[0], k->bias_at >= 0 ? in[k->bias_at] : NULL,
+                                 staged ? k->staged : sum, k->channels, k->inner, ctx->stream));
+fail:
+  return err;
+}
+
 static taso_err_t conv_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in,
                            void *const *out) {
   taso_err_t err = TASO_OK;
@@ -39,6 +59,9 @@ static taso_err_t conv_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const 
     CUDA_TRY(gpu_pad(in[0], k->padded, k->win, ctx->stream));
     x = k->padded;
   }
+  if (k->opgraph && gpu_opgraph_aligned(x, in[1], out[0]) &&
+      (k->staged || k->sum_at < 0 || in[k->sum_at] != out[0]))
+    return graph_call(ctx, k, x, in, out);
   cudnnTensorDescriptor_t xd = k->pd ? k->pd : k->xd;
   if (k->fused) {
     /* Without a summand, z is the output itself with weight 0. */
@@ -93,8 +116,18 @@ static const char *algorithm_name(cudnnConvolutionFwdAlgo_t a) {
 /* The calls as gpu_describe_conv names them and parse_call reads them. */
 #define FUSED_CALL "cudnnConvolutionBiasActivationForward "
 #define PLAIN_CALL "cudnnConvolutionForward "
+#define GRAPH_CALL "cudnnBackendExecute "
 
 void gpu_describe_conv(const taso_rt_kernel_t *k, char *buf, int len) {
+  if (k->opgraph) {
+    const gpu_engine_t *e = gpu_opgraph_engine(k->opgraph);
+    char engine[512];
+    gpu_engine_format(e, engine, sizeof engine);
+    snprintf(buf, (size_t)len, "%s%s%s%s, %s math", GRAPH_CALL, engine,
+             k->sum_at >= 0 || k->bias_at >= 0 || k->relu || k->clip ? " + epilogue kernel" : "",
+             k->padded ? ", explicit padding" : "", e->tensor ? "tensor-op" : "fma");
+    return;
+  }
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   cudnnGetConvolutionMathType(k->cd, &math);
   snprintf(buf, (size_t)len, "%s%s%s%s, %s math", k->fused ? FUSED_CALL : PLAIN_CALL,
@@ -177,6 +210,12 @@ void gpu_algos_free(gpu_algos_t *algos) {
 /* Reads gpu_describe_conv's text back: the call, the algorithm, FP32 math. */
 static bool parse_call(const char *s, gpu_reused_t *r) {
   const char *p;
+  if (strncmp(s, GRAPH_CALL, strlen(GRAPH_CALL)) == 0) {
+    p = gpu_engine_parse(s + strlen(GRAPH_CALL), &r->engine);
+    r->graph = true;
+    return p && (*p == ' ' || *p == ',') && !r->engine.tensor &&
+           strcmp(s + strlen(s) - strlen(", fma math"), ", fma math") == 0;
+  }
   if (strncmp(s, FUSED_CALL, strlen(FUSED_CALL)) == 0)
     p = s + strlen(FUSED_CALL), r->fused = true;
   else if (strncmp(s, PLAIN_CALL, strlen(PLAIN_CALL)) == 0)
@@ -222,6 +261,28 @@ static int given_cmp(const void *a, const void *b) {
   return strcmp(((const gpu_reused_t *)a)->key, ((const gpu_reused_t *)b)->key);
 }
 
+/* The legacy call beside a given graph engine (for a run whose buffers
+ * are not aligned for it): cuDNN's first FP32 algorithm by its heuristics,
+ * untimed. */
+static bool heuristic_fallback(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int found = 0;
+  if (cudnnSetConvolutionMathType(k->cd, CUDNN_FMA_MATH) != CUDNN_STATUS_SUCCESS ||
+      cudnnGetConvolutionForwardAlgorithm_v7(ctx->dnn, k->pd ? k->pd : k->xd, k->wd, k->cd, k->yd,
+                                             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found,
+                                             perf) != CUDNN_STATUS_SUCCESS)
+    return false;
+  for (int i = 0; i < found; i++)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ctx->workspace_size &&
+        (perf[i].mathType == CUDNN_FMA_MATH || perf[i].mathType == CUDNN_DEFAULT_MATH)) {
+      k->algo = perf[i].algo;
+      k->ws = perf[i].memory;
+      k->fused = false;
+      return true;
+    }
+  return false;
+}
+
 /* The call given for k's configuration, if any (FP32 only: the ones
  * given are), and whether k can make it: the fused call only where it
  * computes k, the algorithm's workspace within the context's. */
@@ -239,6 +300,7 @@ static bool given_call(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   const gpu_reused_t *r = bsearch(&probe, t->given, t->ngiven, sizeof *t->given, given_cmp);
   size_t ws = 0;
   if (!r || (r->fused && !k->can_fuse) || gpu_workspace(ctx) != TASO_OK) return false;
+  if (r->graph) return heuristic_fallback(ctx, k) && gpu_opgraph_use(ctx, k, &r->engine) == TASO_OK;
   if (cudnnSetConvolutionMathType(k->cd, CUDNN_FMA_MATH) != CUDNN_STATUS_SUCCESS ||
       cudnnGetConvolutionForwardWorkspaceSize(ctx->dnn, k->pd ? k->pd : k->xd, k->wd, k->cd, k->yd,
                                               r->algo, &ws) != CUDNN_STATUS_SUCCESS ||
@@ -343,6 +405,46 @@ static bool use_candidate(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k,
  * tensor-op ones included). */
 #define FIND_RESULTS (4 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT)
 
+/* Engines of the graph API timed for a convolution: cuDNN's first ones by
+ * its heuristics. */
+#define GRAPH_TRIED 8
+
+/* Times the graph API's first engines for k on the scratch buffers, in two
+ * rounds as the legacy calls, and makes k run the fastest (k->opgraph) where
+ * it beats legacy_ms, or wherever one runs under GPU_CONV_GRAPH; else k is
+ * left as it was. An engine that fails is skipped; a failure of the
+ * device ends the choice. */
+static taso_err_t choose_engine(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, float *const *in,
+                                float *const *out, cudaEvent_t ev[2], float legacy_ms) {
+  gpu_engine_t e[GRAPH_TRIED];
+  float ms[GRAPH_TRIED];
+  int n = 0, best = -1;
+  if (gpu_opgraph_engines(ctx, k, e, GRAPH_TRIED, &n) != TASO_OK) return TASO_OK; /* none listed */
+  for (int i = 0; i < n; i++)
+    ms[i] = INFINITY;
+  for (int round = 0; round < 2; round++)
+    for (int i = 0; i < n; i++) {
+      float t = 0;
+      bool broken = false;
+      if (round == 1 && isinf(ms[i])) continue;
+      if (gpu_opgraph_use(ctx, k, &e[i]) != TASO_OK) continue;
+      taso_err_t err = time_call(ctx, k, in, out, ev, &t, &broken);
+      if (broken) {
+        gpu_opgraph_free(k->opgraph);
+        k->opgraph = NULL;
+        return err;
+      }
+      if (err == TASO_OK && t < ms[i]) ms[i] = t;
+    }
+  gpu_opgraph_free(k->opgraph);
+  k->opgraph = NULL;
+  for (int i = 0; i < n; i++)
+    if (!isinf(ms[i]) && (best < 0 || ms[i] < ms[best])) best = i;
+  if (best >= 0 && (ctx->conv_api == GPU_CONV_GRAPH || ms[best] < legacy_ms))
+    gpu_opgraph_use(ctx, k, &e[best]); /* it ran just now; else the legacy call stays */
+  return TASO_OK;
+}
+
 /* Finds the algorithms that run the convolution on scratch data
  * (cudnnFindConvolutionForwardAlgorithmEx), then times the configuration's
  * whole call with every one of them, fused and not, in two rounds (each
@@ -403,6 +505,8 @@ static taso_err_t choose_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   }
   if (!use_candidate(ctx, k, perf, cand[best], last, sizeof last))
     err = taso_error(TASO_ERR_LIB, "gpu: conv2d: %s", last);
+  else if (ctx->conv_api != GPU_CONV_LEGACY)
+    err = choose_engine(ctx, k, in, out, ev, cand[best].ms);
 fail:
   cudaStreamSynchronize(ctx->stream);
   for (int i = 0; i < 2; i++)
@@ -424,6 +528,7 @@ static taso_err_t known_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     k->algo = hit->algo;
     k->ws = hit->ws;
     k->fused = hit->fused;
+    if (hit->graph) TASO_TRY(gpu_opgraph_use(ctx, k, &hit->engine));
     return TASO_OK;
   }
   err = given_call(ctx, k) ? TASO_OK : choose_algorithm(ctx, k);
@@ -433,6 +538,8 @@ static taso_err_t known_algorithm(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
     e.algo = k->algo;
     e.ws = k->ws;
     e.fused = k->fused;
+    e.graph = k->opgraph != NULL;
+    if (k->opgraph) e.engine = *gpu_opgraph_engine(k->opgraph);
     CUDNN_TRY(cudnnGetConvolutionMathType(k->cd, &e.math));
   } else {
     /* the reason without gpu_unsupported's prefix, which it adds again */
@@ -522,7 +629,10 @@ taso_err_t gpu_prepare_conv(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   }
   CUDNN_TRY(cudnnSetConvolutionMathType(k->cd, ctx->tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
   k->run = conv_run;
-  return known_algorithm(ctx, k);
+  TASO_TRY(known_algorithm(ctx, k));
+  if (k->opgraph && k->sum_at >= 0)
+    CUDA_TRY(cudaMalloc((void **)&k->staged, sizeof(float) * (size_t)k->n));
+  return TASO_OK;
 fail:
   return err;
 }

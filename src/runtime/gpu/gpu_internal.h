@@ -22,12 +22,31 @@
 #include "gpu_kernels.h"
 #include "runtime.h"
 
+/* Which of cuDNN's APIs a convolution's choice times (TASO_GPU_CONV_API):
+ * both (the default), the legacy algorithms only, or the graph API's
+ * engines wherever one runs it (the legacy call then only where a run's
+ * buffers are not aligned for it). */
+enum { GPU_CONV_BOTH, GPU_CONV_LEGACY, GPU_CONV_GRAPH };
+
 /* Buffer slots of a configuration: operands, then results. */
 #define GPU_SLOTS (TASO_RT_MAX_IN + 2)
 
 /* A convolution problem as cuDNN sees it (shapes, padding, strides,
  * layout, fused call, math): what its algorithm choice depends on. */
 #define GPU_CONV_KEY 24
+
+/* An engine of cuDNN's graph API as a plan is built from it again: its
+ * global index and knob values (gpu_conv_graph.c). */
+#define GPU_ENGINE_KNOBS 16
+typedef struct {
+  int64_t id;
+  int nknobs;
+  int64_t knob[GPU_ENGINE_KNOBS][2]; /* knob type, value */
+  bool tensor;                       /* uses tensor cores (TF32) */
+} gpu_engine_t;
+
+/* A convolution's plan of the graph API (opaque: gpu_conv_graph.c). */
+typedef struct gpu_opgraph gpu_opgraph_t;
 
 /* The algorithm chosen for one convolution problem, or why none runs it. */
 typedef struct {
@@ -38,6 +57,8 @@ typedef struct {
   size_t ws; /* workspace bytes it needs */
   cudnnMathType_t math;
   bool fused; /* cudnnConvolutionBiasActivationForward was faster */
+  bool graph; /* the graph API's engine was faster still */
+  gpu_engine_t engine;
   char why[256];
 } gpu_algo_t;
 
@@ -47,6 +68,8 @@ typedef struct {
   char *key; /* taso_rt_call_key of its configuration */
   cudnnConvolutionFwdAlgo_t algo;
   bool fused; /* cudnnConvolutionBiasActivationForward */
+  bool graph; /* the graph API's engine */
+  gpu_engine_t engine;
 } gpu_reused_t;
 
 /* The context's algorithm choices, an open-addressing hash table: a
@@ -68,6 +91,7 @@ struct taso_rt_ctx {
   cudnnHandle_t dnn;         /* bound to stream */
   cublasHandle_t blas;       /* bound to stream */
   bool tf32;                 /* tensor-op (TF32) math allowed (set_tf32) */
+  int conv_api;              /* GPU_CONV_* (TASO_GPU_CONV_API) */
   void *workspace;           /* cuDNN workspace shared by every kernel (one stream) */
   size_t workspace_size;     /* bytes; allocated on the first convolution */
   size_t workspace_cap;      /* the size to allocate (TASO_GPU_WORKSPACE_MB) */
@@ -107,6 +131,9 @@ struct taso_rt_kernel {
   size_t ws;                      /* workspace bytes the algorithm needs */
   float *zero_bias;               /* device zeros: the fused call needs a bias */
   float *padded;                  /* device scratch for explicit padding */
+  gpu_opgraph_t *opgraph;         /* conv: the graph API's plan, where it was faster */
+  float *staged;                  /* conv with graph and summand: the convolution's
+                                     result when the summand is the output's buffer */
   bool fused;               /* conv: one cudnnConvolutionBiasActivationForward, else the convolution
                                and the epilogue kernel (bias, ReLU or clip), whichever was faster */
   bool can_fuse;            /* conv: the fused call computes it (a ReLU, no clip) */
@@ -187,6 +214,27 @@ taso_err_t gpu_buffer(float **buf, int64_t *have, int64_t count);
 
 /* cuDNN's name of a prepared convolution's algorithm, its math and call. */
 void gpu_describe_conv(const taso_rt_kernel_t *k, char *buf, int len);
+
+/* ---- the graph API's convolutions (gpu_conv_graph.c) ---- */
+
+/* Up to max engines that cuDNN's heuristics rank first for k's convolution
+ * (alone), in that order, that the context's math allows. */
+taso_err_t gpu_opgraph_engines(taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k, gpu_engine_t *out,
+                               int max, int *n);
+/* Makes k->opgraph a plan of engine e (replacing k's), its workspace within
+ * the context's; TASO_ERR_UNSUPPORTED or TASO_ERR_LIB where it cannot. */
+taso_err_t gpu_opgraph_use(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, const gpu_engine_t *e);
+/* Enqueues the plan's convolution of x and w into y. */
+taso_err_t gpu_opgraph_run(taso_rt_ctx_t *ctx, gpu_opgraph_t *g, const void *x, const void *w,
+                           void *y);
+/* Whether buffers are aligned as the plans declare them. */
+bool gpu_opgraph_aligned(const void *x, const void *w, const void *y);
+const gpu_engine_t *gpu_opgraph_engine(const gpu_opgraph_t *g);
+void gpu_opgraph_free(gpu_opgraph_t *g);
+/* "engine 7 knobs 3=1,17=0" (snprintf's return); the parse gives the end
+ * of what it read, or NULL. */
+int gpu_engine_format(const gpu_engine_t *e, char *buf, int len);
+const char *gpu_engine_parse(const char *s, gpu_engine_t *e);
 
 /* Frees the algorithm table. */
 void gpu_algos_free(gpu_algos_t *algos);
