@@ -5,7 +5,9 @@
 #   2. every built-in model (and resnet50:bn=1) on the gpu backend against
 #      the cpu backend's outputs (--save / --expect), with its end-to-end
 #      latency at batch 1, median of 50: FP32 step by step (--no-graph),
-#      FP32 replayed as one CUDA graph, and TF32 replayed (--tf32);
+#      FP32 replayed as one CUDA graph, and TF32 replayed (--tf32); for
+#      the five CNNs TF32 also with cuDNN's legacy algorithms only and with
+#      the graph API's fused convolutions (TASO_GPU_CONV_API, _FUSED);
 #   3. PyTorch on the same GPU, where `import torch, torchvision` works:
 #      torchvision's networks with batch normalization removed, eager and
 #      replayed as a CUDA graph, PyTorch's default math (TF32 convolutions)
@@ -51,10 +53,10 @@ total=${GPU_SH_SECONDS:-460}
 deadline=$((start + total))
 part_end=$deadline
 # part N: the time by which part N ends, as a share of the total (of 460 s:
-# test_gpu 60, models 130, PyTorch 45, measuring 65, estimates and the
-# runs with the database's calls 70, the optimizer the rest)
+# test_gpu 60, models 150, PyTorch 40, measuring 55, estimates and the
+# runs with the database's calls 65, the optimizer the rest)
 part() {
-  local ends=(0 60 190 235 300 370 460)
+  local ends=(0 60 210 250 305 370 460)
   part_end=$((start + total * ends[$1] / 460))
 }
 tmp=$(mktemp -d /tmp/taso-gpu.XXXXXX)
@@ -128,11 +130,11 @@ specs=""
 for name in $models; do
   [ "$name" = resnet50 ] && specs="$specs resnet50:stem=1 resnet50:bn=1" || specs="$specs $name"
 done
-declare -A fp32 tf32 tf32_legacy steps cpu_rel tf32_rel
+declare -A fp32 tf32 tf32_legacy tf32_fused steps cpu_rel tf32_rel
 rel() { field 's/^--expect: largest difference .* absolute, \([^ ]*\) relative.*/\1/p' "$1"; }
 med() { field 's/^end to end: median \([0-9.]*\) ms.*/\1/p' "$1"; }
-printf '| %-16s | %-10s | %-10s | %10s | %10s | %10s | %10s | %s |\n' model "FP32 rel" "TF32 rel" \
-  "step ms" "graph ms" "TF32 ms" "TF32 leg." "runs"
+printf '| %-16s | %-10s | %-10s | %10s | %10s | %10s | %10s | %10s | %s |\n' model "FP32 rel" \
+  "TF32 rel" "step ms" "graph ms" "TF32 ms" "TF32 leg." "TF32 fused" "runs"
 for spec in $specs; do
   name=${spec//[:=,]/_}
   ref=$tmp/$name.cpu
@@ -158,6 +160,11 @@ for spec in $specs; do
     TASO_GPU_CONV_API=legacy guard 60 "$tmp/$name.tf32legacy.log" "$bin/taso-run" --model "$spec" \
       --backend gpu --tf32 --runs 50 --warmup 10
     tf32_legacy[$spec]=$(med "$tmp/$name.tf32legacy.log")
+    # and with the graph API's convolutions fused with bias and ReLU timed too
+    TASO_GPU_CONV_FUSED=1 guard 60 "$tmp/$name.tf32fused.log" "$bin/taso-run" --model "$spec" \
+      --backend gpu --tf32 --expect "$ref" --tolerance 1 --runs 50 --warmup 10
+    fused_ms=$(med "$tmp/$name.tf32fused.log")
+    [ -n "$fused_ms" ] && tf32_fused[$spec]="$fused_ms ($(rel "$tmp/$name.tf32fused.log"))"
     ;;
   esac
   cpu_rel[$spec]=$(rel "$tmp/$name.fp32.log")
@@ -170,13 +177,14 @@ for spec in $specs; do
   [ $rc32 = 0 ] || runs="FP32 $(status $rc32): $(tail -1 "$tmp/$name.fp32.log")"
   [ $rctf = 0 ] || runs="$runs; TF32 $(status $rctf)"
   [ $rcst = 0 ] || runs="$runs; --no-graph $(status $rcst)"
-  printf '| %-16s | %-10s | %-10s | %10s | %10s | %10s | %10s | %s |\n' "$spec" \
+  printf '| %-16s | %-10s | %-10s | %10s | %10s | %10s | %10s | %10s | %s |\n' "$spec" \
     "${cpu_rel[$spec]:--}$verdict" "${tf32_rel[$spec]:--}" "${steps[$spec]:--}" "${fp32[$spec]:--}" \
-    "${tf32[$spec]:--}" "${tf32_legacy[$spec]:--}" "${runs:--}"
+    "${tf32[$spec]:--}" "${tf32_legacy[$spec]:--}" "${tf32_fused[$spec]:--}" "${runs:--}"
 done
 echo "(rel: largest |gpu - cpu| over the largest |cpu| output value; FP32 must be <= 1e-4;"
 echo " step: one launch per step; graph: the plan replayed as one CUDA graph; TF32: --tf32, replayed;"
-echo " TF32 leg.: the same with TASO_GPU_CONV_API=legacy, cuDNN's legacy algorithms only)"
+echo " TF32 leg.: the same with TASO_GPU_CONV_API=legacy, cuDNN's legacy algorithms only;"
+echo " TF32 fused: with TASO_GPU_CONV_FUSED=1, the graph API's conv+bias+ReLU graphs timed too (rel))"
 
 # ---- 3. PyTorch ------------------------------------------------------------------
 echo

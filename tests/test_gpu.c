@@ -901,17 +901,25 @@ static void run_conv_buffers(taso_rt_ctx_t *g, taso_rt_kernel_t *k, const taso_r
 }
 
 /* The graph API's engines (TASO_GPU_CONV_API=graph: wherever one runs a
- * convolution): the convolutions above against the reference; a run with
- * the summand in the output's buffer, and one whose input is not aligned
+ * convolution; TASO_GPU_CONV_FUSED=1: fused graphs too): the convolutions
+ * above against the reference; a run with the summand in the output's
+ * buffer, and one whose input is not aligned
  * for the plan (the legacy call beside it), against a plain run; a
  * convolution names its engine, which the reuse hook of a fresh context
  * takes back, prepares without timing, and runs right. */
 static void test_graph_engines(void) {
   taso_rt_ctx_t *own = ctx, *g = NULL, *fresh = NULL;
   setenv("TASO_GPU_CONV_API", "graph", 1);
+  setenv("TASO_GPU_CONV_FUSED", "1", 1);
   CHECK_OK(gpu->open(0, &g));
+  CHECK_OK(gpu->open(0, &fresh));
   unsetenv("TASO_GPU_CONV_API");
-  if (!g) return;
+  unsetenv("TASO_GPU_CONV_FUSED");
+  if (!g || !fresh) {
+    if (g) gpu->close(g);
+    if (fresh) gpu->close(fresh);
+    return;
+  }
   ctx = g;
   test_conv2d();
   test_conv2d_fused();
@@ -957,7 +965,6 @@ static void test_graph_engines(void) {
 
   char key[512], again_what[512] = "";
   taso_rt_config_key(&c, key, sizeof key);
-  CHECK_OK(gpu->open(0, &fresh));
   if (fresh && k) {
     CHECK(gpu->reuse(fresh, key, what));
     CHECK(!gpu->reuse(fresh, key, "cudnnBackendExecute engine x, fma math"));
@@ -972,6 +979,24 @@ static void test_graph_engines(void) {
     if (again) gpu->destroy(fresh, again);
     ctx = fresh;
     check_config(&c, "conv+bias+sum+relu given engine", false);
+    /* a convolution with a bias and a ReLU: where the fused graph won,
+     * its engine is given back as such */
+    taso_rt_config_t f = make_cfg(TASO_OP_CONV2D, window(1, 1, TASO_PAD_SAME, 0, 0), in,
+                                  TASO_FUSE_BIAS | TASO_FUSE_RELU, TASO_RT_NCHW);
+    taso_rt_kernel_t *kf = NULL, *kf_again = NULL;
+    char fused_what[512] = "", fused_again[512] = "", fused_key[512];
+    CHECK_OK(gpu->prepare(g, &f, &kf));
+    if (kf) gpu->describe(kf, fused_what, sizeof fused_what);
+    printf("  conv+bias+relu graph call: %s\n", fused_what);
+    taso_rt_config_key(&f, fused_key, sizeof fused_key);
+    if (strstr(fused_what, "fused engine") && gpu->reuse(fresh, fused_key, fused_what)) {
+      CHECK_OK(gpu->prepare(fresh, &f, &kf_again));
+      if (kf_again) gpu->describe(kf_again, fused_again, sizeof fused_again);
+      CHECK_STR(fused_again, fused_what);
+      check_config(&f, "conv+bias+relu given fused engine", false);
+    }
+    if (kf) gpu->destroy(g, kf);
+    if (kf_again) gpu->destroy(fresh, kf_again);
     CHECK_OK(gpu->set_tf32(fresh, true)); /* TF32: the engines with tensor cores too */
     check_config(&c, "conv+bias+sum+relu TF32", false);
     taso_rt_kernel_t *tf = NULL;

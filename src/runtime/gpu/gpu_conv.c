@@ -34,16 +34,28 @@ static bool has_epilogue(const taso_rt_kernel_t *k) {
   return !k->fused && (k->bias_at >= 0 || k->relu || k->clip);
 }
 
-/* The graph API's plan, then one epilogue pass with the bias, the summand
- * (the convolution staged apart where the summand is the output's buffer)
- * and the activation. */
+/* The bias of k's fused graph, or NULL. */
+static const void *graph_bias(const taso_rt_kernel_t *k, void *const *in) {
+  return gpu_opgraph_engine(k->opgraph)->fused && k->bias_at >= 0 ? in[k->bias_at] : NULL;
+}
+
+/* Whether k's graph plan has the epilogue kernel after it. */
+static bool graph_epilogue(const taso_rt_kernel_t *k) {
+  return !gpu_opgraph_engine(k->opgraph)->fused &&
+         (k->sum_at >= 0 || k->bias_at >= 0 || k->relu || k->clip);
+}
+
+/* The graph API's plan, then (unless fused) one epilogue pass with the
+ * bias, the summand (the convolution staged apart where the summand is the
+ * output's buffer) and the activation. */
 static taso_err_t graph_call(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, const void *x,
                              void *const *in, void *const *out) {
   taso_err_t err = TASO_OK;
   const float *sum = k->sum_at >= 0 ? in[k->sum_at] : NULL;
   bool staged = sum && sum == out[0];
-  TASO_TRY(gpu_opgraph_run(ctx, k->opgraph, x, in[1], staged ? k->staged : out[0]));
-  if (sum || k->bias_at >= 0 || k->relu || k->clip)
+  TASO_TRY(
+      gpu_opgraph_run(ctx, k->opgraph, x, in[1], graph_bias(k, in), staged ? k->staged : out[0]));
+  if (graph_epilogue(k))
     CUDA_TRY(gpu_kernel_epilogue(k, out[0], k->bias_at >= 0 ? in[k->bias_at] : NULL,
                                  staged ? k->staged : sum, k->channels, k->inner, ctx->stream));
 fail:
@@ -59,7 +71,7 @@ static taso_err_t conv_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const 
     CUDA_TRY(gpu_pad(in[0], k->padded, k->win, ctx->stream));
     x = k->padded;
   }
-  if (k->opgraph && gpu_opgraph_aligned(x, in[1], out[0]) &&
+  if (k->opgraph && gpu_opgraph_aligned(x, in[1], graph_bias(k, in), out[0]) &&
       (k->staged || k->sum_at < 0 || in[k->sum_at] != out[0]))
     return graph_call(ctx, k, x, in, out);
   cudnnTensorDescriptor_t xd = k->pd ? k->pd : k->xd;
@@ -124,8 +136,8 @@ void gpu_describe_conv(const taso_rt_kernel_t *k, char *buf, int len) {
     char engine[512];
     gpu_engine_format(e, engine, sizeof engine);
     snprintf(buf, (size_t)len, "%s%s%s%s, %s math", GRAPH_CALL, engine,
-             k->sum_at >= 0 || k->bias_at >= 0 || k->relu || k->clip ? " + epilogue kernel" : "",
-             k->padded ? ", explicit padding" : "", e->tensor ? "tensor-op" : "fma");
+             graph_epilogue(k) ? " + epilogue kernel" : "", k->padded ? ", explicit padding" : "",
+             e->tensor ? "tensor-op" : "fma");
     return;
   }
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
@@ -405,8 +417,8 @@ static bool use_candidate(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k,
  * tensor-op ones included). */
 #define FIND_RESULTS (4 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT)
 
-/* Engines of the graph API timed for a convolution: cuDNN's first ones by
- * its heuristics. */
+/* Engines of the graph API timed for a convolution, of each graph (alone,
+ * fused): cuDNN's first ones by its heuristics. */
 #define GRAPH_TRIED 8
 
 /* Times the graph API's first engines for k on the scratch buffers, in two
@@ -416,10 +428,13 @@ static bool use_candidate(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k,
  * device ends the choice. */
 static taso_err_t choose_engine(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, float *const *in,
                                 float *const *out, cudaEvent_t ev[2], float legacy_ms) {
-  gpu_engine_t e[GRAPH_TRIED];
-  float ms[GRAPH_TRIED];
-  int n = 0, best = -1;
-  if (gpu_opgraph_engines(ctx, k, e, GRAPH_TRIED, &n) != TASO_OK) return TASO_OK; /* none listed */
+  gpu_engine_t e[2 * GRAPH_TRIED];
+  float ms[2 * GRAPH_TRIED];
+  int n = 0, fused = 0, best = -1;
+  /* none listed (an error of the listing included): the legacy call stays */
+  if (gpu_opgraph_engines(ctx, k, false, e, GRAPH_TRIED, &n) != TASO_OK) n = 0;
+  if (ctx->conv_fused && gpu_opgraph_engines(ctx, k, true, e + n, GRAPH_TRIED, &fused) == TASO_OK)
+    n += fused;
   for (int i = 0; i < n; i++)
     ms[i] = INFINITY;
   for (int round = 0; round < 2; round++)

@@ -7,9 +7,11 @@
  * times the first few of that list beside the legacy algorithms and keeps
  * the fastest. An engine is kept as its global index and knob values
  * (gpu_engine_t), which build the same plan again: the algorithm table, a
- * cost database's row ("cudnnBackendExecute engine 7 knobs 3=1,17=0").
- * The graph computes the convolution alone; bias, summand and activation
- * follow in our epilogue kernel.
+ * cost database's row ("cudnnBackendExecute engine 7 knobs 3=1,17=0"). * A graph computes the
+ * convolution alone, bias, summand and activation following in our epilogue kernel, or (fused,
+ * where the call has a bias or a ReLU and no summand or clip) the convolution, bias and ReLU as *
+ * cuDNN's pointwise operations: both are timed (the fused ones only with TASO_GPU_CONV_FUSED=1,
+ * until they have run on a device).
  *
  * Engines whose numerical notes say tensor cores (TF32 for FP32 data) are
  * listed only where the context allows TF32; those that convert inputs
@@ -29,18 +31,35 @@
 
 #define GRAPH_ALIGN 16
 
-/* Unique ids of the graph's tensors in a variant pack. */
-enum { UID_X = 1, UID_W, UID_Y };
+/* Unique ids of the graph's tensors in a variant pack: x, w, y, the bias,
+ * then the fused graph's intermediate results. */
+enum { UID_X = 1, UID_W, UID_Y, UID_B, UID_CONV, UID_BIASED };
 
 /* Descriptors of an operation graph: tensors x, w, y, the convolution,
- * its operation, the graph. */
-enum { D_X, D_W, D_Y, D_CONV, D_OP, D_GRAPH, D_COUNT };
+ * its operation, the graph; a fused graph's bias, intermediate results
+ * and pointwise operations (bias, ReLU). */
+enum {
+  D_X,
+  D_W,
+  D_Y,
+  D_CONV,
+  D_OP,
+  D_GRAPH,
+  D_B,
+  D_T_CONV,
+  D_T_BIASED,
+  D_PW_ADD,
+  D_PW_RELU,
+  D_OP_ADD,
+  D_OP_RELU,
+  D_COUNT
+};
 
 struct gpu_opgraph {
   cudnnBackendDescriptor_t d[D_COUNT];
   cudnnBackendDescriptor_t engine, cfg, knobs[GPU_ENGINE_KNOBS], plan;
   cudnnBackendDescriptor_t pack; /* for pack_ptr, made again when they change */
-  void *pack_ptr[3];
+  void *pack_ptr[4];
   gpu_engine_t e;
   int64_t ws; /* workspace bytes */
 };
@@ -81,7 +100,7 @@ void gpu_opgraph_free(gpu_opgraph_t *g) {
 }
 
 static taso_err_t make_tensor(cudnnBackendDescriptor_t *t, int64_t uid, const int64_t dim[4],
-                              bool nhwc) {
+                              bool nhwc, bool is_virtual) {
   taso_err_t err = TASO_OK;
   cudnnDataType_t type = CUDNN_DATA_FLOAT;
   int64_t align = GRAPH_ALIGN, stride[4];
@@ -101,15 +120,41 @@ static taso_err_t make_tensor(cudnnBackendDescriptor_t *t, int64_t uid, const in
   SET(*t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, stride);
   SET(*t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
   SET(*t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+  if (is_virtual) SET(*t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
   CUDNN_TRY(cudnnBackendFinalize(*t));
 fail:
   return err;
 }
 
-/* k's convolution alone as an operation graph, in d (D_COUNT entries):
- * the problem the legacy descriptors state (an explicitly padded input
- * included, with no padding then). */
-static taso_err_t build_graph(taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k,
+bool gpu_opgraph_can_fuse(const taso_rt_kernel_t *k) {
+  return k->sum_at < 0 && !k->clip && (k->bias_at >= 0 || k->relu);
+}
+
+/* A pointwise operation mode of x (and b) into y, in *pw and *op. */
+static taso_err_t make_pointwise(cudnnBackendDescriptor_t *pw, cudnnBackendDescriptor_t *op,
+                                 cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t *x,
+                                 cudnnBackendDescriptor_t *b, cudnnBackendDescriptor_t *y) {
+  taso_err_t err = TASO_OK;
+  cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+  TRY(create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, pw));
+  SET(*pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+  SET(*pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+  CUDNN_TRY(cudnnBackendFinalize(*pw));
+  TRY(create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op));
+  SET(*op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, pw);
+  SET(*op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, x);
+  if (b) SET(*op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, b);
+  SET(*op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, y);
+  CUDNN_TRY(cudnnBackendFinalize(*op));
+fail:
+  return err;
+}
+
+/* k's convolution as an operation graph, in d (D_COUNT entries): the
+ * problem the legacy descriptors state (an explicitly padded input
+ * included, with no padding then), alone or (fused) followed by k's bias
+ * and ReLU. */
+static taso_err_t build_graph(taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k, bool fused,
                               cudnnBackendDescriptor_t *d) {
   taso_err_t err = TASO_OK;
   const taso_rt_config_t *c = &k->cfg;
@@ -129,9 +174,16 @@ static taso_err_t build_graph(taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k,
   cudnnDataType_t comp = CUDNN_DATA_FLOAT;
   cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
   float alpha = 1.0f, beta = 0.0f;
-  TRY(make_tensor(&d[D_X], UID_X, xdim, nhwc));
-  TRY(make_tensor(&d[D_W], UID_W, wdim, false)); /* weights stay row-major */
-  TRY(make_tensor(&d[D_Y], UID_Y, ydim, nhwc));
+  int64_t bdim[4] = {1, y->dim[1], 1, 1};
+  /* the convolution's own result: y, or the fused graph's first step */
+  cudnnBackendDescriptor_t *conv_y = fused ? &d[D_T_CONV] : &d[D_Y];
+  bool bias = fused && k->bias_at >= 0, relu = fused && k->relu;
+  TRY(make_tensor(&d[D_X], UID_X, xdim, nhwc, false));
+  TRY(make_tensor(&d[D_W], UID_W, wdim, false, false)); /* weights stay row-major */
+  TRY(make_tensor(&d[D_Y], UID_Y, ydim, nhwc, false));
+  if (fused) TRY(make_tensor(&d[D_T_CONV], UID_CONV, ydim, nhwc, true));
+  if (bias) TRY(make_tensor(&d[D_B], UID_B, bdim, nhwc, false));
+  if (bias && relu) TRY(make_tensor(&d[D_T_BIASED], UID_BIASED, ydim, nhwc, true));
   TRY(create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &d[D_CONV]));
   SET(d[D_CONV], CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
   SET(d[D_CONV], CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
@@ -147,14 +199,26 @@ static taso_err_t build_graph(taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k,
   SET(d[D_OP], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
       &d[D_W]);
   SET(d[D_OP], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-      &d[D_Y]);
+      conv_y);
   SET(d[D_OP], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
       &d[D_CONV]);
   SET(d[D_OP], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
   SET(d[D_OP], CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
   CUDNN_TRY(cudnnBackendFinalize(d[D_OP]));
+  cudnnBackendDescriptor_t ops[3] = {d[D_OP]};
+  int64_t nops = 1;
+  if (bias) {
+    TRY(make_pointwise(&d[D_PW_ADD], &d[D_OP_ADD], CUDNN_POINTWISE_ADD, conv_y, &d[D_B],
+                       relu ? &d[D_T_BIASED] : &d[D_Y]));
+    ops[nops++] = d[D_OP_ADD];
+  }
+  if (relu) {
+    TRY(make_pointwise(&d[D_PW_RELU], &d[D_OP_RELU], CUDNN_POINTWISE_RELU_FWD,
+                       bias ? &d[D_T_BIASED] : conv_y, NULL, &d[D_Y]));
+    ops[nops++] = d[D_OP_RELU];
+  }
   TRY(create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &d[D_GRAPH]));
-  SET(d[D_GRAPH], CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &d[D_OP]);
+  SET(d[D_GRAPH], CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, ops);
   SET(d[D_GRAPH], CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &ctx->dnn);
   CUDNN_TRY(cudnnBackendFinalize(d[D_GRAPH]));
 fail:
@@ -229,14 +293,15 @@ done:
  * some are not allowed. */
 #define HEUR_RESULTS 32
 
-taso_err_t gpu_opgraph_engines(taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k, gpu_engine_t *out,
-                               int max, int *n) {
+taso_err_t gpu_opgraph_engines(taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k, bool fused,
+                               gpu_engine_t *out, int max, int *n) {
   taso_err_t err = TASO_OK;
   cudnnBackendDescriptor_t d[D_COUNT] = {0}, heur = NULL, cfgs[HEUR_RESULTS] = {0};
   cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
   int64_t count = 0;
   *n = 0;
-  TRY(build_graph(ctx, k, d));
+  if (fused && !gpu_opgraph_can_fuse(k)) return TASO_OK;
+  TRY(build_graph(ctx, k, fused, d));
   TRY(create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
   SET(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &d[D_GRAPH]);
   SET(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
@@ -246,7 +311,7 @@ taso_err_t gpu_opgraph_engines(taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k, gp
   CUDNN_TRY(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, HEUR_RESULTS, &count, cfgs));
   for (int64_t i = 0; i < count && i < HEUR_RESULTS && *n < max; i++)
-    if (read_engine(ctx, cfgs[i], &out[*n])) (*n)++;
+    if (read_engine(ctx, cfgs[i], &out[*n])) out[(*n)++].fused = fused;
 fail:
   destroy(cfgs, HEUR_RESULTS);
   destroy(&heur, 1);
@@ -260,7 +325,11 @@ taso_err_t gpu_opgraph_use(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, const gpu_en
   gpu_opgraph_t *g = calloc(1, sizeof *g);
   if (!g) return taso_error(TASO_ERR_NOMEM, "gpu: convolution graph");
   g->e = *e;
-  TRY(build_graph(ctx, k, g->d));
+  if (e->fused && !gpu_opgraph_can_fuse(k)) {
+    err = GPU_UNSUPPORTED(&k->cfg, "engine %lld: fused graph of another call", (long long)e->id);
+    goto fail;
+  }
+  TRY(build_graph(ctx, k, e->fused, g->d));
   TRY(create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &g->engine));
   SET(g->engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
       &g->d[D_GRAPH]);
@@ -299,20 +368,21 @@ fail:
   return err;
 }
 
-bool gpu_opgraph_aligned(const void *x, const void *w, const void *y) {
-  return ((uintptr_t)x | (uintptr_t)w | (uintptr_t)y) % GRAPH_ALIGN == 0;
+bool gpu_opgraph_aligned(const void *x, const void *w, const void *b, const void *y) {
+  return ((uintptr_t)x | (uintptr_t)w | (uintptr_t)b | (uintptr_t)y) % GRAPH_ALIGN == 0;
 }
 
 taso_err_t gpu_opgraph_run(taso_rt_ctx_t *ctx, gpu_opgraph_t *g, const void *x, const void *w,
-                           void *y) {
+                           const void *b, void *y) {
   taso_err_t err = TASO_OK;
-  void *ptr[3] = {(void *)x, (void *)w, y};
+  void *ptr[4] = {(void *)x, (void *)w, y, (void *)b};
   if (!g->pack || memcmp(ptr, g->pack_ptr, sizeof ptr) != 0) {
-    int64_t uids[3] = {UID_X, UID_W, UID_Y};
+    int64_t uids[4] = {UID_X, UID_W, UID_Y, UID_B};
+    int64_t n = b ? 4 : 3;
     destroy(&g->pack, 1);
     TRY(create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &g->pack));
-    SET(g->pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
-    SET(g->pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptr);
+    SET(g->pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
+    SET(g->pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptr);
     SET(g->pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ctx->workspace);
     CUDNN_TRY(cudnnBackendFinalize(g->pack));
     memcpy(g->pack_ptr, ptr, sizeof ptr);
@@ -329,7 +399,7 @@ const gpu_engine_t *gpu_opgraph_engine(const gpu_opgraph_t *g) {
 }
 
 int gpu_engine_format(const gpu_engine_t *e, char *buf, int len) {
-  int n = snprintf(buf, (size_t)len, "engine %lld", (long long)e->id);
+  int n = snprintf(buf, (size_t)len, "%sengine %lld", e->fused ? "fused " : "", (long long)e->id);
   for (int i = 0; i < e->nknobs; i++)
     n += snprintf(buf + (n < len ? n : len), (size_t)(n < len ? len - n : 0), "%s%lld=%lld",
                   i ? "," : " knobs ", (long long)e->knob[i][0], (long long)e->knob[i][1]);
@@ -349,6 +419,10 @@ static bool read_int(const char **p, int64_t *v) {
 
 const char *gpu_engine_parse(const char *s, gpu_engine_t *e) {
   memset(e, 0, sizeof *e);
+  if (strncmp(s, "fused ", 6) == 0) {
+    e->fused = true;
+    s += 6;
+  }
   if (strncmp(s, "engine ", 7) != 0) return NULL;
   s += 7;
   if (!read_int(&s, &e->id) || e->id < 0) return NULL;

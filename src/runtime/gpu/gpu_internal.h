@@ -43,6 +43,7 @@ typedef struct {
   int nknobs;
   int64_t knob[GPU_ENGINE_KNOBS][2]; /* knob type, value */
   bool tensor;                       /* uses tensor cores (TF32) */
+  bool fused;                        /* of the graph with the bias and ReLU */
 } gpu_engine_t;
 
 /* A convolution's plan of the graph API (opaque: gpu_conv_graph.c). */
@@ -92,6 +93,7 @@ struct taso_rt_ctx {
   cublasHandle_t blas;       /* bound to stream */
   bool tf32;                 /* tensor-op (TF32) math allowed (set_tf32) */
   int conv_api;              /* GPU_CONV_* (TASO_GPU_CONV_API) */
+  bool conv_fused;           /* time fused graphs too (TASO_GPU_CONV_FUSED=1) */
   void *workspace;           /* cuDNN workspace shared by every kernel (one stream) */
   size_t workspace_size;     /* bytes; allocated on the first convolution */
   size_t workspace_cap;      /* the size to allocate (TASO_GPU_WORKSPACE_MB) */
@@ -217,18 +219,22 @@ void gpu_describe_conv(const taso_rt_kernel_t *k, char *buf, int len);
 
 /* ---- the graph API's convolutions (gpu_conv_graph.c) ---- */
 
+/* Whether k's bias and ReLU can join its graph (it has one, and neither a
+ * summand nor a clip). */
+bool gpu_opgraph_can_fuse(const taso_rt_kernel_t *k);
 /* Up to max engines that cuDNN's heuristics rank first for k's convolution
- * (alone), in that order, that the context's math allows. */
-taso_err_t gpu_opgraph_engines(taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k, gpu_engine_t *out,
-                               int max, int *n);
+ * alone or fused with its bias and ReLU, in that order, that the context's
+ * math allows (none: *n 0). */
+taso_err_t gpu_opgraph_engines(taso_rt_ctx_t *ctx, const taso_rt_kernel_t *k, bool fused,
+                               gpu_engine_t *out, int max, int *n);
 /* Makes k->opgraph a plan of engine e (replacing k's), its workspace within
  * the context's; TASO_ERR_UNSUPPORTED or TASO_ERR_LIB where it cannot. */
 taso_err_t gpu_opgraph_use(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, const gpu_engine_t *e);
-/* Enqueues the plan's convolution of x and w into y. */
+/* Enqueues the plan's convolution of x and w (and bias b, fused) into y. */
 taso_err_t gpu_opgraph_run(taso_rt_ctx_t *ctx, gpu_opgraph_t *g, const void *x, const void *w,
-                           void *y);
-/* Whether buffers are aligned as the plans declare them. */
-bool gpu_opgraph_aligned(const void *x, const void *w, const void *y);
+                           const void *b, void *y);
+/* Whether buffers are aligned as the plans declare them (b may be NULL). */
+bool gpu_opgraph_aligned(const void *x, const void *w, const void *b, const void *y);
 const gpu_engine_t *gpu_opgraph_engine(const gpu_opgraph_t *g);
 void gpu_opgraph_free(gpu_opgraph_t *g);
 /* "engine 7 knobs 3=1,17=0" (snprintf's return); the parse gives the end
