@@ -39,11 +39,13 @@ check() { # check DESCRIPTION CONDITION...: CONDITION is a command
   if "$@"; then ok "$what"; else not_ok "$what"; fi
 }
 
-# run CMD...: echoed, so that a failure can be repeated from the log; a
-# minute is far more than any of these needs, so 124 means a hang.
+# run CMD...: echoed, so that a failure can be repeated from the log;
+# five minutes is far more than any of these needs, so 124 means a hang
+# (a minute was not: the 4-rank validate took longer under the sanitizers
+# on a loaded 2-core machine).
 run() {
   echo "+ $*"
-  timeout 60 "$@" >"$tmp/out" 2>"$tmp/err"
+  timeout 300 "$@" >"$tmp/out" 2>"$tmp/err"
   rc=$?
 }
 
