@@ -428,11 +428,12 @@ const char *gpu_engine_parse(const char *s, gpu_engine_t *e) {
   if (!read_int(&s, &e->id) || e->id < 0) return NULL;
   if (strncmp(s, " knobs ", 7) != 0) return s;
   s += 7;
-  do {
+  for (;;) { /* knobs: "T=V" joined by commas; a comma before anything else ends them */
     if (e->nknobs == GPU_ENGINE_KNOBS || !read_int(&s, &e->knob[e->nknobs][0]) || *s++ != '=' ||
         !read_int(&s, &e->knob[e->nknobs][1]))
       return NULL;
     e->nknobs++;
-  } while (*s == ',' && s++);
-  return s;
+    if (s[0] != ',' || !((s[1] >= '0' && s[1] <= '9') || s[1] == '-')) return s;
+    s++;
+  }
 }
