@@ -289,7 +289,7 @@ done:
   return ok;
 }
 
-/* Configurations asked of the heuristics: more than GPU_GRAPH_TRIED, as
+/* Configurations asked of the heuristics: more than a choice times, as
  * some are not allowed. */
 #define HEUR_RESULTS 32
 
