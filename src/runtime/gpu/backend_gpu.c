@@ -11,10 +11,11 @@
  * FP32 exactness: convolutions use FMA math and cuBLAS its default (no TF32)
  * unless set_tf32 allows tensor-op math (a tool's --tf32: a setting of the
  * context, so that what a tool says it ran is what ran).
- * TASO_GPU_WORKSPACE_MB sets the cuDNN workspace (default 512 MiB), which * bounds the algorithms a
- * convolution may choose; TASO_GPU_CONV_API (both, legacy, graph) which of cuDNN's APIs its choice
- * times, and TASO_GPU_CONV_FUSED=1 adds the graph API's convolutions fused with their bias and ReLU
- * to it (not yet run on a device: off by default).
+ * TASO_GPU_WORKSPACE_MB sets the cuDNN workspace (default 512 MiB), which
+ * bounds the algorithms a convolution may choose; TASO_GPU_CONV_API (both,
+ * legacy, graph) which of cuDNN's APIs its choice times, and
+ * TASO_GPU_CONV_FUSED=1 adds the graph API's convolutions fused with their
+ * bias and ReLU to it (not yet run on a device: off by default).
  *
  * A kernel-launch costs the host a few microseconds, as long as many of a
  * batch-1 model's kernels run: the runner captures a plan's runs into a

@@ -219,14 +219,16 @@ void gpu_algos_free(gpu_algos_t *algos) {
 
 /* ---- calls given by the reuse hook ------------------------------------------ */
 
-/* Reads gpu_describe_conv's text back: the call, the algorithm, FP32 math. */
+/* Reads gpu_describe_conv's text back: the call, the algorithm or the
+ * engine, FP32 math. */
 static bool parse_call(const char *s, gpu_reused_t *r) {
-  const char *p;
+  const char *p, *math = ", fma math"; /* the database's rows are FP32 */
+  size_t n = strlen(s), m = strlen(math);
+  if (n < m || strcmp(s + n - m, math) != 0) return false;
   if (strncmp(s, GRAPH_CALL, strlen(GRAPH_CALL)) == 0) {
     p = gpu_engine_parse(s + strlen(GRAPH_CALL), &r->engine);
     r->graph = true;
-    return p && (*p == ' ' || *p == ',') && !r->engine.tensor &&
-           strcmp(s + strlen(s) - strlen(", fma math"), ", fma math") == 0;
+    return p && (*p == ' ' || *p == ',');
   }
   if (strncmp(s, FUSED_CALL, strlen(FUSED_CALL)) == 0)
     p = s + strlen(FUSED_CALL), r->fused = true;
@@ -234,9 +236,6 @@ static bool parse_call(const char *s, gpu_reused_t *r) {
     p = s + strlen(PLAIN_CALL), r->fused = false;
   else
     return false;
-  const char *math = ", fma math"; /* the database's rows are FP32 */
-  size_t n = strlen(s), m = strlen(math);
-  if (n < m || strcmp(s + n - m, math) != 0) return false;
   for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; a++) {
     const char *name = algorithm_name((cudnnConvolutionFwdAlgo_t)a);
     size_t len = strlen(name);
@@ -428,36 +427,43 @@ static bool use_candidate(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k,
  * device ends the choice. */
 static taso_err_t choose_engine(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, float *const *in,
                                 float *const *out, cudaEvent_t ev[2], float legacy_ms) {
+  taso_err_t err = TASO_OK;
   gpu_engine_t e[2 * GRAPH_TRIED];
+  gpu_opgraph_t *plan[2 * GRAPH_TRIED] = {0}; /* each engine's plan, built once */
   float ms[2 * GRAPH_TRIED];
   int n = 0, fused = 0, best = -1;
   /* none listed (an error of the listing included): the legacy call stays */
   if (gpu_opgraph_engines(ctx, k, false, e, GRAPH_TRIED, &n) != TASO_OK) n = 0;
   if (ctx->conv_fused && gpu_opgraph_engines(ctx, k, true, e + n, GRAPH_TRIED, &fused) == TASO_OK)
     n += fused;
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
     ms[i] = INFINITY;
+    if (gpu_opgraph_use(ctx, k, &e[i]) != TASO_OK) continue;
+    plan[i] = k->opgraph;
+    k->opgraph = NULL;
+  }
   for (int round = 0; round < 2; round++)
     for (int i = 0; i < n; i++) {
       float t = 0;
       bool broken = false;
-      if (round == 1 && isinf(ms[i])) continue;
-      if (gpu_opgraph_use(ctx, k, &e[i]) != TASO_OK) continue;
-      taso_err_t err = time_call(ctx, k, in, out, ev, &t, &broken);
-      if (broken) {
-        gpu_opgraph_free(k->opgraph);
-        k->opgraph = NULL;
-        return err;
-      }
+      if (!plan[i] || (round == 1 && isinf(ms[i]))) continue;
+      k->opgraph = plan[i];
+      err = time_call(ctx, k, in, out, ev, &t, &broken);
+      k->opgraph = NULL;
+      if (broken) goto done;
       if (err == TASO_OK && t < ms[i]) ms[i] = t;
+      err = TASO_OK;
     }
-  gpu_opgraph_free(k->opgraph);
-  k->opgraph = NULL;
   for (int i = 0; i < n; i++)
     if (!isinf(ms[i]) && (best < 0 || ms[i] < ms[best])) best = i;
-  if (best >= 0 && (ctx->conv_api == GPU_CONV_GRAPH || ms[best] < legacy_ms))
-    gpu_opgraph_use(ctx, k, &e[best]); /* it ran just now; else the legacy call stays */
-  return TASO_OK;
+  if (best >= 0 && (ctx->conv_api == GPU_CONV_GRAPH || ms[best] < legacy_ms)) {
+    k->opgraph = plan[best]; /* else the legacy call stays */
+    plan[best] = NULL;
+  }
+done:
+  for (int i = 0; i < n; i++)
+    gpu_opgraph_free(plan[i]);
+  return err;
 }
 
 /* Finds the algorithms that run the convolution on scratch data

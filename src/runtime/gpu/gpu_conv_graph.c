@@ -61,7 +61,6 @@ struct gpu_opgraph {
   cudnnBackendDescriptor_t pack; /* for pack_ptr, made again when they change */
   void *pack_ptr[4];
   gpu_engine_t e;
-  int64_t ws; /* workspace bytes */
 };
 
 /* A call of ours inside a function with `taso_err_t err` and `fail:`. */
@@ -321,7 +320,7 @@ fail:
 
 taso_err_t gpu_opgraph_use(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, const gpu_engine_t *e) {
   taso_err_t err = TASO_OK;
-  int64_t got = 0;
+  int64_t got = 0, ws = 0; /* the plan's workspace bytes */
   gpu_opgraph_t *g = calloc(1, sizeof *g);
   if (!g) return taso_error(TASO_ERR_NOMEM, "gpu: convolution graph");
   g->e = *e;
@@ -353,11 +352,11 @@ taso_err_t gpu_opgraph_use(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, const gpu_en
   SET(g->plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->cfg);
   CUDNN_TRY(cudnnBackendFinalize(g->plan));
   CUDNN_TRY(cudnnBackendGetAttribute(g->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                     CUDNN_TYPE_INT64, 1, &got, &g->ws));
+                                     CUDNN_TYPE_INT64, 1, &got, &ws));
   TRY(gpu_workspace(ctx));
-  if (g->ws < 0 || (size_t)g->ws > ctx->workspace_size) {
+  if (ws < 0 || (size_t)ws > ctx->workspace_size) {
     err = GPU_UNSUPPORTED(&k->cfg, "engine %lld needs %lld bytes of workspace", (long long)e->id,
-                          (long long)g->ws);
+                          (long long)ws);
     goto fail;
   }
   gpu_opgraph_free(k->opgraph);
