@@ -29,6 +29,19 @@ static void done_path(const char *dir, int level, char *path, size_t len) {
   snprintf(path, len, "%s/level-%d.done", dir, level);
 }
 
+/* Ends a file written at tmp: on disk (flushed, fsync'd), closed, renamed
+ * to path; with an earlier err or a failure here, removed. */
+static taso_err_t commit_file(FILE *f, const char *tmp, const char *path, taso_err_t err) {
+  if (err == TASO_OK && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+    err = taso_error(TASO_ERR_IO, "%s: %s", tmp, strerror(errno));
+  if (fclose(f) != 0 && err == TASO_OK)
+    err = taso_error(TASO_ERR_IO, "%s: %s", tmp, strerror(errno));
+  if (err == TASO_OK && rename(tmp, path) != 0)
+    err = taso_error(TASO_ERR_IO, "%s: %s", path, strerror(errno));
+  if (err != TASO_OK) remove(tmp);
+  return err;
+}
+
 bool taso_checkpoint_put(FILE *f, const void *p, size_t size, size_t n) {
   return n == 0 || fwrite(p, size, n, f) == n;
 }
@@ -126,17 +139,11 @@ taso_err_t taso_checkpoint_close(const taso_checkpoint_t *k, int level, FILE *f,
     fclose(f);
     return err;
   }
-  if (err == TASO_OK && (!taso_checkpoint_put(f, trailer, 1, sizeof trailer) || fflush(f) != 0 ||
-                         fsync(fileno(f)) != 0))
+  if (err == TASO_OK && !taso_checkpoint_put(f, trailer, 1, sizeof trailer))
     err = taso_error(TASO_ERR_IO, "%s: %s", tmp, strerror(errno));
   else if (err != TASO_OK)
     err = taso_error_prefix(err, "%s: ", tmp);
-  if (fclose(f) != 0 && err == TASO_OK)
-    err = taso_error(TASO_ERR_IO, "%s: %s", tmp, strerror(errno));
-  if (err == TASO_OK && rename(tmp, path) != 0)
-    err = taso_error(TASO_ERR_IO, "%s: %s", path, strerror(errno));
-  if (err != TASO_OK) remove(tmp);
-  return err;
+  return commit_file(f, tmp, path, err);
 }
 
 taso_err_t taso_checkpoint_done(const taso_checkpoint_t *k, int level) {
@@ -149,15 +156,8 @@ taso_err_t taso_checkpoint_done(const taso_checkpoint_t *k, int level) {
           "taso-generate: levels 1 to %d of a job are complete\n"
           "version %d\nlevel %d\nranks %d\njob %016" PRIx64 "\n",
           level, TASO_CHECKPOINT_VERSION, level, k->size, k->job);
-  taso_err_t err = TASO_OK;
-  if (fflush(f) != 0 || fsync(fileno(f)) != 0) err = taso_error(TASO_ERR_IO, "%s", tmp);
-  if (fclose(f) != 0 && err == TASO_OK) err = taso_error(TASO_ERR_IO, "%s", tmp);
-  if (err == TASO_OK && rename(tmp, path) != 0)
-    err = taso_error(TASO_ERR_IO, "%s: %s", path, strerror(errno));
-  if (err != TASO_OK) {
-    remove(tmp);
-    return err;
-  }
+  taso_err_t err = commit_file(f, tmp, path, TASO_OK);
+  if (err != TASO_OK) return err;
   for (int l = 1; l < level; l++) {
     done_path(k->dir, l, path, sizeof path);
     remove(path);
