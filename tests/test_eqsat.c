@@ -1,7 +1,8 @@
 /*
  * Equality saturation (src/search/eqsat.c, egraph.c): the e-graph's
  * hash-consing and congruence, a one-output rule applied at every match in
- * one iteration, a two-output rule (two matmuls of one input merged), a
+ * one iteration, a two-output rule (two matmuls of one input merged; three
+ * merged in two iterations, each pair matched once), a
  * rule refused outside its proved shapes, and the extracted graph costed
  * as a whole.
  */
@@ -216,11 +217,67 @@ static void test_two_outputs(void) {
   taso_model_free(&m);
 }
 
+/* Three matmuls of one input as three outputs: the merge rule matches each
+ * pair once (its lhs is itself with the outputs swapped, so one order of
+ * the two classes is enough; a matmul is never paired with itself), and
+ * its second iteration merges a merged pair with the third: one matmul
+ * and two splits. Widths 5, 7 and 11 (the proof's 5 and 7) keep each
+ * pair, in the order of its classes, in the proved relation (the
+ * narrower first), which the test has no guard to leave: (11, 5 + 7)
+ * merges the three. */
+static void test_three_merged(void) {
+  taso_model_t m;
+  taso_model_init(&m, "three");
+  taso_ref_t x, w[3], y;
+  taso_params_t p = taso_params_default();
+  const int32_t width[3] = {5, 7, 11};
+  CHECK_OK(taso_model_input(&m, "x", false, 2, (int32_t[]){4, 16}, NULL, &x));
+  for (int k = 0; k < 3; k++) {
+    char name[4];
+    snprintf(name, sizeof name, "w%d", k + 1);
+    CHECK_OK(taso_model_input(&m, name, true, 2, (int32_t[]){16, width[k]}, NULL, &w[k]));
+    CHECK_OK(taso_model_node(&m, TASO_OP_MATMUL, &p, (taso_ref_t[]){x, w[k]}, &y));
+    CHECK_OK(taso_model_output(&m, y, NULL));
+  }
+  taso_inputs_t in = {0};
+  CHECK_OK(taso_inputs_add(&in, "x1", 2, (int32_t[]){4, 16}));
+  CHECK_OK(taso_inputs_add(&in, "w1", 2, (int32_t[]){16, 5}));
+  CHECK_OK(taso_inputs_add(&in, "w2", 2, (int32_t[]){16, 7}));
+  taso_rules_t rules;
+  make_rules(&in,
+             "matmul(x1, w1), matmul(x1, w2) => split0(1, matmul(x1, concat(1, w1, w2))), "
+             "split1(1, matmul(x1, concat(1, w1, w2)))",
+             &rules);
+  taso_cost_cache_t *c = cache_of("matmul");
+  taso_search_problem_t prob = {.graph = &m.graph, .inputs = &m.inputs, .is_weight = m.is_weight};
+  taso_search_options_t opt = eqsat_options();
+  opt.eqsat_iterations = 1;
+  taso_search_result_t res;
+  CHECK_OK(taso_search_eqsat(&prob, &rules, c, &opt, &res));
+  CHECK(res.generated == 3); /* the pairs 12, 13, 23: not 21, 31, 32 nor 11, 22, 33 */
+  CHECK(res.refused == 0 && res.cost_before == 30.0 && res.cost_after == 21.0); /* 10 + 1 + 10 */
+  taso_search_result_free(&res);
+  opt.eqsat_iterations = 15;
+  CHECK_OK(taso_search_eqsat(&prob, &rules, c, &opt, &res));
+  int matmuls = 0, splits = 0;
+  for (int i = 0; i < res.best.nnodes; i++) {
+    matmuls += res.best.nodes[i].kind == TASO_OP_MATMUL;
+    splits += res.best.nodes[i].kind == TASO_OP_SPLIT;
+  }
+  CHECK(res.cost_after == 12.0 && matmuls == 1 && splits == 2 && res.best.noutputs == 3);
+  taso_search_result_free(&res);
+  taso_cost_cache_free(c);
+  taso_rules_free(&rules);
+  taso_inputs_free(&in);
+  taso_model_free(&m);
+}
+
 int main(void) {
   static const test_case_t cases[] = {
       TEST(test_congruence),
       TEST(test_every_match),
       TEST(test_two_outputs),
+      TEST(test_three_merged),
   };
   return test_run(cases, (int)(sizeof cases / sizeof cases[0]));
 }

@@ -5,9 +5,10 @@
 # estimated costs), agrees with the original (taso-optimize's check and
 # taso-run --compare), and records the search (optimize_search, the
 # e-graph's size, /optimize_rules). The job's [optimize] search = eqsat
-# and eqsat_iterations bound it; bad settings are refused before any
-# work: an iteration count of 0, and eqsat on two ranks. No assertion on
-# time.
+# and eqsat_iterations bound it; proofs go where an unproved first pass
+# says they pay (eqsat_proofs = all: one pass); bad settings are refused
+# before any work: an iteration count of 0, an unknown eqsat_proofs, and
+# eqsat on two ranks. No assertion on time.
 #
 # ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
 set -u
@@ -25,6 +26,7 @@ for spec in resnet50:size=14,bn=1,stages=2 nasrnn:hidden=64,steps=2; do
     --search eqsat --out "$out" --estimate-costs --confirm-runs 0 --threads 1
   expect "eqsat on $spec" 0
   has "$spec: the e-graph is reported" "taso-optimize: eqsat: " "$tmp/out"
+  has "$spec: the first pass is reported" "eqsat: first pass, unproved: result" "$tmp/out"
   has "$spec: the result agrees" "the result agrees with the original" "$tmp/out"
   [ "$(attr "$out" optimize_search)" = '"eqsat"' ] || { echo "FAIL: $spec: optimize_search"; fail=1; }
   nodes=$(attr "$out" eqsat_enodes)
@@ -51,6 +53,25 @@ for spec in resnet50:size=14,bn=1,stages=2 nasrnn:hidden=64,steps=2; do
   expect "$name (eqsat) agrees with the original (taso-run --compare)" 0
 done
 
+# Proofs where they pay (eqsat_proofs = used, the default): the first pass
+# is reported and the summary counts the matches left unproved; with
+# eqsat_proofs = all there is one pass and every relation met is decided
+# (none left unproved); both results agree with the original.
+printf '[optimize]\neqsat_iterations = 4\neqsat_exact_seconds = 1\neqsat_proofs = all\n' >"$tmp/all.ini"
+run "$bin/taso-optimize" --job "$tmp/all.ini" --model nasrnn:hidden=64,steps=2 \
+  --substitutions "$both" --search eqsat --out "$tmp/all.h5" --estimate-costs --confirm-runs 0 \
+  --threads 1
+expect "eqsat_proofs = all" 0
+has "all: the result agrees" "the result agrees with the original" "$tmp/out"
+if grep -q 'first pass\|left unproved' "$tmp/out" "$tmp/err"; then
+  echo "FAIL: eqsat_proofs = all ran a first pass"; fail=1
+else echo "ok: eqsat_proofs = all: one pass, nothing left unproved"; fi
+printf '[optimize]\neqsat_proofs = some\n' >"$tmp/badp.ini"
+run "$bin/taso-optimize" --job "$tmp/badp.ini" --model nasrnn:hidden=64,steps=2 \
+  --substitutions "$tmp/substitutions.h5" --search eqsat --out "$tmp/badp.h5" --estimate-costs
+expect "eqsat_proofs = some" 1
+has "the key named" "eqsat_proofs" "$tmp/err"
+
 # The job's settings: search = eqsat, one iteration
 printf '[optimize]\nsearch = eqsat\neqsat_iterations = 1\n' >"$tmp/eq.ini"
 run "$bin/taso-optimize" --job "$tmp/eq.ini" --model nasrnn:hidden=64,steps=2 \
@@ -69,6 +90,6 @@ run "$mpiexec" -n 2 "$bin/taso-optimize" --search eqsat --model nasrnn:hidden=64
   --substitutions "$tmp/substitutions.h5" --out "$tmp/two.h5" --estimate-costs
 expect "eqsat on two ranks" 2
 has "one rank" "the eqsat search runs on one rank" "$tmp/err"
-[ ! -e "$tmp/bad.h5" ] && [ ! -e "$tmp/two.h5" ] && echo "ok: nothing written" ||
+[ ! -e "$tmp/bad.h5" ] && [ ! -e "$tmp/two.h5" ] && [ ! -e "$tmp/badp.h5" ] && echo "ok: nothing written" ||
   { echo "FAIL: a refused run wrote something"; fail=1; }
 exit $fail

@@ -192,10 +192,45 @@ static void test_shared_verdicts(void) {
   rule_free(&other);
 }
 
+/* Cached-only mode: relu fusion at a relation without a verdict is
+ * refused unproved (counted apart, nothing kept), a match in its proved
+ * relation still applies; out of the mode the same relation is proved,
+ * and back in it the verdict applies. */
+static void test_cached_only(void) {
+  rule_t r = {0};
+  const int32_t i1[4] = {1, 2, 3, 3}, w4[4] = {2, 2, 3, 3};
+  TASO_CHECK(taso_inputs_add(&r.table, "i1", 4, i1));
+  TASO_CHECK(taso_inputs_add(&r.table, "w4", 4, w4));
+  rule(&r, "relu(conv2d(i1, w4)) => conv2d(act=relu, i1, w4)");
+  const char *n[] = {"i1", "w4"};
+  const int32_t rgb[2][4] = {{1, 3, 32, 32}, {64, 3, 3, 3}};
+  taso_inputs_t t = at(&r, 2, n, rgb);
+  int checked, guarded;
+  taso_rule_guard_stats_t s;
+  taso_rule_guard_cached_only(r.g, true);
+  rewrites(&r, &t, &checked, &guarded);
+  CHECK(checked == 0 && guarded == 0);
+  taso_rule_guard_stats(r.g, &s);
+  CHECK(s.unproved == 1 && s.refused == 0 && s.proofs == 0 && taso_rule_guard_decided(r.g) == 0);
+  rewrites(&r, &r.table, &checked, &guarded); /* in the proved relation */
+  CHECK(checked == 1 && guarded == 1);
+  taso_rule_guard_cached_only(r.g, false);
+  rewrites(&r, &t, &checked, &guarded);
+  CHECK(guarded == 1);
+  taso_rule_guard_stats(r.g, &s);
+  CHECK(s.proofs == 1 && s.proved == 1 && s.unproved == 1);
+  taso_rule_guard_cached_only(r.g, true);
+  rewrites(&r, &t, &checked, &guarded);
+  taso_rule_guard_stats(r.g, &s);
+  CHECK(guarded == 1 && s.proofs == 1 && s.unproved == 1 && s.cache_hits == 1);
+  free(t.v);
+  rule_free(&r);
+}
+
 int main(void) {
   load_axioms();
   const test_case_t cases[] = {TEST(test_relu_fusion), TEST(test_grouped_conv),
-                               TEST(test_shared_verdicts)};
+                               TEST(test_shared_verdicts), TEST(test_cached_only)};
   int rc = test_run(cases, (int)(sizeof cases / sizeof *cases));
   taso_axioms_free(ax);
   return rc;

@@ -424,6 +424,13 @@ static taso_err_t set_eqsat_nodes(taso_job_t *job, const char *value) {
   return parse_int_range(value, 1, 100000000, &job->eqsat_nodes);
 }
 
+static taso_err_t set_eqsat_proofs(taso_job_t *job, const char *value) {
+  if (strcmp(value, "used") && strcmp(value, "all"))
+    return taso_error(TASO_ERR_UNKNOWN, "unknown eqsat_proofs '%s' (known: used, all)", value);
+  job->eqsat_prove_all = strcmp(value, "all") == 0;
+  return TASO_OK;
+}
+
 static taso_err_t set_eqsat_exact_seconds(taso_job_t *job, const char *value) {
   return parse_int_range(value, 0, 86400, &job->eqsat_exact_seconds);
 }
@@ -496,6 +503,7 @@ static const key_spec_t key_specs[] = {
     {"optimize", "eqsat_nodes", set_eqsat_nodes, false, "50000"},
     /* ours: the exact extraction's time (seconds, 0: none) */
     {"optimize", "eqsat_exact_seconds", set_eqsat_exact_seconds, false, "5"},
+    {"optimize", "eqsat_proofs", set_eqsat_proofs, false, "used"},
 };
 _Static_assert(sizeof key_specs / sizeof key_specs[0] <= 64, "taso_job_t.given has 64 bits");
 #define NKEYS ((int)(sizeof key_specs / sizeof key_specs[0]))

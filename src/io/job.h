@@ -97,6 +97,7 @@ typedef struct {
   int eqsat_iterations;         /* [optimize] eqsat_iterations: equality saturation's rounds */
   int eqsat_nodes;              /* [optimize] eqsat_nodes: its e-graph's node limit */
   int eqsat_exact_seconds;      /* [optimize] eqsat_exact_seconds: the exact extraction's time */
+  bool eqsat_prove_all;         /* [optimize] eqsat_proofs = all (default used) */
   uint64_t given;               /* keys the file sets, one bit each (taso_job_given) */
 } taso_job_t;
 

@@ -129,10 +129,42 @@ static taso_err_t judge(matcher_t *m, int32_t *verdict) {
   return TASO_OK;
 }
 
+/* Whether class b has a node that reads class a; with same_place, also
+ * whether some class reads a and b in the same place (two nodes alike but
+ * for that operand). */
+static bool reads(taso_egraph_t *eg, int32_t a, int32_t b, bool same_place) {
+  for (int32_t k = eg->user_at[a]; k < eg->user_at[a + 1]; k++) {
+    const taso_enode_t *u = &eg->nodes[eg->users[k]];
+    if (u->cls == b) return true;
+    for (int pos = 0; same_place && pos < taso_ops[u->kind].arity; pos++) {
+      if (u->in[pos] != a) continue;
+      int32_t in[3] = {u->in[0], u->in[1], u->in[2]};
+      in[pos] = b;
+      int32_t other = taso_egraph_lookup_node(eg, u->kind, u->port, &u->p, in);
+      if (other >= 0 && eg->nodes[other].cls == u->cls) return true;
+    }
+  }
+  return false;
+}
+
+/* Whether classes a and b, a two-output match's, overlap: one reads the
+ * other (a convolution and a merge that holds it: merged again, it is
+ * computed twice), or a class reads both in the same place (split0 of two
+ * merges that both hold one convolution: merged, it is computed twice).
+ * Such matches are not made: each added nodes at a new shape, and a proof
+ * for it, to no gain. */
+static bool overlapping(taso_egraph_t *eg, int32_t a, int32_t b) {
+  return reads(eg, a, b, true) || reads(eg, b, a, false);
+}
+
 /* A complete match, judged (or its verdict found), and kept for this
  * iteration's application when accepted and not applied before. */
 static taso_err_t emit(matcher_t *m) {
   taso_eqsat_t *s = m->s;
+  if (m->lhs->noutputs == 2) { /* see two_output_swaps */
+    int32_t a = m->cls[m->lhs->outputs[0]], b = m->cls[m->lhs->outputs[1]];
+    if (a == b || (a > b && s->swaps[m->rule]) || overlapping(&s->eg, a, b)) return TASO_OK;
+  }
   s->res->generated++;
   if (++m->found > m->limit) return TASO_ERR_LIMIT; /* caught in match_all */
   int32_t key[1 + 64], n = 0;
@@ -140,8 +172,9 @@ static taso_err_t emit(matcher_t *m) {
   for (int i = 0; i < m->lhs->nnodes; i++)
     if (m->lhs->nodes[i].kind == TASO_OP_INPUT) key[n++] = m->cls[2 * i];
   int64_t entry = 0;
-  bool fresh;
+  bool fresh = false;
   TASO_TRY(memo_find(s, key, n, &entry, &fresh));
+  if (fresh && taso_eqsat_time_up(s)) return TASO_OK; /* left UNFIT: the search ends */
   if (fresh) TASO_TRY(judge(m, &s->memo[entry + 1 + n]));
   int32_t verdict = s->memo[entry + 1 + n];
   s->res->invalid += verdict == UNFIT;
@@ -321,7 +354,13 @@ static taso_err_t apply(taso_eqsat_t *s, const int32_t *rec, bool *changed) {
  * that matching stops, its matches are dropped and it sits out BAN_LENGTH
  * times 2^bans iterations (egg's backoff scheduler, Tensat's setting):
  * a rule that matches everywhere (a commutation, an identity that adds a
- * node) would otherwise fill the e-graph before the others apply. */
+ * node) would otherwise fill the e-graph before the others apply.
+ * A two-output rule past its limit keeps the matches found first and sits
+ * out as well: matching walks the nodes oldest first (the model's own,
+ * then the earliest rewrites'), and those are the merges that pay (of the
+ * model's convolutions, then of a merged one with a third). Dropped, the
+ * merge of two convolutions had its second iteration only after the
+ * fifteenth on Inception-v3. */
 enum { MATCH_LIMIT = 1000, BAN_LENGTH = 5 };
 
 static taso_err_t match_all(taso_eqsat_t *s, int it, bool *banned_any) {
@@ -341,7 +380,7 @@ static taso_err_t match_all(taso_eqsat_t *s, int it, bool *banned_any) {
     bool over;
     TASO_TRY(match_rule(s, r, (int64_t)MATCH_LIMIT << shift, &over));
     if (!over) continue;
-    s->nmatches = before;
+    if (s->rules->v[r].lhs.noutputs < 2) s->nmatches = before;
     s->banned_until[r] = it + (BAN_LENGTH << shift);
     s->bans[r]++;
     s->res->eqsat_bans++;
@@ -372,7 +411,7 @@ static taso_err_t saturate(taso_eqsat_t *s) {
     res->explored = res->eqsat_iterations = it + 1;
     res->enodes = s->eg.live;
     res->eclasses = s->eg.live_classes;
-    if (s->opt->progress)
+    if (s->opt->progress && !s->first_pass)
       s->opt->progress(s->opt->progress_ctx, it + 1, s->eg.live, res->cost_before,
                        taso_search_now() - s->start);
     if (taso_eqsat_time_up(s)) res->eqsat_stop = "time limit";
@@ -412,6 +451,69 @@ static taso_err_t finish(taso_eqsat_t *s, const taso_graph_t *start, taso_graph_
   return taso_graph_copy(&r->best, better ? extracted : start);
 }
 
+/* Two-output rules match in pairs: a rule whose lhs is itself with its
+ * outputs swapped once its inputs are renamed (two convolutions of one
+ * input merged into one: either may come first) matches at (A, B) and at
+ * (B, A), and the two applications add the same computation (the weights
+ * concatenated in the other order). Such a rule is matched at one order
+ * of its output classes only, and no two-output rule at one class for
+ * both outputs (a tensor merged with itself). Without this, every pair of
+ * convolutions over one input matched twice, and the merge of merged
+ * convolutions with their own parts, passed the backoff scheduler's limit
+ * by the second iteration: the rule sat out the rest (Inception-v3 kept
+ * the merges of pairs alone). The order kept is the classes' (older
+ * first), which may stand outside the proved shape relation where the
+ * other stands in it (the narrower weight first): the guard then proves
+ * the rule at it, once per relation. A swap is looked for among the
+ * renamings of lhs's inputs (at most 6 of them: 720 renamings). */
+static taso_err_t two_output_swaps(const taso_graph_t *lhs, bool *swaps) {
+  *swaps = false;
+  int vars[6], nvars = 0;
+  for (int i = 0; i < lhs->nnodes; i++)
+    if (lhs->nodes[i].kind == TASO_OP_INPUT) {
+      if (nvars == 6) return TASO_OK;
+      vars[nvars++] = lhs->nodes[i].p.input;
+    }
+  int perm[6] = {0, 1, 2, 3, 4, 5};
+  taso_graph_t g;
+  taso_graph_init(&g);
+  taso_err_t err = TASO_OK;
+  for (bool more = true; more && !*swaps && err == TASO_OK;) {
+    err = taso_graph_copy(&g, lhs);
+    for (int i = 0; i < g.nnodes && err == TASO_OK; i++)
+      for (int k = 0; k < nvars && g.nodes[i].kind == TASO_OP_INPUT; k++)
+        if (lhs->nodes[i].p.input == vars[k]) {
+          g.nodes[i].p.input = vars[perm[k]];
+          break;
+        }
+    taso_ref_t first = g.outputs[0];
+    g.outputs[0] = g.outputs[1];
+    g.outputs[1] = first;
+    if (err == TASO_OK) err = taso_graph_canonicalize(&g);
+    if (err == TASO_OK) *swaps = taso_graph_compare(&g, lhs) == 0;
+    /* the next permutation in lexicographic order */
+    int i = nvars - 2;
+    while (i >= 0 && perm[i] > perm[i + 1])
+      i--;
+    more = i >= 0;
+    if (more) {
+      int j = nvars - 1;
+      while (perm[j] < perm[i])
+        j--;
+      int t = perm[i];
+      perm[i] = perm[j];
+      perm[j] = t;
+      for (int a = i + 1, b = nvars - 1; a < b; a++, b--) {
+        t = perm[a];
+        perm[a] = perm[b];
+        perm[b] = t;
+      }
+    }
+  }
+  taso_graph_free(&g);
+  return err;
+}
+
 static taso_err_t setup(taso_eqsat_t *s, taso_graph_t *start) {
   int nodes = 1;
   s->max_outputs = 1;
@@ -430,8 +532,13 @@ static taso_err_t setup(taso_eqsat_t *s, taso_graph_t *start) {
   s->roots = malloc(sizeof *s->roots * (size_t)(s->prob->graph->noutputs + 1));
   s->banned_until = calloc((size_t)s->rules->n + 1, sizeof *s->banned_until);
   s->bans = calloc((size_t)s->rules->n + 1, sizeof *s->bans);
-  if (!s->lhs_types || !s->rhs_types || !s->at.v || !s->roots || !s->banned_until || !s->bans)
+  s->swaps = calloc((size_t)s->rules->n + 1, sizeof *s->swaps);
+  if (!s->lhs_types || !s->rhs_types || !s->at.v || !s->roots || !s->banned_until || !s->bans ||
+      !s->swaps)
     return taso_error(TASO_ERR_NOMEM, "eqsat");
+  for (int r = 0; r < s->rules->n; r++)
+    if (s->rules->v[r].lhs.noutputs == 2)
+      TASO_TRY(two_output_swaps(&s->rules->v[r].lhs, &s->swaps[r]));
   memcpy(s->at.v, s->rules->inputs.v, sizeof *s->at.v * (size_t)s->rules->inputs.n);
   s->at.n = s->rules->inputs.n;
   TASO_TRY(taso_graph_copy(start, s->prob->graph));
@@ -447,6 +554,78 @@ static taso_err_t setup(taso_eqsat_t *s, taso_graph_t *start) {
   return err;
 }
 
+/* The e-graph of the input alone again, every match unmet and the result's
+ * counters at 0: for the second pass. */
+static taso_err_t restart(taso_eqsat_t *s, const taso_graph_t *start) {
+  taso_search_result_t *r = s->res;
+  taso_egraph_free(&s->eg);
+  memset(&s->eg, 0, sizeof s->eg);
+  s->napps = 0;
+  s->nmatches = 0;
+  s->memo_len = s->memo_entries = 0;
+  if (s->memo_slots) memset(s->memo_slots, 0, sizeof *s->memo_slots * (size_t)s->memo_nslots);
+  memset(s->banned_until, 0, sizeof *s->banned_until * (size_t)s->rules->n);
+  memset(s->bans, 0, sizeof *s->bans * (size_t)s->rules->n);
+  r->generated = r->invalid = r->refused = r->queued = r->eqsat_bans = r->eqsat_moves = 0;
+  r->eqsat_stop = NULL;
+  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(start->nnodes + 1));
+  if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", start->nnodes);
+  taso_err_t err = taso_graph_infer(start, s->prob->inputs, types);
+  if (err == TASO_OK)
+    err = taso_egraph_of_graph(&s->eg, start, types, s->prob->is_weight, s->roots);
+  free(types);
+  return err;
+}
+
+/* Proofs where they pay. With a guard, every match outside its rule's
+ * proved relation waits for a proof of that relation (tens of ms each),
+ * and a saturation meets hundreds of relations, most at rewrites no good
+ * graph uses (Inception-v3: 1,509 proofs in its first 60 s). So a first
+ * pass saturates with the guard optimistic (every typed match accepted,
+ * nothing proved) and extracts; the relations of the applications that
+ * rewrote a tensor its result computes are then decided (proved or
+ * refused, and kept by the guard like any verdict); the second pass, the
+ * search proper, starts again from the input with the guard answering
+ * from its verdicts alone: a match in its proved relation or in one now
+ * proved is applied, any other refused unproved. Only the second pass's
+ * result is kept, so every rewrite in it stands in a proved relation as
+ * before; what the first pass found but the second cannot reach is lost
+ * (opt->eqsat_prove_all proves every relation met instead). */
+static taso_err_t first_pass(taso_eqsat_t *s, const taso_graph_t *start) {
+  taso_rule_guard_t *g = s->opt->guard;
+  bool *used = NULL;
+  taso_graph_t best;
+  taso_graph_init(&best);
+  s->first_pass = true;
+  taso_rule_guard_optimistic(g, true);
+  taso_err_t err = saturate(s);
+  taso_rule_guard_optimistic(g, false);
+  used = err == TASO_OK ? calloc((size_t)s->eg.nclasses + 1, sizeof *used) : NULL;
+  if (err == TASO_OK && !used)
+    err = taso_error(TASO_ERR_NOMEM, "eqsat: %d classes", s->eg.nclasses);
+  double ms = INFINITY;
+  if (err == TASO_OK) err = taso_eqsat_extract(s, &best, &ms, used);
+  s->res->eqsat_optimistic_ms = ms < INFINITY ? ms : 0;
+  for (int32_t a = 0; a < s->napps && err == TASO_OK && !taso_eqsat_time_up(s); a++) {
+    const int32_t *rec = &s->app_match[(size_t)a * (size_t)s->record];
+    const taso_rule_t *rule = &s->rules->v[rec[0]];
+    bool touches = false;
+    for (int o = 0; o < rule->lhs.noutputs; o++)
+      touches = touches || used[taso_egraph_find(&s->eg, rec[2 + o])];
+    if (!touches) continue;
+    const int32_t *vars = rec + 2 + s->max_outputs;
+    for (int v = 0; v < s->at.n; v++)
+      if (vars[v] >= 0) s->at.v[v].type = s->eg.type[taso_egraph_find(&s->eg, vars[v])];
+    bool ok;
+    err = taso_rule_guard_accepts(g, rec[0], 0, &rule->lhs, &rule->rhs, &rule->cond, &s->at, &ok);
+    s->res->eqsat_asked++;
+  }
+  free(used);
+  taso_graph_free(&best);
+  s->first_pass = false;
+  return err == TASO_OK ? restart(s, start) : err;
+}
+
 taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules_t *rules,
                              taso_cost_cache_t *costs, const taso_search_options_t *opt,
                              taso_search_result_t *result) {
@@ -458,10 +637,14 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   taso_graph_init(&start);
   taso_graph_init(&extracted);
   taso_err_t err = setup(&s, &start);
+  bool two_passes = opt->guard && !opt->eqsat_prove_all;
+  if (err == TASO_OK && two_passes) err = first_pass(&s, &start);
+  if (two_passes) taso_rule_guard_cached_only(opt->guard, true);
   if (err == TASO_OK) err = saturate(&s);
+  if (two_passes) taso_rule_guard_cached_only(opt->guard, false);
   double extract_from = taso_search_now();
   double ms = INFINITY;
-  if (err == TASO_OK) err = taso_eqsat_extract(&s, &extracted, &ms);
+  if (err == TASO_OK) err = taso_eqsat_extract(&s, &extracted, &ms, NULL);
   if (err == TASO_OK) err = finish(&s, &start, &extracted, ms);
   result->extract_seconds = taso_search_now() - extract_from;
   result->timed_out = s.out_of_time;
@@ -481,6 +664,7 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   free(s.memo);
   free(s.memo_slots);
   free(s.bans);
+  free(s.swaps);
   if (err != TASO_OK) taso_search_result_free(result);
   return err;
 }

@@ -30,6 +30,7 @@ typedef struct {
   int max_outputs;       /* of any rule's lhs */
   int32_t *banned_until; /* per rule: the first iteration it is matched again */
   int32_t *bans;         /* per rule: times banned */
+  bool *swaps;           /* per rule: its two lhs outputs swap under a renaming of its inputs */
   int32_t *app_rule;     /* per application that changed the e-graph: its rule */
   int32_t *app_match;    /* per such application: its match (record ints, as matches) */
   int32_t napps, apps_cap;
@@ -40,6 +41,7 @@ typedef struct {
   int64_t memo_nslots, memo_entries;
   double start;
   bool out_of_time;
+  bool first_pass; /* the unproved first pass: no progress, no exact extraction */
 } taso_eqsat_t;
 
 /* Whether opt->time_limit has passed (remembered once it has). */
@@ -64,7 +66,8 @@ taso_err_t taso_eqsat_exact(taso_eqsat_t *s, double *own, const double *tree, in
 
 /* The cheapest graph the e-graph holds for the model's outputs, into best
  * (canonical), its whole cost in *best_ms (INFINITY: none found); the
- * result's fired counts and extraction statistics set. */
-taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_ms);
+ * result's fired counts and extraction statistics set; used (NULL, or a
+ * flag per class) marks the classes best computes. */
+taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_ms, bool *used);
 
 #endif

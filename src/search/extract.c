@@ -324,7 +324,7 @@ static taso_err_t exact(taso_eqsat_t *s, extract_t *x, const int32_t *plain, con
  * from it. */
 enum { ROUNDS = 4 };
 
-taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_ms) {
+taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_ms, bool *used) {
   int32_t nc = s->eg.nclasses;
   extract_t x = {.own = malloc(sizeof *x.own * (size_t)(s->eg.nnodes + 1)),
                  .share = malloc(sizeof *x.share * (size_t)(nc + 1)),
@@ -372,12 +372,14 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
     if (err == TASO_OK && round >= 0) err = taso_graph_copy(&last, &g);
     if (round >= 0) count_shares(&s->eg, x.ref, x.share, seen);
   }
-  if (err == TASO_OK && !taso_eqsat_time_up(s))
+  if (err == TASO_OK && !taso_eqsat_time_up(s) && !s->first_pass)
     err = exact(s, &x, plain, tree, best, best_ms, best_choice);
   if (err == TASO_OK && *best_ms < INFINITY) {
     memcpy(x.choice, best_choice, sizeof *best_choice * (size_t)nc);
     err = improve(s, &x, best, best_ms);
   }
+  for (int32_t c = 0; c < nc && used && err == TASO_OK; c++)
+    used[c] = *best_ms < INFINITY && x.ref[c] >= 0;
   taso_graph_free(&g);
   taso_graph_free(&last);
   free(seen);

@@ -101,6 +101,10 @@ void taso_search_report(const taso_search_result_t *r, int width, bool chain, ch
         r->eqsat_iterations, (long long)r->enodes, (long long)r->eclasses, (long long)r->generated,
         (long long)r->invalid, (long long)r->refused, (long long)r->queued,
         (long long)r->eqsat_bans, r->extract_seconds, r->eqsat_rounds, (long long)r->eqsat_moves);
+  if (r->eqsat_stop && r->eqsat_optimistic_ms > 0)
+    ADD("taso-optimize: eqsat: first pass, unproved: result %.4g ms; the relations of %lld of "
+        "its applications decided for the second\n",
+        r->eqsat_optimistic_ms, (long long)r->eqsat_asked);
   if (r->eqsat_stop) {
     ADD("taso-optimize: eqsat: exact extraction: %s", taso_exact_names[r->eqsat_exact]);
     if (r->eqsat_exact != TASO_EXACT_NONE)

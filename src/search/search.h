@@ -54,6 +54,7 @@ typedef struct {
   int eqsat_iterations;       /* eqsat: at most this many iterations of rule application */
   int32_t eqsat_nodes;        /* eqsat: no rule applied once the e-graph has this many nodes */
   double eqsat_exact_seconds; /* eqsat: the exact extraction's time at most (0: none) */
+  bool eqsat_prove_all;       /* eqsat with a guard: prove every relation met (eqsat.c) */
   taso_search_progress_fn progress; /* may be NULL; eqsat: (iteration, e-nodes, input cost,
                                        seconds) after each iteration */
   void *progress_ctx;
@@ -94,21 +95,23 @@ typedef struct {
    * e-graph; steps is 1 when the result is not the input, path the input
    * and the result, path_rules -1, fired[r] rule r's applications whose
    * nodes the result uses) */
-  int64_t refused;          /* matches outside what is proved (guard or shape relation) */
-  int eqsat_iterations;     /* iterations run */
-  int64_t eqsat_bans;       /* rules set aside for matching too often (eqsat.c) */
-  int64_t enodes;           /* e-nodes at the end */
-  int64_t eclasses;         /* e-classes at the end */
-  const char *eqsat_stop;   /* "saturated", "iterations", "node limit" or "time limit" */
-  double extract_seconds;   /* of the search time, the extraction's */
-  int eqsat_rounds;         /* extractions made (extract.c: the input's, the plain one, then
-                               with shared costs) */
-  int eqsat_extraction;     /* the one kept (0: the exact one, 1: the input's, 2: the plain
-                               one) */
-  int eqsat_exact;          /* the exact extraction: TASO_EXACT_NONE, _OPTIMAL or _FOUND */
-  double eqsat_exact_ms;    /* its graph's sum of node costs (ms) */
-  double eqsat_exact_bound; /* a lower bound of its program's optimum (ms) */
-  int64_t eqsat_moves;      /* rule applications replayed on it and kept (extract.c) */
+  int64_t refused;            /* matches outside what is proved (guard or shape relation) */
+  int eqsat_iterations;       /* iterations run */
+  int64_t eqsat_bans;         /* rules set aside for matching too often (eqsat.c) */
+  int64_t enodes;             /* e-nodes at the end */
+  int64_t eclasses;           /* e-classes at the end */
+  const char *eqsat_stop;     /* "saturated", "iterations", "node limit" or "time limit" */
+  double extract_seconds;     /* of the search time, the extraction's */
+  int eqsat_rounds;           /* extractions made (extract.c: the input's, the plain one, then
+                                 with shared costs) */
+  int eqsat_extraction;       /* the one kept (0: the exact one, 1: the input's, 2: the plain
+                                 one) */
+  int eqsat_exact;            /* the exact extraction: TASO_EXACT_NONE, _OPTIMAL or _FOUND */
+  double eqsat_exact_ms;      /* its graph's sum of node costs (ms) */
+  double eqsat_exact_bound;   /* a lower bound of its program's optimum (ms) */
+  int64_t eqsat_moves;        /* rule applications replayed on it and kept (extract.c) */
+  double eqsat_optimistic_ms; /* the unproved first pass's result cost (eqsat.c; 0: none) */
+  int64_t eqsat_asked;        /* its applications whose relations were then decided */
 } taso_search_result_t;
 
 /* The optimized model file's record of the rules that fired: the table

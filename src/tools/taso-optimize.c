@@ -159,7 +159,10 @@ static const taso_tool_spec_t spec = {
              "(15) while it has under eqsat_nodes nodes (50,000), and extracts the graph of\n"
              "least cost, each node costed alone, no cycle (also by an integer program,\n"
              "GLPK, for at most eqsat_exact_seconds, 5); it is kept when its whole cost\n"
-             "is below the input's. alpha, budget and --width do not apply to it.\n"
+             "is below the input's. alpha, budget and --width do not apply to it. Its\n"
+             "proofs (below) go to the relations that an unproved first pass's result\n"
+             "used; the second pass applies no other (eqsat_proofs = used; all: every\n"
+             "relation met, one pass).\n"
              "\n"
              "A rule applies only where it is proved: at a match whose shapes stand in the\n"
              "relation its proof had (shape_cond.h), or where the axioms prove it again at\n"
@@ -250,6 +253,7 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   s->search.eqsat_iterations = t->have_job ? t->job.eqsat_iterations : 15;
   s->search.eqsat_nodes = t->have_job ? t->job.eqsat_nodes : 50000;
   s->search.eqsat_exact_seconds = t->have_job ? t->job.eqsat_exact_seconds : 5;
+  s->search.eqsat_prove_all = t->have_job && t->job.eqsat_prove_all;
   if (strcmp(s->kind, "backtracking") && strcmp(s->kind, "parallel") && strcmp(s->kind, "eqsat"))
     taso_tool_usage_error(t, "--search: expected backtracking, parallel or eqsat, got '%s'",
                           s->kind);
@@ -641,9 +645,11 @@ static void summarize(taso_tool_t *t, const run_t *r) {
     MPI_Allreduce(&g.proof_seconds, &most, 1, MPI_DOUBLE, MPI_MAX, t->comm);
     taso_tool_print(t,
                     "taso-optimize: %lld matches: %lld at their proved shapes, %lld re-proved at "
-                    "new shapes (%lld proofs, %.1f s), %lld refused\n",
+                    "new shapes (%lld proofs, %.1f s), %lld refused%s%.0lld%s\n",
                     (long long)g.matches, (long long)g.by_condition, (long long)g.by_reproof,
-                    (long long)g.proofs, g.proof_seconds, (long long)g.refused);
+                    (long long)g.proofs, g.proof_seconds, (long long)g.refused,
+                    g.unproved ? ", " : "", (long long)g.unproved,
+                    g.unproved ? " left unproved" : "");
     if (res->ranks > 1)
       taso_tool_print(t,
                       "taso-optimize: re-proofs over all %d ranks: %.0f proofs, %.1f s "

@@ -155,8 +155,9 @@ struct taso_rule_guard {
   int64_t nlog, caplog;
   uint64_t rng; /* the realization search's; reset per decision */
   char refusal[TASO_REASON_LEN + 64];
-  bool probe;  /* note undecided relations as questions, decide nothing */
-  map_t asked; /* the questions' keys, since the last clear */
+  bool probe;       /* note undecided relations as questions, decide nothing */
+  bool cached_only; /* taso_rule_guard_cached_only */
+  map_t asked;      /* the questions' keys, since the last clear */
   taso_rule_guard_question_t *questions;
   int64_t nquestions, capquestions;
 };
@@ -513,6 +514,11 @@ static taso_err_t by_relation(taso_rule_guard_t *g, int64_t rule, int dir, const
     return TASO_OK;
   }
   if (g->probe) return ask(g, rule, dir, at, ok);
+  if (g->cached_only) { /* refused unproved, nothing kept */
+    g->st.unproved++;
+    *ok = false;
+    return TASO_OK;
+  }
   /* the relation part of the key, for the small-size search */
   buf_t rel = {.b = g->key.b + sizeof rule + 2, .n = g->key.n - sizeof rule - 2};
   return decide(g, lhs, rhs, at, &rel, ok);
@@ -539,9 +545,10 @@ static taso_err_t judge(taso_rule_guard_t *g, int64_t rule, int dir, const taso_
     *ok = true;
     return TASO_OK;
   }
+  int64_t unproved = g->st.unproved;
   TASO_TRY(by_relation(g, rule, dir, lhs, rhs, at, ok));
   g->st.by_reproof += *ok;
-  g->st.refused += !*ok;
+  g->st.refused += !*ok && g->st.unproved == unproved;
   return TASO_OK;
 }
 
@@ -633,6 +640,10 @@ taso_err_t taso_rule_guard_import(taso_rule_guard_t *g, const uint8_t *buf, size
 
 void taso_rule_guard_optimistic(taso_rule_guard_t *g, bool on) {
   g->optimistic = on;
+}
+
+void taso_rule_guard_cached_only(taso_rule_guard_t *g, bool on) {
+  g->cached_only = on;
 }
 
 /* ---- sharing decisions ------------------------------------------------------ */

@@ -62,6 +62,7 @@ typedef struct {
   int64_t no_realization; /* refused: too costly at the bound shapes, no small sizes found */
   int64_t numeric_false;  /* refused: the numeric check found the sides different */
   int64_t optimistic;     /* matches judged in optimistic mode (in no other counter) */
+  int64_t unproved;       /* matches refused in cached-only mode for want of a verdict */
   double proof_seconds;   /* total wall time of the decisions */
   double median_seconds;  /* median wall time of one decision */
 } taso_rule_guard_stats_t;
@@ -122,6 +123,14 @@ taso_err_t taso_rule_guard_import(taso_rule_guard_t *g, const uint8_t *buf, size
  * search run with it first (derive.h) is the same on every rank, and one
  * that fails there needs no proofs. */
 void taso_rule_guard_optimistic(taso_rule_guard_t *g, bool on);
+
+/* Cached-only mode (on): a match outside its recorded relation whose
+ * relation has no verdict yet is refused without a proof, and nothing is
+ * kept for it (counted in unproved, not refused): a later call out of
+ * this mode decides it. Verdicts already held apply as always. For a
+ * search that decides first which relations are worth a proof (eqsat.c:
+ * those an optimistic run's result used). */
+void taso_rule_guard_cached_only(taso_rule_guard_t *g, bool on);
 
 /* ---- sharing decisions between guards (ranks of a parallel search) ----
  * Each rank's guard would decide every relation it meets again. Instead a
