@@ -1,6 +1,6 @@
 /* The rule guard (issue 12, section 1): a rule applied outside its
  * recorded shape relation only where it is proved again, once per
- * relation. */
+ * relation; its probing, cached-only and hopeful modes. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -141,6 +141,21 @@ static void test_grouped_conv(void) {
   taso_rule_guard_stats_t s;
   taso_rule_guard_stats(r.g, &s);
   CHECK(s.refused == 1 && s.by_condition == 1 && s.proofs == 1 && s.proved == 0);
+  /* hopeful: the relation refused above stays refused; another one with
+   * no verdict (w10 the wider) is accepted unproved, nothing kept */
+  taso_rule_guard_hopeful(r.g, true);
+  t = at(&r, 2, wn, unequal);
+  rewrites(&r, &t, &checked, &guarded);
+  CHECK(guarded == 0);
+  free(t.v);
+  const int32_t other[2][4] = {{6, 4, 3, 1}, {2, 4, 3, 1}};
+  t = at(&r, 2, wn, other);
+  rewrites(&r, &t, &checked, &guarded);
+  CHECK(guarded == 1);
+  free(t.v);
+  taso_rule_guard_hopeful(r.g, false);
+  taso_rule_guard_stats(r.g, &s);
+  CHECK(s.proofs == 1 && s.optimistic == 2 && taso_rule_guard_decided(r.g) == 1);
   rule_free(&r);
 }
 

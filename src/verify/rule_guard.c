@@ -157,6 +157,7 @@ struct taso_rule_guard {
   char refusal[TASO_REASON_LEN + 64];
   bool probe;       /* note undecided relations as questions, decide nothing */
   bool cached_only; /* taso_rule_guard_cached_only */
+  bool hopeful;     /* taso_rule_guard_hopeful */
   map_t asked;      /* the questions' keys, since the last clear */
   taso_rule_guard_question_t *questions;
   int64_t nquestions, capquestions;
@@ -509,11 +510,15 @@ static taso_err_t by_relation(taso_rule_guard_t *g, int64_t rule, int dir, const
   TASO_TRY(err);
   entry_t *e = map_find(&g->verdicts, g->key.b, g->key.n);
   if (e) {
-    g->st.cache_hits += !g->probe;
+    g->st.cache_hits += !g->probe && !g->hopeful;
     *ok = e->verdict;
     return TASO_OK;
   }
   if (g->probe) return ask(g, rule, dir, at, ok);
+  if (g->hopeful) { /* accepted unproved, nothing kept */
+    *ok = true;
+    return TASO_OK;
+  }
   if (g->cached_only) { /* refused unproved, nothing kept */
     g->st.unproved++;
     *ok = false;
@@ -533,6 +538,12 @@ static taso_err_t judge(taso_rule_guard_t *g, int64_t rule, int dir, const taso_
     g->st.optimistic++;
     *ok = true;
     return TASO_OK;
+  }
+  if (g->hopeful) { /* counted apart, as optimistic */
+    g->st.optimistic++;
+    *ok = true;
+    return taso_shape_cond_holds(cond, lt, rt) ? TASO_OK
+                                               : by_relation(g, rule, dir, lhs, rhs, at, ok);
   }
   if (g->probe) { /* nothing is rewritten or counted: only questions noted */
     *ok = false;
@@ -644,6 +655,10 @@ void taso_rule_guard_optimistic(taso_rule_guard_t *g, bool on) {
 
 void taso_rule_guard_cached_only(taso_rule_guard_t *g, bool on) {
   g->cached_only = on;
+}
+
+void taso_rule_guard_hopeful(taso_rule_guard_t *g, bool on) {
+  g->hopeful = on;
 }
 
 /* ---- sharing decisions ------------------------------------------------------ */

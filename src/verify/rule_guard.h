@@ -132,6 +132,13 @@ void taso_rule_guard_optimistic(taso_rule_guard_t *g, bool on);
  * those an optimistic run's result used). */
 void taso_rule_guard_cached_only(taso_rule_guard_t *g, bool on);
 
+/* Hopeful mode (on): as optimistic, except that a relation with a verdict
+ * gets it (a relation refused before stays refused); nothing is proved or
+ * kept, and matches are counted in optimistic alone. For a search's
+ * unproved first pass (eqsat.c) that should not lean on rewrites already
+ * known not to hold. */
+void taso_rule_guard_hopeful(taso_rule_guard_t *g, bool on);
+
 /* ---- sharing decisions between guards (ranks of a parallel search) ----
  * Each rank's guard would decide every relation it meets again. Instead a
  * search can run its matches twice: first with the guard probing, which
