@@ -21,7 +21,9 @@
 # then counts in the search's time).
 # Usage: bench/eqsat.sh [BUILD_DIR] [SUBSTITUTIONS] [BUDGET] [TIME_LIMIT] [RUNS]
 #   (defaults: build, out/substitutions.h5,out/batchnorm.h5, 1000, 300 s, 10);
-#   MODELS="spec ..." replaces the model list.
+#   MODELS="spec ..." replaces the model list; EQSAT_JOB=FILE gives the
+#   eqsat runs a job file's [optimize] settings (e.g. eqsat_exact_seconds
+#   = 0, eqsat_proofs = all), printed in the header.
 set -uo pipefail
 build=${1:-build}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +37,11 @@ trap 'rm -rf "$tmp"' EXIT
 [ -x "$bin/taso-optimize" ] || { echo "eqsat.sh: $bin/taso-optimize not built" >&2; exit 2; }
 costs=(--estimate-costs)
 [ -n "${COSTS:-}" ] && costs=(--costs "$COSTS")
+eqjob=()
+if [ -n "${EQSAT_JOB:-}" ]; then
+  [ -r "$EQSAT_JOB" ] || { echo "eqsat.sh: EQSAT_JOB=$EQSAT_JOB: cannot read it" >&2; exit 2; }
+  eqjob=(--job "$EQSAT_JOB")
+fi
 
 # Tensat's Table 1: speedup over the input graph (%), search seconds.
 published() {
@@ -61,6 +68,7 @@ specs=${MODELS:-"nasrnn bert:layers=2 squeezenet:size=64 resnext50:size=64 incep
   nasnet_a:size=64 mobilenet_v2:size=64 resnet50:bn=1"}
 echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc --all) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# substitutions $subst; costs: ${costs[*]}; backtracking budget $budget; time limit $limit s; $runs runs"
+[ -n "${EQSAT_JOB:-}" ] && echo "# eqsat runs with $EQSAT_JOB: $(grep -v '^#' "$EQSAT_JOB" | tr '\n' ' ')"
 printf '%-22s %9s %9s %6s %8s %9s %6s %8s %8s %8s %5s %9s %-7s %7s %8s\n' model "cost ms" "bt ms" \
   "bt x" "bt s" "eqsat ms" "eq x" "eq s" "warm s" e-nodes exact "eq run x" agrees "Tensat%" "Tensat s"
 fail=0
@@ -72,7 +80,7 @@ for spec in $specs; do
   fi
   read -r before bt bts <<<"$(sed -n "$summary" "$tmp/log")"
   rm -f "$tmp/verdicts.h5"
-  optimize "$spec" eqsat "$tmp/eq.h5" --guard-cache "$tmp/verdicts.h5"
+  optimize "$spec" eqsat "$tmp/eq.h5" --guard-cache "$tmp/verdicts.h5" "${eqjob[@]}"
   rc=$?
   agrees=yes
   [ "$rc" = 3 ] && { agrees=DIFFERS; fail=1; }
@@ -86,7 +94,7 @@ for spec in $specs; do
   run=$(sed -n 's/.*measured end to end [^ ]* ms -> [^ ]* ms (x\([^;]*\);.*/\1/p' "$tmp/log")
   grep -q 'the input graph is written' "$tmp/log" && run="$run kept"
   warm=-
-  if optimize "$spec" eqsat "$tmp/eq2.h5" --guard-cache "$tmp/verdicts.h5" --confirm-runs 0; then
+  if optimize "$spec" eqsat "$tmp/eq2.h5" --guard-cache "$tmp/verdicts.h5" --confirm-runs 0 "${eqjob[@]}"; then
     read -r _ _ warm <<<"$(sed -n "$summary" "$tmp/log")"
   fi
   read -r tensat_pct tensat_s <<<"$(published "$name")"
