@@ -61,6 +61,7 @@ struct taso_rt_kernel {
   int nsteps;
   step_t steps[MAX_STEPS];
   char impl[160]; /* the steps' oneDNN implementations, "+" between */
+  bool small;     /* every operand and result at most SMALL_STEP_FLOATS (cpu_run) */
 };
 
 /* oneDNN's "unimplemented" means no implementation for this configuration
@@ -840,11 +841,23 @@ static void cpu_destroy(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k) {
   free(k);
 }
 
+/* A step whose operands and results all hold at most this many floats
+ * runs on one thread: its parallel region costs more than the little
+ * work it shares (a 1x512 sigmoid: 4.4 us on two threads of this VM,
+ * 0.6 us on one; NasRNN end to end 4 to 8% faster on two). Measured
+ * configurations run through here too, so their costs say the same. */
+enum { SMALL_STEP_FLOATS = 16384 };
+
 static taso_err_t cpu_prepare(taso_rt_ctx_t *ctx, const taso_rt_config_t *cfg,
                               taso_rt_kernel_t **out) {
   taso_rt_kernel_t *k = calloc(1, sizeof *k);
   if (!k) return taso_error(TASO_ERR_NOMEM, "cpu kernel");
   k->cfg = *cfg;
+  k->small = true;
+  for (int i = 0; i < cfg->nin; i++)
+    k->small = k->small && taso_tensor_size(&cfg->in[i]) <= SMALL_STEP_FLOATS;
+  for (int j = 0; j < cfg->nout; j++)
+    k->small = k->small && taso_tensor_size(&cfg->out[j]) <= SMALL_STEP_FLOATS;
   taso_err_t err = build(ctx, k);
   if (err != TASO_OK) {
     cpu_destroy(ctx, k);
@@ -867,13 +880,6 @@ static bool skip_step(step_t *s, void *const *slots) {
   return false;
 }
 
-/* A step whose operands and results all hold at most this many floats
- * (64 KiB) runs on one thread: its parallel region costs more than the
- * work it shares (a 1x512 sigmoid: 4.4 us on two threads of this VM,
- * 0.6 us on one; NasRNN end to end 4 to 8% faster on two). Measured
- * configurations run through here too, so their costs say the same. */
-enum { SMALL_STEP_FLOATS = 16384 };
-
 static taso_err_t cpu_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *in,
                           void *const *out) {
   void *slots[TASO_RT_MAX_IN + 2];
@@ -883,13 +889,8 @@ static taso_err_t cpu_run(taso_rt_ctx_t *ctx, taso_rt_kernel_t *k, void *const *
     slots[k->cfg.nin + j] = out[j];
   for (int i = 0; i < k->nbound; i++)
     DN(dnnl_memory_set_data_handle_v2(k->bound[i], slots[k->bound_slot[i]], ctx->stream));
-  int64_t most = 0;
-  for (int i = 0; i < k->cfg.nin; i++)
-    most = taso_tensor_size(&k->cfg.in[i]) > most ? taso_tensor_size(&k->cfg.in[i]) : most;
-  for (int j = 0; j < k->cfg.nout; j++)
-    most = taso_tensor_size(&k->cfg.out[j]) > most ? taso_tensor_size(&k->cfg.out[j]) : most;
   int threads = omp_get_max_threads();
-  bool alone = most <= SMALL_STEP_FLOATS && threads > 1;
+  bool alone = k->small && threads > 1;
   if (alone) omp_set_num_threads(1);
   taso_err_t err = TASO_OK;
   for (int i = 0; i < k->nsteps && err == TASO_OK; i++) {

@@ -11,6 +11,9 @@ void taso_egraph_free(taso_egraph_t *eg) {
   free(eg->parent);
   free(eg->type);
   free(eg->folded);
+  free(eg->type_id);
+  free(eg->types);
+  free(eg->type_slots);
   free(eg->slots);
   free(eg->member_at);
   free(eg->members);
@@ -87,6 +90,42 @@ static taso_err_t grow_slots(taso_egraph_t *eg, int32_t need) {
   return TASO_OK;
 }
 
+/* The number of type (added when new). */
+static taso_err_t type_number(taso_egraph_t *eg, const taso_tensor_t *type, int32_t *id) {
+  if (2 * (eg->ntypes + 1) > eg->ntype_slots) {
+    int32_t ns = eg->ntype_slots ? 2 * eg->ntype_slots : 256;
+    int32_t *v = calloc((size_t)ns, sizeof *v);
+    if (!v) return taso_error(TASO_ERR_NOMEM, "e-graph types table of %d slots", ns);
+    for (int32_t t = 0; t < eg->ntypes; t++) {
+      uint32_t h = (uint32_t)taso_hash_words(&eg->types[t], sizeof *type / 4) & (uint32_t)(ns - 1);
+      while (v[h])
+        h = (h + 1) & (uint32_t)(ns - 1);
+      v[h] = t + 1;
+    }
+    free(eg->type_slots);
+    eg->type_slots = v;
+    eg->ntype_slots = ns;
+  }
+  uint32_t mask = (uint32_t)eg->ntype_slots - 1;
+  uint32_t h = (uint32_t)taso_hash_words(type, sizeof *type / 4) & mask;
+  for (; eg->type_slots[h]; h = (h + 1) & mask)
+    if (taso_tensor_equal(&eg->types[eg->type_slots[h] - 1], type)) {
+      *id = eg->type_slots[h] - 1;
+      return TASO_OK;
+    }
+  if (eg->ntypes == eg->types_cap) {
+    int32_t cap = eg->types_cap ? 2 * eg->types_cap : 256;
+    taso_tensor_t *v = realloc(eg->types, sizeof *v * (size_t)cap);
+    if (!v) return taso_error(TASO_ERR_NOMEM, "e-graph of %d types", cap);
+    eg->types = v;
+    eg->types_cap = cap;
+  }
+  eg->types[eg->ntypes] = *type;
+  eg->type_slots[h] = eg->ntypes + 1;
+  *id = eg->ntypes++;
+  return TASO_OK;
+}
+
 static taso_err_t new_class(taso_egraph_t *eg, const taso_tensor_t *type, int32_t *cls) {
   if (eg->nclasses == eg->class_cap) {
     int32_t cap = eg->class_cap ? 2 * eg->class_cap : 1024;
@@ -95,10 +134,13 @@ static taso_err_t new_class(taso_egraph_t *eg, const taso_tensor_t *type, int32_
     taso_tensor_t *t = p ? realloc(eg->type, sizeof *t * (size_t)cap) : NULL;
     if (t) eg->type = t;
     bool *f = t ? realloc(eg->folded, sizeof *f * (size_t)cap) : NULL;
-    if (!f) return taso_error(TASO_ERR_NOMEM, "e-graph of %d classes", cap);
-    eg->folded = f;
+    if (f) eg->folded = f;
+    int32_t *id = f ? realloc(eg->type_id, sizeof *id * (size_t)cap) : NULL;
+    if (!id) return taso_error(TASO_ERR_NOMEM, "e-graph of %d classes", cap);
+    eg->type_id = id;
     eg->class_cap = cap;
   }
+  TASO_TRY(type_number(eg, type, &eg->type_id[eg->nclasses]));
   *cls = eg->nclasses++;
   eg->parent[*cls] = *cls;
   eg->type[*cls] = *type;

@@ -38,9 +38,14 @@ typedef struct {
   int32_t *parent;     /* per class: union-find parent (itself at a root) */
   taso_tensor_t *type; /* per class: its type (a root's is current) */
   bool *folded;        /* per class, after a rebuild: computable from weights alone */
+  int32_t *type_id;    /* per class: its type's number (classes of one type share it) */
   int32_t nclasses, class_cap;
-  int32_t *slots; /* hash-consing: node + 1, 0 empty (open addressing) */
-  int32_t nslots; /* a power of two, at least twice the nodes */
+  taso_tensor_t *types; /* the distinct types, by number */
+  int32_t ntypes, types_cap;
+  int32_t *type_slots; /* hash of the types: number + 1, 0 empty (open addressing) */
+  int32_t ntype_slots; /* a power of two, at least twice the types */
+  int32_t *slots;      /* hash-consing: node + 1, 0 empty (open addressing) */
+  int32_t nslots;      /* a power of two, at least twice the nodes */
   /* indexes, after a rebuild, over live nodes (compressed rows) */
   int32_t *member_at, *members; /* per class root c: members[member_at[c] .. member_at[c+1]) */
   int32_t *user_at, *users;     /* per class root: the nodes that read it */

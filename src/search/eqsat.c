@@ -37,56 +37,63 @@ bool taso_eqsat_time_up(taso_eqsat_t *s) {
  * is kept by rule and classes, and a match met again (every iteration
  * meets the last one's) is neither typed nor judged again, nor applied
  * again once applied (a no-op: its nodes exist, its classes are one). */
-enum { UNFIT, REFUSED, ACCEPTED, APPLIED };
+enum { UNSEEN /* 0: a new entry's */, UNFIT, REFUSED, ACCEPTED, APPLIED, APART };
 
-/* The entry of key (rule, then n - 1 classes): its offset in s->memo,
- * where e[0] is n, e[1..n] the key and e[n + 1] the verdict; added as
- * UNFIT with *fresh when new. */
-static taso_err_t memo_find(taso_eqsat_t *s, const int32_t *key, int n, int64_t *entry,
-                            bool *fresh) {
-  if (2 * (s->memo_entries + 1) > s->memo_nslots) {
-    int64_t ns = s->memo_nslots ? 2 * s->memo_nslots : 4096;
+taso_err_t taso_verdicts_find(taso_verdicts_t *m, const int32_t *key, int n, int64_t *entry,
+                              bool *fresh) {
+  if (2 * (m->entries + 1) > m->nslots) {
+    int64_t ns = m->nslots ? 2 * m->nslots : 4096;
     int64_t *v = calloc((size_t)ns, sizeof *v);
     if (!v) return taso_error(TASO_ERR_NOMEM, "eqsat: %lld verdicts", (long long)ns);
-    for (int64_t k = 0; k < s->memo_nslots; k++) {
-      if (!s->memo_slots[k]) continue;
-      const int32_t *e = &s->memo[s->memo_slots[k] - 1];
+    for (int64_t k = 0; k < m->nslots; k++) {
+      if (!m->slots[k]) continue;
+      const int32_t *e = &m->v[m->slots[k] - 1];
       uint64_t h = taso_hash_words(e + 1, (size_t)e[0]) & (uint64_t)(ns - 1);
       while (v[h])
         h = (h + 1) & (uint64_t)(ns - 1);
-      v[h] = s->memo_slots[k];
+      v[h] = m->slots[k];
     }
-    free(s->memo_slots);
-    s->memo_slots = v;
-    s->memo_nslots = ns;
+    free(m->slots);
+    m->slots = v;
+    m->nslots = ns;
   }
-  uint64_t mask = (uint64_t)s->memo_nslots - 1, h = taso_hash_words(key, (size_t)n) & mask;
-  for (; s->memo_slots[h]; h = (h + 1) & mask) {
-    int32_t *e = &s->memo[s->memo_slots[h] - 1];
+  uint64_t mask = (uint64_t)m->nslots - 1, h = taso_hash_words(key, (size_t)n) & mask;
+  for (; m->slots[h]; h = (h + 1) & mask) {
+    int32_t *e = &m->v[m->slots[h] - 1];
     if (e[0] == n && !memcmp(e + 1, key, sizeof *key * (size_t)n)) {
-      *entry = s->memo_slots[h] - 1;
+      *entry = m->slots[h] - 1;
       *fresh = false;
       return TASO_OK;
     }
   }
-  if (s->memo_len + n + 2 > s->memo_cap) {
-    int64_t cap = s->memo_cap ? 2 * s->memo_cap : 1 << 16;
+  if (m->len + n + 2 > m->cap) {
+    int64_t cap = m->cap ? 2 * m->cap : 1 << 16;
     if (cap > INT32_MAX) return taso_error(TASO_ERR_LIMIT, "eqsat: over 2^31 ints of verdicts");
-    int32_t *v = realloc(s->memo, sizeof *v * (size_t)cap);
+    int32_t *v = realloc(m->v, sizeof *v * (size_t)cap);
     if (!v) return taso_error(TASO_ERR_NOMEM, "eqsat: verdicts of %lld ints", (long long)cap);
-    s->memo = v;
-    s->memo_cap = cap;
+    m->v = v;
+    m->cap = cap;
   }
-  int32_t *e = &s->memo[s->memo_len];
+  int32_t *e = &m->v[m->len];
   e[0] = n;
   memcpy(e + 1, key, sizeof *key * (size_t)n);
-  e[1 + n] = UNFIT;
-  s->memo_slots[h] = s->memo_len + 1;
-  *entry = s->memo_len;
-  s->memo_len += n + 2;
-  s->memo_entries++;
+  e[1 + n] = 0;
+  m->slots[h] = m->len + 1;
+  *entry = m->len;
+  m->len += n + 2;
+  m->entries++;
   *fresh = true;
   return TASO_OK;
+}
+
+void taso_verdicts_clear(taso_verdicts_t *m) {
+  m->len = m->entries = 0;
+  if (m->slots) memset(m->slots, 0, sizeof *m->slots * (size_t)m->nslots);
+}
+
+void taso_verdicts_free(taso_verdicts_t *m) {
+  free(m->v);
+  free(m->slots);
 }
 
 /* ---- matching ------------------------------------------------------------------------ */
@@ -95,10 +102,12 @@ typedef struct {
   taso_eqsat_t *s;
   int rule;
   const taso_graph_t *lhs;
-  int32_t *cls;    /* per lhs ref: the class it is bound to, or -1 */
-  bool *is_output; /* per lhs ref: an output of lhs */
-  int64_t found;   /* complete matches */
-  int64_t limit;   /* past this many, matching stops (the rule is banned) */
+  int32_t *cls;          /* per lhs ref: the class it is bound to, or -1 */
+  bool *is_output;       /* per lhs ref: an output of lhs */
+  int64_t found;         /* complete matches */
+  int64_t limit;         /* past this many, matching stops (the rule is banned) */
+  taso_ref_t out0, out1; /* a two-output lhs's outputs, else -1 */
+  bool swaps;            /* its outputs swap (two_output_swaps) */
 } matcher_t;
 
 static taso_err_t match_from(matcher_t *m, int i);
@@ -129,14 +138,20 @@ static taso_err_t judge(matcher_t *m, int32_t *verdict) {
   return TASO_OK;
 }
 
-/* Whether class b has a node that reads class a; with same_place, also
- * whether some class reads a and b in the same place (two nodes alike but
- * for that operand). */
-static bool reads(taso_egraph_t *eg, int32_t a, int32_t b, bool same_place) {
+/* Whether class b has a node that reads class a (a's readers walked). */
+static bool reads(const taso_egraph_t *eg, int32_t a, int32_t b) {
+  for (int32_t k = eg->user_at[a]; k < eg->user_at[a + 1]; k++)
+    if (eg->nodes[eg->users[k]].cls == b) return true;
+  return false;
+}
+
+/* Whether some class reads a and b in the same place: two of its nodes
+ * alike but for that operand (the readers of a walked, each looked up
+ * with b in a's place). */
+static bool read_alike(taso_egraph_t *eg, int32_t a, int32_t b) {
   for (int32_t k = eg->user_at[a]; k < eg->user_at[a + 1]; k++) {
     const taso_enode_t *u = &eg->nodes[eg->users[k]];
-    if (u->cls == b) return true;
-    for (int pos = 0; same_place && pos < taso_ops[u->kind].arity; pos++) {
+    for (int pos = 0; pos < taso_ops[u->kind].arity; pos++) {
       if (u->in[pos] != a) continue;
       int32_t in[3] = {u->in[0], u->in[1], u->in[2]};
       in[pos] = b;
@@ -152,34 +167,59 @@ static bool reads(taso_egraph_t *eg, int32_t a, int32_t b, bool same_place) {
  * computed twice), or a class reads both in the same place (split0 of two
  * merges that both hold one convolution: merged, it is computed twice).
  * Such matches are not made: each added nodes at a new shape, and a proof
- * for it, to no gain. */
+ * for it, to no gain. Each check walks the readers of the class with
+ * fewer. */
 static bool overlapping(taso_egraph_t *eg, int32_t a, int32_t b) {
-  return reads(eg, a, b, true) || reads(eg, b, a, false);
+  int32_t na = eg->user_at[a + 1] - eg->user_at[a], nb = eg->user_at[b + 1] - eg->user_at[b];
+  if (reads(eg, a, b) || reads(eg, b, a)) return true;
+  return na <= nb ? read_alike(eg, a, b) : read_alike(eg, b, a);
+}
+
+/* Whether a two-output match's classes (both bound) may be matched: never
+ * one class, and a swapping rule's at one order (see two_output_swaps);
+ * checked as soon as both are bound. */
+static bool ordered(const matcher_t *m) {
+  int32_t a = m->cls[m->out0], b = m->cls[m->out1];
+  return a != b && !(a > b && m->swaps);
 }
 
 /* A complete match, judged (or its verdict found), and kept for this
- * iteration's application when accepted and not applied before. */
+ * iteration's application when accepted and not applied before. A
+ * two-output match whose classes overlap is set APART when first met and
+ * skipped from then on: classes only merge and gain readers, so it would
+ * stay apart (the check walks a class's readers, and most matches are met
+ * again every iteration). */
 static taso_err_t emit(matcher_t *m) {
   taso_eqsat_t *s = m->s;
-  if (m->lhs->noutputs == 2) { /* see two_output_swaps */
-    int32_t a = m->cls[m->lhs->outputs[0]], b = m->cls[m->lhs->outputs[1]];
-    if (a == b || (a > b && s->swaps[m->rule]) || overlapping(&s->eg, a, b)) return TASO_OK;
-  }
-  s->res->generated++;
-  if (++m->found > m->limit) return TASO_ERR_LIMIT; /* caught in match_all */
+  if (m->out0 >= 0 && !ordered(m)) return TASO_OK;
   int32_t key[1 + 64], n = 0;
   key[n++] = m->rule;
   for (int i = 0; i < m->lhs->nnodes; i++)
     if (m->lhs->nodes[i].kind == TASO_OP_INPUT) key[n++] = m->cls[2 * i];
   int64_t entry = 0;
   bool fresh = false;
-  TASO_TRY(memo_find(s, key, n, &entry, &fresh));
-  if (fresh && taso_eqsat_time_up(s)) return TASO_OK; /* left UNFIT: the search ends */
-  if (fresh) TASO_TRY(judge(m, &s->memo[entry + 1 + n]));
-  int32_t verdict = s->memo[entry + 1 + n];
-  s->res->invalid += verdict == UNFIT;
-  s->res->refused += verdict == REFUSED;
-  if (verdict != ACCEPTED) return TASO_OK;
+  TASO_TRY(taso_verdicts_find(&s->memo, key, n, &entry, &fresh));
+  int32_t *verdict = &s->memo.v[entry + 1 + n];
+  if (fresh && m->lhs->noutputs == 2 && overlapping(&s->eg, m->cls[m->out0], m->cls[m->out1]))
+    *verdict = APART;
+  if (*verdict == APART) return TASO_OK;
+  s->res->generated++;
+  if (++m->found > m->limit) return TASO_ERR_LIMIT; /* caught in match_all */
+  if (*verdict == UNSEEN) {
+    for (int k = 1; k < n; k++)
+      key[k] = s->eg.type_id[key[k]];
+    int64_t typed = 0;
+    TASO_TRY(taso_verdicts_find(&s->by_types, key, n, &typed, &fresh));
+    int32_t *known = &s->by_types.v[typed + 1 + n];
+    if (*known == UNSEEN) {
+      if (taso_eqsat_time_up(s)) return TASO_OK; /* left unjudged: the search ends */
+      TASO_TRY(judge(m, known));
+    }
+    *verdict = *known;
+  }
+  s->res->invalid += *verdict == UNFIT;
+  s->res->refused += *verdict == REFUSED;
+  if (*verdict != ACCEPTED) return TASO_OK;
   if (s->nmatches == s->matches_cap) {
     int64_t cap = s->matches_cap ? 2 * s->matches_cap : 1024;
     int32_t *v = realloc(s->matches, sizeof *v * (size_t)(cap * s->record));
@@ -191,7 +231,7 @@ static taso_err_t emit(matcher_t *m) {
   for (int k = 0; k < s->record; k++)
     rec[k] = -1;
   rec[0] = m->rule;
-  rec[1] = (int32_t)entry; /* below 2^31 (memo_find) */
+  rec[1] = (int32_t)entry; /* below 2^31 (taso_verdicts_find) */
   for (int o = 0; o < m->lhs->noutputs; o++)
     rec[2 + o] = m->cls[m->lhs->outputs[o]];
   for (int i = 0; i < m->lhs->nnodes; i++)
@@ -219,6 +259,7 @@ static taso_err_t try_node(matcher_t *m, int i, int port, int32_t e) {
   bool ok = bind(m, TASO_REF(i, port), en->cls);
   for (int a = 0; a < taso_ops[ln->kind].arity && ok; a++)
     ok = bind(m, ln->in[a], en->in[a]);
+  if (ok && m->out0 >= 0 && m->cls[m->out0] >= 0 && m->cls[m->out1] >= 0) ok = ordered(m);
   /* the operator's other output, where lhs reads it: the same operator
    * over the same operands */
   int other = 1 - port;
@@ -292,7 +333,15 @@ static taso_err_t match_rule(taso_eqsat_t *s, int r, int64_t limit, bool *over) 
     cls[k] = -1;
   for (int o = 0; o < lhs->noutputs; o++)
     is_output[lhs->outputs[o]] = true;
-  matcher_t m = {.s = s, .rule = r, .lhs = lhs, .cls = cls, .is_output = is_output, .limit = limit};
+  matcher_t m = {.s = s,
+                 .rule = r,
+                 .lhs = lhs,
+                 .cls = cls,
+                 .is_output = is_output,
+                 .limit = limit,
+                 .out0 = lhs->noutputs == 2 ? lhs->outputs[0] : -1,
+                 .out1 = lhs->noutputs == 2 ? lhs->outputs[1] : -1,
+                 .swaps = s->swaps[r]};
   taso_err_t err = match_from(&m, lhs->nnodes - 1);
   *over = m.found > limit;
   return *over ? TASO_OK : err;
@@ -300,15 +349,21 @@ static taso_err_t match_rule(taso_eqsat_t *s, int r, int64_t limit, bool *over) 
 
 /* ---- applying ------------------------------------------------------------------------ */
 
+/* The rules' input table given a match's bound classes' types (vars:
+ * per rules' input its class, or -1). */
+static void bind_types(taso_eqsat_t *s, const int32_t *vars) {
+  for (int v = 0; v < s->at.n; v++)
+    if (vars[v] >= 0) s->at.v[v].type = s->eg.type[taso_egraph_find(&s->eg, vars[v])];
+}
+
 /* One accepted match: rhs added over its bound classes and merged with
  * the matched classes. *changed: the e-graph gained a node or a merge. */
 static taso_err_t apply(taso_eqsat_t *s, const int32_t *rec, bool *changed) {
   const taso_rule_t *rule = &s->rules->v[rec[0]];
   const taso_graph_t *rhs = &rule->rhs;
   const int32_t *vars = rec + 2 + s->max_outputs;
-  s->memo[rec[1] + 1 + s->memo[rec[1]]] = APPLIED;
-  for (int v = 0; v < s->at.n; v++)
-    if (vars[v] >= 0) s->at.v[v].type = s->eg.type[taso_egraph_find(&s->eg, vars[v])];
+  s->memo.v[rec[1] + 1 + s->memo.v[rec[1]]] = APPLIED;
+  bind_types(s, vars);
   TASO_TRY(taso_graph_infer(rhs, &s->at, s->rhs_types)); /* it did at the match */
   int32_t cls[2 * 64];
   int32_t app = s->napps;
@@ -514,6 +569,20 @@ static taso_err_t two_output_swaps(const taso_graph_t *lhs, bool *swaps) {
   return err;
 }
 
+/* The e-graph of the input graph start alone (s->eg empty); its cost
+ * into *cost_ms unless NULL. */
+static taso_err_t input_egraph(taso_eqsat_t *s, const taso_graph_t *start, double *cost_ms) {
+  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(start->nnodes + 1));
+  if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", start->nnodes);
+  taso_err_t err = taso_graph_infer(start, s->prob->inputs, types);
+  if (err == TASO_OK && cost_ms)
+    err = taso_cost_of_graph(s->costs, start, types, s->prob->is_weight, cost_ms);
+  if (err == TASO_OK)
+    err = taso_egraph_of_graph(&s->eg, start, types, s->prob->is_weight, s->roots);
+  free(types);
+  return err;
+}
+
 static taso_err_t setup(taso_eqsat_t *s, taso_graph_t *start) {
   int nodes = 1;
   s->max_outputs = 1;
@@ -543,15 +612,7 @@ static taso_err_t setup(taso_eqsat_t *s, taso_graph_t *start) {
   s->at.n = s->rules->inputs.n;
   TASO_TRY(taso_graph_copy(start, s->prob->graph));
   TASO_TRY(taso_graph_canonicalize(start));
-  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(start->nnodes + 1));
-  if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", start->nnodes);
-  taso_err_t err = taso_graph_infer(start, s->prob->inputs, types);
-  if (err == TASO_OK)
-    err = taso_cost_of_graph(s->costs, start, types, s->prob->is_weight, &s->res->cost_before);
-  if (err == TASO_OK)
-    err = taso_egraph_of_graph(&s->eg, start, types, s->prob->is_weight, s->roots);
-  free(types);
-  return err;
+  return input_egraph(s, start, &s->res->cost_before);
 }
 
 /* The e-graph of the input alone again, every match unmet and the result's
@@ -562,19 +623,13 @@ static taso_err_t restart(taso_eqsat_t *s, const taso_graph_t *start) {
   memset(&s->eg, 0, sizeof s->eg);
   s->napps = 0;
   s->nmatches = 0;
-  s->memo_len = s->memo_entries = 0;
-  if (s->memo_slots) memset(s->memo_slots, 0, sizeof *s->memo_slots * (size_t)s->memo_nslots);
+  taso_verdicts_clear(&s->memo); /* the second pass's verdicts are not the first's */
+  taso_verdicts_clear(&s->by_types);
   memset(s->banned_until, 0, sizeof *s->banned_until * (size_t)s->rules->n);
   memset(s->bans, 0, sizeof *s->bans * (size_t)s->rules->n);
   r->generated = r->invalid = r->refused = r->queued = r->eqsat_bans = r->eqsat_moves = 0;
   r->eqsat_stop = NULL;
-  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(start->nnodes + 1));
-  if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", start->nnodes);
-  taso_err_t err = taso_graph_infer(start, s->prob->inputs, types);
-  if (err == TASO_OK)
-    err = taso_egraph_of_graph(&s->eg, start, types, s->prob->is_weight, s->roots);
-  free(types);
-  return err;
+  return input_egraph(s, start, NULL);
 }
 
 /* Proofs where they pay. With a guard, every match outside its rule's
@@ -616,9 +671,7 @@ static taso_err_t first_pass(taso_eqsat_t *s, const taso_graph_t *start) {
     for (int o = 0; o < rule->lhs.noutputs; o++)
       touches = touches || used[taso_egraph_find(&s->eg, rec[2 + o])];
     if (!touches) continue;
-    const int32_t *vars = rec + 2 + s->max_outputs;
-    for (int v = 0; v < s->at.n; v++)
-      if (vars[v] >= 0) s->at.v[v].type = s->eg.type[taso_egraph_find(&s->eg, vars[v])];
+    bind_types(s, rec + 2 + s->max_outputs);
     bool ok;
     err = taso_rule_guard_accepts(g, rec[0], 0, &rule->lhs, &rule->rhs, &rule->cond, &s->at, &ok);
     s->res->eqsat_asked++;
@@ -664,8 +717,8 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   free(s.app_rule);
   free(s.app_match);
   free(s.banned_until);
-  free(s.memo);
-  free(s.memo_slots);
+  taso_verdicts_free(&s.memo);
+  taso_verdicts_free(&s.by_types);
   free(s.bans);
   free(s.swaps);
   if (err != TASO_OK) taso_search_result_free(result);

@@ -11,6 +11,24 @@
 #include "egraph.h"
 #include "search.h"
 
+/* Verdicts by key (a rule, then classes or types; a move's nodes). */
+typedef struct {
+  int32_t *v;       /* entries: key length n, the key, then the verdict */
+  int64_t len, cap; /* ints used, allocated */
+  int64_t *slots;   /* open addressing: entry offset + 1, 0 empty */
+  int64_t nslots, entries;
+} taso_verdicts_t;
+
+/* The entry of key (n ints) in m: its offset in m->v, where e[0] is n,
+ * e[1..n] the key and e[n + 1] the verdict; added with verdict 0 and
+ * *fresh when new. */
+taso_err_t taso_verdicts_find(taso_verdicts_t *m, const int32_t *key, int n, int64_t *entry,
+                              bool *fresh);
+
+/* Empties m, keeping its memory. */
+void taso_verdicts_clear(taso_verdicts_t *m);
+void taso_verdicts_free(taso_verdicts_t *m);
+
 typedef struct {
   const taso_search_problem_t *prob;
   const taso_rules_t *rules;
@@ -34,11 +52,9 @@ typedef struct {
   int32_t *app_rule;     /* per application that changed the e-graph: its rule */
   int32_t *app_match;    /* per such application: its match (record ints, as matches) */
   int32_t napps, apps_cap;
-  /* verdicts of matches met before, by rule and bound classes (memo_find) */
-  int32_t *memo;              /* entries: rule, variables, then the verdict */
-  int64_t memo_len, memo_cap; /* ints used, allocated */
-  int64_t *memo_slots;        /* open addressing: entry offset + 1, 0 empty */
-  int64_t memo_nslots, memo_entries;
+  /* verdicts of matches met before, by rule and bound classes, and by
+   * rule and bound classes' types (a verdict depends on the types alone) */
+  taso_verdicts_t memo, by_types;
   double start;
   bool out_of_time;
   bool first_pass; /* the unproved first pass: no progress, no exact extraction */

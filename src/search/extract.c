@@ -66,12 +66,13 @@ taso_err_t taso_eqsat_node_cost(taso_eqsat_t *s, int32_t e, double *ms) {
  * extraction that read it: the merged matmul, read by the splits of the
  * two outputs, counts half in each. */
 typedef struct {
-  double *own;     /* per node: its own cost (NAN: not costed yet) */
-  double *share;   /* per class: the classes that read it (at least 1) */
-  double *cost;    /* per class: the cheapest found */
-  int32_t *choice; /* per class: its node, or -1 */
-  taso_ref_t *ref; /* per class: its tensor in the built graph, or -1 (-2: being built) */
-  bool cyclic;     /* the built graph would have a cycle (shared costs only) */
+  double *own;              /* per node: its own cost (NAN: not costed yet) */
+  double *share;            /* per class: the classes that read it (at least 1) */
+  double *cost;             /* per class: the cheapest found */
+  int32_t *choice;          /* per class: its node, or -1 */
+  taso_ref_t *ref;          /* per class: its tensor in the built graph, or -1 (-2: being built) */
+  bool cyclic;              /* the built graph would have a cycle (shared costs only) */
+  taso_graph_index_t index; /* the built graph's (each graph of the moves is built anew) */
 } extract_t;
 
 /* The fixed point of class costs. */
@@ -120,9 +121,9 @@ static taso_err_t build(taso_eqsat_t *s, extract_t *x, int32_t c, taso_graph_t *
     TASO_TRY(build(s, x, n->in[a], g, &in[a]));
   if (x->cyclic) return TASO_OK;
   if (n->kind == TASO_OP_INPUT)
-    TASO_TRY(taso_graph_add_input(g, n->p.input, &ref));
+    TASO_TRY(taso_graph_add_input_indexed(g, &x->index, n->p.input, &ref));
   else
-    TASO_TRY(taso_graph_add(g, n->kind, &n->p, in, &ref));
+    TASO_TRY(taso_graph_add_indexed(g, &x->index, n->kind, &n->p, in, &ref));
   *out = x->ref[c] = ref + n->port;
   return TASO_OK;
 }
@@ -218,10 +219,14 @@ static bool app_nodes(taso_eqsat_t *s, int32_t a, int32_t *nodes) {
 
 /* The moves over x (best's choices, whose graph best is, of cost *ms),
  * kept while they pay; then the result's fired counts, from the kept
- * graph (x->ref). */
+ * graph (x->ref). Many applications make the same move (their right
+ * sides' nodes are one by hash-consing): a move is tried once per graph,
+ * until one is kept (tried: per move's nodes, the kept moves then + 1). */
 static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, double *ms) {
   int32_t nc = s->eg.nclasses;
   taso_ref_t *ref = malloc(sizeof *ref * (size_t)(nc + 1));
+  taso_verdicts_t tried = {0};
+  int32_t kept = 0;
   taso_graph_t g;
   taso_graph_init(&g);
   taso_err_t err = ref ? TASO_OK : taso_error(TASO_ERR_NOMEM, "moves over %d classes", nc);
@@ -241,6 +246,11 @@ static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, dou
       for (int o = 0; o < lhs->noutputs; o++)
         same = same && x->choice[outs[o]] == nodes[o];
       if (same) continue;
+      int64_t entry;
+      bool fresh;
+      err = taso_verdicts_find(&tried, nodes, lhs->noutputs, &entry, &fresh);
+      if (err != TASO_OK || tried.v[entry + 1 + lhs->noutputs] == kept + 1) continue;
+      tried.v[entry + 1 + lhs->noutputs] = kept + 1;
       memcpy(ref, x->ref, sizeof *ref * (size_t)nc);
       for (int o = 0; o < lhs->noutputs; o++) {
         was[o] = x->choice[outs[o]];
@@ -253,6 +263,7 @@ static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, dou
         err = taso_graph_copy(best, &g);
         again = true;
         s->res->eqsat_moves++;
+        kept++;
         continue;
       }
       for (int o = lhs->noutputs - 1; o >= 0; o--) /* backwards: outputs may share a class */
@@ -262,6 +273,7 @@ static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, dou
   }
   /* x->ref is the kept graph's: a move kept left its own, one undone the one before */
   if (err == TASO_OK) err = count_fired(s, x, s->res->fired);
+  taso_verdicts_free(&tried);
   taso_graph_free(&g);
   free(ref);
   return err;
@@ -391,5 +403,6 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
   free(x.cost);
   free(x.choice);
   free(x.ref);
+  taso_graph_index_free(&x.index);
   return err;
 }

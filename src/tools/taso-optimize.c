@@ -643,13 +643,14 @@ static void summarize(taso_tool_t *t, const run_t *r) {
     double mine[2] = {(double)g.proofs, g.proof_seconds}, sum[2], most = 0;
     MPI_Allreduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, t->comm);
     MPI_Allreduce(&g.proof_seconds, &most, 1, MPI_DOUBLE, MPI_MAX, t->comm);
+    char unproved[64] = "";
+    if (g.unproved)
+      snprintf(unproved, sizeof unproved, ", %lld left unproved", (long long)g.unproved);
     taso_tool_print(t,
                     "taso-optimize: %lld matches: %lld at their proved shapes, %lld re-proved at "
-                    "new shapes (%lld proofs, %.1f s), %lld refused%s%.0lld%s\n",
+                    "new shapes (%lld proofs, %.1f s), %lld refused%s\n",
                     (long long)g.matches, (long long)g.by_condition, (long long)g.by_reproof,
-                    (long long)g.proofs, g.proof_seconds, (long long)g.refused,
-                    g.unproved ? ", " : "", (long long)g.unproved,
-                    g.unproved ? " left unproved" : "");
+                    (long long)g.proofs, g.proof_seconds, (long long)g.refused, unproved);
     if (res->ranks > 1)
       taso_tool_print(t,
                       "taso-optimize: re-proofs over all %d ranks: %.0f proofs, %.1f s "
