@@ -89,7 +89,7 @@ for spec in $specs; do
   fi
   read -r _ eq eqs <<<"$(sed -n "$summary" "$tmp/log")"
   nodes=$(sed -n 's/.*eqsat: [0-9]* iterations, \([0-9]*\) e-nodes.*/\1/p' "$tmp/log")
-  exact=$(sed -n 's/.*exact extraction: \(optimal\|the best\|none\).*/\1/p' "$tmp/log")
+  exact=$(sed -n 's/.*exact extraction: \(optimal\|the best\|none\|off\).*/\1/p' "$tmp/log")
   exact=${exact/the best/best}
   run=$(sed -n 's/.*measured end to end [^ ]* ms -> [^ ]* ms (x\([^;]*\);.*/\1/p' "$tmp/log")
   grep -q 'the input graph is written' "$tmp/log" && run="$run kept"

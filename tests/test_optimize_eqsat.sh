@@ -66,6 +66,15 @@ has "all: the result agrees" "the result agrees with the original" "$tmp/out"
 if grep -q 'first pass\|left unproved' "$tmp/out" "$tmp/err"; then
   echo "FAIL: eqsat_proofs = all ran a first pass"; fail=1
 else echo "ok: eqsat_proofs = all: one pass, nothing left unproved"; fi
+# A first pass that finds nothing cheaper than the input has nothing worth
+# a proof: no relation decided (MobileNet-v2 at 32x32 gains nothing here).
+run "$bin/taso-optimize" --job "$tmp/four.ini" --model mobilenet_v2:size=32 \
+  --substitutions "$both" --search eqsat --out "$tmp/mb.h5" --estimate-costs --confirm-runs 0 \
+  --threads 1
+expect "eqsat on mobilenet_v2:size=32" 0
+has "nothing decided when the first pass gains nothing" \
+  "the relations of 0 of its applications decided" "$tmp/out"
+has "no proof made" "(0 proofs," "$tmp/out"
 printf '[optimize]\neqsat_proofs = some\n' >"$tmp/badp.ini"
 run "$bin/taso-optimize" --job "$tmp/badp.ini" --model nasrnn:hidden=64,steps=2 \
   --substitutions "$tmp/substitutions.h5" --search eqsat --out "$tmp/badp.h5" --estimate-costs
@@ -79,6 +88,8 @@ run "$bin/taso-optimize" --job "$tmp/eq.ini" --model nasrnn:hidden=64,steps=2 \
 expect "eqsat from the job file" 0
 has "one iteration, as the job says" "eqsat iteration 1/1:" "$tmp/err"
 [ "$(attr "$tmp/one.h5" eqsat_iterations)" = 1 ] || { echo "FAIL: eqsat_iterations"; fail=1; }
+[ "$(attr "$tmp/one.h5" eqsat_exact)" = '"off"' ] || { echo "FAIL: the exact extraction ran by default"; fail=1; }
+has "the exact extraction reported off" "eqsat: exact extraction: off" "$tmp/out"
 
 # Bad settings, refused before any work
 printf '[optimize]\nsearch = eqsat\neqsat_iterations = 0\n' >"$tmp/bad.ini"

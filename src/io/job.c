@@ -502,7 +502,7 @@ static const key_spec_t key_specs[] = {
     {"optimize", "eqsat_iterations", set_eqsat_iterations, false, "15"},
     {"optimize", "eqsat_nodes", set_eqsat_nodes, false, "50000"},
     /* ours: the exact extraction's time (seconds, 0: none) */
-    {"optimize", "eqsat_exact_seconds", set_eqsat_exact_seconds, false, "5"},
+    {"optimize", "eqsat_exact_seconds", set_eqsat_exact_seconds, false, "0"},
     {"optimize", "eqsat_proofs", set_eqsat_proofs, false, "used"},
 };
 _Static_assert(sizeof key_specs / sizeof key_specs[0] <= 64, "taso_job_t.given has 64 bits");

@@ -305,6 +305,10 @@ static taso_err_t exact(taso_eqsat_t *s, extract_t *x, const int32_t *plain, con
                         taso_graph_t *best, double *best_ms, int32_t *best_choice) {
   int32_t nc = s->eg.nclasses;
   double left = s->opt->eqsat_exact_seconds;
+  if (left <= 0) {
+    s->res->eqsat_exact = TASO_EXACT_OFF;
+    return TASO_OK;
+  }
   if (s->opt->time_limit > 0)
     left = fmin(left, (s->opt->time_limit - (taso_search_now() - s->start)) / 2);
   memcpy(x->choice, plain, sizeof *x->choice * (size_t)nc);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 const char *const taso_exact_names[] = {"none within its time", "optimal",
-                                        "the best within its time"};
+                                        "the best within its time", "off"};
 
 taso_err_t taso_optimize_record_write(taso_artifact_t *a, const taso_optimize_record_t *rec,
                                       const taso_rules_t *rules, const taso_search_result_t *r) {
@@ -59,7 +59,8 @@ taso_err_t taso_optimize_record_write(taso_artifact_t *a, const taso_optimize_re
     err = taso_artifact_set_count(a, "eqsat_eclasses", r->eclasses);
   if (err == TASO_OK && r->eqsat_stop)
     err = taso_artifact_set_string(a, "eqsat_exact", taso_exact_names[r->eqsat_exact]);
-  if (err == TASO_OK && r->eqsat_stop && r->eqsat_exact != TASO_EXACT_NONE)
+  if (err == TASO_OK && r->eqsat_stop &&
+      (r->eqsat_exact == TASO_EXACT_OPTIMAL || r->eqsat_exact == TASO_EXACT_FOUND))
     err = taso_artifact_set_real(a, "eqsat_exact_bound_ms", r->eqsat_exact_bound);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "substitutions_proved", rec->proved);
   if (err == TASO_OK) err = taso_artifact_set_count(a, "configs_measured", rec->measured);
@@ -107,7 +108,7 @@ void taso_search_report(const taso_search_result_t *r, int width, bool chain, ch
         r->eqsat_optimistic_ms, (long long)r->eqsat_asked);
   if (r->eqsat_stop) {
     ADD("taso-optimize: eqsat: exact extraction: %s", taso_exact_names[r->eqsat_exact]);
-    if (r->eqsat_exact != TASO_EXACT_NONE)
+    if (r->eqsat_exact == TASO_EXACT_OPTIMAL || r->eqsat_exact == TASO_EXACT_FOUND)
       ADD(", node costs %.4g ms (at least %.4g)%s", r->eqsat_exact_ms, r->eqsat_exact_bound,
           r->eqsat_extraction == 0 ? ", kept" : "");
     ADD("\n");

@@ -62,7 +62,7 @@ typedef struct {
 
 /* What eqsat's exact extraction found: nothing (no time, or no
  * solution), the optimum, or the best solution found within its time. */
-enum { TASO_EXACT_NONE, TASO_EXACT_OPTIMAL, TASO_EXACT_FOUND };
+enum { TASO_EXACT_NONE, TASO_EXACT_OPTIMAL, TASO_EXACT_FOUND, TASO_EXACT_OFF };
 extern const char *const taso_exact_names[]; /* per value, in words (record.c) */
 
 typedef struct {
@@ -106,7 +106,7 @@ typedef struct {
                                  with shared costs) */
   int eqsat_extraction;       /* the one kept (0: the exact one, 1: the input's, 2: the plain
                                  one) */
-  int eqsat_exact;            /* the exact extraction: TASO_EXACT_NONE, _OPTIMAL or _FOUND */
+  int eqsat_exact; /* the exact extraction: TASO_EXACT_NONE, _OPTIMAL, _FOUND or _OFF */
   double eqsat_exact_ms;      /* its graph's sum of node costs (ms) */
   double eqsat_exact_bound;   /* a lower bound of its program's optimum (ms) */
   int64_t eqsat_moves;        /* rule applications replayed on it and kept (extract.c) */

@@ -158,8 +158,8 @@ static const taso_tool_spec_t spec = {
              "every rule at every match for at most [optimize] eqsat_iterations rounds\n"
              "(15) while it has under eqsat_nodes nodes (50,000), and extracts the graph of\n"
              "least cost, each node costed alone, no cycle (also by an integer program,\n"
-             "GLPK, for at most eqsat_exact_seconds, 5); it is kept when its whole cost\n"
-             "is below the input's. alpha, budget and --width do not apply to it. Its\n"
+             "GLPK, for at most eqsat_exact_seconds: 0, none, by default); it is kept\n"
+             "when its whole cost is below the input's. alpha, budget and --width do not apply to it. Its\n"
              "proofs (below) go to the relations that an unproved first pass's result\n"
              "used; the second pass applies no other (eqsat_proofs = used; all: every\n"
              "relation met, one pass).\n"
@@ -252,7 +252,7 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   if (search_text) s->kind = search_text;
   s->search.eqsat_iterations = t->have_job ? t->job.eqsat_iterations : 15;
   s->search.eqsat_nodes = t->have_job ? t->job.eqsat_nodes : 50000;
-  s->search.eqsat_exact_seconds = t->have_job ? t->job.eqsat_exact_seconds : 5;
+  s->search.eqsat_exact_seconds = t->have_job ? t->job.eqsat_exact_seconds : 0;
   s->search.eqsat_prove_all = t->have_job && t->job.eqsat_prove_all;
   if (strcmp(s->kind, "backtracking") && strcmp(s->kind, "parallel") && strcmp(s->kind, "eqsat"))
     taso_tool_usage_error(t, "--search: expected backtracking, parallel or eqsat, got '%s'",
