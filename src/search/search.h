@@ -106,7 +106,7 @@ typedef struct {
                                  with shared costs) */
   int eqsat_extraction;       /* the one kept (0: the exact one, 1: the input's, 2: the plain
                                  one) */
-  int eqsat_exact; /* the exact extraction: TASO_EXACT_NONE, _OPTIMAL, _FOUND or _OFF */
+  int eqsat_exact;            /* the exact extraction: TASO_EXACT_NONE, _OPTIMAL, _FOUND or _OFF */
   double eqsat_exact_ms;      /* its graph's sum of node costs (ms) */
   double eqsat_exact_bound;   /* a lower bound of its program's optimum (ms) */
   int64_t eqsat_moves;        /* rule applications replayed on it and kept (extract.c) */
