@@ -946,11 +946,13 @@ static void test_numeric_reads(void) {
 
 int main(void) {
   test_case_t cases[] = {
-      TEST(test_numeric_reads),
-      TEST(test_load),        TEST(test_lemmas),           TEST(test_axioms_prove_themselves),
-      TEST(test_needs_lemma), TEST(test_wrong_candidates), TEST(test_missing_axiom),
-      TEST(test_timeout),     TEST(test_unexpressible),    TEST(test_malformed),
-      TEST(test_known_bad),   TEST(test_shape_facts),      TEST(test_new_axioms_exact),
+      TEST(test_numeric_reads),    TEST(test_load),
+      TEST(test_lemmas),           TEST(test_axioms_prove_themselves),
+      TEST(test_needs_lemma),      TEST(test_wrong_candidates),
+      TEST(test_missing_axiom),    TEST(test_timeout),
+      TEST(test_unexpressible),    TEST(test_malformed),
+      TEST(test_known_bad),        TEST(test_shape_facts),
+      TEST(test_new_axioms_exact),
   };
   return test_run(cases, sizeof cases / sizeof *cases);
 }
