@@ -34,9 +34,13 @@ bool taso_eqsat_time_up(taso_eqsat_t *s) {
 /* A match is fixed by its rule and the classes its variables are bound
  * to (its lhs nodes over them are one class each, by congruence), and
  * its verdict by their types, which a class never changes: so a verdict
- * is kept by rule and classes, and a match met again (every iteration
- * meets the last one's) is neither typed nor judged again, nor applied
- * again once applied (a no-op: its nodes exist, its classes are one). */
+ * is kept by rule and classes (memo), and a match met again (every
+ * iteration meets the last one's) is neither typed nor judged again, nor
+ * applied again once applied (a no-op: its nodes exist, its classes are
+ * one). A new match takes the verdict of one met before at the same
+ * types (by_types: the rule and its classes' type numbers), judged only
+ * when none was: most classes share their types with many (SqueezeNet's
+ * guard calls, both passes, from 66,145 to 5,282). */
 enum { UNSEEN /* 0: a new entry's */, UNFIT, REFUSED, ACCEPTED, APPLIED, APART };
 
 taso_err_t taso_verdicts_find(taso_verdicts_t *m, const int32_t *key, int n, int64_t *entry,
