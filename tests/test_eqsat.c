@@ -59,6 +59,13 @@ static void test_congruence(void) {
   CHECK(ra != rb);
   CHECK_OK(taso_egraph_rebuild(&eg, (bool[]){false, false, false}));
   CHECK(eg.live == 5 && eg.live_classes == 5);
+  /* classes of one type share its number */
+  CHECK(eg.type_id[a] == eg.type_id[b] && eg.type_id[a] == eg.type_id[ra]);
+  CHECK(eg.type_id[c] != eg.type_id[a] && eg.ntypes == 2);
+  /* every node is fresh at the first rebuild; none at one with no change */
+  CHECK(eg.fresh_kinds == (1u << TASO_OP_INPUT | 1u << TASO_OP_RELU));
+  CHECK_OK(taso_egraph_rebuild(&eg, (bool[]){false, false, false}));
+  CHECK(eg.fresh_kinds == 0);
   CHECK_OK(taso_egraph_union(&eg, a, b, &merged));
   CHECK(merged);
   CHECK_OK(taso_egraph_union(&eg, b, a, &merged));
@@ -66,6 +73,13 @@ static void test_congruence(void) {
   CHECK_OK(taso_egraph_rebuild(&eg, (bool[]){false, false, false}));
   CHECK(taso_egraph_find(&eg, ra) == taso_egraph_find(&eg, rb));
   CHECK(eg.live == 4 && eg.live_classes == 3); /* one relu left, over the merged class */
+  /* the merged inputs' class grew, and the relu reads it: both kinds fresh */
+  CHECK(eg.fresh_kinds == (1u << TASO_OP_INPUT | 1u << TASO_OP_RELU));
+  int32_t sig;
+  CHECK_OK(taso_egraph_add(&eg, TASO_OP_SIGMOID, 0, &p, &c, &other, -1, &sig, &added));
+  CHECK_OK(taso_egraph_rebuild(&eg, (bool[]){false, false, false}));
+  CHECK(eg.fresh_kinds == 1u << TASO_OP_SIGMOID); /* a new node alone */
+  CHECK_OK(taso_egraph_rebuild(&eg, (bool[]){false, false, false}));
   CHECK(taso_egraph_lookup(&eg, TASO_OP_RELU, 0, &p, &b) == taso_egraph_find(&eg, ra));
   CHECK(taso_egraph_lookup(&eg, TASO_OP_RELU, 0, &p, &c) == -1);
   /* a weight input makes its users computable from weights alone */

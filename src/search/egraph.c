@@ -11,6 +11,7 @@ void taso_egraph_free(taso_egraph_t *eg) {
   free(eg->parent);
   free(eg->type);
   free(eg->folded);
+  free(eg->grew);
   free(eg->type_id);
   free(eg->types);
   free(eg->type_slots);
@@ -135,7 +136,9 @@ static taso_err_t new_class(taso_egraph_t *eg, const taso_tensor_t *type, int32_
     if (t) eg->type = t;
     bool *f = t ? realloc(eg->folded, sizeof *f * (size_t)cap) : NULL;
     if (f) eg->folded = f;
-    int32_t *id = f ? realloc(eg->type_id, sizeof *id * (size_t)cap) : NULL;
+    bool *g = f ? realloc(eg->grew, sizeof *g * (size_t)cap) : NULL;
+    if (g) eg->grew = g;
+    int32_t *id = g ? realloc(eg->type_id, sizeof *id * (size_t)cap) : NULL;
     if (!id) return taso_error(TASO_ERR_NOMEM, "e-graph of %d classes", cap);
     eg->type_id = id;
     eg->class_cap = cap;
@@ -145,6 +148,7 @@ static taso_err_t new_class(taso_egraph_t *eg, const taso_tensor_t *type, int32_
   eg->parent[*cls] = *cls;
   eg->type[*cls] = *type;
   eg->folded[*cls] = false;
+  eg->grew[*cls] = false;
   return TASO_OK;
 }
 
@@ -203,6 +207,7 @@ taso_err_t taso_egraph_union(taso_egraph_t *eg, int32_t a, int32_t b, bool *merg
     b = t;
   }
   eg->parent[b] = a;
+  eg->grew[a] = true;
   return TASO_OK;
 }
 
@@ -326,6 +331,16 @@ taso_err_t taso_egraph_rebuild(taso_egraph_t *eg, const bool *is_weight) {
       if (n->in[a] >= 0) n->in[a] = taso_egraph_find(eg, n->in[a]);
   }
   mark_folded(eg, is_weight);
+  eg->fresh_kinds = 0;
+  for (int32_t i = 0; i < eg->nnodes; i++) {
+    const taso_enode_t *n = &eg->nodes[i];
+    bool fresh = !n->dead && (i >= eg->rebuilt_nodes || eg->grew[n->cls]);
+    for (int a = 0; a < 3 && !n->dead && !fresh; a++)
+      fresh = n->in[a] >= 0 && eg->grew[n->in[a]];
+    if (fresh) eg->fresh_kinds |= 1u << n->kind;
+  }
+  memset(eg->grew, 0, sizeof *eg->grew * (size_t)eg->nclasses);
+  eg->rebuilt_nodes = eg->nnodes;
   return index_nodes(eg);
 }
 

@@ -38,6 +38,7 @@ typedef struct {
   int32_t *parent;     /* per class: union-find parent (itself at a root) */
   taso_tensor_t *type; /* per class: its type (a root's is current) */
   bool *folded;        /* per class, after a rebuild: computable from weights alone */
+  bool *grew;          /* per class root: took in another class since the last rebuild */
   int32_t *type_id;    /* per class: its type's number (classes of one type share it) */
   int32_t nclasses, class_cap;
   taso_tensor_t *types; /* the distinct types, by number */
@@ -53,6 +54,11 @@ typedef struct {
   int32_t live;                                 /* live nodes */
   int32_t live_classes;                         /* class roots */
   uint32_t *class_kinds;                        /* per class root: bit k, it has a node of kind k */
+  /* bit k: a live node of kind k is fresh since the rebuild before the
+   * last (new, or it or an operand in a class that grew): a match with
+   * no fresh node was a match then too */
+  uint32_t fresh_kinds;
+  int32_t rebuilt_nodes; /* nodes at the last rebuild */
 } taso_egraph_t;
 
 void taso_egraph_free(taso_egraph_t *eg);

@@ -49,6 +49,8 @@ typedef struct {
   int32_t *banned_until; /* per rule: the first iteration it is matched again */
   int32_t *bans;         /* per rule: times banned */
   bool *swaps;           /* per rule: its two lhs outputs swap under a renaming of its inputs */
+  bool *complete;        /* per rule: its last matching met every match (match_all) */
+  bool *any_class;       /* per rule: an lhs output is an input (it matches any class) */
   int32_t *app_rule;     /* per application that changed the e-graph: its rule */
   int32_t *app_match;    /* per such application: its match (record ints, as matches) */
   int32_t napps, apps_cap;
