@@ -324,10 +324,10 @@ static int64_t random_divisor(taso_rule_guard_t *g, int64_t common) {
 }
 
 /* Small sizes for the instance at that stand in its relation (key) and
- * cost at most the cap: *found, with small the table. */
+ * cost at most cap multiply-adds: *found, with small the table. */
 static taso_err_t realize_small(taso_rule_guard_t *g, const taso_graph_t *lhs,
                                 const taso_graph_t *rhs, const taso_inputs_t *at, const buf_t *want,
-                                taso_inputs_t *small, bool *found) {
+                                double cap, taso_inputs_t *small, bool *found) {
   int32_t sorted[64], gap_to[64], param = 1;
   taso_shape_cond_t c;
   if (taso_shape_cond_of(lhs, rhs, at, &c) == TASO_OK) /* the parameters, at the end */
@@ -355,7 +355,7 @@ static taso_err_t realize_small(taso_rule_guard_t *g, const taso_graph_t *lhs,
         ty->dim[a] = shrink(t, orig->dim[a], keep, d, sorted, n, gap_to);
     }
     double cost = eval_cost(lhs, small) + eval_cost(rhs, small);
-    if (cost < 0 || cost > (double)g->opt.numeric_max_macs) continue;
+    if (cost < 0 || cost > cap) continue;
     if (taso_shape_cond_of(lhs, rhs, small, &c) != TASO_OK) continue; /* no longer types */
     k.n = 0;
     err = key_relation(&k, &c);
@@ -374,8 +374,15 @@ static void refuse(taso_rule_guard_t *g, bool *ok, const char *what, const char 
   snprintf(g->refusal, sizeof g->refusal, "%s%s%.200s", what, why[0] ? ": " : "", why);
 }
 
-/* Step 1: the numeric check, at the bound shapes or at small ones of the
- * same relation (want: its key). */
+/* Step 1: the numeric check, at small shapes of the same relation (want:
+ * its key) where the bound ones cost over SMALL_FIRST_MACS and small ones
+ * are found, else at the bound shapes up to numeric_max_macs. The same
+ * claim that lets a verdict serve every instance of its relation lets
+ * the small instance stand for the bound one; evaluated in double at
+ * the bound shapes, a check of a few million multiply-adds took most of
+ * a first eqsat search (Inception-v3: 344 proofs, 6.5 s; 1.3 s so). */
+enum { SMALL_FIRST_MACS = 1 << 18 };
+
 static taso_err_t numeric(taso_rule_guard_t *g, const taso_graph_t *lhs, const taso_graph_t *rhs,
                           const taso_inputs_t *at, const buf_t *want, bool *ok) {
   const taso_inputs_t *where = at;
@@ -383,15 +390,17 @@ static taso_err_t numeric(taso_rule_guard_t *g, const taso_graph_t *lhs, const t
   if (!small.v) return taso_error(TASO_ERR_NOMEM, "rule guard");
   taso_err_t err = TASO_OK;
   *ok = true;
-  if (eval_cost(lhs, at) + eval_cost(rhs, at) > (double)g->opt.numeric_max_macs) {
-    bool found;
-    err = realize_small(g, lhs, rhs, at, want, &small, &found);
-    if (err == TASO_OK && !found) {
+  double cost = eval_cost(lhs, at) + eval_cost(rhs, at);
+  if (cost > (double)SMALL_FIRST_MACS) {
+    bool found, cheap = cost <= (double)g->opt.numeric_max_macs;
+    err = realize_small(g, lhs, rhs, at, want,
+                        cheap ? SMALL_FIRST_MACS : (double)g->opt.numeric_max_macs, &small, &found);
+    if (err == TASO_OK && !found && !cheap) {
       g->st.no_realization++;
       refuse(g, ok, "no small sizes in this relation for the numeric check", "");
     }
     g->st.numeric_small += found;
-    where = &small;
+    if (found || !cheap) where = &small;
   }
   if (err == TASO_OK && *ok) {
     char why[TASO_REASON_LEN] = "";

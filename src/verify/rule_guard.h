@@ -11,11 +11,13 @@
  * divisibilities form the cache key together with the rule and its
  * direction. A key not in the cache is decided once:
  *
- *  1. The numeric check (verifier.h) at the bound shapes when it is cheap
- *     (numeric_max_macs), else at small sizes found to stand in the same
- *     relation (a few deterministic tries, seeded by the seed and the
- *     key alone, so that a verdict does not depend on the decisions
- *     before it; key equality is checked exactly). No such sizes, or a difference: refused.
+ *  1. The numeric check (verifier.h) at the bound shapes when they are
+ *     cheap (a quarter million multiply-adds), else at small sizes found
+ *     to stand in the same relation (a few deterministic tries, seeded
+ *     by the seed and the key alone, so that a verdict does not depend on
+ *     the decisions before it; key equality is checked exactly), else at
+ *     the bound shapes up to numeric_max_macs. No such sizes, or a
+ *     difference: refused.
  *  2. The proof, at the bound shapes themselves. Shapes enter the proof
  *     only as ground facts, (dim a t) = n, (splits a t) = k and (rank t) = r for every
  *     subterm, that the axioms' guards compare with each other and with
