@@ -204,7 +204,7 @@ static taso_err_t emit(matcher_t *m) {
   bool fresh = false;
   TASO_TRY(taso_verdicts_find(&s->memo, key, n, &entry, &fresh));
   int32_t *verdict = &s->memo.v[entry + 1 + n];
-  if (fresh && m->lhs->noutputs == 2 && overlapping(&s->eg, m->cls[m->out0], m->cls[m->out1]))
+  if (fresh && m->out0 >= 0 && overlapping(&s->eg, m->cls[m->out0], m->cls[m->out1]))
     *verdict = APART;
   if (*verdict == APART) return TASO_OK;
   s->res->generated++;
