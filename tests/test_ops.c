@@ -320,9 +320,41 @@ static void test_split_trees(void) {
     strcpy(text, next);
   }
   expect_trees(text, 0, "(14,(12,(10,(8,(6,(4,(2,-,-),-),-),-),-),-),-) -");
-  char deeper[sizeof text + 16];
+  /* past what the code holds, a digest of the whole tree: the same tree
+   * compares equal, another nesting of the same values does not, and no
+   * split reads it */
+  char deeper[sizeof text + 16], buf[64];
   snprintf(deeper, sizeof deeper, "concat(0, %s, a)", text);
-  expect_trees(deeper, 0, "- -");
+  result_t d = run(deeper, 0), again = run(deeper, 0);
+  taso_tree_format(&d.type.tree[0], buf, sizeof buf);
+  CHECK(strncmp(buf, "<8 concats #", 12) == 0 && taso_tree_digest(&d.type.tree[0]));
+  CHECK(taso_tree_splits(&d.type.tree[0]) == 8 && taso_tree_empty(&d.type.tree[1]));
+  CHECK(taso_tensor_equal(&d.type, &again.type));
+  free(d.v);
+  free(again.v);
+  /* four concats sharing operands: (a a a a a a a a)(a a a a) against
+   * (a a a a)(a a a a a a a a), 11 concats each */
+  const char *q = "concat(0, concat(0, a, a), concat(0, a, a))";
+  char r8[256], left[512], right[512];
+  snprintf(r8, sizeof r8, "concat(0, %s, %s)", q, q);
+  snprintf(left, sizeof left, "concat(0, %s, %s)", r8, q);
+  snprintf(right, sizeof right, "concat(0, %s, %s)", q, r8);
+  result_t l = run(left, 0), r = run(right, 0);
+  CHECK(taso_tree_splits(&l.type.tree[0]) == 11 && taso_tree_splits(&r.type.tree[0]) == 11);
+  CHECK(!taso_tree_equal(&l.type.tree[0], &r.type.tree[0]));
+  /* element-wise operators keep a digest where both agree */
+  char both[1200];
+  snprintf(both, sizeof both, "ewadd(%s, %s)", left, left);
+  result_t same = run(both, 0);
+  CHECK(taso_tree_equal(&same.type.tree[0], &l.type.tree[0]));
+  snprintf(both, sizeof both, "ewadd(%s, %s)", left, right);
+  expect_trees(both, 0, "- -");
+  free(same.v);
+  free(l.v);
+  free(r.v);
+  char split[sizeof deeper + 16];
+  snprintf(split, sizeof split, "split0(0, %s)", deeper);
+  expect_bad_shape(split);
 }
 
 /* The double and field instantiations agree with the rational oracle. */

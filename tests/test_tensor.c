@@ -7,9 +7,9 @@ static void test_tree_join_split(void) {
   int32_t s;
   CHECK(taso_tree_empty(&empty));
   CHECK(!taso_tree_split(&empty, &s, &l, &r));
-  CHECK_OK(taso_tree_join(&a, 2, &empty, &empty));
+  taso_tree_join(&a, 2, &empty, &empty);
   CHECK(!taso_tree_empty(&a));
-  CHECK_OK(taso_tree_join(&b, 5, &a, &empty));
+  taso_tree_join(&b, 5, &a, &empty);
   CHECK(taso_tree_split(&b, &s, &l, &r));
   CHECK(s == 5);
   CHECK(taso_tree_equal(&l, &a));
@@ -21,18 +21,36 @@ static void test_tree_join_split(void) {
   CHECK_STR(buf, "(5,(2,-,-),-)");
   /* (x,y) joined on the left differs from joined on the right: concat is not associative */
   taso_tree_t left, right;
-  CHECK_OK(taso_tree_join(&left, 3, &a, &empty));
-  CHECK_OK(taso_tree_join(&right, 3, &empty, &a));
+  taso_tree_join(&left, 3, &a, &empty);
+  taso_tree_join(&right, 3, &empty, &a);
   CHECK(!taso_tree_equal(&left, &right));
 }
 
-static void test_tree_limit(void) {
-  taso_tree_t t = {{0}}, empty = {{0}};
+/* Past the code's size a tree is a digest: counted, compared, not split. */
+static void test_tree_digest(void) {
+  taso_tree_t t = {{0}}, u = {{0}}, empty = {{0}}, l, r;
   int joins = 0;
-  while (taso_tree_join(&t, 1, &t, &empty) == TASO_OK)
+  while (!taso_tree_digest(&t)) {
+    taso_tree_join(&t, 1, &t, &empty);
+    taso_tree_join(&u, 1, &u, &empty);
     joins++;
-  CHECK(joins == (TASO_TREE_CODE - 1) / 2);
-  CHECK_ERR(taso_tree_join(&t, 1, &t, &empty), TASO_ERR_LIMIT);
+  }
+  CHECK(joins == (TASO_TREE_CODE - 1) / 2 + 1);
+  CHECK(taso_tree_splits(&t) == joins && !taso_tree_empty(&t) && taso_tree_equal(&t, &u));
+  int32_t s;
+  CHECK(!taso_tree_split(&t, &s, &l, &r));
+  /* the same sizes nested the other way, and another size: different */
+  taso_tree_t v = {{0}}, w = {{0}};
+  for (int k = 0; k < joins; k++) {
+    taso_tree_join(&v, 1, &empty, &v);
+    taso_tree_join(&w, k == 0 ? 2 : 1, &w, &empty);
+  }
+  CHECK(taso_tree_splits(&v) == joins && !taso_tree_equal(&t, &v) && !taso_tree_equal(&t, &w));
+  /* a digest over a digest: made from its parts alone */
+  taso_tree_t big, big2;
+  taso_tree_join(&big, 3, &t, &v);
+  taso_tree_join(&big2, 3, &u, &v);
+  CHECK(taso_tree_splits(&big) == 2 * joins + 1 && taso_tree_equal(&big, &big2));
 }
 
 static void test_shape(void) {
@@ -53,6 +71,6 @@ static void test_shape(void) {
 }
 
 int main(void) {
-  test_case_t cases[] = {TEST(test_tree_join_split), TEST(test_tree_limit), TEST(test_shape)};
+  test_case_t cases[] = {TEST(test_tree_join_split), TEST(test_tree_digest), TEST(test_shape)};
   return test_run(cases, sizeof cases / sizeof *cases);
 }

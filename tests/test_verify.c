@@ -439,6 +439,17 @@ static void test_wrong_candidates(void) {
   CHECK(r.verdict == TASO_VERDICT_UNKNOWN);
   r = decide(p, &in, "ewadd(a1, a2) => ewadd(a1, a3)", true);
   CHECK(r.verdict == TASO_VERDICT_REFUTED);
+  /* Four concats sharing operands nest 11 deep, past the tree code: kept
+   * as digests, the two nestings still differ (a k=4 candidate once left
+   * unknown, when such trees were dropped). */
+  const char *deep = "concat(0, concat(0, concat(0, concat(0, a1, a1), concat(0, a1, a1)), "
+                     "concat(0, concat(0, a1, a1), concat(0, a1, a1))), "
+                     "concat(0, concat(0, a1, a1), concat(0, a1, a1))) => "
+                     "concat(0, concat(0, concat(0, a1, a1), concat(0, a1, a1)), "
+                     "concat(0, concat(0, concat(0, a1, a1), concat(0, a1, a1)), "
+                     "concat(0, concat(0, a1, a1), concat(0, a1, a1))))";
+  r = decide(p, &in, deep, true);
+  CHECK(r.verdict == TASO_VERDICT_REFUTED && strstr(r.reason, "split trees differ"));
   taso_prover_free(p);
   taso_inputs_free(&in);
   taso_axioms_free(ax);

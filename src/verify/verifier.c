@@ -467,14 +467,6 @@ taso_err_t taso_prover_terms(taso_prover_t *p, const taso_inputs_t *in, const ta
   return err;
 }
 
-/* Number of concats in a split tree: its code's nonzero entries. */
-static int tree_splits(const taso_tree_t *t) {
-  int n = 0;
-  for (int k = 0; k < TASO_TREE_CODE; k++)
-    n += t->code[k] != 0;
-  return n;
-}
-
 /* Appends fact unless facts has it: terms are shared, so the two graphs'
  * common inputs and subgraphs would state the same facts twice. */
 static void add_fact(taso_prover_t *p, Z3_ast fact, Z3_ast *facts, int *n) {
@@ -517,7 +509,7 @@ static taso_err_t shape_facts(taso_prover_t *p, const taso_inputs_t *in, const t
         /* splits on every axis (0 past the rank, where trees are empty),
          * dim on the tensor's axes */
         for (int axis = 0; axis < TASO_MAX_RANK; axis++) {
-          int32_t val[2] = {types[r].dim[axis], tree_splits(&types[r].tree[axis])};
+          int32_t val[2] = {types[r].dim[axis], taso_tree_splits(&types[r].tree[axis])};
           for (int f = TYPE_DIM; f <= TYPE_SPLITS; f++) {
             if (p->type_fn[f] < 0 || (f == TYPE_DIM && axis >= types[r].rank)) continue;
             Z3_ast args[2] = {Z3_mk_int(p->c, axis, int_sort), v[r]};
