@@ -61,7 +61,14 @@ static void test_congruence(void) {
   CHECK(eg.live == 5 && eg.live_classes == 5);
   /* classes of one type share its number */
   CHECK(eg.type_id[a] == eg.type_id[b] && eg.type_id[a] == eg.type_id[ra]);
-  CHECK(eg.type_id[c] != eg.type_id[a] && eg.ntypes == 2);
+  CHECK(eg.type_id[c] != eg.type_id[a] && eg.types.n == 2);
+  /* nodes of equal parameters share their number; unmet ones have none */
+  int32_t na = eg.member_at[ra], nb = eg.member_at[rb];
+  CHECK(eg.nodes[eg.members[na]].pid == eg.nodes[eg.members[nb]].pid);
+  CHECK(eg.nodes[eg.members[na]].pid == taso_egraph_params_id(&eg, &p));
+  taso_params_t unmet = p;
+  unmet.stride[0] = 7;
+  CHECK(taso_egraph_params_id(&eg, &unmet) == -1);
   /* every node is fresh at the first rebuild; none at one with no change */
   CHECK(eg.fresh_kinds == (1u << TASO_OP_INPUT | 1u << TASO_OP_RELU));
   CHECK_OK(taso_egraph_rebuild(&eg, (bool[]){false, false, false}));

@@ -13,8 +13,10 @@ void taso_egraph_free(taso_egraph_t *eg) {
   free(eg->folded);
   free(eg->grew);
   free(eg->type_id);
-  free(eg->types);
-  free(eg->type_slots);
+  free(eg->types.items);
+  free(eg->types.slots);
+  free(eg->params.items);
+  free(eg->params.slots);
   free(eg->slots);
   free(eg->member_at);
   free(eg->members);
@@ -22,6 +24,7 @@ void taso_egraph_free(taso_egraph_t *eg) {
   free(eg->users);
   free(eg->by_kind);
   free(eg->class_kinds);
+  free(eg->sibling);
   memset(eg, 0, sizeof *eg);
 }
 
@@ -34,20 +37,17 @@ int32_t taso_egraph_find(const taso_egraph_t *eg, int32_t c) {
   return c;
 }
 
-/* A node's key words: kind, port, parameters, canonical operands. */
+/* A node's key words: kind, port, parameters (their hash), canonical
+ * operands. */
 static uint64_t node_hash(const taso_egraph_t *eg, const taso_enode_t *n) {
-  uint32_t w[2 + sizeof(taso_params_t) / 4 + 3];
-  w[0] = (uint32_t)n->kind;
-  w[1] = (uint32_t)n->port;
-  memcpy(&w[2], &n->p, sizeof n->p);
+  uint32_t w[6] = {(uint32_t)n->kind, (uint32_t)n->port, (uint32_t)n->pid};
   for (int a = 0; a < 3; a++)
-    w[2 + sizeof(taso_params_t) / 4 + a] =
-        n->in[a] >= 0 ? (uint32_t)taso_egraph_find(eg, n->in[a]) : 0xffffffffu;
-  return taso_hash_words(w, sizeof w / 4);
+    w[3 + a] = n->in[a] >= 0 ? (uint32_t)taso_egraph_find(eg, n->in[a]) : 0xffffffffu;
+  return taso_hash_words(w, 6);
 }
 
 static bool node_equal(const taso_egraph_t *eg, const taso_enode_t *a, const taso_enode_t *b) {
-  if (a->kind != b->kind || a->port != b->port || memcmp(&a->p, &b->p, sizeof a->p)) return false;
+  if (a->kind != b->kind || a->port != b->port || a->pid != b->pid) return false;
   for (int k = 0; k < 3; k++) {
     if ((a->in[k] < 0) != (b->in[k] < 0)) return false;
     if (a->in[k] >= 0 && taso_egraph_find(eg, a->in[k]) != taso_egraph_find(eg, b->in[k]))
@@ -91,40 +91,50 @@ static taso_err_t grow_slots(taso_egraph_t *eg, int32_t need) {
   return TASO_OK;
 }
 
-/* The number of type (added when new). */
-static taso_err_t type_number(taso_egraph_t *eg, const taso_tensor_t *type, int32_t *id) {
-  if (2 * (eg->ntypes + 1) > eg->ntype_slots) {
-    int32_t ns = eg->ntype_slots ? 2 * eg->ntype_slots : 256;
+/* The number of item, a record of size bytes (a multiple of 4), in t:
+ * added when new if add, else -1 when absent. */
+static taso_err_t intern(taso_intern_t *t, const void *item, int32_t size, bool add, int32_t *id) {
+  *id = -1;
+  if (!add && !t->nslots) return TASO_OK;
+  if (add && 2 * (t->n + 1) > t->nslots) {
+    int32_t ns = t->nslots ? 2 * t->nslots : 256;
     int32_t *v = calloc((size_t)ns, sizeof *v);
-    if (!v) return taso_error(TASO_ERR_NOMEM, "e-graph types table of %d slots", ns);
-    for (int32_t t = 0; t < eg->ntypes; t++) {
-      uint32_t h = (uint32_t)taso_hash_words(&eg->types[t], sizeof *type / 4) & (uint32_t)(ns - 1);
-      while (v[h])
-        h = (h + 1) & (uint32_t)(ns - 1);
-      v[h] = t + 1;
+    if (!v) return taso_error(TASO_ERR_NOMEM, "e-graph table of %d slots", ns);
+    for (int32_t k = 0; k < t->n; k++) {
+      uint32_t h = (uint32_t)taso_hash_words(t->items + (size_t)k * (size_t)size, (size_t)size / 4);
+      for (h &= (uint32_t)(ns - 1); v[h]; h = (h + 1) & (uint32_t)(ns - 1)) {
+      }
+      v[h] = k + 1;
     }
-    free(eg->type_slots);
-    eg->type_slots = v;
-    eg->ntype_slots = ns;
+    free(t->slots);
+    t->slots = v;
+    t->nslots = ns;
   }
-  uint32_t mask = (uint32_t)eg->ntype_slots - 1;
-  uint32_t h = (uint32_t)taso_hash_words(type, sizeof *type / 4) & mask;
-  for (; eg->type_slots[h]; h = (h + 1) & mask)
-    if (taso_tensor_equal(&eg->types[eg->type_slots[h] - 1], type)) {
-      *id = eg->type_slots[h] - 1;
+  uint32_t mask = (uint32_t)t->nslots - 1;
+  uint32_t h = (uint32_t)taso_hash_words(item, (size_t)size / 4) & mask;
+  for (; t->slots[h]; h = (h + 1) & mask)
+    if (!memcmp(t->items + (size_t)(t->slots[h] - 1) * (size_t)size, item, (size_t)size)) {
+      *id = t->slots[h] - 1;
       return TASO_OK;
     }
-  if (eg->ntypes == eg->types_cap) {
-    int32_t cap = eg->types_cap ? 2 * eg->types_cap : 256;
-    taso_tensor_t *v = realloc(eg->types, sizeof *v * (size_t)cap);
-    if (!v) return taso_error(TASO_ERR_NOMEM, "e-graph of %d types", cap);
-    eg->types = v;
-    eg->types_cap = cap;
+  if (!add) return TASO_OK;
+  if (t->n == t->cap) {
+    int32_t cap = t->cap ? 2 * t->cap : 256;
+    char *v = realloc(t->items, (size_t)size * (size_t)cap);
+    if (!v) return taso_error(TASO_ERR_NOMEM, "e-graph table of %d records", cap);
+    t->items = v;
+    t->cap = cap;
   }
-  eg->types[eg->ntypes] = *type;
-  eg->type_slots[h] = eg->ntypes + 1;
-  *id = eg->ntypes++;
+  memcpy(t->items + (size_t)t->n * (size_t)size, item, (size_t)size);
+  t->slots[h] = t->n + 1;
+  *id = t->n++;
   return TASO_OK;
+}
+
+int32_t taso_egraph_params_id(const taso_egraph_t *eg, const taso_params_t *p) {
+  int32_t id = -1;
+  intern((taso_intern_t *)&eg->params, p, sizeof *p, false, &id); /* a lookup: changes nothing */
+  return id;
 }
 
 static taso_err_t new_class(taso_egraph_t *eg, const taso_tensor_t *type, int32_t *cls) {
@@ -143,7 +153,7 @@ static taso_err_t new_class(taso_egraph_t *eg, const taso_tensor_t *type, int32_
     eg->type_id = id;
     eg->class_cap = cap;
   }
-  TASO_TRY(type_number(eg, type, &eg->type_id[eg->nclasses]));
+  TASO_TRY(intern(&eg->types, type, sizeof *type, true, &eg->type_id[eg->nclasses]));
   *cls = eg->nclasses++;
   eg->parent[*cls] = *cls;
   eg->type[*cls] = *type;
@@ -156,6 +166,7 @@ taso_err_t taso_egraph_add(taso_egraph_t *eg, int32_t kind, int32_t port, const 
                            const int32_t *in, const taso_tensor_t *type, int32_t app, int32_t *cls,
                            bool *added) {
   taso_enode_t n = {.kind = kind, .port = port, .p = *p, .in = {-1, -1, -1}, .app = app};
+  TASO_TRY(intern(&eg->params, p, sizeof *p, true, &n.pid));
   for (int a = 0; a < taso_ops[kind].arity; a++)
     n.in[a] = taso_egraph_find(eg, in[a]);
   TASO_TRY(grow_slots(eg, eg->nnodes + 1));
@@ -179,13 +190,19 @@ taso_err_t taso_egraph_add(taso_egraph_t *eg, int32_t kind, int32_t port, const 
   return TASO_OK;
 }
 
-int32_t taso_egraph_lookup_node(taso_egraph_t *eg, int32_t kind, int32_t port,
-                                const taso_params_t *p, const int32_t *in) {
-  taso_enode_t n = {.kind = kind, .port = port, .p = *p, .in = {-1, -1, -1}};
+int32_t taso_egraph_lookup_pid(taso_egraph_t *eg, int32_t kind, int32_t port, int32_t pid,
+                               const int32_t *in) {
+  if (pid < 0) return -1;
+  taso_enode_t n = {.kind = kind, .port = port, .pid = pid, .in = {-1, -1, -1}};
   for (int a = 0; a < taso_ops[kind].arity; a++)
     n.in[a] = taso_egraph_find(eg, in[a]);
   int32_t s = slot_of(eg, &n);
   return eg->slots[s] - 1;
+}
+
+int32_t taso_egraph_lookup_node(taso_egraph_t *eg, int32_t kind, int32_t port,
+                                const taso_params_t *p, const int32_t *in) {
+  return taso_egraph_lookup_pid(eg, kind, port, taso_egraph_params_id(eg, p), in);
 }
 
 int32_t taso_egraph_lookup(taso_egraph_t *eg, int32_t kind, int32_t port, const taso_params_t *p,
@@ -318,6 +335,15 @@ static taso_err_t index_nodes(taso_egraph_t *eg) {
   if (err == TASO_OK) memcpy(eg->kind_at, kind_at, sizeof eg->kind_at);
   free(kind_at);
   free(pairs);
+  int32_t *sib = err == TASO_OK ? realloc(eg->sibling, sizeof *sib * (size_t)(n + 1)) : NULL;
+  if (err == TASO_OK && !sib) err = taso_error(TASO_ERR_NOMEM, "e-graph index of %d nodes", n);
+  if (sib) eg->sibling = sib;
+  for (int32_t i = 0; i < n && err == TASO_OK; i++) { /* the slots are the last pass's */
+    const taso_enode_t *e = &eg->nodes[i];
+    sib[i] = e->dead || taso_ops[e->kind].outputs < 2
+                 ? -1
+                 : taso_egraph_lookup(eg, e->kind, 1 - e->port, &e->p, e->in);
+  }
   return err;
 }
 

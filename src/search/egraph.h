@@ -25,12 +25,21 @@
 typedef struct {
   int32_t kind;    /* taso_op_kind_t */
   int32_t port;    /* which output of the operator it stands for */
+  int32_t pid;     /* p's number (taso_egraph_params_id): equal numbers, equal p */
   taso_params_t p; /* as a graph node's (unused ones 0) */
   int32_t in[3];   /* operand classes (canonical after a rebuild); -1 past arity */
   int32_t cls;     /* its class (canonical after a rebuild) */
   int32_t app;     /* the rule application that added it; -1: the model's graph */
   bool dead;       /* a duplicate a rebuild found (another node stands for it) */
 } taso_enode_t;
+
+/* Distinct records of one size, numbered in the order first met. */
+typedef struct {
+  char *items;    /* by number, size bytes each */
+  int32_t n, cap; /* records, room */
+  int32_t *slots; /* open addressing: number + 1, 0 empty */
+  int32_t nslots; /* a power of two, at least twice the records */
+} taso_intern_t;
 
 typedef struct {
   taso_enode_t *nodes;
@@ -41,10 +50,8 @@ typedef struct {
   bool *grew;          /* per class root: took in another class since the last rebuild */
   int32_t *type_id;    /* per class: its type's number (classes of one type share it) */
   int32_t nclasses, class_cap;
-  taso_tensor_t *types; /* the distinct types, by number */
-  int32_t ntypes, types_cap;
-  int32_t *type_slots; /* hash of the types: number + 1, 0 empty (open addressing) */
-  int32_t ntype_slots; /* a power of two, at least twice the types */
+  taso_intern_t types;  /* the distinct types (taso_tensor_t) */
+  taso_intern_t params; /* the distinct parameters (taso_params_t) of nodes */
   int32_t *slots;      /* hash-consing: node + 1, 0 empty (open addressing) */
   int32_t nslots;      /* a power of two, at least twice the nodes */
   /* indexes, after a rebuild, over live nodes (compressed rows) */
@@ -54,6 +61,7 @@ typedef struct {
   int32_t live;                                 /* live nodes */
   int32_t live_classes;                         /* class roots */
   uint32_t *class_kinds;                        /* per class root: bit k, it has a node of kind k */
+  int32_t *sibling; /* per live node of a two-output operator: the other output's class, or -1 */
   /* bit k: a live node of kind k is fresh since the rebuild before the
    * last (new, or it or an operand in a class that grew): a match with
    * no fresh node was a match then too */
@@ -71,6 +79,13 @@ int32_t taso_egraph_find(const taso_egraph_t *eg, int32_t c);
 taso_err_t taso_egraph_add(taso_egraph_t *eg, int32_t kind, int32_t port, const taso_params_t *p,
                            const int32_t *in, const taso_tensor_t *type, int32_t app, int32_t *cls,
                            bool *added);
+
+/* The number of parameters p among the nodes', or -1 (no node has them). */
+int32_t taso_egraph_params_id(const taso_egraph_t *eg, const taso_params_t *p);
+
+/* taso_egraph_lookup_node by the parameters' number (pid, as a node's). */
+int32_t taso_egraph_lookup_pid(taso_egraph_t *eg, int32_t kind, int32_t port, int32_t pid,
+                               const int32_t *in);
 
 /* The class of an existing node equal to (kind, port, p, in), or -1. */
 int32_t taso_egraph_lookup(taso_egraph_t *eg, int32_t kind, int32_t port, const taso_params_t *p,

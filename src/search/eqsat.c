@@ -43,6 +43,10 @@ bool taso_eqsat_time_up(taso_eqsat_t *s) {
  * guard calls, both passes, from 66,145 to 5,282). */
 enum { UNSEEN /* 0: a new entry's */, UNFIT, REFUSED, ACCEPTED, APPLIED, APART };
 
+/* A slot holds the key's hash's high half beside the entry's offset: a
+ * probe reads the entry only when they agree, and a rehash reads no entry
+ * (the position is taken from the same half). The table is large (every
+ * match met), so each entry read is a cache miss. */
 taso_err_t taso_verdicts_find(taso_verdicts_t *m, const int32_t *key, int n, int64_t *entry,
                               bool *fresh) {
   if (2 * (m->entries + 1) > m->nslots) {
@@ -51,8 +55,7 @@ taso_err_t taso_verdicts_find(taso_verdicts_t *m, const int32_t *key, int n, int
     if (!v) return taso_error(TASO_ERR_NOMEM, "eqsat: %lld verdicts", (long long)ns);
     for (int64_t k = 0; k < m->nslots; k++) {
       if (!m->slots[k]) continue;
-      const int32_t *e = &m->v[m->slots[k] - 1];
-      uint64_t h = taso_hash_words(e + 1, (size_t)e[0]) & (uint64_t)(ns - 1);
+      uint64_t h = ((uint64_t)m->slots[k] >> 32) & (uint64_t)(ns - 1);
       while (v[h])
         h = (h + 1) & (uint64_t)(ns - 1);
       v[h] = m->slots[k];
@@ -61,11 +64,14 @@ taso_err_t taso_verdicts_find(taso_verdicts_t *m, const int32_t *key, int n, int
     m->slots = v;
     m->nslots = ns;
   }
-  uint64_t mask = (uint64_t)m->nslots - 1, h = taso_hash_words(key, (size_t)n) & mask;
+  uint64_t tag = taso_hash_words(key, (size_t)n) >> 32;
+  uint64_t mask = (uint64_t)m->nslots - 1, h = tag & mask;
   for (; m->slots[h]; h = (h + 1) & mask) {
-    int32_t *e = &m->v[m->slots[h] - 1];
+    if ((uint64_t)m->slots[h] >> 32 != tag) continue;
+    int64_t at = (m->slots[h] & 0xffffffff) - 1;
+    const int32_t *e = &m->v[at];
     if (e[0] == n && !memcmp(e + 1, key, sizeof *key * (size_t)n)) {
-      *entry = m->slots[h] - 1;
+      *entry = at;
       *fresh = false;
       return TASO_OK;
     }
@@ -82,7 +88,7 @@ taso_err_t taso_verdicts_find(taso_verdicts_t *m, const int32_t *key, int n, int
   e[0] = n;
   memcpy(e + 1, key, sizeof *key * (size_t)n);
   e[1 + n] = 0;
-  m->slots[h] = m->len + 1;
+  m->slots[h] = (int64_t)(tag << 32 | (uint64_t)(m->len + 1));
   *entry = m->len;
   m->len += n + 2;
   m->entries++;
@@ -106,6 +112,7 @@ typedef struct {
   taso_eqsat_t *s;
   int rule;
   const taso_graph_t *lhs;
+  int32_t pid[64];       /* per lhs node: its parameters' number in the e-graph, or -1 */
   int32_t *cls;          /* per lhs ref: the class it is bound to, or -1 */
   bool *is_output;       /* per lhs ref: an output of lhs */
   int64_t found;         /* complete matches */
@@ -159,7 +166,7 @@ static bool read_alike(taso_egraph_t *eg, int32_t a, int32_t b) {
       if (u->in[pos] != a) continue;
       int32_t in[3] = {u->in[0], u->in[1], u->in[2]};
       in[pos] = b;
-      int32_t other = taso_egraph_lookup_node(eg, u->kind, u->port, &u->p, in);
+      int32_t other = taso_egraph_lookup_pid(eg, u->kind, u->port, u->pid, in);
       if (other >= 0 && eg->nodes[other].cls == u->cls) return true;
     }
   }
@@ -245,35 +252,36 @@ static taso_err_t emit(matcher_t *m) {
 }
 
 /* Binds lhs ref to class c, unless bound to another. */
-static bool bind(matcher_t *m, taso_ref_t ref, int32_t c) {
+static bool bind(matcher_t *m, taso_ref_t ref, int32_t c, taso_ref_t *undo, int *nundo) {
   if (m->cls[ref] >= 0) return m->cls[ref] == c;
   m->cls[ref] = c;
+  undo[(*nundo)++] = ref;
   return true;
 }
 
-/* Lhs node i (operands bound) at e-node e, then the nodes below it. */
+/* Lhs node i (operands bound) at e-node e, then the nodes below it. The
+ * refs it binds are unbound again on the way out (undo). */
 static taso_err_t try_node(matcher_t *m, int i, int port, int32_t e) {
   const taso_node_t *ln = &m->lhs->nodes[i];
   const taso_enode_t *en = &m->s->eg.nodes[e];
-  if (en->dead || en->kind != ln->kind || en->port != port || memcmp(&en->p, &ln->p, sizeof en->p))
-    return TASO_OK;
-  int nrefs = 2 * m->lhs->nnodes;
-  int32_t saved[2 * 64];
-  memcpy(saved, m->cls, sizeof *saved * (size_t)nrefs);
-  bool ok = bind(m, TASO_REF(i, port), en->cls);
+  if (en->dead || en->kind != ln->kind || en->port != port || en->pid != m->pid[i]) return TASO_OK;
+  taso_ref_t undo[5];
+  int nundo = 0;
+  bool ok = bind(m, TASO_REF(i, port), en->cls, undo, &nundo);
   for (int a = 0; a < taso_ops[ln->kind].arity && ok; a++)
-    ok = bind(m, ln->in[a], en->in[a]);
+    ok = bind(m, ln->in[a], en->in[a], undo, &nundo);
   if (ok && m->out0 >= 0 && m->cls[m->out0] >= 0 && m->cls[m->out1] >= 0) ok = ordered(m);
   /* the operator's other output, where lhs reads it: the same operator
    * over the same operands */
   int other = 1 - port;
   if (ok && other < taso_ops[ln->kind].outputs &&
       (m->cls[TASO_REF(i, other)] >= 0 || m->is_output[TASO_REF(i, other)])) {
-    int32_t c = taso_egraph_lookup(&m->s->eg, ln->kind, other, &ln->p, en->in);
-    ok = c >= 0 && bind(m, TASO_REF(i, other), c);
+    int32_t c = m->s->eg.sibling[e];
+    ok = c >= 0 && bind(m, TASO_REF(i, other), c, undo, &nundo);
   }
   taso_err_t err = ok ? match_from(m, i - 1) : TASO_OK;
-  memcpy(m->cls, saved, sizeof *saved * (size_t)nrefs);
+  while (nundo > 0)
+    m->cls[undo[--nundo]] = -1;
   return err;
 }
 
@@ -346,6 +354,13 @@ static taso_err_t match_rule(taso_eqsat_t *s, int r, int64_t limit, bool *over) 
                  .out0 = lhs->noutputs == 2 ? lhs->outputs[0] : -1,
                  .out1 = lhs->noutputs == 2 ? lhs->outputs[1] : -1,
                  .swaps = s->swaps[r]};
+  for (int i = 0; i < lhs->nnodes; i++) {
+    m.pid[i] = taso_egraph_params_id(&s->eg, &lhs->nodes[i].p);
+    if (m.pid[i] < 0 && lhs->nodes[i].kind != TASO_OP_INPUT) { /* no node has its parameters */
+      *over = false;
+      return TASO_OK;
+    }
+  }
   taso_err_t err = match_from(&m, lhs->nnodes - 1);
   *over = m.found > limit;
   return *over ? TASO_OK : err;
