@@ -28,6 +28,13 @@ void taso_egraph_free(taso_egraph_t *eg) {
   memset(eg, 0, sizeof *eg);
 }
 
+void taso_egraph_clear(taso_egraph_t *eg) {
+  eg->nnodes = eg->nclasses = eg->live = eg->live_classes = eg->rebuilt_nodes = 0;
+  eg->fresh_kinds = 0;
+  if (eg->slots) memset(eg->slots, 0, sizeof *eg->slots * (size_t)eg->nslots);
+  memset(eg->kind_at, 0, sizeof eg->kind_at);
+}
+
 int32_t taso_egraph_find(const taso_egraph_t *eg, int32_t c) {
   while (eg->parent[c] != c) {
     eg->parent[c] =

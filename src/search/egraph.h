@@ -71,6 +71,10 @@ typedef struct {
 
 void taso_egraph_free(taso_egraph_t *eg);
 
+/* Empties the e-graph, keeping its memory (and its tables of types and
+ * parameters, whose numbers stay valid) for the next one. */
+void taso_egraph_clear(taso_egraph_t *eg);
+
 int32_t taso_egraph_find(const taso_egraph_t *eg, int32_t c);
 
 /* The class of the node (kind, port, p) over operand classes in, added

@@ -655,8 +655,7 @@ static taso_err_t setup(taso_eqsat_t *s, taso_graph_t *start) {
  * counters at 0: for the second pass. */
 static taso_err_t restart(taso_eqsat_t *s, const taso_graph_t *start) {
   taso_search_result_t *r = s->res;
-  taso_egraph_free(&s->eg);
-  memset(&s->eg, 0, sizeof s->eg);
+  taso_egraph_clear(&s->eg); /* its memory kept: the second pass grows as large */
   s->napps = 0;
   s->nmatches = 0;
   taso_verdicts_clear(&s->memo); /* the second pass's verdicts are not the first's */
@@ -677,10 +676,13 @@ static taso_err_t restart(taso_eqsat_t *s, const taso_graph_t *start) {
  * unless its relation was refused before, by this run or one whose
  * verdicts were loaded; nothing proved) and extracts; the relations of the
  * applications that rewrote a tensor its result computes are then decided
- * (proved or refused, and kept by the guard like any verdict), unless that
- * result costs no less than the input (squeezenet: 196 proofs, 1.3 s, to
- * the input again: a rewrite only an unproved relation allows cannot make
- * a cheaper graph when every such relation did not). The second
+ * (proved or refused, and kept by the guard like any verdict). When that
+ * result costs no less than the input, nothing is decided and there is
+ * no second pass: the result is the input (squeezenet made 196 proofs,
+ * 1.3 s, and a second pass, to find its input again). The second pass
+ * accepts a subset of the first's matches (those of proved relations), so
+ * it could beat the first only through the bounds (bans, the node limit)
+ * or the greedy extraction; on the eight models it never did. The second
  * pass, the search proper, starts again from the input with the guard
  * answering from its verdicts alone: a match in its proved relation or in
  * one now proved is applied, any other refused unproved. Only the second
@@ -702,7 +704,9 @@ static taso_err_t first_pass(taso_eqsat_t *s, const taso_graph_t *start) {
   taso_graph_t best;
   taso_graph_init(&best);
   double ms = INFINITY;
+  double extract_from = taso_search_now();
   if (err == TASO_OK) err = taso_eqsat_extract(s, &best, &ms, used);
+  s->res->extract_seconds = taso_search_now() - extract_from; /* the second pass's, if one */
   s->res->eqsat_optimistic_ms = ms < INFINITY ? ms : 0;
   bool gains = ms < s->res->cost_before; /* else nothing worth a proof */
   for (int32_t a = 0; a < s->napps && gains && err == TASO_OK && !taso_eqsat_time_up(s); a++) {
@@ -720,7 +724,9 @@ static taso_err_t first_pass(taso_eqsat_t *s, const taso_graph_t *start) {
   free(used);
   taso_graph_free(&best);
   s->first_pass = false;
-  return err == TASO_OK ? restart(s, start) : err;
+  s->res->eqsat_one_pass = err == TASO_OK && !gains;
+  if (s->res->eqsat_one_pass) s->res->eqsat_exact = TASO_EXACT_ONE_PASS; /* a second pass's */
+  return err == TASO_OK && gains ? restart(s, start) : err;
 }
 
 taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules_t *rules,
@@ -736,14 +742,15 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   taso_err_t err = setup(&s, &start);
   bool two_passes = opt->guard && !opt->eqsat_prove_all;
   if (err == TASO_OK && two_passes) err = first_pass(&s, &start);
+  bool second = !result->eqsat_one_pass; /* else its result is the input */
   if (two_passes) taso_rule_guard_cached_only(opt->guard, true);
-  if (err == TASO_OK) err = saturate(&s);
+  if (err == TASO_OK && second) err = saturate(&s);
   if (two_passes) taso_rule_guard_cached_only(opt->guard, false);
   double extract_from = taso_search_now();
   double ms = INFINITY;
-  if (err == TASO_OK) err = taso_eqsat_extract(&s, &extracted, &ms, NULL);
+  if (err == TASO_OK && second) err = taso_eqsat_extract(&s, &extracted, &ms, NULL);
   if (err == TASO_OK) err = finish(&s, &start, &extracted, ms);
-  result->extract_seconds = taso_search_now() - extract_from;
+  if (second) result->extract_seconds = taso_search_now() - extract_from;
   result->timed_out = s.out_of_time;
   result->seconds = taso_search_now() - s.start;
   result->cpu_seconds = taso_search_cpu_now() - cpu;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 const char *const taso_exact_names[] = {"none within its time", "optimal",
-                                        "the best within its time", "off"};
+                                        "the best within its time", "off", "not run (one pass)"};
 
 taso_err_t taso_optimize_record_write(taso_artifact_t *a, const taso_optimize_record_t *rec,
                                       const taso_rules_t *rules, const taso_search_result_t *r) {
@@ -102,7 +102,11 @@ void taso_search_report(const taso_search_result_t *r, int width, bool chain, ch
         r->eqsat_iterations, (long long)r->enodes, (long long)r->eclasses, (long long)r->generated,
         (long long)r->invalid, (long long)r->refused, (long long)r->queued,
         (long long)r->eqsat_bans, r->extract_seconds, r->eqsat_rounds, (long long)r->eqsat_moves);
-  if (r->eqsat_stop && r->eqsat_optimistic_ms > 0)
+  if (r->eqsat_stop && r->eqsat_optimistic_ms > 0 && r->eqsat_one_pass)
+    ADD("taso-optimize: eqsat: first pass, unproved: result %.4g ms, no cheaper than the input: "
+        "nothing decided, no second pass (the figures above are the first pass's)\n",
+        r->eqsat_optimistic_ms);
+  else if (r->eqsat_stop && r->eqsat_optimistic_ms > 0)
     ADD("taso-optimize: eqsat: first pass, unproved: result %.4g ms; the relations of %lld of "
         "its applications decided for the second\n",
         r->eqsat_optimistic_ms, (long long)r->eqsat_asked);

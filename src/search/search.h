@@ -62,7 +62,7 @@ typedef struct {
 
 /* What eqsat's exact extraction found: nothing (no time, or no
  * solution), the optimum, or the best solution found within its time. */
-enum { TASO_EXACT_NONE, TASO_EXACT_OPTIMAL, TASO_EXACT_FOUND, TASO_EXACT_OFF };
+enum { TASO_EXACT_NONE, TASO_EXACT_OPTIMAL, TASO_EXACT_FOUND, TASO_EXACT_OFF, TASO_EXACT_ONE_PASS };
 extern const char *const taso_exact_names[]; /* per value, in words (record.c) */
 
 typedef struct {
@@ -106,12 +106,13 @@ typedef struct {
                                  with shared costs) */
   int eqsat_extraction;       /* the one kept (0: the exact one, 1: the input's, 2: the plain
                                  one) */
-  int eqsat_exact;            /* the exact extraction: TASO_EXACT_NONE, _OPTIMAL, _FOUND or _OFF */
+  int eqsat_exact; /* the exact extraction: TASO_EXACT_NONE, _OPTIMAL, _FOUND, _OFF or _ONE_PASS */
   double eqsat_exact_ms;      /* its graph's sum of node costs (ms) */
   double eqsat_exact_bound;   /* a lower bound of its program's optimum (ms) */
   int64_t eqsat_moves;        /* rule applications replayed on it and kept (extract.c) */
   double eqsat_optimistic_ms; /* the unproved first pass's result cost (eqsat.c; 0: none) */
   int64_t eqsat_asked;        /* its applications whose relations were then decided */
+  bool eqsat_one_pass;        /* it found nothing cheaper than the input: no second pass */
 } taso_search_result_t;
 
 /* The optimized model file's record of the rules that fired: the table
