@@ -52,8 +52,8 @@ typedef struct {
   int32_t nclasses, class_cap;
   taso_intern_t types;  /* the distinct types (taso_tensor_t) */
   taso_intern_t params; /* the distinct parameters (taso_params_t) of nodes */
-  int32_t *slots;      /* hash-consing: node + 1, 0 empty (open addressing) */
-  int32_t nslots;      /* a power of two, at least twice the nodes */
+  int32_t *slots;       /* hash-consing: node + 1, 0 empty (open addressing) */
+  int32_t nslots;       /* a power of two, at least twice the nodes */
   /* indexes, after a rebuild, over live nodes (compressed rows) */
   int32_t *member_at, *members; /* per class root c: members[member_at[c] .. member_at[c+1]) */
   int32_t *user_at, *users;     /* per class root: the nodes that read it */

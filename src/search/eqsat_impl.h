@@ -15,7 +15,7 @@
 typedef struct {
   int32_t *v;       /* entries: key length n, the key, then the verdict */
   int64_t len, cap; /* ints used, allocated */
-  int64_t *slots;   /* open addressing: the key's hash's high half, then entry offset + 1; 0 empty */
+  int64_t *slots; /* open addressing: the key's hash's high half, then entry offset + 1; 0 empty */
   int64_t nslots, entries;
 } taso_verdicts_t;
 

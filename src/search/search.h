@@ -95,17 +95,17 @@ typedef struct {
    * e-graph; steps is 1 when the result is not the input, path the input
    * and the result, path_rules -1, fired[r] rule r's applications whose
    * nodes the result uses) */
-  int64_t refused;            /* matches outside what is proved (guard or shape relation) */
-  int eqsat_iterations;       /* iterations run */
-  int64_t eqsat_bans;         /* rules set aside for matching too often (eqsat.c) */
-  int64_t enodes;             /* e-nodes at the end */
-  int64_t eclasses;           /* e-classes at the end */
-  const char *eqsat_stop;     /* "saturated", "iterations", "node limit" or "time limit" */
-  double extract_seconds;     /* of the search time, the extraction's */
-  int eqsat_rounds;           /* extractions made (extract.c: the input's, the plain one, then
-                                 with shared costs) */
-  int eqsat_extraction;       /* the one kept (0: the exact one, 1: the input's, 2: the plain
-                                 one) */
+  int64_t refused;        /* matches outside what is proved (guard or shape relation) */
+  int eqsat_iterations;   /* iterations run */
+  int64_t eqsat_bans;     /* rules set aside for matching too often (eqsat.c) */
+  int64_t enodes;         /* e-nodes at the end */
+  int64_t eclasses;       /* e-classes at the end */
+  const char *eqsat_stop; /* "saturated", "iterations", "node limit" or "time limit" */
+  double extract_seconds; /* of the search time, the extraction's */
+  int eqsat_rounds;       /* extractions made (extract.c: the input's, the plain one, then
+                             with shared costs) */
+  int eqsat_extraction;   /* the one kept (0: the exact one, 1: the input's, 2: the plain
+                             one) */
   int eqsat_exact; /* the exact extraction: TASO_EXACT_NONE, _OPTIMAL, _FOUND, _OFF or _ONE_PASS */
   double eqsat_exact_ms;      /* its graph's sum of node costs (ms) */
   double eqsat_exact_bound;   /* a lower bound of its program's optimum (ms) */
