@@ -71,6 +71,7 @@ typedef struct {
   double *cost;             /* per class: the cheapest found */
   int32_t *choice;          /* per class: its node, or -1 */
   taso_ref_t *ref;          /* per class: its tensor in the built graph, or -1 (-2: being built) */
+  int32_t *built, nbuilt;   /* the classes whose ref is not -1 (room for every class) */
   bool cyclic;              /* the built graph would have a cycle (shared costs only) */
   taso_graph_index_t index; /* the built graph's (each graph of the moves is built anew) */
 } extract_t;
@@ -116,6 +117,7 @@ static taso_err_t build(taso_eqsat_t *s, extract_t *x, int32_t c, taso_graph_t *
     return taso_error(TASO_ERR_ARG, "eqsat: class %d of the model's graph has no finite cost", c);
   const taso_enode_t *n = &s->eg.nodes[e];
   x->ref[c] = -2;
+  x->built[x->nbuilt++] = c;
   taso_ref_t in[3] = {-1, -1, -1}, ref;
   for (int a = 0; a < taso_ops[n->kind].arity; a++)
     TASO_TRY(build(s, x, n->in[a], g, &in[a]));
@@ -159,8 +161,8 @@ static taso_err_t realize(taso_eqsat_t *s, extract_t *x, taso_graph_t *g, double
   *ms = INFINITY;
   taso_graph_clear(g);
   x->cyclic = false;
-  for (int32_t c = 0; c < s->eg.nclasses; c++)
-    x->ref[c] = -1;
+  while (x->nbuilt > 0) /* the last graph's classes alone: the e-graph has many more */
+    x->ref[x->built[--x->nbuilt]] = -1;
   for (int o = 0; o < s->prob->graph->noutputs && !x->cyclic; o++) {
     taso_ref_t ref = -1;
     TASO_TRY(build(s, x, taso_egraph_find(&s->eg, s->roots[o]), g, &ref));
@@ -223,13 +225,14 @@ static bool app_nodes(taso_eqsat_t *s, int32_t a, int32_t *nodes) {
  * sides' nodes are one by hash-consing): a move is tried once per graph,
  * until one is kept (tried: per move's nodes, the kept moves then + 1). */
 static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, double *ms) {
-  int32_t nc = s->eg.nclasses;
-  taso_ref_t *ref = malloc(sizeof *ref * (size_t)(nc + 1));
+  int32_t nc = s->eg.nclasses, nsaved = 0;
+  taso_ref_t *ref = malloc(sizeof *ref * (size_t)(nc + 1)); /* a graph's x->ref, by x->built */
+  int32_t *saved = malloc(sizeof *saved * (size_t)(nc + 1));
   taso_verdicts_t tried = {0};
   int32_t kept = 0;
   taso_graph_t g;
   taso_graph_init(&g);
-  taso_err_t err = ref ? TASO_OK : taso_error(TASO_ERR_NOMEM, "moves over %d classes", nc);
+  taso_err_t err = ref && saved ? TASO_OK : taso_error(TASO_ERR_NOMEM, "moves over %d classes", nc);
   if (err == TASO_OK) err = realize(s, x, &g, ms); /* x->ref: the classes best uses */
   for (bool again = true; again && err == TASO_OK && !taso_eqsat_time_up(s);) {
     again = false;
@@ -251,7 +254,10 @@ static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, dou
       err = taso_verdicts_find(&tried, nodes, lhs->noutputs, &entry, &fresh);
       if (err != TASO_OK || tried.v[entry + 1 + lhs->noutputs] == kept + 1) continue;
       tried.v[entry + 1 + lhs->noutputs] = kept + 1;
-      memcpy(ref, x->ref, sizeof *ref * (size_t)nc);
+      for (nsaved = 0; nsaved < x->nbuilt; nsaved++) {
+        saved[nsaved] = x->built[nsaved];
+        ref[nsaved] = x->ref[saved[nsaved]];
+      }
       for (int o = 0; o < lhs->noutputs; o++) {
         was[o] = x->choice[outs[o]];
         x->choice[outs[o]] = nodes[o];
@@ -268,7 +274,12 @@ static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, dou
       }
       for (int o = lhs->noutputs - 1; o >= 0; o--) /* backwards: outputs may share a class */
         x->choice[outs[o]] = was[o];
-      memcpy(x->ref, ref, sizeof *ref * (size_t)nc);
+      while (x->nbuilt > 0)
+        x->ref[x->built[--x->nbuilt]] = -1;
+      for (int32_t k = 0; k < nsaved; k++) {
+        x->built[x->nbuilt++] = saved[k];
+        x->ref[saved[k]] = ref[k];
+      }
     }
   }
   /* x->ref is the kept graph's: a move kept left its own, one undone the one before */
@@ -276,6 +287,7 @@ static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, dou
   taso_verdicts_free(&tried);
   taso_graph_free(&g);
   free(ref);
+  free(saved);
   return err;
 }
 
@@ -346,7 +358,8 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
                  .share = malloc(sizeof *x.share * (size_t)(nc + 1)),
                  .cost = malloc(sizeof *x.cost * (size_t)(nc + 1)),
                  .choice = malloc(sizeof *x.choice * (size_t)(nc + 1)),
-                 .ref = malloc(sizeof *x.ref * (size_t)(nc + 1))};
+                 .ref = malloc(sizeof *x.ref * (size_t)(nc + 1)),
+                 .built = malloc(sizeof *x.built * (size_t)(nc + 1))};
   int32_t *seen = malloc(sizeof *seen * (size_t)(nc + 1));
   int32_t *best_choice = malloc(sizeof *best_choice * (size_t)(nc + 1));
   int32_t *plain = malloc(sizeof *plain * (size_t)(nc + 1));
@@ -354,14 +367,16 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
   taso_graph_t g, last;
   taso_graph_init(&g);
   taso_graph_init(&last);
-  taso_err_t err =
-      x.own && x.share && x.cost && x.choice && x.ref && seen && best_choice && plain && tree
-          ? TASO_OK
-          : taso_error(TASO_ERR_NOMEM, "extraction over %d classes", nc);
+  taso_err_t err = x.own && x.share && x.cost && x.choice && x.ref && x.built && seen &&
+                           best_choice && plain && tree
+                       ? TASO_OK
+                       : taso_error(TASO_ERR_NOMEM, "extraction over %d classes", nc);
   for (int32_t e = 0; e < s->eg.nnodes && err == TASO_OK; e++)
     x.own[e] = NAN; /* costed when first needed: once its operands all have a cost */
-  for (int32_t c = 0; c < nc && err == TASO_OK; c++)
+  for (int32_t c = 0; c < nc && err == TASO_OK; c++) {
     x.share[c] = 1;
+    x.ref[c] = -1;
+  }
   *best_ms = INFINITY;
   for (int round = -1; round < ROUNDS && err == TASO_OK; round++) {
     if (round > 0 && taso_eqsat_time_up(s)) break; /* the input and the plain one always */
@@ -407,6 +422,7 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
   free(x.cost);
   free(x.choice);
   free(x.ref);
+  free(x.built);
   taso_graph_index_free(&x.index);
   return err;
 }
