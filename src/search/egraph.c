@@ -25,6 +25,8 @@ void taso_egraph_free(taso_egraph_t *eg) {
   free(eg->by_kind);
   free(eg->class_kinds);
   free(eg->sibling);
+  free(eg->kid_at);
+  free(eg->kids);
   memset(eg, 0, sizeof *eg);
 }
 
@@ -341,6 +343,28 @@ static taso_err_t index_nodes(taso_egraph_t *eg) {
   if (err == TASO_OK) err = rows(TASO_OP_COUNT, n, pairs, &kind_at, &eg->by_kind);
   if (err == TASO_OK) memcpy(eg->kind_at, kind_at, sizeof eg->kind_at);
   free(kind_at);
+  free(pairs);
+  /* the kid index: one entry per live node, operand and kind of that
+   * operand's class */
+  int32_t nkid = 0;
+  for (int32_t i = 0; i < n && err == TASO_OK; i++) {
+    const taso_enode_t *e = &eg->nodes[i];
+    for (int a = 0; a < taso_ops[e->kind].arity && !e->dead; a++)
+      nkid += __builtin_popcount(kinds[e->in[a]]);
+  }
+  pairs = err == TASO_OK ? malloc(sizeof *pairs * 2 * (size_t)(nkid + 1)) : NULL;
+  if (err == TASO_OK && !pairs) err = taso_error(TASO_ERR_NOMEM, "e-graph index of %d", nkid);
+  nkid = 0;
+  for (int32_t i = 0; i < n && err == TASO_OK; i++) {
+    const taso_enode_t *e = &eg->nodes[i];
+    for (int a = 0; a < taso_ops[e->kind].arity && !e->dead; a++)
+      for (uint32_t k = kinds[e->in[a]]; k; k &= k - 1) {
+        pairs[2 * nkid] = TASO_EGRAPH_KID(e->kind, a, __builtin_ctz(k));
+        pairs[2 * nkid++ + 1] = i;
+      }
+  }
+  if (err == TASO_OK)
+    err = rows(TASO_EGRAPH_KID(TASO_OP_COUNT, 0, 0), nkid, pairs, &eg->kid_at, &eg->kids);
   free(pairs);
   int32_t *sib = err == TASO_OK ? realloc(eg->sibling, sizeof *sib * (size_t)(n + 1)) : NULL;
   if (err == TASO_OK && !sib) err = taso_error(TASO_ERR_NOMEM, "e-graph index of %d nodes", n);

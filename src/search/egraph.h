@@ -62,12 +62,17 @@ typedef struct {
   int32_t live_classes;                         /* class roots */
   uint32_t *class_kinds;                        /* per class root: bit k, it has a node of kind k */
   int32_t *sibling; /* per live node of a two-output operator: the other output's class, or -1 */
+  /* per (kind, operand position, kind): the live nodes of the first kind
+   * whose operand's class has a node of the second (TASO_EGRAPH_KID) */
+  int32_t *kid_at, *kids;
   /* bit k: a live node of kind k is fresh since the rebuild before the
    * last (new, or it or an operand in a class that grew): a match with
    * no fresh node was a match then too */
   uint32_t fresh_kinds;
   int32_t rebuilt_nodes; /* nodes at the last rebuild */
 } taso_egraph_t;
+
+#define TASO_EGRAPH_KID(kind, pos, child) (((kind) * 3 + (pos)) * TASO_OP_COUNT + (child))
 
 void taso_egraph_free(taso_egraph_t *eg);
 

@@ -286,7 +286,10 @@ static taso_err_t try_node(matcher_t *m, int i, int port, int32_t e) {
 }
 
 /* Candidates for lhs node i at port: its bound class's nodes; else the
- * users of a bound operand's class; else every node of its kind. */
+ * fewest of: the users of a bound operand's class, the nodes whose
+ * operand's class has the kind of an unbound operator operand (the kid
+ * index), every node of its kind. Each is a subsequence of the last, in
+ * the same order, so the matches come in the same order. */
 static taso_err_t match_op(matcher_t *m, int i, int port) {
   const taso_egraph_t *eg = &m->s->eg;
   const taso_node_t *ln = &m->lhs->nodes[i];
@@ -299,8 +302,15 @@ static taso_err_t match_op(matcher_t *m, int i, int port) {
     n = eg->member_at[c + 1] - eg->member_at[c];
   } else {
     for (int a = 0; a < taso_ops[ln->kind].arity; a++) {
-      int32_t o = m->cls[ln->in[a]];
-      if (o >= 0 && eg->user_at[o + 1] - eg->user_at[o] < n) {
+      int32_t o = m->cls[ln->in[a]], k = TASO_EGRAPH_KID(ln->kind, a, 0);
+      int child = m->lhs->nodes[TASO_REF_NODE(ln->in[a])].kind;
+      if (o < 0 && child != TASO_OP_INPUT) { /* nodes whose operand has the child's kind */
+        k += child;
+        if (eg->kid_at[k + 1] - eg->kid_at[k] < n) {
+          v = eg->kids + eg->kid_at[k];
+          n = eg->kid_at[k + 1] - eg->kid_at[k];
+        }
+      } else if (o >= 0 && eg->user_at[o + 1] - eg->user_at[o] < n) {
         v = eg->users + eg->user_at[o];
         n = eg->user_at[o + 1] - eg->user_at[o];
       }
