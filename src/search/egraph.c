@@ -174,8 +174,16 @@ static taso_err_t new_class(taso_egraph_t *eg, const taso_tensor_t *type, int32_
 taso_err_t taso_egraph_add(taso_egraph_t *eg, int32_t kind, int32_t port, const taso_params_t *p,
                            const int32_t *in, const taso_tensor_t *type, int32_t app, int32_t *cls,
                            bool *added) {
-  taso_enode_t n = {.kind = kind, .port = port, .p = *p, .in = {-1, -1, -1}, .app = app};
-  TASO_TRY(intern(&eg->params, p, sizeof *p, true, &n.pid));
+  int32_t pid = -1;
+  return taso_egraph_add_pid(eg, kind, port, p, &pid, in, type, app, cls, added);
+}
+
+taso_err_t taso_egraph_add_pid(taso_egraph_t *eg, int32_t kind, int32_t port,
+                               const taso_params_t *p, int32_t *pid, const int32_t *in,
+                               const taso_tensor_t *type, int32_t app, int32_t *cls, bool *added) {
+  if (*pid < 0) TASO_TRY(intern(&eg->params, p, sizeof *p, true, pid));
+  taso_enode_t n = {
+      .kind = kind, .port = port, .pid = *pid, .p = *p, .in = {-1, -1, -1}, .app = app};
   for (int a = 0; a < taso_ops[kind].arity; a++)
     n.in[a] = taso_egraph_find(eg, in[a]);
   TASO_TRY(grow_slots(eg, eg->nnodes + 1));
@@ -371,9 +379,10 @@ static taso_err_t index_nodes(taso_egraph_t *eg) {
   if (sib) eg->sibling = sib;
   for (int32_t i = 0; i < n && err == TASO_OK; i++) { /* the slots are the last pass's */
     const taso_enode_t *e = &eg->nodes[i];
-    sib[i] = e->dead || taso_ops[e->kind].outputs < 2
-                 ? -1
-                 : taso_egraph_lookup(eg, e->kind, 1 - e->port, &e->p, e->in);
+    int32_t o = e->dead || taso_ops[e->kind].outputs < 2
+                    ? -1
+                    : taso_egraph_lookup_pid(eg, e->kind, 1 - e->port, e->pid, e->in);
+    sib[i] = o >= 0 ? eg->nodes[o].cls : -1; /* canonical: rebuilt */
   }
   return err;
 }

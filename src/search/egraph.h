@@ -72,7 +72,7 @@ typedef struct {
   int32_t rebuilt_nodes; /* nodes at the last rebuild */
 } taso_egraph_t;
 
-#define TASO_EGRAPH_KID(kind, pos, child) (((kind) * 3 + (pos)) * TASO_OP_COUNT + (child))
+#define TASO_EGRAPH_KID(kind, pos, child) (((kind)*3 + (pos)) * TASO_OP_COUNT + (child))
 
 void taso_egraph_free(taso_egraph_t *eg);
 
@@ -88,6 +88,13 @@ int32_t taso_egraph_find(const taso_egraph_t *eg, int32_t c);
 taso_err_t taso_egraph_add(taso_egraph_t *eg, int32_t kind, int32_t port, const taso_params_t *p,
                            const int32_t *in, const taso_tensor_t *type, int32_t app, int32_t *cls,
                            bool *added);
+
+/* taso_egraph_add with p's number kept in *pid (-1: not yet numbered; it
+ * stays valid while the e-graph is only cleared): a rule's right side
+ * adds the same parameters many times. */
+taso_err_t taso_egraph_add_pid(taso_egraph_t *eg, int32_t kind, int32_t port,
+                               const taso_params_t *p, int32_t *pid, const int32_t *in,
+                               const taso_tensor_t *type, int32_t app, int32_t *cls, bool *added);
 
 /* The number of parameters p among the nodes', or -1 (no node has them). */
 int32_t taso_egraph_params_id(const taso_egraph_t *eg, const taso_params_t *p);

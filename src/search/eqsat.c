@@ -408,8 +408,9 @@ static taso_err_t apply(taso_eqsat_t *s, const int32_t *rec, bool *changed) {
       in[a] = cls[n->in[a]];
     for (int port = 0; port < taso_ops[n->kind].outputs; port++) {
       bool added;
-      TASO_TRY(taso_egraph_add(&s->eg, n->kind, port, &n->p, in, &s->rhs_types[2 * i + port], app,
-                               &cls[2 * i + port], &added));
+      TASO_TRY(taso_egraph_add_pid(&s->eg, n->kind, port, &n->p, &s->rhs_pid[s->pid_at[rec[0]] + i],
+                                   in, &s->rhs_types[2 * i + port], app, &cls[2 * i + port],
+                                   &added));
       *changed |= added;
     }
   }
@@ -643,8 +644,17 @@ static taso_err_t setup(taso_eqsat_t *s, taso_graph_t *start) {
   s->swaps = calloc((size_t)s->rules->n + 1, sizeof *s->swaps);
   s->complete = calloc((size_t)s->rules->n + 1, sizeof *s->complete);
   s->any_class = calloc((size_t)s->rules->n + 1, sizeof *s->any_class);
+  s->pid_at = malloc(sizeof *s->pid_at * (size_t)(s->rules->n + 1));
+  if (s->pid_at) {
+    s->pid_at[0] = 0;
+    for (int r = 0; r < s->rules->n; r++)
+      s->pid_at[r + 1] = s->pid_at[r] + s->rules->v[r].rhs.nnodes;
+    s->rhs_pid = malloc(sizeof *s->rhs_pid * (size_t)(s->pid_at[s->rules->n] + 1));
+    for (int32_t k = 0; s->rhs_pid && k < s->pid_at[s->rules->n]; k++)
+      s->rhs_pid[k] = -1;
+  }
   if (!s->lhs_types || !s->rhs_types || !s->at.v || !s->roots || !s->banned_until || !s->bans ||
-      !s->swaps || !s->complete || !s->any_class)
+      !s->swaps || !s->complete || !s->any_class || !s->pid_at || !s->rhs_pid)
     return taso_error(TASO_ERR_NOMEM, "eqsat");
   for (int r = 0; r < s->rules->n; r++) {
     const taso_graph_t *lhs = &s->rules->v[r].lhs;
@@ -781,6 +791,8 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   free(s.swaps);
   free(s.complete);
   free(s.any_class);
+  free(s.pid_at);
+  free(s.rhs_pid);
   if (err != TASO_OK) taso_search_result_free(result);
   return err;
 }

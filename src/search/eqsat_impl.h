@@ -44,15 +44,16 @@ typedef struct {
    * rules' input its class or -1 */
   int32_t *matches;
   int64_t nmatches, matches_cap;
-  int record;            /* ints per match */
-  int max_outputs;       /* of any rule's lhs */
-  int32_t *banned_until; /* per rule: the first iteration it is matched again */
-  int32_t *bans;         /* per rule: times banned */
-  bool *swaps;           /* per rule: its two lhs outputs swap under a renaming of its inputs */
-  bool *complete;        /* per rule: its last matching met every match (match_all) */
-  bool *any_class;       /* per rule: an lhs output is an input (it matches any class) */
-  int32_t *app_rule;     /* per application that changed the e-graph: its rule */
-  int32_t *app_match;    /* per such application: its match (record ints, as matches) */
+  int record;                /* ints per match */
+  int max_outputs;           /* of any rule's lhs */
+  int32_t *banned_until;     /* per rule: the first iteration it is matched again */
+  int32_t *bans;             /* per rule: times banned */
+  bool *swaps;               /* per rule: its two lhs outputs swap under a renaming of its inputs */
+  bool *complete;            /* per rule: its last matching met every match (match_all) */
+  bool *any_class;           /* per rule: an lhs output is an input (it matches any class) */
+  int32_t *pid_at, *rhs_pid; /* per rule, per rhs node: its parameters' number, or -1 (egraph.h) */
+  int32_t *app_rule;         /* per application that changed the e-graph: its rule */
+  int32_t *app_match;        /* per such application: its match (record ints, as matches) */
   int32_t napps, apps_cap;
   /* verdicts of matches met before, by rule and bound classes, and by
    * rule and bound classes' types (a verdict depends on the types alone) */
