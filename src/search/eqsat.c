@@ -787,6 +787,8 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   free(s.banned_until);
   taso_verdicts_free(&s.memo);
   taso_verdicts_free(&s.by_types);
+  taso_verdicts_free(&s.node_costs);
+  free(s.costs_ms);
   free(s.bans);
   free(s.swaps);
   free(s.complete);

@@ -58,6 +58,11 @@ typedef struct {
   /* verdicts of matches met before, by rule and bound classes, and by
    * rule and bound classes' types (a verdict depends on the types alone) */
   taso_verdicts_t memo, by_types;
+  /* node costs by kind, port, parameters and operands' types and folding
+   * (extract.c taso_eqsat_node_cost): numbers stay valid across the passes */
+  taso_verdicts_t node_costs;
+  double *costs_ms;
+  int32_t ncosts, costs_cap;
   double start;
   bool out_of_time;
   bool first_pass; /* the unproved first pass: no progress, no exact extraction */

@@ -28,6 +28,26 @@ taso_err_t taso_eqsat_node_cost(taso_eqsat_t *s, int32_t e, double *ms) {
     folded = folded && s->eg.folded[n->in[a]];
   *ms = 0;
   if (folded || n->kind == TASO_OP_INPUT) return TASO_OK;
+  /* many nodes are one configuration: costed once */
+  int32_t key[3 + 2 * 3] = {n->kind, n->port, n->pid, -1, -1, -1, -1, -1, -1};
+  for (int a = 0; a < arity; a++) {
+    key[3 + 2 * a] = s->eg.type_id[n->in[a]];
+    key[4 + 2 * a] = s->eg.folded[n->in[a]];
+  }
+  int64_t entry;
+  bool fresh;
+  TASO_TRY(taso_verdicts_find(&s->node_costs, key, 9, &entry, &fresh));
+  if (s->node_costs.v[entry + 10] > 0) { /* its cost's index + 1 */
+    *ms = s->costs_ms[s->node_costs.v[entry + 10] - 1];
+    return TASO_OK;
+  }
+  if (s->ncosts == s->costs_cap) {
+    int32_t cap = s->costs_cap ? 2 * s->costs_cap : 1024;
+    double *v = realloc(s->costs_ms, sizeof *v * (size_t)cap);
+    if (!v) return taso_error(TASO_ERR_NOMEM, "eqsat: %d node costs", cap);
+    s->costs_ms = v;
+    s->costs_cap = cap;
+  }
   taso_inputs_t in = {0};
   taso_graph_t g;
   taso_graph_init(&g);
@@ -52,6 +72,10 @@ taso_err_t taso_eqsat_node_cost(taso_eqsat_t *s, int32_t e, double *ms) {
   if (err == TASO_ERR_SHAPE) {
     *ms = INFINITY;
     err = TASO_OK;
+  }
+  if (err == TASO_OK) { /* entry stands: nothing else was added to node_costs */
+    s->costs_ms[s->ncosts++] = *ms;
+    s->node_costs.v[entry + 10] = s->ncosts;
   }
   taso_graph_free(&g);
   taso_inputs_free(&in);
