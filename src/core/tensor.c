@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hash.h"
+
 taso_tensor_t taso_tensor_make(int rank, const int32_t *dim) {
   taso_tensor_t t;
   memset(&t, 0, sizeof t);
@@ -44,20 +46,12 @@ typedef struct {
   uint64_t a, b;
 } digest_t;
 
-static uint64_t fmix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  return x ^ (x >> 33);
-}
-
 static digest_t node_digest(int32_t s, digest_t l, digest_t r) {
   uint64_t in[5] = {(uint64_t)(uint32_t)s, l.a, l.b, r.a, r.b};
   digest_t d = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull};
-  for (int k = 0; k < 5; k++) {
-    d.a = fmix(d.a ^ in[k]) + 0x9e3779b97f4a7c15ull;
-    d.b = fmix(d.b + in[k] * 0xbf58476d1ce4e5b9ull) ^ d.a;
+  for (int k = 0; k < 5; k++) { /* two chains, differently salted */
+    d.a = taso_mix64(d.a ^ in[k]);
+    d.b = taso_mix64(d.b + in[k] * 0xbf58476d1ce4e5b9ull) ^ d.a;
   }
   return d;
 }
