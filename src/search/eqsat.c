@@ -50,7 +50,7 @@ enum { UNSEEN /* 0: a new entry's */, UNFIT, REFUSED, ACCEPTED, APPLIED, APART }
 taso_err_t taso_verdicts_find(taso_verdicts_t *m, const int32_t *key, int n, int64_t *entry,
                               bool *fresh) {
   if (2 * (m->entries + 1) > m->nslots) {
-    int64_t ns = m->nslots ? 2 * m->nslots : 4096;
+    int64_t ns = m->nslots ? 2 * m->nslots : 64;
     int64_t *v = calloc((size_t)ns, sizeof *v);
     if (!v) return taso_error(TASO_ERR_NOMEM, "eqsat: %lld verdicts", (long long)ns);
     for (int64_t k = 0; k < m->nslots; k++) {
@@ -77,7 +77,7 @@ taso_err_t taso_verdicts_find(taso_verdicts_t *m, const int32_t *key, int n, int
     }
   }
   if (m->len + n + 2 > m->cap) {
-    int64_t cap = m->cap ? 2 * m->cap : 1 << 16;
+    int64_t cap = m->cap ? 2 * m->cap : 256;
     if (cap > INT32_MAX) return taso_error(TASO_ERR_LIMIT, "eqsat: over 2^31 ints of verdicts");
     int32_t *v = realloc(m->v, sizeof *v * (size_t)cap);
     if (!v) return taso_error(TASO_ERR_NOMEM, "eqsat: verdicts of %lld ints", (long long)cap);
@@ -209,8 +209,9 @@ static taso_err_t emit(matcher_t *m) {
     if (m->lhs->nodes[i].kind == TASO_OP_INPUT) key[n++] = m->cls[2 * i];
   int64_t entry = 0;
   bool fresh = false;
-  TASO_TRY(taso_verdicts_find(&s->memo, key, n, &entry, &fresh));
-  int32_t *verdict = &s->memo.v[entry + 1 + n];
+  taso_verdicts_t *memo = &s->memo[m->rule];
+  TASO_TRY(taso_verdicts_find(memo, key, n, &entry, &fresh));
+  int32_t *verdict = &memo->v[entry + 1 + n];
   if (fresh && m->out0 >= 0 && overlapping(&s->eg, m->cls[m->out0], m->cls[m->out1]))
     *verdict = APART;
   if (*verdict == APART) return TASO_OK;
@@ -391,7 +392,8 @@ static taso_err_t apply(taso_eqsat_t *s, const int32_t *rec, bool *changed) {
   const taso_rule_t *rule = &s->rules->v[rec[0]];
   const taso_graph_t *rhs = &rule->rhs;
   const int32_t *vars = rec + 2 + s->max_outputs;
-  s->memo.v[rec[1] + 1 + s->memo.v[rec[1]]] = APPLIED;
+  taso_verdicts_t *memo = &s->memo[rec[0]];
+  memo->v[rec[1] + 1 + memo->v[rec[1]]] = APPLIED;
   bind_types(s, vars);
   TASO_TRY(taso_graph_infer(rhs, &s->at, s->rhs_types)); /* it did at the match */
   int32_t cls[2 * 64];
@@ -644,6 +646,7 @@ static taso_err_t setup(taso_eqsat_t *s, taso_graph_t *start) {
   s->swaps = calloc((size_t)s->rules->n + 1, sizeof *s->swaps);
   s->complete = calloc((size_t)s->rules->n + 1, sizeof *s->complete);
   s->any_class = calloc((size_t)s->rules->n + 1, sizeof *s->any_class);
+  s->memo = calloc((size_t)s->rules->n + 1, sizeof *s->memo);
   s->pid_at = malloc(sizeof *s->pid_at * (size_t)(s->rules->n + 1));
   if (s->pid_at) {
     s->pid_at[0] = 0;
@@ -654,7 +657,7 @@ static taso_err_t setup(taso_eqsat_t *s, taso_graph_t *start) {
       s->rhs_pid[k] = -1;
   }
   if (!s->lhs_types || !s->rhs_types || !s->at.v || !s->roots || !s->banned_until || !s->bans ||
-      !s->swaps || !s->complete || !s->any_class || !s->pid_at || !s->rhs_pid)
+      !s->swaps || !s->complete || !s->any_class || !s->pid_at || !s->rhs_pid || !s->memo)
     return taso_error(TASO_ERR_NOMEM, "eqsat");
   for (int r = 0; r < s->rules->n; r++) {
     const taso_graph_t *lhs = &s->rules->v[r].lhs;
@@ -678,7 +681,8 @@ static taso_err_t restart(taso_eqsat_t *s, const taso_graph_t *start) {
   taso_egraph_clear(&s->eg); /* its memory kept: the second pass grows as large */
   s->napps = 0;
   s->nmatches = 0;
-  taso_verdicts_clear(&s->memo); /* the second pass's verdicts are not the first's */
+  for (int r = 0; r < s->rules->n; r++) /* the second pass's verdicts are not the first's */
+    taso_verdicts_clear(&s->memo[r]);
   taso_verdicts_clear(&s->by_types);
   memset(s->banned_until, 0, sizeof *s->banned_until * (size_t)s->rules->n);
   memset(s->bans, 0, sizeof *s->bans * (size_t)s->rules->n);
@@ -785,7 +789,9 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   free(s.app_rule);
   free(s.app_match);
   free(s.banned_until);
-  taso_verdicts_free(&s.memo);
+  for (int r = 0; s.memo && r < rules->n; r++)
+    taso_verdicts_free(&s.memo[r]);
+  free(s.memo);
   taso_verdicts_free(&s.by_types);
   taso_verdicts_free(&s.node_costs);
   free(s.costs_ms);

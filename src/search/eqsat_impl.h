@@ -55,9 +55,11 @@ typedef struct {
   int32_t *app_rule;         /* per application that changed the e-graph: its rule */
   int32_t *app_match;        /* per such application: its match (record ints, as matches) */
   int32_t napps, apps_cap;
-  /* verdicts of matches met before, by rule and bound classes, and by
-   * rule and bound classes' types (a verdict depends on the types alone) */
-  taso_verdicts_t memo, by_types;
+  /* verdicts of matches met before, by rule and bound classes (a table
+   * per rule: matching a rule then touches its own, which stays in cache),
+   * and by rule and bound classes' types (a verdict depends on the types
+   * alone) */
+  taso_verdicts_t *memo, by_types;
   /* node costs by kind, port, parameters and operands' types and folding
    * (extract.c taso_eqsat_node_cost): numbers stay valid across the passes */
   taso_verdicts_t node_costs;
