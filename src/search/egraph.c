@@ -46,7 +46,7 @@ int32_t taso_egraph_find(const taso_egraph_t *eg, int32_t c) {
   return c;
 }
 
-/* A node's key words: kind, port, parameters (their hash), canonical
+/* A node's key words: kind, port, parameters (their number), canonical
  * operands. */
 static uint64_t node_hash(const taso_egraph_t *eg, const taso_enode_t *n) {
   uint32_t w[6] = {(uint32_t)n->kind, (uint32_t)n->port, (uint32_t)n->pid};

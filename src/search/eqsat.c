@@ -45,8 +45,8 @@ enum { UNSEEN /* 0: a new entry's */, UNFIT, REFUSED, ACCEPTED, APPLIED, APART }
 
 /* A slot holds the key's hash's high half beside the entry's offset: a
  * probe reads the entry only when they agree, and a rehash reads no entry
- * (the position is taken from the same half). The table is large (every
- * match met), so each entry read is a cache miss. */
+ * (the position is taken from the same half). The tables of matches met
+ * are large, and each entry read outside the cache is a miss. */
 taso_err_t taso_verdicts_find(taso_verdicts_t *m, const int32_t *key, int n, int64_t *entry,
                               bool *fresh) {
   if (2 * (m->entries + 1) > m->nslots) {
