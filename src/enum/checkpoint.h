@@ -22,8 +22,10 @@
 #include "check.h"
 
 /* Raise when what a level file holds changes, so that no run resumes
- * from files of an older layout or an older enumeration. */
-#define TASO_CHECKPOINT_VERSION 1
+ * from files of an older layout or an older enumeration. 2: split trees
+ * past 7 concats are digests (a level-4 memo's types and fingerprints of
+ * version 1 had them dropped). */
+#define TASO_CHECKPOINT_VERSION 2
 
 typedef struct {
   const char *dir; /* the folder; NULL: no checkpoints */
