@@ -441,9 +441,12 @@ static taso_err_t add_step(void *ctx, const taso_rt_step_info_t *info) {
     else
       TASO_TRY(err);
   }
-  if (r->record) {
+  if (r->record) { /* a known step's words are the host's (known_step compared them) */
     r->record->ms[info->node] = step_ms;
-    pack(&info->cfg, &r->record->packed[info->node]); /* the host's steps are all configured */
+    if (info->cfg.kind == 0)
+      r->record->packed[info->node] = r->host->packed[r->prov[info->node]];
+    else
+      pack(&info->cfg, &r->record->packed[info->node]);
   }
   r->sum += step_ms;
   return TASO_OK;

@@ -24,6 +24,7 @@ void taso_egraph_free(taso_egraph_t *eg) {
   free(eg->users);
   free(eg->by_kind);
   free(eg->class_kinds);
+  free(eg->reader_bits);
   free(eg->sibling);
   free(eg->kid_at);
   free(eg->kids);
@@ -314,11 +315,14 @@ static taso_err_t index_nodes(taso_egraph_t *eg) {
   int32_t n = eg->nnodes, *pairs = calloc(2 * (size_t)(3 * n + 1), sizeof *pairs);
   uint32_t *kinds = realloc(eg->class_kinds, sizeof *kinds * (size_t)(eg->nclasses + 1));
   if (kinds) eg->class_kinds = kinds;
-  if (!pairs || !kinds) {
+  uint64_t *bits = realloc(eg->reader_bits, sizeof *bits * (size_t)(eg->nclasses + 1));
+  if (bits) eg->reader_bits = bits;
+  if (!pairs || !kinds || !bits) {
     free(pairs);
     return taso_error(TASO_ERR_NOMEM, "e-graph index of %d nodes", n);
   }
   memset(kinds, 0, sizeof *kinds * (size_t)(eg->nclasses + 1));
+  memset(bits, 0, sizeof *bits * (size_t)(eg->nclasses + 1));
   eg->live = eg->live_classes = 0;
   for (int32_t c = 0; c < eg->nclasses; c++)
     eg->live_classes += eg->parent[c] == c;
@@ -329,6 +333,8 @@ static taso_err_t index_nodes(taso_egraph_t *eg) {
     if (!e->dead) {
       eg->live++;
       kinds[e->cls] |= 1u << e->kind;
+      for (int a = 0; a < taso_ops[e->kind].arity; a++)
+        bits[e->in[a]] |= taso_egraph_class_bit(e->cls);
     }
   }
   taso_err_t err = rows(eg->nclasses, n, pairs, &eg->member_at, &eg->members);

@@ -61,6 +61,8 @@ typedef struct {
   int32_t live;                                 /* live nodes */
   int32_t live_classes;                         /* class roots */
   uint32_t *class_kinds;                        /* per class root: bit k, it has a node of kind k */
+  uint64_t
+      *reader_bits; /* per class root: the bits (taso_egraph_class_bit) of its users' classes */
   int32_t *sibling; /* per live node of a two-output operator: the other output's class, or -1 */
   /* per (kind, operand position, kind): the live nodes of the first kind
    * whose operand's class has a node of the second (TASO_EGRAPH_KID) */
@@ -73,6 +75,12 @@ typedef struct {
 } taso_egraph_t;
 
 #define TASO_EGRAPH_KID(kind, pos, child) (((kind)*3 + (pos)) * TASO_OP_COUNT + (child))
+
+/* A class's bit of 64 (a hash of its number) in reader_bits: a class
+ * whose bit is clear in c's reads no class c. */
+static inline uint64_t taso_egraph_class_bit(int32_t c) {
+  return (uint64_t)1 << ((uint32_t)c * 0x9e3779b1u >> 26);
+}
 
 void taso_egraph_free(taso_egraph_t *eg);
 

@@ -149,8 +149,10 @@ static taso_err_t judge(matcher_t *m, int32_t *verdict) {
   return TASO_OK;
 }
 
-/* Whether class b has a node that reads class a (a's readers walked). */
+/* Whether class b has a node that reads class a (a's readers walked, unless
+ * a's reader bits rule b out). */
 static bool reads(const taso_egraph_t *eg, int32_t a, int32_t b) {
+  if (!(eg->reader_bits[a] & taso_egraph_class_bit(b))) return false;
   for (int32_t k = eg->user_at[a]; k < eg->user_at[a + 1]; k++)
     if (eg->nodes[eg->users[k]].cls == b) return true;
   return false;
@@ -158,10 +160,11 @@ static bool reads(const taso_egraph_t *eg, int32_t a, int32_t b) {
 
 /* Whether some class reads a and b in the same place: two of its nodes
  * alike but for that operand (the readers of a walked, each looked up
- * with b in a's place). */
+ * with b in a's place unless b's reader bits rule its class out). */
 static bool read_alike(taso_egraph_t *eg, int32_t a, int32_t b) {
   for (int32_t k = eg->user_at[a]; k < eg->user_at[a + 1]; k++) {
     const taso_enode_t *u = &eg->nodes[eg->users[k]];
+    if (!(eg->reader_bits[b] & taso_egraph_class_bit(u->cls))) continue; /* no reader of b there */
     for (int pos = 0; pos < taso_ops[u->kind].arity; pos++) {
       if (u->in[pos] != a) continue;
       int32_t in[3] = {u->in[0], u->in[1], u->in[2]};

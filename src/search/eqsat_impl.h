@@ -73,9 +73,6 @@ typedef struct {
 /* Whether opt->time_limit has passed (remembered once it has). */
 bool taso_eqsat_time_up(taso_eqsat_t *s);
 
-/* g's cost as every search costs a graph (types inferred here). */
-taso_err_t taso_eqsat_graph_cost(taso_eqsat_t *s, const taso_graph_t *g, double *ms);
-
 /* Node e's own cost (extract.c): nothing when computable from weights
  * alone (the cost model folds it), else its step's, costed as a graph of
  * the node over inputs of its operands' types; INFINITY when the step is

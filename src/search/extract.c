@@ -29,16 +29,18 @@ taso_err_t taso_eqsat_node_cost(taso_eqsat_t *s, int32_t e, double *ms) {
   *ms = 0;
   if (folded || n->kind == TASO_OP_INPUT) return TASO_OK;
   /* many nodes are one configuration: costed once */
-  int32_t key[3 + 2 * 3] = {n->kind, n->port, n->pid, -1, -1, -1, -1, -1, -1};
+  enum { KEY = 3 + 2 * 3 }; /* its verdict table entry: KEY, the key, then the cost's index + 1 */
+  int32_t key[KEY] = {n->kind, n->port, n->pid, -1, -1, -1, -1, -1, -1};
   for (int a = 0; a < arity; a++) {
     key[3 + 2 * a] = s->eg.type_id[n->in[a]];
     key[4 + 2 * a] = s->eg.folded[n->in[a]];
   }
   int64_t entry;
   bool fresh;
-  TASO_TRY(taso_verdicts_find(&s->node_costs, key, 9, &entry, &fresh));
-  if (s->node_costs.v[entry + 10] > 0) { /* its cost's index + 1 */
-    *ms = s->costs_ms[s->node_costs.v[entry + 10] - 1];
+  TASO_TRY(taso_verdicts_find(&s->node_costs, key, KEY, &entry, &fresh));
+  int32_t *slot = &s->node_costs.v[entry + 1 + KEY];
+  if (*slot > 0) {
+    *ms = s->costs_ms[*slot - 1];
     return TASO_OK;
   }
   if (s->ncosts == s->costs_cap) {
@@ -75,7 +77,7 @@ taso_err_t taso_eqsat_node_cost(taso_eqsat_t *s, int32_t e, double *ms) {
   }
   if (err == TASO_OK) { /* entry stands: nothing else was added to node_costs */
     s->costs_ms[s->ncosts++] = *ms;
-    s->node_costs.v[entry + 10] = s->ncosts;
+    s->node_costs.v[entry + 1 + KEY] = s->ncosts;
   }
   taso_graph_free(&g);
   taso_inputs_free(&in);
@@ -96,33 +98,56 @@ typedef struct {
   int32_t *choice;          /* per class: its node, or -1 */
   taso_ref_t *ref;          /* per class: its tensor in the built graph, or -1 (-2: being built) */
   int32_t *built, nbuilt;   /* the classes whose ref is not -1 (room for every class) */
+  uint64_t *dirty;          /* choose's nodes to visit, a bit each */
   bool cyclic;              /* the built graph would have a cycle (shared costs only) */
   taso_graph_index_t index; /* the built graph's (each graph of the moves is built anew) */
+  /* The moves' graphs are costed reusing the steps of the graph they
+   * start from (the host: taso_cost_of_graph_reusing): */
+  int32_t *cls_of;          /* per node of the built graph: a class it was built for */
+  int *where;               /* per node of the built graph: its index once canonical */
+  int *prov;                /* per canonical node: the host's node of its class, or -1 */
+  int *host_at;             /* per class: its node in the host graph, or -1 */
+  int32_t *hosted, nhosted; /* the classes whose host_at is not -1 */
+  taso_tensor_t *types;     /* the built graph's (room for every class's node) */
+  taso_cost_memo_t host;    /* the host's steps (n 0: none) */
+  taso_cost_memo_t trial;   /* the last graph's steps, when recorded */
 } extract_t;
 
-/* The fixed point of class costs. */
+/* The fixed point of class costs: sweeps over the nodes in order until
+ * one changes nothing. A sweep visits only the nodes an operand's class
+ * of which fell since their last visit (dirty: at first, all), as
+ * skipping the others changes nothing: a node's sum is what it was, and
+ * its class costs no more than it did. */
 static taso_err_t choose(taso_eqsat_t *s, extract_t *x, bool shared) {
   taso_egraph_t *eg = &s->eg;
   for (int32_t c = 0; c < eg->nclasses; c++) {
     x->cost[c] = INFINITY;
     x->choice[c] = -1;
   }
+  int32_t words = (eg->nnodes + 63) / 64;
+  for (int32_t w = 0; w < words; w++)
+    x->dirty[w] = ~(uint64_t)0;
+  if (eg->nnodes % 64) x->dirty[words - 1] = ((uint64_t)1 << (eg->nnodes % 64)) - 1;
   for (bool changed = true; changed;) {
     changed = false;
-    for (int32_t e = 0; e < eg->nnodes; e++) {
-      const taso_enode_t *n = &eg->nodes[e];
-      if (n->dead) continue;
-      double sum = 0;
-      for (int a = 0; a < taso_ops[n->kind].arity; a++)
-        sum += x->cost[n->in[a]] / (shared ? x->share[n->in[a]] : 1);
-      if (!(sum < x->cost[n->cls])) continue;
-      if (isnan(x->own[e])) TASO_TRY(taso_eqsat_node_cost(s, e, &x->own[e]));
-      if (x->own[e] + sum < x->cost[n->cls]) {
+    for (int32_t w = 0; w < words; w++)
+      while (x->dirty[w]) { /* read anew: a change marks later nodes of this sweep */
+        int32_t e = 64 * w + __builtin_ctzll(x->dirty[w]);
+        x->dirty[w] &= x->dirty[w] - 1;
+        const taso_enode_t *n = &eg->nodes[e];
+        if (n->dead) continue;
+        double sum = 0;
+        for (int a = 0; a < taso_ops[n->kind].arity; a++)
+          sum += x->cost[n->in[a]] / (shared ? x->share[n->in[a]] : 1);
+        if (!(sum < x->cost[n->cls])) continue;
+        if (isnan(x->own[e])) TASO_TRY(taso_eqsat_node_cost(s, e, &x->own[e]));
+        if (!(x->own[e] + sum < x->cost[n->cls])) continue;
         x->cost[n->cls] = x->own[e] + sum;
         x->choice[n->cls] = e;
         changed = true;
+        for (int32_t k = eg->user_at[n->cls]; k < eg->user_at[n->cls + 1]; k++)
+          x->dirty[eg->users[k] / 64] |= (uint64_t)1 << (eg->users[k] % 64);
       }
-    }
   }
   return TASO_OK;
 }
@@ -150,6 +175,7 @@ static taso_err_t build(taso_eqsat_t *s, extract_t *x, int32_t c, taso_graph_t *
     TASO_TRY(taso_graph_add_input_indexed(g, &x->index, n->p.input, &ref));
   else
     TASO_TRY(taso_graph_add_indexed(g, &x->index, n->kind, &n->p, in, &ref));
+  x->cls_of[TASO_REF_NODE(ref)] = c;
   *out = x->ref[c] = ref + n->port;
   return TASO_OK;
 }
@@ -169,19 +195,25 @@ static taso_err_t count_fired(taso_eqsat_t *s, const extract_t *x, int64_t *fire
   return TASO_OK;
 }
 
-taso_err_t taso_eqsat_graph_cost(taso_eqsat_t *s, const taso_graph_t *g, double *ms) {
-  taso_tensor_t *types = malloc(sizeof *types * 2 * (size_t)(g->nnodes + 1));
-  if (!types) return taso_error(TASO_ERR_NOMEM, "types of %d nodes", g->nnodes);
-  taso_err_t err = taso_graph_infer(g, s->prob->inputs, types);
-  if (err == TASO_OK) err = taso_cost_of_graph(s->costs, g, types, s->prob->is_weight, ms);
-  free(types);
-  return err;
+/* The types of the outputs of the node built for class c from its node
+ * e, into t[0] and t[1]: its classes' (e-graph.h: a class holds tensors of
+ * one type, and a node was added at the type its operands' classes give
+ * it, which a class keeps through merges; so they are what
+ * taso_graph_infer would find, to the bit). */
+static void types_of(taso_eqsat_t *s, int32_t c, int32_t e, taso_tensor_t *t) {
+  const taso_enode_t *n = &s->eg.nodes[e];
+  memset(t, 0, 2 * sizeof *t);
+  t[n->port] = s->eg.type[c];
+  if (taso_ops[n->kind].outputs == 2 && s->eg.sibling[e] >= 0)
+    t[1 - n->port] = s->eg.type[taso_egraph_find(&s->eg, s->eg.sibling[e])];
 }
 
 /* The graph of x's choices into g (cleared), costed as a whole into
- * *ms: INFINITY when it has a cycle or a consumer refuses its operands'
- * types. x->ref then marks the classes it uses. */
-static taso_err_t realize(taso_eqsat_t *s, extract_t *x, taso_graph_t *g, double *ms) {
+ * *ms: INFINITY when it has a cycle or a step the cost model refuses.
+ * x->ref then marks the classes it uses. With reuse, the steps the host
+ * graph has are taken from its memo (x->host, when it has one), and the
+ * graph's own are recorded into x->trial. */
+static taso_err_t realize(taso_eqsat_t *s, extract_t *x, taso_graph_t *g, bool reuse, double *ms) {
   *ms = INFINITY;
   taso_graph_clear(g);
   x->cyclic = false;
@@ -193,10 +225,33 @@ static taso_err_t realize(taso_eqsat_t *s, extract_t *x, taso_graph_t *g, double
     if (!x->cyclic) TASO_TRY(taso_graph_add_output(g, ref));
   }
   if (x->cyclic) return TASO_OK;
-  TASO_TRY(taso_graph_canonicalize(g));
-  taso_err_t err = taso_eqsat_graph_cost(s, g, ms);
+  int built = g->nnodes;
+  TASO_TRY(taso_graph_canonicalize_map(g, x->where));
+  for (int v = 0; v < built; v++) {
+    int w = x->where[v];
+    if (w < 0) continue;
+    if (reuse) x->prov[w] = x->host_at[x->cls_of[v]];
+    types_of(s, x->cls_of[v], x->choice[x->cls_of[v]], &x->types[2 * w]);
+  }
+  taso_err_t err =
+      taso_cost_of_graph_reusing(s->costs, g, x->types, s->prob->is_weight, reuse ? &x->host : NULL,
+                                 x->prov, reuse ? &x->trial : NULL, ms);
   if (err == TASO_ERR_SHAPE) *ms = INFINITY;
   return err == TASO_ERR_SHAPE ? TASO_OK : err;
+}
+
+/* The graph realize last built (and recorded) becomes the host. */
+static void host_last(extract_t *x) {
+  taso_cost_memo_t m = x->host;
+  x->host = x->trial;
+  x->trial = m;
+  while (x->nhosted > 0)
+    x->host_at[x->hosted[--x->nhosted]] = -1;
+  for (int32_t k = 0; k < x->nbuilt; k++) {
+    int32_t c = x->built[k];
+    x->host_at[c] = x->where[TASO_REF_NODE(x->ref[c])];
+    x->hosted[x->nhosted++] = c;
+  }
 }
 
 /* ---- moves: rule applications replayed on the best graph -------------------------------
@@ -257,7 +312,8 @@ static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, dou
   taso_graph_t g;
   taso_graph_init(&g);
   taso_err_t err = ref && saved ? TASO_OK : taso_error(TASO_ERR_NOMEM, "moves over %d classes", nc);
-  if (err == TASO_OK) err = realize(s, x, &g, ms); /* x->ref: the classes best uses */
+  if (err == TASO_OK) err = realize(s, x, &g, true, ms); /* x->ref: the classes best uses */
+  if (err == TASO_OK) host_last(x);
   for (bool again = true; again && err == TASO_OK && !taso_eqsat_time_up(s);) {
     again = false;
     for (int32_t a = 0; a < s->napps && err == TASO_OK && !taso_eqsat_time_up(s); a++) {
@@ -287,8 +343,9 @@ static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, dou
         x->choice[outs[o]] = nodes[o];
       }
       double moved;
-      err = realize(s, x, &g, &moved);
+      err = realize(s, x, &g, true, &moved);
       if (err == TASO_OK && moved < *ms) {
+        host_last(x);
         *ms = moved;
         err = taso_graph_copy(best, &g);
         again = true;
@@ -355,7 +412,7 @@ static taso_err_t exact(taso_eqsat_t *s, extract_t *x, const int32_t *plain, con
   taso_graph_t g;
   taso_graph_init(&g);
   double ms;
-  taso_err_t err = realize(s, x, &g, &ms);
+  taso_err_t err = realize(s, x, &g, false, &ms);
   r->eqsat_exact_ms = 0;
   for (int32_t c = 0; c < nc && err == TASO_OK; c++)
     if (x->ref[c] >= 0) r->eqsat_exact_ms += x->own[x->choice[c]];
@@ -383,7 +440,14 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
                  .cost = malloc(sizeof *x.cost * (size_t)(nc + 1)),
                  .choice = malloc(sizeof *x.choice * (size_t)(nc + 1)),
                  .ref = malloc(sizeof *x.ref * (size_t)(nc + 1)),
-                 .built = malloc(sizeof *x.built * (size_t)(nc + 1))};
+                 .built = malloc(sizeof *x.built * (size_t)(nc + 1)),
+                 .dirty = malloc(sizeof *x.dirty * (size_t)(s->eg.nnodes / 64 + 1)),
+                 .cls_of = malloc(sizeof *x.cls_of * (size_t)(nc + 1)),
+                 .where = malloc(sizeof *x.where * (size_t)(nc + 1)),
+                 .prov = malloc(sizeof *x.prov * (size_t)(nc + 1)),
+                 .host_at = malloc(sizeof *x.host_at * (size_t)(nc + 1)),
+                 .hosted = malloc(sizeof *x.hosted * (size_t)(nc + 1)),
+                 .types = malloc(sizeof *x.types * 2 * (size_t)(nc + 1))};
   int32_t *seen = malloc(sizeof *seen * (size_t)(nc + 1));
   int32_t *best_choice = malloc(sizeof *best_choice * (size_t)(nc + 1));
   int32_t *plain = malloc(sizeof *plain * (size_t)(nc + 1));
@@ -391,8 +455,9 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
   taso_graph_t g, last;
   taso_graph_init(&g);
   taso_graph_init(&last);
-  taso_err_t err = x.own && x.share && x.cost && x.choice && x.ref && x.built && seen &&
-                           best_choice && plain && tree
+  taso_err_t err = x.own && x.share && x.cost && x.choice && x.ref && x.built && x.dirty &&
+                           x.cls_of && x.where && x.prov && x.host_at && x.hosted && x.types &&
+                           seen && best_choice && plain && tree
                        ? TASO_OK
                        : taso_error(TASO_ERR_NOMEM, "extraction over %d classes", nc);
   for (int32_t e = 0; e < s->eg.nnodes && err == TASO_OK; e++)
@@ -400,6 +465,7 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
   for (int32_t c = 0; c < nc && err == TASO_OK; c++) {
     x.share[c] = 1;
     x.ref[c] = -1;
+    x.host_at[c] = -1;
   }
   *best_ms = INFINITY;
   for (int round = -1; round < ROUNDS && err == TASO_OK; round++) {
@@ -410,7 +476,7 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
       const taso_enode_t *n = &s->eg.nodes[e];
       if (!n->dead && n->app < 0) x.choice[n->cls] = e;
     }
-    if (err == TASO_OK) err = realize(s, &x, &g, &ms);
+    if (err == TASO_OK) err = realize(s, &x, &g, false, &ms);
     if (err != TASO_OK) break;
     if (round >= 0 && (x.cyclic || (round > 0 && taso_graph_compare(&g, &last) == 0))) break;
     s->res->eqsat_rounds = round + 2;
@@ -447,6 +513,15 @@ taso_err_t taso_eqsat_extract(taso_eqsat_t *s, taso_graph_t *best, double *best_
   free(x.choice);
   free(x.ref);
   free(x.built);
+  free(x.dirty);
+  free(x.cls_of);
+  free(x.where);
+  free(x.prov);
+  free(x.host_at);
+  free(x.hosted);
+  free(x.types);
+  taso_cost_memo_free(&x.host);
+  taso_cost_memo_free(&x.trial);
   taso_graph_index_free(&x.index);
   return err;
 }
