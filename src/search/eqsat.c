@@ -29,6 +29,10 @@ bool taso_eqsat_time_up(taso_eqsat_t *s) {
   return s->out_of_time;
 }
 
+bool taso_eqsat_time_up_often(taso_eqsat_t *s) {
+  return s->unclocked++ % 64 == 0 ? taso_eqsat_time_up(s) : s->out_of_time;
+}
+
 /* ---- verdicts of matches met before -------------------------------------------------- */
 
 /* A match is fixed by its rule and the classes its variables are bound
@@ -467,7 +471,7 @@ static taso_err_t match_all(taso_eqsat_t *s, int it, bool *banned_any) {
     if (s->eg.kind_at[k + 1] > s->eg.kind_at[k]) kinds |= 1u << k;
   s->nmatches = 0;
   *banned_any = false;
-  for (int r = 0; r < s->rules->n && !taso_eqsat_time_up(s); r++) {
+  for (int r = 0; r < s->rules->n && !taso_eqsat_time_up_often(s); r++) {
     if (s->rules->v[r].kinds & ~kinds) continue;
     if (it < s->banned_until[r]) {
       *banned_any = true;
@@ -497,7 +501,7 @@ static taso_err_t saturate(taso_eqsat_t *s) {
     bool banned_any;
     TASO_TRY(match_all(s, it, &banned_any));
     bool changed = false;
-    for (int64_t k = 0; k < s->nmatches && !taso_eqsat_time_up(s); k++) {
+    for (int64_t k = 0; k < s->nmatches && !taso_eqsat_time_up_often(s); k++) {
       if (s->eg.nnodes >= s->opt->eqsat_nodes) {
         res->eqsat_stop = "node limit";
         break;

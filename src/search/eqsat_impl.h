@@ -67,11 +67,17 @@ typedef struct {
   int32_t ncosts, costs_cap;
   double start;
   bool out_of_time;
-  bool first_pass; /* the unproved first pass: no progress, no exact extraction */
+  int32_t unclocked; /* calls of taso_eqsat_time_up_often since the clock was read */
+  bool first_pass;   /* the unproved first pass: no progress, no exact extraction */
 } taso_eqsat_t;
 
 /* Whether opt->time_limit has passed (remembered once it has). */
 bool taso_eqsat_time_up(taso_eqsat_t *s);
+
+/* The same, reading the clock every 64th call only: for loops over many
+ * short steps (each match applied, each rule matched, each move), where a
+ * read per step cost 1% of NasRNN's search. */
+bool taso_eqsat_time_up_often(taso_eqsat_t *s);
 
 /* Node e's own cost (extract.c): nothing when computable from weights
  * alone (the cost model folds it), else its step's, costed as a graph of

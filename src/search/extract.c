@@ -316,7 +316,7 @@ static taso_err_t improve(taso_eqsat_t *s, extract_t *x, taso_graph_t *best, dou
   if (err == TASO_OK) host_last(x);
   for (bool again = true; again && err == TASO_OK && !taso_eqsat_time_up(s);) {
     again = false;
-    for (int32_t a = 0; a < s->napps && err == TASO_OK && !taso_eqsat_time_up(s); a++) {
+    for (int32_t a = 0; a < s->napps && err == TASO_OK && !taso_eqsat_time_up_often(s); a++) {
       const int32_t *rec = &s->app_match[(size_t)a * (size_t)s->record];
       const taso_graph_t *lhs = &s->rules->v[rec[0]].lhs;
       int32_t nodes[8], outs[8], was[8];
