@@ -301,10 +301,11 @@ typedef struct {
   const taso_rt_config_t *cfg;
   taso_rt_kernel_t *k;
   void *in[TASO_RT_MAX_IN], *out[2];
-  void *sweep; /* with cold operands on a device: a buffer larger than its cache */
+  void *at[TASO_RT_MAX_IN]; /* the operands of the next run: in, or a cold one's place in swept */
+  void *sweep;              /* with cold operands on a device: a buffer larger than its cache */
   int64_t sweep_count;
   float *host;             /* a device's sweep: what it uploads; room for the warm operands */
-  struct sweep_buf *swept; /* a host's sweep where lines are not flushed one by one */
+  struct sweep_buf *swept; /* a host's: its sweep, or where cold operands take turns (x86) */
   volatile float sink;     /* keeps a host sweep's reads */
   bool scratch;            /* in and out are the context's scratch (not released here) */
   taso_rt_graph_t *graph;  /* one run captured between the device's marks, or NULL */
@@ -313,7 +314,7 @@ typedef struct {
 
 static taso_err_t run_config(void *arg) {
   config_run_t *r = arg;
-  return r->be->run(r->ctx, r->k, r->in, r->out);
+  return r->be->run(r->ctx, r->k, r->at, r->out);
 }
 
 static taso_err_t replay_config(void *arg) {
@@ -408,14 +409,15 @@ static int64_t sweep_floats(const taso_backend_t *be) {
   return bytes / (int64_t)sizeof(float);
 }
 
-/* The host's sweep buffer (where lines cannot be flushed one by one),
+/* The host's sweep buffer (where lines cannot be flushed one by one), or
+ * on x86 the places where cold operands take turns (host_chill),
  * allocated and filled once per process, not per configuration (filling
  * 64 MiB of fresh pages cost more than timing most configurations): a
  * configuration takes it and gives it back, so that two threads timing
  * at once never share one. */
-#ifndef HOST_FLUSH
 typedef struct sweep_buf {
-  int64_t n; /* floats in v */
+  int64_t n;    /* floats in v */
+  int64_t next; /* x86: the float where the next cold operand goes */
   float v[];
 } sweep_buf_t;
 
@@ -431,6 +433,7 @@ static taso_err_t host_sweep_take(int64_t n, sweep_buf_t **out) {
   if (!(b = malloc(sizeof *b + sizeof(float) * (size_t)n)))
     return taso_error(TASO_ERR_NOMEM, "cache sweep of %lld floats", (long long)n);
   b->n = n;
+  b->next = 0;
   for (int64_t i = 0; i < n; i++)
     b->v[i] = 0; /* its own pages, not the zero page */
   *out = b;
@@ -440,7 +443,6 @@ static taso_err_t host_sweep_take(int64_t n, sweep_buf_t **out) {
 static void host_sweep_give_back(sweep_buf_t *b) {
   free(__atomic_exchange_n(&host_sweep, b, __ATOMIC_ACQ_REL)); /* one is kept */
 }
-#endif
 
 bool taso_rt_weights_stay_warm(const taso_model_t *m, const taso_backend_t *be) {
   return !be->device_uuid && 2 * taso_rt_model_bytes(m) <= llc_share_bytes();
@@ -484,6 +486,28 @@ static void dirty_lines(void *buf, int64_t floats) {
     x[16 * l] = x[16 * l];
 }
 
+#ifdef HOST_FLUSH
+/* Where a cold operand of n floats is read from in the next run: the next
+ * place in b (page aligned; from its start again past its end), or NULL
+ * when it would take over half of b. Every other place in b was read
+ * between two turns of one (the other runs' cold operands), so a turn
+ * finds its operand in memory and its pages out of the TLB, after a
+ * stream of other reads: as a model's run finds a weight, having read
+ * all the others since. Its lines flushed alone, it kept its pages in the
+ * TLB and an empty cache: NasRNN's matmuls of a 1 MiB weight timed 64 us
+ * so, 73 to 75 us in turns over 72 MiB, and 75 us inside its runs. */
+static void *next_place(sweep_buf_t *b, int64_t n) {
+  const int64_t page = 4096 / (int64_t)sizeof(float);
+  float *base = (float *)(((uintptr_t)b->v + 4095) & ~(uintptr_t)4095);
+  int64_t room = b->n - (base - b->v), len = (n + page - 1) / page * page;
+  if (2 * len > room) return NULL;
+  if (b->next + len > room) b->next = 0;
+  float *at = base + b->next;
+  b->next += len;
+  return at;
+}
+#endif
+
 /* Elsewhere on a host, a sweep that reads, on every thread (each core's
  * own caches too): a sweep that wrote would leave the cache full of dirty
  * lines, and the timed run would pay for writing them back (ResNet-50 at
@@ -492,8 +516,16 @@ static void dirty_lines(void *buf, int64_t floats) {
 static void host_chill(config_run_t *r) {
   const taso_rt_config_t *cfg = r->cfg;
 #ifdef HOST_FLUSH
-  for (int i = 0; i < cfg->nin; i++)
-    if (cfg->cold & (1u << i)) flush_lines(r->in[i], taso_tensor_size(&cfg->in[i]));
+  for (int i = 0; i < cfg->nin; i++) {
+    r->at[i] = r->in[i];
+    if (!(cfg->cold & (1u << i))) continue;
+    int64_t n = taso_tensor_size(&cfg->in[i]);
+    void *place = cfg->in_place == i + 1 ? NULL : next_place(r->swept, n);
+    if (place)
+      r->at[i] = place;
+    else
+      flush_lines(r->in[i], n);
+  }
   for (int o = 0; o < cfg->nout && cfg->cold_out; o++)
     if (!(o == 0 && cfg->in_place)) flush_lines(r->out[o], taso_tensor_size(&cfg->out[o]));
   _mm_mfence(); /* the flushes are done before the run reads */
@@ -554,10 +586,8 @@ static taso_err_t config_buffers(config_run_t *r, const taso_rt_config_t *cfg) {
       r->host[i] = 0; /* its own pages, not the zero page */
     TASO_TRY(r->be->alloc(r->ctx, r->sweep_count, &r->sweep));
   }
-#ifndef HOST_FLUSH
   if (chilled(cfg) && !r->be->device_uuid)
     TASO_TRY(host_sweep_take(sweep_floats(r->be), &r->swept));
-#endif
   if (cfg->in_place < 0 || cfg->in_place > cfg->nin ||
       (cfg->in_place &&
        taso_tensor_size(&cfg->in[cfg->in_place - 1]) != taso_tensor_size(&cfg->out[0])))
@@ -583,6 +613,7 @@ static taso_err_t config_buffers(config_run_t *r, const taso_rt_config_t *cfg) {
     free(host);
     TASO_TRY(err);
   }
+  memcpy(r->at, r->in, sizeof r->at);
   return TASO_OK;
 }
 
@@ -594,9 +625,7 @@ static void release_config(config_run_t *r) {
   for (int i = 0; i < 2 && !r->scratch; i++)
     if (r->out[i] && !(i == 0 && r->cfg && r->cfg->in_place)) r->be->release(r->ctx, r->out[i]);
   if (r->sweep) r->be->release(r->ctx, r->sweep);
-#ifndef HOST_FLUSH
   if (r->swept) host_sweep_give_back(r->swept);
-#endif
   free(r->host);
 }
 

@@ -276,10 +276,13 @@ bool taso_rt_config_is_view(const taso_rt_config_t *cfg);
  * With cold operands or results (cold, cold_out), every run starts with
  * the caches as a model's run leaves them (untimed): the cold operands,
  * and the results' buffers with cold_out, out of every cache (on an x86
- * host, their lines flushed; on a device, flush_cache; on another host,
- * a sweep of twice the last-level cache share), then the other operands
- * written over with their own values, dirty in cache as the steps before
- * left them, by the threads that run the step. A model's weights (80 MB
+ * host, each run's cold operands read from places of their own in turn
+ * over twice the last-level cache share, as a model's weights come after
+ * the others', and the results' lines flushed; on a device, flush_cache;
+ * on another host, a sweep of twice the last-level cache share), then
+ * the other operands written over with their own values, dirty in cache
+ * as the steps before left them, by the threads that run the step. A
+ * model's weights (80 MB
  * in NasRNN) stream from memory once per inference, while a configuration
  * repeated alone would find its 1 MB weight in cache: timed warm, NasRNN's
  * matmuls cost a third of what they cost in the model, and the cost model
