@@ -18,9 +18,11 @@
 # published speedup over the input graph and search time (Tensat's Table
 # 1, an NVIDIA T4: a comparison of kind, not of number).
 # Costs: --estimate-costs by default (the same figure on every machine, so
-# the two searches' costs compare exactly); COSTS=costs.h5 reads a
-# taso-measure database instead (rows it lacks measured on the spot, which
-# then counts in the search's time).
+# the two searches' costs compare exactly); COSTS=costs.h5 reads a copy of
+# a taso-measure database instead: rows it lacks are measured on the spot,
+# which counts in that search's time, and kept in the copy
+# (--record-costs), so that the eqsat runs after the first ("warm s",
+# "3rd s") search with a database filled for them.
 # Usage: bench/eqsat.sh [BUILD_DIR] [SUBSTITUTIONS] [BUDGET] [TIME_LIMIT] [RUNS]
 #   (defaults: build, out/substitutions.h5,out/batchnorm.h5, 1000, 300 s, 10);
 #   MODELS="spec ..." replaces the model list; EQSAT_JOB=FILE gives the
@@ -38,7 +40,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [ -x "$bin/taso-optimize" ] || { echo "eqsat.sh: $bin/taso-optimize not built" >&2; exit 2; }
 costs=(--estimate-costs)
-[ -n "${COSTS:-}" ] && costs=(--costs "$COSTS")
+if [ -n "${COSTS:-}" ]; then
+  [ -r "$COSTS" ] || { echo "eqsat.sh: COSTS=$COSTS: cannot read it" >&2; exit 2; }
+  cp "$COSTS" "$tmp/costs.h5"
+  costs=(--costs "$tmp/costs.h5" --record-costs)
+fi
 eqjob=()
 if [ -n "${EQSAT_JOB:-}" ]; then
   [ -r "$EQSAT_JOB" ] || { echo "eqsat.sh: EQSAT_JOB=$EQSAT_JOB: cannot read it" >&2; exit 2; }
@@ -69,7 +75,7 @@ optimize() {
 specs=${MODELS:-"nasrnn bert:layers=2 squeezenet:size=64 resnext50:size=64 inception_v3:size=75
   nasnet_a:size=64 mobilenet_v2:size=64 resnet50:bn=1"}
 echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc --all) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# substitutions $subst; costs: ${costs[*]}; backtracking budget $budget; time limit $limit s; $runs runs"
+echo "# substitutions $subst; costs: ${costs[*]}${COSTS:+ (a copy of $COSTS)}; backtracking budget $budget; time limit $limit s; $runs runs"
 [ -n "${EQSAT_JOB:-}" ] && echo "# eqsat runs with $EQSAT_JOB: $(grep -v '^#' "$EQSAT_JOB" | tr '\n' ' ')"
 printf '%-22s %9s %9s %6s %8s %9s %6s %8s %8s %6s %8s %5s %9s %-7s %7s %8s\n' model "cost ms" \
   "bt ms" "bt x" "bt s" "eqsat ms" "eq x" "eq s" "warm s" "3rd s" e-nodes exact "eq run x" agrees \
