@@ -196,7 +196,7 @@ static taso_err_t count_fired(taso_eqsat_t *s, const extract_t *x, int64_t *fire
 }
 
 /* The types of the outputs of the node built for class c from its node
- * e, into t[0] and t[1]: its classes' (e-graph.h: a class holds tensors of
+ * e, into t[0] and t[1]: its classes' (egraph.h: a class holds tensors of
  * one type, and a node was added at the type its operands' classes give
  * it, which a class keeps through merges; so they are what
  * taso_graph_infer would find, to the bit). */
