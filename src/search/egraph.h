@@ -61,8 +61,7 @@ typedef struct {
   int32_t live;                                 /* live nodes */
   int32_t live_classes;                         /* class roots */
   uint32_t *class_kinds;                        /* per class root: bit k, it has a node of kind k */
-  uint64_t
-      *reader_bits; /* per class root: the bits (taso_egraph_class_bit) of its users' classes */
+  uint64_t *reader_bits;                        /* per class root: its readers' class bits */
   int32_t *sibling; /* per live node of a two-output operator: the other output's class, or -1 */
   /* per (kind, operand position, kind): the live nodes of the first kind
    * whose operand's class has a node of the second (TASO_EGRAPH_KID) */

@@ -67,8 +67,8 @@ typedef struct {
   int32_t ncosts, costs_cap;
   double start;
   bool out_of_time;
-  int32_t unclocked; /* calls of taso_eqsat_time_up_often since the clock was read */
-  bool first_pass;   /* the unproved first pass: no progress, no exact extraction */
+  uint32_t unclocked; /* calls of taso_eqsat_time_up_often (wraps around harmlessly) */
+  bool first_pass;    /* the unproved first pass: no progress, no exact extraction */
 } taso_eqsat_t;
 
 /* Whether opt->time_limit has passed (remembered once it has). */
