@@ -6,9 +6,11 @@
 # taso-run --compare), and records the search (optimize_search, the
 # e-graph's size, /optimize_rules). The job's [optimize] search = eqsat
 # and eqsat_iterations bound it; proofs go where an unproved first pass
-# says they pay (eqsat_proofs = all: one pass); bad settings are refused
-# before any work: an iteration count of 0, an unknown eqsat_proofs, and
-# eqsat on two ranks. No assertion on time.
+# says they pay (eqsat_proofs = all: one pass); on measured costs the
+# configurations the cache lacks are guessed and never recorded; bad
+# settings are refused before any work: an iteration count of 0, an
+# unknown eqsat_proofs, eqsat_rounds = 0, and eqsat on two ranks. No
+# assertion on time.
 #
 # ctest provides TASO_SOURCE_DIR, TASO_BIN_DIR and MPIEXEC.
 set -u
@@ -94,6 +96,29 @@ has "one iteration, as the job says" "eqsat iteration 1/1:" "$tmp/err"
 [ "$(attr "$tmp/one.h5" eqsat_exact)" = '"off"' ] || { echo "FAIL: the exact extraction ran by default"; fail=1; }
 has "the exact extraction reported off" "eqsat: exact extraction: off" "$tmp/out"
 
+# Measured costs (cpu backend, an empty database): the configurations the
+# cache lacks are guessed and the result's measured; no guess is recorded
+# (every row of the database was measured here), and the result agrees.
+run "$bin/taso-optimize" --job "$tmp/four.ini" --model nasrnn:hidden=64,steps=2 \
+  --substitutions "$both" --search eqsat --out "$tmp/measured.h5" --costs "$tmp/costs.h5" \
+  --record-costs --confirm-runs 0 --threads 1
+expect "eqsat on measured costs" 0
+has "measured: the result agrees" "the result agrees with the original" "$tmp/out"
+guessed=$(sed -n 's/.*eqsat: \([0-9]*\) configurations guessed.*/\1/p' "$tmp/out")
+again=$(sed -n 's/.*extraction made again \([0-9]*\) times.*/\1/p' "$tmp/out")
+measured=$(sed -n 's/.*from the cost database, \([0-9]*\) measured.*/\1/p' "$tmp/out")
+rows=$("$bin/taso-show" "$tmp/costs.h5" | sed -n 's/^ *counts *rows \([0-9]*\),.*/\1/p')
+if [ "${again:-0}" -ge 1 ] && [ -n "$guessed" ] &&
+  [ "$(attr "$tmp/measured.h5" eqsat_guessed)" = "$guessed" ] && [ "$rows" = "$measured" ]; then
+  echo "ok: measured costs: extracted again $again times, $guessed left guessed, $rows recorded"
+else
+  echo "FAIL: measured costs: again '$again', guessed '$guessed', measured '$measured'," \
+    "rows recorded '$rows'"
+  fail=1
+fi
+[ "$(attr "$tmp/measured.h5" eqsat_rounds)" -ge 1 ] 2>/dev/null ||
+  { echo "FAIL: eqsat_rounds"; fail=1; }
+
 # Bad settings, refused before any work
 printf '[optimize]\nsearch = eqsat\neqsat_iterations = 0\n' >"$tmp/bad.ini"
 run "$bin/taso-optimize" --job "$tmp/bad.ini" --model nasrnn:hidden=64,steps=2 \
@@ -104,6 +129,12 @@ run "$mpiexec" -n 2 "$bin/taso-optimize" --search eqsat --model nasrnn:hidden=64
   --substitutions "$tmp/substitutions.h5" --out "$tmp/two.h5" --estimate-costs
 expect "eqsat on two ranks" 2
 has "one rank" "the eqsat search runs on one rank" "$tmp/err"
-[ ! -e "$tmp/bad.h5" ] && [ ! -e "$tmp/two.h5" ] && [ ! -e "$tmp/badp.h5" ] && echo "ok: nothing written" ||
+printf '[optimize]\nsearch = eqsat\neqsat_rounds = 0\n' >"$tmp/badr.ini"
+run "$bin/taso-optimize" --job "$tmp/badr.ini" --model nasrnn:hidden=64,steps=2 \
+  --substitutions "$tmp/substitutions.h5" --out "$tmp/badr.h5" --estimate-costs
+expect "eqsat_rounds = 0" 1
+has "the file and the key named" "badr.ini:3" "$tmp/err"
+[ ! -e "$tmp/bad.h5" ] && [ ! -e "$tmp/two.h5" ] && [ ! -e "$tmp/badp.h5" ] &&
+  [ ! -e "$tmp/badr.h5" ] && echo "ok: nothing written" ||
   { echo "FAIL: a refused run wrote something"; fail=1; }
 exit $fail

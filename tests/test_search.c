@@ -2,8 +2,11 @@
  * The optimizer's library without measuring (src/search): costs from a
  * plugged-in lookup (a stand-in for the cost database), fused steps,
  * weight-only nodes at no cost, a miss with measuring off as an error that
- * names the configuration, and the search applying a rule where it pays.
+ * names the configuration, guesses (measured on the reference backend
+ * once asked for with guessing off), and the search applying a rule where
+ * it pays.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +81,7 @@ static void test_graph_cost(void) {
   taso_cost_cache_stats(c, &st);
   CHECK(st.configs == 1 && st.looked_up == 1 && st.measured == 0 && st.hits == 1);
   const char *key;
-  taso_cost_cache_entry(c, 0, &key, &ms);
+  CHECK(taso_cost_cache_entry(c, 0, &key, &ms));
   CHECK(strstr(key, "fuse=relu") != NULL);
   taso_cost_cache_free(c);
   taso_model_free(&m);
@@ -122,6 +125,68 @@ static void test_estimate(void) {
   double macs = 64.0 * 56 * 56 * 64 * 9, compute = 2 * macs / (TASO_EST_GFLOPS * 1e6);
   double e = taso_cost_estimate(&big);
   CHECK(e > compute && e == compute + TASO_EST_OVERHEAD_MS);
+}
+
+/* Twice the estimate for a conv2d of c channels (the figures guesses
+ * learn from), none for any other. */
+static taso_err_t twice_estimate(void *ctx, const char *key, const taso_rt_config_t *cfg,
+                                 double *ms, bool *found) {
+  (void)key;
+  *found = cfg->in[0].dim[1] == *(const int *)ctx;
+  *ms = 2 * taso_cost_estimate(cfg);
+  return TASO_OK;
+}
+
+/* Guessing: a miss costs a guess, not a measurement, learnt from the
+ * figures of its kind (with fewer than three: the estimate), cached as a
+ * guess (not an entry a database records) until asked for with guessing
+ * off, which measures it; taso_cost_measure_guesses measures those below
+ * a bound. */
+static void test_guess(void) {
+  const taso_backend_t *be = taso_backend_find("reference");
+  taso_rt_ctx_t *ctx = NULL;
+  CHECK_OK(be->open(0, &ctx));
+  int known = 4;
+  taso_cost_options_t opt = taso_cost_options_default();
+  opt.lookup = twice_estimate;
+  opt.lookup_ctx = &known;
+  opt.warmup = 0;
+  opt.runs = 1;
+  taso_cost_cache_t *c = NULL;
+  CHECK_OK(taso_cost_cache_new(be, ctx, &opt, &c));
+  taso_rt_config_t a = conv_config(4, 8, 4), b = conv_config(4, 8, 8), d = conv_config(4, 6, 4);
+  taso_rt_config_t small = conv_config(2, 4, 2), big = conv_config(3, 32, 64);
+  double ms, g;
+  taso_cost_cache_set_guess(c, true);
+  CHECK_OK(taso_cost_of_config(c, &small, &g));
+  CHECK(g == taso_cost_estimate(&small)); /* nothing learnt yet */
+  CHECK_OK(taso_cost_of_config(c, &a, &ms));
+  CHECK_OK(taso_cost_of_config(c, &b, &ms));
+  CHECK_OK(taso_cost_of_config(c, &d, &ms)); /* three looked up, at twice their estimates */
+  CHECK_OK(taso_cost_of_config(c, &big, &g));
+  CHECK(fabs(g / taso_cost_estimate(&big) - 2) < 1e-9);
+  CHECK_OK(taso_cost_of_config(c, &big, &ms));
+  CHECK(ms == g);
+  taso_cost_stats_t st;
+  taso_cost_cache_stats(c, &st);
+  CHECK(st.configs == 5 && st.looked_up == 3 && st.measured == 0);
+  CHECK(st.guessed == 2 && st.guesses == 3);
+  const char *key;
+  CHECK(!taso_cost_cache_entry(c, 0, &key, &ms) && taso_cost_cache_entry(c, 1, &key, &ms));
+  /* guessing off: a guess asked for is measured */
+  taso_cost_cache_set_guess(c, false);
+  CHECK_OK(taso_cost_of_config(c, &small, &ms));
+  taso_cost_cache_stats(c, &st);
+  CHECK(st.measured == 1 && st.guessed == 1 && ms > 0 && taso_cost_cache_entry(c, 0, &key, &ms));
+  /* the rest: none below the bound, then all */
+  int64_t left = -1;
+  CHECK_OK(taso_cost_measure_guesses(c, g / 2, -1, &left));
+  CHECK(left == 1);
+  CHECK_OK(taso_cost_measure_guesses(c, INFINITY, -1, &left));
+  taso_cost_cache_stats(c, &st);
+  CHECK(left == 0 && st.guessed == 0 && st.measured == 2 && taso_cost_cache_entry(c, 4, &key, &ms));
+  taso_cost_cache_free(c);
+  be->close(ctx);
 }
 
 /* Adds concat(1, relu(x), relu(y)) over new inputs x and y as an output. */
@@ -273,7 +338,7 @@ static void test_chain(void) {
 int main(void) {
   static const test_case_t cases[] = {
       TEST(test_graph_cost), TEST(test_missing_cost), TEST(test_estimate),
-      TEST(test_search),     TEST(test_chain),
+      TEST(test_guess),      TEST(test_search),       TEST(test_chain),
   };
   return test_run(cases, (int)(sizeof cases / sizeof cases[0]));
 }

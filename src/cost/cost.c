@@ -14,6 +14,7 @@
 
 #include "cost.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,14 @@ typedef struct {
   taso_rt_config_t cfg; /* the configuration */
   char *key;            /* taso_rt_config_key */
   double ms;            /* its cost */
+  bool guessed;         /* ms is a guess (taso_cost_cache_set_guess), measured when next asked */
 } entry_t;
+
+/* What the cache's figures of one operator kind run against
+ * taso_cost_estimate: the count, sum and sum of squares of log(ms / est). */
+typedef struct {
+  double n, sum, sum2;
+} ratios_t;
 
 struct taso_cost_cache {
   const taso_backend_t *be;
@@ -73,7 +81,9 @@ struct taso_cost_cache {
   taso_rt_config_t *pending; /* deferred misses, distinct */
   packed_t *pending_keys;    /* theirs, packed */
   int64_t npending, pending_cap;
-  int64_t deferrals; /* queries answered "pending" */
+  int64_t deferrals;                  /* queries answered "pending" */
+  bool guess;                         /* a miss is guessed, not measured */
+  ratios_t ratios[TASO_OP_COUNT + 1]; /* per operator kind; the last: every kind */
   /* scratch of taso_cost_of_graph, kept between calls */
   bool *constant;
   int scratch_cap;
@@ -155,9 +165,10 @@ void taso_cost_cache_stats(const taso_cost_cache_t *c, taso_cost_stats_t *s) {
   s->configs = c->n;
 }
 
-void taso_cost_cache_entry(const taso_cost_cache_t *c, int64_t i, const char **key, double *ms) {
+bool taso_cost_cache_entry(const taso_cost_cache_t *c, int64_t i, const char **key, double *ms) {
   *key = c->entries[i].key;
   *ms = c->entries[i].ms;
+  return !c->entries[i].guessed;
 }
 
 /* ---- the table ------------------------------------------------------------ */
@@ -203,6 +214,7 @@ static taso_err_t insert(taso_cost_cache_t *c, const packed_t *k, const taso_rt_
   e->packed = *k;
   e->cfg = *cfg;
   e->ms = ms;
+  e->guessed = false;
   if (!(e->key = malloc(strlen(key) + 1))) return taso_error(TASO_ERR_NOMEM, "cost key");
   strcpy(e->key, key);
   c->slots[find_slot(c, k)] = ++c->n;
@@ -232,6 +244,82 @@ static taso_err_t measure(taso_cost_cache_t *c, const taso_rt_config_t *cfg, con
    * median of ten is still inflated when most runs meet it. */
   *ms = st.min;
   return TASO_OK;
+}
+
+/* ---- guessing ------------------------------------------------------------ */
+
+/* A figure of the cache (measured or looked up) added to what its kind's
+ * figures run against the estimate. */
+static void learn(taso_cost_cache_t *c, const taso_rt_config_t *cfg, double ms) {
+  double est = taso_cost_estimate(cfg);
+  if (!(ms > 0) || !(est > 0) || cfg->kind < 0 || cfg->kind >= TASO_OP_COUNT) return;
+  double r = log(ms / est);
+  ratios_t *k[2] = {&c->ratios[cfg->kind], &c->ratios[TASO_OP_COUNT]};
+  for (int i = 0; i < 2; i++) {
+    k[i]->n++;
+    k[i]->sum += r;
+    k[i]->sum2 += r * r;
+  }
+}
+
+/* A guess at cfg's cost: the estimate times what the figures of its kind
+ * (with fewer than GUESS_MIN of them, of every kind; with none, 1) run
+ * against it, on the low side: the ratios' geometric mean over e^(0.67
+ * their log's deviation), a quarter of them below it were they log-normal.
+ * Low, so that a search that measures what it keeps tries what a guess
+ * does not rule out, rather than never measures it. */
+enum { GUESS_MIN = 3 };
+
+static double guess(const taso_cost_cache_t *c, const taso_rt_config_t *cfg) {
+  const ratios_t *k = cfg->kind >= 0 && cfg->kind < TASO_OP_COUNT ? &c->ratios[cfg->kind] : NULL;
+  if (!k || k->n < GUESS_MIN) k = &c->ratios[TASO_OP_COUNT];
+  double logr = 0;
+  if (k->n >= GUESS_MIN) {
+    double mean = k->sum / k->n, var = k->sum2 / k->n - mean * mean;
+    logr = mean - 0.674 * sqrt(var > 0 ? var : 0);
+  }
+  return taso_cost_estimate(cfg) * exp(logr);
+}
+
+void taso_cost_cache_set_guess(taso_cost_cache_t *c, bool guess) {
+  c->guess = guess;
+}
+
+/* A guess's entry given its figure (ms < 0: measured now). */
+static taso_err_t settle(taso_cost_cache_t *c, entry_t *e, double ms) {
+  if (ms < 0) TASO_TRY(measure(c, &e->cfg, e->key, &ms));
+  e->ms = ms;
+  e->guessed = false;
+  c->stats.guessed--;
+  learn(c, &e->cfg, ms);
+  return TASO_OK;
+}
+
+static const entry_t *sorting; /* by_guess's entries (qsort has no context) */
+
+static int by_guess(const void *a, const void *b) {
+  double x = sorting[*(const int64_t *)a].ms, y = sorting[*(const int64_t *)b].ms;
+  return (x > y) - (x < y);
+}
+
+taso_err_t taso_cost_measure_guesses(taso_cost_cache_t *c, double below, double deadline,
+                                     int64_t *left) {
+  *left = c->stats.guessed;
+  if (c->stats.guessed == 0) return TASO_OK;
+  int64_t *order = malloc(sizeof *order * (size_t)c->stats.guessed), n = 0;
+  if (!order) return taso_error(TASO_ERR_NOMEM, "%lld guesses", (long long)c->stats.guessed);
+  for (int64_t i = 0; i < c->n; i++)
+    if (c->entries[i].guessed) order[n++] = i;
+  sorting = c->entries;
+  qsort(order, (size_t)n, sizeof *order, by_guess);
+  taso_err_t err = TASO_OK;
+  for (int64_t k = 0; k < n && err == TASO_OK && c->entries[order[k]].ms <= below &&
+                      (deadline < 0 || taso_search_now() < deadline);
+       k++)
+    err = settle(c, &c->entries[order[k]], -1);
+  free(order);
+  *left = c->stats.guessed;
+  return err;
 }
 
 /* Notes a deferred miss once. */
@@ -271,12 +359,19 @@ void taso_cost_cache_set_defer(taso_cost_cache_t *c, bool defer) {
 taso_err_t taso_cost_cache_put(taso_cost_cache_t *c, const taso_rt_config_t *cfg, double ms) {
   packed_t k;
   pack(cfg, &k);
-  if (c->slots[find_slot(c, &k)]) return TASO_OK;
+  int64_t s = find_slot(c, &k);
+  if (c->slots[s]) {
+    entry_t *e = &c->entries[c->slots[s] - 1];
+    if (!e->guessed) return TASO_OK;
+    c->stats.measured++;
+    return settle(c, e, ms);
+  }
   char key[KEY_LEN];
   if (taso_rt_config_key(cfg, key, sizeof key) >= (int)sizeof key)
     return taso_error(TASO_ERR_LIMIT, "configuration key longer than %d characters: %s",
                       KEY_LEN - 1, key);
   c->stats.measured++; /* measured for this search, on another rank or this one */
+  learn(c, cfg, ms);
   return insert(c, &k, cfg, key, ms);
 }
 
@@ -289,8 +384,14 @@ taso_err_t taso_cost_of_config(taso_cost_cache_t *c, const taso_rt_config_t *cfg
   pack(cfg, &k);
   int64_t s = find_slot(c, &k);
   if (c->slots[s]) {
-    c->stats.hits++;
-    *ms = c->entries[c->slots[s] - 1].ms;
+    entry_t *e = &c->entries[c->slots[s] - 1];
+    if (e->guessed && !c->guess) { /* measured now (guessing is only on when measuring is) */
+      TASO_TRY(settle(c, e, -1));
+    } else {
+      c->stats.hits++;
+      c->stats.guesses += e->guessed;
+    }
+    *ms = e->ms;
     return TASO_OK;
   }
   char key[KEY_LEN];
@@ -305,9 +406,17 @@ taso_err_t taso_cost_of_config(taso_cost_cache_t *c, const taso_rt_config_t *cfg
     return taso_error(TASO_ERR_UNKNOWN, "no cost for configuration %s (measuring is off)", key);
   } else if (c->opt.defer) {
     return defer(c, cfg, &k, key);
+  } else if (c->guess) {
+    *ms = guess(c, cfg);
+    TASO_TRY(insert(c, &k, cfg, key, *ms));
+    c->entries[c->n - 1].guessed = true;
+    c->stats.guessed++;
+    c->stats.guesses++;
+    return TASO_OK;
   } else {
     TASO_TRY(measure(c, cfg, key, ms));
   }
+  learn(c, cfg, *ms);
   return insert(c, &k, cfg, key, *ms);
 }
 

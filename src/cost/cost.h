@@ -86,6 +86,8 @@ typedef struct {
   int64_t looked_up; /* of them from the lookup source */
   int64_t fallbacks; /* of the measured, timed on the reference backend */
   int64_t hits;      /* cost queries answered by the cache */
+  int64_t guessed;   /* of the configurations, those guessed and not measured since */
+  int64_t guesses;   /* cost queries answered by a guess */
   double measure_s;  /* seconds spent measuring */
 } taso_cost_stats_t;
 
@@ -102,8 +104,8 @@ void taso_cost_cache_stats(const taso_cost_cache_t *c, taso_cost_stats_t *s);
 taso_err_t taso_cost_of_config(taso_cost_cache_t *c, const taso_rt_config_t *cfg, double *ms);
 
 /* Entry i (0 <= i < stats.configs) of the cache: its key and cost, so that
- * a tool can record what it measured. */
-void taso_cost_cache_entry(const taso_cost_cache_t *c, int64_t i, const char **key, double *ms);
+ * a tool can record what it measured; false when the cost is a guess. */
+bool taso_cost_cache_entry(const taso_cost_cache_t *c, int64_t i, const char **key, double *ms);
 
 /* The cost of graph g (types: taso_graph_infer's, for g) whose input
  * table entry k is a weight when is_weight[k]. */
@@ -150,7 +152,23 @@ taso_err_t taso_cost_of_graph_reusing(taso_cost_cache_t *c, const taso_graph_t *
 int64_t taso_cost_pending(const taso_cost_cache_t *c, const taso_rt_config_t **cfgs);
 void taso_cost_pending_clear(taso_cost_cache_t *c);
 void taso_cost_cache_set_defer(taso_cost_cache_t *c, bool defer);
-/* Adds cfg at ms unless the cache has it (then its figure stays). */
+/* Adds cfg at ms unless the cache has it (then its figure stays, unless
+ * a guess). */
 taso_err_t taso_cost_cache_put(taso_cost_cache_t *c, const taso_rt_config_t *cfg, double ms);
+
+/* Guessing (on, with measuring on): a configuration neither cached nor
+ * looked up is not measured but guessed, taso_cost_estimate scaled by
+ * what the cache's figures of its operator kind run against it (on the
+ * low side: a quarter of them would cost less), and cached as a guess
+ * (stats.guessed). Asked for again with guessing off, a guess is
+ * measured then. So a search can cost many graphs at once and measure
+ * only the steps of the graph it keeps (eqsat.c), which a guess no
+ * longer than their measured time does not rule out. */
+void taso_cost_cache_set_guess(taso_cost_cache_t *c, bool guess);
+/* Measures the guesses of the cache of at most below ms, cheapest guess
+ * first, until taso_search_now() passes deadline (< 0: none); *left:
+ * those still guesses. */
+taso_err_t taso_cost_measure_guesses(taso_cost_cache_t *c, double below, double deadline,
+                                     int64_t *left);
 
 #endif

@@ -431,6 +431,17 @@ static taso_err_t set_eqsat_proofs(taso_job_t *job, const char *value) {
   return TASO_OK;
 }
 
+static taso_err_t set_eqsat_rounds(taso_job_t *job, const char *value) {
+  return parse_int_range(value, 1, 100, &job->eqsat_rounds);
+}
+
+static taso_err_t set_eqsat_measure(taso_job_t *job, const char *value) {
+  if (strcmp(value, "chosen") && strcmp(value, "all"))
+    return taso_error(TASO_ERR_UNKNOWN, "unknown eqsat_measure '%s' (known: chosen, all)", value);
+  job->eqsat_measure_all = strcmp(value, "all") == 0;
+  return TASO_OK;
+}
+
 static taso_err_t set_eqsat_exact_seconds(taso_job_t *job, const char *value) {
   return parse_int_range(value, 0, 86400, &job->eqsat_exact_seconds);
 }
@@ -504,6 +515,8 @@ static const key_spec_t key_specs[] = {
     /* ours: the exact extraction's time (seconds, 0: none) */
     {"optimize", "eqsat_exact_seconds", set_eqsat_exact_seconds, false, "0"},
     {"optimize", "eqsat_proofs", set_eqsat_proofs, false, "used"},
+    {"optimize", "eqsat_measure", set_eqsat_measure, false, "chosen"},
+    {"optimize", "eqsat_rounds", set_eqsat_rounds, false, "3"},
 };
 _Static_assert(sizeof key_specs / sizeof key_specs[0] <= 64, "taso_job_t.given has 64 bits");
 #define NKEYS ((int)(sizeof key_specs / sizeof key_specs[0]))

@@ -98,7 +98,9 @@ typedef struct {
   int eqsat_nodes;              /* [optimize] eqsat_nodes: its e-graph's node limit */
   int eqsat_exact_seconds;      /* [optimize] eqsat_exact_seconds: the exact extraction's time */
   bool eqsat_prove_all;         /* [optimize] eqsat_proofs = all (default used) */
-  uint64_t given;               /* keys the file sets, one bit each (taso_job_given) */
+  bool eqsat_measure_all;       /* [optimize] eqsat_measure = all (default chosen) */
+  int eqsat_rounds; /* [optimize] eqsat_rounds: saturations, each from the last's result */
+  uint64_t given;   /* keys the file sets, one bit each (taso_job_given) */
 } taso_job_t;
 
 taso_err_t taso_job_load(const char *path, taso_job_t *job);

@@ -345,8 +345,7 @@ taso_err_t taso_costdb_record_cache(const char *path, const taso_costdb_t *db, c
   for (int64_t i = 0; i < st.configs; i++) {
     const char *key;
     double ms;
-    taso_cost_cache_entry(cache, i, &key, &ms);
-    if (taso_costdb_find(db, device, key)) continue;
+    if (!taso_cost_cache_entry(cache, i, &key, &ms) || taso_costdb_find(db, device, key)) continue;
     taso_cost_row_t *row = &rows[(*n)++];
     snprintf(row->device, sizeof row->device, "%s", device);
     snprintf(row->key, sizeof row->key, "%s", key);

@@ -65,7 +65,10 @@ typedef struct {
   taso_verdicts_t node_costs;
   double *costs_ms;
   int32_t ncosts, costs_cap;
+  int64_t *guessed_at; /* node_costs' entries whose cost holds a guess (cost.h) */
+  int32_t nguessed, guessed_cap;
   double start;
+  double from_ms; /* the cost of the graph this round started from (the input's, at first) */
   bool out_of_time;
   uint32_t unclocked; /* calls of taso_eqsat_time_up_often (wraps around harmlessly) */
   bool first_pass;    /* the unproved first pass: no progress, no exact extraction */
@@ -84,6 +87,9 @@ bool taso_eqsat_time_up_often(taso_eqsat_t *s);
  * the node over inputs of its operands' types; INFINITY when the step is
  * refused. */
 taso_err_t taso_eqsat_node_cost(taso_eqsat_t *s, int32_t e, double *ms);
+/* Node costs that held a guess costed again when next asked (after the
+ * guesses were measured). */
+void taso_eqsat_forget_guesses(taso_eqsat_t *s);
 
 /* The exact extraction (extract_exact.c) within seconds: per class the
  * outputs need (folded classes aside), into choice, a node minimizing the

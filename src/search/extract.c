@@ -20,6 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A node cost's key in s->node_costs: kind, port, parameters' number, then
+ * per operand its type's number and folding. Its entry: KEY, the key, then
+ * the cost's index in s->costs_ms + 1 (0: none). */
+enum { KEY = 3 + 2 * 3 };
+
 taso_err_t taso_eqsat_node_cost(taso_eqsat_t *s, int32_t e, double *ms) {
   const taso_enode_t *n = &s->eg.nodes[e];
   int arity = taso_ops[n->kind].arity;
@@ -29,7 +34,6 @@ taso_err_t taso_eqsat_node_cost(taso_eqsat_t *s, int32_t e, double *ms) {
   *ms = 0;
   if (folded || n->kind == TASO_OP_INPUT) return TASO_OK;
   /* many nodes are one configuration: costed once */
-  enum { KEY = 3 + 2 * 3 }; /* its verdict table entry: KEY, the key, then the cost's index + 1 */
   int32_t key[KEY] = {n->kind, n->port, n->pid, -1, -1, -1, -1, -1, -1};
   for (int a = 0; a < arity; a++) {
     key[3 + 2 * a] = s->eg.type_id[n->in[a]];
@@ -70,18 +74,34 @@ taso_err_t taso_eqsat_node_cost(taso_eqsat_t *s, int32_t e, double *ms) {
   if (err == TASO_OK) err = taso_graph_add(&g, n->kind, &n->p, refs, &out);
   if (err == TASO_OK) err = taso_graph_add_output(&g, out + n->port);
   if (err == TASO_OK) err = taso_graph_infer(&g, &in, types);
+  taso_cost_stats_t before, after;
+  taso_cost_cache_stats(s->costs, &before);
   if (err == TASO_OK) err = taso_cost_of_graph(s->costs, &g, types, weight, ms);
   if (err == TASO_ERR_SHAPE) {
     *ms = INFINITY;
     err = TASO_OK;
   }
+  taso_cost_cache_stats(s->costs, &after);
+  if (err == TASO_OK && after.guesses > before.guesses && s->nguessed == s->guessed_cap) {
+    int32_t cap = s->guessed_cap ? 2 * s->guessed_cap : 1024;
+    int64_t *v = realloc(s->guessed_at, sizeof *v * (size_t)cap);
+    if (!v) err = taso_error(TASO_ERR_NOMEM, "eqsat: %d guessed node costs", cap);
+    if (v) s->guessed_at = v;
+    if (v) s->guessed_cap = cap;
+  }
   if (err == TASO_OK) { /* entry stands: nothing else was added to node_costs */
     s->costs_ms[s->ncosts++] = *ms;
     s->node_costs.v[entry + 1 + KEY] = s->ncosts;
+    if (after.guesses > before.guesses) s->guessed_at[s->nguessed++] = entry;
   }
   taso_graph_free(&g);
   taso_inputs_free(&in);
   return err;
+}
+
+void taso_eqsat_forget_guesses(taso_eqsat_t *s) {
+  while (s->nguessed > 0)
+    s->node_costs.v[s->guessed_at[--s->nguessed] + 1 + KEY] = 0;
 }
 
 /* An extraction: per class the node chosen and what it costs. A plain

@@ -56,6 +56,10 @@ taso_err_t taso_optimize_record_write(taso_artifact_t *a, const taso_optimize_re
     err = taso_artifact_set_count(a, "eqsat_iterations", r->eqsat_iterations);
   if (err == TASO_OK && r->eqsat_stop) err = taso_artifact_set_count(a, "eqsat_enodes", r->enodes);
   if (err == TASO_OK && r->eqsat_stop)
+    err = taso_artifact_set_count(a, "eqsat_rounds", r->eqsat_rounds_run);
+  if (err == TASO_OK && r->eqsat_stop)
+    err = taso_artifact_set_count(a, "eqsat_guessed", r->eqsat_guessed);
+  if (err == TASO_OK && r->eqsat_stop)
     err = taso_artifact_set_count(a, "eqsat_eclasses", r->eclasses);
   if (err == TASO_OK && r->eqsat_stop)
     err = taso_artifact_set_string(a, "eqsat_exact", taso_exact_names[r->eqsat_exact]);
@@ -95,6 +99,10 @@ void taso_search_report(const taso_search_result_t *r, int width, bool chain, ch
     ADD("\n");
   }
   if (chain) ADD("taso-optimize: rule chains: %lld links\n", (long long)r->chained);
+  if (r->eqsat_stop && r->eqsat_rounds_run > 1)
+    ADD("taso-optimize: eqsat: %d rounds, each from the result of the one before, %d of them "
+        "cheaper (the figures below are the last cheaper one's)\n",
+        r->eqsat_rounds_run, r->steps);
   if (r->eqsat_stop)
     ADD("taso-optimize: eqsat: %d iterations, %lld e-nodes in %lld e-classes, %lld matches "
         "(%lld not typed, %lld refused), %lld applied, %lld bans; extraction %.2f s (%d "
@@ -110,6 +118,10 @@ void taso_search_report(const taso_search_result_t *r, int width, bool chain, ch
     ADD("taso-optimize: eqsat: first pass, unproved: result %.4g ms; the relations of %lld of "
         "its applications decided for the second\n",
         r->eqsat_optimistic_ms, (long long)r->eqsat_asked);
+  if (r->eqsat_stop && (r->eqsat_guessed || r->eqsat_remeasured))
+    ADD("taso-optimize: eqsat: %lld configurations guessed, not measured; the result's guesses "
+        "measured and the extraction made again %d times\n",
+        (long long)r->eqsat_guessed, r->eqsat_remeasured);
   if (r->eqsat_stop) {
     ADD("taso-optimize: eqsat: exact extraction: %s", taso_exact_names[r->eqsat_exact]);
     if (r->eqsat_exact == TASO_EXACT_OPTIMAL || r->eqsat_exact == TASO_EXACT_FOUND)

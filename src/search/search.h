@@ -55,6 +55,8 @@ typedef struct {
   int32_t eqsat_nodes;        /* eqsat: no rule applied once the e-graph has this many nodes */
   double eqsat_exact_seconds; /* eqsat: the exact extraction's time at most (0: none) */
   bool eqsat_prove_all;       /* eqsat with a guard: prove every relation met (eqsat.c) */
+  bool eqsat_measure_all; /* eqsat: measure every e-node's miss, not only the result's (eqsat.c) */
+  int eqsat_rounds;       /* eqsat: saturations at most, each from the last one's result */
   taso_search_progress_fn progress; /* may be NULL; eqsat: (iteration, e-nodes, input cost,
                                        seconds) after each iteration */
   void *progress_ctx;
@@ -113,6 +115,9 @@ typedef struct {
   double eqsat_optimistic_ms; /* the unproved first pass's result cost (eqsat.c; 0: none) */
   int64_t eqsat_asked;        /* its applications whose relations were then decided */
   bool eqsat_one_pass;        /* it found nothing cheaper than the input: no second pass */
+  int eqsat_remeasured;       /* extractions made again once the result's guesses were measured */
+  int eqsat_rounds_run;       /* saturations run, each from the last one's result (eqsat.c) */
+  int64_t eqsat_guessed;      /* configurations guessed and never measured (eqsat.c) */
 } taso_search_result_t;
 
 /* The optimized model file's record of the rules that fired: the table

@@ -93,7 +93,8 @@ static const taso_tool_option_t options[] = {
      &usage_path},
     {"search", "KIND",
      "backtracking (the original's, one rank), parallel (over the ranks) or eqsat "
-     "(equality saturation, one rank; job: [optimize] search, eqsat_iterations, eqsat_nodes)",
+     "(equality saturation, one rank; job: [optimize] search, eqsat_iterations, eqsat_nodes, "
+     "eqsat_rounds, eqsat_measure)",
      &search_text},
     {"width", "K", "parallel: graphs expanded per round over all ranks (default 8)", &width_text},
     {"target-cost", "MS",
@@ -155,14 +156,18 @@ static const taso_tool_spec_t spec = {
              "on the rank count.\n"
              "\n"
              "Equality saturation (--search eqsat) puts the graph into an e-graph, applies\n"
-             "every rule at every match for at most [optimize] eqsat_iterations rounds\n"
+             "every rule at every match for at most [optimize] eqsat_iterations iterations\n"
              "(15) while it has under eqsat_nodes nodes (50,000), and extracts the graph of\n"
              "least cost, each node costed alone, no cycle (also by an integer program,\n"
              "GLPK, for at most eqsat_exact_seconds: 0, none, by default); it is kept\n"
-             "when its whole cost is below the input's. alpha, budget and --width do not\n"
-             "apply to it. Its proofs (below) go to the relations that an unproved first\n"
-             "pass's result used, when it gains; the second pass applies no other\n"
-             "(eqsat_proofs = used; all: every relation met, one pass).\n"
+             "when its whole cost is below the input's, and the next of eqsat_rounds (3)\n"
+             "saturations starts from it. alpha, budget and --width do not apply to it.\n"
+             "Its proofs (below) go to the relations that an unproved first pass's result\n"
+             "used, when it gains; the second pass applies no other (eqsat_proofs = used;\n"
+             "all: every relation met, one pass). A configuration the cache lacks is\n"
+             "guessed from its estimate, and the result's steps measured, then the other\n"
+             "guesses for a quarter of the time left (eqsat_measure = chosen; all: each\n"
+             "measured when met).\n"
              "\n"
              "A rule applies only where it is proved: at a match whose shapes stand in the\n"
              "relation its proof had (shape_cond.h), or where the axioms prove it again at\n"
@@ -254,6 +259,8 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   s->search.eqsat_nodes = t->have_job ? t->job.eqsat_nodes : 50000;
   s->search.eqsat_exact_seconds = t->have_job ? t->job.eqsat_exact_seconds : 0;
   s->search.eqsat_prove_all = t->have_job && t->job.eqsat_prove_all;
+  s->search.eqsat_measure_all = t->have_job && t->job.eqsat_measure_all;
+  s->search.eqsat_rounds = t->have_job ? t->job.eqsat_rounds : 3;
   if (strcmp(s->kind, "backtracking") && strcmp(s->kind, "parallel") && strcmp(s->kind, "eqsat"))
     taso_tool_usage_error(t, "--search: expected backtracking, parallel or eqsat, got '%s'",
                           s->kind);
