@@ -9,7 +9,8 @@
 # verdicts its first run kept (--guard-cache: what a later run of the
 # same model and rules takes; it may still prove relations the first run
 # did not meet), a third time with the verdicts of both ("3rd s", the
-# search alone once its verdicts have settled), the e-graph's size, what the exact
+# search alone once its verdicts have settled; "3rd x" its result's
+# speedup over the input), the e-graph's size, what the exact
 # extraction found (opt: the proved optimum of its program; best: the
 # best within its time, eqsat_exact_seconds), the end-to-end
 # speedup taso-optimize measured for the eqsat result ("kept" when the
@@ -77,9 +78,9 @@ specs=${MODELS:-"nasrnn bert:layers=2 squeezenet:size=64 resnext50:size=64 incep
 echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc --all) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# substitutions $subst; costs: ${costs[*]}${COSTS:+ (a copy of $COSTS)}; backtracking budget $budget; time limit $limit s; $runs runs"
 [ -n "${EQSAT_JOB:-}" ] && echo "# eqsat runs with $EQSAT_JOB: $(grep -v '^#' "$EQSAT_JOB" | tr '\n' ' ')"
-printf '%-22s %9s %9s %6s %8s %9s %6s %8s %8s %6s %8s %5s %9s %-7s %7s %8s\n' model "cost ms" \
-  "bt ms" "bt x" "bt s" "eqsat ms" "eq x" "eq s" "warm s" "3rd s" e-nodes exact "eq run x" agrees \
-  "Tensat%" "Tensat s"
+printf '%-22s %9s %9s %6s %8s %9s %6s %8s %8s %6s %6s %8s %5s %9s %-7s %7s %8s\n' model \
+  "cost ms" "bt ms" "bt x" "bt s" "eqsat ms" "eq x" "eq s" "warm s" "3rd s" "3rd x" e-nodes exact \
+  "eq run x" agrees "Tensat%" "Tensat s"
 fail=0
 for spec in $specs; do
   name=${spec%%:*}
@@ -102,19 +103,19 @@ for spec in $specs; do
   exact=${exact/the best/best}
   run=$(sed -n 's/.*measured end to end [^ ]* ms -> [^ ]* ms (x\([^;]*\);.*/\1/p' "$tmp/log")
   grep -q 'the input graph is written' "$tmp/log" && run="$run kept"
-  warm=- third=-
+  warm=- third=- third_x=-
   if optimize "$spec" eqsat "$tmp/eq2.h5" --guard-cache "$tmp/verdicts.h5" --confirm-runs 0 "${eqjob[@]}"; then
     read -r _ _ warm <<<"$(sed -n "$summary" "$tmp/log")"
   fi
   if optimize "$spec" eqsat "$tmp/eq2.h5" --guard-cache "$tmp/verdicts.h5" --confirm-runs 0 "${eqjob[@]}"; then
-    read -r _ _ third <<<"$(sed -n "$summary" "$tmp/log")"
+    read -r third_before third_ms third <<<"$(sed -n "$summary" "$tmp/log")"
+    third_x=$(awk -v a="$third_before" -v b="$third_ms" 'BEGIN { printf "%.3f", a / b }')
   fi
   read -r tensat_pct tensat_s <<<"$(published "$name")"
-  printf '%-22s %9s %9s %6.3f %8s %9s %6.3f %8s %8s %6s %8s %5s %9s %-7s %7s %8s\n' "$spec" \
+  printf '%-22s %9s %9s %6.3f %8s %9s %6.3f %8s %8s %6s %6s %8s %5s %9s %-7s %7s %8s\n' "$spec" \
     "$before" "$bt" "$(awk -v a="$before" -v b="$bt" 'BEGIN { print a / b }')" "$bts" "$eq" \
-    "$(awk -v a="$before" -v b="$eq" 'BEGIN { print a / b }')" "$eqs" "$warm" "$third" "${nodes:--}" \
-    "${exact:--}" "${run:--}" \
-    "$agrees" "$tensat_pct" "$tensat_s"
+    "$(awk -v a="$before" -v b="$eq" 'BEGIN { print a / b }')" "$eqs" "$warm" "$third" "$third_x" \
+    "${nodes:--}" "${exact:--}" "${run:--}" "$agrees" "$tensat_pct" "$tensat_s"
 done
 echo "# commands:"
 sed 's/^/#   /' "$tmp/commands"

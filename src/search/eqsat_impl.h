@@ -69,6 +69,11 @@ typedef struct {
   int32_t nguessed, guessed_cap;
   double start;
   double from_ms; /* the cost of the graph this round started from (the input's, at first) */
+  /* matches whose relations a third pass decides (eqsat.c widen_used), as
+   * words: rule, bound inputs, then per bound input its number, rank and
+   * TASO_MAX_RANK sizes */
+  int32_t *later;
+  int64_t later_len, later_cap;
   bool out_of_time;
   uint32_t unclocked; /* calls of taso_eqsat_time_up_often (wraps around harmlessly) */
   bool first_pass;    /* the unproved first pass: no progress, no exact extraction */

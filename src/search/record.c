@@ -118,6 +118,9 @@ void taso_search_report(const taso_search_result_t *r, int width, bool chain, ch
     ADD("taso-optimize: eqsat: first pass, unproved: result %.4g ms; the relations of %lld of "
         "its applications decided for the second\n",
         r->eqsat_optimistic_ms, (long long)r->eqsat_asked);
+  if (r->eqsat_stop && r->eqsat_third_pass)
+    ADD("taso-optimize: eqsat: the second pass fell short of the first's result: a third "
+        "decided the relations below it and saturated again\n");
   if (r->eqsat_stop && (r->eqsat_guessed || r->eqsat_remeasured))
     ADD("taso-optimize: eqsat: %lld configurations guessed, not measured; the result's guesses "
         "measured and the extraction made again %d times\n",

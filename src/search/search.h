@@ -115,6 +115,7 @@ typedef struct {
   double eqsat_optimistic_ms; /* the unproved first pass's result cost (eqsat.c; 0: none) */
   int64_t eqsat_asked;        /* its applications whose relations were then decided */
   bool eqsat_one_pass;        /* it found nothing cheaper than the input: no second pass */
+  bool eqsat_third_pass;      /* the second fell short of it: a third, with more decided */
   int eqsat_remeasured;       /* extractions made again once the result's guesses were measured */
   int eqsat_rounds_run;       /* saturations run, each from the last one's result (eqsat.c) */
   int64_t eqsat_guessed;      /* configurations guessed and never measured (eqsat.c) */
