@@ -547,24 +547,27 @@ static taso_err_t saturate(taso_eqsat_t *s) {
  * but none above the result's whole cost (BERT's e-graph concatenates its
  * 50 MB weights, 11 ms a concat where the model costs 5), and the
  * extraction is made again the same way. The result's cost is its
- * measured one. */
+ * measured one. With opt->eqsat_measure_all every miss is measured until
+ * the time is up and guessed after it, the result's steps then measured. */
 static taso_err_t extract(taso_eqsat_t *s, taso_graph_t *best, double *ms, bool *used) {
   bool guess = !s->opt->eqsat_measure_all, rest_measured = false;
   taso_tensor_t *types = NULL;
   taso_err_t err = TASO_OK;
   while (err == TASO_OK) {
-    taso_cost_cache_set_guess(s->costs, guess);
-    err = taso_eqsat_extract(s, best, ms, used);
-    taso_cost_cache_set_guess(s->costs, false);
-    if (err != TASO_OK || !guess || *ms == INFINITY) break;
     taso_cost_stats_t st;
     taso_cost_cache_stats(s->costs, &st);
+    int64_t guesses = st.guesses;
+    taso_cost_cache_set_guess(s->costs, guess); /* also set once the time is up (extract.c) */
+    err = taso_eqsat_extract(s, best, ms, used);
+    taso_cost_cache_set_guess(s->costs, false);
+    taso_cost_cache_stats(s->costs, &st);
+    if (err != TASO_OK || *ms == INFINITY || (!guess && st.guesses == guesses)) break;
     int64_t measured = st.measured;
     types = realloc(types, sizeof *types * 2 * (size_t)(best->nnodes + 1));
     if (!types) err = taso_error(TASO_ERR_NOMEM, "types of %d nodes", best->nnodes);
     if (err == TASO_OK) err = taso_graph_infer(best, s->prob->inputs, types);
     if (err == TASO_OK) err = taso_cost_of_graph(s->costs, best, types, s->prob->is_weight, ms);
-    if (err != TASO_OK || taso_eqsat_time_up(s)) break;
+    if (err != TASO_OK || !guess || taso_eqsat_time_up(s)) break;
     taso_cost_cache_stats(s->costs, &st);
     if (st.measured == measured) { /* the result held no guess */
       if (rest_measured || st.guessed == 0) break;
