@@ -729,30 +729,13 @@ static taso_err_t restart(taso_eqsat_t *s, const taso_graph_t *start) {
   return input_egraph(s, start, NULL);
 }
 
-/* Proofs where they pay. With a guard, every match outside its rule's
- * proved relation waits for a proof of that relation (tens of ms each),
- * and a saturation meets hundreds of relations, most at rewrites no good
- * graph uses (Inception-v3: 1,509 proofs in its first 60 s). So a first
- * pass saturates with the guard hopeful (every typed match accepted
- * unless its relation was refused before, by this run or one whose
- * verdicts were loaded; nothing proved) and extracts; the relations of the
- * applications that rewrote a tensor its result computes are then decided
- * (proved or refused, and kept by the guard like any verdict). When that
- * result costs no less than the input, nothing is decided and there is
- * no second pass: the result is the input (squeezenet made 196 proofs,
- * 1.3 s, and a second pass, to find its input again). The second pass
- * accepts a subset of the first's matches (those of proved relations), so
- * it could beat the first only through the bounds (bans, the node limit)
- * or the greedy extraction; on the eight models it never did. The second
- * pass, the search proper, starts again from the input with the guard
- * answering from its verdicts alone: a match in its proved relation or in
- * one now proved is applied, any other refused unproved. Only the second
- * pass's result is kept, so every rewrite in it stands in a proved
- * relation as before; what the first pass found but the second cannot
- * reach is lost (opt->eqsat_prove_all proves every relation met instead).
- * (Running the first pass again without the relations its proofs refused
- * was tried: on NasNet-A three such passes took 40 s where one took 12,
- * for the same result.) */
+/* Whether application record rec rewrote a class that flags marks. */
+static bool into(taso_eqsat_t *s, const int32_t *rec, const bool *flags) {
+  for (int o = 0; o < s->rules->v[rec[0]].lhs.noutputs; o++)
+    if (flags[taso_egraph_find(&s->eg, rec[2 + o])]) return true;
+  return false;
+}
+
 /* Widening: the classes that the first pass's result computes (used, a
  * flag per class) and then, until none is added, the classes that an
  * application into a marked class bound its inputs to. A match found in a
@@ -770,9 +753,7 @@ static void widen_used(taso_eqsat_t *s, bool *used) {
     for (int32_t a = 0; a < s->napps; a++) {
       const int32_t *rec = &s->app_match[(size_t)a * (size_t)s->record];
       const int32_t *vars = rec + 2 + s->max_outputs;
-      bool touches = false;
-      for (int o = 0; o < s->rules->v[rec[0]].lhs.noutputs; o++)
-        touches = touches || used[taso_egraph_find(&s->eg, rec[2 + o])];
+      bool touches = into(s, rec, used);
       for (int v = 0; v < s->at.n && touches; v++) {
         int32_t c = vars[v] >= 0 ? taso_egraph_find(&s->eg, vars[v]) : -1;
         if (c >= 0 && !used[c]) more = used[c] = true;
@@ -831,6 +812,30 @@ static taso_err_t decide_later(taso_eqsat_t *s, bool *any) {
   return err;
 }
 
+/* Proofs where they pay. With a guard, every match outside its rule's
+ * proved relation waits for a proof of that relation (tens of ms each),
+ * and a saturation meets hundreds of relations, most at rewrites no good
+ * graph uses (Inception-v3: 1,509 proofs in its first 60 s). So a first
+ * pass saturates with the guard hopeful (every typed match accepted
+ * unless its relation was refused before, by this run or one whose
+ * verdicts were loaded; nothing proved) and extracts; the relations of the
+ * applications that rewrote a tensor its result computes are then decided
+ * (proved or refused, and kept by the guard like any verdict). When that
+ * result costs no less than the input, nothing is decided and there is
+ * no second pass: the result is the input (squeezenet made 196 proofs,
+ * 1.3 s, and a second pass, to find its input again). The second pass
+ * accepts a subset of the first's matches (those of proved relations), so
+ * it could beat the first only through the bounds (bans, the node limit)
+ * or the greedy extraction; on the eight models it never did. The second
+ * pass, the search proper, starts again from the input with the guard
+ * answering from its verdicts alone: a match in its proved relation or in
+ * one now proved is applied, any other refused unproved. Only the second
+ * pass's result is kept, so every rewrite in it stands in a proved
+ * relation as before; what the first pass found but the second cannot
+ * reach is lost (opt->eqsat_prove_all proves every relation met instead).
+ * (Running the first pass again without the relations its proofs refused
+ * was tried: on NasNet-A three such passes took 40 s where one took 12,
+ * for the same result.) */
 static taso_err_t first_pass(taso_eqsat_t *s, const taso_graph_t *start) {
   taso_rule_guard_t *g = s->opt->guard;
   s->first_pass = true;
@@ -859,13 +864,10 @@ static taso_err_t first_pass(taso_eqsat_t *s, const taso_graph_t *start) {
   for (int32_t a = 0; a < s->napps && gains && err == TASO_OK && !taso_eqsat_time_up(s); a++) {
     const int32_t *rec = &s->app_match[(size_t)a * (size_t)s->record];
     const taso_rule_t *rule = &s->rules->v[rec[0]];
-    bool touches = false, later = false;
-    for (int o = 0; o < rule->lhs.noutputs; o++) {
-      touches = touches || used[taso_egraph_find(&s->eg, rec[2 + o])];
-      later = later || wide[taso_egraph_find(&s->eg, rec[2 + o])];
+    if (!into(s, rec, used)) {
+      if (into(s, rec, wide)) err = keep_later(s, rec);
+      continue;
     }
-    if (!touches && later) err = keep_later(s, rec);
-    if (!touches) continue;
     bind_types(s, rec + 2 + s->max_outputs);
     bool ok;
     err = taso_rule_guard_accepts(g, rec[0], 0, &rule->lhs, &rule->rhs, &rule->cond, &s->at, &ok);
@@ -884,6 +886,19 @@ static taso_err_t first_pass(taso_eqsat_t *s, const taso_graph_t *start) {
  * second pass's result against the first's that makes a third pass. */
 #define ROUND_GAIN 0.01
 
+/* A pass that applies proved relations alone (cached-only guard, when
+ * two_passes), then its extraction into g at *ms (its time added to
+ * extract_seconds). */
+static taso_err_t proved_pass(taso_eqsat_t *s, bool two_passes, taso_graph_t *g, double *ms) {
+  if (two_passes) taso_rule_guard_cached_only(s->opt->guard, true);
+  taso_err_t err = saturate(s);
+  if (two_passes) taso_rule_guard_cached_only(s->opt->guard, false);
+  double extract_from = taso_search_now();
+  if (err == TASO_OK) err = extract(s, g, ms, NULL);
+  s->res->extract_seconds += taso_search_now() - extract_from;
+  return err;
+}
+
 /* One round from graph from (s->eg its e-graph alone): the passes, then
  * the extraction into extracted at *ms (INFINITY: none). */
 static taso_err_t saturate_from(taso_eqsat_t *s, const taso_graph_t *from, taso_graph_t *extracted,
@@ -893,28 +908,19 @@ static taso_err_t saturate_from(taso_eqsat_t *s, const taso_graph_t *from, taso_
   s->res->eqsat_third_pass = false;
   taso_err_t err = two_passes ? first_pass(s, from) : TASO_OK;
   bool second = !s->res->eqsat_one_pass; /* else its result is the input */
-  if (two_passes) taso_rule_guard_cached_only(opt->guard, true);
-  if (err == TASO_OK && second) err = saturate(s);
-  if (two_passes) taso_rule_guard_cached_only(opt->guard, false);
-  double extract_from = taso_search_now();
   *ms = INFINITY;
-  if (err == TASO_OK && second) err = extract(s, extracted, ms, NULL);
-  if (second) s->res->extract_seconds = taso_search_now() - extract_from;
+  if (second) s->res->extract_seconds = 0; /* the second pass's (and the third's) */
+  if (err == TASO_OK && second) err = proved_pass(s, two_passes, extracted, ms);
   double hoped = s->res->eqsat_optimistic_ms;
   if (err == TASO_OK && second && hoped > 0 && *ms > (1 + ROUND_GAIN) * hoped &&
       !taso_eqsat_time_up(s)) { /* the third pass (widen_used) */
     bool any;
     err = decide_later(s, &any);
     if (err == TASO_OK && any) err = restart(s, from);
-    taso_rule_guard_cached_only(opt->guard, true);
-    if (err == TASO_OK && any) err = saturate(s);
-    taso_rule_guard_cached_only(opt->guard, false);
     taso_graph_t g;
     taso_graph_init(&g);
     double third = INFINITY;
-    extract_from = taso_search_now();
-    if (err == TASO_OK && any) err = extract(s, &g, &third, NULL);
-    s->res->extract_seconds += taso_search_now() - extract_from;
+    if (err == TASO_OK && any) err = proved_pass(s, two_passes, &g, &third);
     if (err == TASO_OK && third < *ms) {
       *ms = third;
       err = taso_graph_copy(extracted, &g);
@@ -934,8 +940,9 @@ static taso_err_t saturate_from(taso_eqsat_t *s, const taso_graph_t *from, taso_
  * ROUND_GAIN or more, and the time and opt->eqsat_rounds allow, the next
  * round starts from it (a saturated e-graph holds every graph equal to its
  * start: no round after it; after a smaller gain, the next round cost as
- * much as the first to find nothing: ResNeXt-50, 0.06%). The path holds the input and each round's
- * result; the e-graph's figures are the last round's that gained. */
+ * much as the first to find nothing: ResNeXt-50, 0.06%). The path holds
+ * the input and each round's result; the e-graph's figures are the last
+ * round's that gained. */
 taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules_t *rules,
                              taso_cost_cache_t *costs, const taso_search_options_t *opt,
                              taso_search_result_t *result) {
