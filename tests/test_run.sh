@@ -46,6 +46,17 @@ check "bad --layout" 2 "$run" --model $tiny --layout nchwc
 check "another seed differs" 1 "$run" --model $tiny --runs 0 --seed 2 --expect "$dir/ref"
 check "unknown model" 1 "$run" --model nosuch
 check "unknown backend" 2 "$run" --model $tiny --backend tpu
+# the gpu backend is a module loaded when asked for (bin/taso-gpu.so, where
+# CUDA was found at build time): it loads and runs, or says there is no
+# device; never a module that failed to load (a symbol the program lacks)
+if [ -e "${TASO_BIN_DIR:?}/taso-gpu.so" ]; then
+  "$run" --model $tiny --runs 1 --backend gpu >"$dir/out" 2>"$dir/err"
+  if [ $? = 0 ] || grep -q "error: no CUDA device" "$dir/err"; then
+    echo "ok   the gpu backend's module loads"
+  else
+    echo "FAIL the gpu backend's module"; cat "$dir/err"; fail=1
+  fi
+fi
 check "missing --model" 2 "$run"
 check "bad --runs" 2 "$run" --model $tiny --runs many
 head -c 12 /dev/zero >"$dir/in/data.bin"

@@ -169,10 +169,10 @@ typedef struct taso_backend {
   bool (*reuse)(taso_rt_ctx_t *ctx, const char *key, const char *algorithm);
 } taso_backend_t;
 
-/* The compiled-in backends, NULL-terminated: reference, cpu, then gpu
- * where the CUDA toolkit was found. */
-extern const taso_backend_t *const taso_backends[];
-const taso_backend_t *taso_backend_find(const char *name); /* NULL if absent */
+/* A backend by name: "reference", "cpu", and "gpu" where the CUDA toolkit
+ * was found (its module is loaded on this first call; one that cannot load
+ * gives a backend whose probe and open say why). NULL if absent. */
+const taso_backend_t *taso_backend_find(const char *name);
 
 /* Timing statistics of repeated runs, in milliseconds. */
 typedef struct {
