@@ -138,10 +138,6 @@ done
 run "$bin/taso-show" "$tmp/c.h5"
 check "taso-show lists the smoke job's inputs" eval 'out_has "^inputs (6)$" && out_has "^  x1  *2x4$" &&
   out_has "^  i1  *1x2x3x3$" && out_has "^substitutions ([1-9][0-9]*)$"'
-# the tests start tools alone without Open MPI's singleton daemon
-# (tests/CMakeLists.txt); users start them with it, Open MPI's default
-run env OMPI_MCA_ess_singleton_isolated=0 "$bin/taso-show" "$tmp/c.h5"
-check "taso-show alone in Open MPI's default singleton mode" eval 'succeeded && out_has "^inputs (6)$"'
 
 # The system python may have h5py where the python first on PATH has not.
 python=
