@@ -52,31 +52,34 @@ static const taso_backend_t gpu_unloaded = {
 };
 
 /* The module beside this program, else in ../bin (the test programs'
- * folder is a sibling of bin/, in a build and in a GPU bundle). */
+ * folder is a sibling of bin/, in a build and in a GPU bundle); NULL with
+ * gpu_why said when there is none or it does not load. */
 static void *gpu_dlopen(void) {
   char exe[PATH_MAX], path[PATH_MAX + 32];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return NULL;
-  exe[n] = '\0';
-  char *slash = strrchr(exe, '/');
-  if (!slash) return NULL;
+  char *slash = NULL;
+  if (n > 0) {
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+  }
+  if (!slash) {
+    snprintf(gpu_why, sizeof gpu_why, "the gpu backend's module: this program's folder is unknown");
+    return NULL;
+  }
   *slash = '\0';
   const char *where[] = {"", "/../bin"};
   for (int i = 0; i < 2; i++) {
     snprintf(path, sizeof path, "%s%s/taso-gpu.so", exe, where[i]);
-    if (access(path, F_OK) != 0) {
-      if (i == 0) continue;
-      snprintf(gpu_why, sizeof gpu_why,
-               "the gpu backend's module is missing (taso-gpu.so, looked for beside %s and "
-               "in its ../bin)",
-               exe);
-      return NULL;
-    }
+    if (access(path, F_OK) != 0) continue;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h)
       snprintf(gpu_why, sizeof gpu_why, "the gpu backend's module did not load: %s", dlerror());
     return h;
   }
+  snprintf(gpu_why, sizeof gpu_why,
+           "the gpu backend's module is missing (taso-gpu.so, looked for beside %s and in its "
+           "../bin)",
+           exe);
   return NULL;
 }
 
@@ -96,6 +99,13 @@ static const taso_backend_t *gpu_backend(void) {
   return gpu_loaded;
 }
 #endif
+
+bool taso_backend_built(const char *name) {
+#ifdef TASO_HAVE_CUDA
+  if (strcmp(name, "gpu") == 0) return true;
+#endif
+  return strcmp(name, "reference") == 0 || strcmp(name, "cpu") == 0;
+}
 
 const taso_backend_t *taso_backend_find(const char *name) {
   const taso_backend_t *host[] = {&taso_backend_reference, &taso_backend_cpu};

@@ -173,6 +173,8 @@ typedef struct taso_backend {
  * was found (its module is loaded on this first call; one that cannot load
  * gives a backend whose probe and open say why). NULL if absent. */
 const taso_backend_t *taso_backend_find(const char *name);
+/* Whether this build has backend name, without loading it (for messages). */
+bool taso_backend_built(const char *name);
 
 /* Timing statistics of repeated runs, in milliseconds. */
 typedef struct {

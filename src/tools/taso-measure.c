@@ -168,7 +168,7 @@ int main(int argc, char **argv) {
   taso_tool_init(&t, &spec, &argc, &argv);
   if (!(s.be = taso_backend_find(backend_name)))
     taso_tool_usage_error(&t, "--backend: no backend '%s' in this build (reference, cpu%s)",
-                          backend_name, taso_backend_find("gpu") ? ", gpu" : "");
+                          backend_name, taso_backend_built("gpu") ? ", gpu" : "");
   s.db_path = db_path;
   s.fresh = t.fresh;
   s.calibrate_steps = calibrate_steps;

@@ -288,7 +288,7 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
   if (confirm_text) s->confirm_runs = (int)v;
   if (!(s->be = taso_backend_find(backend_name)))
     taso_tool_usage_error(t, "--backend: no backend '%s' in this build (reference, cpu%s)",
-                          backend_name, taso_backend_find("gpu") ? ", gpu" : "");
+                          backend_name, taso_backend_built("gpu") ? ", gpu" : "");
 }
 
 /* ---- the search ---------------------------------------------------------------------- */

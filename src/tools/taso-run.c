@@ -133,7 +133,7 @@ static void parse_settings(taso_tool_t *t, settings_t *s) {
     taso_tool_usage_error(t, "--layout: expected nchw, nhwc, blocked or choose, got '%s'", layout);
   if (!taso_backend_find(backend_name))
     taso_tool_usage_error(t, "--backend: no backend '%s' in this build (reference, cpu%s)",
-                          backend_name, taso_backend_find("gpu") ? ", gpu" : "");
+                          backend_name, taso_backend_built("gpu") ? ", gpu" : "");
 }
 
 /* ---- a loaded model with its plan and data --------------------------------- */

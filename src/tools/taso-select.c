@@ -392,7 +392,7 @@ int main(int argc, char **argv) {
   r.be = taso_backend_find(backend_name);
   if (!r.be || strcmp(backend_name, "reference") == 0)
     taso_tool_usage_error(&t, "--backend: expected cpu%s, got '%s'",
-                          taso_backend_find("gpu") ? " or gpu" : "", backend_name);
+                          taso_backend_built("gpu") ? " or gpu" : "", backend_name);
   const taso_tool_file_t files[] = {
       taso_tool_output("--out", t.out_path, TASO_KIND_MODEL),
       taso_tool_input("--model", model_spec), taso_tool_input("--library", library_path),
