@@ -393,21 +393,62 @@ static void bind_types(taso_eqsat_t *s, const int32_t *vars) {
     if (vars[v] >= 0) s->at.v[v].type = s->eg.type[taso_egraph_find(&s->eg, vars[v])];
 }
 
+/* Room for one more application in s->app_rule and s->app_match (and,
+ * in the first pass, s->rhs_cls_at). */
+static taso_err_t app_room(taso_eqsat_t *s) {
+  if (s->napps < s->apps_cap) return TASO_OK;
+  int32_t cap = s->apps_cap ? 2 * s->apps_cap : 1024;
+  int32_t *v = realloc(s->app_rule, sizeof *v * (size_t)cap);
+  if (v) s->app_rule = v;
+  int32_t *w = v ? realloc(s->app_match, sizeof *w * (size_t)cap * (size_t)s->record) : NULL;
+  if (w) s->app_match = w;
+  int64_t *at = w ? realloc(s->rhs_cls_at, sizeof *at * (size_t)cap) : NULL;
+  if (!at) return taso_error(TASO_ERR_NOMEM, "%d rule applications", cap);
+  s->rhs_cls_at = at;
+  s->apps_cap = cap;
+  return TASO_OK;
+}
+
+/* Keeps a first-pass application's rhs classes (cls, 2 per rhs node) for
+ * a replay (replay.c). */
+static taso_err_t keep_rhs_classes(taso_eqsat_t *s, const int32_t *cls, int n) {
+  if (s->rhs_cls_len + n > s->rhs_cls_cap) {
+    int64_t cap = s->rhs_cls_cap ? 2 * s->rhs_cls_cap : 16384;
+    while (cap < s->rhs_cls_len + n)
+      cap *= 2;
+    int32_t *v = realloc(s->rhs_cls, sizeof *v * (size_t)cap);
+    if (!v)
+      return taso_error(TASO_ERR_NOMEM, "eqsat: %lld classes of applications", (long long)cap);
+    s->rhs_cls = v;
+    s->rhs_cls_cap = cap;
+  }
+  s->rhs_cls_at[s->napps] = s->rhs_cls_len;
+  memcpy(&s->rhs_cls[s->rhs_cls_len], cls, sizeof *cls * (size_t)n);
+  s->rhs_cls_len += n;
+  return TASO_OK;
+}
+
 /* One accepted match: rhs added over its bound classes and merged with
  * the matched classes. *changed: the e-graph gained a node or a merge. */
 static taso_err_t apply(taso_eqsat_t *s, const int32_t *rec, bool *changed) {
+  taso_verdicts_t *memo = &s->memo[rec[0]];
+  memo->v[rec[1] + 1 + memo->v[rec[1]]] = APPLIED;
+  return taso_eqsat_apply(s, rec, NULL, changed);
+}
+
+taso_err_t taso_eqsat_apply(taso_eqsat_t *s, const int32_t *rec, int32_t *classes, bool *changed) {
   const taso_rule_t *rule = &s->rules->v[rec[0]];
   const taso_graph_t *rhs = &rule->rhs;
   const int32_t *vars = rec + 2 + s->max_outputs;
-  taso_verdicts_t *memo = &s->memo[rec[0]];
-  memo->v[rec[1] + 1 + memo->v[rec[1]]] = APPLIED;
   bind_types(s, vars);
   TASO_TRY(taso_graph_infer(rhs, &s->at, s->rhs_types)); /* it did at the match */
-  int32_t cls[2 * 64];
+  int32_t buf[2 * 64];
+  int32_t *cls = classes ? classes : buf;
   int32_t app = s->napps;
   *changed = false;
   for (int i = 0; i < rhs->nnodes; i++) {
     const taso_node_t *n = &rhs->nodes[i];
+    cls[2 * i] = cls[2 * i + 1] = -1;
     if (n->kind == TASO_OP_INPUT) {
       cls[2 * i] = vars[n->p.input];
       continue;
@@ -429,15 +470,8 @@ static taso_err_t apply(taso_eqsat_t *s, const int32_t *rec, bool *changed) {
     *changed |= merged;
   }
   if (!*changed) return TASO_OK;
-  if (s->napps == s->apps_cap) {
-    int32_t cap = s->apps_cap ? 2 * s->apps_cap : 1024;
-    int32_t *v = realloc(s->app_rule, sizeof *v * (size_t)cap);
-    if (v) s->app_rule = v;
-    int32_t *w = v ? realloc(s->app_match, sizeof *w * (size_t)cap * (size_t)s->record) : NULL;
-    if (!w) return taso_error(TASO_ERR_NOMEM, "%d rule applications", cap);
-    s->app_match = w;
-    s->apps_cap = cap;
-  }
+  TASO_TRY(app_room(s));
+  if (s->first_pass) TASO_TRY(keep_rhs_classes(s, cls, 2 * rhs->nnodes));
   memcpy(&s->app_match[(size_t)s->napps * (size_t)s->record], rec, sizeof *rec * (size_t)s->record);
   s->app_rule[s->napps++] = rec[0];
   return TASO_OK;
@@ -493,6 +527,19 @@ static taso_err_t match_all(taso_eqsat_t *s, int it, bool *banned_any) {
   return TASO_OK;
 }
 
+/* Marks the end of a first-pass iteration's applications (replay.c). */
+static taso_err_t keep_iteration(taso_eqsat_t *s) {
+  if (s->niters == s->iters_cap) {
+    int cap = s->iters_cap ? 2 * s->iters_cap : 32;
+    int32_t *v = realloc(s->iter_apps, sizeof *v * (size_t)cap);
+    if (!v) return taso_error(TASO_ERR_NOMEM, "eqsat: %d iterations", cap);
+    s->iter_apps = v;
+    s->iters_cap = cap;
+  }
+  s->iter_apps[s->niters++] = s->napps;
+  return TASO_OK;
+}
+
 /* Saturation: iterations until nothing changes (no rule banned) or a
  * bound is reached. */
 static taso_err_t saturate(taso_eqsat_t *s) {
@@ -512,6 +559,7 @@ static taso_err_t saturate(taso_eqsat_t *s) {
       res->queued += c;
     }
     TASO_TRY(taso_egraph_rebuild(&s->eg, s->prob->is_weight));
+    if (s->first_pass) TASO_TRY(keep_iteration(s));
     res->explored = res->eqsat_iterations = it + 1;
     res->enodes = s->eg.live;
     res->eclasses = s->eg.live_classes;
@@ -711,9 +759,7 @@ static taso_err_t setup(taso_eqsat_t *s, taso_graph_t *start) {
   return input_egraph(s, start, &s->res->cost_before);
 }
 
-/* The e-graph of the input alone again, every match unmet and the result's
- * counters at 0: for the second pass. */
-static taso_err_t restart(taso_eqsat_t *s, const taso_graph_t *start) {
+taso_err_t taso_eqsat_restart(taso_eqsat_t *s, const taso_graph_t *start) {
   taso_search_result_t *r = s->res;
   taso_egraph_clear(&s->eg); /* its memory kept: the second pass grows as large */
   s->napps = 0;
@@ -833,23 +879,28 @@ static taso_err_t decide_later(taso_eqsat_t *s, bool *any) {
  * pass's result is kept, so every rewrite in it stands in a proved
  * relation as before; what the first pass found but the second cannot
  * reach is lost (opt->eqsat_prove_all proves every relation met instead).
+ * Since it would find the first's result anyway, the second pass is first
+ * tried as a replay (replay.c: the first's proved applications made again
+ * at their matches, no matching, no extraction), which keeps that result
+ * when it is among them; it saturates only when not (saturate_from).
  * (Running the first pass again without the relations its proofs refused
  * was tried: on NasNet-A three such passes took 40 s where one took 12,
  * for the same result.) */
-static taso_err_t first_pass(taso_eqsat_t *s, const taso_graph_t *start) {
+static taso_err_t first_pass(taso_eqsat_t *s) {
   taso_rule_guard_t *g = s->opt->guard;
   s->first_pass = true;
+  s->rhs_cls_len = 0;
+  s->niters = 0;
   taso_rule_guard_hopeful(g, true);
   taso_err_t err = saturate(s);
   taso_rule_guard_hopeful(g, false);
   bool *used = err == TASO_OK ? calloc((size_t)s->eg.nclasses + 1, sizeof *used) : NULL;
   if (err == TASO_OK && !used)
     err = taso_error(TASO_ERR_NOMEM, "eqsat: %d classes", s->eg.nclasses);
-  taso_graph_t best;
-  taso_graph_init(&best);
+  taso_graph_t *best = &s->hoped;
   double ms = INFINITY;
   double extract_from = taso_search_now();
-  if (err == TASO_OK) err = extract(s, &best, &ms, used);
+  if (err == TASO_OK) err = extract(s, best, &ms, used);
   s->res->extract_seconds = taso_search_now() - extract_from; /* the second pass's, if one */
   s->res->eqsat_optimistic_ms = ms < INFINITY ? ms : 0;
   bool gains = ms < s->from_ms; /* else nothing worth a proof */
@@ -875,11 +926,10 @@ static taso_err_t first_pass(taso_eqsat_t *s, const taso_graph_t *start) {
   }
   free(wide);
   free(used);
-  taso_graph_free(&best);
   s->first_pass = false;
   s->res->eqsat_one_pass = err == TASO_OK && !gains;
   if (s->res->eqsat_one_pass) s->res->eqsat_exact = TASO_EXACT_ONE_PASS; /* a second pass's */
-  return err == TASO_OK && gains ? restart(s, start) : err;
+  return err;
 }
 
 /* A round's gain that lets another round start; the shortfall of a
@@ -906,9 +956,19 @@ static taso_err_t saturate_from(taso_eqsat_t *s, const taso_graph_t *from, taso_
   const taso_search_options_t *opt = s->opt;
   bool two_passes = opt->guard && !opt->eqsat_prove_all;
   s->res->eqsat_third_pass = false;
-  taso_err_t err = two_passes ? first_pass(s, from) : TASO_OK;
+  s->res->eqsat_replayed = -1;
+  taso_err_t err = two_passes ? first_pass(s) : TASO_OK;
   bool second = !s->res->eqsat_one_pass; /* else its result is the input */
   *ms = INFINITY;
+  if (err == TASO_OK && second && two_passes && opt->eqsat_exact_seconds <= 0) {
+    bool holds;
+    err = taso_eqsat_replay(s, from, &holds);
+    if (err == TASO_OK && holds) {
+      *ms = s->res->eqsat_optimistic_ms;
+      return taso_graph_copy(extracted, &s->hoped);
+    }
+  }
+  if (err == TASO_OK && second && two_passes) err = taso_eqsat_restart(s, from);
   if (second) s->res->extract_seconds = 0; /* the second pass's (and the third's) */
   if (err == TASO_OK && second) err = proved_pass(s, two_passes, extracted, ms);
   double hoped = s->res->eqsat_optimistic_ms;
@@ -916,7 +976,7 @@ static taso_err_t saturate_from(taso_eqsat_t *s, const taso_graph_t *from, taso_
       !taso_eqsat_time_up(s)) { /* the third pass (widen_used) */
     bool any;
     err = decide_later(s, &any);
-    if (err == TASO_OK && any) err = restart(s, from);
+    if (err == TASO_OK && any) err = taso_eqsat_restart(s, from);
     taso_graph_t g;
     taso_graph_init(&g);
     double third = INFINITY;
@@ -948,6 +1008,7 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
                              taso_search_result_t *result) {
   TASO_TRY(taso_search_result_start(result, rules->n));
   taso_eqsat_t s = {.prob = prob, .rules = rules, .costs = costs, .opt = opt, .res = result};
+  taso_graph_init(&s.hoped);
   s.start = taso_search_now();
   double cpu = taso_search_cpu_now();
   taso_graph_t start, extracted;
@@ -972,7 +1033,7 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   bool gained = false;                 /* the last round run */
   for (int round = 0; round < rounds && err == TASO_OK; round++) {
     const taso_graph_t *from = &result->path[result->steps];
-    if (round > 0) err = restart(&s, from);
+    if (round > 0) err = taso_eqsat_restart(&s, from);
     double ms = INFINITY;
     if (err == TASO_OK) err = saturate_from(&s, from, &extracted, &ms);
     result->eqsat_rounds_run = round + 1;
@@ -1028,6 +1089,10 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   free(s.costs_ms);
   free(s.guessed_at);
   free(s.later);
+  free(s.rhs_cls);
+  free(s.rhs_cls_at);
+  free(s.iter_apps);
+  taso_graph_free(&s.hoped);
   free(s.bans);
   free(s.swaps);
   free(s.complete);

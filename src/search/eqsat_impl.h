@@ -77,7 +77,36 @@ typedef struct {
   bool out_of_time;
   uint32_t unclocked; /* calls of taso_eqsat_time_up_often (wraps around harmlessly) */
   bool first_pass;    /* the unproved first pass: no progress, no exact extraction */
+  /* what a replay of the first pass reads (replay.c): per application, at
+   * rhs_cls[rhs_cls_at[a]], the classes its right side's refs took (two
+   * per rhs node, -1 where none); per iteration, the applications made by
+   * its end; the first pass's result */
+  int32_t *rhs_cls;
+  int64_t rhs_cls_len, rhs_cls_cap;
+  int64_t *rhs_cls_at; /* apps_cap of them */
+  int32_t *iter_apps;
+  int niters, iters_cap;
+  taso_graph_t hoped;
 } taso_eqsat_t;
+
+/* An application of rule rec[0] at a match (record ints, as matches; its
+ * verdict offset rec[1] unused): the rhs added over the bound classes,
+ * merged with the matched ones, and the application kept (s->app_*) when
+ * the e-graph changed (*changed). classes (NULL, or 2 per rhs node)
+ * receives the class of each rhs ref (-1: none). */
+taso_err_t taso_eqsat_apply(taso_eqsat_t *s, const int32_t *rec, int32_t *classes, bool *changed);
+
+/* The e-graph of graph start alone again, every match unmet and the
+ * result's counters at 0: for a pass after the first. */
+taso_err_t taso_eqsat_restart(taso_eqsat_t *s, const taso_graph_t *start);
+
+/* The second pass as a replay (replay.c): the e-graph restarted from
+ * from, and the first pass's applications made again, iteration by
+ * iteration, where their left sides are present and their relations
+ * proved; *holds: the first pass's result (s->hoped) is then in the
+ * model's classes, so proved equal to from. The first pass's
+ * applications are forgotten either way (a pass after it restarts). */
+taso_err_t taso_eqsat_replay(taso_eqsat_t *s, const taso_graph_t *from, bool *holds);
 
 /* Whether opt->time_limit has passed (remembered once it has). */
 bool taso_eqsat_time_up(taso_eqsat_t *s);

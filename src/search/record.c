@@ -118,6 +118,11 @@ void taso_search_report(const taso_search_result_t *r, int width, bool chain, ch
     ADD("taso-optimize: eqsat: first pass, unproved: result %.4g ms; the relations of %lld of "
         "its applications decided for the second\n",
         r->eqsat_optimistic_ms, (long long)r->eqsat_asked);
+  if (r->eqsat_stop && r->eqsat_optimistic_ms > 0 && !r->eqsat_one_pass && r->eqsat_replayed >= 0)
+    ADD("taso-optimize: eqsat: the second pass replayed %lld of the first's applications (proved, "
+        "at matches): the first's result is among them, no second saturation (the figures "
+        "above are the first pass's)\n",
+        (long long)r->eqsat_replayed);
   if (r->eqsat_stop && r->eqsat_third_pass)
     ADD("taso-optimize: eqsat: the second pass fell short of the first's result: a third "
         "decided the relations below it and saturated again\n");

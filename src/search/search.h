@@ -116,6 +116,7 @@ typedef struct {
   int64_t eqsat_asked;        /* its applications whose relations were then decided */
   bool eqsat_one_pass;        /* it found nothing cheaper than the input: no second pass */
   bool eqsat_third_pass;      /* the second fell short of it: a third, with more decided */
+  int64_t eqsat_replayed;     /* its applications the second pass replayed (-1: it saturated) */
   int eqsat_remeasured;       /* extractions made again once the result's guesses were measured */
   int eqsat_rounds_run;       /* saturations run, each from the last one's result (eqsat.c) */
   int64_t eqsat_guessed;      /* configurations guessed and never measured (eqsat.c) */
