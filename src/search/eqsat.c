@@ -792,7 +792,7 @@ static bool into(taso_eqsat_t *s, const int32_t *rec, const bool *flags) {
  * pass found x1.29, and x1.30 with every relation proved). Deciding the
  * widened classes' relations always doubled the proofs (Inception-v3:
  * 1,007 against 344, for the same result), so they are kept for a third
- * pass, run only when the second falls short of the first (decide_later). */
+ * pass, run only when the second falls short of the first (s->later). */
 static void widen_used(taso_eqsat_t *s, bool *used) {
   for (bool more = true; more;) {
     more = false;
@@ -808,19 +808,19 @@ static void widen_used(taso_eqsat_t *s, bool *used) {
   }
 }
 
-/* Keeps application record rec's rule and bound types in s->later. */
-static taso_err_t keep_later(taso_eqsat_t *s, const int32_t *rec) {
-  int64_t need = s->later_len + 2 + (int64_t)s->at.n * (2 + TASO_MAX_RANK);
-  if (need > s->later_cap) {
-    int64_t cap = s->later_cap ? 2 * s->later_cap : 4096;
+/* Keeps application record rec's rule and bound types in rel. */
+static taso_err_t keep_relation(taso_eqsat_t *s, taso_eqsat_relations_t *rel, const int32_t *rec) {
+  int64_t need = rel->len + 2 + (int64_t)s->at.n * (2 + TASO_MAX_RANK);
+  if (need > rel->cap) {
+    int64_t cap = rel->cap ? 2 * rel->cap : 4096;
     while (cap < need)
       cap *= 2;
-    int32_t *v = realloc(s->later, sizeof *v * (size_t)cap);
-    if (!v) return taso_error(TASO_ERR_NOMEM, "eqsat: %lld words of later matches", (long long)cap);
-    s->later = v;
-    s->later_cap = cap;
+    int32_t *v = realloc(rel->v, sizeof *v * (size_t)cap);
+    if (!v) return taso_error(TASO_ERR_NOMEM, "eqsat: %lld words of matches", (long long)cap);
+    rel->v = v;
+    rel->cap = cap;
   }
-  int32_t *w = &s->later[s->later_len], n = 2;
+  int32_t *w = &rel->v[rel->len], n = 2;
   const int32_t *vars = rec + 2 + s->max_outputs;
   w[0] = rec[0];
   w[1] = 0;
@@ -833,17 +833,17 @@ static taso_err_t keep_later(taso_eqsat_t *s, const int32_t *rec) {
     n += TASO_MAX_RANK;
     w[1]++;
   }
-  s->later_len += n;
+  rel->len += n;
   return TASO_OK;
 }
 
-/* Decides the relations of the matches kept in s->later; false in *any
- * when there were none. */
-static taso_err_t decide_later(taso_eqsat_t *s, bool *any) {
-  *any = s->later_len > 0;
+/* Decides the relations kept in rel, and empties it; false in *any when
+ * there were none. */
+static taso_err_t decide_relations(taso_eqsat_t *s, taso_eqsat_relations_t *rel, bool *any) {
+  *any = rel->len > 0;
   taso_err_t err = TASO_OK;
-  for (int64_t k = 0; k < s->later_len && err == TASO_OK && !taso_eqsat_time_up(s);) {
-    const int32_t *w = &s->later[k];
+  for (int64_t k = 0; k < rel->len && err == TASO_OK && !taso_eqsat_time_up(s);) {
+    const int32_t *w = &rel->v[k];
     const taso_rule_t *rule = &s->rules->v[w[0]];
     int n = 2;
     for (int b = 0; b < w[1]; b++, n += 2 + TASO_MAX_RANK)
@@ -854,7 +854,7 @@ static taso_err_t decide_later(taso_eqsat_t *s, bool *any) {
     s->res->eqsat_asked++;
     k += n;
   }
-  s->later_len = 0;
+  rel->len = 0;
   return err;
 }
 
@@ -886,7 +886,7 @@ static taso_err_t decide_later(taso_eqsat_t *s, bool *any) {
  * (Running the first pass again without the relations its proofs refused
  * was tried: on NasNet-A three such passes took 40 s where one took 12,
  * for the same result.) */
-static taso_err_t first_pass(taso_eqsat_t *s) {
+static taso_err_t first_pass(taso_eqsat_t *s, bool replay) {
   taso_rule_guard_t *g = s->opt->guard;
   s->first_pass = true;
   s->rhs_cls_len = 0;
@@ -911,12 +911,18 @@ static taso_err_t first_pass(taso_eqsat_t *s) {
   } else if (gains && err == TASO_OK) {
     err = taso_error(TASO_ERR_NOMEM, "eqsat: %d classes", s->eg.nclasses);
   }
-  s->later_len = 0;
+  s->later.len = s->rest.len = 0;
+  bool *direct = gains && replay && err == TASO_OK ? calloc((size_t)s->napps + 1, 1) : NULL;
+  if (direct) taso_eqsat_graph_apps(s, best, direct);
   for (int32_t a = 0; a < s->napps && gains && err == TASO_OK && !taso_eqsat_time_up(s); a++) {
     const int32_t *rec = &s->app_match[(size_t)a * (size_t)s->record];
     const taso_rule_t *rule = &s->rules->v[rec[0]];
     if (!into(s, rec, used)) {
-      if (into(s, rec, wide)) err = keep_later(s, rec);
+      if (into(s, rec, wide)) err = keep_relation(s, &s->later, rec);
+      continue;
+    }
+    if (direct && !direct[a]) { /* decided if the replay falls short without it */
+      err = keep_relation(s, &s->rest, rec);
       continue;
     }
     bind_types(s, rec + 2 + s->max_outputs);
@@ -924,6 +930,7 @@ static taso_err_t first_pass(taso_eqsat_t *s) {
     err = taso_rule_guard_accepts(g, rec[0], 0, &rule->lhs, &rule->rhs, &rule->cond, &s->at, &ok);
     s->res->eqsat_asked++;
   }
+  free(direct);
   free(wide);
   free(used);
   s->first_pass = false;
@@ -957,16 +964,30 @@ static taso_err_t saturate_from(taso_eqsat_t *s, const taso_graph_t *from, taso_
   bool two_passes = opt->guard && !opt->eqsat_prove_all;
   s->res->eqsat_third_pass = false;
   s->res->eqsat_replayed = -1;
-  taso_err_t err = two_passes ? first_pass(s) : TASO_OK;
+  bool replay = two_passes && opt->eqsat_exact_seconds <= 0;
+  taso_err_t err = two_passes ? first_pass(s, replay) : TASO_OK;
   bool second = !s->res->eqsat_one_pass; /* else its result is the input */
   *ms = INFINITY;
-  if (err == TASO_OK && second && two_passes && opt->eqsat_exact_seconds <= 0) {
-    bool holds;
-    err = taso_eqsat_replay(s, from, &holds);
+  if (err == TASO_OK && second && replay) {
+    taso_search_result_t first = *s->res; /* its figures, reported if the replay holds */
+    taso_eqsat_keep_first(s);
+    bool holds = false, more = true;
+    for (int k = 0; k < 2 && err == TASO_OK && !holds && more; k++) {
+      if (k > 0) err = decide_relations(s, &s->rest, &more); /* the rest under its result */
+      if (err == TASO_OK && more) err = taso_eqsat_replay(s, from, &holds);
+    }
+    taso_eqsat_drop_first(s);
     if (err == TASO_OK && holds) {
+      int64_t made = s->res->eqsat_replayed, asked = s->res->eqsat_asked;
+      *s->res = first;
+      s->res->eqsat_replayed = made;
+      s->res->eqsat_asked = asked;
+      s->res->eqsat_exact = TASO_EXACT_OFF; /* a second pass's: none with a replay */
       *ms = s->res->eqsat_optimistic_ms;
       return taso_graph_copy(extracted, &s->hoped);
     }
+    if (err == TASO_OK) err = decide_relations(s, &s->rest, &more); /* as without a replay */
+    s->res->eqsat_replayed = -1;                                    /* it saturates */
   }
   if (err == TASO_OK && second && two_passes) err = taso_eqsat_restart(s, from);
   if (second) s->res->extract_seconds = 0; /* the second pass's (and the third's) */
@@ -975,7 +996,7 @@ static taso_err_t saturate_from(taso_eqsat_t *s, const taso_graph_t *from, taso_
   if (err == TASO_OK && second && hoped > 0 && *ms > (1 + ROUND_GAIN) * hoped &&
       !taso_eqsat_time_up(s)) { /* the third pass (widen_used) */
     bool any;
-    err = decide_later(s, &any);
+    err = decide_relations(s, &s->later, &any);
     if (err == TASO_OK && any) err = taso_eqsat_restart(s, from);
     taso_graph_t g;
     taso_graph_init(&g);
@@ -1088,7 +1109,9 @@ taso_err_t taso_search_eqsat(const taso_search_problem_t *prob, const taso_rules
   taso_verdicts_free(&s.node_costs);
   free(s.costs_ms);
   free(s.guessed_at);
-  free(s.later);
+  free(s.later.v);
+  free(s.rest.v);
+  taso_eqsat_drop_first(&s);
   free(s.rhs_cls);
   free(s.rhs_cls_at);
   free(s.iter_apps);

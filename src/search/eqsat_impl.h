@@ -29,6 +29,26 @@ taso_err_t taso_verdicts_find(taso_verdicts_t *m, const int32_t *key, int n, int
 void taso_verdicts_clear(taso_verdicts_t *m);
 void taso_verdicts_free(taso_verdicts_t *m);
 
+/* Relations of matches to decide, as words: per match its rule, its
+ * bound inputs' count, then per bound input its number, rank and
+ * TASO_MAX_RANK sizes. */
+typedef struct {
+  int32_t *v;
+  int64_t len, cap;
+} taso_eqsat_relations_t;
+
+/* The first pass's applications, kept for a replay (replay.c). */
+typedef struct {
+  int32_t *match;     /* record ints per application (as app_match) */
+  int32_t *rule;      /* per application its rule (as app_rule) */
+  int32_t napps;      /* applications */
+  int32_t *rhs_cls;   /* per application, at rhs_at[a], its rhs refs' classes */
+  int64_t *rhs_at;    /* per application */
+  int32_t *iter_apps; /* per iteration, the applications made by its end */
+  int niters;
+  int32_t nclasses; /* the first pass's classes */
+} taso_eqsat_first_t;
+
 typedef struct {
   const taso_search_problem_t *prob;
   const taso_rules_t *rules;
@@ -69,11 +89,10 @@ typedef struct {
   int32_t nguessed, guessed_cap;
   double start;
   double from_ms; /* the cost of the graph this round started from (the input's, at first) */
-  /* matches whose relations a third pass decides (eqsat.c widen_used), as
-   * words: rule, bound inputs, then per bound input its number, rank and
-   * TASO_MAX_RANK sizes */
-  int32_t *later;
-  int64_t later_len, later_cap;
+  /* matches whose relations a third pass decides (eqsat.c widen_used),
+   * and those under the first pass's result that wait for its replay to
+   * fall short (eqsat.c first_pass) */
+  taso_eqsat_relations_t later, rest;
   bool out_of_time;
   uint32_t unclocked; /* calls of taso_eqsat_time_up_often (wraps around harmlessly) */
   bool first_pass;    /* the unproved first pass: no progress, no exact extraction */
@@ -87,6 +106,7 @@ typedef struct {
   int32_t *iter_apps;
   int niters, iters_cap;
   taso_graph_t hoped;
+  taso_eqsat_first_t first; /* taken by taso_eqsat_keep_first */
 } taso_eqsat_t;
 
 /* An application of rule rec[0] at a match (record ints, as matches; its
@@ -100,12 +120,21 @@ taso_err_t taso_eqsat_apply(taso_eqsat_t *s, const int32_t *rec, int32_t *classe
  * result's counters at 0: for a pass after the first. */
 taso_err_t taso_eqsat_restart(taso_eqsat_t *s, const taso_graph_t *start);
 
+/* Marks in apps (a flag per application) the applications that added
+ * the nodes of graph g that the e-graph holds (replay.c). */
+void taso_eqsat_graph_apps(taso_eqsat_t *s, const taso_graph_t *g, bool *apps);
+
+/* Moves the first pass's applications into s->first (the next pass
+ * records its own); taso_eqsat_drop_first frees them. */
+void taso_eqsat_keep_first(taso_eqsat_t *s);
+void taso_eqsat_drop_first(taso_eqsat_t *s);
+
 /* The second pass as a replay (replay.c): the e-graph restarted from
- * from, and the first pass's applications made again, iteration by
+ * from, and the kept first pass's applications made again, iteration by
  * iteration, where their left sides are present and their relations
  * proved; *holds: the first pass's result (s->hoped) is then in the
- * model's classes, so proved equal to from. The first pass's
- * applications are forgotten either way (a pass after it restarts). */
+ * model's classes, so proved equal to from. res->eqsat_replayed: the
+ * applications made. */
 taso_err_t taso_eqsat_replay(taso_eqsat_t *s, const taso_graph_t *from, bool *holds);
 
 /* Whether opt->time_limit has passed (remembered once it has). */
