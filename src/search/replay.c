@@ -40,17 +40,43 @@
 /* Sweeps over the applications not made, after the iterations. */
 enum { SWEEPS = 2 };
 
-/* The class of lhs ref's node over the bound classes cls (per lhs ref),
- * or -1: not present. */
-static int32_t lookup(taso_eqsat_t *s, const taso_node_t *n, int port, const int32_t *cls) {
-  int32_t in[3] = {-1, -1, -1};
-  for (int a = 0; a < taso_ops[n->kind].arity; a++) {
-    if (cls[n->in[a]] < 0) return -1;
-    in[a] = cls[n->in[a]];
+/* The classes of graph g's refs in the e-graph (-1: not present) into
+ * cls (2 per node), its input nodes bound to vars (per input number its
+ * class), or with vars NULL to the model's input nodes; apps (NULL, or a
+ * flag per application) marks the applications that added its nodes. */
+static void walk(taso_eqsat_t *s, const taso_graph_t *g, const int32_t *vars, int32_t *cls,
+                 bool *apps) {
+  int32_t *model = NULL; /* the model's input classes, by number, found in one sweep */
+  if (!vars) {
+    int n = s->prob->inputs->n;
+    model = malloc(sizeof *model * ((size_t)n + 1));
+    for (int k = 0; model && k < n; k++)
+      model[k] = -1;
+    for (int32_t e = 0; model && e < s->eg.nnodes; e++) {
+      const taso_enode_t *en = &s->eg.nodes[e];
+      if (en->kind == TASO_OP_INPUT && en->p.input >= 0 && en->p.input < n)
+        model[en->p.input] = taso_egraph_find(&s->eg, en->cls);
+    }
   }
-  int32_t pid = taso_egraph_params_id(&s->eg, &n->p);
-  int32_t e = taso_egraph_lookup_pid(&s->eg, n->kind, port, pid, in);
-  return e >= 0 ? taso_egraph_find(&s->eg, s->eg.nodes[e].cls) : -1;
+  for (int i = 0; i < g->nnodes; i++) {
+    const taso_node_t *n = &g->nodes[i];
+    cls[2 * i] = cls[2 * i + 1] = -1;
+    if (n->kind == TASO_OP_INPUT) { /* no memory for model: every graph absent */
+      cls[2 * i] = vars ? vars[n->p.input] : model ? model[n->p.input] : -1;
+      continue;
+    }
+    for (int port = 0; port < taso_ops[n->kind].outputs; port++) {
+      int32_t in[3] = {-1, -1, -1};
+      bool bound = true;
+      for (int a = 0; a < taso_ops[n->kind].arity; a++)
+        bound = bound && (in[a] = cls[n->in[a]]) >= 0;
+      int32_t e = bound ? taso_egraph_lookup_node(&s->eg, n->kind, port, &n->p, in) : -1;
+      if (e < 0) continue;
+      cls[2 * i + port] = taso_egraph_find(&s->eg, s->eg.nodes[e].cls);
+      if (apps && s->eg.nodes[e].app >= 0) apps[s->eg.nodes[e].app] = true;
+    }
+  }
+  free(model);
 }
 
 /* Application a of the first pass as a match here, into rec (record
@@ -72,16 +98,7 @@ static bool match_here(taso_eqsat_t *s, const taso_eqsat_first_t *f, int32_t a, 
     nvars[v] = taso_egraph_find(&s->eg, map[vars[v]]);
   }
   int32_t cls[2 * 64];
-  for (int i = 0; i < lhs->nnodes; i++) {
-    const taso_node_t *n = &lhs->nodes[i];
-    cls[2 * i] = cls[2 * i + 1] = -1;
-    if (n->kind == TASO_OP_INPUT) {
-      cls[2 * i] = nvars[n->p.input];
-      continue;
-    }
-    for (int port = 0; port < taso_ops[n->kind].outputs; port++)
-      cls[2 * i + port] = lookup(s, n, port, cls);
-  }
+  walk(s, lhs, nvars, cls, NULL);
   for (int o = 0; o < lhs->noutputs; o++) {
     rec[2 + o] = cls[lhs->outputs[o]];
     if (rec[2 + o] < 0) return false;
@@ -95,35 +112,9 @@ static bool match_here(taso_eqsat_t *s, const taso_eqsat_first_t *f, int32_t a, 
   return true;
 }
 
-/* The classes of graph g's refs in the e-graph (-1: not present) into
- * cls (2 per node); apps (NULL, or a flag per application) marks the
- * applications that added its nodes. */
-static void walk(taso_eqsat_t *s, const taso_graph_t *g, int32_t *cls, bool *apps) {
-  for (int i = 0; i < g->nnodes; i++) {
-    const taso_node_t *n = &g->nodes[i];
-    cls[2 * i] = cls[2 * i + 1] = -1;
-    if (n->kind == TASO_OP_INPUT) { /* the model's input node of that number */
-      for (int32_t e = 0; e < s->eg.nnodes && cls[2 * i] < 0; e++)
-        if (s->eg.nodes[e].kind == TASO_OP_INPUT && s->eg.nodes[e].p.input == n->p.input)
-          cls[2 * i] = taso_egraph_find(&s->eg, s->eg.nodes[e].cls);
-      continue;
-    }
-    for (int port = 0; port < taso_ops[n->kind].outputs; port++) {
-      int32_t in[3] = {-1, -1, -1};
-      bool bound = true;
-      for (int a = 0; a < taso_ops[n->kind].arity; a++)
-        bound = bound && (in[a] = cls[n->in[a]]) >= 0;
-      int32_t e = bound ? taso_egraph_lookup_node(&s->eg, n->kind, port, &n->p, in) : -1;
-      if (e < 0) continue;
-      cls[2 * i + port] = taso_egraph_find(&s->eg, s->eg.nodes[e].cls);
-      if (apps && s->eg.nodes[e].app >= 0) apps[s->eg.nodes[e].app] = true;
-    }
-  }
-}
-
 void taso_eqsat_graph_apps(taso_eqsat_t *s, const taso_graph_t *g, bool *apps) {
   int32_t *cls = malloc(sizeof *cls * 2 * (size_t)(g->nnodes + 1));
-  if (cls) walk(s, g, cls, apps); /* else nothing marked: the caller decides them all later */
+  if (cls) walk(s, g, NULL, cls, apps); /* else nothing marked: the caller decides them all later */
   free(cls);
 }
 
@@ -133,7 +124,7 @@ static taso_err_t holds_graph(taso_eqsat_t *s, const taso_graph_t *g, bool *hold
   *holds = false;
   int32_t *cls = malloc(sizeof *cls * 2 * (size_t)(g->nnodes + 1));
   if (!cls) return taso_error(TASO_ERR_NOMEM, "eqsat: %d nodes", g->nnodes);
-  walk(s, g, cls, NULL);
+  walk(s, g, NULL, cls, NULL);
   bool present = true;
   for (int o = 0; o < g->noutputs && present; o++)
     present =
